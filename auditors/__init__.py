@@ -1,0 +1,1 @@
+"""Statistical auditing: certified empirical lower bounds on ε."""

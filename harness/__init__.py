@@ -1,0 +1,58 @@
+"""dpharness: check differential-privacy mechanisms two ways at once.
+
+* :func:`prove` derives the worst-case privacy loss symbolically and returns a verdict
+  (PROVED / REFUTED / UNPROVEN) with the obligations that justify it.
+* :func:`audit` runs a mechanism (a catalog entry or any Python callable) on neighbouring inputs
+  and returns a certified empirical lower bound on ε.
+
+Together: empirical lower bound <= true ε <= proven bound <= claimed ε.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .core import (
+    AddRemove, ApproxDP, BoundedChange, Claim, DiscreteLaw, Domain, Event, Finite, FunctionLaw,
+    InputSpec, IntegerRange, Mechanism, OutputLaw, PureDP, RealBox, RealInterval, Relation,
+    RenyiDP, Substitute, Witness, exact,
+)
+from .errors import DPHarnessError, MechanismError, ParameterError, UnsupportedError
+from .registry import catalog, get, register
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "audit", "prove",
+    "Mechanism", "Claim", "PureDP", "ApproxDP", "RenyiDP",
+    "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
+    "Relation", "AddRemove", "Substitute", "BoundedChange", "InputSpec",
+    "OutputLaw", "DiscreteLaw", "FunctionLaw", "Event", "Witness", "exact",
+    "DPHarnessError", "ParameterError", "MechanismError", "UnsupportedError",
+    "register", "catalog", "get",
+]
+
+
+def prove(mechanism: Mechanism):
+    """Derive the worst-case privacy loss of a catalog mechanism; see :mod:`dpharness.proofs`."""
+    from .proofs import prove as _prove  # deferred: sympy/z3 are slow to import
+
+    return _prove(mechanism)
+
+
+def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any):
+    """Certified empirical lower bound on ε; see :func:`dpharness.auditors.audit` for the options.
+
+    For a catalog mechanism audited without a pair, the proof's witness pair (when the prover has
+    one) is offered to the auditor's neighbour search first."""
+    from .auditors import audit as _audit  # deferred: keeps `import dpharness` cheap
+
+    witnesses: list[Witness] = []
+    if data is None and neighbor is None and isinstance(mechanism, Mechanism):
+        try:
+            proof = prove(mechanism)
+        except (UnsupportedError, ImportError):
+            proof = None
+        if proof is not None and getattr(proof, "witness", None) is not None:
+            witnesses.append(proof.witness)
+    return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)

@@ -1,0 +1,91 @@
+"""Validation helpers used once at the public boundary (scipy's ``pdf`` -> ``_pdf_formula`` split).
+
+Each helper returns the value it checked so calls read ``self_x = _v.positive("x", x)``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import ParameterError
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def real(name: str, value: Any) -> float | int | Fraction:
+    """A finite real number (int, float, Fraction, numpy scalar). Bools are refused."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ParameterError(f"{name}={_show(value)} is not a real number; pass an int, float or Fraction.")
+    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+        raise ParameterError(f"{name}={_show(value)} is not finite; pass a finite number.")
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def positive(name: str, value: Any) -> float | int | Fraction:
+    """A finite real number > 0."""
+    value = real(name, value)
+    if not value > 0:
+        raise ParameterError(f"{name}={_show(value)} must be > 0; pass a positive finite number.")
+    return value
+
+
+def nonnegative(name: str, value: Any) -> float | int | Fraction:
+    """A finite real number >= 0."""
+    value = real(name, value)
+    if not value >= 0:
+        raise ParameterError(f"{name}={_show(value)} must be >= 0; pass a non-negative finite number.")
+    return value
+
+
+def probability(name: str, value: Any, *, open_left: bool = False, open_right: bool = False) -> float | int | Fraction:
+    """A number in [0, 1] (ends excluded on request)."""
+    value = real(name, value)
+    lo_ok = value > 0 if open_left else value >= 0
+    hi_ok = value < 1 if open_right else value <= 1
+    if not (lo_ok and hi_ok):
+        interval = ("(" if open_left else "[") + "0, 1" + (")" if open_right else "]")
+        raise ParameterError(f"{name}={_show(value)} must lie in {interval}; pass a probability in that range.")
+    return value
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """A Python or numpy integer within optional bounds (floats such as 2.0 are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ParameterError(f"{name}={_show(value)} is not an integer; pass an int.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ParameterError(f"{name}={value} must be >= {minimum}; pass a larger integer.")
+    if maximum is not None and value > maximum:
+        raise ParameterError(f"{name}={value} must be <= {maximum}; pass a smaller integer.")
+    return value
+
+
+def choice(name: str, value: Any, options: tuple) -> Any:
+    if value not in options:
+        raise ParameterError(f"{name}={_show(value)} is not one of {options}; pass one of them.")
+    return value
+
+
+def rng(name: str, value: Any) -> np.random.Generator:
+    """Explicit randomness only: a numpy Generator (scipy's ``rng=`` convention)."""
+    if not isinstance(value, np.random.Generator):
+        raise ParameterError(
+            f"{name}={_show(value)} is not a numpy.random.Generator; pass numpy.random.default_rng(seed)."
+        )
+    return value
+
+
+def ordered(lo_name: str, lo: Any, hi_name: str, hi: Any) -> None:
+    if not lo < hi:
+        raise ParameterError(f"{lo_name}={_show(lo)} must be < {hi_name}={_show(hi)}; swap or widen the bounds.")

@@ -1,0 +1,646 @@
+"""The core model: claims, record domains, neighbour relations, output laws, events, witnesses
+and the ``Mechanism`` base class every catalog entry derives from.
+
+Dependency direction: core <- mechanisms <- {proofs, auditors} <- reports/CLI/plugin.
+Proofs and auditors never import each other; what one tells the other (a witness pair and
+event) travels as the core's :class:`Witness` and :class:`Event` values.
+
+Conventions
+-----------
+* Parameters keep the value the user gave (int, float, Fraction); :func:`exact` turns one into
+  an exact sympy number (a float is read through its shortest repr, so ``0.1`` is ``1/10``).
+* Data shapes, named by :attr:`InputSpec.shape`:
+
+  - ``"record"``  : the input is ONE record (local DP, e.g. randomized response); two inputs are
+    neighbours when they are any two records of the domain (``Substitute`` of a one-record data set).
+  - ``"dataset"`` : the input is a numpy array of records, shape ``(n,)`` or ``(n, columns)``;
+    neighbours per ``AddRemove`` or ``Substitute``.
+  - ``"vector"``  : the input is a vector of query answers, shape ``(dim,)``; neighbours per
+    ``BoundedChange(sensitivity, norm)``.
+* A sampler returns ``size`` outputs with the first axis indexing samples: shape ``(size,)`` for
+  scalar outputs, ``(size, k)`` for vector outputs.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import hashlib
+import inspect
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+import sympy as sp
+
+from . import _validate as _v
+from .errors import ParameterError
+
+__all__ = [
+    "exact",
+    "Claim", "PureDP", "ApproxDP", "RenyiDP",
+    "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
+    "Relation", "AddRemove", "Substitute", "BoundedChange",
+    "InputSpec",
+    "OutputLaw", "DiscreteLaw", "FunctionLaw",
+    "Event", "Witness",
+    "Mechanism",
+]
+
+
+# --------------------------------------------------------------------------- exact numbers
+
+def exact(value: Any) -> sp.Expr:
+    """An exact sympy number for a parameter: ints and Fractions as they are, floats through their
+    shortest decimal repr (``0.1 -> 1/10``), sympy expressions unchanged unless they hold a Float.
+
+    >>> exact(0.1)
+    1/10
+    """
+    if isinstance(value, sp.Basic):
+        if value.has(sp.Float):
+            raise ParameterError(f"value={value!r} holds a sympy Float; pass an exact number (Rational, Integer).")
+        return value
+    if isinstance(value, bool):
+        raise ParameterError(f"value={value!r} is a bool; pass a number.")
+    if isinstance(value, (int, np.integer)):
+        return sp.Integer(int(value))
+    if isinstance(value, Fraction):
+        return sp.Rational(value.numerator, value.denominator)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if math.isinf(value):
+            return sp.oo if value > 0 else -sp.oo
+        if math.isnan(value):
+            raise ParameterError("value=nan is not a number; pass a finite number.")
+        return sp.Rational(repr(value))
+    raise ParameterError(f"value={value!r} is not a number; pass an int, float or Fraction.")
+
+
+# --------------------------------------------------------------------------- claims
+
+class Claim:
+    """A claimed privacy guarantee. ``epsilon``/``delta`` are what an audit holds the mechanism to."""
+
+    epsilon: Any
+    delta: Any = 0
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PureDP(Claim):
+    """ε-DP: Pr[M(D)∈S] ≤ e^ε Pr[M(D')∈S] for all neighbours D, D' and all events S."""
+
+    epsilon: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _v.positive("epsilon", self.epsilon))
+
+    @property
+    def delta(self) -> int:
+        return 0
+
+    def describe(self) -> str:
+        return f"ε = {self.epsilon} (pure DP)"
+
+
+@dataclass(frozen=True)
+class ApproxDP(Claim):
+    """(ε, δ)-DP: Pr[M(D)∈S] ≤ e^ε Pr[M(D')∈S] + δ."""
+
+    epsilon: Any
+    delta: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _v.nonnegative("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", _v.probability("delta", self.delta, open_right=True))
+
+    def describe(self) -> str:
+        return f"(ε, δ) = ({self.epsilon}, {self.delta})"
+
+
+@dataclass(frozen=True)
+class RenyiDP(Claim):
+    """(α, ε)-Rényi DP: D_α(M(D) || M(D')) ≤ ε. Converts to (ε + ln(1/δ)/(α−1), δ)-DP (Mironov 2017, Prop. 3)."""
+
+    alpha: Any
+    epsilon: Any
+
+    def __post_init__(self) -> None:
+        alpha = _v.real("alpha", self.alpha)
+        if not alpha > 1:
+            raise ParameterError(f"alpha={alpha!r} must be > 1; pass a Rényi order above 1.")
+        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "epsilon", _v.positive("epsilon", self.epsilon))
+
+    @property
+    def delta(self) -> int:
+        return 0
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        delta = _v.probability("delta", delta, open_left=True, open_right=True)
+        return ApproxDP(float(self.epsilon) + math.log(1 / float(delta)) / (float(self.alpha) - 1), delta)
+
+    def describe(self) -> str:
+        return f"Rényi DP of order α = {self.alpha} with ε = {self.epsilon}"
+
+
+# --------------------------------------------------------------------------- record domains
+
+class Domain(abc.ABC):
+    """The set records (or data vectors' coordinates) are drawn from."""
+
+    @abc.abstractmethod
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        """Element-wise membership (for RealBox: row-wise)."""
+
+    @abc.abstractmethod
+    def extremes(self) -> list:
+        """A few boundary records, the usual places where privacy loss peaks (neighbour search)."""
+
+    @abc.abstractmethod
+    def describe(self) -> str: ...
+
+    def validate(self, name: str, values: Any) -> np.ndarray:
+        arr = np.asarray(values)
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+            raise ParameterError(f"{name}={values!r:.80} has non-numeric entries; pass numbers in {self.describe()}.")
+        if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+            raise ParameterError(f"{name} has NaN or infinite entries; pass finite values in {self.describe()}.")
+        inside = self.contains(arr)
+        if not np.all(inside):
+            first = arr[~inside][:3]
+            raise ParameterError(
+                f"{name} has values outside the domain {self.describe()} (e.g. {first.tolist()}); "
+                "clamp or filter the data before calling, or widen the mechanism's bounds."
+            )
+        return arr
+
+
+@dataclass(frozen=True)
+class Finite(Domain):
+    """A finite set of values, e.g. the categories ``0..k-1`` of randomized response."""
+
+    values: tuple
+
+    def __post_init__(self) -> None:
+        if len(self.values) < 2:
+            raise ParameterError(f"values={self.values!r} needs at least 2 elements; pass 2 or more values.")
+        object.__setattr__(self, "values", tuple(self.values))
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        return np.isin(np.asarray(values), np.asarray(self.values))
+
+    def extremes(self) -> list:
+        return list(self.values)
+
+    def describe(self) -> str:
+        if len(self.values) > 6:
+            return f"{{{self.values[0]}, {self.values[1]}, ..., {self.values[-1]}}}"
+        return "{" + ", ".join(map(str, self.values)) + "}"
+
+
+@dataclass(frozen=True)
+class IntegerRange(Domain):
+    """Integers ``lo..hi`` inclusive."""
+
+    lo: int
+    hi: int
+
+    def __post_init__(self) -> None:
+        _v.integer("lo", self.lo)
+        _v.integer("hi", self.hi)
+        _v.ordered("lo", self.lo, "hi", self.hi)
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        arr = np.asarray(values)
+        integral = np.equal(np.mod(arr, 1), 0) if np.issubdtype(arr.dtype, np.floating) else np.ones(arr.shape, bool)
+        return integral & (arr >= self.lo) & (arr <= self.hi)
+
+    def extremes(self) -> list:
+        return [self.lo, self.hi]
+
+    def describe(self) -> str:
+        return f"integers {self.lo}..{self.hi}"
+
+
+@dataclass(frozen=True)
+class RealInterval(Domain):
+    """Reals in ``[lo, hi]``; either end may be infinite (then records are only required finite)."""
+
+    lo: float = -math.inf
+    hi: float = math.inf
+
+    def __post_init__(self) -> None:
+        for nm in ("lo", "hi"):
+            val = getattr(self, nm)
+            if isinstance(val, bool) or not isinstance(val, (int, float, Fraction, np.integer, np.floating)) or math.isnan(float(val)):
+                raise ParameterError(f"{nm}={val!r} is not a number; pass a real bound (or ±inf).")
+        _v.ordered("lo", self.lo, "hi", self.hi)
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        arr = np.asarray(values, dtype=float)
+        return np.isfinite(arr) & (arr >= self.lo) & (arr <= self.hi)
+
+    def extremes(self) -> list:
+        return [v for v in (self.lo, self.hi) if math.isfinite(v)] or [0.0, 1.0]
+
+    def describe(self) -> str:
+        return f"reals in [{self.lo}, {self.hi}]"
+
+
+@dataclass(frozen=True)
+class RealBox(Domain):
+    """Records that are real vectors of ``dim`` columns, each in ``[lo, hi]`` (e.g. (x, y) pairs)."""
+
+    lo: float
+    hi: float
+    dim: int
+
+    def __post_init__(self) -> None:
+        _v.real("lo", self.lo)
+        _v.real("hi", self.hi)
+        _v.ordered("lo", self.lo, "hi", self.hi)
+        _v.integer("dim", self.dim, minimum=1)
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        arr = np.asarray(values, dtype=float)
+        if arr.ndim == 0 or arr.shape[-1] != self.dim:
+            return np.zeros(arr.shape[:-1] if arr.ndim else (), bool)
+        return np.all(np.isfinite(arr) & (arr >= self.lo) & (arr <= self.hi), axis=-1)
+
+    def extremes(self) -> list:
+        return [np.full(self.dim, self.lo), np.full(self.dim, self.hi)]
+
+    def describe(self) -> str:
+        return f"real {self.dim}-vectors in [{self.lo}, {self.hi}]^{self.dim}"
+
+
+# --------------------------------------------------------------------------- neighbour relations
+
+class Relation(abc.ABC):
+    """Which inputs count as neighbours. Always an explicit choice: sensitivities differ between them."""
+
+    @abc.abstractmethod
+    def is_neighbour(self, a: np.ndarray, b: np.ndarray) -> bool: ...
+
+    @abc.abstractmethod
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class AddRemove(Relation):
+    """Data sets that differ by adding or removing one record (unbounded DP)."""
+
+    def is_neighbour(self, a, b) -> bool:
+        a, b = np.asarray(a), np.asarray(b)
+        if abs(len(a) - len(b)) != 1:
+            return False
+        small, big = (a, b) if len(a) < len(b) else (b, a)
+        # multiset inclusion: sort rows and walk once
+        small_rows = sorted(map(_row_key, small))
+        big_rows = sorted(map(_row_key, big))
+        i = 0
+        skipped = 0
+        for row in big_rows:
+            if i < len(small_rows) and small_rows[i] == row:
+                i += 1
+            else:
+                skipped += 1
+        return skipped == 1 and i == len(small_rows)
+
+    def describe(self) -> str:
+        return "add/remove one record"
+
+
+@dataclass(frozen=True)
+class Substitute(Relation):
+    """Data sets of equal size that differ in one record (bounded DP). For a ``record`` input: any two records."""
+
+    def is_neighbour(self, a, b) -> bool:
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if a.ndim == 0:
+            return bool(a != b)
+        diff = a != b
+        rows = diff.reshape(len(a), -1).any(axis=1)
+        return int(rows.sum()) == 1
+
+    def describe(self) -> str:
+        return "substitute one record"
+
+
+@dataclass(frozen=True)
+class BoundedChange(Relation):
+    """Vectors of query answers whose difference has ``norm`` (``"l1"``, ``"l2"``, ``"linf"``) at most ``sensitivity``."""
+
+    sensitivity: Any = 1
+    norm: str = "l1"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sensitivity", _v.positive("sensitivity", self.sensitivity))
+        _v.choice("norm", self.norm, ("l1", "l2", "linf"))
+
+    def distance(self, a, b) -> float:
+        d = np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).ravel()
+        return float({"l1": d.sum(), "l2": math.sqrt(float((d * d).sum())), "linf": d.max(initial=0.0)}[self.norm])
+
+    def is_neighbour(self, a, b) -> bool:
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or np.array_equal(a, b):
+            return False
+        return self.distance(a, b) <= float(self.sensitivity) * (1 + 1e-12)
+
+    def describe(self) -> str:
+        return f"{self.norm.upper()} distance at most {self.sensitivity}"
+
+
+def _row_key(row) -> tuple:
+    return tuple(np.atleast_1d(np.asarray(row)).tolist())
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What a mechanism takes: the record domain, the neighbour relation and the shape of an input.
+
+    ``shape`` is ``"record"``, ``"dataset"`` or ``"vector"`` (see the module docstring); ``dim`` is the
+    vector length for ``"vector"`` inputs (None: any length); ``size`` the fixed number of records of a
+    ``"dataset"`` input when the mechanism needs it (e.g. a mean under substitution), else None."""
+
+    domain: Domain
+    relation: Relation
+    shape: str
+    dim: int | None = None
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        _v.choice("shape", self.shape, ("record", "dataset", "vector"))
+        if self.shape == "vector" and not isinstance(self.relation, BoundedChange):
+            raise ParameterError(f"relation={self.relation!r} does not fit vector inputs; pass BoundedChange(sensitivity, norm).")
+        if self.shape != "vector" and isinstance(self.relation, BoundedChange):
+            raise ParameterError(f"relation={self.relation!r} is for vector inputs; pass AddRemove() or Substitute().")
+        if self.shape == "record" and not isinstance(self.relation, Substitute):
+            raise ParameterError(f"relation={self.relation!r} does not fit a single-record input; pass Substitute().")
+
+    def validate(self, name: str, data: Any) -> Any:
+        """Check one input against this spec; return it as the mechanism will see it."""
+        if self.shape == "record":
+            arr = np.asarray(data)
+            if isinstance(self.domain, RealBox):
+                if arr.shape != (self.domain.dim,):
+                    raise ParameterError(f"{name} has shape {arr.shape}; pass one record of shape ({self.domain.dim},).")
+            elif arr.ndim != 0:
+                raise ParameterError(f"{name} has shape {arr.shape}; pass a single record (a scalar in {self.domain.describe()}).")
+            self.domain.validate(name, arr)
+            return data
+        arr = np.asarray(data)
+        if self.shape == "vector":
+            if arr.ndim != 1 or (self.dim is not None and arr.shape[0] != self.dim):
+                want = f"({self.dim},)" if self.dim is not None else "(dim,)"
+                raise ParameterError(f"{name} has shape {arr.shape}; pass a 1-D vector of query answers of shape {want}.")
+            self.domain.validate(name, arr)
+            return arr
+        want_ndim = 2 if isinstance(self.domain, RealBox) else 1
+        if arr.ndim != want_ndim:
+            want = f"(n, {self.domain.dim})" if want_ndim == 2 else "(n,)"
+            raise ParameterError(f"{name} has shape {arr.shape}; pass a data set of shape {want}.")
+        if self.size is not None and arr.shape[0] != self.size:
+            raise ParameterError(f"{name} has {arr.shape[0]} records; this mechanism is fixed to size={self.size} records.")
+        if arr.shape[0] > 0:
+            self.domain.validate(name, arr)
+        return arr
+
+    def validate_pair(self, data: Any, neighbor: Any) -> tuple[Any, Any]:
+        """Validate both inputs and check they are neighbours under the relation."""
+        a = self.validate("data", data)
+        b = self.validate("neighbor", neighbor)
+        if self.shape == "record":
+            if np.array_equal(np.asarray(a), np.asarray(b)):
+                raise ParameterError("data and neighbor are the same record; pass two different records.")
+            return a, b
+        if np.asarray(a).shape == np.asarray(b).shape and np.array_equal(a, b):
+            raise ParameterError("data and neighbor are identical; pass two inputs that differ as the relation allows.")
+        if not self.relation.is_neighbour(a, b):
+            raise ParameterError(
+                f"data and neighbor are not neighbours under '{self.relation.describe()}'; "
+                "change exactly what the relation allows."
+            )
+        return a, b
+
+    def describe(self) -> str:
+        what = {"record": "one record", "dataset": "a data set of records", "vector": "a vector of query answers"}[self.shape]
+        return f"{what} in {self.domain.describe()}; neighbours: {self.relation.describe()}"
+
+
+# --------------------------------------------------------------------------- output laws
+
+class OutputLaw(abc.ABC):
+    """The exact law of a mechanism's output on one input.
+
+    ``kind`` is ``"discrete"`` (a pmf) or ``"continuous"`` (a density w.r.t. Lebesgue measure);
+    ``symbols`` are the sympy symbols of the output coordinates and ``expr`` the pmf/pdf in them."""
+
+    kind: str
+    symbols: tuple
+    expr: sp.Expr
+
+    @abc.abstractmethod
+    def log_prob(self, outputs: np.ndarray) -> np.ndarray:
+        """log pmf / log pdf at each output (first axis indexes outputs); -inf off the support."""
+
+    def prob(self, outputs: np.ndarray) -> np.ndarray:
+        return np.exp(self.log_prob(outputs))
+
+    def support(self) -> list | None:
+        """All outputs with positive probability for a finite discrete law, else None."""
+        return None
+
+
+@dataclass(frozen=True)
+class DiscreteLaw(OutputLaw):
+    """A finite discrete law: ``outcomes[i]`` has probability ``probs[i]`` (exact sympy numbers allowed)."""
+
+    outcomes: tuple
+    probs: tuple
+    symbols: tuple = ()
+    expr: Any = None
+    kind: str = "discrete"
+
+    def __post_init__(self) -> None:
+        if len(self.outcomes) != len(self.probs):
+            raise ParameterError("outcomes and probs differ in length; pass one probability per outcome.")
+        total = float(sum(float(p) for p in self.probs))
+        if abs(total - 1.0) > 1e-9:
+            raise ParameterError(f"probs sum to {total}; pass probabilities that sum to 1.")
+
+    def _table(self) -> dict:
+        return {_row_key(o): math.log(float(p)) if float(p) > 0 else -math.inf for o, p in zip(self.outcomes, self.probs)}
+
+    def log_prob(self, outputs: np.ndarray) -> np.ndarray:
+        table = self._table()
+        arr = np.asarray(outputs)
+        rows = arr if arr.ndim > 1 else arr.reshape(-1, 1) if arr.ndim == 1 else arr.reshape(1, 1)
+        return np.array([table.get(_row_key(r), -math.inf) for r in rows])
+
+    def support(self) -> list:
+        return [o for o, p in zip(self.outcomes, self.probs) if float(p) > 0]
+
+
+@dataclass(frozen=True)
+class FunctionLaw(OutputLaw):
+    """A law given by a vectorised numeric log-density and its sympy expression."""
+
+    kind: str
+    log_prob_fn: Callable[[np.ndarray], np.ndarray]
+    symbols: tuple
+    expr: Any
+    outcomes: tuple | None = None  # the finite support, when discrete and finite
+
+    def __post_init__(self) -> None:
+        _v.choice("kind", self.kind, ("discrete", "continuous"))
+
+    def log_prob(self, outputs: np.ndarray) -> np.ndarray:
+        return np.asarray(self.log_prob_fn(np.asarray(outputs)), dtype=float)
+
+    def support(self) -> list | None:
+        return list(self.outcomes) if self.outcomes is not None else None
+
+
+# --------------------------------------------------------------------------- events and witnesses
+
+@dataclass(frozen=True)
+class Event:
+    """A set S of outputs, as a vectorised membership test plus words for reports.
+
+    ``contains(outputs) -> bool array`` over the first axis of ``outputs``."""
+
+    contains: Callable[[np.ndarray], np.ndarray] = field(compare=False)
+    description: str
+
+    @staticmethod
+    def point(value: Any) -> "Event":
+        target = np.asarray(value)
+        def contains(out: np.ndarray) -> np.ndarray:
+            out = np.asarray(out)
+            return np.all((out == target).reshape(len(out), -1), axis=1) if out.ndim > 1 else out == target
+        return Event(contains, f"output = {value!r}")
+
+    @staticmethod
+    def interval(lo: float, hi: float) -> "Event":
+        return Event(lambda out: (np.asarray(out) >= lo) & (np.asarray(out) <= hi), f"output in [{lo}, {hi}]")
+
+    @staticmethod
+    def threshold(t: float, above: bool = True) -> "Event":
+        if above:
+            return Event(lambda out: np.asarray(out) >= t, f"output >= {t}")
+        return Event(lambda out: np.asarray(out) <= t, f"output <= {t}")
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A neighbouring pair and an output or event where the privacy loss attains (or nears) a bound.
+
+    Produced by proofs (REFUTED verdicts, tightness) and audits; consumed by the auditor's pair search."""
+
+    data: Any
+    neighbor: Any
+    event: Event | None = None
+    output: Any = None
+    loss: float | None = None  # ln(P_D(S)/P_D'(S)) or the pointwise privacy loss, when known
+    description: str = ""
+
+
+# --------------------------------------------------------------------------- mechanisms
+
+@dataclass(frozen=True, kw_only=True)
+class Mechanism(abc.ABC):
+    """A DP mechanism as a frozen value: noise parameters (dataclass fields) plus a separate ``claim``.
+
+    Subclasses are dataclasses ``@dataclass(frozen=True, kw_only=True)`` that
+
+    * set the class attributes ``name`` (registry key, lower_snake), ``source`` (seed or paper),
+      and for gallery entries ``buggy = True``, ``bug`` (what is wrong) and ``true_epsilon``;
+    * declare their noise parameters as fields with calibrated defaults and a ``claim`` field;
+    * validate parameters in ``_check()`` (called by ``__post_init__``) with ``dpharness._validate``;
+    * implement ``input_spec`` (property), ``_sample(data, size, rng)``, ``_law(data)`` and
+      ``example_pair()``;
+    * document the pmf/density, the neighbour relation and the claim in the class docstring.
+
+    The public ``sample``/``law`` validate once and call the private implementations."""
+
+    name: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    buggy: ClassVar[bool] = False
+    bug: ClassVar[str] = ""
+    true_epsilon: ClassVar[float | None] = None  # gallery: the true ε of the implementation as written
+
+    claim: Claim = PureDP(1)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.claim, Claim):
+            raise ParameterError(f"claim={self.claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
+        self._check()
+
+    # --- to implement ---------------------------------------------------
+    def _check(self) -> None:
+        """Validate the noise parameters (raise ParameterError naming the argument)."""
+
+    @property
+    @abc.abstractmethod
+    def input_spec(self) -> InputSpec: ...
+
+    @abc.abstractmethod
+    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def _law(self, data: Any) -> OutputLaw: ...
+
+    @abc.abstractmethod
+    def example_pair(self) -> tuple[Any, Any]:
+        """A default neighbouring pair (data, neighbor) for audits and reports."""
+
+    # --- public, validated --------------------------------------------------
+    def sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` independent outputs on ``data`` (first axis indexes samples)."""
+        data = self.input_spec.validate("data", data)
+        size = _v.integer("size", size, minimum=1)
+        rng = _v.rng("rng", rng)
+        return self._sample(data, size, rng)
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        return self.sample(data, size, rng)
+
+    def law(self, data: Any) -> OutputLaw:
+        """The exact output law on ``data``."""
+        return self._law(self.input_spec.validate("data", data))
+
+    def noise_parameters(self) -> dict[str, Any]:
+        """Every field except the claim, by name (what ``--set KEY=VALUE`` may override)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "claim"}
+
+    def replace(self, **changes: Any) -> "Mechanism":
+        """A copy with some fields changed (re-validated)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ParameterError(
+                f"{sorted(unknown)[0]}={changes[sorted(unknown)[0]]!r} is not a parameter of {self.name}; "
+                f"pass one of {sorted(f.name for f in dataclasses.fields(self))}."
+            )
+        return dataclasses.replace(self, **changes)
+
+    def source_hash(self) -> str:
+        """SHA-256 of the source of the module defining this mechanism (a stale report is detectable)."""
+        try:
+            text = inspect.getsource(inspect.getmodule(type(self)))
+        except (OSError, TypeError):
+            text = repr(type(self))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def describe(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.noise_parameters().items())
+        return f"{self.name}({params}) claiming {self.claim.describe()}"

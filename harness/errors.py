@@ -1,0 +1,24 @@
+"""The one exception root of dpharness and its few children.
+
+Every message names the offending argument as ``name=value`` and says what to do
+(the Hypothesis style: ``InvalidArgument``)."""
+
+from __future__ import annotations
+
+__all__ = ["DPHarnessError", "ParameterError", "MechanismError", "UnsupportedError"]
+
+
+class DPHarnessError(Exception):
+    """Root of every error dpharness raises on purpose."""
+
+
+class ParameterError(DPHarnessError, ValueError):
+    """A parameter, a data set or a neighbour pair is invalid. Raised at the public boundary."""
+
+
+class MechanismError(DPHarnessError, RuntimeError):
+    """A mechanism under audit raised, or returned outputs of the wrong type, shape or value."""
+
+
+class UnsupportedError(DPHarnessError, NotImplementedError):
+    """The request is well formed but outside what this version can do (the message says what is)."""
