@@ -1,0 +1,67 @@
+"""The audit result value every ``audit`` returns."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpharness._json import jsonable as _jsonable
+from dpharness.core import Witness
+
+__all__ = ["AuditResult"]
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Outcome of an audit.
+
+    ``epsilon_lower_bound``: certified lower bound on the true ε (>= 0, may be ``math.inf``); with
+    probability >= ``confidence`` over the audit's randomness it does not exceed the true ε.
+    ``passed`` is False iff a violation of the claimed (epsilon, delta) is certified.
+    ``witness``: the neighbouring pair and event that certified the bound; ``counts``: the event's
+    counts on the certification samples (``{"hits_data", "hits_neighbor", "n_data", "n_neighbor"}``);
+    ``method``: how events were chosen and certified (e.g. "histogram LR events; Clopper-Pearson, Bonferroni over 7 events").
+    ``delta_lower_bound``: certified lower bound on δ at the claimed ε (None when not computed)."""
+
+    epsilon_lower_bound: float
+    passed: bool
+    epsilon: float
+    delta: float
+    confidence: float
+    samples: int
+    seed: int
+    method: str
+    witness: Witness | None
+    witness_description: str
+    counts: dict = field(default_factory=dict)
+    delta_lower_bound: float | None = None
+    events_tested: int = 0
+    pairs_tested: int = 1
+    elapsed: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        def num(x: Any) -> Any:
+            return x if x is None or math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+        w = self.witness
+        return {
+            "epsilon_lower_bound": num(self.epsilon_lower_bound),
+            "passed": self.passed,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "confidence": self.confidence,
+            "samples": self.samples,
+            "seed": self.seed,
+            "method": self.method,
+            "witness": self.witness_description,
+            "data": None if w is None else _jsonable(w.data),
+            "neighbor": None if w is None else _jsonable(w.neighbor),
+            "counts": dict(self.counts),
+            "delta_lower_bound": num(self.delta_lower_bound),
+            "events_tested": self.events_tested,
+            "pairs_tested": self.pairs_tested,
+            "elapsed": self.elapsed,
+            "extra": {k: _jsonable(v) for k, v in self.extra.items()},
+        }
