@@ -1,0 +1,164 @@
+"""Shared vectorised noise samplers and grid helpers for the built-in mechanisms.
+
+Everything that touches the output of a continuous built-in goes through integers: data are
+snapped to the grid ``granularity * Z`` (``granularity`` a power of two), noise is an integer
+drawn from a discrete distribution, and the output is ``granularity * (centre + noise)``. An
+output therefore carries no low-order float bits that depend on the data (the attack of
+Mironov 2012, "On significance of the least significant bits for differential privacy").
+
+Conventions
+-----------
+* "units": an integer count of grid steps; ``value = units * granularity`` exactly.
+* Rounding to the grid is ``round_half_up(y) = floor(y + 1/2)``, computed without the float
+  ``y + 0.5`` pitfall. It is monotone and shift-equivariant (``r(y + n) = r(y) + n`` for integer
+  ``n``), so ``|r(a) - r(b)| <= ceil(|a - b|)``: a sensitivity that is a multiple of the
+  granularity is preserved exactly (see :func:`grid_sensitivity`).
+* Discrete Laplace (two-sided geometric) with ``scale`` b on the integers:
+  ``P(k) = tanh(1/(2b)) * exp(-|k|/b)``; sampled as the difference of two independent geometric
+  variables ``floor(b * E1) - floor(b * E2)`` with ``E1, E2 ~ Exp(1)`` (``P(floor(bE) = k) =
+  q^k (1 - q)``, ``q = exp(-1/b)``; the difference of two i.i.d. geometrics is two-sided
+  geometric with ratio q).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from dpharness.errors import ParameterError
+
+__all__ = [
+    "DEFAULT_GRANULARITY",
+    "check_granularity",
+    "round_half_up",
+    "to_units",
+    "grid_sensitivity",
+    "discrete_laplace",
+    "discrete_laplace_logpmf",
+    "two_sided_geometric",
+    "on_grid_units",
+    "grid_gaussian_units",
+    "grid_gaussian_logpmf",
+    "log_diff_ndtr",
+]
+
+DEFAULT_GRANULARITY = 2.0 ** -20
+_MAX_UNITS = 2.0 ** 52  # beyond this |value / granularity| the grid can no longer be represented exactly
+
+
+def check_granularity(name: str, value: Any) -> float:
+    """A granularity must be a positive power of two (so scaling by it is exact in binary floats)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
+        raise ParameterError(f"{name}={value!r} is not a number; pass a power of two such as 2**-20.")
+    g = float(value)
+    if not (math.isfinite(g) and g > 0):
+        raise ParameterError(f"{name}={value!r} must be a positive finite power of two; pass e.g. 2**-20.")
+    mantissa, _ = math.frexp(g)
+    if mantissa != 0.5 or Fraction(value) != Fraction(g):
+        raise ParameterError(f"{name}={value!r} is not a power of two; pass e.g. 2**-20 or 2**-10.")
+    if not 2.0 ** -60 <= g <= 2.0 ** 30:
+        raise ParameterError(f"{name}={value!r} is outside [2**-60, 2**30]; pass a power of two in that range.")
+    return g
+
+
+def round_half_up(y: np.ndarray) -> np.ndarray:
+    """``floor(y + 1/2)`` computed exactly for float arrays (``y - floor(y)`` is exact for |y| < 2**52)."""
+    y = np.asarray(y, dtype=float)
+    f = np.floor(y)
+    return (f + (y - f >= 0.5)).astype(np.int64)
+
+
+def to_units(name: str, values: Any, granularity: float) -> np.ndarray:
+    """Snap real values to the grid: integer units ``floor(values / granularity + 1/2)``.
+
+    ``values / granularity`` is exact (division by a power of two). Values too large for the grid
+    raise ParameterError rather than silently losing precision."""
+    arr = np.asarray(values, dtype=float) / granularity
+    if arr.size and not np.all(np.abs(arr) < _MAX_UNITS):
+        raise ParameterError(
+            f"{name} has values of magnitude >= 2**52 * granularity={granularity!r}; "
+            "pass smaller values or a coarser granularity."
+        )
+    return round_half_up(arr)
+
+
+def grid_sensitivity(sensitivity: Any, granularity: float, coordinates: int = 1) -> Fraction:
+    """A bound on the L1 distance of the snapped inputs when the raw inputs are within L1
+    ``sensitivity``: each coordinate's snapped difference is at most ``ceil(d_i/g) * g``, hence
+    the sum is at most ``(ceil(Δ/g) + coordinates - 1) * g`` (exactly Δ for one coordinate when
+    Δ is a multiple of g). Returned as an exact Fraction."""
+    g = Fraction(granularity)
+    steps = math.ceil(Fraction(sensitivity) / g)
+    return (steps + (coordinates - 1 if steps > 0 else 0)) * g
+
+
+def _geometric_floor(scale: float, size, rng: np.random.Generator) -> np.ndarray:
+    """``floor(scale * E)`` with ``E ~ Exp(1)``: geometric on {0, 1, ...} with ratio exp(-1/scale)."""
+    return np.floor(rng.standard_exponential(size) * scale).astype(np.int64)
+
+
+def discrete_laplace(scale: float, size, rng: np.random.Generator) -> np.ndarray:
+    """Integers with pmf ``tanh(1/(2 scale)) * exp(-|k|/scale)`` (two-sided geometric), int64 array of shape ``size``."""
+    scale = float(scale)
+    return _geometric_floor(scale, size, rng) - _geometric_floor(scale, size, rng)
+
+
+two_sided_geometric = discrete_laplace
+
+
+def discrete_laplace_logpmf(k: np.ndarray, scale: float) -> np.ndarray:
+    """``log P(k)`` of the discrete Laplace with ``scale`` on the integers (float array; -inf off Z)."""
+    k = np.asarray(k, dtype=float)
+    scale = float(scale)
+    log_norm = math.log(math.tanh(0.5 / scale)) if scale < 1e8 else math.log(0.5 / scale)
+    out = log_norm - np.abs(k) / scale
+    return np.where(np.equal(np.mod(k, 1), 0), out, -np.inf)
+
+
+def on_grid_units(outputs: np.ndarray, granularity: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(units, ok)``: outputs divided by the granularity, and whether each is an exact grid point."""
+    y = np.asarray(outputs, dtype=float) / granularity
+    ok = np.isfinite(y) & (np.mod(y, 1) == 0) & (np.abs(y) < _MAX_UNITS)
+    return np.where(ok, y, 0.0), ok
+
+
+def grid_gaussian_units(centre: np.ndarray, sigma: float, granularity: float, size, rng) -> np.ndarray:
+    """Integer units ``floor((centre + sigma * Z)/g + 1/2)``: a Gaussian rounded to the grid.
+
+    ``centre`` is the raw (unrounded) input, so the output is a post-processing of the continuous
+    Gaussian mechanism; its pmf at ``g*m`` is the Gaussian mass of the cell ``[g(m - 1/2), g(m + 1/2))``."""
+    z = rng.standard_normal(size)
+    y = np.asarray(centre, dtype=float) / granularity + z * (float(sigma) / granularity)
+    return round_half_up(y)
+
+
+def log_diff_ndtr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``log(Phi(b) - Phi(a))`` for ``a < b``, accurate in both tails and for narrow cells.
+
+    The cell is reflected into the left half (``Phi(b) - Phi(a) = Phi(-a) - Phi(-b)``), then
+    ``log Phi(b) + log(-expm1(log Phi(a) - log Phi(b)))`` avoids cancellation."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    flip = (a + b) > 0
+    lo = np.where(flip, -b, a)
+    hi = np.where(flip, -a, b)
+    lb = special.log_ndtr(hi)
+    la = special.log_ndtr(lo)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = lb + np.log(-np.expm1(la - lb))
+    return np.where(hi > lo, out, -np.inf)
+
+
+def grid_gaussian_logpmf(outputs: np.ndarray, centre: np.ndarray, sigma: float, granularity: float) -> np.ndarray:
+    """Log pmf of :func:`grid_gaussian_units` times the granularity, element-wise (off-grid: -inf)."""
+    units, ok = on_grid_units(outputs, granularity)
+    g = float(granularity)
+    s = float(sigma)
+    c = np.asarray(centre, dtype=float)
+    a = ((units - 0.5) * g - c) / s
+    b = ((units + 0.5) * g - c) / s
+    return np.where(ok, log_diff_ndtr(a, b), -np.inf)
