@@ -1,0 +1,438 @@
+"""Candidate events for vector outputs (shape ``(n, k)``): a learned likelihood-ratio score,
+thresholded, and exact pattern sets where the space of output patterns is small.
+
+The approach follows DP-Sniper (Bichsel, Steffen, Bogunovic and Vechev, "DP-Sniper: Black-Box
+Discovery of Differential Privacy Violations using Classifiers", IEEE S&P 2021, Alg. 1-2): a
+classifier that tells outputs on D from outputs on D' is, by the Neyman-Pearson lemma, a
+likelihood-ratio score, and the events worth certifying are its level sets. Two departures:
+
+* no ``ln(1/c)`` cap: DP-Sniper only considers events of probability >= c (0.01 by default), so it
+  can never certify more than ``ln(1/c)`` (4.6 for NoisyHist2, whose true ε is 10). Here every
+  threshold of the score is a candidate and the threshold is chosen by the bound it is expected to
+  certify on the planned number of fresh samples, tails included;
+* the score is a logistic regression on a small feature map (numpy/scipy, no deep-learning stack):
+  per continuous coordinate its standardised value and a ramp between the two inputs' medians
+  (the exact log-likelihood ratio of a Laplace location shift is linear in that ramp), per discrete
+  coordinate one-hot indicators, and indicators for atoms (sentinel values such as "not answered").
+  A sparse refit keeps only the features whose Wald statistic is large, so coordinates that do not
+  differ add no noise to the score. Shifts spread over several coordinates (a histogram under
+  substitution: one bin down, another up) are combined by the additive score, which no
+  per-coordinate test sees.
+
+Where the pooled training rows take few distinct values (SVT answer patterns, small RAPPOR filters)
+the events are exact pattern sets: patterns ordered by their estimated likelihood ratio, the top k.
+
+Soundness is not this module's concern: events are chosen from the training samples only, and the
+driver (:func:`dpharness.auditors.audit`) certifies them on fresh samples. Every event is a
+picklable callable object, vectorised over the rows of ``outputs``, with a description in words.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize as _opt
+from scipy import stats as _st
+
+from dpharness.core import Event
+from dpharness.errors import ParameterError
+
+__all__ = ["propose_vector_events"]
+
+_MAX_DISCRETE_VALUES = 12      # a column with at most this many distinct values is categorical
+_MAX_PATTERNS = 4096           # exact pattern events when the pooled rows take at most this many patterns
+_ATOM_SHARE = 0.01             # a value repeated in >= 1% of a continuous column's rows is an atom
+_MAX_FIT_ROWS = 250_000        # rows per side used to fit the score (the rest choose thresholds)
+_WALD_KEEP = 4.0               # sparse refit keeps features with |Wald z| >= this
+_MIN_HITS = 8                  # a threshold needs this many held-out hits on the favoured side
+
+
+# --------------------------------------------------------------------------- public API
+
+def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_events: int = 8,
+                          certify_samples: int | None = None, confidence: float = 0.95) -> list[Event]:
+    """Candidate events separating vector outputs on D (``train_a``) from outputs on D' (``train_b``).
+
+    ``train_a``/``train_b``: training outputs, shape ``(n, k)`` (``(n,)`` is read as ``k = 1``), the
+    same ``k`` on both sides. ``max_events``: at most this many events are returned, the most
+    promising first. ``certify_samples``: the number of fresh samples a side the driver will certify
+    on (default: as many as in training); with ``confidence`` it sets how far into the tails a
+    threshold may go to pay off. Each event's ``contains(outputs)`` takes an ``(m, k)`` array and
+    returns an ``(m,)`` bool array; its description says which input it favours.
+
+    Deterministic: the same training samples give the same events."""
+    a = _as_matrix("train_a", train_a)
+    b = _as_matrix("train_b", train_b)
+    if a.shape[1] != b.shape[1]:
+        raise ParameterError(f"train_b has {b.shape[1]} columns but train_a has {a.shape[1]}; "
+                             "pass outputs of the same mechanism (same k) on both inputs.")
+    if isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer)) or max_events < 1:
+        raise ParameterError(f"max_events={max_events!r} must be a positive int; pass e.g. max_events=8.")
+    for name, arr in (("train_a", a), ("train_b", b)):
+        if len(arr) < 20:
+            raise ParameterError(f"{name} has {len(arr)} rows; pass at least 20 training outputs a side.")
+    n_cert = len(a) if certify_samples is None else certify_samples
+    if isinstance(n_cert, bool) or not isinstance(n_cert, (int, np.integer)) or n_cert < 1:
+        raise ParameterError(f"certify_samples={certify_samples!r} must be a positive int; pass the "
+                             "number of fresh samples a side the driver certifies on.")
+    if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
+        raise ParameterError(f"confidence={confidence!r} must lie in (0, 1); pass e.g. 0.95.")
+    return _propose(a, b, int(max_events), int(n_cert), float(confidence))
+
+
+# --------------------------------------------------------------------------- validation
+
+def _as_matrix(name: str, arr) -> np.ndarray:
+    x = np.asarray(arr)
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    if x.ndim != 2:
+        raise ParameterError(f"{name} has shape {x.shape}; pass outputs of shape (n, k).")
+    if x.dtype == bool:
+        x = x.astype(np.int8)
+    if not np.issubdtype(x.dtype, np.number):
+        raise ParameterError(f"{name} has dtype {x.dtype}; pass numeric outputs (encode categories as ints).")
+    if np.issubdtype(x.dtype, np.floating) and not np.all(np.isfinite(x)):
+        raise ParameterError(f"{name} has NaN or infinite entries; pass finite outputs "
+                             "(encode 'no answer' as a sentinel value).")
+    return x
+
+
+# --------------------------------------------------------------------------- events
+
+class _ScoreEvent:
+    """{x : s(x) >= t} or {x : s(x) <= t} for a linear score on a feature map (picklable)."""
+
+    def __init__(self, fmap: "_FeatureMap", weights: np.ndarray, threshold: float, above: bool) -> None:
+        self.fmap, self.weights, self.threshold, self.above = fmap, weights, threshold, above
+
+    def score(self, outputs: np.ndarray) -> np.ndarray:
+        return self.fmap.transform(_rows(outputs, self.fmap.k)) @ self.weights
+
+    def __call__(self, outputs: np.ndarray) -> np.ndarray:
+        s = self.score(outputs)
+        return s >= self.threshold if self.above else s <= self.threshold
+
+
+class _PatternEvent:
+    """Membership of a row's exact pattern in a fixed set of patterns (picklable)."""
+
+    def __init__(self, coder: "_PatternCoder", codes: np.ndarray) -> None:
+        self.coder, self.codes = coder, np.sort(codes)
+
+    def __call__(self, outputs: np.ndarray) -> np.ndarray:
+        c = self.coder.encode(_rows(outputs, self.coder.k))
+        idx = np.clip(np.searchsorted(self.codes, c), 0, len(self.codes) - 1)
+        return (c >= 0) & (self.codes[idx] == c)
+
+
+def _rows(outputs, k: int) -> np.ndarray:
+    x = np.asarray(outputs)
+    if x.ndim == 1 and k == 1:
+        x = x.reshape(-1, 1)
+    if x.ndim != 2 or x.shape[1] != k:
+        raise ParameterError(f"outputs have shape {x.shape}; this event tests rows of {k} coordinates.")
+    return x
+
+
+# --------------------------------------------------------------------------- feature map
+
+@dataclass
+class _Column:
+    j: int
+    kind: str                  # "discrete" | "continuous"
+    values: np.ndarray         # discrete: indicator values; continuous: atom values
+    center: float = 0.0
+    scale: float = 1.0
+    lo: float = 0.0
+    hi: float = 0.0
+
+
+class _FeatureMap:
+    """Per-coordinate features: one-hot for categorical coordinates; for continuous ones the
+    standardised value, a ramp between the two inputs' medians and atom indicators."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray) -> None:
+        self.k = a.shape[1]
+        self.columns: list[_Column] = []
+        self.names: list[str] = []
+        for j in range(self.k):
+            col = np.concatenate([a[:, j], b[:, j]])
+            sub = col if len(col) <= 200_000 else col[:: len(col) // 200_000 + 1]
+            vals, counts = np.unique(sub, return_counts=True)
+            if len(vals) < 2:
+                continue  # constant: carries no information
+            if len(vals) <= _MAX_DISCRETE_VALUES:
+                keep = np.delete(vals, int(np.argmax(counts)))  # most common value is the baseline
+                self.columns.append(_Column(j, "discrete", keep))
+                self.names += [f"[x{j} = {_fmt(v)}]" for v in keep]
+                continue
+            atoms = vals[counts >= _ATOM_SHARE * len(sub)]
+            ca = a[:, j][~np.isin(a[:, j], atoms)].astype(float)
+            cb = b[:, j][~np.isin(b[:, j], atoms)].astype(float)
+            if len(ca) < 10 or len(cb) < 10:
+                self.columns.append(_Column(j, "discrete", atoms))
+                self.names += [f"[x{j} = {_fmt(v)}]" for v in atoms]
+                continue
+            pooled = np.concatenate([ca, cb])
+            q25, med, q75 = np.quantile(pooled, [0.25, 0.5, 0.75])
+            scale = float(q75 - q25) or float(np.std(pooled)) or 1.0
+            ma, mb = float(np.median(ca)), float(np.median(cb))
+            lo, hi = min(ma, mb), max(ma, mb)
+            if hi - lo < 1e-9 * scale:
+                lo = hi = float(med)
+            self.columns.append(_Column(j, "continuous", atoms, float(med), scale, lo, hi))
+            self.names += [f"[x{j} = {_fmt(v)}]" for v in atoms]
+            self.names += [f"(x{j} - {_fmt(med)})/{_fmt(scale)}",
+                           f"clip(x{j}, {_fmt(lo)}, {_fmt(hi)})" if hi > lo else f"[x{j} > {_fmt(lo)}]"]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.names)
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        out = np.empty((len(x), self.n_features))
+        f = 0
+        for c in self.columns:
+            v = x[:, c.j]
+            for val in c.values:
+                out[:, f] = v == val
+                f += 1
+            if c.kind == "continuous":
+                atom = np.isin(v, c.values) if len(c.values) else np.zeros(len(v), bool)
+                vf = v.astype(float)
+                out[:, f] = np.where(atom, 0.0, np.clip((vf - c.center) / c.scale, -50, 50))
+                if c.hi > c.lo:
+                    ramp = (np.clip(vf, c.lo, c.hi) - c.lo) / (c.hi - c.lo)
+                else:
+                    ramp = (vf > c.lo).astype(float)
+                out[:, f + 1] = np.where(atom, 0.0, ramp)
+                f += 2
+        return out
+
+
+def _fmt(v) -> str:
+    return f"{float(v):.4g}"
+
+
+# --------------------------------------------------------------------------- logistic regression
+
+def _fit_logistic(x: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> np.ndarray:
+    """Weights (last entry: intercept) of an L2-regularised logistic regression, by L-BFGS-B."""
+    mu = x.mean(axis=0)
+    sd = x.std(axis=0)
+    sd[sd == 0] = 1.0
+    xs = (x - mu) / sd
+    n, p = xs.shape
+
+    def loss(w):
+        z = xs @ w[:p] + w[p]
+        # log(1 + e^z) - y z, stably
+        val = np.logaddexp(0.0, z) - y * z
+        r = 1.0 / (1.0 + np.exp(-z)) - y
+        g = np.empty(p + 1)
+        g[:p] = xs.T @ r / n + 2 * ridge * w[:p]
+        g[p] = r.mean()
+        return val.mean() + ridge * float(w[:p] @ w[:p]), g
+
+    res = _opt.minimize(loss, np.zeros(p + 1), jac=True, method="L-BFGS-B",
+                        options={"maxiter": 500, "gtol": 1e-10, "ftol": 1e-14})
+    w = res.x[:p] / sd
+    return np.append(w, res.x[p] - float(mu @ w))
+
+
+def _wald_z(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Wald statistics w_i / se(w_i) of a fitted logistic regression (last weight: intercept)."""
+    if len(x) > 100_000:
+        step = len(x) // 100_000 + 1
+        x, y = x[::step], y[::step]
+        scale = step
+    else:
+        scale = 1
+    xi = np.hstack([x, np.ones((len(x), 1))])
+    z = xi @ w
+    pi = 1.0 / (1.0 + np.exp(-z))
+    h = (xi * (pi * (1 - pi))[:, None]).T @ xi * scale
+    try:
+        cov = np.linalg.pinv(h)
+    except np.linalg.LinAlgError:  # pragma: no cover - pinv does not fail on finite input
+        return np.zeros(len(w) - 1)
+    se = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
+    return (w / se)[:-1]
+
+
+# --------------------------------------------------------------------------- exact patterns
+
+class _PatternCoder:
+    """Mixed-radix integer code of a row, from the values each coordinate took in training (-1: unseen)."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray) -> None:
+        self.k = a.shape[1]
+        self.values = [np.unique(np.concatenate([a[:, j], b[:, j]])) for j in range(self.k)]
+        radix = [len(v) for v in self.values]
+        self.ok = math.prod(radix) < 2 ** 62
+        self.mult = np.cumprod([1] + radix[:-1]).astype(np.int64) if self.ok else None
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        code = np.zeros(len(x), np.int64)
+        bad = np.zeros(len(x), bool)
+        for j, vals in enumerate(self.values):
+            idx = np.clip(np.searchsorted(vals, x[:, j]), 0, len(vals) - 1)
+            bad |= vals[idx] != x[:, j]
+            code += idx.astype(np.int64) * self.mult[j]
+        code[bad] = -1
+        return code
+
+    def decode(self, code: int) -> list:
+        out = []
+        for j, vals in enumerate(self.values):
+            out.append(vals[(int(code) // int(self.mult[j])) % len(vals)].item())
+        return out
+
+
+# --------------------------------------------------------------------------- threshold choice
+
+def _projected(pa: np.ndarray, pb: np.ndarray, n_eff: float, z: float) -> np.ndarray:
+    """A smooth stand-in for the certified ln(pa_lo / pb_hi) at n_eff samples a side (normal bounds)."""
+    lo = pa - z * np.sqrt(pa * (1 - pa) / n_eff) - z * z / (2 * n_eff)
+    hi = pb + z * np.sqrt(pb * (1 - pb) / n_eff) + z * z / n_eff
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(np.clip(lo, 1e-300, None)) - np.log(hi)
+    out[lo <= 0] = -np.inf
+    return out
+
+
+@dataclass
+class _Choice:
+    value: float           # projected certified bound
+    above: bool            # event is {score >= t} (True) or {score <= t}
+    threshold: float
+    favours_a: bool
+    pa: float
+    pb: float
+
+
+def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert: int, z: float) -> list[_Choice]:
+    """Best threshold for each of {s >= t}, {s <= t} and each direction, judged on held-out scores."""
+    sa, sb = np.sort(sa), np.sort(sb)
+    ts = np.unique(np.concatenate([sa, sb]))
+    na, nb = len(sa), len(sb)
+    n_eff = 1.0 / (1.0 / n_cert + 1.0 / min(na, nb))
+    out = []
+    for above in (True, False):
+        if above:
+            ca = na - np.searchsorted(sa, ts, "left")
+            cb = nb - np.searchsorted(sb, ts, "left")
+        else:
+            ca = np.searchsorted(sa, ts, "right")
+            cb = np.searchsorted(sb, ts, "right")
+        pa, pb = ca / na, cb / nb
+        for favours_a in (True, False):
+            num, den, hits = (pa, pb, ca) if favours_a else (pb, pa, cb)
+            val = _projected(num, den, n_eff, z)
+            val[hits < _MIN_HITS] = -np.inf
+            val[(num >= 1.0) & (den >= 1.0)] = -np.inf  # the whole space
+            i = int(np.argmax(val))
+            if np.isfinite(val[i]) and val[i] > 0:
+                out.append(_Choice(float(val[i]), above, float(ts[i]), favours_a, float(pa[i]), float(pb[i])))
+    return out
+
+
+# --------------------------------------------------------------------------- proposal
+
+def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: int, confidence: float) -> list[Event]:
+    # split each side: the first part fits (scores, pattern orders), the rest chooses thresholds
+    n_fit_a = min(_MAX_FIT_ROWS, len(a) // 2)
+    n_fit_b = min(_MAX_FIT_ROWS, len(b) // 2)
+    fa, ha = a[:n_fit_a], a[n_fit_a:]
+    fb, hb = b[:n_fit_b], b[n_fit_b:]
+    m = max(4 * max_events, 8)
+    z = float(_st.norm.isf((1 - confidence) / (2 * m)))
+    scored: list[tuple[float, str, Event]] = []
+
+    coder = _PatternCoder(fa, fb)
+    if coder.ok:
+        scored += _pattern_events(coder, fa, fb, ha, hb, n_cert, z)
+
+    fmap = _FeatureMap(fa, fb)
+    if fmap.n_features:
+        xf = np.vstack([fmap.transform(fa), fmap.transform(fb)])
+        y = np.concatenate([np.ones(len(fa)), np.zeros(len(fb))])
+        w_full = _fit_logistic(xf, y)
+        variants = [("logistic regression", w_full[:-1], np.arange(fmap.n_features))]
+        zs = _wald_z(xf, y, w_full)
+        keep = np.flatnonzero(np.abs(zs) >= _WALD_KEEP)
+        if len(keep) == 0:
+            keep = np.array([int(np.argmax(np.abs(zs)))])
+        if len(keep) < fmap.n_features:
+            w_sp = _fit_logistic(xf[:, keep], y)
+            w = np.zeros(fmap.n_features)
+            w[keep] = w_sp[:-1]
+            variants.append(("sparse logistic regression", w, keep))
+        xa_h, xb_h = fmap.transform(ha), fmap.transform(hb)
+        for label, w, used in variants:
+            sa, sb = xa_h @ w, xb_h @ w
+            for ch in _choose_thresholds(sa, sb, n_cert, z):
+                ev = _ScoreEvent(fmap, w, ch.threshold, ch.above)
+                desc = _describe_score(label, fmap, w, used, ch)
+                scored.append((ch.value, desc, Event(ev, desc)))
+
+    scored.sort(key=lambda t: -t[0])
+    out, seen = [], set()
+    for _, desc, ev in scored:
+        if desc in seen:
+            continue
+        seen.add(desc)
+        out.append(ev)
+        if len(out) == max_events:
+            break
+    return out
+
+
+def _pattern_events(coder: _PatternCoder, fa, fb, ha, hb, n_cert: int, z: float) -> list:
+    ca_fit, cb_fit = coder.encode(fa), coder.encode(fb)
+    pats = np.unique(np.concatenate([ca_fit, cb_fit]))
+    if len(pats) > _MAX_PATTERNS or len(pats) < 2:
+        return []
+    na, nb = len(fa), len(fb)
+    cnt_a = np.bincount(np.searchsorted(pats, ca_fit), minlength=len(pats))
+    cnt_b = np.bincount(np.searchsorted(pats, cb_fit), minlength=len(pats))
+    lr = np.log((cnt_a + 0.5) / na) - np.log((cnt_b + 0.5) / nb)
+    order = np.argsort(-lr, kind="stable")
+    rank = np.empty(len(pats), np.int64)
+    rank[order] = np.arange(len(pats))
+    # held-out rows scored by the rank of their pattern (unseen patterns go to the middle)
+
+    def ranks(codes):
+        idx = np.clip(np.searchsorted(pats, codes), 0, len(pats) - 1)
+        seen = pats[idx] == codes
+        return np.where(seen, rank[idx], (len(pats) - 1) / 2.0)
+
+    ra, rb = -ranks(coder.encode(ha)), -ranks(coder.encode(hb))  # high score = high LR
+    out = []
+    for ch in _choose_thresholds(ra, rb, n_cert, z):
+        # {-rank >= t} = the patterns of rank <= -t; {-rank <= t} = patterns of rank >= -t
+        cut = -ch.threshold
+        chosen = order[: int(math.floor(cut)) + 1] if ch.above else order[int(math.ceil(cut)):]
+        if len(chosen) == 0 or len(chosen) == len(pats):
+            continue
+        codes = pats[chosen]
+        shown = "; ".join(str(coder.decode(c)) for c in codes[:3]) + ("; ..." if len(codes) > 3 else "")
+        desc = (f"output pattern in a set of {len(codes)} of the {len(pats)} patterns seen, ranked by estimated "
+                f"likelihood ratio ({shown}); favours {'data' if ch.favours_a else 'neighbor'} "
+                f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})")
+        out.append((ch.value, desc, Event(_PatternEvent(coder, codes), desc)))
+    return out
+
+
+def _describe_score(label: str, fmap: _FeatureMap, w: np.ndarray, used: np.ndarray, ch: _Choice) -> str:
+    idx = [i for i in used if w[i] != 0]
+    idx.sort(key=lambda i: -abs(w[i]))
+    terms = " ".join(f"{'+' if w[i] >= 0 else '-'} {abs(w[i]):.3g}·{fmap.names[i]}" for i in idx[:4])
+    more = f" + {len(idx) - 4} more terms" if len(idx) > 4 else ""
+    op = ">=" if ch.above else "<="
+    return (f"learned score ({label} on {len(idx)} features) s = {terms.lstrip('+ ')}{more}; "
+            f"event s {op} {ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
+            f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})")
