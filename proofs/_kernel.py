@@ -116,6 +116,8 @@ def _simplifications(g: sp.Expr) -> Iterator[sp.Expr]:
     yield sp.cancel(sp.together(g))
     yield sp.factor(g)
     yield sp.simplify(g)
+    if g.has(sp.erfc, sp.erf):
+        yield sp.simplify(g.rewrite(sp.erf))
     if g.has(sp.log):
         yield sp.simplify(sp.logcombine(g))
 
@@ -143,7 +145,7 @@ def sympy_decide(formula: sp.Basic) -> tuple[bool | None, str]:
     for i, h in enumerate(_simplifications(g)):
         ans = _ask(h, kind)
         if ans is not None:
-            how = ("raw", "expand_log", "cancel", "factor", "simplify", "logcombine")[i]
+            how = ("raw", "expand_log", "cancel", "factor", "simplify", "rewrite/simplify")[min(i, 5)]
             return bool(ans), f"sympy ({how}): ({h}) {'>= 0' if kind == 'nonneg' else '> 0' if kind == 'pos' else '== 0' if kind == 'zero' else '!= 0'} is {bool(ans)}"
     return None, f"sympy could not decide the sign of {g} (None is a failure)"
 
