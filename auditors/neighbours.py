@@ -1,0 +1,375 @@
+"""Neighbour search: which pair (D, D') to audit a catalog mechanism on when the user gives none.
+
+Candidates, in this order of precedence:
+
+(a) the witnesses a proof offers (``candidate_witnesses``: :class:`dpharness.core.Witness` values);
+(b) the mechanism's own ``example_pair()``;
+(c) StatDP's input patterns (Ding, Wang, Wang, Zhang and Kifer, "Detecting Violations of
+    Differential Privacy", CCS 2018, Table 1: One Above, One Below, One Above Rest Below, One Below
+    Rest Above, Half Half, All Above & All Below, X Shape), read as difference directions for
+    vector inputs (scaled to the relation's norm and sensitivity) and as record patterns for data
+    sets (records at the domain's extremes added, removed or substituted);
+(d) random pairs drawn by a seeded numpy generator over the declared record domain and relation.
+
+Every candidate is checked with ``input_spec.validate_pair``; invalid ones are dropped. Each survivor
+is screened cheaply: with the exact law (``mechanism.law``) when there is one (the whole pmf when the
+support is finite and small, else the privacy loss ln p_D(y) − ln p_D'(y) evaluated on a few
+thousand samples), else on samples alone; the screen is the bound a threshold event on that
+evidence would be expected to certify at 10^6 samples a side. Pairs are returned best first.
+
+Deterministic for a seed. The screen only ranks pairs: nothing here is certified, and the driver
+counts every returned pair in its union bound.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from dpharness.core import (
+    BoundedChange, Finite, IntegerRange, Mechanism, RealBox, RealInterval, Substitute, Witness,
+)
+from dpharness.errors import DPHarnessError, ParameterError
+
+from .vector import _choose_thresholds, _projected, propose_vector_events
+
+__all__ = ["search_pairs", "statdp_patterns"]
+
+_REF_SAMPLES = 1_000_000     # screens rank pairs by the bound expected at this many samples a side
+_Z = 3.0                     # normal quantile standing in for the driver's union-bounded level
+_MAX_EXACT_SUPPORT = 100_000
+
+# StatDP's patterns as difference directions on a vector of length d (Ding et al. 2018, Table 1)
+_PATTERNS = ("one above", "one below", "one above rest below", "one below rest above",
+             "half half", "all above", "all below", "x shape")
+
+
+def search_pairs(mechanism: Mechanism, *, seed: int, budget: int = 40_000,
+                 candidate_witnesses: Iterable[Any] = (), max_pairs: int = 5) -> list[tuple[Any, Any]]:
+    """A handful of neighbouring pairs ``(data, neighbor)`` of ``mechanism``, most promising first.
+
+    ``seed``: makes the random candidates and the screening samples reproducible. ``budget``: the
+    number of mechanism samples the screen may draw in all (both sides, every candidate).
+    ``candidate_witnesses``: proof witnesses (``Witness`` or ``(data, neighbor)`` tuples), tried
+    first. Every returned pair satisfies ``mechanism.input_spec.validate_pair``."""
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(f"mechanism={mechanism!r:.80} is not a catalog Mechanism; pass data and "
+                             "neighbor explicitly to audit a plain callable.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError(f"seed={seed!r} is not an int; pass an integer seed.")
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 100:
+        raise ParameterError(f"budget={budget!r} must be an int >= 100; pass e.g. budget=40_000.")
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)) or max_pairs < 1:
+        raise ParameterError(f"max_pairs={max_pairs!r} must be a positive int; pass e.g. max_pairs=5.")
+    rng = np.random.default_rng(int(seed))
+    spec = mechanism.input_spec
+    candidates = _valid_unique(spec, _candidates(mechanism, rng, candidate_witnesses))
+    if not candidates:
+        raise ParameterError(f"no valid neighbouring pair found for {mechanism.name}; pass data and neighbor explicitly.")
+    per = max(50, int(budget) // (2 * len(candidates)))
+    scores = []
+    for i, (a, b, origin) in enumerate(candidates):
+        try:
+            s = _screen(mechanism, a, b, per, np.random.default_rng([int(seed), i]))
+        except DPHarnessError:
+            s = -math.inf
+        # a proof witness or the example pair keeps a small head start on ties
+        bonus = {"witness": 2e-3, "example": 1e-3}.get(origin, 0.0)
+        scores.append(s + bonus if math.isfinite(s) else s)
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+    return [(candidates[i][0], candidates[i][1]) for i in order[:max_pairs]]
+
+
+# --------------------------------------------------------------------------- candidates
+
+def _candidates(mech: Mechanism, rng: np.random.Generator, witnesses) -> list[tuple[Any, Any, str]]:
+    out: list[tuple[Any, Any, str]] = []
+    for w in witnesses:
+        if isinstance(w, Witness):
+            out.append((w.data, w.neighbor, "witness"))
+        elif isinstance(w, tuple) and len(w) == 2:
+            out.append((w[0], w[1], "witness"))
+    try:
+        a, b = mech.example_pair()
+        out.append((a, b, "example"))
+        example = a
+    except (DPHarnessError, NotImplementedError):
+        example = None
+    spec = mech.input_spec
+    out += [(a, b, "pattern") for a, b in statdp_patterns(spec, example=example)]
+    out += [(a, b, "random") for a, b in _random_pairs(spec, rng, 8, example)]
+    return out
+
+
+def _valid_unique(spec, cands) -> list[tuple[Any, Any, str]]:
+    seen, out = set(), []
+    for a, b, origin in cands:
+        try:
+            a, b = spec.validate_pair(a, b)
+        except (DPHarnessError, ValueError, TypeError):
+            continue
+        key = (_key(a), _key(b))
+        if key in seen or key[::-1] in seen:
+            continue
+        seen.add(key)
+        out.append((a, b, origin))
+    return out
+
+
+def _key(x) -> tuple:
+    arr = np.asarray(x)
+    return (arr.shape, tuple(arr.ravel().tolist()))
+
+
+def _levels(domain) -> list:
+    """A few representative record values of a domain: its extremes and a middle value."""
+    if isinstance(domain, Finite):
+        return list(domain.values)
+    if isinstance(domain, IntegerRange):
+        lo, hi = int(domain.lo), int(domain.hi)
+        vals = [lo, hi, (lo + hi) // 2, min(lo + 1, hi), max(hi - 1, lo)]
+        return list(dict.fromkeys(vals))
+    if isinstance(domain, RealBox):
+        lo, hi, d = float(domain.lo), float(domain.hi), domain.dim
+        return [np.full(d, lo), np.full(d, hi), np.full(d, (lo + hi) / 2),
+                np.array([hi if i % 2 == 0 else lo for i in range(d)]),
+                np.array([lo if i % 2 == 0 else hi for i in range(d)])]
+    if isinstance(domain, RealInterval):
+        lo, hi = float(domain.lo), float(domain.hi)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return [lo, hi, (lo + hi) / 2]
+        if math.isfinite(lo):
+            return [lo, lo + 1.0, lo + 10.0]
+        if math.isfinite(hi):
+            return [hi, hi - 1.0, hi - 10.0]
+        return [0.0, 1.0, -1.0, 10.0]
+    return list(domain.extremes())
+
+
+def statdp_patterns(spec, *, example=None) -> list[tuple[Any, Any]]:
+    """StatDP's patterns adapted to an input spec (unvalidated: callers filter with ``validate_pair``)."""
+    if spec.shape == "record":
+        vals = _levels(spec.domain)
+        if isinstance(spec.domain, Finite) and len(vals) > 8:
+            vals = vals[:2] + vals[-2:]
+        return [(x, y) for i, x in enumerate(vals) for y in vals[i + 1:]]
+    if spec.shape == "vector":
+        return _vector_patterns(spec, example)
+    return _dataset_patterns(spec, example)
+
+
+def _direction(name: str, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(base offset pattern, difference direction) with entries in {-1, 0, 1}."""
+    h = max(1, d // 2)
+    zero = np.zeros(d)
+    if name == "one above":
+        v = zero.copy(); v[0] = 1; return zero, v
+    if name == "one below":
+        v = zero.copy(); v[0] = -1; return zero, v
+    if name == "one above rest below":
+        v = -np.ones(d); v[0] = 1; return zero, v
+    if name == "one below rest above":
+        v = np.ones(d); v[0] = -1; return zero, v
+    if name == "half half":
+        v = -np.ones(d); v[:h] = 1; return zero, v
+    if name == "all above":
+        return zero, np.ones(d)
+    if name == "all below":
+        return zero, -np.ones(d)
+    # x shape: D = [1..1, 0..0], D' = [0..0, 1..1]
+    base = zero.copy(); base[:h] = 1
+    other = zero.copy(); other[h:] = 1
+    return base, other - base
+
+
+def _vector_patterns(spec, example) -> list[tuple[Any, Any]]:
+    rel: BoundedChange = spec.relation
+    sens = float(rel.sensitivity)
+    d = spec.dim or (len(np.asarray(example)) if example is not None and np.ndim(example) == 1 else 5)
+    integral = isinstance(spec.domain, (IntegerRange, Finite))
+    out = []
+    bases = [sens, 0.0]
+    if isinstance(spec.domain, (IntegerRange, RealInterval)):
+        lo, hi = float(spec.domain.lo), float(spec.domain.hi)
+        bases = [min(max(c, lo + (sens if math.isfinite(lo) else 0)), hi - (sens if math.isfinite(hi) else 0))
+                 for c in bases]
+    for c in dict.fromkeys(bases):
+        for name in _PATTERNS:
+            base, diff = _direction(name, d)
+            norm = {"l1": np.abs(diff).sum(), "l2": math.sqrt(float((diff * diff).sum())),
+                    "linf": np.abs(diff).max()}[rel.norm]
+            step = diff * sens / norm
+            if integral:
+                step = np.trunc(step)
+                if not np.any(step):
+                    continue
+            a = c + base * sens
+            b = a + step
+            if integral:
+                a, b = a.astype(np.int64), b.astype(np.int64)
+            out.append((a, b))
+    return out
+
+
+def _dataset_patterns(spec, example) -> list[tuple[Any, Any]]:
+    levels = _levels(spec.domain)
+    lo, hi = levels[0], levels[1]
+    mid = levels[2] if len(levels) > 2 else levels[0]
+    n = spec.size or (len(example) if example is not None and np.ndim(example) >= 1 and len(example) > 0 else 4)
+    h = max(1, n // 2)
+
+    def ds(rows):
+        return np.array(rows, dtype=np.asarray(lo).dtype) if len(rows) else np.empty((0,) + np.shape(lo))
+
+    bases = {
+        "all low": [lo] * n, "all high": [hi] * n, "all middle": [mid] * n,
+        "half half": [lo] * h + [hi] * (n - h),
+    }
+    out = []
+    if isinstance(spec.relation, Substitute):
+        for rows in bases.values():
+            for new in (lo, hi, mid):
+                for i in (0, n - 1):
+                    if not np.array_equal(np.asarray(rows[i]), np.asarray(new)):
+                        changed = list(rows)
+                        changed[i] = new
+                        out.append((ds(rows), ds(changed)))
+        return out
+    out += [(ds([]), ds([r])) for r in (lo, hi, mid)]
+    for rows in bases.values():
+        for new in (lo, hi, mid):
+            out.append((ds(rows), ds(rows + [new])))
+    return out
+
+
+def _draw_records(domain, rng: np.random.Generator, n: int):
+    if isinstance(domain, Finite):
+        vals = np.asarray(domain.values)
+        return vals[rng.integers(0, len(vals), size=n)]
+    if isinstance(domain, IntegerRange):
+        return rng.integers(int(domain.lo), int(domain.hi), size=n, endpoint=True)
+    if isinstance(domain, RealBox):
+        return rng.uniform(float(domain.lo), float(domain.hi), size=(n, domain.dim))
+    if isinstance(domain, RealInterval):
+        lo, hi = float(domain.lo), float(domain.hi)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return rng.uniform(lo, hi, size=n)
+        return np.clip(np.round(rng.normal(0.0, 5.0, size=n), 3), lo, hi)
+    return np.asarray(domain.extremes())[rng.integers(0, len(domain.extremes()), size=n)]
+
+
+def _random_pairs(spec, rng: np.random.Generator, count: int, example) -> list[tuple[Any, Any]]:
+    out = []
+    for _ in range(count):
+        if spec.shape == "record":
+            x, y = _draw_records(spec.domain, rng, 2)
+            out.append((x.item() if np.ndim(x) == 0 else x, y.item() if np.ndim(y) == 0 else y))
+        elif spec.shape == "vector":
+            rel: BoundedChange = spec.relation
+            d = spec.dim or (len(np.asarray(example)) if example is not None and np.ndim(example) == 1 else 5)
+            a = _draw_records(spec.domain, rng, d)
+            if isinstance(spec.domain, (IntegerRange, Finite)):
+                step = np.zeros(d, np.int64)
+                step[rng.integers(0, d)] = rng.choice([-1, 1]) * max(1, int(float(rel.sensitivity)))
+            else:
+                step = rng.normal(size=d)
+                norm = {"l1": np.abs(step).sum(), "l2": np.linalg.norm(step), "linf": np.abs(step).max()}[rel.norm]
+                step = step * float(rel.sensitivity) / norm
+            out.append((a, a + step))
+        else:
+            n = spec.size or int(rng.integers(1, 9))
+            a = _draw_records(spec.domain, rng, n)
+            new = _draw_records(spec.domain, rng, 1)
+            if isinstance(spec.relation, Substitute):
+                b = a.copy()
+                b[int(rng.integers(0, n))] = new[0]
+                out.append((a, b))
+            else:
+                out.append((a, np.concatenate([a, new])))
+    return out
+
+
+# --------------------------------------------------------------------------- screening
+
+def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator) -> float:
+    """Bound a likelihood-ratio threshold event on (a, b) is expected to certify at 10^6 samples a side."""
+    law_a = law_b = None
+    try:
+        law_a, law_b = mech.law(a), mech.law(b)
+    except (DPHarnessError, NotImplementedError):
+        pass
+    if law_a is not None:
+        sup_a, sup_b = law_a.support(), law_b.support()
+        if sup_a is not None and sup_b is not None and len(sup_a) + len(sup_b) <= _MAX_EXACT_SUPPORT:
+            return _screen_exact(law_a, law_b, sup_a, sup_b)
+    xa = np.asarray(mech.sample(a, n, rng))
+    xb = np.asarray(mech.sample(b, n, rng))
+    if law_a is not None:
+        with np.errstate(invalid="ignore"):
+            la = law_a.log_prob(xa) - law_b.log_prob(xa)
+            lb = law_a.log_prob(xb) - law_b.log_prob(xb)
+        la, lb = np.nan_to_num(la, nan=0.0, posinf=1e6, neginf=-1e6), np.nan_to_num(lb, nan=0.0, posinf=1e6, neginf=-1e6)
+        return _best(la, lb)
+    if xa.ndim == 1 and np.issubdtype(xa.dtype, np.number):
+        return _best(xa.astype(float), xb.astype(float))
+    if xa.ndim == 2 and np.issubdtype(xa.dtype, np.number) and len(xa) >= 40:
+        h = n // 2
+        events = propose_vector_events(xa[:h], xb[:h], max_events=4, certify_samples=_REF_SAMPLES)
+        best = 0.0
+        for ev in events:
+            pa, pb = ev.contains(xa[h:]).mean(), ev.contains(xb[h:]).mean()
+            best = max(best, _bound(pa, pb, n - h))
+        return best
+    # hashable non-numeric outputs: exact histogram on the samples
+    keys = {}
+    for side, xs in ((0, xa), (1, xb)):
+        for x in xs:
+            k = repr(x)
+            keys.setdefault(k, [0, 0])[side] += 1
+    ca = np.array([v[0] for v in keys.values()], float)
+    cb = np.array([v[1] for v in keys.values()], float)
+    return _best_cumulative(ca / n, cb / n, n)
+
+
+def _bound(pa: float, pb: float, n_screen: int) -> float:
+    n_eff = 1.0 / (1.0 / _REF_SAMPLES + 1.0 / n_screen)
+    vals = [_projected(np.array([pa]), np.array([pb]), n_eff, _Z)[0],
+            _projected(np.array([pb]), np.array([pa]), n_eff, _Z)[0]]
+    return max(0.0, max(vals))
+
+
+def _best(sa: np.ndarray, sb: np.ndarray) -> float:
+    choices = _choose_thresholds(sa, sb, _REF_SAMPLES, _Z)
+    return max([c.value for c in choices], default=0.0)
+
+
+def _screen_exact(law_a, law_b, sup_a, sup_b) -> float:
+    outcomes = list({_row(o): o for o in list(sup_a) + list(sup_b)}.values())
+    arr = np.asarray(outcomes)
+    pa = np.exp(law_a.log_prob(arr))
+    pb = np.exp(law_b.log_prob(arr))
+    return _best_cumulative(pa, pb, None)
+
+
+def _row(o) -> tuple:
+    return tuple(np.atleast_1d(np.asarray(o)).ravel().tolist())
+
+
+def _best_cumulative(pa: np.ndarray, pb: np.ndarray, n_screen: int | None) -> float:
+    """Best projected bound over the sets of outcomes of highest likelihood ratio (either direction)."""
+    n_eff = _REF_SAMPLES if n_screen is None else 1.0 / (1.0 / _REF_SAMPLES + 1.0 / n_screen)
+    best = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.log(pa) - np.log(pb)
+    lr = np.nan_to_num(lr, nan=0.0)
+    for num, den, key in ((pa, pb, -lr), (pb, pa, lr)):
+        order = np.argsort(key, kind="stable")
+        cn, cd = np.cumsum(num[order]), np.cumsum(den[order])
+        cn, cd = np.clip(cn, 0, 1), np.clip(cd, 0, 1)
+        vals = _projected(cn, cd, n_eff, _Z)
+        vals[(cn >= 1 - 1e-12) & (cd >= 1 - 1e-12)] = -np.inf
+        if len(vals):
+            best = max(best, float(np.max(vals)))
+    return best
