@@ -1,0 +1,448 @@
+"""The ``dpharness`` command line (console script ``dpharness = dpharness.cli:main``).
+
+Commands::
+
+    dpharness list                                     one line per registered mechanism
+    dpharness prove NAME [--set KEY=VALUE]... [--claim-epsilon E] [--claim-delta D]
+    dpharness audit NAME [same options] [--samples N] [--seed S] [--ideal-numerics]
+    dpharness gate [--module PKG]... [--gallery] [--junit FILE] [--report DIR] [--samples N] [--jobs J]
+    dpharness report [--out DIR] [NAME...]
+
+``--json`` (before or after the command) prints machine-readable output. ``--set`` overrides a
+noise parameter and keeps the claim: ``dpharness prove laplace --set scale=0.9`` checks the
+ε = 1 claim against the smaller scale (and fails), it never re-calibrates.
+
+Exit codes: 0 the claim holds / the gate passed; 1 a violation, a claim not proved, or a gate
+failure; 2 a usage or input error (the message says what to fix).
+
+Thin and cheap to import: everything heavy is imported inside the command that needs it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+__all__ = ["main", "GATE_SAMPLES", "AUDIT_SAMPLES", "DEFAULT_SEED"]
+
+GATE_SAMPLES = 200_000      # per side, per mechanism; sized so the built-in gate stays under 2 min on 2 cores
+AUDIT_SAMPLES = 1_000_000   # per side for `dpharness audit`
+DEFAULT_SEED = 0
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors: exit 2 with the usage line
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass a positive whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _number(text: str):
+    from ._run import parse_number
+    from .errors import ParameterError
+
+    try:
+        return parse_number("value", text)
+    except ParameterError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass e.g. 1, 1/2 or 0.5") from None
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print machine-readable JSON instead of text")
+    parser = _Parser(prog="dpharness", parents=[common],
+                     description="Prove and audit differential-privacy mechanisms.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    sub.add_parser("list", parents=[common], help="list registered mechanisms (name, claim, relation, buggy)")
+
+    mech = argparse.ArgumentParser(add_help=False)
+    mech.add_argument("name", metavar="NAME", help="registered mechanism name (see `dpharness list`)")
+    mech.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                      help="override a noise parameter (int, fraction like 1/2, or float); the claim is kept")
+    mech.add_argument("--claim-epsilon", type=_number, default=None, metavar="E", help="claim ε = E instead")
+    mech.add_argument("--claim-delta", type=_number, default=None, metavar="D", help="claim δ = D instead")
+
+    sub.add_parser("prove", parents=[common, mech], help="derive the worst-case privacy loss and judge the claim")
+    audit = sub.add_parser("audit", parents=[common, mech], help="certified empirical lower bound on ε")
+    audit.add_argument("--samples", type=_positive_int, default=AUDIT_SAMPLES, help=f"samples per side (default {AUDIT_SAMPLES})")
+    audit.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    audit.add_argument("--ideal-numerics", action="store_true",
+                       help="ignore floating-point structure (audit the ideal-reals mechanism)")
+
+    gate = sub.add_parser("gate", parents=[common], help="prove and audit every registered mechanism (CI)")
+    gate.add_argument("--module", dest="modules", action="append", default=[], metavar="PKG",
+                      help="import PKG so its @register mechanisms are gated too (repeatable)")
+    gate.add_argument("--gallery", action="store_true",
+                      help="gate the gallery of known bugs instead: fail if any bug slips through")
+    gate.add_argument("--junit", metavar="FILE", default=None, help="write a JUnit XML report to FILE")
+    gate.add_argument("--report", metavar="DIR", default=None, help="write Markdown/HTML reports to DIR")
+    gate.add_argument("--samples", type=_positive_int, default=GATE_SAMPLES, help=f"samples per side (default {GATE_SAMPLES})")
+    gate.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    gate.add_argument("--jobs", type=_positive_int, default=None,
+                      help="worker processes (default: number of CPUs; 1 runs in this process)")
+
+    report = sub.add_parser("report", parents=[common], help="write proof/audit reports (Markdown + HTML)")
+    report.add_argument("names", nargs="*", metavar="NAME", help="mechanisms (default: every built-in)")
+    report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
+    report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
+    report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    report.add_argument("--jobs", type=_positive_int, default=None, help="worker processes (default: CPUs)")
+    return parser
+
+
+# --------------------------------------------------------------------------- output helpers
+
+def _emit_json(payload: Any) -> None:
+    from ._json import jsonable
+
+    json.dump(jsonable(payload), sys.stdout, indent=2, sort_keys=False, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(f"dpharness: error: {message}\n")
+
+
+# --------------------------------------------------------------------------- commands
+
+def _cmd_list(args) -> int:
+    from .registry import catalog
+
+    rows = []
+    for name, cls in catalog(gallery=None).items():
+        row = {"name": name, "buggy": bool(cls.buggy), "source": cls.source}
+        try:
+            m = cls()
+            row.update(claim=m.claim.describe(), relation=m.input_spec.relation.describe(),
+                       input=m.input_spec.shape, parameters=m.noise_parameters())
+        except Exception as exc:  # a broken registration must not hide the others
+            row.update(claim="?", relation="?", error=f"{type(exc).__name__}: {exc}")
+        if cls.buggy:
+            row.update(bug=cls.bug, true_epsilon=cls.true_epsilon)
+        rows.append(row)
+    if args.json:
+        _emit_json(rows)
+        return EXIT_OK
+    if not rows:
+        print("no mechanisms registered")
+        return EXIT_OK
+    width = max(len(r["name"]) for r in rows)
+    cwidth = max(len(r["claim"]) for r in rows)
+    for r in rows:
+        tail = "  buggy" if r["buggy"] else ""
+        if "error" in r:
+            tail += f"  (cannot instantiate: {r['error']})"
+        print(f"{r['name']:<{width}}  {r['claim']:<{cwidth}}  {r['relation']}{tail}")
+    return EXIT_OK
+
+
+def _mechanism(args):
+    from ._run import build_mechanism
+
+    return build_mechanism(args.name, args.sets, args.claim_epsilon, args.claim_delta)
+
+
+def _print_proof(proof) -> None:
+    from ._run import fmt
+
+    m = proof.mechanism
+    print(m.describe())
+    bound = fmt(proof.bound)
+    extra = f", δ ≤ {fmt(proof.delta_bound)}" if proof.delta_bound is not None else ""
+    print(f"verdict: {proof.verdict.value}   proven bound: ε ≤ {bound}{extra}   ({proof.bound_expr})")
+    if proof.assumptions:
+        print("assumptions:")
+        for a in proof.assumptions:
+            print(f"  - {a}")
+    if proof.steps:
+        print("derivation:")
+        for i, s in enumerate(proof.steps, 1):
+            mark = "✓" if s.discharged else "✗"
+            print(f"  {i:>2}. [{mark} {s.checker}] {s.statement}  ({s.justification})")
+            if s.detail and not s.discharged:
+                print(f"      {s.detail}")
+    if proof.witness is not None:
+        w = proof.witness
+        print(f"witness: D={w.data!r} D'={w.neighbor!r}"
+              + (f" output={w.output!r}" if w.output is not None else "")
+              + (f" event: {w.event.description}" if w.event is not None else "")
+              + (f" loss={fmt(w.loss)}" if w.loss is not None else "")
+              + (f" — {w.description}" if w.description else ""))
+    for note in proof.notes:
+        print(f"note: {note}")
+
+
+def _cmd_prove(args) -> int:
+    mechanism = _mechanism(args)
+    from ._run import run_proof
+
+    proof = run_proof(mechanism)
+    if args.json:
+        _emit_json(proof.to_dict())
+    else:
+        _print_proof(proof)
+    return EXIT_OK if proof.verdict.value == "PROVED" else EXIT_FAIL
+
+
+def _print_audit(mechanism, result) -> None:
+    from ._run import fmt
+
+    print(mechanism.describe())
+    status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
+    delta = f", δ = {result.delta:g}" if result.delta else ""
+    print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {result.confidence:g} "
+          f"against claimed ε = {fmt(result.epsilon)}{delta}: {status}")
+    if result.delta_lower_bound is not None:
+        print(f"certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
+    print(f"witness: {result.witness_description}")
+    if result.counts:
+        c = result.counts
+        print("counts: " + ", ".join(f"{k}={v}" for k, v in c.items()))
+    print(f"method: {result.method}")
+    print(f"samples={result.samples} per side, seed={result.seed} "
+          f"(reproduce: dpharness audit {mechanism.name} --samples {result.samples} --seed {result.seed})")
+
+
+def _cmd_audit(args) -> int:
+    mechanism = _mechanism(args)
+    from ._run import audit_target
+
+    import dpharness
+
+    epsilon, delta = audit_target(mechanism.claim)
+    result = dpharness.audit(mechanism, epsilon=epsilon, delta=delta, samples=args.samples, seed=args.seed,
+                             ideal_numerics=args.ideal_numerics)
+    if args.json:
+        payload = result.to_dict()
+        payload["mechanism"] = mechanism.name
+        payload["parameters"] = mechanism.noise_parameters()
+        payload["claim"] = mechanism.claim.describe()
+        _emit_json(payload)
+    else:
+        _print_audit(mechanism, result)
+    return EXIT_OK if result.passed else EXIT_FAIL
+
+
+def _run_many(names: list[str], jobs: int | None, fn, **kwargs) -> list[dict]:
+    """Run ``fn(name, **kwargs)`` for every name, in worker processes when jobs > 1 (results in
+    ``names`` order; progress lines on stderr)."""
+    jobs = jobs or os.cpu_count() or 1
+    results: dict[str, dict] = {}
+    start = time.perf_counter()
+
+    def progress(res: dict) -> None:
+        tag = "ok" if res.get("ok") else ("ERROR" if res.get("error") else "FAIL")
+        sys.stderr.write(f"[{time.perf_counter() - start:6.1f}s] {res['name']}: {tag}\n")
+        sys.stderr.flush()
+
+    if jobs == 1 or len(names) <= 1:
+        for name in names:
+            results[name] = fn(name, **kwargs)
+            progress(results[name])
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")  # no fork after numpy/z3 threads
+        with ProcessPoolExecutor(max_workers=min(jobs, len(names)), mp_context=ctx) as pool:
+            futures = {pool.submit(fn, name, **kwargs): name for name in names}
+            for fut in as_completed(futures):
+                name = futures[fut]
+                try:
+                    results[name] = fut.result()
+                except Exception as exc:  # a worker died
+                    results[name] = {"name": name, "ok": False, "caught": False, "buggy": None,
+                                     "error": f"{type(exc).__name__}: {exc}", "proof": None, "audit": None,
+                                     "seconds": {}}
+                progress(results[name])
+    return [results[n] for n in names]
+
+
+def _gate_line(res: dict) -> str:
+    from ._run import fmt
+
+    status = "PASS" if res["ok"] else "FAIL"
+    if res.get("error"):
+        return f"{status}  {res['name']}: error: {res['error'].splitlines()[0]}"
+    p, a = res["proof"], res["audit"]
+    secs = sum(res["seconds"].values())
+    caught = ""
+    if res["buggy"]:
+        caught = "  bug caught" if res["caught"] else "  BUG SLIPPED THROUGH"
+    return (f"{status}  {res['name']}: proof {p['verdict']} (ε ≤ {fmt(p['bound'])}); "
+            f"audit ε_lb={fmt(a['epsilon_lower_bound'])} vs claim {fmt(a['epsilon'])} "
+            f"{'passed' if a['passed'] else 'VIOLATION'}{caught}  [{secs:.1f}s]")
+
+
+def _cmd_gate(args) -> int:
+    from . import registry
+    from ._run import check
+
+    for module in args.modules:
+        registry.load_module(module)
+    names = list(registry.catalog(gallery=bool(args.gallery)))
+    if not names:
+        _err(f"no {'gallery ' if args.gallery else ''}mechanisms are registered; "
+             "install dpharness with its mechanisms or pass --module PKG.")
+        return EXIT_USAGE
+    start = time.perf_counter()
+    results = _run_many(names, args.jobs, check, samples=args.samples, seed=args.seed,
+                        modules=tuple(args.modules), report_dir=args.report)
+    elapsed = time.perf_counter() - start
+    passed = all(r["ok"] for r in results)
+    if args.report:
+        from . import report
+
+        report.write_index(args.report)
+    if args.junit:
+        _write_junit(args.junit, results, gallery=args.gallery, elapsed=elapsed)
+    if args.json:
+        _emit_json({"passed": passed, "mode": "gallery" if args.gallery else "catalog", "elapsed": elapsed,
+                    "samples": args.samples, "seed": args.seed, "mechanisms": results})
+    else:
+        for r in results:
+            print(_gate_line(r))
+        failed = [r["name"] for r in results if not r["ok"]]
+        what = "gallery bugs caught" if args.gallery else "mechanisms proved and audited"
+        print(f"{len(results) - len(failed)}/{len(results)} {what} in {elapsed:.1f}s "
+              f"(samples={args.samples} per side, seed={args.seed})")
+        if failed:
+            print(("slipped through or errored: " if args.gallery else "failed: ") + ", ".join(failed))
+    return EXIT_OK if passed else EXIT_FAIL
+
+
+def _write_junit(path: str, results: list[dict], *, gallery: bool, elapsed: float) -> None:
+    import xml.etree.ElementTree as ET
+
+    suite = ET.Element("testsuite", name="dpharness.gallery" if gallery else "dpharness.gate",
+                       tests=str(len(results)), failures=str(sum(1 for r in results if not r["ok"] and not r["error"])),
+                       errors=str(sum(1 for r in results if r["error"])), time=f"{elapsed:.3f}")
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname="dpharness.gallery" if gallery else "dpharness.gate",
+                             name=r["name"], time=f"{sum(r['seconds'].values()):.3f}")
+        props = ET.SubElement(case, "properties")
+        details = [_gate_line(r)]
+        if r.get("proof"):
+            p = r["proof"]
+            for k in ("verdict", "bound", "bound_expr", "claim"):
+                ET.SubElement(props, "property", name=f"proof.{k}", value=str(p[k]))
+            details.append(f"proof: {p['verdict']}, bound {p['bound']} = {p['bound_expr']}, claim {p['claim']}")
+            details += [f"  assumption: {a}" for a in p["assumptions"]]
+            details += [f"  step [{'ok' if s['discharged'] else 'NOT DISCHARGED'} {s['checker']}] {s['statement']}"
+                        f" ({s['justification']})" for s in p["steps"]]
+            if p["witness"]:
+                details.append(f"  witness: {p['witness']}")
+            details += [f"  note: {n}" for n in p["notes"]]
+        if r.get("audit"):
+            a = r["audit"]
+            for k in ("epsilon_lower_bound", "passed", "epsilon", "delta", "confidence", "samples", "seed"):
+                ET.SubElement(props, "property", name=f"audit.{k}", value=str(a[k]))
+            details.append(f"audit: ε_lb={a['epsilon_lower_bound']} claim ε={a['epsilon']} δ={a['delta']} "
+                           f"passed={a['passed']} confidence={a['confidence']} samples={a['samples']} seed={a['seed']}")
+            details.append(f"  witness: {a['witness']}; counts: {a['counts']}; method: {a['method']}")
+        if r["error"]:
+            ET.SubElement(case, "error", message=r["error"].splitlines()[0]).text = r["error"]
+        elif not r["ok"]:
+            if gallery:
+                msg = "known bug slipped through: the proof did not refute it and the audit did not flag it"
+            else:
+                why = []
+                if r["proof"]["verdict"] != "PROVED":
+                    why.append(f"proof {r['proof']['verdict']}")
+                if not r["audit"]["passed"]:
+                    why.append(f"audit certified ε ≥ {r['audit']['epsilon_lower_bound']} > {r['audit']['epsilon']}")
+                msg = "; ".join(why)
+            ET.SubElement(case, "failure", message=msg).text = "\n".join(details)
+        ET.SubElement(case, "system-out").text = "\n".join(details)
+    tree = ET.ElementTree(suite)
+    ET.indent(tree)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _cmd_report(args) -> int:
+    from . import registry, report
+
+    names = args.names or list(registry.catalog(gallery=None))
+    for name in names:
+        registry.get(name)  # unknown names: ParameterError before any work
+    if not names:
+        _err("no mechanisms are registered; nothing to report.")
+        return EXIT_USAGE
+    kwargs = {"out": args.out, "seed": args.seed}
+    if args.samples is not None:
+        kwargs["samples"] = args.samples
+    results = _run_many(names, args.jobs, report.generate, **kwargs)
+    report.write_index(args.out)
+    errors = [r for r in results if r.get("error")]
+    if args.json:
+        _emit_json({"out": args.out, "reports": results})
+    else:
+        for r in results:
+            print(f"{r['name']}: " + (f"error: {r['error'].splitlines()[0]}" if r.get("error") else
+                                     ", ".join(r["files"])))
+        print(f"index: {os.path.join(args.out, 'README.md')}, {os.path.join(args.out, 'index.html')}")
+    return EXIT_FAIL if errors else EXIT_OK
+
+
+_COMMANDS = {"list": _cmd_list, "prove": _cmd_prove, "audit": _cmd_audit, "gate": _cmd_gate, "report": _cmd_report}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 holds/passed, 1 violation/not proved, 2 usage error)."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "json"):
+        args.json = False
+    from .errors import MechanismError, ParameterError, UnsupportedError
+
+    try:
+        return _COMMANDS[args.command](args)
+    except ParameterError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except UnsupportedError as exc:
+        _err(f"{exc} (unsupported)")
+        return EXIT_USAGE
+    except MechanismError as exc:
+        _err(f"the mechanism failed: {exc}")
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

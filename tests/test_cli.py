@@ -1,0 +1,252 @@
+"""Fast deterministic tests of the ``dpharness`` command line: exit codes, ``--set`` semantics
+(overrides keep the claim), ``--json`` output, usage errors and the gate (JUnit, gallery mode).
+
+The prover and auditor are replaced by the faithful stand-ins of ``dp_fakes`` so these tests pin
+the interface, not the engines; ``test_cli_real_*`` run the real engines on built-ins."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from fractions import Fraction
+
+import pytest
+
+import dpharness
+import dpharness.auditors
+from dpharness import registry
+from dpharness.cli import main
+
+import dp_fakes
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    """A private registry copy holding the fake coin (correct) and its buggy twin, with the
+    prover and auditor replaced by the stand-ins."""
+    registry._load_builtins()
+    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
+    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
+    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
+    dp_fakes.CALLS.clear()
+    return dp_fakes
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_shows_name_claim_relation_and_buggy(fakes, capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 2
+    coin, bug = lines
+    assert coin.startswith("fake_coin ") and "ε = 1 (pure DP)" in coin and "substitute one record" in coin
+    assert "buggy" not in coin
+    assert bug.startswith("fake_coin_bug") and bug.rstrip().endswith("buggy")
+
+
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_list_json(fakes, capsys, position):
+    argv = ["--json", "list"] if position == "before" else ["list", "--json"]
+    code, out, _ = run(capsys, *argv)
+    rows = json.loads(out)
+    assert code == 0
+    assert [r["name"] for r in rows] == ["fake_coin", "fake_coin_bug"]
+    assert rows[1]["buggy"] is True and rows[1]["true_epsilon"] == 2.0
+    assert rows[0]["parameters"] == {"log_odds": 1, "label": "coin"}
+
+
+def test_prove_holds_exit_0(fakes, capsys):
+    code, out, _ = run(capsys, "prove", "fake_coin")
+    assert code == 0
+    assert "verdict: PROVED" in out and "ε ≤ 1" in out
+
+
+def test_set_keeps_the_claim(fakes, capsys):
+    # more privacy loss than claimed: the claim ε = 1 stays, so the proof must fail
+    code, out, _ = run(capsys, "--json", "prove", "fake_coin", "--set", "log_odds=1.1")
+    proof = json.loads(out)
+    assert code == 1
+    assert proof["verdict"] == "REFUTED"
+    assert proof["claim"] == "ε = 1 (pure DP)"
+    assert proof["parameters"]["log_odds"] == 1.1
+
+
+def test_set_parses_int_fraction_float_and_strings(fakes, capsys):
+    from dpharness._run import build_mechanism
+
+    assert build_mechanism("fake_coin", ["log_odds=1/2"]).log_odds == Fraction(1, 2)
+    assert build_mechanism("fake_coin", ["log_odds=3"]).log_odds == 3
+    assert isinstance(build_mechanism("fake_coin", ["log_odds=3"]).log_odds, int)
+    assert build_mechanism("fake_coin", ["log_odds=0.25"]).log_odds == 0.25
+    assert build_mechanism("fake_coin", ["label=heads"]).label == "heads"
+    m = build_mechanism("fake_coin", ["log_odds=1/2", "label=x"])
+    assert m.claim == dpharness.PureDP(1)
+
+
+def test_claim_overrides(fakes, capsys):
+    code, out, _ = run(capsys, "--json", "prove", "fake_coin", "--set", "log_odds=2", "--claim-epsilon", "2")
+    assert code == 0 and json.loads(out)["claim"] == "ε = 2 (pure DP)"
+    code, out, _ = run(capsys, "--json", "prove", "fake_coin", "--claim-epsilon", "1/2")
+    assert code == 1 and json.loads(out)["claim"] == "ε = 1/2 (pure DP)"
+    code, out, _ = run(capsys, "--json", "prove", "fake_coin", "--claim-delta", "1e-5")
+    assert code == 0 and json.loads(out)["claim"] == "(ε, δ) = (1, 1e-05)"
+
+
+def test_unknown_key_exit_2_names_key_and_valid_ones(fakes, capsys):
+    code, out, err = run(capsys, "prove", "fake_coin", "--set", "scael=0.9")
+    assert code == 2 and out == ""
+    assert "scael" in err and "label" in err and "log_odds" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["prove", "fake_coin", "--set", "log_odds=abc"], "log_odds='abc' is not a number"),
+    (["prove", "fake_coin", "--set", "log_odds"], "KEY=VALUE"),
+    (["prove", "fake_coin", "--set", "log_odds=-1"], "log_odds=-1"),          # the mechanism's own validation
+    (["prove", "fake_coin", "--set", "claim=2"], "--claim-epsilon"),
+    (["prove", "no_such_mechanism"], "dpharness list"),
+    (["audit", "fake_coin", "--claim-delta", "2"], "delta=2"),
+])
+def test_input_errors_exit_2_with_a_fix(fakes, capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["audit", "fake_coin", "--samples", "0"],
+                                  ["audit", "fake_coin", "--seed", "x"], ["prove"],
+                                  ["prove", "fake_coin", "--claim-epsilon", "big"]])
+def test_usage_errors_exit_2(fakes, capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_audit_exit_codes_and_options(fakes, capsys):
+    code, out, _ = run(capsys, "audit", "fake_coin", "--samples", "4000", "--seed", "7", "--ideal-numerics")
+    assert code == 0
+    call = fakes.CALLS[-1]
+    assert (call["samples"], call["seed"], call["epsilon"], call["delta"]) == (4000, 7, 1.0, 0.0)
+    assert call["options"]["ideal_numerics"] is True
+    assert "passed" in out and "--seed 7" in out
+    code, out, _ = run(capsys, "audit", "fake_coin", "--set", "log_odds=2")
+    assert code == 1 and "VIOLATION" in out
+
+
+def test_audit_json(fakes, capsys):
+    code, out, _ = run(capsys, "audit", "fake_coin", "--json", "--set", "log_odds=2", "--samples", "10000")
+    payload = json.loads(out)
+    assert code == 1
+    assert payload["passed"] is False and payload["samples"] == 10000
+    assert payload["epsilon_lower_bound"] == pytest.approx(2 - 0.03)
+    assert payload["mechanism"] == "fake_coin" and payload["claim"] == "ε = 1 (pure DP)"
+
+
+def test_gate_passes_and_writes_junit(fakes, capsys, tmp_path, monkeypatch):
+    registry._REGISTRY.pop("fake_coin_bug")
+    junit = tmp_path / "out" / "gate.xml"
+    code, out, _ = run(capsys, "gate", "--jobs", "1", "--samples", "1000", "--junit", str(junit))
+    assert code == 0
+    assert "PASS  fake_coin" in out and "1/1" in out
+    suite = ET.parse(junit).getroot()
+    assert suite.tag == "testsuite" and suite.get("tests") == "1" and suite.get("failures") == "0"
+    (case,) = suite.findall("testcase")
+    assert case.get("name") == "fake_coin"
+    assert case.find("failure") is None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["proof.verdict"] == "PROVED" and props["audit.samples"] == "1000"
+    assert "proof: PROVED" in case.find("system-out").text
+    # the proof's witness was offered to the audit
+    assert fakes.CALLS[-1]["witnesses"] and fakes.CALLS[-1]["witnesses"][0].output == 0
+
+
+def test_gate_fails_on_unproven_or_violation(fakes, capsys, tmp_path, monkeypatch):
+    @registry.register
+    @dp_fakes.dataclass(frozen=True, kw_only=True)
+    class Loose(dp_fakes.Coin):
+        name = "fake_coin_loose"
+        log_odds: object = 2  # correct-catalog entry that is not private
+
+    registry._REGISTRY.pop("fake_coin_bug")
+    junit = tmp_path / "gate.xml"
+    code, out, _ = run(capsys, "--json", "gate", "--jobs", "1", "--samples", "1000", "--junit", str(junit))
+    payload = json.loads(out)
+    assert code == 1 and payload["passed"] is False
+    by_name = {m["name"]: m for m in payload["mechanisms"]}
+    assert by_name["fake_coin"]["ok"] and not by_name["fake_coin_loose"]["ok"]
+    failure = [c for c in ET.parse(junit).getroot().findall("testcase") if c.get("name") == "fake_coin_loose"][0]
+    assert "proof REFUTED" in failure.find("failure").get("message")
+
+
+def test_gate_gallery_expects_every_bug_caught(fakes, capsys, tmp_path):
+    code, out, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--samples", "1000")
+    assert code == 0 and "bug caught" in out and "fake_coin_bug" in out
+    assert "fake_coin:" not in out  # the correct entry is not part of the gallery gate
+
+    @registry.register
+    @dp_fakes.dataclass(frozen=True, kw_only=True)
+    class Sneaky(dp_fakes.Coin):  # "buggy" but private: both checks pass, so it slips through
+        name = "fake_coin_sneaky_bug"
+        buggy = True
+        bug = "none visible"
+
+    junit = tmp_path / "gallery.xml"
+    code, out, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--samples", "1000", "--junit", str(junit))
+    assert code == 1 and "BUG SLIPPED THROUGH" in out and "fake_coin_sneaky_bug" in out.splitlines()[-1]
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().findall("testcase")}
+    assert cases["fake_coin_bug"].find("failure") is None
+    assert "slipped through" in cases["fake_coin_sneaky_bug"].find("failure").get("message")
+
+
+def test_gate_module_registers_project_mechanisms(fakes, capsys, tmp_path, monkeypatch):
+    (tmp_path / "my_dp_project.py").write_text(textwrap.dedent("""
+        from dataclasses import dataclass
+        from dpharness import register
+        import dp_fakes
+
+        @register
+        @dataclass(frozen=True, kw_only=True)
+        class ProjectCoin(dp_fakes.Coin):
+            name = "project_coin"
+            log_odds: object = 0.5
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_dp_project", raising=False)
+    code, out, _ = run(capsys, "gate", "--module", "my_dp_project", "--jobs", "1", "--samples", "1000")
+    assert code == 0 and "PASS  project_coin" in out
+    code, _, err = run(capsys, "gate", "--module", "no_such_module_xyz")
+    assert code == 2 and "module='no_such_module_xyz'" in err
+
+
+def test_gate_reports_crashes_as_failures(fakes, capsys, monkeypatch):
+    def boom(m):
+        raise RuntimeError("prover crashed")
+
+    monkeypatch.setattr(dpharness, "prove", boom)
+    registry._REGISTRY.pop("fake_coin_bug")
+    code, out, _ = run(capsys, "gate", "--jobs", "1", "--samples", "1000")
+    assert code == 1 and "prover crashed" in out
+
+
+def test_import_is_cheap():
+    code = ("import sys, dpharness.cli; heavy = [m for m in ('matplotlib', 'scipy', 'z3', 'hypothesis', "
+            "'dpharness.report', 'dpharness.proofs', 'dpharness.auditors') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_console_script_usage_error():
+    proc = subprocess.run([sys.executable, "-m", "dpharness.cli", "prove", "laplace", "--set", "nokey=1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "nokey" in proc.stderr and "Traceback" not in proc.stderr
