@@ -103,7 +103,7 @@ def _geometric_floor(scale: float, size, rng: np.random.Generator) -> np.ndarray
 
 def discrete_laplace(scale: float, size, rng: np.random.Generator) -> np.ndarray:
     """Integers with pmf ``tanh(1/(2 scale)) * exp(-|k|/scale)`` (two-sided geometric), int64 array of shape ``size``."""
-    scale = float(scale)
+    scale = float(scale) if np.ndim(scale) == 0 else np.asarray(scale, dtype=float)
     return _geometric_floor(scale, size, rng) - _geometric_floor(scale, size, rng)
 
 
@@ -113,8 +113,9 @@ two_sided_geometric = discrete_laplace
 def discrete_laplace_logpmf(k: np.ndarray, scale: float) -> np.ndarray:
     """``log P(k)`` of the discrete Laplace with ``scale`` on the integers (float array; -inf off Z)."""
     k = np.asarray(k, dtype=float)
-    scale = float(scale)
-    log_norm = math.log(math.tanh(0.5 / scale)) if scale < 1e8 else math.log(0.5 / scale)
+    scale = np.asarray(scale, dtype=float)
+    # log tanh(1/(2b)) = log((1 - q)/(1 + q)), q = exp(-1/b): log(-expm1(-1/b)) - log1p(exp(-1/b))
+    log_norm = np.log(-np.expm1(-1.0 / scale)) - np.log1p(np.exp(-1.0 / scale))
     out = log_norm - np.abs(k) / scale
     return np.where(np.equal(np.mod(k, 1), 0), out, -np.inf)
 
@@ -162,3 +163,80 @@ def grid_gaussian_logpmf(outputs: np.ndarray, centre: np.ndarray, sigma: float, 
     a = ((units - 0.5) * g - c) / s
     b = ((units + 0.5) * g - c) / s
     return np.where(ok, log_diff_ndtr(a, b), -np.inf)
+
+
+# --------------------------------------------------------------------------- calibration arithmetic
+
+def ratio_up(numerator: Any, denominator: Any) -> float | int:
+    """``numerator / denominator`` as a float rounded toward +inf (more noise: the safe direction
+    for a scale or sigma); an int when the quotient is an exact integer."""
+    q = Fraction(numerator) / Fraction(denominator)
+    if q.denominator == 1 and abs(q.numerator) < 2 ** 53:
+        return int(q)
+    f = float(q)
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def ratio_down(numerator: Any, denominator: Any) -> float | int | Fraction:
+    """``numerator / denominator`` rounded toward 0 (less signal: the safe direction for beta or
+    log-odds); an exact Fraction when the inputs are ints/Fractions."""
+    if not isinstance(numerator, float) and not isinstance(denominator, float):
+        q = Fraction(numerator) / Fraction(denominator)
+        return int(q) if q.denominator == 1 else q
+    q = Fraction(numerator) / Fraction(denominator)
+    f = float(q)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def log_up(x: Any) -> float:
+    """``log(x)`` as a float rounded toward +inf (a safe claimed epsilon)."""
+    return math.nextafter(math.log(x), math.inf)
+
+
+# --------------------------------------------------------------------------- grid Laplace: sampler and law
+
+def grid_laplace_sample(centre_units: np.ndarray, scales: Any, granularity: float, size: int,
+                        rng: np.random.Generator) -> np.ndarray:
+    """``granularity * (centre_units + DiscreteLaplace(scale_i / granularity))`` for each coordinate,
+    shape ``(size, m)`` floats (every value an exact grid point)."""
+    centre_units = np.asarray(centre_units, dtype=np.int64).reshape(-1)
+    scales = np.broadcast_to(np.asarray([float(s) for s in np.ravel(scales)]), centre_units.shape)
+    g = float(granularity)
+    m = centre_units.shape[0]
+    noise = discrete_laplace(scales[0] / g if m == 1 else scales / g, (size, m), rng)
+    return (centre_units + noise) * g
+
+
+def grid_laplace_law(centre_units: np.ndarray, scales: Any, granularity: float, names: tuple[str, ...]):
+    """The exact law of :func:`grid_laplace_sample`: a product of discrete Laplace pmfs on the grid,
+    ``prod_i tanh(g/(2 b_i)) exp(-|y_i - c_i|/b_i)`` for ``y_i`` in ``g*Z`` (0 elsewhere)."""
+    import sympy as sp
+
+    from dpharness.core import FunctionLaw, exact
+
+    centre_units = np.asarray(centre_units, dtype=np.int64).reshape(-1)
+    m = centre_units.shape[0]
+    scale_list = list(np.ravel(scales)) if np.ndim(scales) else [scales] * m
+    if len(scale_list) == 1 and m > 1:
+        scale_list = scale_list * m
+    g = float(granularity)
+    scale_units = np.array([float(s) / g for s in scale_list])
+
+    def log_prob(outputs: np.ndarray) -> np.ndarray:
+        out = np.asarray(outputs, dtype=float)
+        rows = out.reshape(-1, m)
+        units, ok = on_grid_units(rows, g)
+        lp = np.where(ok, discrete_laplace_logpmf(units - centre_units, scale_units), -np.inf)
+        return lp.sum(axis=1)
+
+    g_exact = exact(Fraction(g))
+    symbols = tuple(sp.Symbol(n, real=True) for n in names)
+    expr = sp.Integer(1)
+    for sym, c, b in zip(symbols, centre_units.tolist(), scale_list):
+        b_exact = exact(b)
+        expr = expr * sp.tanh(g_exact / (2 * b_exact)) * sp.exp(-sp.Abs(sym - int(c) * g_exact) / b_exact)
+    return FunctionLaw("discrete", log_prob, symbols, expr)
