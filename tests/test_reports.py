@@ -1,0 +1,140 @@
+"""Reports: content, self-containment and determinism of the rendering (with the stand-in prover and
+auditor of ``dp_fakes``), and freshness of the committed ``reports/`` against the current mechanisms.
+
+Freshness is checked the cheap sound way: every registered mechanism has a page whose recorded
+source hash, parameters and claim equal the current ones (no plots are regenerated here).
+When it fails, regenerate with ``dpharness report --out reports`` (or ``... reports NAME``)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+import dpharness
+import dpharness.auditors
+from dpharness import registry, report
+from dpharness._json import jsonable
+
+import dp_fakes
+
+REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports")
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
+    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
+    return dp_fakes
+
+
+def _build(mechanism):
+    return report.build(mechanism, samples=20_000, seed=3, curve_sizes=(1_000, 5_000), plot_samples=2_000)
+
+
+def test_report_content(fakes, tmp_path):
+    r = _build(dp_fakes.Coin())
+    paths = report.write(r, str(tmp_path))
+    assert sorted(os.path.basename(p) for p in paths) == ["fake_coin.html", "fake_coin.md", "fake_coin.png"]
+    md = (tmp_path / "fake_coin.md").read_text()
+    # verdict header: claimed, proven and certified side by side
+    assert "| claimed ε | proven bound | certified empirical lower bound (0.95 confidence) |" in md
+    assert "| 1 | 1 | 0.9788 |" in md
+    assert "Verdict: PROVED · audit passed" in md
+    for needle in ("## Assumptions", "numeric model: ideal reals", "## Derivation",
+                   "| # | step | formula | justification | checker | discharged |",
+                   "comparison of exact rationals", "| exact | yes |", "## Witness", "output = `0`",
+                   "hits_data", "Reproduce: `dpharness audit fake_coin --samples 20000 --seed 3`",
+                   dp_fakes.Coin().source_hash(), "numpy", "scipy", "sympy", "z3", "python",
+                   "![plots](fake_coin.png)", "1000 samples: 0.9051"):
+        assert needle in md, needle
+    meta = report.read_metadata(str(tmp_path / "fake_coin.md"))
+    assert meta["source_hash"] == dp_fakes.Coin().source_hash()
+    assert meta["parameters"] == {"log_odds": 1, "label": "coin"}
+    assert meta["verdict"] == "PROVED" and meta["audit_passed"] is True
+
+
+def test_report_of_a_refuted_mechanism(fakes, tmp_path):
+    report.write(_build(dp_fakes.BuggyCoin()), str(tmp_path))
+    md = (tmp_path / "fake_coin_bug.md").read_text()
+    assert "Verdict: REFUTED · audit certified a VIOLATION" in md
+    assert "Known bug (gallery): log_odds twice the claim." in md
+    assert "| exact | NO |" in md
+
+
+def test_html_is_self_contained(fakes, tmp_path):
+    report.write(_build(dp_fakes.Coin()), str(tmp_path))
+    page = (tmp_path / "fake_coin.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<style>" in page and 'src="data:image/png;base64,' in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "<script" not in page and "<link" not in page
+    assert report.read_metadata(str(tmp_path / "fake_coin.html"))["name"] == "fake_coin"
+
+
+def test_reports_are_deterministic(fakes, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    report.write(_build(dp_fakes.Coin()), str(a))
+    report.write(_build(dp_fakes.Coin()), str(b))
+    for name in ("fake_coin.md", "fake_coin.html", "fake_coin.png"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert b"Software" not in (a / "fake_coin.png").read_bytes()
+
+
+def test_index_lists_catalog_and_gallery(fakes, tmp_path):
+    report.write(_build(dp_fakes.Coin()), str(tmp_path))
+    report.write(_build(dp_fakes.BuggyCoin()), str(tmp_path))
+    md_path, html_path = report.write_index(str(tmp_path))
+    index = open(md_path).read()
+    assert "[fake_coin](fake_coin.md)" in index and "[fake_coin_bug](fake_coin_bug.md)" in index
+    assert index.index("## Catalog") < index.index("fake_coin.md") < index.index("## Gallery") < index.index("fake_coin_bug.md")
+    assert 'href="fake_coin_bug.html"' in open(html_path).read()
+
+
+def test_report_survives_a_crashing_prover(fakes, tmp_path, monkeypatch):
+    def boom(m):
+        raise RuntimeError("prover crashed")
+
+    monkeypatch.setattr(dpharness, "prove", boom)
+    report.write(_build(dp_fakes.Coin()), str(tmp_path))
+    md = (tmp_path / "fake_coin.md").read_text()
+    assert "Verdict: ERROR" in md and "RuntimeError: prover crashed" in md
+
+
+# --------------------------------------------------------------------------- committed reports
+
+def _registered():
+    return registry.catalog(gallery=None)
+
+
+def test_committed_reports_are_fresh():
+    """Every registered built-in has a report recording its current source hash, parameters and claim."""
+    names = _registered()
+    assert names, "no mechanisms registered"
+    stale = []
+    for name, cls in names.items():
+        path = os.path.join(REPORTS, f"{name}.md")
+        if not os.path.exists(path):
+            stale.append(f"{name}: no report")
+            continue
+        meta = report.read_metadata(path)
+        m = cls()
+        if meta["source_hash"] != m.source_hash():
+            stale.append(f"{name}: source changed")
+        if meta["parameters"] != jsonable(m.noise_parameters()) or meta["claim"] != m.claim.describe():
+            stale.append(f"{name}: parameters or claim changed")
+        for ext in ("html", "png"):
+            if not os.path.exists(os.path.join(REPORTS, f"{name}.{ext}")):
+                stale.append(f"{name}: no {ext}")
+    assert not stale, ("stale reports (regenerate with `dpharness report --out reports NAME...`): " + "; ".join(stale))
+
+
+def test_committed_reports_have_no_orphans_and_an_index():
+    names = set(_registered())
+    pages = {f[:-3] for f in os.listdir(REPORTS) if f.endswith(".md") and f != "README.md"}
+    assert pages - names == set(), f"reports for unregistered mechanisms: {sorted(pages - names)}; delete them"
+    index = open(os.path.join(REPORTS, "README.md"), encoding="utf-8").read()
+    html_index = open(os.path.join(REPORTS, "index.html"), encoding="utf-8").read()
+    for name in names:
+        assert f"]({name}.md)" in index and f'href="{name}.html"' in html_index, name
