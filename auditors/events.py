@@ -1,0 +1,385 @@
+"""Candidate events chosen on training samples: exact histograms for discrete outputs of any shape,
+thresholds / intervals / atoms for continuous scalars, simple projections for float vectors.
+
+Every proposer has the signature ``propose_*(train_a, train_b, *, max_events) -> list[Event]``:
+``train_a`` are outputs on the data, ``train_b`` on the neighbour (first axis = samples). A proposer
+only *suggests* events; the auditor ranks them on the same training samples and certifies the chosen
+few on fresh samples, so nothing here needs to be (or is) statistically valid by itself.
+
+Discrete outputs are compared through *keys*: the value itself for integer scalars, a 64-bit hash of
+the row's bytes for vectors (RAPPOR bits, SVT answer patterns) and the object for hashable objects.
+A hash collision merely merges two outcomes into one event, which is still a fixed set of outputs,
+so certification stays sound.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from dpharness.core import Event
+from dpharness.errors import MechanismError
+
+__all__ = [
+    "output_kind", "row_keys", "propose_discrete", "propose_thresholds", "propose_intervals",
+    "propose_atoms", "propose_coordinates", "propose_projections", "propose_pattern_features", "set_event",
+]
+
+_MAX_DISTINCT = 200_000  # outcomes seen in training beyond which the histogram keeps repeated ones only
+
+
+# --------------------------------------------------------------------------- output kinds and keys
+
+def output_kind(out: np.ndarray) -> str:
+    """``"object"``, ``"discrete"`` (bool/int scalars), ``"discrete-vector"``, ``"float"`` or ``"float-vector"``."""
+    arr = np.asarray(out)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        return "object"
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        return "object"
+    floating = np.issubdtype(arr.dtype, np.floating)
+    if arr.ndim <= 1:
+        return "float" if floating else "discrete"
+    return "float-vector" if floating else "discrete-vector"
+
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser (wrapping uint64 arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def _as_u64(col: np.ndarray) -> np.ndarray:
+    if np.issubdtype(col.dtype, np.floating):
+        return (col.astype(np.float64) + 0.0).view(np.uint64)  # + 0.0 maps -0.0 to 0.0
+    return col.astype(np.int64).view(np.uint64)
+
+
+def row_keys(out: np.ndarray) -> np.ndarray:
+    """One key per sample: int64 values for integer scalars, uint64 hashes of the row otherwise."""
+    arr = np.asarray(out)
+    if arr.ndim <= 1:
+        if np.issubdtype(arr.dtype, np.floating):
+            return _as_u64(arr.reshape(-1))
+        return arr.reshape(-1).astype(np.int64)
+    rows = arr.reshape(len(arr), -1)
+    with np.errstate(over="ignore"):
+        h = np.full(len(rows), np.uint64(rows.shape[1]) * _GOLD, dtype=np.uint64)
+        for j in range(rows.shape[1]):
+            h = _mix(h ^ (_as_u64(rows[:, j]) + np.uint64(j) * _GOLD))
+    return h
+
+
+class _ObjectKeys:
+    """Keys for object outputs: the objects themselves (arrays and lists become tuples)."""
+
+    @staticmethod
+    def keys(out) -> list:
+        return [_hashable(o) for o in out]
+
+
+def _hashable(o):
+    if isinstance(o, np.ndarray):
+        return tuple(o.ravel().tolist())
+    if isinstance(o, list):
+        return tuple(o)
+    try:
+        hash(o)
+    except TypeError as exc:
+        raise MechanismError(f"output {o!r:.60} is not hashable; return numbers, arrays or hashable objects.") from exc
+    return o
+
+
+def _show_key_value(kind: str, example) -> str:
+    if kind == "object":
+        return repr(example)
+    arr = np.asarray(example)
+    return repr(arr.item()) if arr.ndim == 0 else repr(arr.tolist())
+
+
+# --------------------------------------------------------------------------- discrete histograms
+
+def set_event(outcomes_a_rows: list, keys, *, object_kind: bool, label: str = "output",
+              transform: Callable[[np.ndarray], np.ndarray] | None = None, shown: list | None = None) -> Event:
+    """An event ``{outputs whose key is in keys}``; ``shown`` are example outcomes for the words."""
+    shown = shown or []
+    n = len(keys)
+    if n == 1:
+        words = f"{label} = {shown[0]}" if shown else f"{label} is one specific value"
+    elif n <= 6 and len(shown) == n:
+        words = f"{label} in {{{', '.join(shown)}}}"
+    else:
+        words = f"{label} in a set of {n} values (e.g. {', '.join(shown[:4])}, ...)"
+    if object_kind:
+        keyset = frozenset(keys)
+
+        def contains(out, _s=keyset):
+            return np.fromiter((k in _s for k in _ObjectKeys.keys(out)), dtype=bool, count=len(out))
+    else:
+        karr = np.unique(np.asarray(keys))
+
+        def contains(out, _k=karr, _t=transform):
+            feats = np.asarray(out) if _t is None else _t(out)
+            return np.isin(row_keys(feats), _k)
+
+    return Event(contains, words)
+
+
+def _histogram(keys_a, keys_b, object_kind: bool):
+    """Distinct keys with their counts on each side, and one representative output index per key."""
+    if object_kind:
+        counts: dict = {}
+        for side, ks in ((0, keys_a), (1, keys_b)):
+            for k in ks:
+                c = counts.setdefault(k, [0, 0])
+                c[side] += 1
+        uniq = list(counts)
+        ca = np.array([counts[k][0] for k in uniq], dtype=np.int64)
+        cb = np.array([counts[k][1] for k in uniq], dtype=np.int64)
+        return uniq, ca, cb
+    allk = np.concatenate([keys_a, keys_b])
+    uniq, inv = np.unique(allk, return_inverse=True)
+    ca = np.bincount(inv[: len(keys_a)], minlength=len(uniq)).astype(np.int64)
+    cb = np.bincount(inv[len(keys_a):], minlength=len(uniq)).astype(np.int64)
+    return uniq, ca, cb
+
+
+def _lr_sets(ca: np.ndarray, cb: np.ndarray, na: int, nb: int, max_events: int) -> list[np.ndarray]:
+    """Index sets of outcomes: prefix sets of outcomes sorted by likelihood ratio (both ends) and single outcomes."""
+    la = np.log((ca + 0.5) / na) - np.log((cb + 0.5) / nb)
+    order = np.lexsort((-(ca + cb), -la))  # by ratio, ties: more mass first
+    m = len(order)
+    sizes = sorted({j for j in list(range(1, min(m, 24) + 1)) + [int(round(1.5 ** i)) for i in range(1, 80)] if 1 <= j < m} | ({m - 1} if m > 1 else set()))
+    sets: list[np.ndarray] = []
+    for j in sizes:
+        sets.append(order[:j])          # the outcomes most favouring the data
+        sets.append(order[::-1][:j])    # the outcomes most favouring the neighbour
+    # single outcomes with the most mass and an extreme ratio
+    mass = (ca + cb).astype(float)
+    single_score = np.abs(la) * np.sqrt(mass)
+    for i in np.argsort(-single_score)[: max(1, max_events // 2)]:
+        sets.append(np.array([i]))
+    # deduplicate, keep order
+    seen, out = set(), []
+    for s in sets:
+        key = tuple(sorted(s.tolist())) if len(s) < 64 else (len(s), int(s[0]), int(s[-1]), int(np.sum(s)))
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return _prefilter(out, ca, cb, na, nb, max_events)
+
+
+def _prefilter(sets: list[np.ndarray], ca, cb, na, nb, max_events: int) -> list[np.ndarray]:
+    """Keep the sets with the best quick score in either direction (the auditor ranks exactly later)."""
+    if len(sets) <= max_events:
+        return sets
+    ka = np.array([ca[s].sum() for s in sets], dtype=float)
+    kb = np.array([cb[s].sum() for s in sets], dtype=float)
+    score = np.maximum(fast_score(ka, na, kb, nb), fast_score(kb, nb, ka, na))
+    keep = np.argsort(-score, kind="stable")[:max_events]
+    return [sets[i] for i in sorted(keep)]
+
+
+def fast_score(k1, n1, k0, n0, z: float = 3.0) -> np.ndarray:
+    """Cheap ranking proxy for ln(p1_lo / p0_hi) (Wilson-like bounds at z); not a certificate."""
+    k1 = np.asarray(k1, dtype=float)
+    k0 = np.asarray(k0, dtype=float)
+    lo = np.maximum(k1 - z * np.sqrt(k1) - z * z / 2, 0.0) / n1
+    hi = (k0 + z * np.sqrt(k0) + z * z) / n0
+    with np.errstate(divide="ignore"):
+        return np.where(lo > 0, np.log(np.maximum(lo, 1e-300)) - np.log(hi), -np.inf)
+
+
+def _discrete_events(keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_kind: bool, label: str,
+                     transform=None, describe=None) -> list[Event]:
+    uniq, ca, cb = _histogram(keys_a, keys_b, object_kind)
+    if len(uniq) < 2:
+        return []
+    if len(uniq) > _MAX_DISTINCT:
+        keep = np.argsort(-(ca + cb), kind="stable")[:_MAX_DISTINCT]
+        uniq = [uniq[i] for i in keep] if object_kind else uniq[keep]
+        ca, cb = ca[keep], cb[keep]
+    sets = _lr_sets(ca, cb, len(keys_a), len(keys_b), max_events)
+    # representatives for the words
+    rep: dict = {}
+    if describe is None:
+        if object_kind:
+            for k in uniq:
+                rep[k] = repr(k)
+        else:
+            first = {}
+            for side_keys, side_outs in ((keys_a, outs_a), (keys_b, outs_b)):
+                ks, idx = np.unique(side_keys, return_index=True)
+                for k, i in zip(ks.tolist(), idx.tolist()):
+                    first.setdefault(k, (side_outs, i))
+            for k, (o, i) in first.items():
+                rep[k] = _show_key_value("array", np.asarray(o)[i])
+    events = []
+    for s in sets:
+        ks = [uniq[i] for i in s.tolist()] if object_kind else uniq[s]
+        klist = list(ks) if object_kind else ks.tolist()
+        shown = [describe(k) if describe else rep.get(k, "?") for k in klist[:6]]
+        events.append(set_event([], ks, object_kind=object_kind, label=label, transform=transform, shown=shown))
+    return events
+
+
+def propose_discrete(train_a, train_b, *, max_events: int) -> list[Event]:
+    """Exact histogram of outcomes (integer scalars, integer vectors as row patterns, hashable
+    objects); events are prefix sets of outcomes sorted by the likelihood ratio, and single outcomes."""
+    kind = output_kind(train_a)
+    if kind == "object":
+        ka, kb = _ObjectKeys.keys(train_a), _ObjectKeys.keys(train_b)
+        return _discrete_events(ka, kb, None, None, max_events=max_events, object_kind=True, label="output")
+    ka, kb = row_keys(train_a), row_keys(train_b)
+    label = "output" if np.asarray(train_a).ndim <= 1 else "output pattern"
+    return _discrete_events(ka, kb, train_a, train_b, max_events=max_events, object_kind=False, label=label)
+
+
+def propose_atoms(train_a, train_b, *, max_events: int) -> list[Event]:
+    """Continuous outputs that repeat exactly (atoms, e.g. clamping bounds or a grid): histogram
+    events over the repeated values only."""
+    a = np.asarray(train_a, dtype=float).reshape(-1)
+    b = np.asarray(train_b, dtype=float).reshape(-1)
+    vals, counts = np.unique(np.concatenate([a, b]), return_counts=True)
+    atoms = vals[counts >= 2]
+    if len(atoms) == 0:
+        return []
+    ina, inb = np.isin(a, atoms), np.isin(b, atoms)
+    # the histogram over atoms (non-atoms fall out of every event)
+    return _discrete_events(row_keys(a[ina]), row_keys(b[inb]), a[ina], b[inb],
+                            max_events=max_events, object_kind=False, label="output")
+
+
+# --------------------------------------------------------------------------- continuous scalars
+
+def _grid(a: np.ndarray, b: np.ndarray, points: int) -> np.ndarray:
+    pooled = np.concatenate([a, b])
+    qs = np.quantile(pooled, np.linspace(0, 1, points + 1)[1:-1], method="inverted_cdf")
+    return np.unique(qs)
+
+
+def propose_thresholds(train_a, train_b, *, max_events: int, points: int = 512) -> list[Event]:
+    """Events ``output >= t`` and ``output <= t`` over a quantile grid of the pooled training outputs."""
+    a = np.sort(np.asarray(train_a, dtype=float).reshape(-1))
+    b = np.sort(np.asarray(train_b, dtype=float).reshape(-1))
+    g = _grid(a, b, points)
+    if len(g) == 0:
+        return []
+    na, nb = len(a), len(b)
+    ge_a = na - np.searchsorted(a, g, side="left")
+    ge_b = nb - np.searchsorted(b, g, side="left")
+    le_a = np.searchsorted(a, g, side="right")
+    le_b = np.searchsorted(b, g, side="right")
+    cand = []  # (score, t, above)
+    for ka, kb, above in ((ge_a, ge_b, True), (le_a, le_b, False)):
+        s = np.maximum(fast_score(ka, na, kb, nb), fast_score(kb, nb, ka, na))
+        for i in np.argsort(-s)[:max_events]:
+            cand.append((float(s[i]), float(g[i]), above))
+    cand.sort(key=lambda c: -c[0])
+    return [Event.threshold(t, above) for _, t, above in cand[:max_events]]
+
+
+def propose_intervals(train_a, train_b, *, max_events: int, points: int = 128) -> list[Event]:
+    """Events ``lo <= output < hi`` for all pairs of points of a quantile grid (cumulative counts)."""
+    a = np.sort(np.asarray(train_a, dtype=float).reshape(-1))
+    b = np.sort(np.asarray(train_b, dtype=float).reshape(-1))
+    g = _grid(a, b, points)
+    if len(g) < 2:
+        return []
+    na, nb = len(a), len(b)
+    ca = np.searchsorted(a, g, side="left")
+    cb = np.searchsorted(b, g, side="left")
+    i, j = np.triu_indices(len(g), k=1)
+    ka = (ca[j] - ca[i]).astype(float)
+    kb = (cb[j] - cb[i]).astype(float)
+    s = np.maximum(fast_score(ka, na, kb, nb), fast_score(kb, nb, ka, na))
+    top = np.argsort(-s)[:max_events]
+    return [_interval(float(g[i[t]]), float(g[j[t]])) for t in top if np.isfinite(s[t])]
+
+
+def _interval(lo: float, hi: float) -> Event:
+    return Event(lambda out, lo=lo, hi=hi: (np.asarray(out) >= lo) & (np.asarray(out) < hi), f"output in [{lo!r}, {hi!r})")
+
+
+# --------------------------------------------------------------------------- vectors
+
+def _coord_event(j: int, inner: Event) -> Event:
+    def contains(out, j=j, f=inner.contains):
+        arr = np.asarray(out)
+        return f(arr.reshape(len(arr), -1)[:, j])
+    return Event(contains, f"coordinate {j}: {inner.description}")
+
+
+def propose_coordinates(train_a, train_b, *, max_events: int, max_coords: int = 64) -> list[Event]:
+    """Per-coordinate events of vector outputs (thresholds for floats, histograms for integers)."""
+    a = np.asarray(train_a)
+    b = np.asarray(train_b)
+    a2, b2 = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    k = a2.shape[1]
+    floating = np.issubdtype(a.dtype, np.floating)
+    per = max(2, max_events // max(1, min(k, max_coords)))
+    out: list[Event] = []
+    for j in range(min(k, max_coords)):
+        if floating:
+            inner = propose_thresholds(a2[:, j], b2[:, j], max_events=per, points=128)
+        else:
+            inner = propose_discrete(a2[:, j], b2[:, j], max_events=per)
+        out.extend(_coord_event(j, e) for e in inner)
+    return out
+
+
+def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
+    """Thresholds on linear statistics of vector outputs: the sum of coordinates and the projection on
+    the difference of the two training means (a Fisher-like direction), plus the maximum coordinate."""
+    a = np.asarray(train_a, dtype=float)
+    b = np.asarray(train_b, dtype=float)
+    a2, b2 = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    k = a2.shape[1]
+    stats: list[tuple[str, Callable[[np.ndarray], np.ndarray]]] = [
+        ("sum of coordinates", lambda o: np.asarray(o, dtype=float).reshape(len(o), -1).sum(axis=1)),
+        ("maximum coordinate", lambda o: np.asarray(o, dtype=float).reshape(len(o), -1).max(axis=1)),
+    ]
+    diff = a2.mean(axis=0) - b2.mean(axis=0)
+    scale = np.sqrt(0.5 * (a2.var(axis=0) + b2.var(axis=0))) + 1e-12
+    w = diff / scale ** 2
+    if np.all(np.isfinite(w)) and np.any(w != 0):
+        w = w / np.max(np.abs(w))
+        wf = w.copy()
+        shown = ", ".join(f"{x:.3g}" for x in wf[:6]) + (", ..." if k > 6 else "")
+        stats.append((f"projection on ({shown})", lambda o, wf=wf: np.asarray(o, dtype=float).reshape(len(o), -1) @ wf))
+    per = max(2, max_events // len(stats))
+    out: list[Event] = []
+    for name, f in stats:
+        fa, fb = f(a2), f(b2)
+        for e in propose_thresholds(fa, fb, max_events=per, points=256):
+            out.append(Event(lambda o, f=f, c=e.contains: c(f(o)), e.description.replace("output", name, 1)))
+    return out
+
+
+def propose_pattern_features(train_a, train_b, *, max_events: int) -> list[Event]:
+    """Integer vectors: histograms of the number of nonzero coordinates and of the coordinate sum
+    (coarser than whole patterns, so they still work when patterns are too many to count)."""
+    a = np.asarray(train_a)
+    b = np.asarray(train_b)
+    feats = [
+        ("number of nonzero coordinates", lambda o: np.count_nonzero(np.asarray(o).reshape(len(o), -1), axis=1)),
+        ("sum of coordinates", lambda o: np.asarray(o).reshape(len(o), -1).astype(np.int64).sum(axis=1)),
+    ]
+    out: list[Event] = []
+    per = max(2, max_events // 2)
+    for name, f in feats:
+        fa, fb = f(a), f(b)
+        for e in _discrete_events(row_keys(fa), row_keys(fb), fa, fb, max_events=per, object_kind=False,
+                                  label=name, transform=f):
+            out.append(e)
+    return out

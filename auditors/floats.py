@@ -1,0 +1,146 @@
+"""Floating-point structure events: outputs whose float grid or ulp pattern is possible under one
+input and not (or rarely) under the other.
+
+Mironov (2012), "On significance of the least significant bits for differential privacy", §3:
+textbook ``x + Laplace(b)`` computed in doubles leaks x through *which* doubles can be produced —
+``fl(1 + y)`` for y ∈ (−1, −1/2) is a multiple of 2^-53, whereas y itself, output for x = 0, has
+ulp 2^-54 there, so half of the outputs in [1/4, 1/2) are impossible for x = 1. Haney et al. (2022),
+"Precision-based attacks and interval refining: how to break, then fix, differential privacy on
+finite computers", generalise this to other precision-based distinguishers.
+
+Two families of features of an output x (a float64), each turned into histogram events by the
+discrete likelihood-ratio proposer and then ranked and certified like any other event:
+
+* the float cell ``(sign, binary exponent, number of trailing zero bits of the 52-bit mantissa)``;
+  its distribution differs between inputs when one side's outputs lie on a coarser grid;
+* round trips ``fl(fl(x − c) + c) == x`` for shifts c taken from the audited pair (and ±1),
+  paired with the sign and exponent: true for every output that is ``fl(c + y)`` of some double y,
+  and often false otherwise.
+
+Outputs already on a fixed coarse grid (e.g. multiples of 2^-20) have the same structure under
+both inputs, so these events carry only the genuine (bounded) likelihood ratio and do not fire.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dpharness.core import Event
+
+from . import events as _ev
+
+__all__ = ["float_cells", "round_trip_cells", "shifts_from_pair", "propose_float_structure"]
+
+_MANT = np.uint64((1 << 52) - 1)
+
+
+def float_cells(x: np.ndarray) -> np.ndarray:
+    """Key ``sign << 20 | exponent << 8 | trailing_zero_bits`` of each double (int64)."""
+    v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
+    b = v.view(np.uint64)
+    sign = (b >> np.uint64(63)).astype(np.int64)
+    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    mant = b & _MANT
+    with np.errstate(over="ignore"):
+        low = mant & (~mant + np.uint64(1))
+    tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
+    return (sign << 20) | (expo << 8) | tz
+
+
+def describe_cell(key: int) -> str:
+    key = int(key)
+    sign, expo, tz = key >> 20, (key >> 8) & 0x7FF, key & 0xFF
+    s = "-" if sign else "+"
+    if expo == 0:
+        where = f"{s}subnormal"
+    else:
+        e = expo - 1023
+        where = f"|x| in [2^{e}, 2^{e + 1}) sign {s}"
+    return f"({where}, {tz} trailing zero mantissa bits)"
+
+
+def round_trip_cells(x: np.ndarray, shifts: Sequence[float]) -> np.ndarray:
+    """Key ``sign, exponent, bits [fl(fl(x − c) + c) == x for c in shifts]`` of each double."""
+    v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
+    b = v.view(np.uint64)
+    key = ((b >> np.uint64(52)) & np.uint64(0xFFF)).astype(np.int64) << len(shifts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, c in enumerate(shifts):
+            key |= (((v - c) + c) == v).astype(np.int64) << i
+    return key
+
+
+def shifts_from_pair(data: Any, neighbor: Any, limit: int = 6) -> tuple[float, ...]:
+    """Candidate additive shifts: numeric values of the pair (entries of small arrays, sums, means), and ±1."""
+    vals: list[float] = []
+    for d in (data, neighbor):
+        try:
+            arr = np.asarray(d, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            continue
+        if arr.size == 0 or not np.all(np.isfinite(arr)):
+            continue
+        if arr.size <= 8:
+            vals.extend(arr.tolist())
+        vals.extend([float(arr.sum()), float(arr.mean())])
+    vals.extend([1.0, -1.0])
+    out: list[float] = []
+    for v in vals:
+        if v != 0 and np.isfinite(v) and v not in out:
+            out.append(float(v))
+    return tuple(out[:limit])
+
+
+def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Sequence[float],
+                   label: str, pick: Callable[[np.ndarray], np.ndarray]) -> list[Event]:
+    out: list[Event] = []
+    per = max(2, max_events // 2)
+    fa, fb = float_cells(a), float_cells(b)
+
+    def cells(o, pick=pick):
+        return float_cells(pick(o))
+
+    for e in _ev._discrete_events(fa, fb, None, None, max_events=per, object_kind=False, label=label,
+                                  transform=cells, describe=describe_cell):
+        out.append(Event(e.contains, e.description.replace(label, f"float cell (sign, exponent, trailing zero bits) of the {label}", 1)))
+    if shifts:
+        sh = tuple(shifts)
+        ra, rb = round_trip_cells(a, sh), round_trip_cells(b, sh)
+
+        def trips(o, pick=pick, sh=sh):
+            return round_trip_cells(pick(o), sh)
+
+        def words(k, sh=sh):
+            k = int(k)
+            bits = [(k >> i) & 1 for i in range(len(sh))]
+            e = (k >> len(sh)) & 0x7FF
+            s = "-" if (k >> (len(sh) + 11)) & 1 else "+"
+            fails = [repr(c) for c, ok in zip(sh, bits) if not ok]
+            return f"(sign {s}, exponent {e - 1023}, x-c+c != x for c in [{', '.join(fails)}])"
+
+        for e in _ev._discrete_events(ra, rb, None, None, max_events=per, object_kind=False, label=label,
+                                      transform=trips, describe=words):
+            out.append(Event(e.contains, e.description.replace(label, f"float round-trip pattern of the {label}", 1)))
+    return out
+
+
+def propose_float_structure(train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0),
+                            max_coords: int = 8) -> list[Event]:
+    """Float-structure events for float scalars or the first ``max_coords`` coordinates of float vectors."""
+    a = np.asarray(train_a)
+    b = np.asarray(train_b)
+    if not np.issubdtype(a.dtype, np.floating):
+        return []
+    if a.ndim <= 1:
+        return _scalar_events(a.reshape(-1), b.reshape(-1), max_events=max_events, shifts=shifts, label="output",
+                              pick=lambda o: np.asarray(o, dtype=np.float64).reshape(-1))
+    a2, b2 = a.reshape(len(a), -1), b.reshape(len(b), -1)
+    k = min(a2.shape[1], max_coords)
+    out: list[Event] = []
+    for j in range(k):
+        out.extend(_scalar_events(a2[:, j], b2[:, j], max_events=max(2, max_events // k), shifts=shifts,
+                                  label=f"coordinate {j}",
+                                  pick=lambda o, j=j: np.asarray(o, dtype=np.float64).reshape(len(o), -1)[:, j]))
+    return out

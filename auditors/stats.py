@@ -1,0 +1,235 @@
+"""Statistics of the auditor: pure functions of counts, sample sizes and confidence.
+
+Every function here takes hit counts and sample sizes (never samples) and returns a frozen result
+that names its method, in the manner of ``scipy.stats.binomtest(...).proportion_ci(method='exact')``.
+
+Soundness argument (used by :func:`dpharness.auditors.audit`)
+-------------------------------------------------------------
+For an event S chosen *before* the certification samples are drawn, and a direction (D over D'),
+let p1 = Pr[M(D) ∈ S] and p0 = Pr[M(D') ∈ S]. The Clopper-Pearson one-sided bounds satisfy
+Pr[p1 < p1_lo] <= a and Pr[p0 > p0_hi] <= a. If the mechanism is (ε, δ)-DP then p1 <= e^ε p0 + δ, so
+on the event that both bounds hold, ln((p1_lo − δ) / p0_hi) <= ln((p1 − δ)/p0) <= ε. With m
+(event, direction) candidates certified at once and a = α / (2m) per one-sided bound (Bonferroni),
+the maximum over candidates is <= ε with probability >= 1 − α = confidence.
+
+The bound is finite whenever the sample sizes are: a Clopper-Pearson upper bound is > 0 even for
+zero hits, so zero hits on one side never gives ``inf`` by itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+from dpharness import _validate as _v
+from dpharness.errors import ParameterError
+
+__all__ = [
+    "ProportionBound", "EpsilonBound", "DeltaBound",
+    "clopper_pearson_lower", "clopper_pearson_upper", "clopper_pearson_interval",
+    "bonferroni_level", "epsilon_lower_bound", "delta_lower_bound", "projected_epsilon",
+]
+
+
+@dataclass(frozen=True)
+class ProportionBound:
+    """One-sided (or two-sided) exact bounds on binomial proportions; arrays when the inputs were arrays.
+
+    ``level`` is the probability that a single bound fails (its tail mass), ``method`` names the bound."""
+
+    low: np.ndarray | float
+    high: np.ndarray | float
+    hits: np.ndarray | int
+    n: np.ndarray | int
+    level: float
+    method: str
+
+
+@dataclass(frozen=True)
+class EpsilonBound:
+    """Certified lower bound on ε from counts of m (event, direction) candidates at once.
+
+    ``epsilon`` is the maximum over candidates of ln((p1_lo − δ) / p0_hi) (0 when no candidate is
+    positive); ``index`` the best candidate (-1 when none is positive); ``per_candidate`` all values
+    (``-inf`` where p1_lo <= δ); ``p1_low``/``p0_high`` the bounds; ``level`` the tail mass of each
+    one-sided bound (α / (2m))."""
+
+    epsilon: float
+    index: int
+    per_candidate: np.ndarray
+    p1_low: np.ndarray
+    p0_high: np.ndarray
+    delta: float
+    confidence: float
+    candidates: int
+    level: float
+    method: str
+
+
+@dataclass(frozen=True)
+class DeltaBound:
+    """Certified lower bound on δ at a given ε: max over candidates of p1_lo − e^ε p0_hi, clipped at 0."""
+
+    delta: float
+    index: int
+    per_candidate: np.ndarray
+    epsilon: float
+    confidence: float
+    candidates: int
+    level: float
+    method: str
+
+
+# --------------------------------------------------------------------------- validation
+
+def _counts(hits, n, name: str) -> tuple[np.ndarray, np.ndarray]:
+    k = np.asarray(hits)
+    m = np.asarray(n)
+    if k.dtype == object or m.dtype == object or not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(m.dtype, np.integer)):
+        # allow integral floats such as 3.0 from callers' arithmetic
+        try:
+            kf = np.asarray(hits, dtype=float)
+            mf = np.asarray(n, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"{name}={hits!r:.60} is not a count; pass non-negative integers.") from exc
+        if not (np.all(np.isfinite(kf)) and np.all(kf == np.floor(kf)) and np.all(np.isfinite(mf)) and np.all(mf == np.floor(mf))):
+            raise ParameterError(f"{name}={hits!r:.60} (n={n!r:.60}) are not whole numbers; pass integer counts.")
+        k, m = kf.astype(np.int64), mf.astype(np.int64)
+    k, m = np.broadcast_arrays(k.astype(np.int64), m.astype(np.int64))
+    if np.any(m < 1):
+        raise ParameterError(f"n={n!r:.60} must be >= 1; pass positive sample sizes.")
+    if np.any(k < 0) or np.any(k > m):
+        raise ParameterError(f"{name}={hits!r:.60} must lie in 0..n (n={n!r:.60}); pass counts of hits among n samples.")
+    return k, m
+
+
+def _level(level) -> float:
+    level = float(_v.probability("level", level, open_left=True, open_right=True))
+    return level
+
+
+def _confidence(confidence) -> float:
+    return float(_v.probability("confidence", confidence, open_left=True, open_right=True))
+
+
+def _scalar_or_array(x: np.ndarray, like) -> np.ndarray | float:
+    return float(x) if np.ndim(like) == 0 and np.ndim(x) == 0 else x
+
+
+# --------------------------------------------------------------------------- Clopper-Pearson
+
+def clopper_pearson_lower(hits, n, level: float) -> np.ndarray | float:
+    """Exact one-sided lower bound L with Pr[p < L] <= ``level``: the ``level`` quantile of Beta(k, n−k+1); 0 when k = 0."""
+    k, m = _counts(hits, n, "hits")
+    level = _level(level)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(k > 0, _st.beta.ppf(level, np.maximum(k, 1), m - k + 1), 0.0)
+    return _scalar_or_array(np.asarray(lo, dtype=float), hits)
+
+
+def clopper_pearson_upper(hits, n, level: float) -> np.ndarray | float:
+    """Exact one-sided upper bound U with Pr[p > U] <= ``level``: the 1−``level`` quantile of Beta(k+1, n−k); 1 when k = n.
+
+    U > 0 for every k (for k = 0 it is 1 − level^(1/n))."""
+    k, m = _counts(hits, n, "hits")
+    level = _level(level)
+    with np.errstate(invalid="ignore"):
+        hi = np.where(k < m, _st.beta.isf(level, k + 1, np.maximum(m - k, 1)), 1.0)
+    return _scalar_or_array(np.asarray(hi, dtype=float), hits)
+
+
+def clopper_pearson_interval(hits, n, confidence: float = 0.95) -> ProportionBound:
+    """Two-sided exact interval at ``confidence`` (each tail (1−confidence)/2), as
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method='exact')``."""
+    confidence = _confidence(confidence)
+    tail = (1.0 - confidence) / 2.0
+    k, m = _counts(hits, n, "hits")
+    return ProportionBound(
+        low=clopper_pearson_lower(hits, n, tail), high=clopper_pearson_upper(hits, n, tail),
+        hits=hits, n=n, level=tail, method="Clopper-Pearson exact (two-sided)",
+    )
+
+
+def bonferroni_level(confidence: float, candidates: int) -> float:
+    """Tail mass of each one-sided bound when ``candidates`` (event, direction) pairs are certified
+    together: α / (2m), two one-sided bounds per candidate."""
+    confidence = _confidence(confidence)
+    candidates = _v.integer("candidates", candidates, minimum=1)
+    return (1.0 - confidence) / (2.0 * candidates)
+
+
+# --------------------------------------------------------------------------- ε and δ bounds
+
+def epsilon_lower_bound(hits1, n1, hits0, n0, *, confidence: float = 0.95, delta: float = 0.0,
+                        candidates: int | None = None) -> EpsilonBound:
+    """Certified lower bound on ε from m candidates' counts (arrays of length m, or scalars).
+
+    ``hits1``/``n1``: hits of each candidate event on the side where it should be *more* likely
+    (numerator), ``hits0``/``n0`` on the other side. ``candidates`` (default: the number of entries)
+    is the Bonferroni count m; pass a larger m when more candidates were certified elsewhere."""
+    confidence = _confidence(confidence)
+    delta = float(_v.probability("delta", delta, open_right=True))
+    k1, m1 = _counts(np.atleast_1d(hits1), np.atleast_1d(n1), "hits1")
+    k0, m0 = _counts(np.atleast_1d(hits0), np.atleast_1d(n0), "hits0")
+    k1, m1, k0, m0 = np.broadcast_arrays(k1, m1, k0, m0)
+    m = int(k1.size) if candidates is None else _v.integer("candidates", candidates, minimum=max(1, int(k1.size)))
+    level = bonferroni_level(confidence, m)
+    p1 = np.atleast_1d(clopper_pearson_lower(k1, m1, level))
+    p0 = np.atleast_1d(clopper_pearson_upper(k0, m0, level))
+    num = p1 - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(num > 0, np.log(np.where(num > 0, num, 1.0)) - np.log(p0), -np.inf)
+    per = np.where((num > 0) & (p0 <= 0), np.inf, per)  # unreachable for finite n: p0_hi > 0
+    if per.size and np.max(per) > 0:
+        idx = int(np.argmax(per))
+        eps = float(per[idx])
+    else:
+        idx, eps = -1, 0.0
+    what = "ln(p1_lo / p0_hi)" if delta == 0 else f"ln((p1_lo - {delta:g}) / p0_hi)"
+    return EpsilonBound(
+        epsilon=eps, index=idx, per_candidate=per, p1_low=p1, p0_high=p0, delta=delta,
+        confidence=confidence, candidates=m, level=level,
+        method=f"Clopper-Pearson exact one-sided bounds, Bonferroni over {m} candidate(s) (each tail {level:.3g}); {what}",
+    )
+
+
+def delta_lower_bound(hits1, n1, hits0, n0, *, epsilon: float, confidence: float = 0.95,
+                      candidates: int | None = None) -> DeltaBound:
+    """Certified lower bound on δ at ``epsilon``: max over candidates of p1_lo − e^ε p0_hi (>= 0)."""
+    confidence = _confidence(confidence)
+    epsilon = float(_v.nonnegative("epsilon", epsilon))
+    k1, m1 = _counts(np.atleast_1d(hits1), np.atleast_1d(n1), "hits1")
+    k0, m0 = _counts(np.atleast_1d(hits0), np.atleast_1d(n0), "hits0")
+    k1, m1, k0, m0 = np.broadcast_arrays(k1, m1, k0, m0)
+    m = int(k1.size) if candidates is None else _v.integer("candidates", candidates, minimum=max(1, int(k1.size)))
+    level = bonferroni_level(confidence, m)
+    p1 = np.atleast_1d(clopper_pearson_lower(k1, m1, level))
+    p0 = np.atleast_1d(clopper_pearson_upper(k0, m0, level))
+    per = p1 - math.exp(epsilon) * p0 if epsilon < 700 else np.where(p0 > 0, -np.inf, p1)
+    if per.size and np.max(per) > 0:
+        idx = int(np.argmax(per))
+        d = float(per[idx])
+    else:
+        idx, d = -1, 0.0
+    return DeltaBound(
+        delta=d, index=idx, per_candidate=per, epsilon=epsilon, confidence=confidence, candidates=m, level=level,
+        method=f"Clopper-Pearson exact one-sided bounds, Bonferroni over {m} candidate(s); p1_lo - e^{epsilon:g} p0_hi",
+    )
+
+
+def projected_epsilon(p1_hat, p0_hat, n: int, level: float, delta: float = 0.0) -> np.ndarray:
+    """Heuristic for ranking events on training data (never a certificate): the Clopper-Pearson bound
+    ln((p1_lo − δ)/p0_hi) that counts n·p1_hat, n·p0_hat among n certification samples would give."""
+    p1 = np.clip(np.asarray(p1_hat, dtype=float), 0.0, 1.0)
+    p0 = np.clip(np.asarray(p0_hat, dtype=float), 0.0, 1.0)
+    k1 = np.floor(p1 * n)
+    k0 = np.ceil(p0 * n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k1 > 0, _st.beta.ppf(level, np.maximum(k1, 1), n - k1 + 1), 0.0)
+        hi = np.where(k0 < n, _st.beta.isf(level, k0 + 1, np.maximum(n - k0, 1)), 1.0)
+        num = lo - delta
+        out = np.where(num > 0, np.log(np.where(num > 0, num, 1.0)) - np.log(hi), -np.inf)
+    return out
