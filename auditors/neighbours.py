@@ -9,7 +9,8 @@ Candidates, in this order of precedence:
     Rest Above, Half Half, All Above & All Below, X Shape), read as difference directions for
     vector inputs (scaled to the relation's norm and sensitivity) and as record patterns for data
     sets (records at the domain's extremes added, removed or substituted);
-(d) random pairs drawn by a seeded numpy generator over the declared record domain and relation.
+(d) random pairs over the declared record domain and relation: hypothesis's strategies
+    (:mod:`dpharness.strategies`, generation only, seeded) and a seeded numpy generator.
 
 Every candidate is checked with ``input_spec.validate_pair``; invalid ones are dropped. Each survivor
 is screened cheaply: with the exact law (``mechanism.law``) when there is one (the whole pmf when the
@@ -99,8 +100,35 @@ def _candidates(mech: Mechanism, rng: np.random.Generator, witnesses) -> list[tu
         example = None
     spec = mech.input_spec
     out += [(a, b, "pattern") for a, b in statdp_patterns(spec, example=example)]
-    out += [(a, b, "random") for a, b in _random_pairs(spec, rng, 8, example)]
+    out += [(a, b, "hypothesis") for a, b in _hypothesis_pairs(mech, int(rng.integers(2**31)), 6)]
+    out += [(a, b, "random") for a, b in _random_pairs(spec, rng, 6, example)]
     return out
+
+
+def _hypothesis_pairs(mech: Mechanism, seed: int, count: int) -> list[tuple[Any, Any]]:
+    """Pairs drawn by hypothesis's strategies over the declared domain and relation
+    (:func:`dpharness.strategies.mechanism_inputs`), generation only, reproducible for ``seed``.
+    Hypothesis favours boundary records (0, the domain's ends), the usual places where loss peaks.
+    Empty when hypothesis cannot run here (e.g. inside another ``@given`` test)."""
+    try:
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import seed as _seed
+
+        from dpharness.strategies import mechanism_inputs
+
+        found: list = []
+
+        @_seed(seed)
+        @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(mechanism_inputs(mech))
+        def _collect(pair):
+            found.append(pair)
+
+        _collect()
+        return found[:count]
+    except Exception:  # noqa: BLE001 - hypothesis is an optional source of candidates here
+        return []
 
 
 def _valid_unique(spec, cands) -> list[tuple[Any, Any, str]]:
