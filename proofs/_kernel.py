@@ -488,7 +488,15 @@ def exact_sign(value: sp.Expr) -> int | None:
     value = sp.sympify(value)
     if value.free_symbols:
         return None
-    if value.is_zero is True:
+    if value in (sp.oo, -sp.oo):
+        return 1 if value is sp.oo else -1
+    zero = value.is_zero
+    if zero is None:
+        for h in itertools.islice(_simplifications(value), 1, None):
+            zero = h.is_zero
+            if zero is not None:
+                break
+    if zero is True:
         s_sign = 0
     elif value.is_positive is True:
         s_sign = 1
