@@ -58,8 +58,9 @@ def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_event
     ``train_a``/``train_b``: training outputs, shape ``(n, k)`` (``(n,)`` is read as ``k = 1``), the
     same ``k`` on both sides. ``max_events``: at most this many events are returned, the most
     promising first. ``certify_samples``: the number of fresh samples a side the driver will certify
-    on (default: as many as in training); with ``confidence`` it sets how far into the tails a
-    threshold may go to pay off. Each event's ``contains(outputs)`` takes an ``(m, k)`` array and
+    on; with ``confidence`` it sets how far into the tails a threshold may go to pay off. When it is
+    not given, thresholds are proposed for 1, 10 and 100 times the training size (the driver ranks
+    them again knowing its certification size). Each event's ``contains(outputs)`` takes an ``(m, k)`` array and
     returns an ``(m,)`` bool array; its description says which input it favours.
 
     Deterministic: the same training samples give the same events."""
@@ -73,13 +74,16 @@ def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_event
     for name, arr in (("train_a", a), ("train_b", b)):
         if len(arr) < 20:
             raise ParameterError(f"{name} has {len(arr)} rows; pass at least 20 training outputs a side.")
-    n_cert = len(a) if certify_samples is None else certify_samples
-    if isinstance(n_cert, bool) or not isinstance(n_cert, (int, np.integer)) or n_cert < 1:
+    if certify_samples is None:
+        n_cert = (len(a), 10 * len(a), 100 * len(a))
+    elif isinstance(certify_samples, bool) or not isinstance(certify_samples, (int, np.integer)) or certify_samples < 1:
         raise ParameterError(f"certify_samples={certify_samples!r} must be a positive int; pass the "
                              "number of fresh samples a side the driver certifies on.")
+    else:
+        n_cert = (int(certify_samples),)
     if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
         raise ParameterError(f"confidence={confidence!r} must lie in (0, 1); pass e.g. 0.95.")
-    return _propose(a, b, int(max_events), int(n_cert), float(confidence))
+    return _propose(a, b, int(max_events), n_cert, float(confidence))
 
 
 # --------------------------------------------------------------------------- validation
@@ -314,13 +318,14 @@ class _Choice:
     pb: float
 
 
-def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert: int, z: float) -> list[_Choice]:
-    """Best threshold for each of {s >= t}, {s <= t} and each direction, judged on held-out scores."""
+def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert, z: float) -> list[_Choice]:
+    """Best threshold for each of {s >= t}, {s <= t}, each direction and each planned certification
+    size in ``n_cert`` (an int or a tuple), judged on held-out scores."""
     sa, sb = np.sort(sa), np.sort(sb)
     ts = np.unique(np.concatenate([sa, sb]))
     na, nb = len(sa), len(sb)
-    n_eff = 1.0 / (1.0 / n_cert + 1.0 / min(na, nb))
-    out = []
+    sizes = (n_cert,) if isinstance(n_cert, (int, np.integer)) else tuple(n_cert)
+    out: list[_Choice] = []
     for above in (True, False):
         if above:
             ca = na - np.searchsorted(sa, ts, "left")
@@ -331,18 +336,22 @@ def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert: int, z: float) ->
         pa, pb = ca / na, cb / nb
         for favours_a in (True, False):
             num, den, hits = (pa, pb, ca) if favours_a else (pb, pa, cb)
-            val = _projected(num, den, n_eff, z)
-            val[hits < _MIN_HITS] = -np.inf
-            val[(num >= 1.0) & (den >= 1.0)] = -np.inf  # the whole space
-            i = int(np.argmax(val))
-            if np.isfinite(val[i]) and val[i] > 0:
-                out.append(_Choice(float(val[i]), above, float(ts[i]), favours_a, float(pa[i]), float(pb[i])))
+            picked: set[int] = set()
+            for n in sizes:
+                n_eff = 1.0 / (1.0 / n + 1.0 / min(na, nb))
+                val = _projected(num, den, n_eff, z)
+                val[hits < _MIN_HITS] = -np.inf
+                val[(num >= 1.0) & (den >= 1.0)] = -np.inf  # the whole space
+                i = int(np.argmax(val))
+                if np.isfinite(val[i]) and val[i] > 0 and i not in picked:
+                    picked.add(i)
+                    out.append(_Choice(float(val[i]), above, float(ts[i]), favours_a, float(pa[i]), float(pb[i])))
     return out
 
 
 # --------------------------------------------------------------------------- proposal
 
-def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: int, confidence: float) -> list[Event]:
+def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confidence: float) -> list[Event]:
     # split each side: the first part fits (scores, pattern orders), the rest chooses thresholds
     n_fit_a = min(_MAX_FIT_ROWS, len(a) // 2)
     n_fit_b = min(_MAX_FIT_ROWS, len(b) // 2)
@@ -391,7 +400,7 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: int, confide
     return out
 
 
-def _pattern_events(coder: _PatternCoder, fa, fb, ha, hb, n_cert: int, z: float) -> list:
+def _pattern_events(coder: _PatternCoder, fa, fb, ha, hb, n_cert: tuple, z: float) -> list:
     ca_fit, cb_fit = coder.encode(fa), coder.encode(fb)
     pats = np.unique(np.concatenate([ca_fit, cb_fit]))
     if len(pats) > _MAX_PATTERNS or len(pats) < 2:
