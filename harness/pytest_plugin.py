@@ -1,5 +1,9 @@
 """pytest plugin (entry point ``pytest11``): ``--dp-seed``, ``--dp-samples``, the seed in the
-report header and the ``statistical`` marker. Thin and cheap to import: nothing heavy at load."""
+report header and the ``statistical`` marker. Thin and cheap to import: nothing heavy at load.
+
+Options are namespaced (``--dp-*``). The seed defaults to ``$DP_SEED`` or 20261122; it is printed
+in the header, offered as the ``dp_seed`` fixture, and used by :func:`dpharness.testing.assert_private`
+unless a test passes its own."""
 
 from __future__ import annotations
 
@@ -20,9 +24,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _seed(config: pytest.Config) -> int:
-    value = config.getoption("--dp-seed")
+    value = config.getoption("--dp-seed", default=None)
     if value is None:
-        value = int(os.environ.get("DP_SEED", DEFAULT_SEED))
+        env = os.environ.get("DP_SEED")
+        try:
+            value = int(env) if env else DEFAULT_SEED
+        except ValueError:
+            raise pytest.UsageError(f"DP_SEED={env!r} is not an integer; set DP_SEED to an integer seed.") from None
+    if value < 0:
+        raise pytest.UsageError(f"--dp-seed={value} must be >= 0; pass a non-negative integer seed.")
+    return value
+
+
+def _samples(config: pytest.Config) -> int:
+    value = config.getoption("--dp-samples", default=None)
+    if value is None:
+        return DEFAULT_SAMPLES
+    if value < 1:
+        raise pytest.UsageError(f"--dp-samples={value} must be >= 1; pass a positive number of samples per side.")
     return value
 
 
@@ -32,14 +51,21 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     from . import testing
 
-    testing._configure(seed=_seed(config), samples=config.getoption("--dp-samples") or DEFAULT_SAMPLES)
+    testing._configure(seed=_seed(config), samples=_samples(config))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"dpharness: --dp-seed={_seed(config)} (rerun with this seed to reproduce any statistical failure)"
+    return (f"dpharness: --dp-seed={_seed(config)} --dp-samples={_samples(config)} "
+            "(rerun with this seed to reproduce any statistical failure)")
 
 
 @pytest.fixture
 def dp_seed(request: pytest.FixtureRequest) -> int:
     """The session's dpharness seed (``--dp-seed``)."""
     return _seed(request.config)
+
+
+@pytest.fixture
+def dp_samples(request: pytest.FixtureRequest) -> int:
+    """The session's sample budget per side (``--dp-samples``)."""
+    return _samples(request.config)

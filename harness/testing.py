@@ -1,24 +1,59 @@
-"""Assertions for users' test suites: :func:`assert_private`."""
+"""Assertions for users' test suites: :func:`assert_private`.
+
+>>> from dpharness.testing import assert_private
+>>> def my_count(data, size, rng):           # any vectorised sampler
+...     return len(data) + rng.laplace(0, 1.0, size)
+>>> assert_private(my_count, [1, 2, 3], [1, 2], epsilon=1.0)   # doctest: +SKIP
+
+Under pytest (the ``dpharness`` plugin is installed with the package) the seed comes from
+``--dp-seed`` (default 20261122, or ``$DP_SEED``) and the sample budget from ``--dp-samples``; the
+seed is printed in the report header and in every failure, so a failure reproduces exactly."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["assert_private"]
+__all__ = ["assert_private", "PrivacyViolation"]
 
-_DEFAULTS = {"seed": 20261122, "samples": 200_000}
+DEFAULT_SEED = 20261122
+DEFAULT_SAMPLES = 200_000
+_DEFAULTS = {"seed": DEFAULT_SEED, "samples": DEFAULT_SAMPLES}
+
+
+class PrivacyViolation(AssertionError):
+    """Raised by :func:`assert_private` when a violation of the claim is certified; ``.result`` is the AuditResult."""
+
+    def __init__(self, message: str, result: Any):
+        super().__init__(message)
+        self.result = result
 
 
 def _configure(*, seed: int, samples: int) -> None:
+    """Set the session defaults (called by the pytest plugin from ``--dp-seed``/``--dp-samples``)."""
     _DEFAULTS["seed"] = seed
     _DEFAULTS["samples"] = samples
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "—"
+    x = float(x)
+    return "inf" if math.isinf(x) else f"{x:.4g}"
 
 
 def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: float | None = None,
                    delta: float = 0.0, samples: int | None = None, seed: int | None = None,
                    confidence: float = 0.95, **options: Any):
-    """Audit ``mechanism`` on (data, neighbor) and fail with the certified bound, the witness event
-    and the seed when a violation of (epsilon, delta) is certified. Returns the audit result."""
+    """Audit ``mechanism`` (a catalog Mechanism or a callable ``fn(data, size, rng)``; see
+    :func:`dpharness.audit`) on ``(data, neighbor)`` and raise :class:`PrivacyViolation` (an
+    AssertionError) when a violation of ``(epsilon, delta)`` is certified at ``confidence``. The
+    message carries the certified bound, the witness event, the counts and the seed to reproduce.
+    Returns the :class:`~dpharness.auditors._model.AuditResult` otherwise.
+
+    A pass is not a proof: it means no violation was certified with this budget. With a correct
+    mechanism a failure happens with probability at most 1 − ``confidence``."""
+    __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
     from . import audit
 
     seed = _DEFAULTS["seed"] if seed is None else seed
@@ -26,9 +61,20 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     result = audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
                    confidence=confidence, **options)
     if not result.passed:
-        raise AssertionError(
-            f"privacy violation certified: ε lower bound {result.epsilon_lower_bound:.4g} > claimed ε "
-            f"{result.epsilon} at confidence {confidence}; witness: {result.witness_description}; "
-            f"reproduce with seed={seed} (pytest --dp-seed={seed}), samples={samples}"
-        )
+        name = getattr(mechanism, "name", None) or getattr(mechanism, "__qualname__", None) or repr(mechanism)
+        counts = ", ".join(f"{k}={v}" for k, v in result.counts.items()) if result.counts else "—"
+        claim = f"ε = {_num(result.epsilon)}" + (f", δ = {result.delta:g}" if result.delta else "")
+        lines = [
+            f"privacy violation certified for {name}: ε ≥ {_num(result.epsilon_lower_bound)} "
+            f"(certified lower bound at confidence {result.confidence:g}) > claimed {claim}",
+            f"  witness: {result.witness_description}",
+            f"  counts: {counts}",
+            f"  method: {result.method}",
+            f"  reproduce with seed={result.seed}, samples={result.samples} "
+            f"(pytest --dp-seed={result.seed} --dp-samples={result.samples})",
+            f"  a correct mechanism fails this check with probability at most {1 - result.confidence:.3g}",
+        ]
+        if result.delta_lower_bound is not None:
+            lines.insert(2, f"  certified δ lower bound at ε = {_num(result.epsilon)}: {_num(result.delta_lower_bound)}")
+        raise PrivacyViolation("\n".join(lines), result)
     return result
