@@ -7,7 +7,7 @@ The statistics are pure functions of counts and are public here too."""
 from __future__ import annotations
 
 from ._model import AuditResult
-from .audit import audit
+from ._audit import audit
 from .stats import (
     DeltaBound, EpsilonBound, ProportionBound, bonferroni_level, clopper_pearson_interval,
     clopper_pearson_lower, clopper_pearson_upper, delta_lower_bound, epsilon_lower_bound,

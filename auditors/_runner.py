@@ -149,7 +149,7 @@ def chunk_plan(total: int, chunk: int) -> list[tuple[int, int]]:
 
 
 def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair: int, side: int, chunk: int,
-         ref: tuple | None = None, label: str = "") -> np.ndarray:
+         ref: tuple | None = None, label: str = "", progress: "Progress | None" = None) -> np.ndarray:
     """All ``total`` outputs of one side (training: kept in memory), drawn chunk by chunk."""
     parts = []
     for c, (start, size) in enumerate(chunk_plan(total, chunk)):
@@ -159,6 +159,8 @@ def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair
             ref = signature(arr)
         check_signature(arr, ref, sampler.name, where)
         parts.append(arr)
+        if progress:
+            progress.update()
     if len(parts) == 1:
         return parts[0]
     if parts[0].dtype == object:

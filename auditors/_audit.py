@@ -33,6 +33,8 @@ __all__ = ["audit", "DEFAULT_MAX_EVENTS"]
 DEFAULT_MAX_EVENTS = 20
 _RENYI_DELTA = 1e-6
 _MAX_PAIRS = 4
+_CHUNK = 1_000_000      # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
+_LOOP_CHUNK = 10_000    # samples per chunk for fn(data) called in a loop
 
 
 def _optional(module: str):
@@ -297,17 +299,19 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     notes: list[str] = []
 
     # ---- phase 1: training samples, propose and rank events
-    chunk_train = 1_000_000 if vectorized else 10_000
+    chunk_train = _CHUNK if vectorized else _LOOP_CHUNK
+    train_bar = _runner.Progress(2 * len(pairs) * math.ceil(train_n / chunk_train), show and not vectorized,
+                                 f"training {name}")
     ref = None
     per_pair_props: list[list[tuple[str, Event]]] = []
     trains: list[tuple[np.ndarray, np.ndarray]] = []
     kind = None
     for p, (a, b) in enumerate(pairs):
         ta = _runner.draw(sampler, a, train_n, seed=seed, phase=_runner.TRAINING, pair=p, side=0, chunk=chunk_train,
-                          ref=ref, label=f"training (data side of pair {p})")
+                          ref=ref, label=f"training (data side of pair {p})", progress=train_bar)
         ref = _runner.signature(ta)
         tb = _runner.draw(sampler, b, train_n, seed=seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk_train,
-                          ref=ref, label=f"training (neighbor side of pair {p})")
+                          ref=ref, label=f"training (neighbor side of pair {p})", progress=train_bar)
         kind = _ev.output_kind(ta)
         shifts = _fl.shifts_from_pair(a, b)
         # propose on the first half of the training samples, rank on the second half: ranking on the
@@ -318,6 +322,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         per_pair_props.append(props)
         trains.append((ta[half:], tb[half:]))
 
+    train_bar.close()
     level_guess = _stats.bonferroni_level(confidence, max_events)
     ranked: list[_Candidate] = []
     for p, props in enumerate(per_pair_props):
@@ -338,7 +343,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
             lst.append(c.event)
             slot.append((c.pair, len(lst) - 1))
     row_elems = int(np.prod(ref[0])) if ref is not None and len(ref[0]) else 1
-    chunk = (max(1_000, min(1_000_000, 4_000_000 // max(1, row_elems)))) if vectorized else 10_000
+    chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if vectorized else _LOOP_CHUNK
     n_tasks = sum(2 * math.ceil(cert_n / chunk) for p in range(len(pairs)) if events_per_pair[p])
     bar = _runner.Progress(n_tasks, show, f"audit {name}")
     use_workers = workers if cert_n * len(pairs) >= 200_000 else 1
