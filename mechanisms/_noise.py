@@ -167,34 +167,52 @@ def grid_gaussian_logpmf(outputs: np.ndarray, centre: np.ndarray, sigma: float, 
 
 # --------------------------------------------------------------------------- calibration arithmetic
 
+def _readings(value: Any) -> list[Fraction]:
+    """The exact values a parameter may be read as: a float both as its binary value and through its
+    shortest repr (how ``dpharness.core.exact`` and hence the prover read it); others exactly."""
+    if isinstance(value, (float, np.floating)):
+        return [Fraction(float(value)), Fraction(repr(float(value)))]
+    return [Fraction(value)]
+
+
 def ratio_up(numerator: Any, denominator: Any) -> float | int:
     """``numerator / denominator`` as a float rounded toward +inf (more noise: the safe direction
-    for a scale or sigma); an int when the quotient is an exact integer."""
-    q = Fraction(numerator) / Fraction(denominator)
+    for a scale or sigma); an int when the quotient is an exact integer. Safe under both readings
+    of a float (binary value and repr), for the inputs and for the result."""
+    q = max(_readings(numerator)) / min(_readings(denominator))
     if q.denominator == 1 and abs(q.numerator) < 2 ** 53:
         return int(q)
     f = float(q)
-    if Fraction(f) < q:
+    while min(_readings(f)) < q:
         f = math.nextafter(f, math.inf)
     return f
 
 
 def ratio_down(numerator: Any, denominator: Any) -> float | int | Fraction:
     """``numerator / denominator`` rounded toward 0 (less signal: the safe direction for beta or
-    log-odds); an exact Fraction when the inputs are ints/Fractions."""
+    log-odds); an exact Fraction when the inputs are ints/Fractions. Safe under both readings of a
+    float (binary value and repr), for the inputs and for the result."""
     if not isinstance(numerator, float) and not isinstance(denominator, float):
         q = Fraction(numerator) / Fraction(denominator)
         return int(q) if q.denominator == 1 else q
-    q = Fraction(numerator) / Fraction(denominator)
+    q = min(_readings(numerator)) / max(_readings(denominator))
     f = float(q)
-    if Fraction(f) > q:
+    while max(_readings(f)) > q:
         f = math.nextafter(f, -math.inf)
     return f
 
 
 def log_up(x: Any) -> float:
-    """``log(x)`` as a float rounded toward +inf (a safe claimed epsilon)."""
-    return math.nextafter(math.log(x), math.inf)
+    """``log(x)`` as a float rounded toward +inf (a safe claimed epsilon), under both readings of
+    the float (binary value and repr), checked at 50 digits."""
+    import mpmath
+
+    f = math.nextafter(math.log(x), math.inf)
+    with mpmath.workdps(50):
+        target = mpmath.log(mpmath.mpf(x))
+        while min(mpmath.mpf(f), mpmath.mpf(repr(f))) <= target:
+            f = math.nextafter(f, math.inf)
+    return f
 
 
 # --------------------------------------------------------------------------- grid Laplace: sampler and law
