@@ -268,3 +268,34 @@ def group_privacy(k: int, eps: sp.Expr, delta: sp.Expr = 0) -> tuple[list[Obliga
     e_k, d_k = k * eps, k * sp.exp((k - 1) * eps) * delta
     return conclude("group privacy", sp.And(sp.Eq(sym("eps_k"), e_k), sp.Eq(sym("delta_k"), d_k)), side,
                     "Dwork & Roth 2014 Thm 2.2 (chain of k neighbours)"), e_k, d_k
+
+
+# --------------------------------------------------------------------------- grid rounding
+
+@functools.lru_cache(maxsize=None)
+def _grid_rounding() -> tuple:
+    u, v = sym("u"), sym("v")
+    m, n, c = sp.Symbol("m", integer=True), sp.Symbol("n", integer=True), sp.Symbol("c", integer=True)
+    hyps = [sp.Le(m, u + sp.Rational(1, 2)), sp.Lt(u + sp.Rational(1, 2), m + 1),
+            sp.Le(n, v + sp.Rational(1, 2)), sp.Lt(v + sp.Rational(1, 2), n + 1),
+            sp.Le(u - v, c), sp.Le(v - u, c)]
+    f = sp.And(sp.Le(m - n, c), sp.Le(n - m, c))
+    obs = [discharge("rounding half up: |floor(u + 1/2) - floor(v + 1/2)| <= c for every integer c >= |u - v| "
+                     "(so <= ceil(|u - v|))", f,
+                     "m = floor(u + 1/2), n = floor(v + 1/2) as integer constraints: m <= u + 1/2 <= v + c + 1/2 < n + c + 1 (z3)",
+                     hypotheses=hyps)]
+    # summing over coordinates: S = Σ ceil(d_i) < Σ (d_i + 1) <= K + n_coords  =>  S <= ceil(K) + n_coords - 1
+    S, k = sp.Symbol("S", integer=True), sp.Symbol("n_coords", integer=True, positive=True)
+    D, K = sym("D", nonnegative=True), sym("K", positive=True)
+    hyps2 = [sp.Lt(S, D + k), sp.Le(D, K), sp.Lt(c - 1, K), sp.Le(K, c)]
+    obs.append(discharge("Σ_i ceil(d_i) <= ceil(K) + n - 1 when Σ_i d_i <= K (n coordinates)", sp.Le(S, c + k - 1),
+                         "ceil(d) < d + 1 summed over n coordinates; S and ceil(K) integers (z3)", hypotheses=hyps2))
+    return tuple(obs)
+
+
+def grid_rounding() -> list[Obligation]:
+    """Snapping to the grid with floor(·/g + 1/2) moves an L1 distance Δ to at most
+    (ceil(Δ/g) + dim − 1)·g: per coordinate |r(u) − r(v)| ≤ ceil(|u − v|) (monotone, shift-equivariant
+    rounding), summed with Σ ceil(d_i) ≤ ceil(Σ d_i) + dim − 1."""
+    obs = list(_grid_rounding())
+    return conclude("grid rounding", sp.true, obs, "both steps discharged by z3 (integer/real linear arithmetic)")
