@@ -258,3 +258,31 @@ def grid_laplace_law(centre_units: np.ndarray, scales: Any, granularity: float, 
         b_exact = exact(b)
         expr = expr * sp.tanh(g_exact / (2 * b_exact)) * sp.exp(-sp.Abs(sym - int(c) * g_exact) / b_exact)
     return FunctionLaw("discrete", log_prob, symbols, expr)
+
+
+# --------------------------------------------------------------------------- exact sums on the grid
+
+def exact_sum(values: np.ndarray, bound: int) -> int:
+    """The exact integer sum of an int64 array whose entries are at most ``bound`` in magnitude
+    (numpy int64 when it cannot overflow, Python integers otherwise)."""
+    values = np.asarray(values)
+    if values.size * max(int(bound), 1) < 2 ** 62:
+        return int(values.sum(dtype=np.int64))
+    return int(sum(int(v) for v in values.ravel().tolist()))
+
+
+def rescale_to_units(total: int, factor: Fraction) -> int:
+    """``floor(total * factor + 1/2)`` exactly: an exact value ``total`` (in some finer unit) snapped
+    to the grid whose step is ``1/factor`` of that unit (e.g. a sum of squares in units of g²
+    snapped to units of g: ``factor = g``)."""
+    return math.floor(Fraction(total) * factor + Fraction(1, 2))
+
+
+def check_units(name: str, units: Any) -> None:
+    """Refuse statistics too large to be represented exactly on the grid (|units| >= 2**52)."""
+    arr = np.abs(np.asarray([float(u) for u in np.ravel(units)]))
+    if arr.size and not np.all(arr < _MAX_UNITS):
+        raise ParameterError(
+            f"{name} is too large for the grid (|value| >= 2**52 grid steps); pass fewer or smaller "
+            "records, or a coarser granularity."
+        )
