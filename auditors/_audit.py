@@ -177,18 +177,26 @@ def _repeated_rows(train_a, train_b, *, max_events: int) -> list[Event]:
 def _rank(pair: int, proposals: list[tuple[str, Event]], train_a, train_b, *, cert_n: int, level: float,
           delta: float) -> list[_Candidate]:
     na, nb = len(train_a), len(train_b)
-    out: list[_Candidate] = []
+    kept, ha, hb, sigs = [], [], [], []
     for source, ev in proposals:
         ma = np.asarray(ev.contains(train_a), dtype=bool)
         mb = np.asarray(ev.contains(train_b), dtype=bool)
-        ha, hb = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
-        if ha in (0, na) and hb in (0, nb) and ha == hb * na // max(nb, 1):
+        ka, kb = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
+        if (ka == 0 and kb == 0) or (ka == na and kb == nb):
             continue  # empty or full on both sides: carries no information
-        sig = hash((np.packbits(ma).tobytes(), np.packbits(mb).tobytes()))
-        fwd = float(_stats.projected_epsilon(ha / na, hb / nb, cert_n, level, delta))
-        bwd = float(_stats.projected_epsilon(hb / nb, ha / na, cert_n, level, delta))
-        out.append(_Candidate(pair, ev, True, fwd, source, sig))
-        out.append(_Candidate(pair, ev, False, bwd, source, sig))
+        kept.append((source, ev))
+        ha.append(ka)
+        hb.append(kb)
+        sigs.append(hash((np.packbits(ma).tobytes(), np.packbits(mb).tobytes())))
+    if not kept:
+        return []
+    pa, pb = np.array(ha) / na, np.array(hb) / nb
+    fwd = _stats.projected_epsilon(pa, pb, cert_n, level, delta)
+    bwd = _stats.projected_epsilon(pb, pa, cert_n, level, delta)
+    out: list[_Candidate] = []
+    for i, (source, ev) in enumerate(kept):
+        out.append(_Candidate(pair, ev, True, float(fwd[i]), source, sigs[i]))
+        out.append(_Candidate(pair, ev, False, float(bwd[i]), source, sigs[i]))
     return out
 
 

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
+from scipy import special as _sp
 
 from dpharness import _validate as _v
 from dpharness.errors import ParameterError
@@ -122,11 +122,12 @@ def _scalar_or_array(x: np.ndarray, like) -> np.ndarray | float:
 # --------------------------------------------------------------------------- Clopper-Pearson
 
 def clopper_pearson_lower(hits, n, level: float) -> np.ndarray | float:
-    """Exact one-sided lower bound L with Pr[p < L] <= ``level``: the ``level`` quantile of Beta(k, n−k+1); 0 when k = 0."""
+    """Exact one-sided lower bound L with Pr[p < L] <= ``level``: the ``level`` quantile of Beta(k, n−k+1)
+    (``scipy.special.betaincinv``, as ``scipy.stats.beta.ppf``); 0 when k = 0."""
     k, m = _counts(hits, n, "hits")
     level = _level(level)
     with np.errstate(invalid="ignore"):
-        lo = np.where(k > 0, _st.beta.ppf(level, np.maximum(k, 1), m - k + 1), 0.0)
+        lo = np.where(k > 0, _sp.betaincinv(np.maximum(k, 1), m - k + 1, level), 0.0)
     return _scalar_or_array(np.asarray(lo, dtype=float), hits)
 
 
@@ -137,7 +138,7 @@ def clopper_pearson_upper(hits, n, level: float) -> np.ndarray | float:
     k, m = _counts(hits, n, "hits")
     level = _level(level)
     with np.errstate(invalid="ignore"):
-        hi = np.where(k < m, _st.beta.isf(level, k + 1, np.maximum(m - k, 1)), 1.0)
+        hi = np.where(k < m, _sp.betainccinv(k + 1, np.maximum(m - k, 1), level), 1.0)
     return _scalar_or_array(np.asarray(hi, dtype=float), hits)
 
 
@@ -228,8 +229,8 @@ def projected_epsilon(p1_hat, p0_hat, n: int, level: float, delta: float = 0.0) 
     k1 = np.floor(p1 * n)
     k0 = np.ceil(p0 * n)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k1 > 0, _st.beta.ppf(level, np.maximum(k1, 1), n - k1 + 1), 0.0)
-        hi = np.where(k0 < n, _st.beta.isf(level, k0 + 1, np.maximum(n - k0, 1)), 1.0)
+        lo = np.where(k1 > 0, _sp.betaincinv(np.maximum(k1, 1), n - k1 + 1, level), 0.0)
+        hi = np.where(k0 < n, _sp.betainccinv(k0 + 1, np.maximum(n - k0, 1), level), 1.0)
         num = lo - delta
         out = np.where(num > 0, np.log(np.where(num > 0, num, 1.0)) - np.log(hi), -np.inf)
     return out
