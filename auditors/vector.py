@@ -278,8 +278,22 @@ class _PatternCoder:
         radix = [len(v) for v in self.values]
         self.ok = math.prod(radix) < 2 ** 62
         self.mult = np.cumprod([1] + radix[:-1]).astype(np.int64) if self.ok else None
+        self.radix = np.array(radix, np.int64)
+        contiguous = all(np.issubdtype(v.dtype, np.integer) and int(v[-1]) - int(v[0]) == len(v) - 1
+                         for v in self.values)
+        self.lo = np.array([int(v[0]) for v in self.values], np.int64) if contiguous else None
 
     def encode(self, x: np.ndarray) -> np.ndarray:
+        if self.lo is not None and np.issubdtype(x.dtype, np.integer):
+            # every coordinate takes consecutive integers: the index is the offset from the smallest
+            code = np.zeros(len(x), np.int64)
+            bad = np.zeros(len(x), bool)
+            for j in range(self.k):
+                idx = x[:, j].astype(np.int64) - self.lo[j]
+                bad |= (idx < 0) | (idx >= self.radix[j])
+                code += idx * self.mult[j]
+            code[bad] = -1
+            return code
         code = np.zeros(len(x), np.int64)
         bad = np.zeros(len(x), bool)
         for j, vals in enumerate(self.values):
