@@ -286,3 +286,15 @@ def check_units(name: str, units: Any) -> None:
             f"{name} is too large for the grid (|value| >= 2**52 grid steps); pass fewer or smaller "
             "records, or a coarser granularity."
         )
+
+
+def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
+    """The exact integer ``sum_i a_i * b_i`` of two int64 arrays (Python integers if int64 could overflow)."""
+    a = np.asarray(a, dtype=np.int64).ravel()
+    b = np.asarray(b, dtype=np.int64).ravel()
+    if a.size == 0:
+        return 0
+    bound = int(np.abs(a).max()) * int(np.abs(b).max()) * a.size
+    if bound < 2 ** 62:
+        return int(np.dot(a, b))
+    return sum(int(x) * int(y) for x, y in zip(a.tolist(), b.tolist()))
