@@ -298,3 +298,28 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
     if bound < 2 ** 62:
         return int(np.dot(a, b))
     return sum(int(x) * int(y) for x, y in zip(a.tolist(), b.tolist()))
+
+
+def float_up(value: Any) -> float:
+    """The smallest float whose every reading (binary value and repr) is >= ``value`` (an mpmath
+    number or anything ``Fraction`` accepts) — for a sigma or scale computed to high precision."""
+    import mpmath
+
+    f = float(value)
+    with mpmath.workdps(50):
+        v = value if isinstance(value, mpmath.mpf) else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
+        while min(mpmath.mpf(f), mpmath.mpf(repr(f))) < v:
+            f = math.nextafter(f, math.inf)
+    return f
+
+
+def float_down(value: Any) -> float:
+    """The largest float whose every reading (binary value and repr) is <= ``value``."""
+    import mpmath
+
+    f = float(value)
+    with mpmath.workdps(50):
+        v = value if isinstance(value, mpmath.mpf) else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
+        while max(mpmath.mpf(f), mpmath.mpf(repr(f))) > v:
+            f = math.nextafter(f, -math.inf)
+    return f

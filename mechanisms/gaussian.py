@@ -28,19 +28,18 @@ from dpharness.core import (
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
-from ._noise import DEFAULT_GRANULARITY, check_granularity, grid_gaussian_logpmf, grid_gaussian_units, to_units
+from ._noise import (
+    DEFAULT_GRANULARITY, _readings, check_granularity, float_up, grid_gaussian_logpmf, grid_gaussian_units, to_units,
+)
 
 __all__ = ["Gaussian", "GaussianRDP", "classic_sigma", "analytic_sigma", "analytic_delta"]
 
 _CALIBRATIONS = ("classic", "analytic", "rdp", "custom")
 
 
-def _float_up(value: mpmath.mpf) -> float:
-    """The smallest float >= an mpmath value."""
-    f = float(value)
-    if mpmath.mpf(f) < value:
-        f = math.nextafter(f, math.inf)
-    return f
+def _mp(value: Any) -> mpmath.mpf:
+    q = Fraction(value)
+    return mpmath.mpf(q.numerator) / q.denominator
 
 
 def classic_sigma(epsilon: Any, delta: Any, sensitivity: Any = 1) -> float:
@@ -53,18 +52,19 @@ def classic_sigma(epsilon: Any, delta: Any, sensitivity: Any = 1) -> float:
         )
     delta = _v.probability("delta", delta, open_left=True, open_right=True)
     sensitivity = _v.positive("sensitivity", sensitivity)
+    # the largest reading of each input (delta: the smallest), so sigma is safe however a float is read
     with mpmath.workdps(50):
-        d = mpmath.mpf(Fraction(delta).numerator) / Fraction(delta).denominator
-        e = mpmath.mpf(Fraction(epsilon).numerator) / Fraction(epsilon).denominator
-        s = mpmath.mpf(Fraction(sensitivity).numerator) / Fraction(sensitivity).denominator
-        return _float_up(s * mpmath.sqrt(2 * mpmath.log(mpmath.mpf(5) / 4 / d)) / e)
+        d = min(_mp(r) for r in _readings(delta))
+        e = min(_mp(r) for r in _readings(epsilon))
+        s = max(_mp(r) for r in _readings(sensitivity))
+        return float_up(s * mpmath.sqrt(2 * mpmath.log(mpmath.mpf(5) / 4 / d)) / e)
 
 
 def analytic_delta(sigma: Any, epsilon: Any, sensitivity: Any = 1) -> float:
     """The exact δ(ε) of the Gaussian mechanism (Balle & Wang 2018, Thm. 8):
     ``Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)``, evaluated with 50 significant digits."""
     with mpmath.workdps(50):
-        s, e, d = mpmath.mpf(float(sigma)), mpmath.mpf(float(epsilon)), mpmath.mpf(float(sensitivity))
+        s, e, d = (v if isinstance(v, mpmath.mpf) else _mp(v) for v in (sigma, epsilon, sensitivity))
         a = d / (2 * s)
         b = e * s / d
         return float(mpmath.ncdf(a - b) - mpmath.exp(e) * mpmath.ncdf(-a - b))
@@ -92,6 +92,10 @@ def analytic_sigma(epsilon: Any, delta: Any, sensitivity: Any = 1) -> float:
             hi = mid
         else:
             lo = mid
+    # safe under every reading of the floats involved (binary value and repr, as the prover reads them)
+    while any(analytic_delta(s, e, d) > target
+              for s in _readings(hi) for e in _readings(epsilon) for d in _readings(sensitivity)):
+        hi = math.nextafter(hi, math.inf)
     return hi
 
 
@@ -207,9 +211,10 @@ class GaussianRDP(Gaussian):
         """σ = Δ sqrt(α/(2ε)), rounded up so that α Δ²/(2σ²) <= ε holds exactly; claims (α, ε)-RDP."""
         claim = RenyiDP(alpha, epsilon)
         _v.positive("sensitivity", sensitivity)
-        q = Fraction(claim.alpha) * Fraction(sensitivity) ** 2 / (2 * Fraction(claim.epsilon))
+        q = (max(_readings(claim.alpha)) * max(_readings(sensitivity)) ** 2
+             / (2 * min(_readings(claim.epsilon))))
         sigma = math.sqrt(float(q))
-        while Fraction(sigma) ** 2 < q:
+        while min(_readings(sigma)) ** 2 < q:
             sigma = math.nextafter(sigma, math.inf)
         return cls(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
                    calibration="rdp", claim=claim)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import mpmath
 import numpy as np
 import sympy as sp
 
@@ -20,7 +21,7 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
-from ._noise import log_up
+from ._noise import float_down, log_up
 
 __all__ = ["WarnerRR"]
 
@@ -59,11 +60,13 @@ class WarnerRR(Mechanism):
         claim = PureDP(epsilon)
         q = float(_v.probability("p_yes", p_yes, open_left=True, open_right=True))
         m = min(q, 1 - q)
-        e = math.exp(float(claim.epsilon))
-        # t + (1-t) m = e (1-t) m  ->  t (1 - m + e m) = e m - m  ->  t = m (e - 1) / (1 + m (e - 1))
-        t = m * (e - 1) / (1 + m * (e - 1))
-        t = math.nextafter(t, 0.0)
-        return cls(p_truth=t, p_yes=p_yes, claim=claim)
+        # t + (1-t) m = e (1-t) m  ->  t (1 - m + e m) = e m - m  ->  t = m (e - 1) / (1 + m (e - 1));
+        # t increases with e, so take the smallest reading of epsilon and round t down
+        with mpmath.workdps(50):
+            eps = min(mpmath.mpf(float(claim.epsilon)), mpmath.mpf(repr(float(claim.epsilon))))
+            m_mp = mpmath.mpf(Fraction(m).numerator) / Fraction(m).denominator
+            t = m_mp * (mpmath.exp(eps) - 1) / (1 + m_mp * (mpmath.exp(eps) - 1))
+            return cls(p_truth=float_down(t), p_yes=p_yes, claim=claim)
 
     @property
     def input_spec(self) -> InputSpec:
