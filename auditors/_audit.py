@@ -35,6 +35,8 @@ _RENYI_DELTA = 1e-6
 _MAX_PAIRS = 4
 _CHUNK = 1_000_000      # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000    # samples per chunk for fn(data) called in a loop
+_TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
+_TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 
 
 def _optional(module: str):
@@ -288,7 +290,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
 
     if catalog:
-        pairs, pair_how = _pairs_for_catalog(mechanism, data, neighbor, seed=seed, budget=train_n,
+        pairs, pair_how = _pairs_for_catalog(mechanism, data, neighbor, seed=seed, budget=max(100, min(train_n, 100_000)),
                                              candidate_witnesses=candidate_witnesses)
         spec_fn = mechanism._sample
         sampler = _runner.Sampler(lambda d, n, rng, _f=spec_fn: _f(d, n, rng), name, True)
@@ -307,18 +309,20 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     notes: list[str] = []
 
     # ---- phase 1: training samples, propose and rank events
-    chunk_train = _CHUNK if vectorized else _LOOP_CHUNK
+    chunk_train = _TRAIN_CHUNK if vectorized else _LOOP_CHUNK
     train_bar = _runner.Progress(2 * len(pairs) * math.ceil(train_n / chunk_train), show and not vectorized,
                                  f"training {name}")
     ref = None
     per_pair_props: list[list[tuple[str, Event]]] = []
     trains: list[tuple[np.ndarray, np.ndarray]] = []
     kind = None
+    train_used = 0
     for p, (a, b) in enumerate(pairs):
         ta = _runner.draw(sampler, a, train_n, seed=seed, phase=_runner.TRAINING, pair=p, side=0, chunk=chunk_train,
-                          ref=ref, label=f"training (data side of pair {p})", progress=train_bar)
+                          ref=ref, label=f"training (data side of pair {p})", progress=train_bar,
+                          max_elements=_TRAIN_ELEMENTS)
         ref = _runner.signature(ta)
-        tb = _runner.draw(sampler, b, train_n, seed=seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk_train,
+        tb = _runner.draw(sampler, b, len(ta), seed=seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk_train,
                           ref=ref, label=f"training (neighbor side of pair {p})", progress=train_bar)
         kind = _ev.output_kind(ta)
         shifts = _fl.shifts_from_pair(a, b)
@@ -329,6 +333,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
                            shifts=shifts, notes=notes)
         per_pair_props.append(props)
         trains.append((ta[half:], tb[half:]))
+        train_used = max(train_used, len(ta))
 
     train_bar.close()
     level_guess = _stats.bonferroni_level(confidence, max_events)
@@ -388,10 +393,10 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         cnt = {"hits_data": int(counts[p][0][i]), "hits_neighbor": int(counts[p][1][i]),
                "n_data": cert_n, "n_neighbor": cert_n}
     sources = sorted({c.source for c in chosen})
-    method = (f"events chosen on {train_n} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
+    method = (f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
               f"certified on {cert_n} fresh samples a side: {stat_method}")
     extra = {
-        "output_kind": kind, "train_samples": train_n, "certification_samples": cert_n,
+        "output_kind": kind, "train_samples": train_used, "certification_samples": cert_n,
         "workers": use_workers, "ideal_numerics": ideal_numerics, "proposed_events": sum(len(x) for x in per_pair_props),
         "direction": None if best < 0 else ("data over neighbor" if chosen[best].forward else "neighbor over data"),
         "p1_low": None if best < 0 else float(eb.p1_low[best]), "p0_high": None if best < 0 else float(eb.p0_high[best]),

@@ -149,16 +149,22 @@ def chunk_plan(total: int, chunk: int) -> list[tuple[int, int]]:
 
 
 def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair: int, side: int, chunk: int,
-         ref: tuple | None = None, label: str = "", progress: "Progress | None" = None) -> np.ndarray:
-    """All ``total`` outputs of one side (training: kept in memory), drawn chunk by chunk."""
+         ref: tuple | None = None, label: str = "", progress: "Progress | None" = None,
+         max_elements: int | None = None) -> np.ndarray:
+    """All ``total`` outputs of one side (training: kept in memory), drawn chunk by chunk; stops
+    early once ``max_elements`` output entries are held (wide vector outputs)."""
     parts = []
+    held = 0
     for c, (start, size) in enumerate(chunk_plan(total, chunk)):
+        if max_elements is not None and parts and held >= max_elements:
+            break
         where = f"{label} chunk {c}"
         arr = sampler(data, size, rng_for(seed, phase, pair, side, c), where=where, start=start)
         if ref is None:
             ref = signature(arr)
         check_signature(arr, ref, sampler.name, where)
         parts.append(arr)
+        held += arr.size
         if progress:
             progress.update()
     if len(parts) == 1:
