@@ -149,9 +149,18 @@ class ExponentialMedian(Mechanism):
         b = exact(self.beta)
         v = sp.Symbol("v", integer=True)
         w, c = np.unique(x, return_counts=True)
-        score = -sp.Abs(sp.Add(*[int(ci) * sp.sign(int(wi) - v) for wi, ci in zip(w, c)]))
-        z = sp.Add(*[int(ln) * sp.exp(b * int(sc)) for ln, sc in zip(lengths, scores)])
-        expr = sp.exp(b * score) / z
+        # unevaluated: sympy's Abs/Add simplification is quadratic in the number of terms
+        neg_v = sp.Mul(sp.S.NegativeOne, v, evaluate=False)
+        terms = [sp.Mul(sp.Integer(int(ci)), sp.sign(sp.Add(sp.Integer(int(wi)), neg_v, evaluate=False), evaluate=False),
+                        evaluate=False) for wi, ci in zip(w, c)]
+        score = sp.Mul(sp.S.NegativeOne, sp.Abs(sp.Add(*terms, evaluate=False), evaluate=False), evaluate=False)
+        by_score: dict[int, int] = {}
+        for ln, sc in zip(lengths.tolist(), scores.tolist()):
+            by_score[sc] = by_score.get(sc, 0) + ln
+        z = sp.Add(*[sp.Mul(sp.Integer(ln), sp.exp(sp.Mul(b, sp.Integer(sc), evaluate=False), evaluate=False),
+                            evaluate=False) for sc, ln in sorted(by_score.items())], evaluate=False)
+        expr = sp.Mul(sp.exp(sp.Mul(b, score, evaluate=False), evaluate=False), sp.Pow(z, -1, evaluate=False),
+                      evaluate=False)
         outcomes = tuple(range(top + 1)) if self.bits <= _ENUMERATE_BITS else None
         return FunctionLaw("discrete", log_prob, (v,), expr, outcomes=outcomes)
 
