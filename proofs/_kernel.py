@@ -581,6 +581,13 @@ class ProofBuilder:
         self.steps.append(ob)
         return ob
 
+    def fact(self, statement: str, justification: str) -> Obligation:
+        """A structural step argued in words (independence, exhaustive cases, a definition), recorded
+        with checker ``"structural"``: nothing symbolic to decide, and no engine is claimed to check it."""
+        ob = Obligation(statement, sp.true, justification, "structural", True, "argued in the justification")
+        self.steps.append(ob)
+        return ob
+
     def add(self, obligations: Iterable[Obligation]) -> list[Obligation]:
         obs = list(obligations)
         self.steps.extend(obs)

@@ -64,9 +64,8 @@ def prove(mechanism) -> Proof:
 
     with pb.phase("derive"):
         pb.add(lemmas.post_processing("rounding to the grid g·Z after adding the noise"))
-        pb.check("rotation invariance: for N(x, σ²I) vs N(x', σ²I) the loss depends on y only through "
-                 "<y - x, x' - x>/||x' - x||, reducing to one dimension with Δ = ||x - x'||_2", sp.true,
-                 "N(0, σ²I) is rotation invariant; the orthogonal coordinates' factors cancel")
+        pb.fact("rotation invariance: for N(x, σ²I) vs N(x', σ²I) the loss depends on y only through "
+                 "<y - x, x' - x>/||x' - x||, reducing to one dimension with Δ = ||x - x'||_2", "N(0, σ²I) is rotation invariant; the orthogonal coordinates' factors cancel")
 
     claim = pb.claim
     with pb.phase("judge"):

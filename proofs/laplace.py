@@ -43,13 +43,12 @@ def laplace_l1_steps(pb: ProofBuilder, dim: int, *, grid: str) -> None:
     loss = sp.log(T * sp.exp(-sp.Abs(y - c) / b)) - sp.log(T * sp.exp(-sp.Abs(y - c2) / b))
     pb.check(f"one coordinate's log-space loss: ln P(y|c) - ln P(y|c') = (|y - c'| - |y - c|)/b (normaliser T cancels; {grid})",
              sp.Eq(loss, (sp.Abs(y - c2) - sp.Abs(y - c)) / b), "expand_log, T > 0")
-    pb.check("the pmf is a product over coordinates, so the loss is the sum of the coordinates' losses", sp.true,
-             "independent noise per coordinate; ln of a product")
+    pb.fact("the pmf is a product over coordinates, so the loss is the sum of the coordinates' losses", "independent noise per coordinate; ln of a product")
     if dim <= 6:
         pb.add(lemmas.l1_triangle(dim))
     else:
         pb.add(lemmas.triangle_inequality())
-        pb.check(f"sum the 1-D triangle inequality over the {dim} coordinates", sp.true, "inequalities add")
+        pb.fact(f"sum the 1-D triangle inequality over the {dim} coordinates", "inequalities add")
     A, s = sym("A"), slack("s")
     pb.check("divide by b > 0: A <= B implies A/b <= B/b (B = A + s, s >= 0)", sp.Le(A / b, (A + s) / b), "slack, b > 0")
 

@@ -47,7 +47,7 @@ def prove(mechanism) -> Proof:
             pb.check(f"[case {hyp}] loss ln P(y|x) - ln P(y|x') = {value} (normaliser Z cancels in log space)",
                      sp.Eq(loss, value), "expand_log; Z > 0")
             pb.check(f"[case {hyp}] loss <= L", sp.Le(value, L), "L >= 0")
-        pb.check("the three cases are exhaustive for x != x'", sp.true, "y = x, y = x', or neither")
+        pb.fact("the three cases are exhaustive for x != x'", "y = x, y = x', or neither")
         bound = L_val
         pb.check("instantiate: L >= 0", sp.Ge(L_val, 0), "parameter")
 

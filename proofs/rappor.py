@@ -54,10 +54,8 @@ def prove(mechanism) -> Proof:
         L = sym("L", nonnegative=True)
         keep, flip = sp.exp(L) / (1 + sp.exp(L)), 1 / (1 + sp.exp(L))
         pb.check("each bit's law sums to 1", sp.Eq(keep + flip, 1), "algebra")
-        pb.check("independence: ln P(y|x) = Σ_j ln P_j(y_j | b_j) (bits flipped independently)", sp.true,
-                 "the sampler draws k independent uniforms, one per bit")
-        pb.check("onehot(x) and onehot(x') differ exactly in bits x and x'; the other k - 2 factors cancel", sp.true,
-                 "one-hot encoding, x != x'")
+        pb.fact("independence: ln P(y|x) = Σ_j ln P_j(y_j | b_j) (bits flipped independently)", "the sampler draws k independent uniforms, one per bit")
+        pb.fact("onehot(x) and onehot(x') differ exactly in bits x and x'; the other k - 2 factors cancel", "one-hot encoding, x != x'")
         bit = {True: sp.log(keep) - sp.log(flip), False: sp.log(flip) - sp.log(keep)}
         pb.check("a differing bit reported as b_j contributes ln(keep/flip) = L", sp.Eq(bit[True], L), "expand_log")
         pb.check("a differing bit reported as 1 - b_j contributes ln(flip/keep) = -L", sp.Eq(bit[False], -L), "expand_log")
@@ -65,7 +63,7 @@ def prove(mechanism) -> Proof:
             v = (L if a else -L) + (L if b else -L)
             pb.check(f"[case bit x {'kept' if a else 'flipped'}, bit x' {'kept' if b else 'flipped'}] loss {v} <= 2L",
                      sp.Le(v, 2 * L), "L >= 0")
-        pb.check("the four cases are exhaustive", sp.true, "each differing bit is kept or flipped")
+        pb.fact("the four cases are exhaustive", "each differing bit is kept or flipped")
         bound = 2 * L_val
 
     with pb.phase("implementation"):

@@ -38,8 +38,7 @@ def prove(mechanism) -> Proof:
         p11, p10 = model_pmf(t, q, 1, 1), model_pmf(t, q, 0, 1)
         pb.check("P(1|1) - P(1|0) = t >= 0", sp.Ge(p11 - p10, 0), "t >= 0")
         pb.check("P(0|0) - P(0|1) = t >= 0", sp.Ge((1 - p10) - (1 - p11), 0), "t >= 0")
-        pb.check("the four (x, x', y) losses are ±A, ±B with A = ln P(1|1)/P(1|0), B = ln P(0|0)/P(0|1); sup = max(A, B)",
-                 sp.true, "x' = 1 - x; ln(a/b) = -ln(b/a)")
+        pb.fact("the four (x, x', y) losses are ±A, ±B with A = ln P(1|1)/P(1|0), B = ln P(0|0)/P(0|1); sup = max(A, B)", "x' = 1 - x; ln(a/b) = -ln(b/a)")
         probs = {(x, y): model_pmf(t_val, q_val, x, y) for x in (0, 1) for y in (0, 1)}
         cand = []  # (loss, data, neighbor, output)
         for y, x, x2 in ((1, 1, 0), (0, 0, 1)):
