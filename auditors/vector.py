@@ -46,7 +46,11 @@ _MAX_PATTERNS = 4096           # exact pattern events when the pooled rows take 
 _ATOM_SHARE = 0.01             # a value repeated in >= 1% of a continuous column's rows is an atom
 _MAX_FIT_ROWS = 250_000        # rows per side used to fit the score (the rest choose thresholds)
 _WALD_KEEP = 4.0               # sparse refit keeps features with |Wald z| >= this
-_MIN_HITS = 8                  # a threshold needs this many held-out hits on the favoured side
+_MIN_HITS = 25                 # a threshold needs this many held-out hits on the favoured side
+_MAX_THRESHOLDS = 64           # a score with more distinct values is cut at this many tail quantiles
+_HOLDOUT_SE = 1.0              # thresholds are judged at (projected bound) - 1 held-out standard error
+_VOTE_Z = 0.5                  # the vote score counts bounded features whose univariate |z| >= this
+_VOTE_REL = 0.25               # ... and >= this share of the strongest coordinate's |z|
 
 
 # --------------------------------------------------------------------------- public API
@@ -107,13 +111,13 @@ def _as_matrix(name: str, arr) -> np.ndarray:
 # --------------------------------------------------------------------------- events
 
 class _ScoreEvent:
-    """{x : s(x) >= t} or {x : s(x) <= t} for a linear score on a feature map (picklable)."""
+    """{x : s(x) >= t} or {x : s(x) <= t} for a score object with ``k`` and ``score(rows)`` (picklable)."""
 
-    def __init__(self, fmap: "_FeatureMap", weights: np.ndarray, threshold: float, above: bool) -> None:
-        self.fmap, self.weights, self.threshold, self.above = fmap, weights, threshold, above
+    def __init__(self, scorer, threshold: float, above: bool) -> None:
+        self.scorer, self.threshold, self.above = scorer, threshold, above
 
     def score(self, outputs: np.ndarray) -> np.ndarray:
-        return self.fmap.transform(_rows(outputs, self.fmap.k)) @ self.weights
+        return self.scorer.score(_rows(outputs, self.scorer.k))
 
     def __call__(self, outputs: np.ndarray) -> np.ndarray:
         s = self.score(outputs)
@@ -196,6 +200,36 @@ class _FeatureMap:
     def n_features(self) -> int:
         return len(self.names)
 
+    def score(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``transform(x) @ w`` without building the feature matrix (features of weight 0 skipped)."""
+        s = np.zeros(len(x))
+        f = 0
+        for c in self.columns:
+            nf = len(c.values) + (2 if c.kind == "continuous" else 0)
+            wc = w[f:f + nf]
+            if not np.any(wc):
+                f += nf
+                continue
+            v = x[:, c.j]
+            for i, val in enumerate(c.values):
+                if wc[i] != 0:
+                    s[v == val] += wc[i]
+            if c.kind == "continuous":
+                vf = v.astype(float)
+                part = np.zeros(len(x))
+                if wc[-2] != 0:
+                    part += wc[-2] * np.clip((vf - c.center) / c.scale, -50, 50)
+                if wc[-1] != 0:
+                    if c.hi > c.lo:
+                        part += wc[-1] * ((np.clip(vf, c.lo, c.hi) - c.lo) / (c.hi - c.lo))
+                    else:
+                        part += wc[-1] * (vf > c.lo)
+                if len(c.values):
+                    part[np.isin(v, c.values)] = 0.0
+                s += part
+            f += nf
+        return s
+
     def transform(self, x: np.ndarray) -> np.ndarray:
         out = np.empty((len(x), self.n_features))
         f = 0
@@ -219,6 +253,62 @@ class _FeatureMap:
 
 def _fmt(v) -> str:
     return f"{float(v):.4g}"
+
+
+class _LinearScorer:
+    """s(x) = Σ_f w_f · feature_f(x) on a feature map."""
+
+    def __init__(self, fmap: "_FeatureMap", w: np.ndarray) -> None:
+        self.fmap, self.w, self.k = fmap, w, fmap.k
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return self.fmap.score(x, self.w)
+
+
+class _TiedScorer:
+    """s(x) = Σ_j ramp(sign_j · (x_j − c_j)) with one ramp shared by the continuous coordinates.
+
+    For many coordinates with the same small shift (20 parallel Laplace mechanisms) each
+    coordinate's own ramp is estimated from one column, the shared ramp from all of them pooled;
+    between the pooled medians it is the exact log-likelihood ratio of a Laplace location shift.
+    ``sign_j`` orients coordinate j so that the data side is the upper one."""
+
+    def __init__(self, k: int, cols: np.ndarray, centers: np.ndarray, signs: np.ndarray, lo: float, hi: float) -> None:
+        self.k, self.cols, self.centers, self.signs, self.lo, self.hi = k, cols, centers, signs, lo, hi
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        d = (x[:, self.cols].astype(float) - self.centers) * self.signs
+        if self.hi > self.lo:
+            r = (np.clip(d, self.lo, self.hi) - self.lo) / (self.hi - self.lo)
+        else:
+            r = (d > self.lo).astype(float)
+        return r.sum(axis=1)
+
+    def describe(self) -> str:
+        cols = ", ".join(f"{'-' if sg < 0 else ''}(x{j} - {_fmt(c)})"
+                         for j, c, sg in zip(self.cols[:4], self.centers[:4], self.signs[:4]))
+        more = f", ... ({len(self.cols)} coordinates)" if len(self.cols) > 4 else ""
+        return f"Σ clip(d_j, {_fmt(self.lo)}, {_fmt(self.hi)}) over d_j in {cols}{more}"
+
+
+def _tied(fmap: "_FeatureMap", fa: np.ndarray, fb: np.ndarray) -> _TiedScorer | None:
+    cont = [c for c in fmap.columns if c.kind == "continuous"]
+    if len(cont) < 3:
+        return None
+    cols = np.array([c.j for c in cont])
+    centers = np.array([c.center for c in cont])
+    da = fa[:, cols].astype(float) - centers
+    db = fb[:, cols].astype(float) - centers
+    signs = np.sign(np.median(da, axis=0) - np.median(db, axis=0))
+    keep = signs != 0
+    if np.count_nonzero(keep) < 3:
+        return None
+    cols, centers, signs = cols[keep], centers[keep], signs[keep]
+    pa = (da[:, keep] * signs).ravel()
+    pb = (db[:, keep] * signs).ravel()
+    step = max(1, len(pa) // 2_000_000)
+    ma, mb = float(np.median(pa[::step])), float(np.median(pb[::step]))
+    return _TiedScorer(fmap.k, cols, centers, signs, min(ma, mb), max(ma, mb))
 
 
 # --------------------------------------------------------------------------- logistic regression
@@ -338,6 +428,12 @@ def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert, z: float) -> list
     sa, sb = np.sort(sa), np.sort(sb)
     ts = np.unique(np.concatenate([sa, sb]))
     na, nb = len(sa), len(sb)
+    if len(ts) > _MAX_THRESHOLDS:
+        # a continuous score: cut at tail probabilities on a geometric grid (few candidates, so the
+        # best held-out estimate is not just the luckiest of thousands)
+        tails = np.geomspace(_MIN_HITS / min(na, nb), 0.5, _MAX_THRESHOLDS // 2)
+        pooled = np.concatenate([sa, sb])
+        ts = np.unique(np.quantile(pooled, np.concatenate([tails, 1 - tails]), method="inverted_cdf"))
     sizes = (n_cert,) if isinstance(n_cert, (int, np.integer)) else tuple(n_cert)
     out: list[_Choice] = []
     for above in (True, False):
@@ -351,15 +447,22 @@ def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert, z: float) -> list
         for favours_a in (True, False):
             num, den, hits = (pa, pb, ca) if favours_a else (pb, pa, cb)
             picked: set[int] = set()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # standard error of the held-out log ratio: selection noise, not certification
+                se = np.sqrt((1 - num) / (num * min(na, nb)) + (1 - den) / (den * min(na, nb)))
             for n in sizes:
-                n_eff = 1.0 / (1.0 / n + 1.0 / min(na, nb))
-                val = _projected(num, den, n_eff, z)
+                val = _projected(num, den, float(n), z) - _HOLDOUT_SE * np.nan_to_num(se, nan=np.inf)
                 val[hits < _MIN_HITS] = -np.inf
                 val[(num >= 1.0) & (den >= 1.0)] = -np.inf  # the whole space
                 i = int(np.argmax(val))
                 if np.isfinite(val[i]) and val[i] > 0 and i not in picked:
                     picked.add(i)
-                    out.append(_Choice(float(val[i]), above, float(ts[i]), favours_a, float(pa[i]), float(pb[i])))
+                    # cut half-way to the next score value: the event does not hinge on rounding
+                    if above:
+                        t = float(ts[i]) if i == 0 else (float(ts[i - 1]) + float(ts[i])) / 2
+                    else:
+                        t = float(ts[i]) if i == len(ts) - 1 else (float(ts[i]) + float(ts[i + 1])) / 2
+                    out.append(_Choice(float(val[i]), above, t, favours_a, float(pa[i]), float(pb[i])))
     return out
 
 
@@ -394,13 +497,23 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confi
             w = np.zeros(fmap.n_features)
             w[keep] = w_sp[:-1]
             variants.append(("sparse logistic regression", w, keep))
-        xa_h, xb_h = fmap.transform(ha), fmap.transform(hb)
+        votes = _votes(fmap, xf, y)
+        if votes is not None:
+            variants.append(("signed vote of bounded features", votes, np.flatnonzero(votes)))
         for label, w, used in variants:
-            sa, sb = xa_h @ w, xb_h @ w
+            scorer = _LinearScorer(fmap, w)
+            sa, sb = scorer.score(ha), scorer.score(hb)
             for ch in _choose_thresholds(sa, sb, n_cert, z):
-                ev = _ScoreEvent(fmap, w, ch.threshold, ch.above)
                 desc = _describe_score(label, fmap, w, used, ch)
-                scored.append((ch.value, desc, Event(ev, desc)))
+                scored.append((ch.value, desc, Event(_ScoreEvent(scorer, ch.threshold, ch.above), desc)))
+        tied = _tied(fmap, fa, fb)
+        if tied is not None:
+            sa, sb = tied.score(ha), tied.score(hb)
+            for ch in _choose_thresholds(sa, sb, n_cert, z):
+                desc = (f"learned score (tied coordinates) s = {tied.describe()}; event s {'>=' if ch.above else '<='} "
+                        f"{ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
+                        f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})")
+                scored.append((ch.value, desc, Event(_ScoreEvent(tied, ch.threshold, ch.above), desc)))
 
     scored.sort(key=lambda t: -t[0])
     out, seen = [], set()
@@ -412,6 +525,37 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confi
         if len(out) == max_events:
             break
     return out
+
+
+def _votes(fmap: _FeatureMap, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Weights ±1 on the [0, 1]-valued features (indicators, ramps) whose univariate difference
+    between the two sides has |z| >= _VOTE_Z, one feature per coordinate (its strongest).
+
+    Many weak coordinates that shift the same way (20 parallel Laplace mechanisms, the bits of
+    RAPPOR) have each too small an effect for the regression's weights to be estimated well; the
+    count of coordinates voting for one side is then close to the likelihood ratio's ordering."""
+    xa, xb = x[y == 1], x[y == 0]
+    diff = xa.mean(axis=0) - xb.mean(axis=0)
+    se = np.sqrt(xa.var(axis=0) / len(xa) + xb.var(axis=0) / len(xb))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zs = np.where(se > 0, diff / se, 0.0)
+    w = np.zeros(fmap.n_features)
+    f = 0
+    picks = []
+    for c in fmap.columns:
+        nf = len(c.values) + (2 if c.kind == "continuous" else 0)
+        bounded = list(range(f, f + len(c.values))) + ([f + nf - 1] if c.kind == "continuous" else [])
+        if bounded:
+            picks.append(max(bounded, key=lambda i: abs(zs[i])))
+        f += nf
+    if not picks:
+        return None
+    # strong coordinates exist: leave out the weak ones (noise); else count every coordinate that leans
+    cut = max(_VOTE_Z, _VOTE_REL * max(abs(zs[i]) for i in picks))
+    for i in picks:
+        if abs(zs[i]) >= cut:
+            w[i] = np.sign(zs[i])
+    return w if np.count_nonzero(w) >= 2 else None
 
 
 def _pattern_events(coder: _PatternCoder, fa, fb, ha, hb, n_cert: tuple, z: float) -> list:
