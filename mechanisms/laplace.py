@@ -21,7 +21,6 @@ from dpharness import _validate as _v
 from dpharness.core import (
     BoundedChange, Claim, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval,
 )
-from dpharness.errors import ParameterError
 from dpharness.registry import register
 
 from ._noise import (

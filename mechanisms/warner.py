@@ -6,7 +6,6 @@ truthfully; otherwise they flip a second coin and answer "yes" (1) with probabil
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -21,7 +20,7 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
-from ._noise import float_down, log_up
+from ._noise import _readings, float_down, log_up
 
 __all__ = ["WarnerRR"]
 
@@ -58,8 +57,8 @@ class WarnerRR(Mechanism):
         max((t + (1-t)q)/((1-t)q), (1 - (1-t)q)/(1 - t - (1-t)q)); solving for t with q = 1/2 gives
         t = tanh(ε/2). For general q, t solves (t + (1-t)m)/((1-t)m) = e^ε with m = min(q, 1-q)."""
         claim = PureDP(epsilon)
-        q = float(_v.probability("p_yes", p_yes, open_left=True, open_right=True))
-        m = min(q, 1 - q)
+        _v.probability("p_yes", p_yes, open_left=True, open_right=True)
+        m = min(min(r, 1 - r) for r in _readings(p_yes))  # exact; the smallest reading of a float
         # t + (1-t) m = e (1-t) m  ->  t (1 - m + e m) = e m - m  ->  t = m (e - 1) / (1 + m (e - 1));
         # t increases with e, so take the smallest reading of epsilon and round t down
         with mpmath.workdps(50):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpharness import AddRemove, ApproxDP, BoundedChange, ParameterError, PureDP, RenyiDP, Substitute
+from dpharness import ApproxDP, BoundedChange, ParameterError, PureDP, RenyiDP, Substitute
 from dpharness.mechanisms import _noise
 from dpharness.mechanisms.clamped import ClampedCount, ClampedMean, ClampedSum, ClampedSumUnclamped
 from dpharness.mechanisms.discrete_laplace import DiscreteLaplace
