@@ -5,7 +5,10 @@ tool versions a report records. Private: the public surface is :mod:`dpharness.c
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import time
 import traceback
 from fractions import Fraction
@@ -164,18 +167,46 @@ def run_audit(mechanism: Mechanism, proof: Any = None, *, samples: int, seed: in
                           ideal_numerics=ideal_numerics, candidate_witnesses=witnesses)
 
 
+class PhaseTimeout(Exception):
+    """A prove/audit phase ran past the gate's per-phase time limit (``--timeout``)."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None, what: str):
+    """Raise PhaseTimeout in the main thread after ``seconds`` (SIGALRM; a no-op where unavailable).
+    Pure-Python work (sympy, the auditor's loops) is interrupted; a long C call ends first."""
+    usable = (seconds is not None and hasattr(signal, "SIGALRM")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise PhaseTimeout(f"{what} gave up after {seconds:g} s (raise --timeout to allow more)")
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
-          report_dir: str | None = None) -> dict:
+          report_dir: str | None = None, timeout: float | None = None) -> dict:
     """Prove and audit one registered mechanism at its defaults; a JSON-safe summary (picklable, so it
     runs in a worker process). ``ok`` is the gate's judgement: for a correct mechanism, PROVED and the
-    audit passed; for a gallery mechanism, the bug was caught (not PROVED, or the audit flagged it)."""
+    audit passed; for a gallery mechanism, the bug was caught (not PROVED, or the audit flagged it).
+    ``timeout`` limits the proof and the audit separately; a phase that runs out is not a pass
+    (a gallery bug already refuted by its proof still counts as caught)."""
     from . import registry
     from ._json import jsonable
 
     for module in modules:
         registry.load_module(module)
     out: dict[str, Any] = {"name": name, "buggy": None, "ok": False, "caught": False, "error": None,
-                           "proof": None, "audit": None, "seconds": {}}
+                           "proof": None, "audit": None, "audit_error": None, "seconds": {}}
     try:
         mechanism = registry.get(name)()
         out["buggy"] = bool(mechanism.buggy)
@@ -183,14 +214,23 @@ def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
         out["claim"] = mechanism.claim.describe()
         out["source_hash"] = mechanism.source_hash()
         t0 = time.perf_counter()
-        proof = run_proof(mechanism)
+        with deadline(timeout, f"the proof of {name}"):
+            proof = run_proof(mechanism)
         out["seconds"]["prove"] = time.perf_counter() - t0
         out["proof"] = proof.to_dict()
+        proved = proof.verdict.value == "PROVED"
         t0 = time.perf_counter()
-        result = run_audit(mechanism, proof, samples=samples, seed=seed)
+        try:
+            with deadline(timeout, f"the audit of {name}"):
+                result = run_audit(mechanism, proof, samples=samples, seed=seed)
+        except PhaseTimeout as exc:
+            out["seconds"]["audit"] = time.perf_counter() - t0
+            out["audit_error"] = str(exc)
+            out["caught"] = not proved
+            out["ok"] = bool(mechanism.buggy and not proved)
+            return out
         out["seconds"]["audit"] = time.perf_counter() - t0
         out["audit"] = result.to_dict()
-        proved = proof.verdict.value == "PROVED"
         out["caught"] = (not proved) or (not result.passed)
         out["ok"] = out["caught"] if mechanism.buggy else (proved and result.passed)
         if report_dir is not None:
@@ -199,7 +239,7 @@ def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
             t0 = time.perf_counter()
             report.write(report.build(mechanism, proof=proof, audit=result, samples=samples, seed=seed), report_dir)
             out["seconds"]["report"] = time.perf_counter() - t0
-    except DPHarnessError as exc:
+    except (DPHarnessError, PhaseTimeout) as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # a crash in a prover/auditor must fail the gate, with its traceback
         out["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 __all__ = ["main", "GATE_SAMPLES", "AUDIT_SAMPLES", "DEFAULT_SEED"]
 
 GATE_SAMPLES = 200_000      # per side, per mechanism; sized so the built-in gate stays under 2 min on 2 cores
+GATE_TIMEOUT = 90.0         # seconds per phase (proof, audit) and mechanism
 AUDIT_SAMPLES = 1_000_000   # per side for `dpharness audit`
 DEFAULT_SEED = 0
 
@@ -62,6 +63,16 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer seed") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
     return value
 
 
@@ -111,6 +122,8 @@ def _build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     gate.add_argument("--jobs", type=_positive_int, default=None,
                       help="worker processes (default: number of CPUs; 1 runs in this process)")
+    gate.add_argument("--timeout", type=_seconds, default=GATE_TIMEOUT,
+                      help=f"seconds allowed per phase (proof, audit) per mechanism (default {GATE_TIMEOUT:g})")
 
     report = sub.add_parser("report", parents=[common], help="write proof/audit reports (Markdown + HTML)")
     report.add_argument("names", nargs="*", metavar="NAME", help="mechanisms (default: every built-in)")
@@ -118,6 +131,8 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
     report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     report.add_argument("--jobs", type=_positive_int, default=None, help="worker processes (default: CPUs)")
+    report.add_argument("--timeout", type=_seconds, default=4 * GATE_TIMEOUT,
+                        help=f"seconds allowed per phase per mechanism (default {4 * GATE_TIMEOUT:g})")
     return parser
 
 
@@ -300,9 +315,12 @@ def _gate_line(res: dict) -> str:
     caught = ""
     if res["buggy"]:
         caught = "  bug caught" if res["caught"] else "  BUG SLIPPED THROUGH"
-    return (f"{status}  {res['name']}: proof {p['verdict']} (ε ≤ {fmt(p['bound'])}); "
-            f"audit ε_lb={fmt(a['epsilon_lower_bound'])} vs claim {fmt(a['epsilon'])} "
-            f"{'passed' if a['passed'] else 'VIOLATION'}{caught}  [{secs:.1f}s]")
+    if a is None:
+        audit = f"audit not finished: {res.get('audit_error')}"
+    else:
+        audit = (f"audit ε_lb={fmt(a['epsilon_lower_bound'])} vs claim {fmt(a['epsilon'])} "
+                 f"{'passed' if a['passed'] else 'VIOLATION'}")
+    return f"{status}  {res['name']}: proof {p['verdict']} (ε ≤ {fmt(p['bound'])}); {audit}{caught}  [{secs:.1f}s]"
 
 
 def _cmd_gate(args) -> int:
@@ -318,7 +336,7 @@ def _cmd_gate(args) -> int:
         return EXIT_USAGE
     start = time.perf_counter()
     results = _run_many(names, args.jobs, check, samples=args.samples, seed=args.seed,
-                        modules=tuple(args.modules), report_dir=args.report)
+                        modules=tuple(args.modules), report_dir=args.report, timeout=args.timeout)
     elapsed = time.perf_counter() - start
     passed = all(r["ok"] for r in results)
     if args.report:
@@ -364,6 +382,8 @@ def _write_junit(path: str, results: list[dict], *, gallery: bool, elapsed: floa
             if p["witness"]:
                 details.append(f"  witness: {p['witness']}")
             details += [f"  note: {n}" for n in p["notes"]]
+        if r.get("audit_error"):
+            details.append(f"audit not finished: {r['audit_error']}")
         if r.get("audit"):
             a = r["audit"]
             for k in ("epsilon_lower_bound", "passed", "epsilon", "delta", "confidence", "samples", "seed"):
@@ -380,7 +400,9 @@ def _write_junit(path: str, results: list[dict], *, gallery: bool, elapsed: floa
                 why = []
                 if r["proof"]["verdict"] != "PROVED":
                     why.append(f"proof {r['proof']['verdict']}")
-                if not r["audit"]["passed"]:
+                if r["audit"] is None:
+                    why.append(f"audit not finished: {r.get('audit_error')}")
+                elif not r["audit"]["passed"]:
                     why.append(f"audit certified ε ≥ {r['audit']['epsilon_lower_bound']} > {r['audit']['epsilon']}")
                 msg = "; ".join(why)
             ET.SubElement(case, "failure", message=msg).text = "\n".join(details)
@@ -401,7 +423,7 @@ def _cmd_report(args) -> int:
     if not names:
         _err("no mechanisms are registered; nothing to report.")
         return EXIT_USAGE
-    kwargs = {"out": args.out, "seed": args.seed}
+    kwargs = {"out": args.out, "seed": args.seed, "timeout": args.timeout}
     if args.samples is not None:
         kwargs["samples"] = args.samples
     results = _run_many(names, args.jobs, report.generate, **kwargs)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._json import jsonable
-from ._run import audit_target, fmt, run_audit, run_proof, tool_versions
+from ._run import PhaseTimeout, audit_target, deadline, fmt, run_audit, run_proof, tool_versions
 from .core import Mechanism
 
 __all__ = ["Report", "build", "write", "generate", "write_index", "read_metadata", "REPORT_SAMPLES",
@@ -64,17 +64,21 @@ class Report:
 # --------------------------------------------------------------------------- building
 
 def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples: int = REPORT_SAMPLES,
-          seed: int = 0, curve_sizes: tuple[int, ...] = CURVE_SIZES, plot_samples: int = PLOT_SAMPLES) -> Report:
-    """Prove (unless ``proof`` is given), audit (unless ``audit`` is given), draw the plots."""
+          seed: int = 0, curve_sizes: tuple[int, ...] = CURVE_SIZES, plot_samples: int = PLOT_SAMPLES,
+          timeout: float | None = None) -> Report:
+    """Prove (unless ``proof`` is given), audit (unless ``audit`` is given), draw the plots.
+    ``timeout``: seconds allowed to the proof, the audit and the plots each."""
     proof_error = audit_error = None
     if proof is None:
         try:
-            proof = run_proof(mechanism)
+            with deadline(timeout, f"the proof of {mechanism.name}"):
+                proof = run_proof(mechanism)
         except Exception as exc:  # the page says so; it does not vanish
             proof_error = f"{type(exc).__name__}: {exc}"
     if audit is None:
         try:
-            audit = run_audit(mechanism, proof, samples=samples, seed=seed)
+            with deadline(timeout, f"the audit of {mechanism.name}"):
+                audit = run_audit(mechanism, proof, samples=samples, seed=seed)
         except Exception as exc:
             audit_error = f"{type(exc).__name__}: {exc}"
     meta = {
@@ -95,9 +99,10 @@ def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples
     }
     report = Report(mechanism, proof, audit, meta, None, proof_error=proof_error, audit_error=audit_error)
     try:
-        report.png = _plots(report, seed=seed, curve_sizes=tuple(s for s in curve_sizes if s < meta["samples"]),
-                            plot_samples=plot_samples)
-    except Exception as exc:
+        with deadline(timeout, f"the plots of {mechanism.name}"):
+            report.png = _plots(report, seed=seed, curve_sizes=tuple(s for s in curve_sizes if s < meta["samples"]),
+                                plot_samples=plot_samples)
+    except (Exception, PhaseTimeout) as exc:
         report.plot_note = f"plots unavailable: {type(exc).__name__}: {exc}"
     return report
 
@@ -451,12 +456,13 @@ def write(report: Report, out_dir: str) -> list[str]:
     return paths
 
 
-def generate(name: str, *, out: str, samples: int = REPORT_SAMPLES, seed: int = 0) -> dict:
+def generate(name: str, *, out: str, samples: int = REPORT_SAMPLES, seed: int = 0,
+             timeout: float | None = None) -> dict:
     """Build and write the report of the registered mechanism ``name`` at its defaults (worker entry)."""
     from .registry import get
 
     try:
-        report = build(get(name)(), samples=samples, seed=seed)
+        report = build(get(name)(), samples=samples, seed=seed, timeout=timeout)
         files = write(report, out)
         return {"name": name, "ok": report.proof is not None and report.audit is not None, "files": files,
                 "error": report.proof_error or report.audit_error}

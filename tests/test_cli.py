@@ -250,3 +250,20 @@ def test_console_script_usage_error():
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert "nokey" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gate_timeout_per_phase(fakes, capsys, monkeypatch):
+    import time
+
+    def slow_audit(*args, **kwargs):
+        time.sleep(5)
+        raise AssertionError("the deadline should have interrupted the audit")
+
+    monkeypatch.setattr(dpharness.auditors, "audit", slow_audit, raising=False)
+    start = time.perf_counter()
+    code, out, _ = run(capsys, "gate", "--jobs", "1", "--timeout", "0.3")
+    assert time.perf_counter() - start < 3
+    assert code == 1 and "FAIL  fake_coin" in out and "gave up after 0.3 s" in out
+    # a gallery bug refuted by its proof is caught even when the audit runs out of time
+    code, out, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--timeout", "0.3")
+    assert code == 0 and "PASS  fake_coin_bug" in out and "bug caught" in out
