@@ -17,9 +17,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
-from dpharness import ApproxDP, BoundedChange, ParameterError, PureDP, RenyiDP, Substitute
+from dpharness import AddRemove, ApproxDP, BoundedChange, ParameterError, PureDP, RenyiDP, Substitute
 from dpharness.mechanisms import _noise
 from dpharness.mechanisms.clamped import ClampedCount, ClampedMean, ClampedSum, ClampedSumUnclamped
 from dpharness.mechanisms.discrete_laplace import DiscreteLaplace
@@ -654,3 +656,46 @@ def test_the_goodness_of_fit_helpers_reject_a_wrong_law():
     rr = RandomizedResponse(k=4, log_odds=1.0).sample(0, N, np.random.default_rng(121))
     with pytest.raises(AssertionError, match="chi-square"):
         assert_matches_law(rr, RandomizedResponse(k=4, log_odds=1.03).law(0), np.arange(4), "rr")
+
+
+# --------------------------------------------------------------------------- properties (hypothesis)
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(bits=st.integers(2, 6), data=st.lists(st.integers(0, 63), max_size=8), extra=st.integers(0, 63),
+       substitute=st.booleans())
+def test_median_law_normalised_and_loss_bounded(bits, data, extra, substitute):
+    """For random data sets and neighbours the median's law sums to one over the grid, its runs
+    tile the grid, and the privacy loss never exceeds 2·beta·Δ (Δ = 1 add/remove, 2 substitution)."""
+    top = (1 << bits) - 1
+    d = np.array([min(x, top) for x in data], dtype=np.int64)
+    extra = min(extra, top)
+    relation = Substitute() if substitute else AddRemove()
+    m = ExponentialMedian.calibrated(1, bits=bits, relation=relation)
+    starts, lengths, _ = median_segments(d, bits)
+    assert lengths.sum() == top + 1 and np.all(starts[1:] == starts[:-1] + lengths[:-1])
+    if substitute:
+        if d.size == 0 or d[0] == extra:
+            return
+        e = d.copy()
+        e[0] = extra
+    else:
+        e = np.append(d, extra)
+    outs = np.arange(top + 1)
+    la, lb = m.law(d), m.law(e)
+    assert math.fsum(np.exp(la.log_prob(outs))) == pytest.approx(1, abs=1e-12)
+    assert max_loss(la, lb, outs) <= 1 + 1e-9
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(x=st.floats(-100, 100), shift=st.floats(-1, 1), sens=st.sampled_from([1, 0.3, 2.5]),
+       eps=st.sampled_from([0.5, 1, 2]))
+def test_laplace_loss_bounded_by_effective_sensitivity(x, shift, sens, eps):
+    """Calibrated grid Laplace: for any neighbours |x - x'| <= Δ the loss over a window of the grid
+    is at most ε (the rounding is accounted by effective_sensitivity)."""
+    m = Laplace.calibrated(eps, sensitivity=sens, granularity=2.0 ** -6)
+    a, b = np.array([x]), np.array([x + shift * sens])
+    if abs(b[0] - a[0]) > sens:
+        return
+    c = round(x * 64) / 64
+    outs = grid_window(c, 64 * 8, 2.0 ** -6)
+    assert max_loss(m.law(a), m.law(b), outs) <= eps + 1e-9
