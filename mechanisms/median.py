@@ -1,6 +1,6 @@
-"""The exponential-mechanism median over the integer grid ``0..2^bits - 1`` (McSherry & Talwar
-2007, "Mechanism design via differential privacy", FOCS, §3 — the median example), sampled by
-intervals as in the seed: between consecutive data points the score is constant, so an interval
+"""The exponential-mechanism median over the integer grid ``0..2^bits - 1``: the exponential
+mechanism (McSherry & Talwar 2007, "Mechanism design via differential privacy", FOCS) with the
+rank score of the median, sampled by intervals as in the seed: between consecutive data points the score is constant, so an interval
 is drawn with weight ``length * exp(beta * score)`` and then a point uniformly inside it. The cost
 is O(n log n) in the number of records and independent of ``bits`` (``bits = 32`` never
 enumerates 2^32 values).
