@@ -1,6 +1,6 @@
 """The discrete Laplace (two-sided geometric) mechanism on integer-valued queries
 (Ghosh, Roughgarden & Sundararajan 2009, "Universally utility-maximizing privacy mechanisms",
-STOC — the two-sided geometric mechanism; Canonne, Kamath & Steinke 2020 §2 for the name).
+STOC — the two-sided geometric mechanism).
 
 Integer query answers get integer noise with ``P(k) ∝ exp(-|k| / scale)``; no floats touch the
 output, so nothing leaks through float arithmetic."""

@@ -1,5 +1,6 @@
 """The exponential mechanism over a finite set of candidates (McSherry & Talwar 2007, "Mechanism
-design via differential privacy", FOCS, §2; Dwork & Roth 2014 Def. 3.4 / Thm. 3.10).
+design via differential privacy", FOCS; Dwork & Roth 2014, "The Algorithmic Foundations of
+Differential Privacy", Def. 3.4 and Thm. 3.10).
 
 Candidate ``r`` is chosen with probability proportional to ``exp(beta * u_r)``; with utilities of
 sensitivity Δ (each utility moves by at most Δ between neighbours) this is ``2·beta·Δ``-DP, so the

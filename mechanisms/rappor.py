@@ -1,5 +1,5 @@
 """Basic one-time RAPPOR (Erlingsson, Pihur & Korolova 2014, "RAPPOR: Randomized Aggregatable
-Privacy-Preserving Ordinal Response", CCS; §3, the permanent randomized response step with a
+Privacy-Preserving Ordinal Response", CCS: the permanent randomized response step, with a
 one-hot encoding instead of a Bloom filter).
 
 A record ``x`` in ``{0..k-1}`` is one-hot encoded into ``k`` bits ``B``; each bit is reported as
