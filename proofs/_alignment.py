@@ -199,11 +199,14 @@ def _is_le(a: sp.Expr, b: sp.Expr) -> bool:
 
 def sparse_vector(n: int, c: int, rho_scale: Any, nu_scale: Any, sensitivity: Any, epsilon: Any, *,
                   value_scale: Any = None, strict: bool = False, value_from_nu: bool = False,
-                  nu_zero: bool = False, cutoff: bool = True) -> AlignmentCheck:
+                  nu_zero: bool = False, cutoff: bool = True, value_sensitivity: Any = None) -> AlignmentCheck:
     """Sparse vector over ``n`` queries: ``ρ ~ Lap(rho_scale)``, ``ν_i ~ Lap(nu_scale)``; answer ⊤
     when ``q_i + ν_i >= T + ρ`` (``>`` if ``strict``), ⊥ otherwise; stop after ``c`` ⊤ (``cutoff``).
     With ``value_scale``, each ⊤ also releases ``q_i + ξ_i``, ``ξ_i ~ Lap(value_scale)`` (numerical
-    SVT). ``value_from_nu`` releases ``q_i + ν_i`` instead (Lyu et al. Alg. 3); ``nu_zero`` drops
+    SVT); the released value is computed from answers ``r_i`` with ``|r_i − r'_i| <= value_sensitivity``
+    (default Δ; e.g. answers rounded to a grid, whose sensitivity is ``ceil(Δ/g)·g``) and the value
+    alignment shifts by ``r_i − r'_i`` (a grid multiple, so also valid for grid-discrete noise).
+    ``value_from_nu`` releases ``q_i + ν_i`` instead (Lyu et al. Alg. 3); ``nu_zero`` drops
     the query noise (Alg. 5). The threshold T is a free real.
 
     Alignment (Lyu, Su & Li 2017 Thm. 2 proof; ShadowDP's SVT): ``s_ρ = Δ``; for a ⊤ answer
@@ -216,18 +219,21 @@ def sparse_vector(n: int, c: int, rho_scale: Any, nu_scale: Any, sensitivity: An
     brho = sp.sympify(rho_scale)
     answers = c if cutoff else n
     per_top = (0 if nu_zero else 2 * d / sp.sympify(nu_scale))
+    dv = d if value_sensitivity is None else sp.sympify(value_sensitivity)
     if value_scale is not None:
-        per_top += d / sp.sympify(value_scale)
+        per_top += dv / sp.sympify(value_scale)
     cost_bound = d / brho + min(answers, n) * per_top
     q = [z3.Real(f"q{i}") for i in range(n)]
     qp = [z3.Real(f"qp{i}") for i in range(n)]
     nu = [z3.Real(f"nu{i}") for i in range(n)]
     xi = [z3.Real(f"xi{i}") for i in range(n)]
+    rv = [z3.Real(f"r{i}") for i in range(n)]
+    rvp = [z3.Real(f"rp{i}") for i in range(n)]
     rho, T = z3.Real("rho"), z3.Real("T")
     variables = {"T": T, "rho": rho, **{f"q{i}": q[i] for i in range(n)}, **{f"q'{i}": qp[i] for i in range(n)},
                  **{f"nu{i}": nu[i] for i in range(n)}}
 
-    def run(qs: list, rho_v: Any, nus: list, xis: list) -> tuple[list, list, list]:
+    def run(qs: list, rs: list, rho_v: Any, nus: list, xis: list) -> tuple[list, list, list]:
         """(answered_i, top_i, value_i) as z3 terms, following the algorithm."""
         answered, tops, values = [], [], []
         count = z3.IntVal(0)
@@ -238,15 +244,15 @@ def sparse_vector(n: int, c: int, rho_scale: Any, nu_scale: Any, sensitivity: An
             top = z3.And(live, above)
             answered.append(live)
             tops.append(top)
-            values.append(noisy if value_from_nu else qs[i] + xis[i])
+            values.append(noisy if value_from_nu else rs[i] + xis[i])
             count = count + z3.If(top, 1, 0)
         return answered, tops, values
 
-    ans, tops, vals = run(q, rho, nu, xi)
+    ans, tops, vals = run(q, rv, rho, nu, xi)
     s_rho = dz
     s_nu = [z3.If(tops[i], dz + q[i] - qp[i], z3.RealVal(0)) for i in range(n)]
-    s_xi = [z3.If(tops[i], q[i] - qp[i], z3.RealVal(0)) for i in range(n)]
-    ans2, tops2, vals2 = run(qp, rho + s_rho, [nu[i] + s_nu[i] for i in range(n)],
+    s_xi = [z3.If(tops[i], rv[i] - rvp[i], z3.RealVal(0)) for i in range(n)]
+    ans2, tops2, vals2 = run(qp, rvp, rho + s_rho, [nu[i] + s_nu[i] for i in range(n)],
                              [xi[i] + s_xi[i] for i in range(n)])
     same = [z3.And(ans[i] == ans2[i], tops[i] == tops2[i]) for i in range(n)]
     if value_scale is not None or value_from_nu:
@@ -257,10 +263,12 @@ def sparse_vector(n: int, c: int, rho_scale: Any, nu_scale: Any, sensitivity: An
     if value_scale is not None:
         cost = cost + z3.Sum([_abs(s) for s in s_xi]) / _rv(sp.sympify(value_scale))
     pre = _neighbours(q, qp, dz)
+    if value_scale is not None:
+        pre = z3.And(pre, _neighbours(rv, rvp, _rv(dv)))
     obligations = [triangle_lemma()]
     ob1, cex1 = _valid(f"[n={n}] every output preserved by the alignment",
                        pre, z3.And(same),
-                       "s_ρ = Δ; s_ν_i = Δ + q_i - q'_i on ⊤, 0 on ⊥" + ("; s_ξ_i = q_i - q'_i on ⊤" if value_scale is not None else "")
+                       "s_ρ = Δ; s_ν_i = Δ + q_i - q'_i on ⊤, 0 on ⊥" + ("; s_ξ_i = r_i - r'_i on ⊤" if value_scale is not None else "")
                        + "; z3 over all real T, ρ, ν, q, q'", variables, f"SVT alignment keeps the output (n={n}, c={c})")
     ob2, cex2 = _valid(f"[n={n}] alignment cost <= {cost_bound}", pre, cost <= _rv(cost_bound),
                        f"at most {answers} ⊤ answers, each |Δ + q_i - q'_i| <= 2Δ (z3)", variables,
