@@ -15,7 +15,7 @@ from dpharness.core import ApproxDP, Event, PureDP, RenyiDP, Witness, exact
 
 from ._kernel import ProofBuilder, confirm_violation, exact_sign, exceeds
 
-__all__ = ["judge_pure", "check_law", "fmt"]
+__all__ = ["judge_pure", "check_law", "check_law_ratio", "fmt"]
 
 
 def fmt(value: Any) -> str:
@@ -113,3 +113,20 @@ def check_law(pb: ProofBuilder, mechanism: Any, inputs: Iterable[Any], outputs_o
 
 def _is_exact(v: Any) -> bool:
     return isinstance(v, (int, np.integer, Fraction)) and not isinstance(v, bool) or (isinstance(v, sp.Basic) and not v.has(sp.Float))
+
+
+def check_law_ratio(pb: ProofBuilder, mechanism: Any, data: Any, neighbor: Any, output: Any, expected: sp.Expr,
+                    *, tol: float = 1e-9) -> bool:
+    """The mechanism's own law gives the model's log-ratio at the witness output (float check, a note;
+    a mismatch is an undischarged obligation: the proof is about the model, and the model is not the code)."""
+    out = np.asarray(output, dtype=float)
+    rows = out.reshape(1, -1) if out.ndim else out.reshape(1)
+    got = float(mechanism.law(data).log_prob(rows)[0] - mechanism.law(neighbor).log_prob(rows)[0])
+    want = float(sp.N(expected, 30))
+    if abs(got - want) <= tol * max(1.0, abs(want)):
+        pb.note(f"checked numerically: mechanism.law gives ln P_D(y) - ln P_D'(y) = {got:.12g} at the witness, "
+                f"as the model does ({want:.12g})")
+        return True
+    pb.evaluate(f"mechanism.law agrees with the model at the witness (law {got!r}, model {want!r})", sp.false,
+                "the implementation's law differs from the model the derivation is about")
+    return False

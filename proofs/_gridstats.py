@@ -125,6 +125,8 @@ def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat]
     centres). If it does not and ``alt_centres`` (a buggy variant's model) matches instead, the
     claim is judged on the variant's model with ``alt_pair``."""
     g_val = exact(g)
+    pb.precondition("grid: records, bounds and statistics are snapped to g·Z; the sensitivities above are those of the "
+                    "snapped values (snapped bounds; statistics computed in a finer unit are covered by the rounding lemma)")
     T = [sp.tanh(g_val / (2 * st.scale)) for st in stats]
     with pb.phase("derive"):
         laplace_l1_steps(pb, 1, grid="grid pmf tanh(g/(2b)) e^{-|y-c|/b}")

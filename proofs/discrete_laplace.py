@@ -12,7 +12,7 @@ import sympy as sp
 
 from dpharness.core import exact
 
-from ._common import judge_pure
+from ._common import check_law_ratio, judge_pure
 from ._kernel import ProofBuilder
 from ._model import Proof
 from .laplace import laplace_l1_steps
@@ -44,4 +44,5 @@ def prove(mechanism) -> Proof:
         p, q = T ** dim, T ** dim * sp.exp(-delta_val / b_val)
         w = judge_pure(pb, bound, p=p, q=q, data=x, neighbor=x2, output=0 if dim == 1 else x.copy(),
                        description="y = x: the triangle inequality is tight in the changed coordinate")
+        check_law_ratio(pb, mechanism, w.data, w.neighbor, w.output, sp.log(p) - sp.log(q))
     return pb.finish(bound, witness=w)

@@ -91,6 +91,16 @@ def prove(mechanism) -> Proof:
                           loss=float(sp.N(sp.log(p) - sp.log(q), 20)),
                           description=(f"event {{y_1 <= {k}·g}} ≈ {{loss > ε}}: P_D(S) - e^ε P_D'(S) = "
                                        f"{float(sp.N(p - sp.exp(eps) * q, 20)):.6g} on the grid law"))
+        # the implementation's law on the grid event's boundary cell agrees with the model
+        cell = np.array([[float(k * g)] + [0.0] * (dim - 1)]) if dim > 1 else np.array([float(k * g)])
+        lp = float(mechanism.law(x).log_prob(cell)[0])
+        model = float(sp.N(sp.log(lemmas.phi((k + sp.Rational(1, 2)) * g / s) - lemmas.phi((k - sp.Rational(1, 2)) * g / s))
+                           + (dim - 1) * sp.log(lemmas.phi(g / (2 * s)) - lemmas.phi(-g / (2 * s))), 30))
+        if abs(lp - model) <= 1e-6 * max(1.0, abs(model)):
+            pb.note(f"checked numerically: mechanism.law's log pmf at the event's boundary cell is {lp:.10g}, the model's {model:.10g}")
+        else:
+            pb.evaluate(f"mechanism.law agrees with the model's cell probability (law {lp!r}, model {model!r})", sp.false,
+                        "the implementation's law differs from the model")
         if not ok.discharged and exact_sign(gap) == 1:
             pb.refute(witness, f"on the grid law, P_D(S) - e^ε P_D'(S) = {float(sp.N(p - sp.exp(eps) * q, 20)):.6g} "
                                f"> δ = {delta_claim} for S = {event.description}")

@@ -21,7 +21,7 @@ import sympy as sp
 from dpharness.core import exact
 
 from . import _lemmas as lemmas
-from ._common import judge_pure
+from ._common import check_law_ratio, judge_pure
 from ._kernel import ProofBuilder, slack, sym
 from ._model import Proof
 
@@ -99,7 +99,7 @@ def prove(mechanism) -> Proof:
         w = judge_pure(pb, bound, p=p, q=q, data=np.array([float(v) for v in x]), neighbor=np.array([float(v) for v in x2]),
                        output=y_out[0] if dim == 1 else y_out,
                        description="y = snapped centre of x: every coordinate's triangle inequality is tight")
-        pb.note("tightness: the bound is attained, so it is the exact worst-case loss of the grid law")
+        check_law_ratio(pb, mechanism, w.data, w.neighbor, w.output, sp.log(p) - sp.log(q))
     return pb.finish(bound, witness=w)
 
 
