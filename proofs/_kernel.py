@@ -50,7 +50,7 @@ from dpharness.errors import DPHarnessError
 from ._model import Obligation, Proof, Verdict
 
 __all__ = [
-    "CheckerDisagreement", "param", "sym", "slack",
+    "CheckerDisagreement", "param", "sym", "slack", "bounded_by",
     "sympy_decide", "z3_decide", "discharge",
     "Case", "ordering_cases", "abs_sign_cases", "check_cases",
     "exact_sign", "exceeds", "confirm_violation", "numeric_evidence",
@@ -81,6 +81,13 @@ def sym(name: str, **assumptions: bool) -> sp.Symbol:
 def slack(name: str) -> sp.Symbol:
     """A nonnegative slack variable: write ``a' = a + d`` (d >= 0) or ``d = Δ - s`` (s >= 0)."""
     return sp.Symbol(name, real=True, nonnegative=True)
+
+
+def bounded_by(bound: sp.Expr, name: str = "s") -> tuple[sp.Expr, sp.Symbol]:
+    """A quantity known to be at most ``bound``, written ``bound - s`` with slack ``s >= 0``
+    (e.g. ``d = Δ - s`` for ``d <= Δ``), so that sympy can decide signs. Returns (expression, s)."""
+    s = slack(name)
+    return sp.sympify(bound) - s, s
 
 
 # --------------------------------------------------------------------------- sympy

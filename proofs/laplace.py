@@ -22,7 +22,7 @@ from dpharness.core import exact
 
 from . import _lemmas as lemmas
 from ._common import check_law_ratio, judge_pure
-from ._kernel import ProofBuilder, slack, sym
+from ._kernel import ProofBuilder, bounded_by, sym
 from ._model import Proof
 
 __all__ = ["prove", "laplace_l1_steps"]
@@ -49,8 +49,10 @@ def laplace_l1_steps(pb: ProofBuilder, dim: int, *, grid: str) -> None:
     else:
         pb.add(lemmas.triangle_inequality())
         pb.fact(f"sum the 1-D triangle inequality over the {dim} coordinates", "inequalities add")
-    A, s = sym("A"), slack("s")
-    pb.check("divide by b > 0: A <= B implies A/b <= B/b (B = A + s, s >= 0)", sp.Le(A / b, (A + s) / b), "slack, b > 0")
+    D = sym("Delta_g", positive=True)
+    dist, _ = bounded_by(D, "s")
+    pb.check("with ||c - c'||_1 = Δ_g - s (s >= 0, i.e. ||c - c'||_1 <= Δ_g): loss <= ||c - c'||_1/b <= Δ_g/b",
+             sp.Le(dist / b, D / b), "slack substitution d = Δ_g - s, b > 0")
 
 
 def prove(mechanism) -> Proof:
