@@ -36,8 +36,10 @@ def judge_pure(pb: ProofBuilder, bound: sp.Expr, *, p: sp.Expr, q: sp.Expr, data
     bound = sp.sympify(bound)
     p, q = sp.sympify(p), sp.sympify(q)
     loss = sp.oo if exact_sign(q) == 0 else sp.log(p) - sp.log(q)
+    if isinstance(output, np.generic):
+        output = output.item()
     if event is None and output is not None:
-        event = Event.point(output)
+        event = Event.point(tuple(output.tolist()) if isinstance(output, np.ndarray) else output)
     witness = Witness(data=data, neighbor=neighbor, event=event, output=output,
                       loss=float(sp.N(loss, 20)), description=description or "attains the derived bound")
     # tightness (a note, not an obligation: soundness of PROVED does not depend on it; a refutation
