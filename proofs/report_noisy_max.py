@@ -5,6 +5,9 @@ noisy maximum VALUE.
 
 Index output: alignment ``η_i -> η_i + q_i − q'_i + Δ`` for the reported index i, others unchanged;
 cost ``|q_i − q'_i + Δ|/b <= 2Δ/b`` (linf neighbours, scores may move in opposite directions).
+The bound is the supremum: on q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ) the loss of index 0
+tends to 2Δ/b (exactly 2Δ/b for exponential noise); both index laws have closed forms (Laplace: a
+1-D integral of piecewise exponentials), so a mutated claim is REFUTED exactly.
 
 Value output, Laplace noise: V = max_i(q_i + η_i) is a post-processing of the Laplace mechanism on
 the whole vector (L1 sensitivity kΔ), so kΔ/b is an upper bound; it is attained: with q = 0 and
@@ -94,47 +97,58 @@ def _prove_index(m: Mechanism) -> Proof:
     return pb.finish(bound, witness=w)
 
 
+def index_probability(q: list, b: sp.Expr, noise: str) -> sp.Expr:
+    """Exact P(argmax(q + η) = 0). Exponential noise: the permute-and-flip closed form. Laplace noise:
+    ∫ f_b(x) Π_{j>0} F_b(x − (q_j − q_0)) dx, a 1-D integral of piecewise exponentials, in closed form
+    (:func:`dpharness.proofs._svt_exact.pattern_probability` with every other candidate "below")."""
+    if noise == "exponential":
+        return pf_probability(q, b, 0)
+    from fractions import Fraction
+
+    from ._svt_exact import BOT, pattern_probability, to_sympy
+
+    qf = [Fraction(int(sp.Rational(x).p), int(sp.Rational(x).q)) for x in q]
+    rel = [qj - qf[0] for qj in qf[1:]]
+    bf = Fraction(int(sp.Rational(b).p), int(sp.Rational(b).q))
+    return to_sympy(pattern_probability(rel, [BOT] * len(rel), 0, bf, bf))
+
+
 def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: int, eps: sp.Expr,
                    bound: sp.Expr) -> Witness | None:
-    """q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ), output 0: the loss approaches 2Δ/b as g grows.
-    Exact for exponential noise (closed form); for Laplace the loss is evaluated by the mechanism's
-    quadrature (numeric evidence only)."""
-    fb, fd = float(b), float(d)
-    g = sp.Integer(0)
-    if m.noise == "exponential" and float(bound) > float(eps):
-        # P_q(0) ≈ e^{−g/b}/k and P_q'(0) ≈ e^{−(g+2Δ)/b}/k for large g; grow g until exact loss > ε
-        for g_try in (2, 4, 8, 16, 32, 64):
-            g = sp.Integer(math.ceil(g_try * fb))
-            q = [sp.Integer(0)] + [g] * (k - 1)
-            q2 = [-d] + [g + d] * (k - 1)
-            loss = sp.log(pf_probability(q, b, 0)) - sp.log(pf_probability(q2, b, 0))
-            if exceeds(loss, eps):
-                break
-    else:
-        g = sp.Integer(math.ceil(6 * fb))
-    q = [sp.Integer(0)] + [g] * (k - 1)
-    q2 = [-d] + [g + d] * (k - 1)
+    """q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ), output 0: the loss approaches 2Δ/b as g grows
+    (for exponential noise it equals 2Δ/b exactly). Probabilities in closed form, compared exactly."""
+    if not b.is_Rational:
+        pb.note("noise scale is not rational: no exact witness computed")
+        return None
+    fb = float(b)
+    d = sp.Rational(math.floor(d * 2 ** 20), 2 ** 20)   # a dyadic Δ' <= Δ: the float data are exact
+    refuting = float(bound) > float(eps)
+    tries = (2, 4, 8, 16, 32) if refuting else (6,)
+    for g_try in tries:
+        g = sp.Integer(math.ceil(g_try * fb))
+        q = [sp.Integer(0)] + [g] * (k - 1)
+        q2 = [-d] + [g + d] * (k - 1)
+        loss = sp.log(index_probability(q, b, m.noise)) - sp.log(index_probability(q2, b, m.noise))
+        if refuting and exceeds(loss, eps):
+            break
     data = np.array([float(x) for x in q])
     neighbor = np.array([float(x) for x in q2])
-    if m.noise == "exponential":
-        loss = sp.log(pf_probability(q, b, 0)) - sp.log(pf_probability(q2, b, 0))
-        lf = float(sp.N(loss, 30))
-        desc = f"output 0 on q = {data.tolist()} vs q' = {neighbor.tolist()}: loss = {lf:.6g} (exact closed form)"
-        w = Witness(data, neighbor, Event.point(0), 0, lf, desc)
-        if exceeds(loss, eps):
-            pb.refute(w, desc + f" > ε = {eps}")
-        else:
-            pb.note("tightness: " + desc + f"; the supremum 2Δ/b = {bound} is approached as the gap grows")
-        return w
-    p1 = float(m.law(data).log_prob(np.array([0]))[0])
-    p2 = float(m.law(neighbor).log_prob(np.array([0]))[0])
-    lf = p1 - p2
-    desc = f"output 0 on q = {data.tolist()} vs q' = {neighbor.tolist()}: loss ≈ {lf:.6g} (quadrature)"
-    pb.note("tightness " + ("(checked numerically, not a proof): " + desc))
-    if float(bound) > float(eps):
-        pb.note(f"2Δ/b = {bound} > ε = {eps}: no exact counterexample (the Laplace-noise index law has no closed "
-                "form here); UNPROVEN, not REFUTED")
-    return Witness(data, neighbor, Event.point(0), 0, lf, desc)
+    lf = float(sp.N(loss, 30))
+    desc = f"output 0 on q = {data.tolist()} vs q' = {neighbor.tolist()}: loss = {lf:.6g} (exact closed form)"
+    w = Witness(data, neighbor, Event.point(0), 0, lf, desc)
+    # cross-check with the mechanism's own law (quadrature / Gauss-Legendre)
+    c1 = float(m.law(data).log_prob(np.array([0]))[0])
+    c2 = float(m.law(neighbor).log_prob(np.array([0]))[0])
+    agree = abs((c1 - c2) - lf) < 1e-6 * max(1.0, abs(lf))
+    pb.note(f"witness cross-check with the mechanism's law: loss ≈ {c1 - c2:.6g}" + ("" if agree else " -- DISAGREES"))
+    if not agree:
+        pb.add([Obligation("closed-form index probability agrees with the mechanism's law", sp.false,
+                           "numeric comparison", "exact", False, f"{c1 - c2} vs {lf}")])
+    if exceeds(loss, eps):
+        pb.refute(w, desc + f" > ε = {eps}")
+    else:
+        pb.note("tightness: " + desc + f"; the supremum 2Δ/b = {bound} is approached as the gap grows")
+    return w
 
 
 # --------------------------------------------------------------------------- value output (gallery)

@@ -220,6 +220,7 @@ def test_tightening_the_claim_by_ten_percent_is_not_proved(name):
 
 @pytest.mark.parametrize("name,change", [("exponential", {"beta": Fraction(11, 20)}),
                                          ("report_noisy_max_exponential", {"scale": Fraction(9, 5)}),
+                                         ("report_noisy_max_laplace", {"scale": Fraction(9, 5)}),
                                          ("sparse_vector", {"rho_scale": Fraction(9, 5)})])
 def test_mutations_with_tight_proofs_are_refuted_exactly(name, change):
     """Where the derived bound is the supremum, the mutated claim is REFUTED, not merely unproven."""
