@@ -84,7 +84,7 @@ def _witness(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, delta: sp.Expr, n: i
     if refuting:
         g = sp.Rational(math.ceil(max(g_need, 0.0) * 16) + 16, 16)  # a margin above the float estimate
     else:
-        g = sp.Rational(math.ceil(8 / max(fb, 1e-9)))  # loss within a few % of 2βΔ
+        g = sp.Rational(math.ceil(2 / max(fb, 1e-9)))  # loss near 2βΔ with P(0) still observable (auditor)
     # shift the pair into the domain when it is bounded: u = c + (0, g, ...), u' = c + (−Δ, g+Δ, ...)
     span = float(g + 2 * delta)
     if math.isfinite(hi) and math.isfinite(lo) and span > hi - lo:

@@ -123,7 +123,7 @@ def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: in
     fb = float(b)
     d = sp.Rational(math.floor(d * 2 ** 20), 2 ** 20)   # a dyadic Δ' <= Δ: the float data are exact
     refuting = float(bound) > float(eps)
-    tries = (2, 4, 8, 16, 32) if refuting else (6,)
+    tries = (2, 4, 8, 16, 32) if refuting else (2,)   # g = 2b: loss near 2Δ/b with P(0) observable
     for g_try in tries:
         g = sp.Integer(math.ceil(g_try * fb))
         q = [sp.Integer(0)] + [g] * (k - 1)

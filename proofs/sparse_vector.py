@@ -164,6 +164,8 @@ def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: boo
                 continue
             l2 = log_mpf(pattern_probability(q2, pat, Tf, brf, bnf))
             loss = l1 - l2 + sum(a == TOP for a in pat) * mpmath.mpf(bonus.numerator) / bonus.denominator
+            if not search and l1 < math.log(1e-3):
+                continue  # tightness witness for the auditor: keep the event observable
             if loss > best[0]:
                 best = (loss, (q, q2, pat))
             if search and loss > float(eps) * (1 + 1e-6) + 1e-9:
