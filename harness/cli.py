@@ -320,7 +320,8 @@ def _gate_line(res: dict) -> str:
     else:
         audit = (f"audit ε_lb={fmt(a['epsilon_lower_bound'])} vs claim {fmt(a['epsilon'])} "
                  f"{'passed' if a['passed'] else 'VIOLATION'}")
-    return f"{status}  {res['name']}: proof {p['verdict']} (ε ≤ {fmt(p['bound'])}); {audit}{caught}  [{secs:.1f}s]"
+    note = f"\n      note: {res['audit_note']}" if res.get("audit_note") else ""
+    return f"{status}  {res['name']}: proof {p['verdict']} (ε ≤ {fmt(p['bound'])}); {audit}{caught}  [{secs:.1f}s]{note}"
 
 
 def _cmd_gate(args) -> int:
@@ -384,6 +385,8 @@ def _write_junit(path: str, results: list[dict], *, gallery: bool, elapsed: floa
             details += [f"  note: {n}" for n in p["notes"]]
         if r.get("audit_error"):
             details.append(f"audit not finished: {r['audit_error']}")
+        if r.get("audit_note"):
+            details.append(f"audit note: {r['audit_note']}")
         if r.get("audit"):
             a = r["audit"]
             for k in ("epsilon_lower_bound", "passed", "epsilon", "delta", "confidence", "samples", "seed"):

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._json import jsonable
-from ._run import PhaseTimeout, audit_target, deadline, fmt, run_audit, run_proof, tool_versions
+from ._run import PhaseTimeout, audit_target, audit_with_fallback, deadline, fmt, run_proof, tool_versions
 from .core import Mechanism
 
 __all__ = ["Report", "build", "write", "generate", "write_index", "read_metadata", "REPORT_SAMPLES",
@@ -58,6 +58,7 @@ class Report:
     plot_note: str = ""
     proof_error: str | None = None
     audit_error: str | None = None
+    audit_note: str | None = None
     loss_source: str = ""
 
 
@@ -75,10 +76,10 @@ def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples
                 proof = run_proof(mechanism)
         except Exception as exc:  # the page says so; it does not vanish
             proof_error = f"{type(exc).__name__}: {exc}"
+    audit_note = None
     if audit is None:
         try:
-            with deadline(timeout, f"the audit of {mechanism.name}"):
-                audit = run_audit(mechanism, proof, samples=samples, seed=seed)
+            audit, audit_note = audit_with_fallback(mechanism, proof, samples=samples, seed=seed, timeout=timeout)
         except Exception as exc:
             audit_error = f"{type(exc).__name__}: {exc}"
     meta = {
@@ -97,7 +98,8 @@ def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples
         "audit_passed": None if audit is None else bool(audit.passed),
         "versions": tool_versions(),
     }
-    report = Report(mechanism, proof, audit, meta, None, proof_error=proof_error, audit_error=audit_error)
+    report = Report(mechanism, proof, audit, meta, None, proof_error=proof_error, audit_error=audit_error,
+                    audit_note=audit_note)
     try:
         with deadline(timeout, f"the plots of {mechanism.name}"):
             report.png = _plots(report, seed=seed, curve_sizes=tuple(s for s in curve_sizes if s < meta["samples"]),
@@ -336,6 +338,8 @@ def _sections(r: Report) -> list[tuple[str, Any]]:
                  f"Samples: {a.samples} per side; seed {a.seed}; events tested {a.events_tested}; pairs tested {a.pairs_tested}"]
         if a.delta_lower_bound is not None:
             items.append(f"Certified δ lower bound at ε = {fmt(a.epsilon)}: {fmt(a.delta_lower_bound)}")
+        if r.audit_note:
+            items.append(f"Note: {r.audit_note}")
         items.append(f"Reproduce: `dpharness audit {m.name} --samples {a.samples} --seed {a.seed}`")
         blocks.append(("list", items))
         if a.counts:

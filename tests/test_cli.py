@@ -263,7 +263,24 @@ def test_gate_timeout_per_phase(fakes, capsys, monkeypatch):
     start = time.perf_counter()
     code, out, _ = run(capsys, "gate", "--jobs", "1", "--timeout", "0.3")
     assert time.perf_counter() - start < 3
-    assert code == 1 and "FAIL  fake_coin" in out and "gave up after 0.3 s" in out
+    assert code == 1 and "FAIL  fake_coin" in out and "the audit of fake_coin gave up after" in out
     # a gallery bug refuted by its proof is caught even when the audit runs out of time
     code, out, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--timeout", "0.3")
     assert code == 0 and "PASS  fake_coin_bug" in out and "bug caught" in out
+
+
+def test_gate_falls_back_to_the_witness_pair_when_the_search_runs_out(fakes, capsys, monkeypatch):
+    import time
+
+    def search_is_slow(mechanism, data=None, neighbor=None, **kwargs):
+        if data is None:
+            time.sleep(5)
+        return dp_fakes.fake_audit(mechanism, data, neighbor, **kwargs)
+
+    monkeypatch.setattr(dpharness.auditors, "audit", search_is_slow, raising=False)
+    registry._REGISTRY.pop("fake_coin_bug")
+    code, out, _ = run(capsys, "--json", "gate", "--jobs", "1", "--timeout", "0.4")
+    (res,) = json.loads(out)["mechanisms"]
+    assert code == 0 and res["ok"]
+    assert "neighbour search" in res["audit_note"] and "audited the pair 0 / 1 instead" in res["audit_note"]
+    assert res["audit"]["passed"] and dp_fakes.CALLS[-1]["data"] == 0
