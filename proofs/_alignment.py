@@ -88,13 +88,13 @@ def _valid(statement: str, pre: Any, goal: Any, justification: str, variables: d
     s.add(pre, z3.Not(goal))
     res = s.check()
     if res == z3.unsat:
-        return Obligation(statement, sp.Symbol(formula_text), justification, "z3", True,
+        return Obligation(statement, formula_text, justification, "z3", True,
                           "z3: negation unsat (linear real arithmetic, decision procedure)"), None
     if res == z3.unknown:
-        return Obligation(statement, sp.Symbol(formula_text), justification, "z3", False,
+        return Obligation(statement, formula_text, justification, "z3", False,
                           f"NOT DISCHARGED: z3 unknown ({s.reason_unknown()})"), None
     cex = _model_dict(s.model(), variables)
-    return Obligation(statement, sp.Symbol(formula_text), justification, "z3", False,
+    return Obligation(statement, formula_text, justification, "z3", False,
                       f"NOT DISCHARGED: z3 counter-model {cex}"), cex
 
 
