@@ -53,7 +53,7 @@ __all__ = [
     "CheckerDisagreement", "param", "sym", "slack", "bounded_by",
     "sympy_decide", "z3_decide", "discharge",
     "Case", "ordering_cases", "abs_sign_cases", "check_cases",
-    "exact_sign", "exceeds", "confirm_violation", "numeric_evidence",
+    "exact_sign", "exceeds", "confirm_violation", "find_violation", "numeric_evidence",
     "ProofBuilder",
 ]
 
@@ -531,6 +531,18 @@ def exceeds(loss: sp.Expr, epsilon: sp.Expr) -> bool:
 def confirm_violation(p: sp.Expr, q: sp.Expr, epsilon: sp.Expr, delta: sp.Expr = 0) -> bool:
     """True iff P_D(S) = p > e^ε q + δ = e^ε P_D'(S) + δ, confirmed exactly."""
     return exact_sign(sp.sympify(p) - sp.exp(sp.sympify(epsilon)) * sp.sympify(q) - sp.sympify(delta)) == 1
+
+
+def find_violation(candidates: Iterable[tuple[Any, Any, Any]], epsilon: Any, delta: Any = 0) -> tuple[Any, sp.Expr] | None:
+    """Falsification at adversarial points: ``candidates`` yields ``(p, q, witness)`` with exact
+    P_D(S) = p and P_D'(S) = q; returns ``(witness, ln p - ln q)`` for the first whose violation of
+    p <= e^ε q + δ is confirmed by exact evaluation, else None (no evidence either way)."""
+    for p, q, witness in candidates:
+        if confirm_violation(p, q, epsilon, delta):
+            q = sp.sympify(q)
+            loss = sp.oo if exact_sign(q) == 0 else sp.log(sp.sympify(p)) - sp.log(q)
+            return witness, loss
+    return None
 
 
 def numeric_evidence(what: str, value: float) -> str:
