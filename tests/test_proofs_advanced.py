@@ -227,3 +227,60 @@ def test_mutations_with_tight_proofs_are_refuted_exactly(name, change):
     p = prove(_mech(name).replace(**change))
     assert p.verdict is Verdict.REFUTED
     assert p.witness.loss > 1.0
+
+
+# --------------------------------------------------------------------------- float model (textbook Laplace)
+
+from dataclasses import dataclass  # noqa: E402
+from typing import Any  # noqa: E402
+
+from dpharness.core import BoundedChange, FunctionLaw, InputSpec, Mechanism, RealInterval  # noqa: E402
+
+
+@dataclass(frozen=True, kw_only=True)
+class _FloatLaplace(Mechanism):
+    """Test double: ``x + numpy Generator.laplace(0, scale)`` in float64 (the textbook implementation)."""
+
+    name = "_test_float_laplace"
+    scale: Any = 1
+    sensitivity: Any = 1
+
+    @property
+    def input_spec(self):
+        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l1"), "vector", dim=1)
+
+    def _sample(self, data, size, rng):
+        return np.asarray(data, dtype=float)[0] + rng.laplace(0.0, float(self.scale), size)
+
+    def _law(self, data):  # pragma: no cover - not used by the float proof
+        x = float(np.asarray(data)[0])
+        return FunctionLaw("continuous", lambda y: -np.abs(np.asarray(y) - x) / float(self.scale), (), None)
+
+    def example_pair(self):
+        return np.array([0.0]), np.array([1.0])
+
+
+@pytest.mark.parametrize("sensitivity", [1, 3, 0.5])
+def test_float_laplace_is_refuted_by_an_observed_output_impossible_on_the_neighbour(sensitivity):
+    from dpharness.proofs import textbook_laplace as TL
+
+    m = _FloatLaplace(sensitivity=sensitivity)
+    p = TL.prove(m)
+    assert p.verdict is Verdict.REFUTED
+    w = p.witness
+    y = w.output
+    u = TL.sterbenz_spacing(float(sensitivity))
+    # exact: y in (0, Δ/2) and not a multiple of the spacing of the doubles in [Δ/2, Δ)
+    assert 0 < y < sensitivity / 2 and (Fraction(y) / u).denominator != 1
+    # observed on the data (the prover's seeded draw), never on the neighbour in a large sample
+    assert w.event.contains(m.sample(w.data, 4096, np.random.default_rng(0))).any()
+    assert not w.event.contains(m.sample(w.neighbor, 200_000, np.random.default_rng(5))).any()
+    # the ideal-reals derivation is recorded but cannot prove the float implementation
+    assert any("ideal reals" in s.statement and not s.discharged for s in p.steps)
+
+
+def test_sterbenz_spacing():
+    from dpharness.proofs.textbook_laplace import sterbenz_spacing
+
+    assert sterbenz_spacing(1.0) == Fraction(1, 2 ** 53)
+    assert sterbenz_spacing(3.0) == Fraction(1, 2 ** 52)
