@@ -284,3 +284,72 @@ def test_sterbenz_spacing():
 
     assert sterbenz_spacing(1.0) == Fraction(1, 2 ** 53)
     assert sterbenz_spacing(3.0) == Fraction(1, 2 ** 52)
+
+
+# --------------------------------------------------------------------------- discrete Gaussian (test double)
+
+from dpharness import ApproxDP, IntegerRange, RenyiDP  # noqa: E402
+
+
+@dataclass(frozen=True, kw_only=True)
+class _DiscreteGaussianDouble(Mechanism):
+    """Test double exposing the fields the discrete-Gaussian proof reads (sigma2, sensitivity)."""
+
+    name = "_test_discrete_gaussian"
+    sigma2: Any = 4
+    sensitivity: int = 1
+
+    @property
+    def input_spec(self):
+        return InputSpec(IntegerRange(-10 ** 6, 10 ** 6), BoundedChange(self.sensitivity, "l1"), "vector", dim=1)
+
+    def _sample(self, data, size, rng):  # pragma: no cover - not used by the proof
+        raise NotImplementedError
+
+    def _law(self, data):  # pragma: no cover
+        raise NotImplementedError
+
+    def example_pair(self):  # pragma: no cover
+        return np.array([0]), np.array([1])
+
+
+def _dg_delta(sigma2: float, eps: float, d: int = 1) -> float:
+    y = np.arange(-2000, 2001)
+    p = np.exp(-y ** 2 / (2 * sigma2))
+    p /= p.sum()
+    q = np.exp(-(y - d) ** 2 / (2 * sigma2))
+    q /= q.sum()
+    return float(np.maximum(p - math.exp(eps) * q, 0).sum())
+
+
+def test_discrete_gaussian_renyi_is_exact_for_integer_alpha():
+    from dpharness.proofs import discrete_gaussian as DG
+
+    m = _DiscreteGaussianDouble(sigma2=Fraction(1), claim=RenyiDP(2, 1))   # α Δ²/(2σ²) = 1
+    assert DG.prove(m).verdict is Verdict.PROVED
+    cut = DG.prove(m.replace(sigma2=Fraction(81, 100)))
+    assert cut.verdict is Verdict.REFUTED and cut.witness.loss == pytest.approx(100 / 81)
+    assert DG.prove(m.replace(claim=RenyiDP(2, Fraction(9, 10)))).verdict is Verdict.REFUTED
+
+
+def test_discrete_gaussian_delta_enclosure_matches_direct_summation_and_judges_the_claim():
+    from dpharness.proofs import discrete_gaussian as DG
+
+    exact = _dg_delta(25.0, 1.0)
+    lo, hi, _ = DG.delta_enclosure(sp.Integer(1), 1, sp.Integer(25))
+    assert lo <= exact * (1 + 1e-9) and exact <= hi * (1 + 1e-9) and hi - lo < 1e-12
+    m = _DiscreteGaussianDouble(sigma2=25, claim=ApproxDP(1, exact * 1.01))
+    p = DG.prove(m)
+    assert p.verdict is Verdict.PROVED and p.delta_bound == pytest.approx(exact)
+    assert DG.prove(m.replace(claim=ApproxDP(1, exact * 0.99))).verdict is Verdict.REFUTED
+    # sensitivity 2: the worst integer shift is taken
+    m2 = _DiscreteGaussianDouble(sigma2=25, sensitivity=2, claim=ApproxDP(1, exact * 1.01))
+    assert DG.prove(m2).verdict is Verdict.REFUTED
+    assert DG.prove(m2.replace(claim=ApproxDP(1, _dg_delta(25.0, 1.0, 2) * 1.01))).verdict is Verdict.PROVED
+
+
+def test_discrete_gaussian_is_not_pure_dp():
+    from dpharness.proofs import discrete_gaussian as DG
+
+    p = DG.prove(_DiscreteGaussianDouble(sigma2=4, claim=PureDP(5)))
+    assert p.verdict is Verdict.REFUTED and p.witness.loss > 5
