@@ -353,3 +353,51 @@ def test_discrete_gaussian_is_not_pure_dp():
 
     p = DG.prove(_DiscreteGaussianDouble(sigma2=4, claim=PureDP(5)))
     assert p.verdict is Verdict.REFUTED and p.witness.loss > 5
+
+
+# --------------------------------------------------------------------------- snapping (test double)
+
+@dataclass(frozen=True, kw_only=True)
+class _SnappingDouble(Mechanism):
+    """Test double with the snapped output form clamp_B(round_Λ(clamp_B(x) + λ·Laplace)); only the
+    output FORM is used by the proof (the ε' bound is Mironov's theorem)."""
+
+    name = "_test_snapping"
+    B: Any = 1024
+    scale: Any = 1
+    sensitivity: Any = 1
+
+    @property
+    def input_spec(self):
+        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l1"), "vector", dim=1)
+
+    def _sample(self, data, size, rng):
+        lam = Fraction(self.scale)
+        Lam = 2.0 ** math.ceil(math.log2(lam))
+        B = float(self.B)
+        x = min(max(float(np.asarray(data)[0]), -B), B)
+        y = np.round((x + rng.laplace(0.0, float(lam), size)) / Lam) * Lam
+        return np.clip(y, -B, B)
+
+    def _law(self, data):  # pragma: no cover
+        raise NotImplementedError
+
+    def example_pair(self):  # pragma: no cover
+        return np.array([0.0]), np.array([1.0])
+
+
+def test_snapping_bound_and_side_conditions():
+    from dpharness.proofs import snapping as SN
+
+    lam = 1 + Fraction(1024, 2 ** 49)           # λ = 1 + 2^-49 B: ε' = 1/λ + 2^-49 B/λ = 1
+    m = _SnappingDouble(scale=lam, claim=PureDP(1))
+    p = SN.prove(m)
+    assert p.verdict is Verdict.PROVED and p.bound == pytest.approx(1.0)
+    assert any("IEEE-754" in a for a in p.assumptions)
+    # λ = 1 exactly: ε' = 1 + 2^-39 > 1, not proved
+    assert SN.prove(m.replace(scale=1)).verdict is not Verdict.PROVED
+    # side condition B < 2^46 λ violated
+    assert SN.prove(m.replace(B=2 ** 47)).verdict is not Verdict.PROVED
+    # mutations
+    assert SN.prove(m.replace(scale=lam * Fraction(9, 10))).verdict is not Verdict.PROVED
+    assert SN.prove(m.replace(claim=PureDP(Fraction(9, 10)))).verdict is not Verdict.PROVED
