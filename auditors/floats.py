@@ -118,7 +118,8 @@ def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Seq
             e = (k >> len(sh)) & 0x7FF
             s = "-" if (k >> (len(sh) + 11)) & 1 else "+"
             fails = [repr(c) for c, ok in zip(sh, bits) if not ok]
-            return f"(sign {s}, exponent {e - 1023}, x-c+c != x for c in [{', '.join(fails)}])"
+            trip = f"x-c+c != x for c in [{', '.join(fails)}]" if fails else "x-c+c == x for every shift c"
+            return f"(sign {s}, exponent {e - 1023}, {trip})"
 
         for e in _ev._discrete_events(ra, rb, None, None, max_events=per, object_kind=False, label=label,
                                       transform=trips, describe=words):
