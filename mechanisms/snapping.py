@@ -1,0 +1,166 @@
+"""The snapping mechanism: I. Mironov, "On significance of the least significant bits for
+differential privacy", CCS 2012, §5 (Theorem 1 in §5.2).
+
+``f̃(x) = clamp_B(⌊clamp_B(x) ⊕ S ⊗ λ ⊗ LN(U*)⌉_Λ)``: clamp the answer to [-B, B], add Laplace
+noise computed in doubles from a uniform U* over the doubles of (0, 1) (each double drawn with
+probability equal to the length of the reals that round to it) and a uniform sign S, round to
+the nearest multiple of Λ -- the smallest power of two >= λ -- and clamp again. The rounding
+erases the low-order bits that betray x in the textbook implementation. For sensitivity-1
+answers and ``λ < B < 2^46 λ`` it is ``(1/λ + 2^-49 B/λ)``-DP (Theorem 1).
+
+Implementation notes: U* is sampled exactly as Mironov requires -- exponent ``e ~ Geometric(1/2)``
+and a uniform 52-bit mantissa give ``U* = (1 + m 2^-52) 2^-e``, uniform over the doubles of
+[2^-e, 2^{1-e}) with probability 2^-e per binade; the logarithm is numpy's ``log`` (faithfully,
+not always correctly, rounded: within 1 ulp, a deviation from the theorem's "correctly rounded
+LN" assumption that is documented here rather than hidden). Division/multiplication by the power
+of two Λ is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+import sympy as sp
+
+from dpharness import _validate as _v
+from dpharness.core import BoundedChange, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact
+from dpharness.errors import ParameterError
+from dpharness.registry import register
+
+from ._literature import exact_ratio, sym_laplace_cdf
+
+__all__ = ["Snapping", "snapping_epsilon", "power_of_two_at_least"]
+
+_SLACK = Fraction(1, 2 ** 49)
+
+
+def snapping_epsilon(scale: Any, B: Any) -> Fraction | float:
+    """Mironov's bound ``1/λ + 2^-49 B/λ`` for sensitivity 1 (exact for exact inputs)."""
+    try:
+        return (1 + _SLACK * Fraction(B)) / Fraction(scale)
+    except (TypeError, ValueError):
+        return (1 + 2.0 ** -49 * float(B)) / float(scale)
+
+
+def power_of_two_at_least(x: Any) -> Fraction:
+    """The smallest power of two >= x (exact)."""
+    x = Fraction(x)
+    k = x.numerator.bit_length() - x.denominator.bit_length()
+    while Fraction(2) ** k < x:
+        k += 1
+    while Fraction(2) ** (k - 1) >= x:
+        k -= 1
+    return Fraction(2) ** k
+
+
+def _log_laplace_interval(a: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
+    """log P(a <= L < b) for L ~ Lap(0, λ), a < b (either may be infinite), stable in the tails."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        width = b - a
+        right = math.log(0.5) - a / lam + np.log1p(-np.exp(-width / lam))     # 0 <= a < b
+        left = math.log(0.5) + b / lam + np.log1p(-np.exp(-width / lam))      # a < b <= 0
+        mid = np.log1p(-0.5 * np.exp(np.minimum(a, 0) / lam) - 0.5 * np.exp(-np.maximum(b, 0) / lam))
+    out = np.where(a >= 0, right, np.where(b <= 0, left, mid))
+    return np.where(b > a, out, -np.inf)
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class Snapping(Mechanism):
+    """Snapping mechanism (Mironov 2012 §5): output ``clamp_B(Λ·round((clamp_B(x) + L)/Λ))``,
+    ``L ~ Lap(0, scale)``, Λ = smallest power of two >= scale.
+
+    pmf (real-arithmetic law; outputs are the multiples kΛ with |kΛ| < B, and ±B): with
+    ``x' = clamp_B(x)`` and K the largest k with kΛ < B,
+    ``P(kΛ) = P((k - 1/2)Λ <= x' + L < (k + 1/2)Λ)`` for |k| <= K,
+    ``P(B) = P(x' + L >= (K + 1/2)Λ)``, ``P(-B) = P(x' + L < -(K + 1/2)Λ)``.
+    Neighbours: ``|x - x'| <= 1`` (sensitivity 1, as in Theorem 1). Claim: PureDP(ε) with
+    ``ε >= 1/λ + 2^-49 B/λ`` (Theorem 1; side condition λ < B < 2^46 λ).
+    Defaults: B = 64, scale = λ = 1 + 2^-43 (= (1 + 2^-49 B)/ε at ε = 1), hence Λ = 2, claim PureDP(1).
+    Output: float64 ``(size,)``, multiples of Λ within [-B, B] (or ±B)."""
+
+    name: ClassVar[str] = "snapping"
+    source: ClassVar[str] = "Mironov 2012, §5 (snapping mechanism, Theorem 1)"
+
+    B: Any = 64
+    scale: Any = Fraction(2 ** 43 + 1, 2 ** 43)
+
+    def _check(self) -> None:
+        _v.positive("B", self.B)
+        _v.positive("scale", self.scale)
+        if not Fraction(self.scale) < Fraction(self.B):
+            raise ParameterError(f"B={self.B!r} must exceed scale={self.scale!r} (Mironov's side condition λ < B); "
+                                 "pass a larger B or a smaller scale.")
+        if not Fraction(self.B) < 2 ** 46 * Fraction(self.scale):
+            raise ParameterError(f"B={self.B!r} must be below 2**46 * scale (Mironov's side condition B < 2^46 λ); "
+                                 "pass a smaller B.")
+
+    @classmethod
+    def calibrated(cls, epsilon: Any = 1, *, B: Any = 64):
+        """``scale = (1 + 2^-49 B)/ε`` (exact for exact ε and B, else rounded up), claim PureDP(ε)."""
+        epsilon = _v.positive("epsilon", epsilon)
+        B = _v.positive("B", B)
+        num = 1 + _SLACK * Fraction(B) if isinstance(B, (int, Fraction)) else 1 + 2.0 ** -49 * float(B)
+        return cls(B=B, scale=exact_ratio(num, epsilon), claim=PureDP(epsilon))
+
+    @property
+    def Lam(self) -> Fraction:
+        """Λ, the smallest power of two >= scale (exact)."""
+        return power_of_two_at_least(self.scale)
+
+    @property
+    def input_spec(self) -> InputSpec:
+        return InputSpec(RealInterval(), BoundedChange(1, "l1"), "vector", dim=1)
+
+    def example_pair(self) -> tuple[Any, Any]:
+        """0 vs 1."""
+        return np.array([0.0]), np.array([1.0])
+
+    def _sample(self, data, size, rng):
+        B = float(self.B)
+        lam = float(self.scale)
+        Lam = float(self.Lam)
+        x = min(max(float(np.asarray(data).reshape(-1)[0]), -B), B)
+        e = np.minimum(rng.geometric(0.5, size), 1022)
+        mant = rng.integers(0, 2 ** 52, size, dtype=np.int64)
+        u = np.ldexp(1.0 + mant.astype(float) * 2.0 ** -52, -e)
+        sign = np.where(rng.integers(0, 2, size, dtype=np.int8) == 1, 1.0, -1.0)
+        y = x + sign * (lam * np.log(u))
+        snapped = np.rint(y / Lam) * Lam
+        return np.clip(snapped, -B, B)
+
+    def _K(self) -> int:
+        """The largest k with kΛ < B."""
+        q = Fraction(self.B) / self.Lam
+        return math.ceil(q) - 1
+
+    def _law(self, data):
+        B = float(self.B)
+        lam = float(self.scale)
+        Lam = float(self.Lam)
+        x = min(max(float(np.asarray(data).reshape(-1)[0]), -B), B)
+        K = self._K()
+        y = sp.Symbol("y", real=True)
+        xs, ls, Ls, Bs = exact(x), exact(self.scale), sp.Rational(self.Lam.numerator, self.Lam.denominator), exact(self.B)
+        F = lambda t: sym_laplace_cdf(t - xs, ls)  # noqa: E731
+        expr = sp.Piecewise((1 - F((K + sp.Rational(1, 2)) * Ls), sp.Eq(y, Bs)),
+                            (F(-(K + sp.Rational(1, 2)) * Ls), sp.Eq(y, -Bs)),
+                            (F(y + Ls / 2) - F(y - Ls / 2), True))
+        outcomes = tuple([-B] + [k * Lam for k in range(-K, K + 1)] + [B])
+
+        def log_prob(outputs: np.ndarray) -> np.ndarray:
+            out = np.asarray(outputs, dtype=float).reshape(-1)
+            k = out / Lam
+            interior = (np.mod(k, 1) == 0) & (np.abs(k) <= K) & np.isfinite(k)
+            lo = np.where(out == B, (K + 0.5) * Lam, np.where(out == -B, -np.inf, (k - 0.5) * Lam))
+            hi = np.where(out == B, np.inf, np.where(out == -B, -(K + 0.5) * Lam, (k + 0.5) * Lam))
+            ok = interior | (out == B) | (out == -B)
+            return np.where(ok, _log_laplace_interval(lo - x, hi - x, lam), -np.inf)
+
+        return FunctionLaw("discrete", log_prob, (y,), expr, outcomes=outcomes)
