@@ -60,6 +60,7 @@ class Report:
     audit_error: str | None = None
     audit_note: str | None = None
     loss_source: str = ""
+    pair: tuple | None = None
 
 
 # --------------------------------------------------------------------------- building
@@ -121,7 +122,8 @@ def _pair(report: Report) -> tuple[Any, Any]:
 
 
 def _labels(x: np.ndarray, y: np.ndarray):
-    """Outputs as categories when there are few distinct values/patterns, else None."""
+    """Outputs as categories (labels, counts on D, counts on D') when there are at most 40 distinct
+    values/patterns, or when they are not numbers (then the 30 most frequent); else None."""
     def keys(a):
         a = np.asarray(a)
         if a.ndim == 1:
@@ -129,11 +131,12 @@ def _labels(x: np.ndarray, y: np.ndarray):
         flat = a.reshape(len(a), -1)
         return np.array([",".join(map(str, r.tolist())) for r in flat])
 
+    numeric = np.asarray(x).dtype.kind in "biuf"
     kx, ky = keys(x), keys(y)
-    if kx.dtype.kind == "f":
-        return None
     values, counts = np.unique(np.concatenate([kx, ky]), return_counts=True)
     if len(values) > 40:
+        if numeric:
+            return None
         order = np.argsort(-counts, kind="stable")[:30]
         values = np.sort(values[order])
     cx = np.array([np.count_nonzero(kx == v) for v in values])
@@ -173,6 +176,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
 
     m = report.mechanism
     data, neighbor = _pair(report)
+    report.pair = (data, neighbor)
     rng = np.random.default_rng(seed)
     x = np.asarray(m.sample(data, plot_samples, rng))
     y = np.asarray(m.sample(neighbor, plot_samples, rng))
@@ -348,7 +352,8 @@ def _sections(r: Report) -> list[tuple[str, Any]]:
     blocks.append(("h2", "Plots"))
     if r.png is not None:
         blocks.append(("image", f"{m.name}.png"))
-        cap = ["Left: outputs on D and D'. Middle: privacy-loss distribution from " + (r.loss_source or "—") + "."]
+        pair = "" if r.pair is None else f" (D = `{jsonable(r.pair[0])}`, D' = `{jsonable(r.pair[1])}`)"
+        cap = [f"Left: outputs on D and D'{pair}. Middle: privacy-loss distribution from " + (r.loss_source or "—") + "."]
         if r.curve:
             cap.append("Right: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
                        + " (same pair, same seed).")
