@@ -184,13 +184,17 @@ def deadline(seconds: float | None, what: str):
     def _raise(signum, frame):
         raise PhaseTimeout(f"{what} gave up after {seconds:g} s (raise --timeout to allow more)")
 
+    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)  # an enclosing deadline keeps running
+    start = time.monotonic()
     old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    signal.setitimer(signal.ITIMER_REAL, min(float(seconds), outer_left) if outer_left > 0 else float(seconds))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if outer_left > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - start), 1e-3))
 
 
 def fallback_pair(mechanism: Mechanism, proof: Any = None) -> tuple[Any, Any]:

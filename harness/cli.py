@@ -131,8 +131,8 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
     report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     report.add_argument("--jobs", type=_positive_int, default=None, help="worker processes (default: CPUs)")
-    report.add_argument("--timeout", type=_seconds, default=4 * GATE_TIMEOUT,
-                        help=f"seconds allowed per phase per mechanism (default {4 * GATE_TIMEOUT:g})")
+    report.add_argument("--timeout", type=_seconds, default=2 * GATE_TIMEOUT,
+                        help=f"seconds allowed per phase per mechanism (default {2 * GATE_TIMEOUT:g})")
     return parser
 
 

@@ -41,6 +41,7 @@ __all__ = ["Report", "build", "write", "generate", "write_index", "read_metadata
 REPORT_SAMPLES = 200_000          # per side for the report's main audit
 CURVE_SIZES = (1_000, 10_000, 100_000)  # extra audits (fixed pair) for the bound-versus-samples plot
 PLOT_SAMPLES = 20_000             # outputs per side drawn for the histograms and the loss plot
+LAW_SECONDS = 20.0                # time allowed to the exact laws in the loss plot (else: histograms)
 FORMAT_VERSION = 1
 _META_RE = re.compile(r"<!-- dpharness-report (\{.*?\}) -->", re.S)
 
@@ -149,13 +150,14 @@ def _loss(report: Report, data, neighbor, x: np.ndarray, y: np.ndarray) -> tuple
     m = report.mechanism
     try:
         sub = x[:5000]
-        lx = m.law(data).log_prob(sub)
-        ly = m.law(neighbor).log_prob(sub)
+        with deadline(LAW_SECONDS, "the exact laws"):
+            lx = m.law(data).log_prob(sub)
+            ly = m.law(neighbor).log_prob(sub)
         with np.errstate(invalid="ignore"):
             loss = np.asarray(lx, float) - np.asarray(ly, float)
         loss[np.isnan(loss)] = 0.0  # both -inf: an output impossible on D was sampled only by rounding
         return loss, "exact laws at outputs sampled on D"
-    except Exception:
+    except (Exception, PhaseTimeout):
         pass
     flat_x = np.asarray(x, float).reshape(len(x), -1)[:, 0]
     flat_y = np.asarray(y, float).reshape(len(y), -1)[:, 0]

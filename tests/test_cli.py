@@ -284,3 +284,21 @@ def test_gate_falls_back_to_the_witness_pair_when_the_search_runs_out(fakes, cap
     assert code == 0 and res["ok"]
     assert "neighbour search" in res["audit_note"] and "audited the pair 0 / 1 instead" in res["audit_note"]
     assert res["audit"]["passed"] and dp_fakes.CALLS[-1]["data"] == 0
+
+
+def test_nested_deadlines_keep_the_outer_one():
+    import time
+
+    from dpharness._run import PhaseTimeout, deadline
+
+    start = time.perf_counter()
+    with pytest.raises(PhaseTimeout, match="outer"):
+        with deadline(0.4, "outer"):
+            with deadline(5, "inner"):
+                time.sleep(0.1)
+            time.sleep(5)
+    assert time.perf_counter() - start < 2
+    with pytest.raises(PhaseTimeout, match="inner"):
+        with deadline(5, "outer"):
+            with deadline(0.1, "inner"):
+                time.sleep(5)
