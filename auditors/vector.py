@@ -19,6 +19,16 @@ likelihood-ratio score, and the events worth certifying are its level sets. Two 
   substitution: one bin down, another up) are combined by the additive score, which no
   per-coordinate test sees.
 
+Two more scores cover many weak coordinates, where a regression's weights are mostly noise: a
+signed vote (+1/−1 on each [0, 1]-valued feature that leans to one side: the bits of RAPPOR) and a
+tied score (one ramp shared by all continuous coordinates, fitted on them pooled: 20 parallel
+Laplace mechanisms, whose exact log-likelihood ratio it is).
+
+Scores are fitted on the first half of the training rows (at most 250 000 a side); thresholds are
+chosen on the second half, at each distinct value of a score with few values, else at a geometric
+grid of tail quantiles, by the projected certified bound less one held-out standard error (so the
+luckiest of many thin tails does not win).
+
 Where the pooled training rows take few distinct values (SVT answer patterns, small RAPPOR filters)
 the events are exact pattern sets: patterns ordered by their estimated likelihood ratio, the top k.
 
