@@ -10,6 +10,8 @@ randomness the returned bound does not exceed the true ε of the pair(s) audited
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import time
 import warnings
@@ -129,7 +131,7 @@ def _pairs_for_catalog(mechanism: Mechanism, data, neighbor, *, seed: int, budge
 # --------------------------------------------------------------------------- event proposal
 
 def _proposals(kind: str, train_a: np.ndarray, train_b: np.ndarray, *, max_events: int, ideal_numerics: bool,
-               shifts: tuple, notes: list[str]) -> list[tuple[str, Event]]:
+               shifts: tuple, notes: list[str], cert_n: int, confidence: float) -> list[tuple[str, Event]]:
     """(proposer name, event) pairs for one pair's training outputs."""
     props: list[tuple[str, Callable]] = []
     per = max_events * 2
@@ -150,7 +152,10 @@ def _proposals(kind: str, train_a: np.ndarray, train_b: np.ndarray, *, max_event
     if kind in ("discrete-vector", "float-vector"):
         vec = _optional("vector")
         if vec is not None and hasattr(vec, "propose_vector_events"):
-            props.append(("learned likelihood ratio", vec.propose_vector_events))
+            fn = vec.propose_vector_events
+            params = inspect.signature(fn).parameters
+            extra = {k: v for k, v in (("certify_samples", cert_n), ("confidence", confidence)) if k in params}
+            props.append(("learned likelihood ratio", functools.partial(fn, **extra) if extra else fn))
     out: list[tuple[str, Event]] = []
     for name, fn in props:
         try:
@@ -330,7 +335,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         # samples that suggested an event would favour events fitted to noise (e.g. atoms seen once)
         half = len(ta) // 2
         props = _proposals(kind, ta[:half], tb[:half], max_events=max_events, ideal_numerics=ideal_numerics,
-                           shifts=shifts, notes=notes)
+                           shifts=shifts, notes=notes, cert_n=cert_n, confidence=confidence)
         per_pair_props.append(props)
         trains.append((ta[half:], tb[half:]))
         train_used = max(train_used, len(ta))
@@ -343,6 +348,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         ranked.extend(_rank(p, props, ta, tb, cert_n=cert_n, level=level_guess, delta=delta))
     chosen = _select(ranked, max_events)
     del trains
+    _ev.clear_cache()
 
     # ---- phase 2: certification on fresh samples
     events_per_pair: list[list[Event]] = [[] for _ in pairs]

@@ -24,6 +24,8 @@ import numpy as np
 from dpharness.core import Event
 from dpharness.errors import MechanismError
 
+from . import events as _events
+
 __all__ = ["Sampler", "Progress", "chunk_plan", "draw", "count_events"]
 
 TRAINING, CERTIFICATION = 0, 1
@@ -207,6 +209,7 @@ def _count_task(task: tuple[int, int, int]) -> tuple[tuple[int, int, int], np.nd
         if hit.shape != (size,):
             raise MechanismError(f"event {ev.description!r} returned shape {hit.shape} on {where}; expected ({size},).")
         counts[i] = int(hit.sum())
+    _events.clear_cache()
     return task, counts
 
 

@@ -126,13 +126,86 @@ def set_event(outcomes_a_rows: list, keys, *, object_kind: bool, label: str = "o
         def contains(out, _s=keyset):
             return np.fromiter((k in _s for k in _ObjectKeys.keys(out)), dtype=bool, count=len(out))
     else:
-        karr = np.unique(np.asarray(keys))
+        karr = KeySet(keys)
 
         def contains(out, _k=karr, _t=transform):
-            feats = np.asarray(out) if _t is None else _t(out)
-            return np.isin(row_keys(feats), _k)
+            feats = out if _t is None else cached(_t, out)
+            return member(cached(row_keys, feats), _k)
 
     return Event(contains, words)
+
+
+_CACHE: list[tuple] = []  # (function, argument, result): features of the current chunk, shared by events
+_CACHE_SLOTS = 8
+
+
+def cached(fn: Callable, x):
+    """``fn(x)`` remembered by the identity of ``x`` (many events of one chunk need the same keys/features)."""
+    for f, arg, res in _CACHE:
+        if f is fn and arg is x:
+            return res
+    res = fn(x)
+    _CACHE.append((fn, x, res))
+    if len(_CACHE) > _CACHE_SLOTS:
+        del _CACHE[0]
+    return res
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+class KeySet:
+    """Fast membership in a fixed set of integer keys (``np.isin`` without sorting the queries):
+    comparisons for tiny sets, a lookup table when the keys span a small range, otherwise a
+    multiplicative-hash bitmap that pre-filters a binary search."""
+
+    def __init__(self, keys) -> None:
+        s = np.unique(np.asarray(keys))
+        self.keys = s
+        self.mode = "empty" if len(s) == 0 else "compare" if len(s) <= 4 else None
+        if self.mode is None:
+            lo, hi = int(s[0]), int(s[-1])
+            if hi - lo <= max(1 << 20, 16 * len(s)):
+                self.mode, self.lo, self.hi = "table", s[0], s[-1]
+                self.table = np.zeros(hi - lo + 1, dtype=bool)
+                self.table[(s - s[0]).astype(np.int64)] = True
+            else:
+                self.mode = "hash"
+                self.bits = max(10, int(math.ceil(math.log2(8 * len(s)))))
+                self.bitmap = np.zeros(1 << self.bits, dtype=bool)
+                self.bitmap[self._hash(s)] = True
+
+    def _hash(self, k: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return ((k.astype(np.uint64, copy=False) * _GOLD) >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        keys = np.asarray(keys)
+        s = self.keys
+        if self.mode == "empty":
+            return np.zeros(len(keys), dtype=bool)
+        if self.mode == "compare":
+            hit = keys == s[0]
+            for k in s[1:]:
+                hit |= keys == k
+            return hit
+        out = np.zeros(len(keys), dtype=bool)
+        if self.mode == "table":
+            inside = np.flatnonzero((keys >= self.lo) & (keys <= self.hi))
+            out[inside] = self.table[(keys[inside] - self.lo).astype(np.int64)]
+            return out
+        idx = np.flatnonzero(self.bitmap[self._hash(keys)])
+        sub = keys[idx]
+        pos = np.searchsorted(s, sub)
+        pos[pos == len(s)] = 0
+        out[idx] = s[pos] == sub
+        return out
+
+
+def member(keys: np.ndarray, key_set) -> np.ndarray:
+    """``np.isin(keys, key_set)`` (see :class:`KeySet`)."""
+    return (key_set if isinstance(key_set, KeySet) else KeySet(key_set))(keys)
 
 
 def _histogram(keys_a, keys_b, object_kind: bool):
