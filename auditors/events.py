@@ -276,7 +276,7 @@ def fast_score(k1, n1, k0, n0, z: float = 3.0) -> np.ndarray:
 def _discrete_events(keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_kind: bool, label: str,
                      transform=None, describe=None) -> list[Event]:
     uniq, ca, cb = _histogram(keys_a, keys_b, object_kind)
-    if len(uniq) < 2:
+    if len(uniq) == 0:
         return []
     if len(uniq) > _MAX_DISTINCT:
         keep = np.argsort(-(ca + cb), kind="stable")[:_MAX_DISTINCT]
