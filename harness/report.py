@@ -67,10 +67,12 @@ class Report:
 # --------------------------------------------------------------------------- building
 
 def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples: int = REPORT_SAMPLES,
-          seed: int = 0, curve_sizes: tuple[int, ...] = CURVE_SIZES, plot_samples: int = PLOT_SAMPLES,
+          seed: int = 0, curve_sizes: tuple[int, ...] | None = None, plot_samples: int | None = None,
           timeout: float | None = None) -> Report:
     """Prove (unless ``proof`` is given), audit (unless ``audit`` is given), draw the plots.
     ``timeout``: seconds allowed to the proof, the audit and the plots each."""
+    curve_sizes = CURVE_SIZES if curve_sizes is None else curve_sizes
+    plot_samples = PLOT_SAMPLES if plot_samples is None else plot_samples
     proof_error = audit_error = None
     if proof is None:
         try:

@@ -324,3 +324,22 @@ def test_cli_real_auditor_exit_codes(capsys):
     assert main(["audit", "randomized_response", "--samples", "50000", "--seed", "0"]) == 0
     assert main(["audit", "randomized_response", "--set", "log_odds=2", "--samples", "50000", "--seed", "0"]) == 1
     assert "VIOLATION certified" in capsys.readouterr().out
+
+
+def test_gate_report_and_report_command(fakes, capsys, tmp_path, monkeypatch):
+    from dpharness import report
+
+    monkeypatch.setattr(report, "CURVE_SIZES", (500,))
+    monkeypatch.setattr(report, "PLOT_SAMPLES", 500)
+    out_dir = tmp_path / "gate-reports"
+    code, _, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--samples", "1000", "--report", str(out_dir))
+    assert code == 0
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "README.md", "fake_coin_bug.html", "fake_coin_bug.md", "fake_coin_bug.png", "index.html"]
+    code, out, _ = run(capsys, "--json", "report", "--out", str(tmp_path / "r"), "--jobs", "1", "--samples", "1000",
+                       "fake_coin")
+    payload = json.loads(out)
+    assert code == 0 and [r["name"] for r in payload["reports"]] == ["fake_coin"]
+    assert report.read_metadata(str(tmp_path / "r" / "fake_coin.md"))["samples"] == 1000
+    code, _, err = run(capsys, "report", "--out", str(tmp_path / "r"), "nope")
+    assert code == 2 and "name='nope'" in err
