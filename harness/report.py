@@ -126,7 +126,8 @@ def _pair(report: Report) -> tuple[Any, Any]:
 
 def _labels(x: np.ndarray, y: np.ndarray):
     """Outputs as categories (labels, counts on D, counts on D') when there are at most 40 distinct
-    values/patterns, or when they are not numbers (then the 30 most frequent); else None."""
+    values/patterns, else the 30 most frequent when they are not numbers or cover half the samples;
+    else None (plot a histogram)."""
     def keys(a):
         a = np.asarray(a)
         if a.ndim == 1:
@@ -138,9 +139,9 @@ def _labels(x: np.ndarray, y: np.ndarray):
     kx, ky = keys(x), keys(y)
     values, counts = np.unique(np.concatenate([kx, ky]), return_counts=True)
     if len(values) > 40:
-        if numeric:
-            return None
         order = np.argsort(-counts, kind="stable")[:30]
+        if numeric and counts[order].sum() < 0.5 * counts.sum():
+            return None  # no dominant patterns: a histogram of the first coordinate says more
         values = np.sort(values[order])
     cx = np.array([np.count_nonzero(kx == v) for v in values])
     cy = np.array([np.count_nonzero(ky == v) for v in values])
