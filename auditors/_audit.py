@@ -87,6 +87,11 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+def _short(x: Any) -> str:
+    text = repr(x.tolist()) if isinstance(x, np.ndarray) else repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _mechanism_name(mechanism: Any) -> str:
     if isinstance(mechanism, Mechanism):
         return mechanism.name or type(mechanism).__name__
@@ -392,9 +397,11 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         p, i = slot[best]
         a, b = pairs[p]
         num, den = ("data", "neighbor") if c.forward else ("neighbor", "data")
-        words = (f"S = {{{c.event.description}}}: Pr[M({num}) ∈ S] >= {eb.p1_low[best]:.4g}"
-                 f"{' + δ' if delta else ''} and Pr[M({den}) ∈ S] <= {eb.p0_high[best]:.4g}, so ε >= {eps_lb:.4f}"
-                 f" (event from {c.source})")
+        so = (f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}" if not delta else
+              f"so at δ = {delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}")
+        where = "" if len(pairs) == 1 else f" on pair {p} (data={_short(a)}, neighbor={_short(b)})"
+        words = (f"S = {{{c.event.description}}}{where}: Pr[M({num}) ∈ S] >= {eb.p1_low[best]:.4g} and "
+                 f"Pr[M({den}) ∈ S] <= {eb.p0_high[best]:.4g} (confidence {confidence:g}), {so} (event from {c.source})")
         witness = Witness(data=a, neighbor=b, event=c.event, loss=eps_lb, description=words)
         cnt = {"hits_data": int(counts[p][0][i]), "hits_neighbor": int(counts[p][1][i]),
                "n_data": cert_n, "n_neighbor": cert_n}
