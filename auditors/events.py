@@ -229,6 +229,7 @@ def _histogram(keys_a, keys_b, object_kind: bool):
 
 def _lr_sets(ca: np.ndarray, cb: np.ndarray, na: int, nb: int, max_events: int) -> list[np.ndarray]:
     """Index sets of outcomes: prefix sets of outcomes sorted by likelihood ratio (both ends) and single outcomes."""
+    na, nb = max(na, 1), max(nb, 1)  # one side may have none of the outcomes (e.g. atoms of the other side)
     la = np.log((ca + 0.5) / na) - np.log((cb + 0.5) / nb)
     order = np.lexsort((-(ca + cb), -la))  # by ratio, ties: more mass first
     m = len(order)
