@@ -10,6 +10,7 @@ Postcondition: sup loss = L, attained at y = 0 for x = 0, x' = 1 (and in every i
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 
 from dpharness.core import exact
@@ -76,6 +77,6 @@ def prove(mechanism) -> Proof:
 
     with pb.phase("judge"):
         p, q = model_pmf(n, L_val, 0, 0), model_pmf(n, L_val, 1, 0)
-        w = judge_pure(pb, bound, p=p, q=q, data=0, neighbor=1, output=0,
+        w = judge_pure(pb, bound, p=p, q=q, data=np.array([0]), neighbor=np.array([1]), output=0,
                        description="y = 0: P(0|0)/P(0|1) = 1/α = e^L")
     return pb.finish(bound, witness=w)
