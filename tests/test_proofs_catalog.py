@@ -28,7 +28,7 @@ GALLERY = sorted(dpharness.catalog(gallery=True))
 # noise parameters by name: "down" = the noise grows with the value (a cut multiplies it by 9/10),
 # "up" = the privacy loss grows with the value (a 10% noise cut divides it by 9/10);
 # Warner's p_truth: the noise is the lying probability 1 - p_truth.
-NOISE_DOWN = {"scale", "sigma", "rho_scale", "nu_scale", "value_scale", "lam", "lambda_", "noise_scale"}
+NOISE_DOWN = {"scale", "sigma", "rho_scale", "nu_scale", "value_scale", "lam", "lambda_", "noise_scale", "sigma2"}
 NOISE_UP = {"beta", "log_odds"}
 
 
