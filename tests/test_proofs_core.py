@@ -290,3 +290,34 @@ def test_laplace_grid_rounding_accounted_in_dimension_two():
     assert proof.verdict is Verdict.REFUTED
     assert proof.bound == pytest.approx(1 + 2.0 ** -20)
     assert _confirm_with_law(Laplace(dim=2), proof.witness) > 1.0
+
+
+# --------------------------------------------------------------------------- property tests
+
+from fractions import Fraction
+
+from hypothesis import given, settings, strategies as st
+
+_rationals = st.fractions(min_value=Fraction(1, 20), max_value=Fraction(5), max_denominator=40)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(k=st.integers(2, 6), log_odds=_rationals, eps=_rationals)
+def test_randomized_response_verdict_is_exactly_the_comparison(k, log_odds, eps):
+    from dpharness.mechanisms.randomized_response import RandomizedResponse
+    proof = prove(RandomizedResponse(k=k, log_odds=log_odds, claim=PureDP(eps)))
+    assert proof.verdict is (Verdict.PROVED if log_odds <= eps else Verdict.REFUTED)
+    if proof.verdict is Verdict.REFUTED:
+        assert proof.witness.loss == pytest.approx(float(log_odds))
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(dim=st.integers(1, 3), scale=_rationals, sens=st.sampled_from([Fraction(1, 2), Fraction(1), Fraction(3)]), eps=_rationals)
+def test_laplace_verdict_is_exactly_the_comparison(dim, scale, sens, eps):
+    from dpharness.mechanisms.laplace import Laplace
+    g = Fraction(1, 2 ** 10)
+    mech = Laplace(scale=scale, sensitivity=sens, dim=dim, granularity=float(g), claim=PureDP(eps))
+    proof = prove(mech)
+    delta_g = (math.ceil(sens / g) + dim - 1) * g
+    assert proof.verdict is (Verdict.PROVED if delta_g / scale <= eps else Verdict.REFUTED)
+    assert proof.bound == pytest.approx(float(delta_g / scale))
