@@ -176,7 +176,7 @@ def _simple():
     cases = [
         ("rr", RandomizedResponse, [("log_odds", 1.1)]),
         ("rr_k5", lambda: RandomizedResponse.calibrated(0.5, k=5), [("log_odds", 1.1)]),
-        ("warner", WarnerRR, [("p_truth", 1.1)]),
+        ("warner", WarnerRR, [("p_truth", 1.1), ("p_yes", 0.9)]),
         ("rappor", Rappor, [("log_odds", 1.1)]),
         ("rappor_k7", lambda: Rappor.calibrated(2, k=7), [("log_odds", 1.1)]),
         ("laplace", Laplace, [("scale", 0.9)]),
