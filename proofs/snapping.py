@@ -58,7 +58,10 @@ def prove(m: Mechanism) -> Proof:
     pb.precondition(f"neighbour relation: {m.input_spec.relation.describe()} (sensitivity Δ = {delta})")
     pb.precondition(f"parameters: λ = {lam} ({lname}), B = {B}, Λ = {Lam} (smallest power of two >= λ)")
     pb.precondition("numeric model: IEEE-754 double model per Mironov 2012 (U* uniform over the doubles in (0,1) "
-                    "weighted by their spacing, correctly rounded LN, round-to-nearest ⊕/⊗)")
+                    "weighted by their spacing, round-to-nearest ⊕/⊗, and the theorem's accuracy requirement on LN)")
+    pb.precondition("ASSUMED, not verified by the prover: the platform logarithm the implementation calls meets the "
+                    "theorem's LN accuracy requirement (numpy/libm log is faithfully rounded, within 1 ulp; the "
+                    "theorem is stated for Mironov's LN model)")
     pb.pseudocode("clamp_B(round_Λ(clamp_B(f(D)) ⊕ S ⊗ λ ⊗ LN(U*)))")
     with pb.phase("side conditions"):
         pb.evaluate("Λ is the smallest power of two >= λ", sp.And(sp.Ge(Lam, lam), sp.Lt(Lam / 2, lam)), "exact")

@@ -27,7 +27,7 @@ GALLERY = sorted(dpharness.catalog(gallery=True))
 
 # noise parameters by name: "down" = the noise grows with the value (a cut multiplies it by 9/10),
 # "up" = the privacy loss grows with the value (a 10% noise cut divides it by 9/10);
-# Warner's p_truth: the noise is the lying probability 1 - p_truth.
+# Warner's p_truth: the noise is the lying probability 1 - p_truth; a variance σ² is cut as σ.
 NOISE_DOWN = {"scale", "sigma", "rho_scale", "nu_scale", "value_scale", "lam", "lambda_", "noise_scale", "sigma2"}
 NOISE_UP = {"beta", "log_odds"}
 
@@ -50,6 +50,8 @@ def _noise_mutations(m) -> list[tuple[str, Any]]:
             out.append((name, _times(value, Fraction(9, 10))))
         elif name in NOISE_UP and value > 0:
             out.append((name, _times(value, Fraction(10, 9))))
+        elif name in ("sigma2", "variance") and value > 0:   # σ cut by 10%: σ² times 81/100
+            out.append((name, _times(value, Fraction(81, 100))))
         elif name == "p_truth":
             out.append((name, 1 - _times(1 - Fraction(value), Fraction(9, 10))))
     return out
