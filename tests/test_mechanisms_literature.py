@@ -19,7 +19,9 @@ import pytest
 from scipy import integrate, stats
 
 from dpharness import AddRemove, BoundedChange, ParameterError, PureDP, Substitute, catalog
-from dpharness.mechanisms.discrete_gaussian import DiscreteGaussian, bernoulli_exp, discrete_gaussian_delta
+from dpharness.mechanisms.discrete_gaussian import (
+    DiscreteGaussian, bernoulli_exp, discrete_gaussian_delta, sample_discrete_gaussian,
+)
 from dpharness.mechanisms.histogram import NoisyHistogram, NoisyHistogramScaleBug
 from dpharness.mechanisms.report_noisy_max import (
     ReportNoisyMax, ReportNoisyMaxExponential, ReportNoisyMaxValueExponential, ReportNoisyMaxValueLaplace,
@@ -195,6 +197,24 @@ def test_bernoulli_exp_is_exact_in_distribution():
     assert p > ALPHA, f"p = {p:.3g}; {RATE_NOTE}"
 
 
+@pytest.mark.statistical
+def test_discrete_gaussian_big_integer_path_matches_law():
+    """The per-sample big-integer sampler (the fallback) against the exact pmf: 10 000 draws,
+    chi-square at level 1e-4 (false-failure rate 1e-4)."""
+    rng = np.random.default_rng(17)
+    law = DiscreteGaussian(sigma2=Fraction(7, 2)).law(np.array([0]))
+    draws = np.array([sample_discrete_gaussian(Fraction(7, 2), rng) for _ in range(10_000)])
+    pilot = np.array([sample_discrete_gaussian(Fraction(7, 2), rng) for _ in range(5_000)])
+    p = _chi2_discrete(draws, law, pilot)
+    assert p > ALPHA, f"chi-square p = {p:.3g}; {RATE_NOTE}"
+
+
+def test_discrete_gaussian_falls_back_to_big_integers():
+    m = DiscreteGaussian(sigma2=Fraction(10 ** 30 + 1, 3))
+    out = m.sample(np.array([5]), 20, np.random.default_rng(0))
+    assert out.dtype == np.int64 and len(out) == 20
+
+
 # --------------------------------------------------------------------------- claims vs exact laws
 
 def _max_log_ratio(pa: np.ndarray, pb: np.ndarray) -> float:
@@ -340,7 +360,7 @@ def _chi2_discrete(samples: np.ndarray, law, pilot: np.ndarray, *, min_count: in
     (SparseVectorAlg6(n_queries=5), 100_000), (TruncatedGeometric(), 100_000), (Snapping(), 100_000),
     (Snapping(B=3, scale=1), 100_000), (NoisyHistogram(granularity=1, scale=2), 50_000),
     (NoisyHistogramScaleBug(granularity=1), 50_000), (NumericalSparseVector(n_queries=3, granularity=1), 50_000),
-    (DiscreteGaussian(), 10_000),
+    (DiscreteGaussian(), 100_000), (DiscreteGaussian(sigma2=Fraction(1, 3)), 100_000),
 ], ids=lambda v: v.name if hasattr(v, "name") else str(v))
 def test_sampler_matches_exact_law(mech, size):
     """Chi-square goodness of fit at level 1e-4: false-failure rate 1e-4 for a correct sampler."""
