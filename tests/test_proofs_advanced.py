@@ -401,3 +401,39 @@ def test_snapping_bound_and_side_conditions():
     # mutations
     assert SN.prove(m.replace(scale=lam * Fraction(9, 10))).verdict is not Verdict.PROVED
     assert SN.prove(m.replace(claim=PureDP(Fraction(9, 10)))).verdict is not Verdict.PROVED
+
+
+# --------------------------------------------------------------------------- the registered float/exact mechanisms
+
+def test_snapping_registered_mechanism():
+    C = dpharness.get("snapping")
+    p = prove(C())
+    assert p.verdict is Verdict.PROVED and p.bound <= float(C().claim.epsilon)
+    assert any("ASSUMED" in a for a in p.assumptions)
+    assert prove(C.calibrated(2, B=128)).verdict is Verdict.PROVED
+    m = C()
+    assert prove(m.replace(scale=Fraction(m.scale) * Fraction(9, 10))).verdict is not Verdict.PROVED
+    assert prove(m.replace(claim=PureDP(Fraction(9, 10)))).verdict is not Verdict.PROVED
+
+
+def test_discrete_gaussian_registered_mechanism():
+    C = dpharness.get("discrete_gaussian")
+    m = C()
+    p = prove(m)
+    assert p.verdict is Verdict.PROVED
+    direct = _dg_delta(float(m.sigma2), float(m.claim.epsilon), int(m.sensitivity))
+    assert p.delta_bound == pytest.approx(direct, rel=1e-9) and p.delta_bound <= float(m.claim.delta)
+    cut = prove(m.replace(sigma2=Fraction(m.sigma2) * Fraction(81, 100)))
+    assert cut.verdict is Verdict.REFUTED
+    assert prove(m.replace(claim=ApproxDP(Fraction(9, 10) * Fraction(m.claim.epsilon), m.claim.delta))).verdict \
+        is not Verdict.PROVED
+
+
+def test_textbook_laplace_registered_gallery_entry_is_refuted_by_a_float_output():
+    m = dpharness.get("textbook_laplace")()
+    p = prove(m)
+    assert p.verdict is Verdict.REFUTED and math.isinf(p.witness.loss)
+    w = p.witness
+    m.input_spec.validate_pair(w.data, w.neighbor)
+    assert w.event.contains(m.sample(w.data, 4096, np.random.default_rng(0))).any()
+    assert not w.event.contains(m.sample(w.neighbor, 100_000, np.random.default_rng(7))).any()
