@@ -14,8 +14,10 @@ Calibration: with linf sensitivity Δ (scores may move in opposite directions) t
 so ``calibrated(epsilon)`` sets ``b = 2Δ/ε``. (Dwork & Roth's Lap(1/ε) is for monotone counting
 queries, a narrower neighbour relation than linf-bounded change.)
 
-Floating point: the output is an index, so the low-order bits of the float noise are never
-released; only the comparison order is, and float rounding perturbs it with probability ~2^-52.
+Floating point: the index outputs release only the comparison order of float noisy scores, never
+their low-order bits (float rounding perturbs the order with probability ~2^-52). The gallery's
+value outputs are computed on the grid ``granularity * Z`` with discrete noise, so that their
+true ε is exactly the one derived below and not ∞ through float artefacts (Mironov 2012).
 """
 
 from __future__ import annotations
@@ -33,15 +35,13 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
-from ._literature import (
-    exact_ratio, expon_logcdf, expon_logpdf, integrate_line, laplace_logcdf, laplace_logpdf,
-    sym_laplace_cdf, sym_laplace_pdf,
-)
+from ._literature import exact_ratio, integrate_line, laplace_logcdf, laplace_logpdf, sym_laplace_cdf, sym_laplace_pdf
+from ._noise import DEFAULT_GRANULARITY, check_granularity, discrete_laplace, on_grid_units, to_units
 
 __all__ = [
     "ReportNoisyMax", "ReportNoisyMaxExponential",
     "ReportNoisyMaxValueLaplace", "ReportNoisyMaxValueExponential",
-    "rnm_laplace_probs", "rnm_exponential_probs",
+    "rnm_laplace_probs", "rnm_exponential_probs", "grid_max_logpmf",
 ]
 
 
@@ -85,12 +85,6 @@ def rnm_exponential_probs(q: np.ndarray, b: float) -> np.ndarray:
         others = np.delete(p, i)
         out[i] = p[i] * float(np.sum(w * np.prod(1 - np.outer(u, others), axis=1)))
     return out
-
-
-def _others_sum(logs: np.ndarray) -> np.ndarray:
-    """``out[:, i] = Σ_{j≠i} logs[:, j]`` without ``-inf - -inf``."""
-    k = logs.shape[1]
-    return np.sum(np.where(np.eye(k, dtype=bool)[None, :, :], 0.0, logs[:, None, :]), axis=2)
 
 
 def _sym_q(q: np.ndarray) -> list:
@@ -203,21 +197,118 @@ class ReportNoisyMaxExponential(_IndexOutput, _NoisyMaxBase):
 
 # --------------------------------------------------------------------------- gallery: the value
 
+def grid_noise_logcdf(m: np.ndarray, t: float, noise: str) -> np.ndarray:
+    """``log P(N <= m)`` for integer m, N the grid noise in units: discrete Laplace with ratio
+    ``a = e^{-1/t}`` (``P(N = k) = (1-a)/(1+a) a^{|k|}``) or one-sided geometric
+    (``P(N = k) = (1-a) a^k``, k >= 0)."""
+    m = np.asarray(m, dtype=float)
+    la = -1.0 / t
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if noise == "laplace":
+            l1a = math.log1p(math.exp(la))
+            left = -np.abs(m) / t - l1a                                   # m < 0: a^{|m|}/(1+a)
+            right = np.log1p(-np.exp((np.maximum(m, 0) + 1) * la - l1a))  # m >= 0: 1 - a^{m+1}/(1+a)
+            return np.where(m < 0, left, right)
+        out = np.log(-np.expm1((np.maximum(m, 0) + 1) * la))              # m >= 0: 1 - a^{m+1}
+        return np.where(m >= 0, out, -np.inf)
+
+
+def grid_noise_logpmf(m: np.ndarray, t: float, noise: str) -> np.ndarray:
+    """``log P(N = m)`` for the grid noises of :func:`grid_noise_logcdf`."""
+    m = np.asarray(m, dtype=float)
+    la = -1.0 / t
+    if noise == "laplace":
+        return math.log(-math.expm1(la)) - math.log1p(math.exp(la)) - np.abs(m) / t
+    with np.errstate(invalid="ignore"):
+        return np.where(m >= 0, math.log(-math.expm1(la)) + np.maximum(m, 0) * la, -np.inf)
+
+
+def grid_max_logpmf(v_units: np.ndarray, centre: np.ndarray, t: float, noise: str) -> np.ndarray:
+    """``log P(max_i (c_i + N_i) = v)`` in grid units: ``Π_i F_i(v) - Π_i F_i(v - 1)`` computed as
+    ``log Π_i F_i(v) + log(1 - Π_i F_i(v-1)/F_i(v))`` with ``F_i(v-1)/F_i(v) = 1 - P(N_i = v - c_i)/F_i(v)``
+    (no cancellation even when the grid is fine)."""
+    v = np.asarray(v_units, dtype=float).reshape(-1, 1)
+    m = v - np.asarray(centre, dtype=float)[None, :]
+    lcdf = grid_noise_logcdf(m, t, noise)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.exp(grid_noise_logpmf(m, t, noise) - lcdf)           # P(N = m)/P(N <= m)
+        d = np.sum(np.log1p(-np.minimum(ratio, 1.0)), axis=1)          # log Π F(v-1)/F(v)
+        out = lcdf.sum(axis=1) + np.log(-np.expm1(d))
+    return np.where(np.isnan(out), -np.inf, out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ValueBase(_NoisyMaxBase):
+    granularity: float = DEFAULT_GRANULARITY
+
+    def _check(self) -> None:
+        super()._check()
+        check_granularity("granularity", self.granularity)
+
+    @classmethod
+    def calibrated(cls, epsilon: Any = 1, *, n_candidates: int = 5, sensitivity: Any = 1,
+                   granularity: float = DEFAULT_GRANULARITY):
+        """The index's calibration ``scale = 2Δ/ε``, claim PureDP(ε) (the bug: the value needs more)."""
+        base = _NoisyMaxBase.calibrated.__func__(cls, epsilon, n_candidates=n_candidates, sensitivity=sensitivity)
+        return base.replace(granularity=granularity)
+
+    def example_pair(self) -> tuple[Any, Any]:
+        """StatDP's "all above": [1, ..., 1] vs [2, ..., 2] (every score moves by Δ = 1)."""
+        k = self.n_candidates
+        return np.ones(k), np.full(k, 2.0)
+
+    def _sample(self, data, size, rng):
+        g = float(self.granularity)
+        t = float(self.scale) / g
+        centre = to_units("data", data, g)
+        shape = (size, self.n_candidates)
+        if self.noise == "laplace":
+            noise = discrete_laplace(t, shape, rng)
+        else:
+            noise = np.floor(rng.standard_exponential(shape) * t).astype(np.int64)
+        return (centre[None, :] + noise).max(axis=1).astype(float) * g
+
+    def _law(self, data):
+        g = float(self.granularity)
+        t = float(self.scale) / g
+        centre = to_units("data", data, g)
+        v = sp.Symbol("v", real=True)
+        gs, bs = exact(self.granularity), exact(self.scale)
+        a = sp.exp(-gs / bs)
+        cs = [gs * int(c) for c in centre]
+        if self.noise == "laplace":
+            def F(z):  # P(g·N <= z) for z on the grid
+                return sp.Piecewise((a ** (-z / gs) / (1 + a), z < 0), (1 - a ** (z / gs + 1) / (1 + a), True))
+        else:
+            def F(z):
+                return sp.Piecewise((0, z < 0), (1 - a ** (z / gs + 1), True))
+        expr = sp.Mul(*[F(v - c) for c in cs]) - sp.Mul(*[F(v - gs - c) for c in cs])
+
+        def log_prob(outputs: np.ndarray) -> np.ndarray:
+            units, ok = on_grid_units(np.asarray(outputs, dtype=float).reshape(-1), g)
+            return np.where(ok, grid_max_logpmf(units, centre, t, self.noise), -np.inf)
+
+        return FunctionLaw("discrete", log_prob, (v,), expr)
+
+
 @register
 @dataclass(frozen=True, kw_only=True)
-class ReportNoisyMaxValueLaplace(_NoisyMaxBase):
-    """GALLERY. Report noisy max that returns the noisy maximum VALUE ``V = max_i (q_i + η_i)``,
-    ``η_i ~ Lap(0, scale)``, calibrated as for the index (``scale = 2Δ/ε``).
+class ReportNoisyMaxValueLaplace(_ValueBase):
+    """GALLERY. Report noisy max that returns the noisy maximum VALUE
+    ``V = g · max_i (round_g(q_i) + K_i)``, ``K_i ~ DiscreteLaplace(scale/g)`` i.i.d. (grid-Laplace
+    with scale b = ``scale``, so float bits do not leak), calibrated as for the index (b = 2Δ/ε).
 
-    Density: ``g(v) = d/dv Π_i F(v - q_i) = Σ_i f(v - q_i) Π_{j≠i} F(v - q_j)``.
+    pmf on the grid: ``P(V = v) = Π_i F_i(v) - Π_i F_i(v - g)``, ``F_i(v) = P(c_i + gK_i <= v)``,
+    with ``a = e^{-g/b}``: ``P(gK <= -mg) = a^m/(1+a)`` and ``P(gK <= mg) = 1 - a^{m+1}/(1+a)`` (m >= 0).
     Neighbours: ``|q - q'|_inf <= Δ``. Claim: PureDP(ε) (wrongly).
 
-    True ε = kΔ/scale = kε/2 for k candidates (2.5 at the defaults k = 5, ε = 1). Derivation:
-    upper bound -- V is a post-processing of the vector (q_i + η_i)_i, which is the Laplace
-    mechanism on a vector of L1 sensitivity kΔ, hence kΔ/scale-DP. Lower bound (attained) --
-    take q = (0, ..., 0) and q' = (Δ, ..., Δ), so V' = V + Δ. For v <= 0 every factor is in the left
-    tail: f(v) = e^{v/b}/(2b), F(v) = e^{v/b}/2, so g(v) = k e^{kv/b} / (2^k b) and
-    g(v)/g(v - Δ) = e^{kΔ/b} exactly for all v <= 0, an event of positive probability."""
+    True ε = kΔ/b = kε/2 for k candidates (2.5 at the defaults k = 5, ε = 1, Δ = 1, b = 2), for Δ a
+    multiple of g. Derivation: upper bound -- V is a post-processing of the vector
+    (c_i + gK_i)_i, the grid-Laplace mechanism on a vector of L1 sensitivity kΔ, hence kΔ/b-DP.
+    Lower bound, attained -- take q = (0, ..., 0) and q' = (Δ, ..., Δ), so V' = V + Δ. At grid
+    points v = -mg <= 0 every factor is in the left tail: ``Π_i F_i(v) = a^{mk}/(1+a)^k``, so
+    ``P(V = -mg) = (a^{mk} - a^{(m+1)k})/(1+a)^k`` and ``P(V = v)/P(V' = v) = a^{-kΔ/g} = e^{kΔ/b}``
+    exactly for every v <= 0 (as for the continuous version, whose density ratio is e^{kΔ/b} on v <= 0)."""
 
     name: ClassVar[str] = "report_noisy_max_value_laplace"
     source: ClassVar[str] = "StatDP (Ding et al. CCS 2018) ReportNoisyMax3; Dwork & Roth 2014 §3.3 misread"
@@ -226,44 +317,20 @@ class ReportNoisyMaxValueLaplace(_NoisyMaxBase):
     true_epsilon: ClassVar[float] = 2.5
     noise: ClassVar[str] = "laplace"
 
-    def _sample(self, data, size, rng):
-        return np.max(self._noisy(data, size, rng), axis=1)
-
-    def example_pair(self) -> tuple[Any, Any]:
-        """StatDP's "all above": [1, ..., 1] vs [2, ..., 2] -- the pair attaining kΔ/scale."""
-        k = self.n_candidates
-        return np.ones(k), np.full(k, 2.0)
-
-    def _law(self, data):
-        q = np.asarray(data, dtype=float)
-        b = float(self.scale)
-        v = sp.Symbol("v", real=True)
-        bs = exact(self.scale)
-        qs = _sym_q(q)
-        k = len(qs)
-        expr = sp.Add(*[sym_laplace_pdf(v - qs[i], bs) * sp.Mul(*[sym_laplace_cdf(v - qs[j], bs) for j in range(k) if j != i])
-                        for i in range(k)])
-
-        def log_prob(outputs: np.ndarray) -> np.ndarray:
-            y = np.asarray(outputs, dtype=float).reshape(-1, 1)
-            terms = laplace_logpdf(y - q[None, :], b) + _others_sum(laplace_logcdf(y - q[None, :], b))
-            return np.logaddexp.reduce(terms, axis=1)
-
-        return FunctionLaw("continuous", log_prob, (v,), expr)
-
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class ReportNoisyMaxValueExponential(_NoisyMaxBase):
-    """GALLERY. Returns the noisy maximum VALUE ``V = max_i (q_i + η_i)`` with one-sided exponential
-    noise ``η_i ~ Exp(mean scale)``, ``scale = 2Δ/ε``.
+class ReportNoisyMaxValueExponential(_ValueBase):
+    """GALLERY. Returns the noisy maximum VALUE ``V = g · max_i (round_g(q_i) + G_i)`` with one-sided
+    grid-exponential noise ``G_i = floor(E_i b/g)``, ``E_i ~ Exp(1)`` (geometric: ``P(G = m) = (1-a)a^m``,
+    ``a = e^{-g/b}``, m >= 0), b = ``scale`` = 2Δ/ε.
 
-    Density: ``g(v) = Σ_i f(v - q_i) Π_{j≠i} F(v - q_j)`` for ``v >= max q`` (0 below), with
-    ``f(z) = e^{-z/b}/b``, ``F(z) = 1 - e^{-z/b}`` on z >= 0. Neighbours: ``|q - q'|_inf <= Δ``.
+    pmf on the grid: ``P(V = v) = Π_i F_i(v) - Π_i F_i(v - g)`` with ``F_i(v) = 1 - a^{(v - c_i)/g + 1}``
+    for v >= c_i (0 below); the support is ``v >= max_i c_i``. Neighbours: ``|q - q'|_inf <= Δ``.
     Claim: PureDP(ε) (wrongly).
 
-    True ε = ∞: the support ``[max q, ∞)`` moves with the data. For q' = q + Δ·1 the event
-    ``V < max q + Δ`` has probability ``Π_i (1 - e^{-(max q + Δ - q_i)/b}) > 0`` under q and 0 under q'."""
+    True ε = ∞: the support moves with the data. For q' = q + Δ·1 the outputs
+    ``max q <= V < max q + Δ`` have positive probability under q and probability 0 under q'."""
 
     name: ClassVar[str] = "report_noisy_max_value_exponential"
     source: ClassVar[str] = "StatDP (Ding et al. CCS 2018) ReportNoisyMax4"
@@ -271,31 +338,3 @@ class ReportNoisyMaxValueExponential(_NoisyMaxBase):
     bug: ClassVar[str] = "returns the noisy maximum value; with one-sided noise its support reveals max q"
     true_epsilon: ClassVar[float] = math.inf
     noise: ClassVar[str] = "exponential"
-
-    def _sample(self, data, size, rng):
-        return np.max(self._noisy(data, size, rng), axis=1)
-
-    def example_pair(self) -> tuple[Any, Any]:
-        """StatDP's "all above": [1, ..., 1] vs [2, ..., 2]."""
-        k = self.n_candidates
-        return np.ones(k), np.full(k, 2.0)
-
-    def _law(self, data):
-        q = np.asarray(data, dtype=float)
-        b = float(self.scale)
-        v = sp.Symbol("v", real=True)
-        bs = exact(self.scale)
-        qs = _sym_q(q)
-        k = len(qs)
-        f = [sp.exp(-(v - qj) / bs) / bs for qj in qs]
-        F = [1 - sp.exp(-(v - qj) / bs) for qj in qs]
-        body = sp.Add(*[f[i] * sp.Mul(*[F[j] for j in range(k) if j != i]) for i in range(k)])
-        expr = sp.Piecewise((body, v >= max(qs)), (0, True))
-
-        def log_prob(outputs: np.ndarray) -> np.ndarray:
-            y = np.asarray(outputs, dtype=float).reshape(-1, 1)
-            terms = expon_logpdf(y - q[None, :], b) + _others_sum(expon_logcdf(y - q[None, :], b))
-            out = np.logaddexp.reduce(terms, axis=1)
-            return np.where(y[:, 0] >= q.max(), out, -np.inf)
-
-        return FunctionLaw("continuous", log_prob, (v,), expr)
