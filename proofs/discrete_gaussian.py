@@ -127,6 +127,10 @@ def prove(m: Mechanism) -> Proof:
                     worst = (lo, hi, ystar, dd)
             lo, hi, ystar, dd = worst
             delta_bound = hi
+            rho = sp.Integer(D) ** 2 / (2 * s2)
+            pb.note(f"for comparison: the concentrated-DP route (ρ = Δ²/(2σ²) = {rho}, then ρ-CDP -> (ε, δ)) gives only an "
+                    "UPPER bound on δ(ε); the δ used here is the exact optimal-event value for the pair, enclosed by "
+                    "interval arithmetic")
             ok = hi <= float(delta)
             pb.add([Obligation(f"δ(ε = {eps}) <= {claim.delta}: rigorous enclosure δ ∈ [{lo:.6g}, {hi:.6g}] "
                                f"(worst shift d = {dd} of 1..{D})", sp.Le(sym("delta_eps"), delta),

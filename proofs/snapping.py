@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from dpharness.core import Mechanism, Witness
+from dpharness.core import Event, Mechanism, Witness
 
 from ._kernel import ProofBuilder, param
 from ._model import Obligation, Proof
@@ -84,8 +84,13 @@ def prove(m: Mechanism) -> Proof:
         pb.claim_bound(bound)
         pb.note(f"the bound exceeds 1/λ by 2^-49·B/λ = {float(sp.N(bound - 1 / lam_u, 20)):.3g} (the price of floating point)")
     zero = np.zeros(int(getattr(m, "dim", 1) or 1)) if m.input_spec.shape == "vector" else 0.0
-    w = Witness(zero, zero + float(delta), None, None, float(sp.N(bound, 30)),
-                "inputs 0 vs Δ; the loss of the snapped Laplace is at most ε' (Mironov 2012); no tighter witness computed")
+    # tightness in the real-arithmetic model: for t <= −Λ both events {y <= t} lie in the Laplace left
+    # tail, where P_0(y <= t)/P_Δ(y <= t) = e^{Δ/λ} exactly; t = −Λ keeps the event observable
+    t = -float(Lam)
+    ideal = delta / lam
+    w = Witness(zero, zero + float(delta), Event.threshold(t, above=False), None, float(sp.N(ideal, 30)),
+                f"inputs 0 vs Δ = {delta}, event output <= {t}: in the real-arithmetic model the ratio is exactly "
+                f"e^(Δ/λ) = e^{float(sp.N(ideal, 15)):.15g} (left Laplace tail); Mironov's ε' adds 2^-49 B/λ for floats")
     return pb.finish(bound, witness=w)
 
 
