@@ -359,7 +359,8 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
     ⊥ answers' shift of ρ can no longer be absorbed, and the loss grows without bound in the
     number of ⊥ answers. For a FIXED n_queries the loss is finite -- at most
     ``Δ/rho_scale + nΔ/nu_scale``, the output being a post-processing of (ρ, q + ν) -- but it is
-    unbounded as n grows.
+    unbounded as n grows. (As in the papers, the released ``q_i + ν_i`` is a float sum: its low-order
+    bits leak x as in Mironov 2012, a second reason the implementation's ε is ∞.)
     Output: float64 ``(size, n)``: ``q_i + ν_i`` for ⊤, :data:`BOTTOM`, :data:`STOPPED`."""
 
     name: ClassVar[str] = "svt3"
