@@ -138,7 +138,11 @@ def _candidates(n: int, c: int, cutoff: bool, T: Fraction, b: Fraction, d: Fract
                     q = [T + x] * m + [T + y] * k + [far] * (n - m - k)
                     q2 = [T + x + d] * m + [T + y - d] * k + [far] * (n - m - k)
                     pat = _pattern(n, c, cutoff, [BOT] * m + [TOP] * k + [BOT] * (n - m - k))
-                    yield q, q2, pat
+                    # the witness data are doubles: compute with exactly the values the mechanism will see
+                    q = [Fraction(float(v)) for v in q]
+                    q2 = [Fraction(float(v)) for v in q2]
+                    if all(abs(a - b) <= d for a, b in zip(q, q2)):
+                        yield q, q2, pat
 
 
 def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: bool, T, br, bn, d, eps,
