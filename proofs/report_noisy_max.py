@@ -32,7 +32,7 @@ from ._model import Obligation, Proof
 
 __all__ = ["prove", "pf_probability"]
 
-_MAX_Z3_CANDIDATES = 8
+_MAX_Z3_CANDIDATES = 16
 
 
 def _common(pb: ProofBuilder, m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:

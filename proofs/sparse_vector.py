@@ -31,7 +31,7 @@ from ._svt_exact import log_mpf, pattern_probability, to_sympy
 
 __all__ = ["prove"]
 
-_MAX_Z3_QUERIES = 12
+_MAX_Z3_QUERIES = 16
 TOP, BOT, NA = 1, 0, -1
 
 
