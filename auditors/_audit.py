@@ -22,7 +22,7 @@ import numpy as np
 
 from dpharness import _validate as _v
 from dpharness.core import ApproxDP, Event, Mechanism, RenyiDP, Witness
-from dpharness.errors import ParameterError
+from dpharness.errors import ParameterError, UnsupportedError
 
 from . import _runner
 from . import events as _ev
@@ -101,7 +101,7 @@ def _mechanism_name(mechanism: Any) -> str:
 # --------------------------------------------------------------------------- pairs
 
 def _pairs_for_catalog(mechanism: Mechanism, data, neighbor, *, seed: int, budget: int,
-                       candidate_witnesses: Sequence[Witness]) -> tuple[list[tuple], str]:
+                       candidate_witnesses: Sequence[Witness], notes: list[str]) -> tuple[list[tuple], str]:
     spec = mechanism.input_spec
     if data is not None or neighbor is not None:
         if data is None or neighbor is None:
@@ -112,8 +112,15 @@ def _pairs_for_catalog(mechanism: Mechanism, data, neighbor, *, seed: int, budge
     how = "candidate witnesses and the example pair"
     nb = _optional("neighbours")
     if nb is not None and hasattr(nb, "search_pairs"):
-        proposed.extend(nb.search_pairs(mechanism, seed=seed, budget=budget, candidate_witnesses=tuple(candidate_witnesses)))
-        how = "neighbour search"
+        try:
+            proposed.extend(nb.search_pairs(mechanism, seed=seed, budget=budget,
+                                            candidate_witnesses=tuple(candidate_witnesses)))
+            how = "neighbour search"
+        except (MemoryError, ArithmeticError, UnsupportedError) as exc:
+            # the search failed on this mechanism: audit the witnesses and the example pair instead
+            notes.append(f"neighbour search failed ({type(exc).__name__}: {str(exc)[:120]}); used the example pair")
+            warnings.warn(f"neighbour search failed for {mechanism.name!r} ({exc!r:.120}); auditing the example pair.",
+                          RuntimeWarning, stacklevel=3)
     for w in candidate_witnesses:
         if getattr(w, "data", None) is not None and getattr(w, "neighbor", None) is not None:
             proposed.append((w.data, w.neighbor))
@@ -299,9 +306,10 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
 
+    notes: list[str] = []
     if catalog:
         pairs, pair_how = _pairs_for_catalog(mechanism, data, neighbor, seed=seed, budget=max(100, min(train_n, 100_000)),
-                                             candidate_witnesses=candidate_witnesses)
+                                             candidate_witnesses=candidate_witnesses, notes=notes)
         spec_fn = mechanism._sample
         sampler = _runner.Sampler(lambda d, n, rng, _f=spec_fn: _f(d, n, rng), name, True)
     else:
@@ -316,7 +324,6 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         sampler = _runner.Sampler(mechanism, name, vectorized)
 
     show = _runner.progress_enabled(progress)
-    notes: list[str] = []
 
     # ---- phase 1: training samples, propose and rank events
     chunk_train = _TRAIN_CHUNK if vectorized else _LOOP_CHUNK
