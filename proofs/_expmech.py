@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ._kernel import ProofBuilder, discharge, slack, sym
+from ._kernel import ProofBuilder, slack, sym
 from ._lemmas import logsumexp_monotone
 from ._model import Obligation
 

@@ -25,7 +25,7 @@ import sympy as sp
 
 from dpharness.core import ApproxDP, Event, Mechanism, PureDP, RenyiDP, Witness
 
-from ._kernel import ProofBuilder, discharge, exceeds, param, slack, sym
+from ._kernel import ProofBuilder, exceeds, param, sym
 from ._model import Obligation, Proof
 
 __all__ = ["prove", "delta_enclosure", "renyi_exact"]

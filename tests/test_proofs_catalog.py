@@ -10,11 +10,9 @@ Deterministic (the proofs are symbolic/SMT/exact); the whole module takes about 
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import pytest
 
 import dpharness
