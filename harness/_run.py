@@ -149,6 +149,24 @@ def fmt(x: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def limit_memory(fraction: float) -> None:
+    """Cap this process's address space at ``fraction`` of physical memory (worker initializer), so a
+    runaway computation raises MemoryError in its own worker instead of waking the OOM killer."""
+    import os
+
+    try:
+        import resource
+
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        cap = int(total * fraction)
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, ValueError, OSError):  # not on this platform: run uncapped
+        pass
+
+
 def run_proof(mechanism: Mechanism):
     import dpharness
 
@@ -197,6 +215,21 @@ def deadline(seconds: float | None, what: str):
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - start), 1e-3))
 
 
+def load_modules(modules: Iterable[str]) -> None:
+    """Import a project's modules (``--module``) so their ``@register`` run; the working directory is
+    importable, as under ``python -m``."""
+    import os
+    import sys
+
+    from . import registry
+
+    modules = list(modules)
+    if modules and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in modules:
+        registry.load_module(module)
+
+
 def fallback_pair(mechanism: Mechanism, proof: Any = None) -> tuple[Any, Any]:
     """The proof's witness pair when it is a valid neighbouring pair, else the mechanism's example pair."""
     w = getattr(proof, "witness", None)
@@ -219,9 +252,10 @@ def audit_with_fallback(mechanism: Mechanism, proof: Any, *, samples: int, seed:
     try:
         with deadline(search_budget, f"the audit (neighbour search) of {mechanism.name}"):
             return run_audit(mechanism, proof, samples=samples, seed=seed), None
-    except PhaseTimeout as exc:
+    except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = fallback_pair(mechanism, proof)
-        note = f"{exc}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
+        why = str(exc) if isinstance(exc, PhaseTimeout) else f"the neighbour search of {mechanism.name} ran out of memory"
+        note = f"{why}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
     with deadline(rest, f"the audit of {mechanism.name}"):
         return run_audit(mechanism, proof, samples=samples, seed=seed, data=data, neighbor=neighbor), note
@@ -237,8 +271,7 @@ def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
     from . import registry
     from ._json import jsonable
 
-    for module in modules:
-        registry.load_module(module)
+    load_modules(modules)
     out: dict[str, Any] = {"name": name, "buggy": None, "ok": False, "caught": False, "error": None,
                            "proof": None, "audit": None, "audit_error": None, "audit_note": None,
                            "seconds": {}}

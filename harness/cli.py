@@ -289,8 +289,14 @@ def _run_many(names: list[str], jobs: int | None, fn, **kwargs) -> list[dict]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
+        from ._run import limit_memory
+
         ctx = multiprocessing.get_context("spawn")  # no fork after numpy/z3 threads
-        with ProcessPoolExecutor(max_workers=min(jobs, len(names)), mp_context=ctx) as pool:
+        workers = min(jobs, len(names))
+        # each worker may use at most its share of 80% of the RAM: a runaway audit raises MemoryError
+        # in its worker (reported for that mechanism) instead of getting the whole gate OOM-killed
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=limit_memory,
+                                 initargs=(0.8 / workers,)) as pool:
             futures = {pool.submit(fn, name, **kwargs): name for name in names}
             for fut in as_completed(futures):
                 name = futures[fut]
@@ -326,10 +332,9 @@ def _gate_line(res: dict) -> str:
 
 def _cmd_gate(args) -> int:
     from . import registry
-    from ._run import check
+    from ._run import check, load_modules
 
-    for module in args.modules:
-        registry.load_module(module)
+    load_modules(args.modules)
     names = list(registry.catalog(gallery=bool(args.gallery)))
     if not names:
         _err(f"no {'gallery ' if args.gallery else ''}mechanisms are registered; "
