@@ -184,7 +184,10 @@ class _SparseVectorBase(Mechanism):
             z = T + r[None, :] - q[:, None]  # (n, R)
             return laplace_logpdf(r, brho)[None, :] + tops @ laplace_logsf(z, bnu) + bots @ laplace_logcdf(z, bnu)
 
-        probs = gauss_legendre_line(log_integrand, [0.0, *(q - T)], step=min(brho, bnu), tail=45 * brho)
+        # the integrand is at most the density of ρ: |r| > 45·rho_scale carries < e^-45 of its mass
+        reach = 45 * brho
+        probs = gauss_legendre_line(log_integrand, [0.0, *(q - T)], step=min(brho, bnu), tail=reach,
+                                    lo=-reach, hi=reach)
         return np.clip(probs, 0.0, 1.0)
 
     def _pattern_expr(self, q: np.ndarray) -> tuple[tuple, sp.Expr]:
@@ -409,8 +412,9 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
             def log_integrand(x: np.ndarray) -> np.ndarray:
                 return laplace_logpdf(x, brho) + np.sum(laplace_logcdf(T + x[None, :] - qb[:, None], bnu), axis=0)
 
-            mass = float(gauss_legendre_line(log_integrand, [0.0, *(qb - T)], step=min(brho, bnu),
-                                             tail=45 * brho, hi=cap))
+            reach = 45 * brho  # the integrand is at most f_ρ, which falls by e^-45 over this distance
+            mass = float(gauss_legendre_line(log_integrand, [0.0, *(qb - T)], step=min(brho, bnu), tail=reach,
+                                             lo=min(-reach, cap - reach), hi=min(cap, reach)))
             if mass <= 0:
                 return -math.inf
             return math.log(mass) + float(np.sum(laplace_logpdf(vals[top] - q[top], bnu)))

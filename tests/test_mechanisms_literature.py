@@ -450,3 +450,35 @@ def test_snapping_outputs_are_snapped():
     assert np.all(np.abs(s) <= 10)
     inner = s[np.abs(s) != 10]
     assert np.all(np.mod(inner, 4) == 0)
+
+
+# --------------------------------------------------------------------------- property tests
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 12), eps=st.fractions(Fraction(1, 10), 4), x=st.integers(0, 12))
+def test_truncated_geometric_loss_equals_log_odds(n, eps, x):
+    """Property: for every n, ε and neighbouring counts the exact law's worst loss is exactly ε."""
+    m = TruncatedGeometric.calibrated(eps, n=n)
+    x = min(x, n - 1)
+    loss = _max_log_ratio(_finite_probs(m.law(x)), _finite_probs(m.law(x + 1)))
+    assert loss == pytest.approx(float(eps), rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(2, 7), eps=st.sampled_from([Fraction(1, 2), 1, 2]),
+       q=st.lists(st.integers(-3, 3), min_size=7, max_size=7), shift=st.lists(st.sampled_from([-1, 0, 1]), min_size=7, max_size=7))
+def test_exponential_rnm_respects_its_claim(k, eps, q, shift):
+    """Property: permute-and-flip probabilities sum to 1 and their loss stays within ε on any
+    linf-neighbouring pair of integer score vectors."""
+    m = ReportNoisyMaxExponential.calibrated(eps, n_candidates=k)
+    a = np.array(q[:k], dtype=float)
+    b = a + np.array(shift[:k], dtype=float)
+    if np.array_equal(a, b):
+        return
+    pa, pb = _finite_probs(m.law(a)), _finite_probs(m.law(b))
+    assert abs(pa.sum() - 1) < 1e-12
+    assert _max_log_ratio(pa, pb) <= float(eps) + 1e-9
