@@ -124,9 +124,12 @@ def test_committed_reports_are_fresh():
             stale.append(f"{name}: source changed")
         if meta["parameters"] != jsonable(m.noise_parameters()) or meta["claim"] != m.claim.describe():
             stale.append(f"{name}: parameters or claim changed")
-        for ext in ("html", "png"):
-            if not os.path.exists(os.path.join(REPORTS, f"{name}.{ext}")):
-                stale.append(f"{name}: no {ext}")
+        if not os.path.exists(os.path.join(REPORTS, f"{name}.html")):
+            stale.append(f"{name}: no html")
+        with open(path, encoding="utf-8") as fh:
+            refers_to_png = f"]({name}.png)" in fh.read()
+        if refers_to_png and not os.path.exists(os.path.join(REPORTS, f"{name}.png")):
+            stale.append(f"{name}: no png")
     assert not stale, ("stale reports (regenerate with `dpharness report --out reports NAME...`): " + "; ".join(stale))
 
 
