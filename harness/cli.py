@@ -458,6 +458,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json = False
     from .errors import MechanismError, ParameterError, UnsupportedError
 
+    if argv is None and args.command in ("audit", "gate", "report"):
+        from ._run import limit_memory
+
+        limit_memory(0.8)  # a runaway audit raises MemoryError rather than waking the OOM killer
+
     try:
         return _COMMANDS[args.command](args)
     except ParameterError as exc:
