@@ -474,6 +474,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MechanismError as exc:
         _err(f"the mechanism failed: {exc}")
         return EXIT_FAIL
+    except MemoryError:
+        _err("ran out of memory; lower --samples (or --jobs) and retry.")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
