@@ -16,7 +16,7 @@ import sympy as sp
 from scipy import integrate
 
 __all__ = [
-    "exact_ratio", "laplace_logpdf", "laplace_logcdf", "laplace_logsf", "expon_logpdf", "expon_logcdf",
+    "exact_ratio", "laplace_logpdf", "laplace_logcdf", "laplace_logsf", "expon_logpdf", "expon_logcdf", "log_laplace_interval",
     "sym_laplace_pdf", "sym_laplace_cdf", "integrate_line", "integrate_line_vec", "gauss_legendre_line", "statdp_patterns",
 ]
 
@@ -67,6 +67,19 @@ def expon_logcdf(z: np.ndarray, b: float) -> np.ndarray:
     z = np.asarray(z, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(z > 0, np.log(-np.expm1(-np.maximum(z, 0.0) / b)), -np.inf)
+
+
+def log_laplace_interval(a: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
+    """log P(a <= L < b) for L ~ Lap(0, λ), a < b (either may be infinite), stable in the tails."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        width = b - a
+        right = math.log(0.5) - a / lam + np.log1p(-np.exp(-width / lam))     # 0 <= a < b
+        left = math.log(0.5) + b / lam + np.log1p(-np.exp(-width / lam))      # a < b <= 0
+        mid = np.log1p(-0.5 * np.exp(np.minimum(a, 0) / lam) - 0.5 * np.exp(-np.maximum(b, 0) / lam))
+    out = np.where(a >= 0, right, np.where(b <= 0, left, mid))
+    return np.where(b > a, out, -np.inf)
 
 
 # --------------------------------------------------------------------------- sympy

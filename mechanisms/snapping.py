@@ -31,7 +31,7 @@ from dpharness.core import BoundedChange, FunctionLaw, InputSpec, Mechanism, Pur
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
-from ._literature import exact_ratio, sym_laplace_cdf
+from ._literature import exact_ratio, log_laplace_interval as _log_laplace_interval, sym_laplace_cdf
 
 __all__ = ["Snapping", "snapping_epsilon", "power_of_two_at_least"]
 
@@ -55,19 +55,6 @@ def power_of_two_at_least(x: Any) -> Fraction:
     while Fraction(2) ** (k - 1) >= x:
         k -= 1
     return Fraction(2) ** k
-
-
-def _log_laplace_interval(a: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
-    """log P(a <= L < b) for L ~ Lap(0, λ), a < b (either may be infinite), stable in the tails."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        width = b - a
-        right = math.log(0.5) - a / lam + np.log1p(-np.exp(-width / lam))     # 0 <= a < b
-        left = math.log(0.5) + b / lam + np.log1p(-np.exp(-width / lam))      # a < b <= 0
-        mid = np.log1p(-0.5 * np.exp(np.minimum(a, 0) / lam) - 0.5 * np.exp(-np.maximum(b, 0) / lam))
-    out = np.where(a >= 0, right, np.where(b <= 0, left, mid))
-    return np.where(b > a, out, -np.inf)
 
 
 @register

@@ -53,12 +53,12 @@ from dpharness.errors import ParameterError
 from dpharness.registry import register
 
 from ._literature import (
-    exact_ratio, gauss_legendre_line, laplace_logcdf, laplace_logpdf, laplace_logsf,
+    exact_ratio, gauss_legendre_line, laplace_logcdf, log_laplace_interval, laplace_logpdf, laplace_logsf,
     statdp_patterns, sym_laplace_cdf, sym_laplace_pdf,
 )
 from ._noise import (
     DEFAULT_GRANULARITY, check_granularity, discrete_laplace, discrete_laplace_logpmf, grid_sensitivity,
-    on_grid_units, to_units,
+    on_grid_units, round_half_up, to_units,
 )
 
 __all__ = [
@@ -352,19 +352,23 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
 class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
     """GALLERY. Lyu et al. 2017 Algorithm 3 (SVT in Roth's 2011 lecture notes): as Alg. 1 but the
     ⊤ answers release ``q_i + ν_i``, the SAME noisy value used in the comparison;
-    ``rho_scale = Δ/ε1 = 2Δ/ε``, ``nu_scale = cΔ/ε2 = 2cΔ/ε``, cutoff c.
+    ``rho_scale = Δ/ε1 = 2Δ/ε``, ``nu_scale = cΔ/ε2 = 2cΔ/ε``, cutoff c. The released value is
+    rounded to the grid ``granularity * Z`` (``w_i = g·floor((q_i + ν_i)/g + 1/2)``), a
+    post-processing that removes the float low-order bits (Mironov 2012) so that the only leak
+    is the algorithm's own.
 
-    Law (density w.r.t. counting measure on patterns × Lebesgue on the ⊤ values):
-    ``Π_{⊤} f_ν(v_i - q_i) · ∫_{-∞}^{min_⊤ v_i - T} f_ρ(r) Π_{⊥} P(ν < T + r - q_i) dr``.
-    Neighbours: ``|q - q'|_inf <= Δ``. Claim: PureDP(ε) (wrongly).
+    pmf of an output (pattern a, grid values w on the ⊤ coordinates), with cells
+    ``C_i = [w_i - g/2, w_i + g/2)``:
+    ``∫ f_ρ(r) Π_{⊥} P(ν < T + r - q_i) Π_{⊤} P(q_i + ν ∈ C_i, q_i + ν >= T + r) dr``
+    (quadrature over r, split at every kink). Neighbours: ``|q - q'|_inf <= Δ``.
+    Claim: PureDP(ε) (wrongly).
 
     True ε = ∞ (Lyu et al. §3: not ε'-DP for any finite ε'): a released value pins ν_i, so the
     ⊥ answers' shift of ρ can no longer be absorbed, and the loss grows without bound in the
     number of ⊥ answers. For a FIXED n_queries the loss is finite -- at most
     ``Δ/rho_scale + nΔ/nu_scale``, the output being a post-processing of (ρ, q + ν) -- but it is
-    unbounded as n grows. (As in the papers, the released ``q_i + ν_i`` is a float sum: its low-order
-    bits leak x as in Mironov 2012, a second reason the implementation's ε is ∞.)
-    Output: float64 ``(size, n)``: ``q_i + ν_i`` for ⊤, :data:`BOTTOM`, :data:`STOPPED`."""
+    unbounded as n grows.
+    Output: float64 ``(size, n)``: the grid value for ⊤, :data:`BOTTOM`, :data:`STOPPED`."""
 
     name: ClassVar[str] = "svt3"
     source: ClassVar[str] = "Lyu, Su & Li 2017, Algorithm 3 (Roth 2011 lecture notes)"
@@ -373,19 +377,25 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
     true_epsilon: ClassVar[float] = math.inf
 
     nu_scale: Any = 2
+    granularity: float = DEFAULT_GRANULARITY
+
+    def _check(self) -> None:
+        super()._check()
+        check_granularity("granularity", self.granularity)
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1):
+                   sensitivity: Any = 1, granularity: float = DEFAULT_GRANULARITY):
         epsilon = _v.positive("epsilon", epsilon)
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity,
+        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity, granularity=granularity,
                    rho_scale=exact_ratio(2 * sensitivity, epsilon),
                    nu_scale=exact_ratio(2 * c * sensitivity, epsilon), claim=PureDP(epsilon))
 
     def _sample(self, data, size, rng):
         noisy, above = self._noisy_above(data, size, rng)
         codes = self._codes(above)
-        out = noisy.copy()
+        g = float(self.granularity)
+        out = round_half_up(noisy / g).astype(float) * g
         out[codes == BOT] = BOTTOM
         out[codes == NOT_ANSWERED] = STOPPED
         return out
@@ -393,39 +403,45 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
     def _law(self, data):
         q = np.asarray(data, dtype=float)
         T = float(self.threshold)
+        g = float(self.granularity)
         brho, bnu = float(self.rho_scale), float(self.nu_scale)
         r = sp.Symbol("r", real=True)
         a = sp.symbols(f"a1:{self.n_queries + 1}", integer=True)
-        v = sp.symbols(f"v1:{self.n_queries + 1}", real=True)
-        Ts, br, bn = exact(self.threshold), exact(self.rho_scale), exact(self.nu_scale)
+        w = sp.symbols(f"w1:{self.n_queries + 1}", real=True)
+        Ts, br, bn, gs = exact(self.threshold), exact(self.rho_scale), exact(self.nu_scale), exact(self.granularity)
         qs = [exact(float(x)) for x in q]
-        factors = [_select(a[i], sym_laplace_pdf(v[i] - qs[i], bn) * sp.Heaviside(v[i] - Ts - r),
+        factors = [_select(a[i], sp.Max(0, sym_laplace_cdf(w[i] + gs / 2 - qs[i], bn)
+                                         - sym_laplace_cdf(sp.Max(w[i] - gs / 2, Ts + r) - qs[i], bn)),
                            sym_laplace_cdf(Ts + r - qs[i], bn)) for i in range(self.n_queries)]
         expr = sp.Integral(sym_laplace_pdf(r, br) * sp.Mul(*factors), (r, -sp.oo, sp.oo))
 
         def one(codes: np.ndarray, vals: np.ndarray) -> float:
             top = codes == TOP
             bot = codes == BOT
-            cap = float(np.min(vals[top])) - T if top.any() else math.inf
-            qb = q[bot]
+            lo_cell, hi_cell = vals[top] - g / 2, vals[top] + g / 2
+            qt, qb = q[top], q[bot]
+            cap = float(np.min(hi_cell)) - T if top.any() else math.inf
 
             def log_integrand(x: np.ndarray) -> np.ndarray:
-                return laplace_logpdf(x, brho) + np.sum(laplace_logcdf(T + x[None, :] - qb[:, None], bnu), axis=0)
+                out = laplace_logpdf(x, brho) + np.sum(laplace_logcdf(T + x[None, :] - qb[:, None], bnu), axis=0)
+                if top.any():
+                    start = np.maximum(lo_cell[:, None], T + x[None, :])
+                    out = out + np.sum(log_laplace_interval(start - qt[:, None], (hi_cell - qt)[:, None], bnu), axis=0)
+                return out
 
             reach = 45 * brho  # the integrand is at most f_ρ, which falls by e^-45 over this distance
-            mass = float(gauss_legendre_line(log_integrand, [0.0, *(qb - T)], step=min(brho, bnu), tail=reach,
-                                             lo=min(-reach, cap - reach), hi=min(cap, reach)))
-            if mass <= 0:
-                return -math.inf
-            return math.log(mass) + float(np.sum(laplace_logpdf(vals[top] - q[top], bnu)))
+            mass = float(gauss_legendre_line(log_integrand, [0.0, *(qb - T), *(lo_cell - T)], step=min(brho, bnu),
+                                             tail=reach, lo=min(-reach, cap - reach), hi=min(cap, reach)))
+            return math.log(mass) if mass > 0 else -math.inf
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:
             out = np.asarray(outputs, dtype=float).reshape(-1, self.n_queries)
             codes = self._decode(out)
-            valid = self._valid(codes) & np.all(np.isfinite(out), axis=1)
+            _, on_grid = on_grid_units(np.where(codes == TOP, out, 0.0), g)
+            valid = self._valid(codes) & np.all(on_grid, axis=1)
             return np.array([one(cd, row) if ok else -math.inf for cd, row, ok in zip(codes, out, valid)])
 
-        return FunctionLaw("continuous", log_prob, tuple(a) + tuple(v), expr)
+        return FunctionLaw("discrete", log_prob, tuple(a) + tuple(w), expr)
 
 
 @register
