@@ -465,3 +465,12 @@ def test_exponential_rnm_respects_its_claim(k, eps, q, shift):
     pa, pb = _finite_probs(m.law(a)), _finite_probs(m.law(b))
     assert abs(pa.sum() - 1) < 1e-12
     assert _max_log_ratio(pa, pb) <= float(eps) + 1e-9
+
+
+def test_svt3_law_is_normalised():
+    """One query on the grid g = 1/2: P(⊥) + Σ_w P(⊤, w) = 1 (the ⊤ values above T - 45·rho_scale)."""
+    m = SparseVectorAlg3(n_queries=1, granularity=0.5)
+    law = m.law(np.array([0.5]))
+    w = np.arange(-200, 400) * 0.5
+    total = np.exp(law.log_prob(np.append(w, BOTTOM).reshape(-1, 1))).sum()
+    assert total == pytest.approx(1, abs=1e-9)
