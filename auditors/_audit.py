@@ -37,6 +37,8 @@ _RENYI_DELTA = 1e-6
 _MAX_PAIRS = 4
 _CHUNK = 1_000_000      # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000    # samples per chunk for fn(data) called in a loop
+_RANK_Z = 1.0          # standard errors by which training estimates are shaded when ranking events
+_TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 
@@ -210,8 +212,12 @@ def _rank(pair: int, proposals: list[tuple[str, Event]], train_a, train_b, *, ce
     if not kept:
         return []
     pa, pb = np.array(ha) / na, np.array(hb) / nb
-    fwd = _stats.projected_epsilon(pa, pb, cert_n, level, delta)
-    bwd = _stats.projected_epsilon(pb, pa, cert_n, level, delta)
+    # shade the training estimates by _RANK_Z standard errors towards "no effect" before projecting:
+    # among many candidates, a rare event's estimated ratio is the most inflated by chance (winner's curse)
+    sa, sb = np.sqrt(pa * (1 - pa) / na), np.sqrt(pb * (1 - pb) / nb)
+    z = _RANK_Z
+    fwd = _stats.projected_epsilon(np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb, 1), cert_n, level, delta)
+    bwd = _stats.projected_epsilon(np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa, 1), cert_n, level, delta)
     out: list[_Candidate] = []
     for i, (source, ev) in enumerate(kept):
         out.append(_Candidate(pair, ev, True, float(fwd[i]), source, sigs[i]))
@@ -301,7 +307,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     epsilon = _check_epsilon(epsilon)
     delta = float(_v.probability("delta", delta, open_right=True))
 
-    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), 1_000_000))
+    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), _TRAIN_MAX))
     cert_n = samples - train_n
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")

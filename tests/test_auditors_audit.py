@@ -291,10 +291,14 @@ def test_catalog_pair_is_validated():
 
 
 @pytest.mark.slow
-def test_streaming_keeps_memory_bounded():
-    """3·10^7 samples a side (480 MB if held) run in bounded memory: only counts leave a chunk."""
+def test_streaming_keeps_memory_bounded(monkeypatch):
+    """3·10^7 samples a side (480 MB if held) run in bounded memory: only counts leave a chunk
+    (training, held in memory, is capped at 10^6 a side here)."""
     import tracemalloc
 
+    import dpharness.auditors._audit as am
+
+    monkeypatch.setattr(am, "_TRAIN_MAX", 1_000_000)
     tracemalloc.start()
     try:
         r = audit(grid_laplace, 0.0, 1.0, samples=30_000_000, seed=0, workers=1)
