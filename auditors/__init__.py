@@ -1,7 +1,22 @@
 """Statistical auditing: certified empirical lower bounds on ε.
 
-:func:`audit` chooses events on training samples and certifies them on fresh samples with exact
-Clopper-Pearson intervals and a Bonferroni union bound (see :mod:`dpharness.auditors.stats`).
+:func:`audit` (``dpharness.audit`` is the same with the proof's witness offered first) runs a
+mechanism — a catalog :class:`~dpharness.core.Mechanism` or any callable ``fn(data, size, rng)``
+(``fn(data)`` with ``vectorized=False``) — on neighbouring inputs and returns an
+:class:`AuditResult` whose ``epsilon_lower_bound`` is, with probability >= ``confidence``, at most
+the true ε:
+
+1. *Training*: a fraction of the samples (10%, at most 4·10^6 a side) is drawn; half of it
+   suggests candidate events (:mod:`.events`: histograms of discrete outputs and row patterns,
+   thresholds / intervals / atoms of scalars, coordinates and projections of vectors;
+   :mod:`.floats`: floating-point structure; :mod:`.vector`: learned likelihood-ratio scores),
+   the other half ranks them; the best ``max_events`` (event, direction) candidates over all pairs
+   are kept.
+2. *Certification*: fresh samples are streamed in chunks (counts only; both cores; per-chunk
+   seeds, so the same seed gives the same result for any number of workers) and each kept event's
+   hits are turned into exact Clopper-Pearson bounds with a Bonferroni union bound over every
+   kept candidate (:mod:`.stats`).
+
 The statistics are pure functions of counts and are public here too."""
 
 from __future__ import annotations
