@@ -262,8 +262,9 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
 
     ``epsilon``/``delta``: the claim to test (catalog default: the mechanism's claim; callables:
     ε = 1, δ = 0; a Rényi claim is converted to (ε, 1e-6)-DP unless ``delta`` is given).
-    ``samples``: outputs per side per pair, of which ``train_fraction`` choose events and the rest
-    certify. ``ideal_numerics=True`` skips floating-point-structure events (audit the mathematical
+    ``samples``: outputs per side per pair, of which ``train_fraction`` (at most 4·10^6) choose
+    events and the rest certify. ``max_events``: (event, direction) candidates certified in all,
+    the Bonferroni count (fewer: a smaller penalty, but less chance to keep the best event). ``ideal_numerics=True`` skips floating-point-structure events (audit the mathematical
     mechanism, not its float implementation). ``workers``: processes for certification (default: all
     cores); the result does not depend on it. ``progress``: progress bar on stderr (default: when
     stderr is a terminal).
