@@ -62,7 +62,7 @@ from ._noise import (
 )
 
 __all__ = [
-    "TOP", "BOT", "NOT_ANSWERED", "BOTTOM", "STOPPED", "answer_patterns",
+    "TOP", "BOT", "NOT_ANSWERED", "BOTTOM", "STOPPED", "answer_patterns", "statdp_patterns",
     "SparseVector", "NumericalSparseVector",
     "SparseVectorAlg3", "SparseVectorAlg4", "SparseVectorAlg5", "SparseVectorAlg6",
 ]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpharness import AddRemove, BoundedChange, ParameterError, PureDP, Substitute, catalog
+from dpharness import BoundedChange, ParameterError, Substitute, catalog
 from dpharness.mechanisms.discrete_gaussian import (
     DiscreteGaussian, bernoulli_exp, discrete_gaussian_delta, sample_discrete_gaussian,
 )
