@@ -289,24 +289,40 @@ def _run_many(names: list[str], jobs: int | None, fn, **kwargs) -> list[dict]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
+        from concurrent.futures.process import BrokenProcessPool
+
         from ._run import limit_memory
 
         ctx = multiprocessing.get_context("spawn")  # no fork after numpy/z3 threads
-        workers = min(jobs, len(names))
-        # each worker may use at most its share of 80% of the RAM: a runaway audit raises MemoryError
-        # in its worker (reported for that mechanism) instead of getting the whole gate OOM-killed
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=limit_memory,
-                                 initargs=(0.8 / workers,)) as pool:
-            futures = {pool.submit(fn, name, **kwargs): name for name in names}
-            for fut in as_completed(futures):
-                name = futures[fut]
-                try:
-                    results[name] = fut.result()
-                except Exception as exc:  # a worker died
-                    results[name] = {"name": name, "ok": False, "caught": False, "buggy": None,
-                                     "error": f"{type(exc).__name__}: {exc}", "proof": None, "audit": None,
-                                     "seconds": {}}
-                progress(results[name])
+
+        def run_pool(todo: list[str], workers: int) -> list[str]:
+            """Run ``todo``; return the names lost to a broken pool (a worker killed from outside)."""
+            broken = []
+            # each worker may use at most its share of 80% of the RAM: a runaway audit raises MemoryError
+            # in its worker (reported for that mechanism) instead of getting the whole gate OOM-killed
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=limit_memory,
+                                     initargs=(0.8 / workers,)) as pool:
+                futures = {pool.submit(fn, name, **kwargs): name for name in todo}
+                for fut in as_completed(futures):
+                    name = futures[fut]
+                    try:
+                        results[name] = fut.result()
+                    except Exception as exc:
+                        results[name] = {"name": name, "ok": False, "caught": False, "buggy": None,
+                                         "error": f"{type(exc).__name__}: {exc} (the worker process died)",
+                                         "proof": None, "audit": None, "seconds": {}}
+                        if isinstance(exc, BrokenProcessPool):
+                            broken.append(name)
+                            continue
+                    progress(results[name])
+            return broken
+
+        broken = run_pool(list(names), min(jobs, len(names)))
+        if broken:  # one culprit breaks the pool for all: rerun the casualties one by one, isolated
+            sys.stderr.write(f"a worker process died; retrying {len(broken)} mechanism(s) one at a time\n")
+            for name in broken:
+                for lost in run_pool([name], 1):
+                    progress(results[lost])
     return [results[n] for n in names]
 
 

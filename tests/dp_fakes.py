@@ -109,3 +109,12 @@ def fake_audit(mechanism, data=None, neighbor=None, *, epsilon=None, delta=0.0, 
         counts={"hits_data": int(samples * 0.7), "hits_neighbor": int(samples * 0.3), "n_data": samples,
                 "n_neighbor": samples}, events_tested=2, pairs_tested=1,
     )
+
+
+def pool_task(name: str, *, crash: str = "") -> dict:
+    """A worker-pool task for the CLI's process pool tests: dies abruptly on ``crash``."""
+    import os
+
+    if name == crash:
+        os._exit(3)
+    return {"name": name, "ok": True, "pid": os.getpid(), "error": None}

@@ -343,3 +343,17 @@ def test_gate_report_and_report_command(fakes, capsys, tmp_path, monkeypatch):
     assert report.read_metadata(str(tmp_path / "r" / "fake_coin.md"))["samples"] == 1000
     code, _, err = run(capsys, "report", "--out", str(tmp_path / "r"), "nope")
     assert code == 2 and "name='nope'" in err
+
+
+def test_worker_pool_runs_in_parallel_and_survives_a_dead_worker(capsys):
+    from dpharness.cli import _run_many
+
+    names = ["a", "b", "c", "d"]
+    results = _run_many(names, 2, dp_fakes.pool_task)
+    assert [r["name"] for r in results] == names and all(r["ok"] for r in results)
+    assert len({r["pid"] for r in results}) == 2  # two worker processes
+    results = _run_many(names, 2, dp_fakes.pool_task, crash="c")
+    by_name = {r["name"]: r for r in results}
+    assert not by_name["c"]["ok"] and "worker process died" in by_name["c"]["error"]
+    assert all(by_name[n]["ok"] for n in "abd")  # casualties of the broken pool were retried
+    assert "retrying" in capsys.readouterr().err
