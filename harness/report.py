@@ -5,8 +5,8 @@ certified empirical lower bound — then the assumptions, the derivation table (
 justification, checker, discharged), the witness, the audit's counts and confidence, the tool
 versions and the SHA-256 of the mechanism's source (``Mechanism.source_hash``) so a stale report is
 detectable. Plots (matplotlib, Agg): output histograms on D and D', the privacy-loss distribution
-(log-ratio of the exact laws at outputs sampled on D; of histograms when no exact law is
-available), and the certified bound versus the number of samples with the claimed and proven lines.
+(log-ratio of the exact laws at outputs sampled on D, and on D' the other way round; of
+histograms when no exact law is available), and the certified bound versus the number of samples with the claimed and proven lines.
 
 Output is deterministic: fixed seeds, no timings or dates, PNG metadata stripped. The HTML opens
 offline (inline CSS, plots as base64 PNG). Every page starts with a metadata comment
@@ -133,6 +133,9 @@ def _labels(x: np.ndarray, y: np.ndarray):
         if a.ndim == 1:
             return a
         flat = a.reshape(len(a), -1)
+        if flat.dtype.kind in "biu" and flat.size and flat.min() >= -1 and flat.max() <= 9:
+            # bit/answer patterns: one character per coordinate ("-" for -1)
+            return np.array(["".join("-" if v < 0 else str(v) for v in r.tolist()) for r in flat])
         return np.array([",".join(map(str, r.tolist())) for r in flat])
 
     numeric = np.asarray(x).dtype.kind in "biuf"
@@ -148,18 +151,21 @@ def _labels(x: np.ndarray, y: np.ndarray):
     return [str(v) for v in values], cx, cy
 
 
-def _loss(report: Report, data, neighbor, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, str]:
-    """Privacy loss ln p_D(o)/p_D'(o) at outputs o sampled on D."""
+def _loss(report: Report, data, neighbor, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """Privacy losses in both directions: ln p_D(o)/p_D'(o) at outputs o sampled on D, and
+    ln p_D'(o)/p_D(o) at outputs sampled on D'."""
     m = report.mechanism
     try:
-        sub = x[:5000]
+        sx, sy = x[:5000], y[:5000]
         with deadline(LAW_SECONDS, "the exact laws"):
-            lx = m.law(data).log_prob(sub)
-            ly = m.law(neighbor).log_prob(sub)
+            law_d, law_n = m.law(data), m.law(neighbor)
+            ax, bx = np.asarray(law_d.log_prob(sx), float), np.asarray(law_n.log_prob(sx), float)
+            ay, by = np.asarray(law_n.log_prob(sy), float), np.asarray(law_d.log_prob(sy), float)
         with np.errstate(invalid="ignore"):
-            loss = np.asarray(lx, float) - np.asarray(ly, float)
-        loss[np.isnan(loss)] = 0.0  # both -inf: an output impossible on D was sampled only by rounding
-        return loss, "exact laws at outputs sampled on D"
+            lx, ly = ax - bx, ay - by
+        lx[np.isnan(lx)] = 0.0  # both -inf: an output impossible on both sides (sampler rounding)
+        ly[np.isnan(ly)] = 0.0
+        return lx, ly, "the exact laws at sampled outputs"
     except (Exception, PhaseTimeout):
         pass
     flat_x = np.asarray(x, float).reshape(len(x), -1)[:, 0]
@@ -167,10 +173,12 @@ def _loss(report: Report, data, neighbor, x: np.ndarray, y: np.ndarray) -> tuple
     edges = np.histogram_bin_edges(np.concatenate([flat_x, flat_y]), bins=40)
     hx, _ = np.histogram(flat_x, edges)
     hy, _ = np.histogram(flat_y, edges)
-    idx = np.clip(np.searchsorted(edges, flat_x, side="right") - 1, 0, len(hx) - 1)
+    ix = np.clip(np.searchsorted(edges, flat_x, side="right") - 1, 0, len(hx) - 1)
+    iy = np.clip(np.searchsorted(edges, flat_y, side="right") - 1, 0, len(hx) - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loss = np.log(hx[idx] / np.maximum(hy[idx], 0)).astype(float)
-    return loss, "histograms (40 bins of the first coordinate; no exact law available)"
+        lx = np.log(hx[ix] / hy[ix]).astype(float)
+        ly = np.log(hy[iy] / hx[iy]).astype(float)
+    return lx, ly, "histograms (40 bins of the first coordinate; no exact law available)"
 
 
 def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samples: int) -> bytes:
@@ -185,7 +193,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     rng = np.random.default_rng(seed)
     x = np.asarray(m.sample(data, plot_samples, rng))
     y = np.asarray(m.sample(neighbor, plot_samples, rng))
-    loss, report.loss_source = _loss(report, data, neighbor, x, y)
+    loss_x, loss_y, report.loss_source = _loss(report, data, neighbor, x, y)
 
     claimed, _ = audit_target(m.claim)
     proven = None if report.proof is None else float(report.proof.bound)
@@ -210,7 +218,8 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         ax.bar(pos - 0.2, cx / len(x), width=0.4, label="D", color="#3b6ea5")
         ax.bar(pos + 0.2, cy / len(y), width=0.4, label="D'", color="#d9822b")
         step = max(1, len(names) // 12)
-        ax.set_xticks(pos[::step], [n[:12] for n in names[::step]], rotation=45, ha="right")
+        ax.set_xticks(pos[::step], [n if len(n) <= 16 else n[:15] + "…" for n in names[::step]],
+                      rotation=45, ha="right")
         ax.set_ylabel("frequency")
     else:
         fx = np.asarray(x, float).reshape(len(x), -1)[:, 0]
@@ -227,24 +236,32 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     ax.legend()
 
     ax = axes[1]
-    finite = loss[np.isfinite(loss)]
-    n_inf = int(np.count_nonzero(~np.isfinite(loss)))
-    if finite.size:
-        values, counts = np.unique(np.round(finite, 9), return_counts=True)
-        if len(values) <= 40:
-            ax.bar(values, counts / len(loss), width=max((values.max() - values.min()) / 60, 0.01), color="#3b6ea5")
-        else:
-            ax.hist(finite, bins=60, weights=np.full(finite.size, 1 / len(loss)), color="#3b6ea5")
+    fin_x, fin_y = loss_x[np.isfinite(loss_x)], loss_y[np.isfinite(loss_y)]
+    inf_x = int(np.count_nonzero(~np.isfinite(loss_x)))
+    inf_y = int(np.count_nonzero(~np.isfinite(loss_y)))
+    values = np.unique(np.round(np.concatenate([fin_x, fin_y]), 9))
+    lab_x, lab_y = "o ~ M(D): ln p_D(o)/p_D'(o)", "o ~ M(D'): ln p_D'(o)/p_D(o)"
+    if values.size and len(values) <= 40:
+        width = max((values.max() - values.min()) / 80, 0.01)
+        for fin, n, shift, color, lab in ((fin_x, len(loss_x), -width / 2, "#3b6ea5", lab_x),
+                                          (fin_y, len(loss_y), width / 2, "#d9822b", lab_y)):
+            v, c = np.unique(np.round(fin, 9), return_counts=True)
+            ax.bar(v + shift, c / max(n, 1), width=width, color=color, label=lab)
+    elif values.size:
+        edges = np.linspace(values.min(), values.max(), 61) if values.max() > values.min() else 30
+        ax.hist(fin_x, bins=edges, weights=np.full(fin_x.size, 1 / max(len(loss_x), 1)), color="#3b6ea5", label=lab_x)
+        ax.hist(fin_y, bins=edges, weights=np.full(fin_y.size, 1 / max(len(loss_y), 1)), histtype="step",
+                color="#d9822b", lw=1.5, label=lab_y)
     ax.axvline(claimed, color="black", ls="--", lw=1, label=f"claimed ε = {fmt(claimed)}")
     ax.axvline(-claimed, color="black", ls="--", lw=1)
     if proven is not None and math.isfinite(proven):
         ax.axvline(proven, color="green", ls=":", lw=1.5, label=f"proven bound {fmt(proven)}")
-    title = "privacy loss ln p_D(o)/p_D'(o), o ~ M(D)"
-    if n_inf:
-        title += f"\n{n_inf} of {len(loss)} outputs have infinite loss"
+    title = "privacy-loss distribution"
+    if inf_x or inf_y:
+        title += f"\ninfinite loss: {inf_x}/{len(loss_x)} outputs on D, {inf_y}/{len(loss_y)} on D'"
     ax.set_title(title)
     ax.set_ylabel("fraction of outputs")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
 
     ax = axes[2]
     if curve:
@@ -358,7 +375,7 @@ def _sections(r: Report) -> list[tuple[str, Any]]:
     if r.png is not None:
         blocks.append(("image", f"{m.name}.png"))
         pair = "" if r.pair is None else f" (D = `{jsonable(r.pair[0])}`, D' = `{jsonable(r.pair[1])}`)"
-        cap = [f"Left: outputs on D and D'{pair}. Middle: privacy-loss distribution from " + (r.loss_source or "—") + "."]
+        cap = [f"Left: outputs on D and D'{pair}. Middle: privacy-loss distribution in both directions, from " + (r.loss_source or "—") + "."]
         if r.curve:
             cap.append("Right: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
                        + " (same pair, same seed).")
