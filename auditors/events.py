@@ -109,7 +109,7 @@ def _show_key_value(kind: str, example) -> str:
 
 # --------------------------------------------------------------------------- discrete histograms
 
-def set_event(outcomes_a_rows: list, keys, *, object_kind: bool, label: str = "output",
+def set_event(keys, *, object_kind: bool, label: str = "output",
               transform: Callable[[np.ndarray], np.ndarray] | None = None, shown: list | None = None) -> Event:
     """An event ``{outputs whose key is in keys}``; ``shown`` are example outcomes for the words."""
     shown = shown or []
@@ -303,7 +303,7 @@ def _discrete_events(keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_
         ks = [uniq[i] for i in s.tolist()] if object_kind else uniq[s]
         klist = list(ks) if object_kind else ks.tolist()
         shown = [describe(k) if describe else rep.get(k, "?") for k in klist[:6]]
-        events.append(set_event([], ks, object_kind=object_kind, label=label, transform=transform, shown=shown))
+        events.append(set_event(ks, object_kind=object_kind, label=label, transform=transform, shown=shown))
     return events
 
 
