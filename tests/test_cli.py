@@ -357,3 +357,22 @@ def test_worker_pool_runs_in_parallel_and_survives_a_dead_worker(capsys):
     assert not by_name["c"]["ok"] and "worker process died" in by_name["c"]["error"]
     assert all(by_name[n]["ok"] for n in "abd")  # casualties of the broken pool were retried
     assert "retrying" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["gate"], ["gate", "--gallery"]], ids=["catalog", "gallery"])
+def test_builtin_gate_passes_within_two_minutes(argv, tmp_path):
+    """The real gate on the built-ins: every mechanism proved and audited (every gallery bug caught),
+    within the 2-minute budget on 2 cores. Statistical: fixed seed 0; a correct mechanism's audit
+    fails with probability <= 5% per mechanism over seeds, and this seed is known to pass."""
+    import time
+
+    junit = tmp_path / "gate.xml"
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "dpharness.cli", *argv, "--junit", str(junit)],
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert elapsed < 120, f"gate took {elapsed:.0f} s"
+    suite = ET.parse(junit).getroot()
+    assert int(suite.get("tests")) >= 10 and suite.get("failures") == "0" and suite.get("errors") == "0"
