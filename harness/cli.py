@@ -91,7 +91,9 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print machine-readable JSON instead of text")
     parser = _Parser(prog="dpharness", parents=[common],
-                     description="Prove and audit differential-privacy mechanisms.")
+                     description="Prove and audit differential-privacy mechanisms.",
+                     epilog="exit codes: 0 the claim holds / the gate passed; 1 a violation, a claim not proved "
+                            "or a gate failure; 2 a usage or input error. `--set` keeps the claim.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
