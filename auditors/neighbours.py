@@ -74,8 +74,8 @@ def search_pairs(mechanism: Mechanism, *, seed: int, budget: int = 40_000,
     for i, (a, b, origin) in enumerate(candidates):
         try:
             s = _screen(mechanism, a, b, per, np.random.default_rng([int(seed), i]))
-        except DPHarnessError:
-            s = -math.inf
+        except (DPHarnessError, ArithmeticError, ValueError, TypeError, MemoryError):
+            s = -math.inf  # a pair the screen cannot judge goes last; the audit itself reports real errors
         # a proof witness or the example pair keeps a small head start on ties
         bonus = {"witness": 2e-3, "example": 1e-3}.get(origin, 0.0)
         scores.append(s + bonus if math.isfinite(s) else s)
@@ -326,8 +326,8 @@ def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator) -> float:
     law_a = law_b = None
     try:
         law_a, law_b = mech.law(a), mech.law(b)
-    except (DPHarnessError, NotImplementedError):
-        pass
+    except (DPHarnessError, NotImplementedError, ArithmeticError, ValueError, TypeError):
+        law_a = law_b = None  # no usable exact law: screen on samples
     if law_a is not None:
         sup_a, sup_b = law_a.support(), law_b.support()
         if sup_a is not None and sup_b is not None and len(sup_a) + len(sup_b) <= _MAX_EXACT_SUPPORT:
@@ -335,11 +335,16 @@ def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator) -> float:
     xa = np.asarray(mech.sample(a, n, rng))
     xb = np.asarray(mech.sample(b, n, rng))
     if law_a is not None:
-        with np.errstate(invalid="ignore"):
-            la = law_a.log_prob(xa) - law_b.log_prob(xa)
-            lb = law_a.log_prob(xb) - law_b.log_prob(xb)
-        la, lb = np.nan_to_num(la, nan=0.0, posinf=1e6, neginf=-1e6), np.nan_to_num(lb, nan=0.0, posinf=1e6, neginf=-1e6)
-        return _best(la, lb)
+        try:
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                la = law_a.log_prob(xa) - law_b.log_prob(xa)
+                lb = law_a.log_prob(xb) - law_b.log_prob(xb)
+        except (DPHarnessError, NotImplementedError, ArithmeticError, ValueError, TypeError):
+            la = lb = None  # the law cannot be evaluated here: fall back to the samples alone
+        if la is not None:
+            la = np.nan_to_num(la, nan=0.0, posinf=1e6, neginf=-1e6)
+            lb = np.nan_to_num(lb, nan=0.0, posinf=1e6, neginf=-1e6)
+            return _best(la, lb)
     if xa.ndim == 1 and np.issubdtype(xa.dtype, np.number):
         return _best(xa.astype(float), xb.astype(float))
     if xa.ndim == 2 and np.issubdtype(xa.dtype, np.number):
