@@ -376,3 +376,15 @@ def test_builtin_gate_passes_within_two_minutes(argv, tmp_path):
     assert elapsed < 120, f"gate took {elapsed:.0f} s"
     suite = ET.parse(junit).getroot()
     assert int(suite.get("tests")) >= 10 and suite.get("failures") == "0" and suite.get("errors") == "0"
+
+
+def test_list_real_catalog(capsys):
+    assert main(["--json", "list"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    classes = registry.catalog(gallery=None)
+    assert [r["name"] for r in rows] == list(classes)
+    for r in rows:
+        assert "error" not in r, r
+        assert r["buggy"] == classes[r["name"]].buggy
+        assert r["claim"] == classes[r["name"]]().claim.describe()
+    assert any(r["buggy"] for r in rows) and any(not r["buggy"] for r in rows)
