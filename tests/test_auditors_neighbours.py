@@ -178,3 +178,25 @@ def test_bad_arguments_name_themselves():
         search_pairs(_RR(), seed="x", budget=1000)
     with pytest.raises(ParameterError, match="mechanism="):
         search_pairs(lambda d, s, r: None, seed=0, budget=1000)
+
+
+def _catalog_names():
+    from dpharness import catalog
+    return sorted(catalog(gallery=None))
+
+
+@pytest.mark.parametrize("name", _catalog_names())
+def test_catalog_mechanisms_get_valid_pairs(name):
+    """Every registered mechanism (catalog and gallery, default parameters) gets valid neighbouring
+    pairs from a small search, quickly."""
+    import time
+
+    from dpharness import get
+
+    mech = get(name)()
+    t0 = time.perf_counter()
+    pairs = search_pairs(mech, seed=1, budget=20_000)
+    assert pairs
+    for a, b in pairs:
+        mech.input_spec.validate_pair(a, b)
+    assert time.perf_counter() - t0 < 20, f"search_pairs({name}) took {time.perf_counter() - t0:.1f} s"
