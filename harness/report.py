@@ -38,7 +38,7 @@ from .core import Mechanism
 __all__ = ["Report", "build", "write", "generate", "write_index", "read_metadata", "REPORT_SAMPLES",
            "CURVE_SIZES", "PLOT_SAMPLES"]
 
-REPORT_SAMPLES = 200_000          # per side for the report's main audit
+REPORT_SAMPLES = 1_000_000        # per side for the report's main audit (as the gate)
 CURVE_SIZES = (1_000, 10_000, 100_000)  # extra audits (fixed pair) for the bound-versus-samples plot
 PLOT_SAMPLES = 20_000             # outputs per side drawn for the histograms and the loss plot
 LAW_SECONDS = 20.0                # time allowed to the exact laws in the loss plot (else: histograms)
