@@ -164,6 +164,18 @@ def bonferroni_level(confidence: float, candidates: int) -> float:
 
 # --------------------------------------------------------------------------- ε and δ bounds
 
+
+def _paired_bounds(hits1, n1, hits0, n0, confidence: float, candidates: int | None):
+    """Bonferroni-adjusted one-sided Clopper-Pearson bounds for each candidate: (p1_lo, p0_hi, m, level)."""
+    k1, m1 = _counts(np.atleast_1d(hits1), np.atleast_1d(n1), "hits1")
+    k0, m0 = _counts(np.atleast_1d(hits0), np.atleast_1d(n0), "hits0")
+    k1, m1, k0, m0 = np.broadcast_arrays(k1, m1, k0, m0)
+    m = int(k1.size) if candidates is None else _v.integer("candidates", candidates, minimum=max(1, int(k1.size)))
+    level = bonferroni_level(confidence, m)
+    p1 = np.atleast_1d(clopper_pearson_lower(k1, m1, level))
+    p0 = np.atleast_1d(clopper_pearson_upper(k0, m0, level))
+    return p1, p0, m, level
+
 def epsilon_lower_bound(hits1, n1, hits0, n0, *, confidence: float = 0.95, delta: float = 0.0,
                         candidates: int | None = None) -> EpsilonBound:
     """Certified lower bound on ε from m candidates' counts (arrays of length m, or scalars).
@@ -173,13 +185,7 @@ def epsilon_lower_bound(hits1, n1, hits0, n0, *, confidence: float = 0.95, delta
     is the Bonferroni count m; pass a larger m when more candidates were certified elsewhere."""
     confidence = _confidence(confidence)
     delta = float(_v.probability("delta", delta, open_right=True))
-    k1, m1 = _counts(np.atleast_1d(hits1), np.atleast_1d(n1), "hits1")
-    k0, m0 = _counts(np.atleast_1d(hits0), np.atleast_1d(n0), "hits0")
-    k1, m1, k0, m0 = np.broadcast_arrays(k1, m1, k0, m0)
-    m = int(k1.size) if candidates is None else _v.integer("candidates", candidates, minimum=max(1, int(k1.size)))
-    level = bonferroni_level(confidence, m)
-    p1 = np.atleast_1d(clopper_pearson_lower(k1, m1, level))
-    p0 = np.atleast_1d(clopper_pearson_upper(k0, m0, level))
+    p1, p0, m, level = _paired_bounds(hits1, n1, hits0, n0, confidence, candidates)
     num = p1 - delta
     with np.errstate(divide="ignore", invalid="ignore"):
         per = np.where(num > 0, np.log(np.where(num > 0, num, 1.0)) - np.log(p0), -np.inf)
@@ -202,13 +208,7 @@ def delta_lower_bound(hits1, n1, hits0, n0, *, epsilon: float, confidence: float
     """Certified lower bound on δ at ``epsilon``: max over candidates of p1_lo − e^ε p0_hi (>= 0)."""
     confidence = _confidence(confidence)
     epsilon = float(_v.nonnegative("epsilon", epsilon))
-    k1, m1 = _counts(np.atleast_1d(hits1), np.atleast_1d(n1), "hits1")
-    k0, m0 = _counts(np.atleast_1d(hits0), np.atleast_1d(n0), "hits0")
-    k1, m1, k0, m0 = np.broadcast_arrays(k1, m1, k0, m0)
-    m = int(k1.size) if candidates is None else _v.integer("candidates", candidates, minimum=max(1, int(k1.size)))
-    level = bonferroni_level(confidence, m)
-    p1 = np.atleast_1d(clopper_pearson_lower(k1, m1, level))
-    p0 = np.atleast_1d(clopper_pearson_upper(k0, m0, level))
+    p1, p0, m, level = _paired_bounds(hits1, n1, hits0, n0, confidence, candidates)
     per = p1 - math.exp(epsilon) * p0 if epsilon < 700 else np.where(p0 > 0, -np.inf, p1)
     if per.size and np.max(per) > 0:
         idx = int(np.argmax(per))
