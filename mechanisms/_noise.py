@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
 __all__ = [
+    "bound_units",
     "DEFAULT_GRANULARITY",
     "check_granularity",
     "round_half_up",
@@ -84,6 +86,17 @@ def to_units(name: str, values: Any, granularity: float) -> np.ndarray:
             "pass smaller values or a coarser granularity."
         )
     return round_half_up(arr)
+
+
+def bound_units(lo: Any, hi: Any, granularity: float) -> tuple[int, int]:
+    """The snapped bounds in grid units, validated (lo < hi, distinct after snapping)."""
+    _v.real("lo", lo)
+    _v.real("hi", hi)
+    _v.ordered("lo", lo, "hi", hi)
+    ulo, uhi = (int(u) for u in to_units("lo/hi", np.array([float(lo), float(hi)]), granularity))
+    if ulo == uhi:
+        raise ParameterError(f"lo={lo!r} and hi={hi!r} snap to the same grid point; widen the bounds or use a finer granularity.")
+    return ulo, uhi
 
 
 def grid_sensitivity(sensitivity: Any, granularity: float, coordinates: int = 1) -> Fraction:

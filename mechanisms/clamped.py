@@ -29,7 +29,7 @@ from dpharness.registry import register
 
 from ._noise import (
     DEFAULT_GRANULARITY, check_granularity, check_units, exact_sum, grid_laplace_law, grid_laplace_sample,
-    ratio_up, to_units,
+    bound_units, ratio_up, to_units,
 )
 
 __all__ = ["ClampedCount", "ClampedSum", "ClampedMean", "ClampedSumUnclamped"]
@@ -38,16 +38,6 @@ __all__ = ["ClampedCount", "ClampedSum", "ClampedMean", "ClampedSumUnclamped"]
 def _check_relation(relation: Any) -> None:
     if not isinstance(relation, (AddRemove, Substitute)):
         raise ParameterError(f"relation={relation!r} is not supported; pass AddRemove() or Substitute().")
-
-
-def _check_bounds(lo: Any, hi: Any, granularity: float) -> tuple[int, int]:
-    _v.real("lo", lo)
-    _v.real("hi", hi)
-    _v.ordered("lo", lo, "hi", hi)
-    ulo, uhi = (int(u) for u in to_units("lo/hi", np.array([float(lo), float(hi)]), granularity))
-    if ulo == uhi:
-        raise ParameterError(f"lo={lo!r} and hi={hi!r} snap to the same grid point; widen the bounds or use a finer granularity.")
-    return ulo, uhi
 
 
 def _bound_sensitivity_units(ulo: int, uhi: int, relation: Relation) -> int:
@@ -137,14 +127,14 @@ class ClampedSum(Mechanism):
 
     def _check(self) -> None:
         check_granularity("granularity", self.granularity)
-        _check_bounds(self.lo, self.hi, self.granularity)
+        bound_units(self.lo, self.hi, self.granularity)
         _v.positive("scale", self.scale)
         _check_relation(self.relation)
 
     @property
     def sensitivity(self) -> Fraction:
         """Sensitivity of the (snapped, clamped) sum under the relation, exact."""
-        ulo, uhi = _check_bounds(self.lo, self.hi, self.granularity)
+        ulo, uhi = bound_units(self.lo, self.hi, self.granularity)
         return _bound_sensitivity_units(ulo, uhi, self.relation) * Fraction(self.granularity)
 
     @classmethod
@@ -246,7 +236,7 @@ class ClampedMean(Mechanism):
 
     def _check(self) -> None:
         check_granularity("granularity", self.granularity)
-        _check_bounds(self.lo, self.hi, self.granularity)
+        bound_units(self.lo, self.hi, self.granularity)
         _v.positive("scale", self.scale)
         _check_relation(self.relation)
         if isinstance(self.relation, Substitute):
@@ -258,7 +248,7 @@ class ClampedMean(Mechanism):
 
     @property
     def sum_sensitivity(self) -> Fraction:
-        ulo, uhi = _check_bounds(self.lo, self.hi, self.granularity)
+        ulo, uhi = bound_units(self.lo, self.hi, self.granularity)
         return _bound_sensitivity_units(ulo, uhi, self.relation) * Fraction(self.granularity)
 
     @property

@@ -20,9 +20,9 @@ from dpharness.registry import register
 
 from ._noise import (
     DEFAULT_GRANULARITY, check_granularity, check_units, exact_dot, grid_laplace_law, grid_laplace_sample,
-    ratio_up, rescale_to_units, to_units,
+    bound_units, ratio_up, rescale_to_units, to_units,
 )
-from .std import bound_units, sum_sensitivities
+from .std import sum_sensitivities
 
 __all__ = ["NoisyPearson"]
 

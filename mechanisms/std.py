@@ -18,26 +18,14 @@ import numpy as np
 
 from dpharness import _validate as _v
 from dpharness.core import AddRemove, Claim, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval
-from dpharness.errors import ParameterError
 from dpharness.registry import register
 
 from ._noise import (
     DEFAULT_GRANULARITY, check_granularity, check_units, exact_dot, grid_laplace_law, grid_laplace_sample,
-    ratio_up, rescale_to_units, to_units,
+    bound_units, ratio_up, rescale_to_units, to_units,
 )
 
-__all__ = ["NoisyStd", "bound_units", "sum_sensitivities"]
-
-
-def bound_units(lo: Any, hi: Any, granularity: float) -> tuple[int, int]:
-    """The snapped bounds in grid units, validated (lo < hi, distinct after snapping)."""
-    _v.real("lo", lo)
-    _v.real("hi", hi)
-    _v.ordered("lo", lo, "hi", hi)
-    ulo, uhi = (int(u) for u in to_units("lo/hi", np.array([float(lo), float(hi)]), granularity))
-    if ulo == uhi:
-        raise ParameterError(f"lo={lo!r} and hi={hi!r} snap to the same grid point; widen the bounds or use a finer granularity.")
-    return ulo, uhi
+__all__ = ["NoisyStd", "sum_sensitivities"]
 
 
 def sum_sensitivities(ulo: int, uhi: int, granularity: float) -> tuple[Fraction, Fraction, Fraction]:
