@@ -18,6 +18,7 @@ from .core import (
     RenyiDP, Substitute, Witness, exact,
 )
 from .errors import DPHarnessError, MechanismError, ParameterError, UnsupportedError
+from .proof_registry import proves
 from .registry import catalog, get, register
 
 __version__ = "0.1.0"
@@ -29,7 +30,7 @@ __all__ = [
     "Relation", "AddRemove", "Substitute", "BoundedChange", "InputSpec",
     "OutputLaw", "DiscreteLaw", "FunctionLaw", "Event", "Witness", "exact",
     "DPHarnessError", "ParameterError", "MechanismError", "UnsupportedError",
-    "register", "catalog", "get",
+    "register", "catalog", "get", "proves",
 ]
 
 

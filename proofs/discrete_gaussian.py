@@ -27,6 +27,8 @@ from dpharness.core import ApproxDP, Event, Mechanism, PureDP, RenyiDP, Witness
 
 from ._kernel import ProofBuilder, exceeds, param, sym
 from ._model import Obligation, Proof
+from dpharness.mechanisms import discrete_gaussian as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "delta_enclosure", "renyi_exact"]
 
@@ -75,6 +77,7 @@ def delta_enclosure(eps: sp.Expr, d: int, sigma2: sp.Expr) -> tuple[float, float
         return float(lo.a), float(hi.b), ystar
 
 
+@proves(_mechs.DiscreteGaussian)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     s2 = _sigma2(m)

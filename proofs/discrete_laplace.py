@@ -16,10 +16,13 @@ from ._common import check_law_ratio, judge_pure
 from ._kernel import ProofBuilder
 from ._model import Proof
 from .laplace import laplace_l1_steps
+from dpharness.mechanisms import discrete_laplace as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove"]
 
 
+@proves(_mechs.DiscreteLaplace)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     b_val, delta_val, dim = exact(mechanism.scale), exact(mechanism.sensitivity), int(mechanism.dim)

@@ -20,6 +20,8 @@ from dpharness.core import Event, Mechanism, RealInterval, Witness
 from ._expmech import derive_bound, gap_for_loss, loss_closed_form
 from ._kernel import ProofBuilder, exceeds, param
 from ._model import Proof
+from dpharness.mechanisms import exponential as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove"]
 
@@ -48,6 +50,7 @@ def _params(m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
     return param(m.beta), param(m.sensitivity), int(m.n_candidates)
 
 
+@proves(_mechs.ExponentialMechanism, _mechs.ExponentialNoHalf)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     beta, delta, n = _params(m)

@@ -21,6 +21,8 @@ from dpharness.core import ApproxDP, Event, PureDP, RenyiDP, Witness, exact
 from . import _lemmas as lemmas
 from ._kernel import ProofBuilder, exact_sign
 from ._model import Proof
+from dpharness.mechanisms import gaussian as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "profile_delta"]
 
@@ -48,6 +50,7 @@ def _grid_event(pb: ProofBuilder, s: sp.Expr, D: sp.Expr, g: sp.Expr, eps: sp.Ex
     return p, q, event, k
 
 
+@proves(_mechs.Gaussian, _mechs.GaussianRDP)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     s, D = exact(mechanism.sigma), exact(mechanism.sensitivity)

@@ -22,10 +22,13 @@ from ._gridstats import rhu
 from ._kernel import ProofBuilder
 from ._model import Proof
 from .laplace import laplace_l1_steps
+from dpharness.mechanisms import histogram as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove"]
 
 
+@proves(_mechs.NoisyHistogram, _mechs.NoisyHistogramScaleBug)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     bins = int(mechanism.bins)

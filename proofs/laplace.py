@@ -24,6 +24,8 @@ from . import _lemmas as lemmas
 from ._common import check_law_ratio, judge_pure
 from ._kernel import ProofBuilder, bounded_by, sym
 from ._model import Proof
+from dpharness.mechanisms import laplace as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "laplace_l1_steps"]
 
@@ -55,6 +57,7 @@ def laplace_l1_steps(pb: ProofBuilder, dim: int, *, grid: str) -> None:
              sp.Le(dist / b, D / b), "slack substitution d = Δ_g - s, b > 0")
 
 
+@proves(_mechs.Laplace)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     b_val, delta_val = exact(mechanism.scale), exact(mechanism.sensitivity)

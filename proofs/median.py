@@ -29,6 +29,8 @@ from dpharness.core import AddRemove, Event, Mechanism, Substitute, Witness
 from ._expmech import derive_bound
 from ._kernel import ProofBuilder, discharge, exceeds, param, sym
 from ._model import Obligation, Proof
+from dpharness.mechanisms import median as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "score_groups", "exact_log_prob"]
 
@@ -143,6 +145,7 @@ def _conformance(pb: ProofBuilder, m: Mechanism, beta: float, top: int) -> bool:
     return ok
 
 
+@proves(_mechs.ExponentialMedian, _mechs.MedianSubstituteBug)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     beta = param(m.beta)

@@ -20,10 +20,13 @@ from ._gridstats import prove_grid_stats, rhu
 from ._kernel import ProofBuilder
 from ._model import Proof
 from .std import _extreme, linear_and_quadratic_stats
+from dpharness.mechanisms import pearson as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove"]
 
 
+@proves(_mechs.NoisyPearson)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     g = Fraction(mechanism.granularity)

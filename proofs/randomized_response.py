@@ -13,6 +13,8 @@ from dpharness.core import exact
 from ._common import check_law, judge_pure
 from ._kernel import ProofBuilder, sym
 from ._model import Proof
+from dpharness.mechanisms import randomized_response as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "model_pmf"]
 
@@ -23,6 +25,7 @@ def model_pmf(k, L, x, y) -> sp.Expr:
     return sp.exp(L) / z if y == x else 1 / z
 
 
+@proves(_mechs.RandomizedResponse)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     k, L_val = int(mechanism.k), exact(mechanism.log_odds)

@@ -17,6 +17,8 @@ from dpharness.core import exact
 from ._common import check_law, judge_pure
 from ._kernel import ProofBuilder, sym
 from ._model import Proof
+from dpharness.mechanisms import rappor as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "model_pmf"]
 
@@ -39,6 +41,7 @@ def _outputs(k: int) -> list:
     return sorted(outs)
 
 
+@proves(_mechs.Rappor, _mechs.RapporUnhalved)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     k, L_val = int(mechanism.k), exact(mechanism.log_odds)

@@ -29,6 +29,8 @@ from dpharness.core import Event, Mechanism, Witness
 from . import _alignment
 from ._kernel import ProofBuilder, confirm_violation, exceeds, param
 from ._model import Obligation, Proof
+from dpharness.mechanisms import report_noisy_max as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "pf_probability"]
 
@@ -45,6 +47,7 @@ def _common(pb: ProofBuilder, m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
     return b, d, k
 
 
+@proves(_mechs.ReportNoisyMax, _mechs.ReportNoisyMaxExponential, _mechs.ReportNoisyMaxValueLaplace, _mechs.ReportNoisyMaxValueExponential)
 def prove(m: Mechanism) -> Proof:
     from dpharness.mechanisms.report_noisy_max import ReportNoisyMaxValueExponential, ReportNoisyMaxValueLaplace
 

@@ -25,6 +25,8 @@ from dpharness.core import Event, Mechanism, Witness
 
 from ._kernel import ProofBuilder, param
 from ._model import Obligation, Proof
+from dpharness.mechanisms import snapping as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "snapping_epsilon"]
 
@@ -41,6 +43,7 @@ def _lam(m: Mechanism):
     raise AttributeError("snapping mechanism without a scale field")
 
 
+@proves(_mechs.Snapping)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     lname, lam_v = _lam(m)

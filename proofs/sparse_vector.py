@@ -28,6 +28,8 @@ from . import _alignment
 from ._kernel import ProofBuilder, discharge, exceeds, param, sym
 from ._model import Obligation, Proof
 from ._svt_exact import log_mpf, pattern_probability, to_sympy
+from dpharness.mechanisms import sparse_vector as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove"]
 
@@ -45,6 +47,7 @@ def _kind(m: Mechanism) -> str:
     return "alg1"
 
 
+@proves(_mechs.SparseVector, _mechs.NumericalSparseVector, _mechs.SparseVectorAlg3, _mechs.SparseVectorAlg4, _mechs.SparseVectorAlg5, _mechs.SparseVectorAlg6)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     kind = _kind(m)

@@ -21,6 +21,8 @@ from . import _lemmas as lemmas
 from ._gridstats import GridStat, clamp_snap_steps, contribution_sensitivity, prove_grid_stats, rhu
 from ._kernel import ProofBuilder
 from ._model import Proof
+from dpharness.mechanisms import std as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "square_interval", "product_interval", "linear_and_quadratic_stats"]
 
@@ -67,6 +69,7 @@ def _extreme(mechanism, g: Fraction) -> float:
     return hi if abs(rhu(Fraction(hi) / g)) >= abs(rhu(Fraction(lo) / g)) else lo
 
 
+@proves(_mechs.NoisyStd)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     g = Fraction(mechanism.granularity)

@@ -30,6 +30,8 @@ from dpharness.core import Event, Mechanism, Witness
 from ._kernel import ProofBuilder, param
 from ._lemmas import l1_triangle
 from ._model import Obligation, Proof
+from dpharness.mechanisms import textbook_laplace as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "sterbenz_spacing"]
 
@@ -42,6 +44,7 @@ def sterbenz_spacing(delta: float) -> Fraction:
     return Fraction(2) ** (e - 1 - 52)    # ulp of the binade containing delta/2 (the smallest in [Δ/2, Δ))
 
 
+@proves(_mechs.TextbookLaplace)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     b = param(m.scale)

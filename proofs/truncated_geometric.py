@@ -19,6 +19,8 @@ from . import _lemmas as lemmas
 from ._common import check_law, judge_pure
 from ._kernel import ProofBuilder, bounded_by, slack, sym
 from ._model import Proof
+from dpharness.mechanisms import truncated_geometric as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "model_pmf"]
 
@@ -39,6 +41,7 @@ def _field(mechanism, *names):
     raise AttributeError(f"{type(mechanism).__name__} has none of {names}")
 
 
+@proves(_mechs.TruncatedGeometric)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     n = int(_field(mechanism, "n"))

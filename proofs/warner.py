@@ -13,6 +13,8 @@ from dpharness.core import exact
 from ._common import check_law, judge_pure
 from ._kernel import ProofBuilder, exact_sign, slack, sym
 from ._model import Proof
+from dpharness.mechanisms import warner as _mechs
+from dpharness.proof_registry import proves
 
 __all__ = ["prove", "model_pmf"]
 
@@ -22,6 +24,7 @@ def model_pmf(t, q, x, y) -> sp.Expr:
     return p1 if y == 1 else 1 - p1
 
 
+@proves(_mechs.WarnerRR)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     t_val, q_val = exact(mechanism.p_truth), exact(mechanism.p_yes)

@@ -1,0 +1,147 @@
+"""Proofs are found by what a mechanism is (its registered type), never by a module or class name,
+and a proof covers a subclass only when the subclass changes none of the code it is about."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dpharness
+from dpharness import PureDP, proves
+from dpharness.mechanisms.clamped import ClampedSum
+from dpharness.mechanisms.laplace import Laplace
+from dpharness.proofs import prove
+from dpharness.proofs._model import Verdict
+
+
+def _import_source(tmp_path, monkeypatch, module: str, source: str):
+    path = tmp_path / f"{module}.py"
+    path.write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(module, None)
+    return importlib.import_module(module)
+
+
+def test_lookalike_in_a_module_named_laplace_is_not_proved(tmp_path, monkeypatch):
+    mod = _import_source(tmp_path, monkeypatch, "laplace", """
+        from dataclasses import dataclass
+        from typing import Any
+        import numpy as np
+        from dpharness import Mechanism, PureDP, InputSpec, RealInterval, BoundedChange
+        from dpharness.mechanisms.laplace import Laplace as _Builtin
+
+        @dataclass(frozen=True, kw_only=True)
+        class Laplace(Mechanism):
+            name = "team_laplace"
+            scale: Any = 1
+            sensitivity: Any = 1
+            dim: int = 1
+            granularity: float = 2.0 ** -20
+            claim: Any = PureDP(1)
+
+            @property
+            def input_spec(self):
+                return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l1"), "vector", dim=self.dim)
+
+            def _sample(self, data, size, rng):
+                return np.asarray(data)[0] + 0.995 * rng.laplace(0, self.scale, size)
+
+            def _law(self, data):
+                return _Builtin(scale=self.scale)._law(data)
+
+            def example_pair(self):
+                return np.zeros(1), np.ones(1)
+    """)
+    proof = prove(mod.Laplace())
+    assert proof.verdict is Verdict.UNPROVEN
+    assert "no proof" in proof.notes[0] and "audited only" in proof.notes[0]
+
+
+def test_class_named_clampedsum_that_forgets_to_clamp_is_not_proved(tmp_path, monkeypatch):
+    mod = _import_source(tmp_path, monkeypatch, "clamped", """
+        from dataclasses import dataclass
+        from dpharness.mechanisms.clamped import ClampedSum as _Builtin
+        from dpharness import Mechanism
+
+        @dataclass(frozen=True, kw_only=True)
+        class ClampedSum(Mechanism):
+            name = "team_sum"
+            lo: float = 0
+            hi: float = 1
+            scale: float = 1
+            input_spec = _Builtin().input_spec
+            def _sample(self, data, size, rng):
+                import numpy as np
+                return np.sum(data) + rng.laplace(0, self.scale, size)
+            def _law(self, data):
+                return _Builtin()._law(data)
+            def example_pair(self):
+                return _Builtin().example_pair()
+    """)
+    proof = prove(mod.ClampedSum())
+    assert proof.verdict is Verdict.UNPROVEN
+
+
+def test_correct_subclass_in_another_module_is_proved():
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class TeamLaplace(Laplace):
+        name = "team_laplace_subclass"
+        source = "a team's subclass that changes nothing but its name"
+
+    assert prove(TeamLaplace()).verdict is Verdict.PROVED
+
+
+@pytest.mark.parametrize("method", ["_sample", "_law", "_check", "_record_units"])
+def test_subclass_overriding_code_is_not_covered_and_the_method_is_named(method):
+    def body(self, *args, **kwargs):
+        return getattr(super(type(self), self), method)(*args, **kwargs)
+
+    base = ClampedSum if method == "_record_units" else Laplace
+    cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Sub", (base,), {method: body}))
+    proof = prove(cls())
+    assert proof.verdict is Verdict.UNPROVEN
+    assert f"overrides {method}()" in proof.notes[0]
+
+
+def test_subclass_changing_a_class_constant_is_not_covered():
+    from dpharness.mechanisms.rappor import Rappor
+
+    cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Flagged", (Rappor,), {"buggy": True}))
+    assert prove(cls()).verdict is Verdict.UNPROVEN
+
+
+def test_patched_instance_is_not_covered():
+    m = Laplace()
+    object.__setattr__(m, "_sample", lambda data, size, rng: np.zeros(size))
+    proof = prove(m)
+    assert proof.verdict is Verdict.UNPROVEN and "_sample" in proof.notes[0]
+
+
+def test_a_project_registers_a_proof_for_its_own_class():
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Wrapped(Laplace):
+        name = "team_wrapped"
+
+        def _sample(self, data, size, rng):  # the same code, but a proof must say so
+            return Laplace._sample(self, data, size, rng)
+
+    assert prove(Wrapped()).verdict is Verdict.UNPROVEN
+
+    @proves(Wrapped)
+    def prove_wrapped(m):
+        from dpharness.proofs.laplace import prove as prove_builtin
+
+        return prove_builtin(m)
+
+    assert prove(Wrapped()).verdict is Verdict.PROVED
+    assert prove(Wrapped(claim=PureDP(0.5))).verdict is Verdict.REFUTED
+
+
+def test_proves_rejects_non_mechanisms():
+    with pytest.raises(dpharness.ParameterError, match="class="):
+        proves(int)
