@@ -14,10 +14,9 @@ Conventions
   ``n``), so ``|r(a) - r(b)| <= ceil(|a - b|)``: a sensitivity that is a multiple of the
   granularity is preserved exactly (see :func:`grid_sensitivity`).
 * Discrete Laplace (two-sided geometric) with ``scale`` b on the integers:
-  ``P(k) = tanh(1/(2b)) * exp(-|k|/b)``; sampled as the difference of two independent geometric
-  variables ``floor(b * E1) - floor(b * E2)`` with ``E1, E2 ~ Exp(1)`` (``P(floor(bE) = k) =
-  q^k (1 - q)``, ``q = exp(-1/b)``; the difference of two i.i.d. geometrics is two-sided
-  geometric with ratio q).
+  ``P(k) = tanh(1/(2b)) * exp(-|k|/b)``; sampled exactly (no float rounding of the law at any
+  scale, low bits included) by :func:`dpharness.mechanisms._exact.discrete_laplace`, with a float
+  ``b`` read as its exact binary value.
 """
 
 from __future__ import annotations
@@ -109,15 +108,32 @@ def grid_sensitivity(sensitivity: Any, granularity: float, coordinates: int = 1)
     return (steps + (coordinates - 1 if steps > 0 else 0)) * g
 
 
-def _geometric_floor(scale: float, size, rng: np.random.Generator) -> np.ndarray:
-    """``floor(scale * E)`` with ``E ~ Exp(1)``: geometric on {0, 1, ...} with ratio exp(-1/scale)."""
-    return np.floor(rng.standard_exponential(size) * scale).astype(np.int64)
+def discrete_laplace(scale: Any, size, rng: np.random.Generator) -> np.ndarray:
+    """Integers with pmf ``tanh(1/(2 scale)) * exp(-|k|/scale)`` (two-sided geometric), int64 array
+    of shape ``size``, sampled exactly (:func:`dpharness.mechanisms._exact.discrete_laplace`).
 
+    ``scale`` is a positive number (a float is read as its exact binary value; an int or Fraction
+    as it is) or an array of floats broadcast against ``size`` (one scale per element, e.g. per
+    coordinate). Scales outside [2**-1000, 2**1000] raise ParameterError. For scales above about
+    2**56 a sample may not fit in int64; the array is then of dtype object (exact Python ints)."""
+    from . import _exact
 
-def discrete_laplace(scale: float, size, rng: np.random.Generator) -> np.ndarray:
-    """Integers with pmf ``tanh(1/(2 scale)) * exp(-|k|/scale)`` (two-sided geometric), int64 array of shape ``size``."""
-    scale = float(scale) if np.ndim(scale) == 0 else np.asarray(scale, dtype=float)
-    return _geometric_floor(scale, size, rng) - _geometric_floor(scale, size, rng)
+    shape = (int(size),) if np.ndim(size) == 0 else tuple(int(s) for s in size)
+    if np.ndim(scale) == 0:
+        return _exact.discrete_laplace(_exact.exact_rational("scale", scale), shape, rng)
+    scales = np.broadcast_to(np.asarray(scale, dtype=float), shape)
+    values = np.unique(scales)
+    if len(values) == 1:
+        return _exact.discrete_laplace(_exact.exact_rational("scale", float(values[0])), shape, rng)
+    parts = []
+    for v in values:  # one exact sampler per distinct scale, in a fixed (sorted) order
+        mask = scales == v
+        parts.append((mask, _exact.discrete_laplace(_exact.exact_rational("scale", float(v)), int(mask.sum()), rng)))
+    dtype = object if any(p.dtype == object for _, p in parts) else np.int64
+    out = np.empty(shape, dtype=dtype)
+    for mask, p in parts:
+        out[mask] = p
+    return out
 
 
 two_sided_geometric = discrete_laplace
@@ -181,49 +197,56 @@ def grid_gaussian_logpmf(outputs: np.ndarray, centre: np.ndarray, sigma: float, 
 # --------------------------------------------------------------------------- calibration arithmetic
 
 def _readings(value: Any) -> list[Fraction]:
-    """The exact values a parameter may be read as: a float both as its binary value and through its
-    shortest repr (how ``dpharness.core.exact`` and hence the prover read it); others exactly."""
+    """The exact value a parameter is read as, in a one-element list: a float as its binary value
+    (``Fraction(float)``, how ``dpharness.core.exact`` and hence the prover read it and how the
+    sampler computes with it); ints and Fractions exactly. (A list so callers may take min/max.)"""
     if isinstance(value, (float, np.floating)):
-        return [Fraction(float(value)), Fraction(repr(float(value)))]
+        return [Fraction(float(value))]
     return [Fraction(value)]
+
+
+def _exact(value: Any) -> Fraction:
+    """The exact binary value of a float (or an int/Fraction as it is)."""
+    return Fraction(float(value)) if isinstance(value, (float, np.floating)) else Fraction(value)
 
 
 def ratio_up(numerator: Any, denominator: Any) -> float | int:
     """``numerator / denominator`` as a float rounded toward +inf (more noise: the safe direction
-    for a scale or sigma); an int when the quotient is an exact integer. Safe under both readings
-    of a float (binary value and repr), for the inputs and for the result."""
-    q = max(_readings(numerator)) / min(_readings(denominator))
+    for a scale or sigma); an int when the quotient is an exact integer. Floats are read as their
+    exact binary values, for the inputs and for the result."""
+    q = _exact(numerator) / _exact(denominator)
     if q.denominator == 1 and abs(q.numerator) < 2 ** 53:
         return int(q)
     f = float(q)
-    while min(_readings(f)) < q:
+    while Fraction(f) < q:
         f = math.nextafter(f, math.inf)
     return f
 
 
 def ratio_down(numerator: Any, denominator: Any) -> float | int | Fraction:
     """``numerator / denominator`` rounded toward 0 (less signal: the safe direction for beta or
-    log-odds); an exact Fraction when the inputs are ints/Fractions. Safe under both readings of a
-    float (binary value and repr), for the inputs and for the result."""
-    if not isinstance(numerator, float) and not isinstance(denominator, float):
+    log-odds); an exact Fraction when the inputs are ints/Fractions. Floats are read as their exact
+    binary values, for the inputs and for the result."""
+    if not isinstance(numerator, (float, np.floating)) and not isinstance(denominator, (float, np.floating)):
         q = Fraction(numerator) / Fraction(denominator)
         return int(q) if q.denominator == 1 else q
-    q = min(_readings(numerator)) / max(_readings(denominator))
+    q = _exact(numerator) / _exact(denominator)
     f = float(q)
-    while max(_readings(f)) > q:
+    while Fraction(f) > q:
         f = math.nextafter(f, -math.inf)
     return f
 
 
 def log_up(x: Any) -> float:
-    """``log(x)`` as a float rounded toward +inf (a safe claimed epsilon), under both readings of
-    the float (binary value and repr), checked at 50 digits."""
+    """``log(x)`` as a float rounded toward +inf (a safe claimed epsilon): its exact binary value
+    exceeds ``log(x)`` (``x`` read exactly), checked at 50 digits."""
     import mpmath
 
+    q = _exact(x)
     f = math.nextafter(math.log(x), math.inf)
     with mpmath.workdps(50):
-        target = mpmath.log(mpmath.mpf(x))
-        while min(mpmath.mpf(f), mpmath.mpf(repr(f))) <= target:
+        target = mpmath.log(mpmath.mpf(q.numerator) / q.denominator)
+        while mpmath.mpf(f) <= target:
             f = math.nextafter(f, math.inf)
     return f
 
@@ -314,25 +337,25 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def float_up(value: Any) -> float:
-    """The smallest float whose every reading (binary value and repr) is >= ``value`` (an mpmath
-    number or anything ``Fraction`` accepts) — for a sigma or scale computed to high precision."""
+    """The smallest float whose exact binary value is >= ``value`` (an mpmath number or anything
+    ``Fraction`` accepts) — for a sigma or scale computed to high precision."""
     import mpmath
 
     f = float(value)
     with mpmath.workdps(50):
         v = value if isinstance(value, mpmath.mpf) else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
-        while min(mpmath.mpf(f), mpmath.mpf(repr(f))) < v:
+        while mpmath.mpf(f) < v:
             f = math.nextafter(f, math.inf)
     return f
 
 
 def float_down(value: Any) -> float:
-    """The largest float whose every reading (binary value and repr) is <= ``value``."""
+    """The largest float whose exact binary value is <= ``value``."""
     import mpmath
 
     f = float(value)
     with mpmath.workdps(50):
         v = value if isinstance(value, mpmath.mpf) else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
-        while max(mpmath.mpf(f), mpmath.mpf(repr(f))) > v:
+        while mpmath.mpf(f) > v:
             f = math.nextafter(f, -math.inf)
     return f

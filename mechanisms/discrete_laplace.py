@@ -3,7 +3,8 @@
 STOC — the two-sided geometric mechanism).
 
 Integer query answers get integer noise with ``P(k) ∝ exp(-|k| / scale)``; no floats touch the
-output, so nothing leaks through float arithmetic."""
+output, so nothing leaks through float arithmetic. The noise is sampled exactly at the exact scale
+(a float scale is read as its binary value) by :func:`dpharness.mechanisms._exact.discrete_laplace`."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ class DiscreteLaplace(Mechanism):
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         x = np.asarray(data).astype(np.int64)
-        noise = discrete_laplace(float(self.scale), (size, self.dim), rng)
+        noise = discrete_laplace(self.scale, (size, self.dim), rng)  # exact, at the exact scale
         out = x + noise
         return out[:, 0] if self.dim == 1 else out
 

@@ -3,7 +3,9 @@ generalised as in Kairouz, Oh & Viswanath 2014 "Extremal mechanisms for local di
 
 A user holding one of ``k`` categories reports the truth with probability ``e^L / (e^L + k - 1)``
 and otherwise one of the other ``k - 1`` categories uniformly at random. Any two records are
-neighbours (local DP), and the privacy loss is exactly ``L`` (the log-odds)."""
+neighbours (local DP), and the privacy loss is exactly ``L`` (the log-odds). The sampler is exact
+(:func:`dpharness.mechanisms._exact.randomized_response`): the lie probability is never rounded,
+so it is ``(k-1)/(e^L + k - 1) > 0`` even at L = 37 or 1000."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from dpharness.core import (
     Claim, DiscreteLaw, Finite, InputSpec, Mechanism, PureDP, Substitute, exact,
 )
 from dpharness.registry import register
+
+from ._exact import exact_rational, randomized_response
 
 __all__ = ["RandomizedResponse"]
 
@@ -63,16 +67,10 @@ class RandomizedResponse(Mechanism):
         return 1.0 / (1.0 + (self.k - 1) * math.exp(-float(self.log_odds)))
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        x = int(data)
-        k = self.k
-        p = self.p_truth()
-        u = rng.random(size)
-        if k == 2:
-            return np.where(u < p, x, 1 - x).astype(np.int64)
-        # one uniform draw: u < p keeps the truth, else (u - p)/(1 - p) picks one of the k - 1 others
-        other = np.minimum(((u - p) * ((k - 1) / (1.0 - p))).astype(np.int64), k - 2)
-        lie = (x + 1 + other) % k
-        return np.where(u < p, x, lie).astype(np.int64)
+        # exact: lies with probability exactly (k-1)/(e^L + k - 1) for the exact L (a float read as its
+        # binary value, as `exact` reads it for the law and the prover), however large L is
+        L = exact_rational("log_odds", self.log_odds)
+        return randomized_response(int(data), self.k, L, size, rng)
 
     def _law(self, data: Any) -> DiscreteLaw:
         x = int(data)

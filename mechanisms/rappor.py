@@ -8,6 +8,9 @@ A record ``x`` in ``{0..k-1}`` is one-hot encoded into ``k`` bits ``B``; each bi
 records differ in exactly two bits, so the mechanism is ``2L``-DP; the paper's calibration for
 ε-DP is ``f = 2 / (1 + e^{ε/2})``, i.e. ``L = ε/2``.
 
+The bits are sampled exactly: each flips with probability exactly ``1/(1 + e^L)``
+(:func:`dpharness.mechanisms._exact.bernoulli`), never a rounded float.
+
 The gallery twin :class:`RapporUnhalved` forgets the halving (``f = 2/(1 + e^{ε})``): true ε is 2ε."""
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
+from ._exact import ExactProbability, bernoulli, exact_rational
 from ._noise import ratio_down
 
 __all__ = ["Rappor", "RapporUnhalved"]
@@ -75,7 +79,8 @@ class Rappor(Mechanism):
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         x = int(data)
-        flip = rng.random((size, self.k)) < self.f / 2
+        # exact: each bit flips with probability exactly f/2 = 1/(1 + e^L) (L read exactly)
+        flip = bernoulli(ExactProbability.odds(1, exact_rational("log_odds", self.log_odds)), (size, self.k), rng)
         out = flip.astype(np.uint8)
         out[:, x] ^= 1
         return out

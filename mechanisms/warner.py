@@ -2,7 +2,9 @@
 for eliminating evasive answer bias", JASA 60(309), 1965).
 
 A respondent with a private bit flips a first coin: with probability ``p_truth`` they answer
-truthfully; otherwise they flip a second coin and answer "yes" (1) with probability ``p_yes``."""
+truthfully; otherwise they flip a second coin and answer "yes" (1) with probability ``p_yes``.
+The answer is sampled exactly: one Bernoulli with the exact rational probability
+``P(y = 1 | x) = t x + (1 - t) q`` (:func:`dpharness.mechanisms._exact.bernoulli`)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
+from ._exact import bernoulli, exact_rational
 from ._noise import _readings, float_down, log_up
 
 __all__ = ["WarnerRR"]
@@ -76,8 +79,9 @@ class WarnerRR(Mechanism):
         return t * x + (1 - t) * q
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        p1 = float(self._prob_one(int(data)))
-        return (rng.random(size) < p1).astype(np.int64)
+        # exact: Bernoulli(t x + (1 - t) q) with t, q read exactly (floats as their binary value)
+        t, q = exact_rational("p_truth", self.p_truth), exact_rational("p_yes", self.p_yes)
+        return bernoulli(t * int(data) + (1 - t) * q, size, rng).astype(np.int64)
 
     def _law(self, data: Any) -> DiscreteLaw:
         x = int(data)

@@ -1,0 +1,333 @@
+"""The exact samplers of :mod:`dpharness.mechanisms._exact`: deterministic checks of the float filter
+and of the exact resolver on crafted uniforms (a scripted bit generator), and statistical
+goodness-of-fit tests against the exact laws at small and huge parameters."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpharness.errors import ParameterError
+from dpharness.mechanisms import _exact as E
+from dpharness.mechanisms._noise import discrete_laplace as noise_discrete_laplace
+from dpharness.mechanisms.randomized_response import RandomizedResponse
+
+ALPHA = 1e-4
+RATE_NOTE = "false-failure rate 1e-4 for an exact sampler (fixed seed: re-running gives the same result)"
+
+
+class _ScriptedBits:
+    """A bit generator stand-in: batch calls ``random_raw(n)`` return ``batch(n)``; scalar calls
+    ``random_raw()`` (the resolver's refinements) pop ``script`` and then fall back to a real stream."""
+
+    def __init__(self, batch, script=(), seed=0):
+        self.batch, self.script = batch, list(script)
+        self.real = np.random.default_rng(seed).bit_generator
+
+    def random_raw(self, size=None):
+        if size is None:
+            return np.uint64(self.script.pop(0)) if self.script else self.real.random_raw()
+        return np.asarray(self.batch(size), dtype=np.uint64)
+
+
+class _ScriptedRng:
+    def __init__(self, bits):
+        self.bit_generator = bits
+
+    def integers(self, lo, hi, size, dtype=np.int64):
+        return np.random.default_rng(1).integers(lo, hi, size, dtype=dtype)
+
+
+def _chi2(samples, pmf, support):
+    """Chi-square p-value of integer ``samples`` against ``pmf`` on ``support`` (+ one tail cell)."""
+    support = np.asarray(support)
+    probs = np.array([pmf(int(k)) for k in support], dtype=float)
+    counts = np.array([(samples == k).sum() for k in support], dtype=float)
+    probs = np.append(probs, max(0.0, 1.0 - probs.sum()))
+    counts = np.append(counts, len(samples) - counts.sum())
+    exp_ = probs * len(samples)
+    keep = exp_ > 5
+    rest_obs, rest_exp = counts[~keep].sum(), exp_[~keep].sum()
+    obs, ex = np.append(counts[keep], rest_obs), np.append(exp_[keep], rest_exp)
+    if rest_exp == 0:
+        obs, ex = obs[:-1], ex[:-1]
+    return float(stats.chisquare(obs, ex * obs.sum() / ex.sum()).pvalue)
+
+
+def _laplace_pmf(t: Fraction):
+    with mpmath.workdps(30):
+        q = mpmath.exp(-1 / mpmath.mpf(t.numerator) * t.denominator)
+        return lambda k: float((1 - q) / (1 + q) * q ** abs(k))
+
+
+# --------------------------------------------------------------------------- deterministic
+
+def test_float_library_error_assumption():
+    """The module relies on numpy log/exp/expm1 being within 2**-42 relative (2**10 ulp): checked
+    against mpmath on 20 000 points spanning the ranges used."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(5000), rng.random(5000) * 2.0 ** -10, np.exp(-rng.random(5000) * 40)])
+    g = np.concatenate([rng.random(5000) * 50, rng.random(5000) * 2.0 ** -10])
+    with mpmath.workdps(40):
+        for arr, f, ref in ((x, np.log, mpmath.log), (g, lambda v: np.exp(-v), lambda v: mpmath.exp(-v)),
+                            (g, lambda v: np.expm1(-v), lambda v: mpmath.expm1(-v))):
+            got = f(arr)
+            for v, r in zip(arr[::7], got[::7]):
+                exact = ref(mpmath.mpf(float(v)))
+                if exact != 0:
+                    assert abs((mpmath.mpf(float(r)) - exact) / exact) < 2.0 ** -42
+
+
+def test_exact_rational_reads_floats_as_binary_and_refuses_non_numbers():
+    assert E.exact_rational("t", 0.1) == Fraction(0.1) != Fraction(1, 10)
+    assert E.exact_rational("t", Fraction(1, 3)) == Fraction(1, 3)
+    for bad in (True, "1", math.inf):
+        with pytest.raises(ParameterError, match="t="):
+            E.exact_rational("t", bad)
+
+
+@pytest.mark.parametrize("t", [0, -1, Fraction(1, 2 ** 1001), 2.0 ** 1001])
+def test_discrete_laplace_refuses_scales_out_of_range(t):
+    with pytest.raises(ParameterError, match="t="):
+        E.discrete_laplace(t, 3, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("s2", [0, Fraction(1, 2 ** 201), 2 ** 201])
+def test_discrete_gaussian_refuses_variances_out_of_range(s2):
+    with pytest.raises(ParameterError, match="sigma2="):
+        E.discrete_gaussian(s2, 3, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("s", [Fraction(1), Fraction(7, 3), Fraction(2047, 2), Fraction(1, 1000)])
+def test_geometric_filter_agrees_with_exact_floor_on_every_certified_word(s):
+    """Every value the float pass certifies equals floor(-s ln U) at both ends of U's interval
+    (mpmath at 80 digits); words crafted next to the boundaries U = e^{-j/s} go to the resolver
+    and come back right for the refined U."""
+    words = np.random.default_rng(5).bit_generator.random_raw(3000)
+    crafted = []
+    with mpmath.workdps(80):
+        sm = mpmath.mpf(s.numerator) / s.denominator
+        for j in range(1, 40):
+            c = int(mpmath.floor(mpmath.exp(-j / sm) * 2 ** 53))
+            if c >= 2 ** 34:
+                crafted.append(c << 11)
+        words = np.concatenate([words, np.array(crafted, dtype=np.uint64)])
+        bits = _ScriptedBits(lambda n: np.zeros(n), seed=9)
+        out = E._geometric_quotient(words, s, _ScriptedRng(bits))
+        for w, v in zip(words[::5].tolist() + crafted, out[::5].tolist() + out[len(out) - len(crafted):].tolist()):
+            h = w >> 11
+            lo = -sm * mpmath.log(mpmath.mpf(h + 1) / 2 ** 53)
+            hi = -sm * mpmath.log(mpmath.mpf(h) / 2 ** 53) if h else mpmath.inf
+            if int(mpmath.floor(lo)) == int(mpmath.floor(hi)):
+                assert v == int(mpmath.floor(lo))
+            else:  # straddling: resolved with refined bits; the result is one of the two cells
+                assert v in (int(mpmath.floor(lo)), int(mpmath.floor(lo)) + 1)
+
+
+def test_resolver_refines_a_uniform_that_straddles_exp_minus_one():
+    """U's 53-bit interval contains e^{-1}: the decision U < e^{-1} depends on the next word, and
+    equals the truth for the refined U (checked at 60 digits) for words on either side."""
+    with mpmath.workdps(60):
+        p = mpmath.exp(-1)
+        h = int(mpmath.floor(p * 2 ** 53))
+        nxt = int(mpmath.floor((p * 2 ** 53 - h) * 2 ** 64))
+        for w in (nxt - 1, nxt + 1, 0, 2 ** 64 - 1):
+            rng = _ScriptedRng(_ScriptedBits(lambda n: np.zeros(n), script=[w]))
+            got = E._resolve_below(h, 53, E.ExactProbability.exp_neg(1).enclose, rng)
+            assert got == (mpmath.mpf(h * 2 ** 64 + w) / 2 ** 117 < p)
+
+
+def test_bernoulli_rational_is_decided_exactly_at_the_threshold_word():
+    """p = 1/3: h = floor(2**53/3) straddles p; the next word decides exactly like the rational
+    comparison of the refined U with 1/3."""
+    p = Fraction(1, 3)
+    c = math.floor(p * 2 ** 53)
+    for w in (0, 2 ** 63, 2 ** 64 - 1, math.floor((p * 2 ** 53 - c) * 2 ** 64)):
+        rng = _ScriptedRng(_ScriptedBits(lambda n: np.full(n, c << 11), script=[w] * 4))
+        got = E.bernoulli(p, 1, rng)[0]
+        assert got == (Fraction(c * 2 ** 64 + w, 2 ** 117) < p)
+
+
+@pytest.mark.parametrize("L", [37, 200, 1000])
+def test_randomized_response_lies_when_u_is_below_the_exact_lie_probability(L):
+    """With the 53-bit prefix of U forced to 0, lying must happen exactly for the refined U below
+    (k-1)/(e^L + k - 1) — the old float sampler never lied at L >= 37 (p_truth rounded to 1)."""
+    with mpmath.workdps(600):
+        p = 1 / (mpmath.exp(L) + 1)
+        # the words of p after the zero prefix: scripted just below and just above p
+        depth = (int(-mpmath.log(p, 2)) - 53) // 64 + 1
+        target = int(mpmath.floor(p * mpmath.mpf(2) ** (53 + 64 * depth)))
+    below = [0] * (depth - 1) + [target - 1]
+    above = [0] * (depth - 1) + [target + 1]
+    for script, lie in ((below, True), (above, False)):
+        rng = _ScriptedRng(_ScriptedBits(lambda n: np.zeros(n), script=script))
+        out = E.randomized_response(0, 2, L, 1, rng)
+        assert bool(out[0] == 1) is lie
+
+
+def test_exact_probability_enclosures_contain_the_value():
+    with mpmath.workdps(100):
+        for prob, value in ((E.ExactProbability.odds(9, Fraction(5, 2)), 9 / (mpmath.exp(mpmath.mpf(5) / 2) + 9)),
+                            (E.ExactProbability.exp_neg(Fraction(1, 7)), mpmath.exp(-mpmath.mpf(1) / 7))):
+            lo, hi = prob.enclose(200)
+            assert mpmath.mpf(lo.numerator) / lo.denominator <= value <= mpmath.mpf(hi.numerator) / hi.denominator
+            assert hi - lo < Fraction(1, 2 ** 190)
+
+
+def test_noise_discrete_laplace_keeps_shape_and_per_coordinate_scales():
+    out = noise_discrete_laplace(np.array([1.0, 2.0 ** 30]), (1000, 2), np.random.default_rng(0))
+    assert out.shape == (1000, 2) and out.dtype == np.int64
+    assert np.abs(out[:, 0]).mean() < 10 < np.abs(out[:, 1]).mean()
+
+
+def test_same_seed_same_samples():
+    a = E.discrete_laplace(Fraction(2 ** 40), 1000, np.random.default_rng(3))
+    b = E.discrete_laplace(Fraction(2 ** 40), 1000, np.random.default_rng(3))
+    assert np.array_equal(a, b)
+
+
+# --------------------------------------------------------------------------- statistical
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("t", [Fraction(1), Fraction(3, 2), 0.3, Fraction(40), Fraction(1, 5)], ids=str)
+def test_discrete_laplace_matches_exact_pmf(t):
+    """200 000 draws, chi-square against the exact pmf at level 1e-4 (false-failure rate 1e-4)."""
+    tq = Fraction(t)
+    s = E.discrete_laplace(t, 200_000, np.random.default_rng(11))
+    support = np.arange(-int(12 * tq) - 3, int(12 * tq) + 4)
+    p = _chi2(s, _laplace_pmf(tq), support)
+    assert p > ALPHA, f"t={t}: chi-square p = {p:.3g}; {RATE_NOTE}"
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("t", [Fraction(2 ** 20), Fraction(2 ** 60), Fraction(2 ** 60) / 3], ids=str)
+def test_discrete_laplace_at_huge_scales_matches_exact_bins(t):
+    """200 000 draws binned by ``floor(K / (t/4))`` (exact cell probabilities from the geometric
+    law), chi-square at level 1e-4 (false-failure rate 1e-4)."""
+    s = E.discrete_laplace(t, 200_000, np.random.default_rng(12))
+    w = t / 4
+    cells = np.array([math.floor(Fraction(int(v)) / w) for v in s.tolist()])
+    with mpmath.workdps(40):
+        q = mpmath.exp(-mpmath.mpf(t.denominator) / t.numerator)
+        norm = (1 - q) / (1 + q)
+
+        def cdf(x):  # P(K <= x) for integer x
+            return float(1 - q ** (x + 1) / (1 + q)) if x >= 0 else float(q ** (-x) / (1 + q))
+
+        def pmf(c):  # P(c w <= K < (c+1) w)
+            lo, hi = math.ceil(c * w), math.ceil((c + 1) * w)
+            return cdf(hi - 1) - cdf(lo - 1)
+        assert norm > 0
+    p = _chi2(cells, pmf, np.arange(-40, 40))
+    assert p > ALPHA, f"t={t}: chi-square p = {p:.3g}; {RATE_NOTE}"
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("t", [2.0 ** 53 + 2.0, Fraction(2 ** 53 + 1), 2.0 ** 60, 1e10 * 2.0 ** 20], ids=str)
+def test_low_bits_of_huge_scale_discrete_laplace_are_uniform(t):
+    """The old float sampler's failure: at t >= 2**53 ``floor(t E)`` loses its low bits (even
+    values only, etc.). Under the exact law K mod 16 is uniform up to ~16/t. 160 000 draws,
+    chi-square at level 1e-4 (false-failure rate 1e-4); also through ``_noise.discrete_laplace``,
+    the grid Laplace path (1e10 * 2**20 is ``Laplace.calibrated(0.01, sensitivity=1e8)``'s scale)."""
+    s = noise_discrete_laplace(t, 160_000, np.random.default_rng(13))
+    low = np.array([int(v) % 16 for v in s.tolist()])
+    counts = np.bincount(low, minlength=16)
+    p = float(stats.chisquare(counts).pvalue)
+    assert p > ALPHA, f"t={t}: low bits chi-square p = {p:.3g} (counts {counts.tolist()}); {RATE_NOTE}"
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("sigma2", [Fraction(1), Fraction(14), Fraction(1, 3), Fraction(7, 2), Fraction(400)], ids=str)
+def test_discrete_gaussian_matches_exact_pmf(sigma2):
+    """200 000 draws, chi-square against the exact pmf (normaliser summed at 30 digits) at level
+    1e-4 (false-failure rate 1e-4)."""
+    s = E.discrete_gaussian(sigma2, 200_000, np.random.default_rng(21))
+    sd = math.sqrt(float(sigma2))
+    n = int(12 * sd) + 3
+    with mpmath.workdps(30):
+        s2 = mpmath.mpf(sigma2.numerator) / sigma2.denominator
+        w = {k: mpmath.exp(-mpmath.mpf(k * k) / (2 * s2)) for k in range(-n - 40, n + 41)}
+        z = mpmath.fsum(w.values())
+        p = _chi2(s, lambda k: float(w[k] / z), np.arange(-n, n + 1))
+    assert p > ALPHA, f"sigma2={sigma2}: chi-square p = {p:.3g}; {RATE_NOTE}"
+
+
+@pytest.mark.statistical
+def test_discrete_gaussian_at_huge_sigma_has_gaussian_bins_and_uniform_low_bits():
+    """σ² = 2**100: 100 000 draws; 20 equiprobable bins of the normal approximation (its error is
+    ~2**-100, far below the test's resolution) and K mod 16 (uniform up to ~2**-46): two chi-square
+    tests at level 1e-4 each (false-failure rate 2e-4)."""
+    s = E.discrete_gaussian(Fraction(2 ** 100), 100_000, np.random.default_rng(22))
+    z = np.array([int(v) for v in s.tolist()], dtype=float) / 2.0 ** 50
+    edges = stats.norm.ppf(np.linspace(0, 1, 21)[1:-1])
+    p1 = float(stats.chisquare(np.bincount(np.searchsorted(edges, z), minlength=20)).pvalue)
+    p2 = float(stats.chisquare(np.bincount(np.array([int(v) % 16 for v in s.tolist()]), minlength=16)).pvalue)
+    assert min(p1, p2) > ALPHA, f"bins p = {p1:.3g}, low bits p = {p2:.3g}; {RATE_NOTE}"
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("k,L", [(2, Fraction(1)), (10, 2.0), (3, Fraction(1, 3))], ids=str)
+def test_randomized_response_matches_exact_law(k, L):
+    """200 000 reports, chi-square against P(truth) = e^L/(e^L + k - 1) and uniform lies at level
+    1e-4 (false-failure rate 1e-4)."""
+    s = E.randomized_response(1, k, L, 200_000, np.random.default_rng(31))
+    Lq = Fraction(L)
+    with mpmath.workdps(30):
+        e = mpmath.exp(mpmath.mpf(Lq.numerator) / Lq.denominator)
+        probs = [float((e if j == 1 else 1) / (e + k - 1)) for j in range(k)]
+    p = float(stats.chisquare(np.bincount(s, minlength=k), np.array(probs) * len(s)).pvalue)
+    assert p > ALPHA, f"k={k}, L={L}: chi-square p = {p:.3g}; {RATE_NOTE}"
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("L", [37, 200])
+def test_huge_log_odds_lie_at_the_exact_rate_given_a_zero_prefix(L):
+    """Lies at L = 37 (p ≈ 2**-53.4) and L = 200 (p ≈ 2**-288.5) are too rare to count, so the
+    rate is scaled exactly: conditioned on the first ``b`` bits of U being 0 (a scripted prefix),
+    P(lie) = p 2**b, with b chosen so that this is in (0.3, 1). 20 000 draws (L = 37, through the
+    public sampler; L = 200, through the resolver), two-sided binomial test at level 1e-4
+    (false-failure rate 1e-4)."""
+    with mpmath.workdps(200):
+        p = 1 / (mpmath.exp(L) + 1)
+        b = int(mpmath.floor(-mpmath.log(p, 2)))
+        rate = float(p * mpmath.mpf(2) ** b)
+    n = 20_000
+    if L == 37:
+        assert b == 53
+        rng = _ScriptedRng(_ScriptedBits(lambda m: np.zeros(m), seed=41))
+        hits = int((E.randomized_response(0, 2, L, n, rng) == 1).sum())
+    else:
+        rng = np.random.default_rng(42)
+        enclose = E.ExactProbability.odds(1, L).enclose
+        hits = sum(E._resolve_below(0, b, enclose, rng) for _ in range(n))
+    pv = stats.binomtest(hits, n, rate).pvalue
+    assert pv > ALPHA, f"L={L}: {hits}/{n} lies vs rate {rate:.4f}, p = {pv:.3g}; {RATE_NOTE}"
+
+
+def test_randomized_response_mechanism_is_no_longer_truthful_at_log_odds_37():
+    """The mechanism itself: with the first 53 bits of U zero, a lie occurs at rate ~0.75."""
+    m = RandomizedResponse(k=2, log_odds=37)
+    rng = _ScriptedRng(_ScriptedBits(lambda n: np.zeros(n), seed=7))
+    out = m._sample(0, 2000, rng)
+    assert 0.6 < (out == 1).mean() < 0.9
+
+
+@pytest.mark.statistical
+def test_bernoulli_exp_scalar_and_arrays():
+    """Bernoulli(exp(-x)) at x = 3/2 (200 000 draws) and element-wise x = num/den (200 000 draws of
+    4 values): binomial tests at level 1e-4 each (false-failure rate 5e-4 over the 5 tests)."""
+    rng = np.random.default_rng(51)
+    hits = int(E.bernoulli_exp(Fraction(3, 2), rng, size=200_000).sum())
+    ps = [stats.binomtest(hits, 200_000, math.exp(-1.5)).pvalue]
+    num = np.tile(np.array([0, 1, 7, 30]), 50_000)
+    den = np.tile(np.array([1, 3, 2, 7]), 50_000)
+    out = E.bernoulli_exp((num, den), rng)
+    for j, x in enumerate((0, 1 / 3, 3.5, 30 / 7)):
+        h = int(out[j::4].sum())
+        ps.append(1.0 if x == 0 and h == 50_000 else stats.binomtest(h, 50_000, math.exp(-x)).pvalue)
+    assert min(ps) > ALPHA, f"p-values {ps}; {RATE_NOTE}"
