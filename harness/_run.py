@@ -215,9 +215,10 @@ def deadline(seconds: float | None, what: str):
             signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - start), 1e-3))
 
 
-def load_modules(modules: Iterable[str]) -> None:
-    """Import a project's modules (``--module``) so their ``@register`` run; the working directory is
-    importable, as under ``python -m``."""
+def load_modules(modules: Iterable[str]) -> list[str]:
+    """Import a project's modules (``--module``) so their ``register`` calls run; the working directory
+    is importable, as under ``python -m``. Returns the names the modules registered; a module that
+    registers nothing is an error (a typo or the wrong package)."""
     import os
     import sys
 
@@ -226,8 +227,14 @@ def load_modules(modules: Iterable[str]) -> None:
     modules = list(modules)
     if modules and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    names: list[str] = []
     for module in modules:
-        registry.load_module(module)
+        got = registry.load_module(module)
+        if not got:
+            raise ParameterError(f"--module {module} registered no mechanism; pass the package whose code calls "
+                                 "dpharness.register(...) (or decorates classes with @register).")
+        names += [n for n in got if n not in names]
+    return names
 
 
 def fallback_pair(mechanism: Mechanism, proof: Any = None) -> tuple[Any, Any]:
@@ -261,6 +268,24 @@ def audit_with_fallback(mechanism: Mechanism, proof: Any, *, samples: int, seed:
         return run_audit(mechanism, proof, samples=samples, seed=seed, data=data, neighbor=neighbor), note
 
 
+def proof_policy(name: str, proof: Any) -> str:
+    """How the gate treats a mechanism's proof: ``"proved"``; ``"audit-only"`` (no proof covers it and
+    the project opted it in with ``register(..., proof="audit-only")``: the audit decides);
+    ``"no-proof"`` (no proof covers it and it is not opted in: fails); ``"refuted"``; ``"unproven"``
+    (a proof covers it but could not establish the claim)."""
+    from . import registry
+
+    verdict = proof.verdict.value
+    if verdict == "PROVED":
+        return "proved"
+    if verdict == "REFUTED":
+        return "refuted"
+    no_proof = bool(proof.notes) and str(proof.notes[0]).startswith("no proof:")
+    if no_proof:
+        return "audit-only" if registry.audit_only(name) else "no-proof"
+    return "unproven"
+
+
 def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
           report_dir: str | None = None, timeout: float | None = None) -> dict:
     """Prove and audit one registered mechanism at its defaults; a JSON-safe summary (picklable, so it
@@ -272,7 +297,7 @@ def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
     from ._json import jsonable
 
     load_modules(modules)
-    out: dict[str, Any] = {"name": name, "buggy": None, "ok": False, "caught": False, "error": None,
+    out: dict[str, Any] = {"name": name, "buggy": None, "ok": False, "caught": False, "error": None, "policy": None,
                            "proof": None, "audit": None, "audit_error": None, "audit_note": None,
                            "seconds": {}}
     try:
@@ -287,6 +312,8 @@ def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
         out["seconds"]["prove"] = time.perf_counter() - t0
         out["proof"] = proof.to_dict()
         proved = proof.verdict.value == "PROVED"
+        out["policy"] = proof_policy(name, proof)
+        accepted = out["policy"] in ("proved", "audit-only")
         t0 = time.perf_counter()
         try:
             result, out["audit_note"] = audit_with_fallback(mechanism, proof, samples=samples, seed=seed,
@@ -300,7 +327,7 @@ def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
         out["seconds"]["audit"] = time.perf_counter() - t0
         out["audit"] = result.to_dict()
         out["caught"] = (not proved) or (not result.passed)
-        out["ok"] = out["caught"] if mechanism.buggy else (proved and result.passed)
+        out["ok"] = out["caught"] if mechanism.buggy else (accepted and result.passed)
         if report_dir is not None:
             from . import report
 

@@ -97,7 +97,10 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    sub.add_parser("list", parents=[common], help="list registered mechanisms (name, claim, relation, buggy)")
+    modules = argparse.ArgumentParser(add_help=False)
+    modules.add_argument("--module", dest="modules", action="append", default=[], metavar="PKG",
+                         help="import PKG first so its registered mechanisms are available (repeatable)")
+    sub.add_parser("list", parents=[common, modules], help="list registered mechanisms (name, claim, relation, buggy)")
 
     mech = argparse.ArgumentParser(add_help=False)
     mech.add_argument("name", metavar="NAME", help="registered mechanism name (see `dpharness list`)")
@@ -106,14 +109,17 @@ def _build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--claim-epsilon", type=_number, default=None, metavar="E", help="claim ε = E instead")
     mech.add_argument("--claim-delta", type=_number, default=None, metavar="D", help="claim δ = D instead")
 
-    sub.add_parser("prove", parents=[common, mech], help="derive the worst-case privacy loss and judge the claim")
-    audit = sub.add_parser("audit", parents=[common, mech], help="certified empirical lower bound on ε")
+    sub.add_parser("prove", parents=[common, mech, modules], help="derive the worst-case privacy loss and judge the claim")
+    audit = sub.add_parser("audit", parents=[common, mech, modules], help="certified empirical lower bound on ε")
     audit.add_argument("--samples", type=_positive_int, default=AUDIT_SAMPLES, help=f"samples per side (default {AUDIT_SAMPLES})")
     audit.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     audit.add_argument("--ideal-numerics", action="store_true",
                        help="ignore floating-point structure (audit the ideal-reals mechanism)")
 
     gate = sub.add_parser("gate", parents=[common], help="prove and audit every registered mechanism (CI)")
+    gate.add_argument("names", nargs="*", metavar="NAME", help="gate only these mechanisms (default: every registered one)")
+    gate.add_argument("--own", action="store_true",
+                      help="gate only the mechanisms the --module packages register (not the built-ins)")
     gate.add_argument("--module", dest="modules", action="append", default=[], metavar="PKG",
                       help="import PKG so its @register mechanisms are gated too (repeatable)")
     gate.add_argument("--gallery", action="store_true",
@@ -127,7 +133,7 @@ def _build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--timeout", type=_seconds, default=GATE_TIMEOUT,
                       help=f"seconds allowed per phase (proof, audit) per mechanism (default {GATE_TIMEOUT:g})")
 
-    report = sub.add_parser("report", parents=[common], help="write proof/audit reports (Markdown + HTML)")
+    report = sub.add_parser("report", parents=[common, modules], help="write proof/audit reports (Markdown + HTML)")
     report.add_argument("names", nargs="*", metavar="NAME", help="mechanisms (default: every built-in)")
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
     report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
@@ -345,15 +351,34 @@ def _gate_line(res: dict) -> str:
         audit = (f"audit ε_lb={fmt(a['epsilon_lower_bound'])} vs claim {fmt(a['epsilon'])} "
                  f"{'passed' if a['passed'] else 'VIOLATION'}")
     note = f"\n      note: {res['audit_note']}" if res.get("audit_note") else ""
-    return f"{status}  {res['name']}: proof {p['verdict']} (ε ≤ {fmt(p['bound'])}); {audit}{caught}  [{secs:.1f}s]{note}"
+    policy = res.get("policy")
+    if policy == "audit-only":
+        proof = "no proof: audited only (opted in with proof='audit-only')"
+    elif policy == "no-proof":
+        proof = ("no proof: audited only, not opted in -- build it from dpharness.parts, register a proof with "
+                 "@dpharness.proves, or opt in with register(m, proof='audit-only')")
+    elif p["verdict"] == "PROVED":
+        proof = f"proof PROVED (ε ≤ {fmt(p['bound'])})"
+    else:
+        proof = f"proof {p['verdict']}"
+    return f"{status}  {res['name']}: {proof}; {audit}{caught}  [{secs:.1f}s]{note}"
 
 
 def _cmd_gate(args) -> int:
     from . import registry
     from ._run import check, load_modules
 
-    load_modules(args.modules)
-    names = list(registry.catalog(gallery=bool(args.gallery)))
+    own = load_modules(args.modules)
+    if args.own and not args.modules:
+        raise ParameterError("--own gates the mechanisms of the --module packages; pass --module PKG as well.")
+    if args.names:
+        for name in args.names:
+            registry.get(name)  # unknown names: ParameterError (with a suggestion) before any work
+        names = list(dict.fromkeys(args.names))
+    elif args.own:
+        names = [n for n in own if bool(registry.get(n).buggy) == bool(args.gallery)]
+    else:
+        names = list(registry.catalog(gallery=bool(args.gallery)))
     if not names:
         _err(f"no {'gallery ' if args.gallery else ''}mechanisms are registered; "
              "install dpharness with its mechanisms or pass --module PKG.")
@@ -482,6 +507,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         limit_memory(0.8)  # a runaway audit raises MemoryError rather than waking the OOM killer
 
     try:
+        if args.command != "gate" and getattr(args, "modules", None):
+            from ._run import load_modules
+
+            load_modules(args.modules)
         return _COMMANDS[args.command](args)
     except ParameterError as exc:
         _err(str(exc))

@@ -5,31 +5,85 @@ from __future__ import annotations
 
 import importlib
 from importlib import metadata
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .core import Mechanism
 from .errors import ParameterError
 
-__all__ = ["register", "catalog", "get", "load_module", "ENTRY_POINT_GROUP"]
+__all__ = ["register", "catalog", "get", "load_module", "audit_only", "ENTRY_POINT_GROUP", "AUDIT_ONLY"]
 
 ENTRY_POINT_GROUP = "dpharness.mechanisms"
-_REGISTRY: dict[str, type[Mechanism]] = {}
+AUDIT_ONLY = "audit-only"
+_REGISTRY: dict[str, Any] = {}
+_AUDIT_ONLY: set[str] = set()
 _LOADED = False
 
-M = TypeVar("M", bound=type)
+M = TypeVar("M")
 
 
-def register(cls: M) -> M:
-    """Class decorator: add a Mechanism subclass to the registry under ``cls.name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-        raise ParameterError(f"cls={cls!r} is not a Mechanism subclass; decorate a Mechanism dataclass.")
-    if not cls.name:
-        raise ParameterError(f"cls={cls.__name__} has no name; set the class attribute name = '...'.")
-    old = _REGISTRY.get(cls.name)
-    if old is not None and old is not cls and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
-        raise ParameterError(f"name={cls.name!r} is already registered by {old.__module__}.{old.__qualname__}; pick another name.")
-    _REGISTRY[cls.name] = cls
-    return cls
+class _Value:
+    """A registered mechanism *value* (e.g. one declared from ``dpharness.parts``), presented like a
+    registered class: calling it gives the value; class-level attributes are read from the value."""
+
+    def __init__(self, mechanism: Mechanism) -> None:
+        self._mechanism = mechanism
+
+    def __call__(self) -> Mechanism:
+        return self._mechanism
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self._mechanism, item)
+
+    @property
+    def origin(self) -> tuple[str, str]:
+        return ("value", self._mechanism.source_hash())
+
+
+def _origin(entry: Any) -> tuple[str, str]:
+    return entry.origin if isinstance(entry, _Value) else (entry.__module__, entry.__qualname__)
+
+
+def register(mechanism: M = None, *, proof: str | None = None) -> M:
+    """Add a mechanism to the registry under its ``name``: a ``Mechanism`` subclass (usable as a class
+    decorator, registered at its defaults) or a ``Mechanism`` value (e.g. from ``dpharness.parts``).
+
+    ``proof="audit-only"`` opts the mechanism into the gate without a proof: it passes when its audit
+    passes and no proof refutes it. Without it, the gate requires PROVED.
+
+    >>> register(noisy_mean)                       # doctest: +SKIP
+    >>> register(MyMechanism, proof="audit-only")  # doctest: +SKIP"""
+    if mechanism is None:  # @register(proof="audit-only")
+        return lambda m: register(m, proof=proof)  # type: ignore[return-value]
+    if proof not in (None, AUDIT_ONLY):
+        raise ParameterError(f"proof={proof!r} is not a proof policy; pass proof='audit-only' or leave it out.")
+    if isinstance(mechanism, Mechanism):
+        entry: Any = _Value(mechanism)
+        name = mechanism.name
+    elif isinstance(mechanism, type) and issubclass(mechanism, Mechanism):
+        entry = mechanism
+        name = mechanism.name
+        if not isinstance(name, str):
+            raise ParameterError(f"mechanism={mechanism.__name__} has no class-level name; register a value instead.")
+    else:
+        raise ParameterError(f"mechanism={mechanism!r} is neither a Mechanism subclass nor a Mechanism value; "
+                             "decorate a Mechanism dataclass or pass a value from dpharness.parts.mechanism(...).")
+    if not name:
+        raise ParameterError(f"mechanism={mechanism!r} has no name; set the class attribute name = '...'.")
+    old = _REGISTRY.get(name)
+    if old is not None and old is not entry and _origin(old) != _origin(entry):
+        where = ".".join(_origin(old)) if not isinstance(old, _Value) else "another mechanism value"
+        raise ParameterError(f"name={name!r} is already registered by {where}; pick another name.")
+    _REGISTRY[name] = entry
+    if proof == AUDIT_ONLY:
+        _AUDIT_ONLY.add(name)
+    else:
+        _AUDIT_ONLY.discard(name)
+    return mechanism
+
+
+def audit_only(name: str) -> bool:
+    """Whether the project opted ``name`` into the gate without a proof (``register(..., proof="audit-only")``)."""
+    return name in _AUDIT_ONLY
 
 
 def _load_builtins() -> None:
@@ -42,24 +96,57 @@ def _load_builtins() -> None:
         ep.load()
 
 
-def load_module(module: str) -> None:
-    """Import a project's module so its ``@register`` decorators run (``gate --module PKG``)."""
+_BY_MODULE: dict[str, list[str]] = {}
+
+
+def load_module(module: str) -> list[str]:
+    """Import a project's module so its ``register`` calls run (``--module PKG``); returns the names
+    registered while importing it (remembered, so a second call returns them again)."""
+    _load_builtins()
+    if module in _BY_MODULE:
+        return list(_BY_MODULE[module])
+    before = dict(_REGISTRY)
     try:
         importlib.import_module(module)
     except ImportError as exc:
         raise ParameterError(f"module={module!r} cannot be imported ({exc}); pass an importable module path.") from exc
+    got = [n for n, e in _REGISTRY.items() if before.get(n) is not e]
+    if not got:  # imported before this call (e.g. by a test): its names are those whose code lives in it
+        got = [n for n, e in _REGISTRY.items()
+               if (getattr(e, "__module__", "") or "").startswith(module)
+               or isinstance(e, _Value) and _value_module(e).startswith(module)]
+    _BY_MODULE[module] = got
+    return list(got)
 
 
-def catalog(*, gallery: bool | None = False) -> dict[str, type[Mechanism]]:
-    """Registered mechanism classes by name: correct ones (``gallery=False``), the known-buggy
+def _value_module(entry: "_Value") -> str:
+    import inspect
+
+    from dpharness.mechanisms.parts import PartsMechanism, _post_functions
+
+    m = entry()
+    if isinstance(m, PartsMechanism):
+        for fn in _post_functions(m.steps):
+            return getattr(fn, "__module__", "") or ""
+    return getattr(inspect.getmodule(type(m)), "__name__", "")
+
+
+def catalog(*, gallery: bool | None = False) -> dict[str, Any]:
+    """Registered mechanisms by name (classes, or values presented like classes: call one to get the
+    mechanism): correct ones (``gallery=False``), the known-buggy
     gallery (``True``), or all (``None``)."""
     _load_builtins()
     return {n: c for n, c in sorted(_REGISTRY.items()) if gallery is None or c.buggy == gallery}
 
 
-def get(name: str) -> type[Mechanism]:
+def get(name: str) -> Any:
+    """The registered class (or value, presented like a class) called ``name``."""
     _load_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ParameterError(f"name={name!r} is not a registered mechanism; run `dpharness list` to see the names.") from None
+        import difflib
+
+        close = difflib.get_close_matches(name.replace("-", "_"), list(_REGISTRY), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ParameterError(f"name={name!r} is not a registered mechanism; {hint}run `dpharness list` to see the names.") from None

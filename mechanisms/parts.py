@@ -1,0 +1,988 @@
+"""Mechanisms built from proven parts: transformations, noise measurements and combinators.
+
+In the spirit of OpenDP's transformations and measurements (``make_chain``): a **transformation**
+maps data exactly and carries a *stability map* (how far apart its outputs can be on neighbouring
+inputs), a **measurement** adds noise and carries a *privacy map* (its privacy loss as a function
+of the input distance), and **combinators** build larger mechanisms from smaller ones::
+
+    from dpharness import parts as dp, PureDP, AddRemove, RealInterval
+
+    noisy_mean = dp.mechanism(
+        name="team_noisy_mean", records=RealInterval(0, 100), relation=AddRemove(),
+        steps=dp.clamp(0, 100) >> dp.compose(dp.sum() >> dp.laplace(scale=200), dp.count() >> dp.laplace(scale=2))
+              >> dp.post(lambda s, c: s / max(c, 1)),
+        claim=PureDP(1),
+    )
+
+The value ``dp.mechanism(...)`` returns is a :class:`~dpharness.core.Mechanism`. Its sampler is the
+step structure executed, and ``dpharness.prove`` walks the same structure (``dpharness.proofs.parts``)
+adding one lemma per node, so the code that runs and the code that is proved are one thing.
+
+Numeric model (exact at every accepted parameter)
+-------------------------------------------------
+* Records are read as the exact binary values of their floats; clamping is exact; every aggregate
+  (count, sum, sum of squares, sum of products, histogram) is computed exactly in rational arithmetic.
+* A noise measurement with granularity ``g`` (a power of two) rounds each exact value to the grid,
+  ``c = floor(v/g + 1/2)`` (an exact integer), adds integer noise drawn by an exact sampler
+  (discrete Laplace with scale ``t = scale/g``, discrete Gaussian with variance ``(σ/g)²``;
+  Canonne, Kamath & Steinke 2020), and releases ``g * (c + noise)`` as a float. The float is the
+  round-to-nearest of the exact grid value: a deterministic function of the exact integer output
+  (post-processing), identical to it while ``|c + noise| < 2**53``.
+* Parameters are read as the exact values the sampler uses (a float as its binary value).
+
+Neighbour relations: ``AddRemove()`` or ``Substitute()`` on data sets of records, or
+``BoundedChange(Δ, norm)`` on a vector of query answers (``input="vector"``); stability maps are
+derived per relation.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import hashlib
+import inspect
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dpharness import _validate as _v
+from dpharness.core import (
+    AddRemove, BoundedChange, Claim, Domain, Finite, InputSpec, IntegerRange, Mechanism, OutputLaw, PureDP,
+    RealBox, RealInterval, Relation, Substitute,
+)
+from dpharness.errors import ParameterError, UnsupportedError
+
+from ._noise import DEFAULT_GRANULARITY, check_granularity
+
+__all__ = [
+    "Step", "Transformation", "Measurement", "Space", "Distance",
+    "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
+    "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
+    "compose", "post", "parallel", "mechanism", "PartsMechanism",
+]
+
+_INF = math.inf
+
+
+def _frac(name: str, value: Any) -> Fraction:
+    """The exact value of a parameter: ints and Fractions as they are, a float as its binary value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
+        raise ParameterError(f"{name}={value!r} is not a number; pass an int, float or Fraction.")
+    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+        raise ParameterError(f"{name}={value!r} is not finite; pass a finite number.")
+    return Fraction(value) if not isinstance(value, (np.integer, np.floating)) else Fraction(value.item())
+
+
+def _rhu(v: Fraction) -> int:
+    """floor(v + 1/2) of an exact rational (round half up)."""
+    return math.floor(v + Fraction(1, 2))
+
+
+# --------------------------------------------------------------------------- what flows between steps
+
+@dataclass(frozen=True)
+class Space:
+    """The type of a value between steps.
+
+    ``kind``: ``"records"`` (a data set of records; ``cols`` columns; each column's values in
+    ``[lo[j], hi[j]]``), ``"scalar"`` (one exact number in ``[lo[0], hi[0]]``) or ``"vector"``
+    (``dim`` exact numbers). ``quantum``: every value is an integer multiple of it (e.g. 1 for counts),
+    or None. Bounds are exact Fractions or ±inf."""
+
+    kind: str
+    dim: int = 1
+    lo: tuple = (-_INF,)
+    hi: tuple = (_INF,)
+    quantum: Fraction | None = None
+
+    def describe(self) -> str:
+        rng = ", ".join(f"[{_show(a)}, {_show(b)}]" for a, b in zip(self.lo, self.hi))
+        what = {"records": f"records of {self.dim} column(s)", "scalar": "a number", "vector": f"a vector of {self.dim}"}[self.kind]
+        return f"{what} in {rng}" + (f", multiples of {self.quantum}" if self.quantum is not None else "")
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, float) and math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    return str(x)
+
+
+@dataclass(frozen=True)
+class Distance:
+    """How far apart a value can be on neighbouring inputs.
+
+    For records: ``relation`` (neighbouring data sets under AddRemove / Substitute). For numbers and
+    vectors: exact bounds on the L1 distance, the squared L2 distance and the L∞ distance."""
+
+    relation: Relation | None = None
+    l1: Fraction = Fraction(0)
+    l2sq: Fraction = Fraction(0)
+    linf: Fraction = Fraction(0)
+
+    def describe(self) -> str:
+        if self.relation is not None:
+            return f"neighbouring data sets ({self.relation.describe()})"
+        if self.l1 == self.linf and self.l2sq == self.l1 ** 2:
+            return f"|v − v'| <= {self.l1}"
+        return f"||v − v'||₁ <= {self.l1}, ||v − v'||₂² <= {self.l2sq}, ||v − v'||∞ <= {self.linf}"
+
+
+def _scalar_distance(d: Fraction) -> Distance:
+    return Distance(None, d, d * d, d)
+
+
+# --------------------------------------------------------------------------- steps
+
+class Step:
+    """A node of a mechanism's structure. ``a >> b`` chains two steps."""
+
+    def __rshift__(self, other: Any) -> "Step":
+        if not isinstance(other, Step):
+            raise ParameterError(f"right side of >> is {other!r}; chain a dpharness.parts step (transformation, "
+                                 "noise, dp.compose(...), dp.post(fn)).")
+        return _chain(self, other)
+
+    def describe(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class Transformation(Step):
+    """Exact data map with a stability map. Subclasses implement ``out_space``, ``stability`` and ``apply``."""
+
+    def out_space(self, space: Space) -> Space:
+        raise NotImplementedError
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        raise NotImplementedError
+
+    def apply(self, value: Any) -> Any:
+        raise NotImplementedError
+
+
+class Measurement(Step):
+    """A randomized step: ``run(value, size, rng)`` returns ``size`` outputs (first axis indexes
+    samples); its privacy is derived by ``dpharness.proofs.parts``."""
+
+    def out_width(self, space: Space) -> int:
+        """Number of output coordinates (1 for a scalar)."""
+        raise NotImplementedError
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+
+# --- transformations -----------------------------------------------------------------
+
+def _need(space: Space, kind: str, what: str) -> None:
+    if space.kind != kind:
+        raise ParameterError(f"{what} takes {kind}, but the previous step gives {space.describe()}; "
+                             f"reorder the steps (e.g. transformations on records come before the noise).")
+
+
+@dataclass(frozen=True)
+class Clamp(Transformation):
+    """Record-wise clamp of every column to ``[lo, hi]`` (exact on floats). 1-stable: a record-wise
+    map keeps neighbouring data sets neighbouring under add/remove and substitution."""
+
+    lo: Any
+    hi: Any
+
+    def __post_init__(self) -> None:
+        lo, hi = _frac("lo", self.lo), _frac("hi", self.hi)
+        if not lo < hi:
+            raise ParameterError(f"lo={self.lo!r} must be below hi={self.hi!r}; pass clamp(lo, hi) with lo < hi.")
+
+    def describe(self) -> str:
+        return f"clamp({self.lo}, {self.hi})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "clamp")
+        lo, hi = _frac("lo", self.lo), _frac("hi", self.hi)
+        los = tuple(max(lo, a) if a != -_INF else lo for a in space.lo)
+        his = tuple(min(hi, b) if b != _INF else hi for b in space.hi)
+        if any(a > b for a, b in zip(los, his)):
+            raise ParameterError(f"clamp({self.lo}, {self.hi}) does not meet the record domain; pass bounds inside it.")
+        return Space("records", space.dim, los, his, None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        lo, hi = float(self.lo), float(self.hi)
+        return np.clip(np.asarray(value, dtype=float), lo, hi)
+
+
+@dataclass(frozen=True)
+class Column(Transformation):
+    """Record-wise: keep column ``j`` of multi-column records (1-stable)."""
+
+    j: int
+
+    def __post_init__(self) -> None:
+        _v.integer("j", self.j, minimum=0)
+
+    def describe(self) -> str:
+        return f"column({self.j})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "column")
+        if self.j >= space.dim:
+            raise ParameterError(f"j={self.j} but records have {space.dim} column(s); pass j < {space.dim}.")
+        return Space("records", 1, (space.lo[self.j],), (space.hi[self.j],), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        return np.asarray(value)[:, self.j]
+
+
+@dataclass(frozen=True)
+class Count(Transformation):
+    """The number of records. Stability: 1 under add/remove, 0 under substitution."""
+
+    def describe(self) -> str:
+        return "count()"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "count")
+        return Space("scalar", 1, (Fraction(0),), (_INF,), Fraction(1))
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return _scalar_distance(Fraction(1) if isinstance(d.relation, AddRemove) else Fraction(0))
+
+    def apply(self, value: Any) -> Any:
+        return Fraction(len(np.asarray(value)))
+
+
+def _bounded(space: Space, what: str) -> tuple[Fraction, Fraction]:
+    lo, hi = space.lo[0], space.hi[0]
+    if lo == -_INF or hi == _INF:
+        raise ParameterError(f"{what} needs bounded records, but they are in [{_show(lo)}, {_show(hi)}]; "
+                             "put dp.clamp(lo, hi) before it or declare bounded records.")
+    return lo, hi
+
+
+def _exact_values(arr: np.ndarray) -> list[Fraction]:
+    return [Fraction(v) for v in np.asarray(arr, dtype=float).ravel().tolist()]
+
+
+def _contribution(lo: Fraction, hi: Fraction, d: Distance) -> Fraction:
+    """Stability of a sum of per-record contributions in [lo, hi]: max(|lo|, |hi|) under add/remove
+    (one contribution appears or vanishes), hi − lo under substitution (one contribution changes)."""
+    return max(abs(lo), abs(hi)) if isinstance(d.relation, AddRemove) else hi - lo
+
+
+@dataclass(frozen=True)
+class Sum(Transformation):
+    """The exact sum of one-column records in ``[L, U]``. Stability: ``max(|L|, |U|)`` (add/remove),
+    ``U − L`` (substitution)."""
+
+    def describe(self) -> str:
+        return "sum()"
+
+    def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
+        _need(space, "records", "sum")
+        if space.dim != 1:
+            raise ParameterError(f"sum() takes one-column records, got {space.dim}; put dp.column(j) before it.")
+        return _bounded(space, "sum()")
+
+    def out_space(self, space: Space) -> Space:
+        lo, hi = self.contribution(space)
+        return Space("scalar", 1, (-_INF if lo < 0 else Fraction(0),), (_INF if hi > 0 else Fraction(0),), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        lo, hi = self.contribution(space)
+        return _scalar_distance(_contribution(lo, hi, d))
+
+    def apply(self, value: Any) -> Any:
+        return builtins.sum(_exact_values(value), Fraction(0))
+
+
+@dataclass(frozen=True)
+class SumSquares(Transformation):
+    """The exact sum of squares of one-column records in ``[L, U]``; each square lies in
+    ``[m, M]`` with ``M = max(L², U²)``, ``m = 0`` if ``L <= 0 <= U`` else ``min(L², U²)``.
+    Stability: ``M`` (add/remove), ``M − m`` (substitution)."""
+
+    def describe(self) -> str:
+        return "sum_squares()"
+
+    def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
+        _need(space, "records", "sum_squares")
+        if space.dim != 1:
+            raise ParameterError(f"sum_squares() takes one-column records, got {space.dim}; put dp.column(j) before it.")
+        lo, hi = _bounded(space, "sum_squares()")
+        top = max(lo * lo, hi * hi)
+        bottom = Fraction(0) if lo <= 0 <= hi else min(lo * lo, hi * hi)
+        return bottom, top
+
+    def out_space(self, space: Space) -> Space:
+        self.contribution(space)
+        return Space("scalar", 1, (Fraction(0),), (_INF,), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        lo, hi = self.contribution(space)
+        return _scalar_distance(_contribution(lo, hi, d))
+
+    def apply(self, value: Any) -> Any:
+        return builtins.sum((v * v for v in _exact_values(value)), Fraction(0))
+
+
+@dataclass(frozen=True)
+class SumProducts(Transformation):
+    """The exact sum over records of ``x_i * x_j`` (columns ``i`` and ``j``); each product lies in the
+    interval spanned by the four corner products of the columns' bounds (interval arithmetic).
+    Stability as for :class:`Sum` on that interval."""
+
+    i: int = 0
+    j: int = 1
+
+    def __post_init__(self) -> None:
+        _v.integer("i", self.i, minimum=0)
+        _v.integer("j", self.j, minimum=0)
+
+    def describe(self) -> str:
+        return f"sum_products({self.i}, {self.j})"
+
+    def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
+        _need(space, "records", "sum_products")
+        if max(self.i, self.j) >= space.dim:
+            raise ParameterError(f"sum_products({self.i}, {self.j}) but records have {space.dim} column(s); "
+                                 f"pass columns below {space.dim}.")
+        for c in (self.i, self.j):
+            if space.lo[c] == -_INF or space.hi[c] == _INF:
+                raise ParameterError(f"sum_products needs bounded columns; column {c} is unbounded. Put dp.clamp(lo, hi) before it.")
+        corners = [a * b for a in (space.lo[self.i], space.hi[self.i]) for b in (space.lo[self.j], space.hi[self.j])]
+        if self.i == self.j:
+            lo, hi = space.lo[self.i], space.hi[self.i]
+            corners.append(Fraction(0) if lo <= 0 <= hi else min(lo * lo, hi * hi))
+            return min(corners[-1], lo * lo, hi * hi), max(lo * lo, hi * hi)
+        return min(corners), max(corners)
+
+    def out_space(self, space: Space) -> Space:
+        lo, hi = self.contribution(space)
+        return Space("scalar", 1, (-_INF if lo < 0 else Fraction(0),), (_INF if hi > 0 else Fraction(0),), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        lo, hi = self.contribution(space)
+        return _scalar_distance(_contribution(lo, hi, d))
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float)
+        if arr.size == 0:
+            return Fraction(0)
+        a, b = _exact_values(arr[:, self.i]), _exact_values(arr[:, self.j])
+        return builtins.sum((x * y for x, y in zip(a, b)), Fraction(0))
+
+
+@dataclass(frozen=True)
+class Histogram(Transformation):
+    """Counts of one-column records per bin: ``edges`` (bins ``[e_k, e_{k+1})``, the last one closed)
+    or ``categories`` (exact equality). Records in no bin are not counted. Each record is in at most
+    one bin, so the count vector moves by L1 1 (add/remove) or 2 (substitution), L∞ 1, L2² 1 or 2."""
+
+    edges: tuple | None = None
+    categories: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if (self.edges is None) == (self.categories is None):
+            raise ParameterError("histogram needs exactly one of edges=... or categories=...; pass e.g. "
+                                 "dp.histogram(edges=[0, 10, 20]) or dp.histogram(categories=[0, 1, 2]).")
+        if self.edges is not None:
+            e = tuple(_frac("edges", x) for x in self.edges)
+            if len(e) < 2 or any(a >= b for a, b in zip(e, e[1:])):
+                raise ParameterError(f"edges={self.edges!r} must be at least 2 increasing numbers; pass sorted bin edges.")
+            object.__setattr__(self, "edges", tuple(self.edges))
+        else:
+            cats = tuple(self.categories)
+            if len(cats) < 1 or len(set(cats)) != len(cats):
+                raise ParameterError(f"categories={self.categories!r} must be distinct values; pass a list of categories.")
+            for c in cats:
+                _frac("categories", c)
+            object.__setattr__(self, "categories", cats)
+
+    @property
+    def bins(self) -> int:
+        return len(self.edges) - 1 if self.edges is not None else len(self.categories)
+
+    def describe(self) -> str:
+        return f"histogram(edges={list(self.edges)})" if self.edges is not None else f"histogram(categories={list(self.categories)})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "histogram")
+        if space.dim != 1:
+            raise ParameterError(f"histogram takes one-column records, got {space.dim}; put dp.column(j) before it.")
+        m = self.bins
+        return Space("vector", m, (Fraction(0),) * m, (_INF,) * m, Fraction(1))
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        if isinstance(d.relation, AddRemove):
+            return Distance(None, Fraction(1), Fraction(1), Fraction(1))
+        return Distance(None, Fraction(2), Fraction(2), Fraction(1))
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float).ravel()
+        if self.edges is not None:
+            e = np.asarray([float(x) for x in self.edges])
+            idx = np.searchsorted(e, arr, side="right") - 1
+            idx[arr == e[-1]] = len(e) - 2
+            ok = (idx >= 0) & (idx < len(e) - 1)
+            counts = np.bincount(idx[ok], minlength=len(e) - 1)
+        else:
+            counts = np.array([int(np.sum(arr == float(c))) for c in self.categories])
+        return tuple(Fraction(int(c)) for c in counts)
+
+
+# --- noise measurements ----------------------------------------------------------------
+
+def _centres(value: Any, g: Fraction) -> list[int]:
+    vals = list(value) if isinstance(value, tuple) else [value]
+    return [_rhu(Fraction(v) / g) for v in vals]
+
+
+def _release(centres: list[int], noise: np.ndarray, g: Fraction) -> np.ndarray:
+    """Float outputs ``g * (c + noise)``: exact while |c + noise| < 2**53, else the round-to-nearest
+    of the exact grid value (a deterministic function of the exact integer: post-processing)."""
+    c = np.asarray(centres, dtype=object) if any(abs(x) >= 2 ** 62 for x in centres) else np.asarray(centres, dtype=np.int64)
+    if c.dtype == object or int(np.abs(noise).max(initial=0)) >= 2 ** 62 - int(np.abs(c).max(initial=0)):
+        units = noise.astype(object) + c.astype(object)
+        return np.vectorize(lambda u: float(u) * float(g), otypes=[float])(units)
+    units = noise + c
+    return units.astype(float) * float(g)
+
+
+@dataclass(frozen=True)
+class GridLaplace(Measurement):
+    """Laplace noise on the grid ``g*Z``: each coordinate ``v_i`` is released as
+    ``g * (floor(v_i/g + 1/2) + K_i)``, ``K_i`` i.i.d. discrete Laplace with ``P(k) ∝ exp(-|k|/t)``,
+    ``t = scale/g``. Privacy map (pure DP): inputs at L1 distance ``Δ`` give rounded centres at most
+    ``D`` grid steps apart (``D = Δ/g`` when values are multiples of ``g``; else
+    ``ceil(Δ/g) + dim − 1``), and ``ε = D/t``."""
+
+    scale: Any
+    granularity: Any = DEFAULT_GRANULARITY
+
+    def __post_init__(self) -> None:
+        if _frac("scale", self.scale) <= 0:
+            raise ParameterError(f"scale={self.scale!r} must be > 0; pass a positive noise scale.")
+        check_granularity("granularity", self.granularity)
+
+    def describe(self) -> str:
+        g = self.granularity
+        return f"laplace(scale={self.scale!r}" + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")"
+
+    @property
+    def t(self) -> Fraction:
+        return _frac("scale", self.scale) / Fraction(self.granularity)
+
+    def out_width(self, space: Space) -> int:
+        if space.kind not in ("scalar", "vector"):
+            raise ParameterError(f"laplace adds noise to numbers, but the previous step gives {space.describe()}; "
+                                 "aggregate first (dp.count(), dp.sum(), dp.histogram(...)).")
+        return space.dim
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from ._exact import discrete_laplace
+
+        g = Fraction(self.granularity)
+        c = _centres(value, g)
+        noise = discrete_laplace(self.t, (size, len(c)), rng)
+        return _release(c, noise, g)
+
+
+@dataclass(frozen=True)
+class GridGaussian(Measurement):
+    """Discrete Gaussian noise on the grid ``g*Z`` (Canonne, Kamath & Steinke 2020): each coordinate is
+    released as ``g * (floor(v_i/g + 1/2) + Y_i)``, ``Y_i`` i.i.d. with ``P(y) ∝ exp(-y²/(2τ²))``,
+    ``τ = sigma/g``. Privacy map: ``ρ = D₂²/(2τ²)``-zCDP for rounded centres at squared L2 distance
+    at most ``D₂²`` grid steps (Rényi DP ``α ρ`` at every order; (ε, δ) by conversion or, in one
+    dimension, by the exact discrete-Gaussian profile)."""
+
+    sigma: Any
+    granularity: Any = DEFAULT_GRANULARITY
+
+    def __post_init__(self) -> None:
+        if _frac("sigma", self.sigma) <= 0:
+            raise ParameterError(f"sigma={self.sigma!r} must be > 0; pass a positive noise standard deviation.")
+        check_granularity("granularity", self.granularity)
+
+    def describe(self) -> str:
+        g = self.granularity
+        return f"gaussian(sigma={self.sigma!r}" + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")"
+
+    @property
+    def tau2(self) -> Fraction:
+        return (_frac("sigma", self.sigma) / Fraction(self.granularity)) ** 2
+
+    def out_width(self, space: Space) -> int:
+        if space.kind not in ("scalar", "vector"):
+            raise ParameterError(f"gaussian adds noise to numbers, but the previous step gives {space.describe()}; "
+                                 "aggregate first (dp.count(), dp.sum(), dp.histogram(...)).")
+        return space.dim
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from ._exact import discrete_gaussian
+
+        g = Fraction(self.granularity)
+        c = _centres(value, g)
+        noise = discrete_gaussian(self.tau2, (size, len(c)), rng)
+        return _release(c, noise, g)
+
+
+@dataclass(frozen=True)
+class Chain(Step):
+    """``first >> second``: a transformation followed by a step. Stability maps compose; a
+    measurement's privacy map is applied to the transformation's output distance."""
+
+    first: Step
+    second: Step
+
+    def describe(self) -> str:
+        return f"{self.first.describe()} >> {self.second.describe()}"
+
+
+@dataclass(frozen=True)
+class Compose(Step):
+    """Sequential composition: every part runs on the same input with independent randomness; the
+    output is the tuple of their outputs. Accounting: basic (ε and δ add), zCDP/Rényi (ρ adds), or
+    advanced composition, whichever proves the claim."""
+
+    parts: tuple
+
+    def describe(self) -> str:
+        return "compose(" + ", ".join(p.describe() for p in self.parts) + ")"
+
+
+@dataclass(frozen=True)
+class Post(Step):
+    """Post-processing by ``fn``: it receives the previous outputs as positional arguments (one per
+    composed part) and may not read the data. Privacy is unchanged (Dwork & Roth 2014, Thm 2.1).
+    ``vectorized=True``: ``fn`` is called once on arrays of all samples (one row per run) instead of
+    once per run."""
+
+    fn: Callable = field(compare=False)
+    vectorized: bool = False
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of the noisy outputs.")
+
+    def describe(self) -> str:
+        return f"post({getattr(self.fn, '__name__', 'fn')})"
+
+
+@dataclass(frozen=True)
+class Parallel(Step):
+    """Parallel composition over disjoint partitions: records are split by the value of column
+    ``by`` (exactly equal to one of ``keys``; others dropped) and ``part`` runs on each partition with
+    independent randomness; the output concatenates the parts' outputs in the order of ``keys``.
+    Under add/remove one record touches one partition (the part's loss under add/remove); under
+    substitution it may move between two partitions (twice the add/remove loss) or change inside one
+    (the part's substitution loss): the larger is taken."""
+
+    part: Step
+    by: int
+    keys: tuple
+
+    def describe(self) -> str:
+        return f"parallel({self.part.describe()}, by=column {self.by}, keys={list(self.keys)})"
+
+
+def _chain(a: Step, b: Step) -> Step:
+    if isinstance(a, Chain):  # keep chains right-nested: t1 >> (t2 >> m)
+        return Chain(a.first, _chain(a.second, b))
+    return Chain(a, b)
+
+
+# --------------------------------------------------------------------------- public constructors
+
+def clamp(lo: Any, hi: Any) -> Clamp:
+    """Clamp every record (every column) to ``[lo, hi]``."""
+    return Clamp(lo, hi)
+
+
+def column(j: int) -> Column:
+    """Keep column ``j`` of multi-column records."""
+    return Column(j)
+
+
+def count() -> Count:
+    """The number of records (stability 1 under add/remove, 0 under substitution)."""
+    return Count()
+
+
+def sum() -> Sum:  # noqa: A001 - the natural name in this namespace
+    """The exact sum of bounded one-column records."""
+    return Sum()
+
+
+def sum_squares() -> SumSquares:
+    """The exact sum of squares of bounded one-column records."""
+    return SumSquares()
+
+
+def sum_products(i: int = 0, j: int = 1) -> SumProducts:
+    """The exact sum over records of column i times column j."""
+    return SumProducts(i, j)
+
+
+def histogram(edges: Sequence | None = None, *, categories: Sequence | None = None) -> Histogram:
+    """Counts per bin (``edges``) or per category (``categories``)."""
+    return Histogram(None if edges is None else tuple(edges), None if categories is None else tuple(categories))
+
+
+def laplace(scale: Any, *, granularity: Any = DEFAULT_GRANULARITY) -> GridLaplace:
+    """Laplace noise of ``scale`` on the grid ``granularity * Z`` (exact discrete Laplace)."""
+    return GridLaplace(scale, granularity)
+
+
+def discrete_laplace(scale: Any) -> GridLaplace:
+    """Discrete Laplace (two-sided geometric) noise on the integers: ``laplace(scale, granularity=1)``."""
+    return GridLaplace(scale, 1)
+
+
+geometric = discrete_laplace
+
+
+def gaussian(sigma: Any, *, granularity: Any = DEFAULT_GRANULARITY) -> GridGaussian:
+    """Gaussian noise of standard deviation ``sigma`` on the grid (exact discrete Gaussian)."""
+    return GridGaussian(sigma, granularity)
+
+
+def discrete_gaussian(sigma: Any) -> GridGaussian:
+    """The discrete Gaussian on the integers: ``gaussian(sigma, granularity=1)``."""
+    return GridGaussian(sigma, 1)
+
+
+def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
+    """Two-sided geometric noise on the integers, the result clamped to ``[lo, hi]`` (post-processing)."""
+    lo_f, hi_f = float(_frac("lo", lo)), float(_frac("hi", hi))
+    if not lo_f < hi_f:
+        raise ParameterError(f"lo={lo!r} must be below hi={hi!r}; pass lo < hi.")
+    return _chain(discrete_laplace(scale), Post(lambda y: np.clip(y, lo_f, hi_f), vectorized=True))
+
+
+def compose(*parts: Step) -> Compose:
+    """Run every part on the same input (independent randomness); the output is their tuple."""
+    if len(parts) < 1:
+        raise ParameterError("compose() needs at least one part; pass e.g. dp.compose(dp.sum() >> dp.laplace(2), ...).")
+    for p in parts:
+        if not isinstance(p, Step):
+            raise ParameterError(f"part={p!r} is not a dpharness.parts step; build parts with dp.sum() >> dp.laplace(...).")
+    return Compose(tuple(parts))
+
+
+def post(fn: Callable, *, vectorized: bool = False) -> Post:
+    """Post-process the noisy outputs with ``fn`` (it receives them as positional arguments)."""
+    return Post(fn, vectorized)
+
+
+def parallel(part: Step, *, by: int, keys: Sequence) -> Parallel:
+    """Run ``part`` on each partition of the records by column ``by``'s value in ``keys``."""
+    _v.integer("by", by, minimum=0)
+    keys = tuple(keys)
+    if not keys or len(set(keys)) != len(keys):
+        raise ParameterError(f"keys={keys!r} must be distinct values; pass the partition keys.")
+    if not isinstance(part, Step):
+        raise ParameterError(f"part={part!r} is not a dpharness.parts step.")
+    return Parallel(part, by, keys)
+
+
+# --------------------------------------------------------------------------- structure walking (shared by sampler and prover)
+
+def input_space(records: Domain, shape: str, dim: int | None) -> Space:
+    """The space of the mechanism's input."""
+    if shape == "vector":
+        lo, hi = _domain_bounds(records)
+        return Space("vector", int(dim), (lo,) * int(dim), (hi,) * int(dim), None)
+    if isinstance(records, RealBox):
+        lo, hi = _frac("lo", records.lo), _frac("hi", records.hi)
+        return Space("records", records.dim, (lo,) * records.dim, (hi,) * records.dim, None)
+    lo, hi = _domain_bounds(records)
+    quantum = Fraction(1) if isinstance(records, IntegerRange) else None
+    return Space("records", 1, (lo,), (hi,), quantum)
+
+
+def _domain_bounds(records: Domain) -> tuple:
+    if isinstance(records, (RealInterval, IntegerRange)):
+        lo = -_INF if math.isinf(float(records.lo)) else _frac("lo", records.lo)
+        hi = _INF if math.isinf(float(records.hi)) else _frac("hi", records.hi)
+        return lo, hi
+    if isinstance(records, Finite):
+        vals = [_frac("values", v) for v in records.values]
+        return min(vals), max(vals)
+    raise ParameterError(f"records={records!r} is not supported; pass RealInterval, IntegerRange, Finite or RealBox.")
+
+
+def input_distance(relation: Relation, space: Space) -> Distance:
+    """The distance of neighbouring inputs as the first step sees it."""
+    if isinstance(relation, BoundedChange):
+        delta = _frac("sensitivity", relation.sensitivity)
+        m = space.dim
+        if relation.norm == "l1":
+            return Distance(None, delta, delta * delta, delta)
+        if relation.norm == "linf":
+            return Distance(None, m * delta, m * delta * delta, delta)
+        # l2: ||d||_1 <= sqrt(m) ||d||_2; an exact rational upper bound on sqrt(m)
+        root = math.isqrt(m)
+        return Distance(None, delta * (root if root * root == m else root + 1), delta * delta, delta)
+    return Distance(relation)
+
+
+def measurement_leaves(step: Step) -> list:
+    """Every noise measurement in the structure, in output order."""
+    if isinstance(step, (GridLaplace, GridGaussian)):
+        return [step]
+    if isinstance(step, Chain):
+        return measurement_leaves(step.first) + measurement_leaves(step.second)
+    if isinstance(step, Compose):
+        return [m for p in step.parts for m in measurement_leaves(p)]
+    if isinstance(step, Parallel):
+        return measurement_leaves(step.part)
+    return []
+
+
+def has_post(step: Step) -> bool:
+    if isinstance(step, Post):
+        return True
+    if isinstance(step, Chain):
+        return has_post(step.first) or has_post(step.second)
+    if isinstance(step, Compose):
+        return any(has_post(p) for p in step.parts)
+    if isinstance(step, Parallel):
+        return has_post(step.part)
+    return False
+
+
+def check_structure(step: Step, space: Space) -> tuple[Space | None, int]:
+    """Validate the structure on ``space``: returns (the space of the value after the last
+    transformation when the step is a transformation, else None) and the number of output columns."""
+    if isinstance(step, Transformation):
+        return step.out_space(space), 0
+    if isinstance(step, Measurement):
+        return None, step.out_width(space)
+    if isinstance(step, Chain):
+        mid, width = check_structure(step.first, space)
+        if mid is None:
+            if isinstance(step.second, Post):
+                return None, -1  # post-processing: width decided by fn
+            if isinstance(step.second, Chain) and isinstance(step.second.first, Post):
+                return None, -1
+            raise ParameterError(f"{step.second.describe()} follows a randomized step; only dp.post(fn) may follow noise "
+                                 "(transformations must come before it).")
+        return check_structure(step.second, mid)
+    if isinstance(step, Compose):
+        total = 0
+        for p in step.parts:
+            out, width = check_structure(p, space)
+            if out is not None:
+                raise ParameterError(f"compose part {p.describe()} releases no noise; end every part with a noise "
+                                     "measurement (e.g. >> dp.laplace(scale)).")
+            total = -1 if (width < 0 or total < 0) else total + width
+        return None, total
+    if isinstance(step, Parallel):
+        _need(space, "records", "parallel")
+        if step.by >= space.dim:
+            raise ParameterError(f"by={step.by} but records have {space.dim} column(s); pass by < {space.dim}.")
+        out, width = check_structure(step.part, space)
+        if out is not None:
+            raise ParameterError(f"parallel part {step.part.describe()} releases no noise; end it with a noise measurement.")
+        return None, -1 if width < 0 else width * len(step.keys)
+    if isinstance(step, Post):
+        raise ParameterError("dp.post(fn) must follow a randomized step (noise or dp.compose(...)).")
+    raise ParameterError(f"step={step!r} is not a dpharness.parts step.")
+
+
+def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+    """Run the structure: transformations exactly, measurements with their exact samplers. Returns
+    the transformed value for a transformation, else an array of ``size`` outputs."""
+    if isinstance(step, Transformation):
+        return step.apply(value)
+    if isinstance(step, Measurement):
+        out = step.run(value, space, size, rng)
+        return out[:, 0] if out.shape[1] == 1 and space.kind == "scalar" else out
+    if isinstance(step, Chain):
+        if isinstance(step.first, Transformation):
+            return execute(step.second, step.first.apply(value), step.first.out_space(space), size, rng)
+        first = execute(step.first, value, space, size, rng)
+        return _post_chain(step.second, first)
+    if isinstance(step, Compose):
+        outs = [execute(p, value, space, size, rng) for p in step.parts]
+        return _Tuple(outs)
+    if isinstance(step, Parallel):
+        arr = np.asarray(value, dtype=float)
+        key_col = arr[:, step.by] if arr.ndim == 2 else arr
+        outs = []
+        for key in step.keys:
+            part_data = arr[key_col == float(key)]
+            outs.append(execute(step.part, part_data, space, size, rng))
+        return _Tuple(outs)
+    raise ParameterError(f"step={step!r} cannot run here; dp.post must follow a randomized step.")
+
+
+class _Tuple(list):
+    """Outputs of composed parts, before they are flattened into columns or passed to post."""
+
+
+def _post_chain(step: Step, outputs: Any) -> Any:
+    if isinstance(step, Post):
+        return _apply_post(step, outputs)
+    if isinstance(step, Chain) and isinstance(step.first, Post):
+        return _post_chain(step.second, _apply_post(step.first, outputs))
+    raise ParameterError(f"{step.describe()} follows a randomized step; only dp.post(fn) may follow noise.")
+
+
+def _apply_post(step: Post, outputs: Any) -> np.ndarray:
+    args = list(outputs) if isinstance(outputs, _Tuple) else [outputs]
+    args = [np.asarray(flatten(a)) for a in args]
+    n = len(args[0])
+    if step.vectorized:
+        res = np.asarray(step.fn(*args))
+        if res.shape[:1] != (n,):
+            raise ParameterError(f"post fn with vectorized=True returned shape {res.shape}; return one row per run ({n}).")
+        return res
+    rows = [step.fn(*(a[i] if a.ndim == 1 else a[i] for a in args)) for i in range(n)]
+    res = np.asarray(rows)
+    if res.dtype == object:
+        raise ParameterError("post fn returned values that are not numbers or equal-length number sequences; "
+                             "return a number or a fixed-length tuple of numbers.")
+    return res
+
+
+def flatten(outputs: Any) -> np.ndarray:
+    """Concatenate composed outputs into columns: shape (size,) for one column, (size, k) otherwise."""
+    if not isinstance(outputs, _Tuple):
+        return np.asarray(outputs)
+    cols = []
+    for o in outputs:
+        o = flatten(o)
+        cols.append(o.reshape(len(o), -1))
+    out = np.concatenate(cols, axis=1)
+    return out[:, 0] if out.shape[1] == 1 else out
+
+
+# --------------------------------------------------------------------------- the mechanism value
+
+@dataclass(frozen=True, kw_only=True)
+class PartsMechanism(Mechanism):
+    """A mechanism declared from parts (:func:`mechanism`). Its sampler executes ``steps``; its law is
+    the product of its noise measurements' exact laws (when no post-processing follows); its proof is
+    derived from the same structure by ``dpharness.proofs.parts``.
+
+    Fields: ``label`` (registry name), ``records`` (record domain), ``relation``, ``steps``,
+    ``shape`` (``"dataset"`` or ``"vector"``), ``dim`` (vector length), ``size`` (fixed data-set size,
+    or None), ``claim``."""
+
+    label: str
+    records: Domain
+    relation: Relation
+    steps: Step
+    shape: str = "dataset"
+    dim: int | None = None
+    size: int | None = None
+    description: str = ""
+    claim: Claim = PureDP(1)
+
+    source = "declared from dpharness.parts"
+
+    def _check(self) -> None:
+        if not isinstance(self.label, str) or not self.label.isidentifier() or self.label != self.label.lower():
+            raise ParameterError(f"name={self.label!r} must be a lower_snake identifier; pass e.g. name='team_noisy_mean'.")
+        if not isinstance(self.records, Domain):
+            raise ParameterError(f"records={self.records!r} is not a Domain; pass e.g. RealInterval(0, 100).")
+        if not isinstance(self.relation, Relation):
+            raise ParameterError(f"relation={self.relation!r} is not a Relation; pass AddRemove() or Substitute().")
+        if not isinstance(self.steps, Step):
+            raise ParameterError(f"steps={self.steps!r} is not a dpharness.parts step; build it with dp.count() >> dp.laplace(...).")
+        _v.choice("input", self.shape, ("dataset", "vector"))
+        if self.shape == "vector":
+            if not isinstance(self.relation, BoundedChange):
+                raise ParameterError(f"relation={self.relation!r} does not fit vector input; pass BoundedChange(sensitivity, norm).")
+            _v.integer("dim", self.dim, minimum=1)
+        elif not isinstance(self.relation, (AddRemove, Substitute)):
+            raise ParameterError(f"relation={self.relation!r} does not fit data-set input; pass AddRemove() or Substitute().")
+        if self.size is not None:
+            _v.integer("size", self.size, minimum=1)
+            if isinstance(self.relation, AddRemove):
+                raise ParameterError("size= fixes the number of records, which add/remove changes; use Substitute() or drop size.")
+        _, width = check_structure(self.steps, self.space)
+        if width == 0:
+            raise ParameterError("steps release nothing random; end them with a noise measurement (e.g. >> dp.laplace(scale)).")
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.label
+
+    @property
+    def space(self) -> Space:
+        return input_space(self.records, self.shape, self.dim)
+
+    @property
+    def input_spec(self) -> InputSpec:
+        return InputSpec(self.records, self.relation, self.shape, dim=self.dim, size=self.size)
+
+    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        value = np.asarray(data, dtype=float)
+        if self.shape == "dataset" and value.ndim == 1 and self.space.dim > 1:
+            value = value.reshape(-1, self.space.dim)
+        return flatten(execute(self.steps, value, self.space, size, rng))
+
+    def _law(self, data: Any) -> OutputLaw:
+        from ._parts_law import law
+
+        return law(self, data)
+
+    def example_pair(self) -> tuple[Any, Any]:
+        from ._parts_law import extreme_pairs
+
+        return extreme_pairs(self)[0]
+
+    def noise_parameters(self) -> dict[str, Any]:
+        return {"steps": self.steps.describe(), "records": self.records.describe(),
+                "relation": self.relation.describe()}
+
+    def source_hash(self) -> str:
+        """SHA-256 of the structure and the source of every post-processing function."""
+        h = hashlib.sha256(repr((self.label, self.steps.describe(), self.records, self.relation, self.shape,
+                                 self.dim, self.size, self.claim)).encode())
+        for fn in _post_functions(self.steps):
+            try:
+                h.update(inspect.getsource(fn).encode())
+            except (OSError, TypeError):
+                h.update(repr(fn).encode())
+        return h.hexdigest()
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.steps.describe()} claiming {self.claim.describe()}"
+
+
+def _post_functions(step: Step) -> list:
+    if isinstance(step, Post):
+        return [step.fn]
+    if isinstance(step, Chain):
+        return _post_functions(step.first) + _post_functions(step.second)
+    if isinstance(step, Compose):
+        return [f for p in step.parts for f in _post_functions(p)]
+    if isinstance(step, Parallel):
+        return _post_functions(step.part)
+    return []
+
+
+def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,
+              input: str = "dataset", dim: int | None = None, size: int | None = None,
+              description: str = "") -> PartsMechanism:
+    """A :class:`~dpharness.core.Mechanism` declared from parts.
+
+    ``records``: the record domain (``RealInterval``, ``IntegerRange``, ``Finite``, ``RealBox``);
+    ``relation``: ``AddRemove()`` or ``Substitute()`` (``BoundedChange(Δ, norm)`` with
+    ``input="vector"``, ``dim=...``); ``steps``: transformations ``>>`` noise (``>> dp.post(fn)``);
+    ``claim``: ``PureDP(ε)``, ``ApproxDP(ε, δ)`` or ``RenyiDP(α, ε)``; ``size``: a fixed number of
+    records (substitution only)."""
+    if not isinstance(claim, Claim):
+        raise ParameterError(f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
+    return PartsMechanism(label=name, records=records, relation=relation, steps=steps, shape=input, dim=dim,
+                          size=size, description=description, claim=claim)
