@@ -8,7 +8,9 @@ event) travels as the core's :class:`Witness` and :class:`Event` values.
 Conventions
 -----------
 * Parameters keep the value the user gave (int, float, Fraction); :func:`exact` turns one into
-  an exact sympy number (a float is read through its shortest repr, so ``0.1`` is ``1/10``).
+  an exact sympy number: a float is read as the exact binary value the code computes with
+  (``Fraction(0.1) = 3602879701896397/36028797018963968``, not ``1/10``). Reports may print a short
+  decimal for humans; every checked value is the binary one.
 * Data shapes, named by :attr:`InputSpec.shape`:
 
   - ``"record"``  : the input is ONE record (local DP, e.g. randomized response); two inputs are
@@ -53,11 +55,14 @@ __all__ = [
 # --------------------------------------------------------------------------- exact numbers
 
 def exact(value: Any) -> sp.Expr:
-    """An exact sympy number for a parameter: ints and Fractions as they are, floats through their
-    shortest decimal repr (``0.1 -> 1/10``), sympy expressions unchanged unless they hold a Float.
+    """An exact sympy number for a parameter: ints and Fractions as they are, floats as their exact
+    binary value (``Fraction(float)``: the number the sampler computes with), sympy expressions
+    unchanged unless they hold a Float.
 
     >>> exact(0.1)
-    1/10
+    3602879701896397/36028797018963968
+    >>> exact(0.5)
+    1/2
     """
     if isinstance(value, sp.Basic):
         if value.has(sp.Float):
@@ -75,7 +80,8 @@ def exact(value: Any) -> sp.Expr:
             return sp.oo if value > 0 else -sp.oo
         if math.isnan(value):
             raise ParameterError("value=nan is not a number; pass a finite number.")
-        return sp.Rational(repr(value))
+        q = Fraction(value)
+        return sp.Rational(q.numerator, q.denominator)
     raise ParameterError(f"value={value!r} is not a number; pass an int, float or Fraction.")
 
 
@@ -347,17 +353,38 @@ class BoundedChange(Relation):
         _v.choice("norm", self.norm, ("l1", "l2", "linf"))
 
     def distance(self, a, b) -> float:
+        """The distance as a float, for reports (:meth:`is_neighbour` decides exactly)."""
         d = np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).ravel()
         return float({"l1": d.sum(), "l2": math.sqrt(float((d * d).sum())), "linf": d.max(initial=0.0)}[self.norm])
 
     def is_neighbour(self, a, b) -> bool:
+        """Exactly ``||a - b|| <= sensitivity``, with every entry and the sensitivity read as the exact
+        value the code uses (floats as their binary value, via Fractions); no tolerance. For L2 the
+        squared distance is compared with the squared sensitivity."""
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or np.array_equal(a, b):
             return False
-        return self.distance(a, b) <= float(self.sensitivity) * (1 + 1e-12)
+        diffs = [abs(_exact_fraction(x) - _exact_fraction(y)) for x, y in zip(a.ravel().tolist(), b.ravel().tolist())]
+        bound = _exact_fraction(self.sensitivity)
+        if self.norm == "l1":
+            return sum(diffs, Fraction(0)) <= bound
+        if self.norm == "l2":
+            return sum((d * d for d in diffs), Fraction(0)) <= bound * bound
+        return max(diffs, default=Fraction(0)) <= bound
 
     def describe(self) -> str:
         return f"{self.norm.upper()} distance at most {self.sensitivity}"
+
+
+def _exact_fraction(value: Any) -> Fraction:
+    """A finite real number (int, float, Fraction, numpy scalar) as an exact Fraction (floats: binary value)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+        raise ParameterError(f"value={value!r} is not a real number; pass ints, floats or Fractions.")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParameterError(f"value={value!r} is not finite; pass finite numbers.")
+    return Fraction(value)
 
 
 def _row_key(row) -> tuple:

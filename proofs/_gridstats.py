@@ -25,12 +25,13 @@ import sympy as sp
 from dpharness.core import AddRemove, Substitute, exact
 
 from . import _lemmas as lemmas
-from ._common import judge_pure
+from ._common import LaplaceProfile, judge_pure
 from ._kernel import ProofBuilder, discharge, exact_sign, sym
 from ._model import Proof
 from .laplace import laplace_l1_steps
 
-__all__ = ["rhu", "units", "GridStat", "contribution_sensitivity", "clamp_snap_steps", "prove_grid_stats"]
+__all__ = ["rhu", "units", "GridStat", "contribution_sensitivity", "clamp_snap_steps", "prove_grid_stats",
+           "accepts", "first_accepted", "quadratic_safe_units"]
 
 
 def rhu(u: Fraction) -> int:
@@ -41,6 +42,35 @@ def rhu(u: Fraction) -> int:
 def units(value: Any, g: Fraction) -> int:
     """A record or bound snapped to grid units, read as the binary double the code uses."""
     return rhu(Fraction(float(value)) / g)
+
+
+def accepts(mechanism: Any, data: Any) -> bool:
+    """Whether the mechanism runs on ``data`` (its law is defined: the input is in the domain and the
+    statistics fit the grid, |units| < 2^52); the proofs' pairs and probes must be such inputs."""
+    from dpharness.errors import ParameterError
+
+    try:
+        mechanism.law(data)
+    except ParameterError:
+        return False
+    return True
+
+
+def first_accepted(mechanism: Any, candidates: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
+    """The first candidate pair both of whose inputs the mechanism accepts (else the last candidate)."""
+    for pair in candidates:
+        if accepts(mechanism, pair[0]) and accepts(mechanism, pair[1]):
+            return pair
+    return candidates[-1]
+
+
+def quadratic_safe_units(g: Fraction) -> int:
+    """The largest m (grid units) whose square, snapped to units of g (floor(m²g + 1/2)), stays below
+    2^52 with room for a second record: a record value whose quadratic statistics fit the grid."""
+    m = math.isqrt(math.floor((2 ** 51 - 1) / g))
+    while rhu(Fraction(m * m) * g) >= 2 ** 51:
+        m -= 1
+    return max(m, 0)
 
 
 @dataclass
@@ -149,6 +179,12 @@ def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat]
 
     with pb.phase("implementation"):
         inputs = [pair[0], pair[1], *probes]
+        refused = [d for d in inputs if not accepts(mechanism, d)]
+        if refused:
+            pb.evaluate(f"the mechanism accepts the proof's inputs (it refuses {np.asarray(refused[0]).tolist()!r:.80}: "
+                        "out of the domain or statistics too large for the grid)", sp.false,
+                        "no representable input found to check the implementation against the model")
+            return pb.finish(bound)
         ok = all(matches(centres, d) for d in inputs)
         if ok:
             pb.note(f"checked numerically: mechanism.law has its mode at the model's centres on {len(inputs)} inputs "
@@ -159,16 +195,26 @@ def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat]
 
     with pb.phase("judge"):
         model, (d, d2) = centres, pair
+        variant = False
         if not ok and alt_centres is not None and alt_pair is not None and all(matches(alt_centres, x) for x in inputs):
             pb.note(f"the implementation matches the variant model: {alt_words}")
             model, (d, d2) = alt_centres, alt_pair
             bound = alt_bound
+            variant = True
         c, c2 = model(d), model(d2)
         diffs = [abs(a - b) for a, b in zip(c, c2)]
         p = sp.Mul(*T)
         q = sp.Mul(*[t * sp.exp(-exact(k) * g_val / st.scale) for t, k, st in zip(T, diffs, stats)])
         extra = fixed(d) if fixed else []
         y = [float(u * g) for u in c] + [float(v) for v in extra]
+        profile = None
+        if len(stats) == 1 and not variant:
+            profile = LaplaceProfile(steps=int(stats[0].delta_units), scale=stats[0].scale, g=g_val, centre=int(c[0]),
+                                     direction=1 if c2[0] >= c[0] else -1, witness_steps=int(diffs[0]))
+        elif len(stats) > 1:
+            pb.note("(ε, δ) claims below the pure bound: the exact profile is derived for one released statistic only "
+                    f"(here {len(stats)}, with their own scales)")
         w = judge_pure(pb, bound, p=p, q=q, data=d, neighbor=d2, output=np.array(y) if len(y) > 1 else y[0],
+                       profile=profile,
                        description="output at the snapped statistics of D (every coordinate's triangle inequality tight)")
     return pb.finish(bound, witness=w)

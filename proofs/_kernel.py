@@ -16,8 +16,8 @@ Rules (STYLE rule 5, OpenDP's proof template):
   sympy's adaptive evalf, cross-checked with mpmath at 60 digits). A confirmed violation of the claim
   makes the verdict REFUTED with its :class:`~dpharness.core.Witness`. Numeric evidence alone is a
   note ("checked numerically"), never PROVED.
-* Parameters enter through :func:`param` (= ``dpharness.core.exact``): floats through their repr,
-  never sympy Floats.
+* Parameters enter through :func:`param` (= ``dpharness.core.exact``): floats as their exact binary
+  value (the number the code computes with), never sympy Floats.
 
 Usage, reading like OpenDP's proof template::
 

@@ -52,7 +52,13 @@ def _big(mechanism, scale) -> float:
     """A record far outside the bounds whose unclamped contribution alone exceeds the claim."""
     need = 4 * max(float(exact(mechanism.claim.epsilon)) * float(exact(scale)), abs(float(mechanism.lo)),
                    abs(float(mechanism.hi)), 1.0)
-    return float(2 ** math.ceil(math.log2(need)))
+    return _on_grid(float(2 ** math.ceil(math.log2(need))), Fraction(mechanism.granularity))
+
+
+def _on_grid(value: float, g: Fraction) -> float:
+    """``value`` with its magnitude capped at 2^50·g, so the mechanism (which refuses |x/g| >= 2^52) accepts it."""
+    cap = float(2 ** 50 * g)
+    return max(-cap, min(cap, value))
 
 
 @proves(_mechs.ClampedCount)
@@ -114,7 +120,7 @@ def _prove(mechanism, kind: str) -> Proof:
             alt_pair = (np.array([lo]), np.array([big]))
         clamp = lambda d: [sum(rhu(min(max(Fraction(float(v)), Fraction(lo)), Fraction(hi)) / g) for v in np.ravel(d))]
         raw = lambda d: [sum(rhu(Fraction(float(v)) / g) for v in np.ravel(d))]
-        probes = [np.array([big]), np.array([lo - 3 * (hi - lo) - 1, hi])]
+        probes = [np.array([big]), np.array([_on_grid(lo - 3 * (hi - lo) - 1, g), hi])]
         return prove_grid_stats(pb, mechanism, [st], g=g, centres=clamp, pair=pair, probes=probes,
                                 alt_centres=raw, alt_pair=alt_pair,
                                 alt_words="records are NOT clamped, so one record moves the sum without bound "
@@ -127,7 +133,7 @@ def _prove(mechanism, kind: str) -> Proof:
         clamp_units = lambda d: sum(rhu(min(max(Fraction(float(v)), Fraction(lo)), Fraction(hi)) / g) for v in np.ravel(d))
         count_units = lambda d: rhu(Fraction(len(np.ravel(d))) / g)
         e = _extreme(mechanism, g)
-        probes = [np.array([lo - 3 * (hi - lo) - 1] + [hi] * (0 if isinstance(relation, AddRemove) else int(mechanism.n) - 1))]
+        probes = [np.array([_on_grid(lo - 3 * (hi - lo) - 1, g)] + [hi] * (0 if isinstance(relation, AddRemove) else int(mechanism.n) - 1))]
         if isinstance(relation, AddRemove):
             pb.pseudocode("released (y_s, y_c) = (c_s + g·DL(b_s/g), n + g·DL(b_c/g)); finalize = y_s / max(y_c, 1)")
             pb.postcondition("sup loss <= Δ_s/b_s + 1/b_c (composition of the noisy sum and the noisy count)")

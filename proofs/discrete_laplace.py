@@ -12,7 +12,7 @@ import sympy as sp
 
 from dpharness.core import exact
 
-from ._common import check_law_ratio, judge_pure
+from ._common import LaplaceProfile, check_law_ratio, judge_pure
 from ._kernel import ProofBuilder
 from ._model import Proof
 from .laplace import laplace_l1_steps
@@ -45,7 +45,13 @@ def prove(mechanism) -> Proof:
         x2[0] = int(delta_val)
         T = sp.tanh(1 / (2 * b_val))
         p, q = T ** dim, T ** dim * sp.exp(-delta_val / b_val)
-        w = judge_pure(pb, bound, p=p, q=q, data=x, neighbor=x2, output=0 if dim == 1 else x.copy(),
+        profile = None
+        if dim == 1:
+            profile = LaplaceProfile(steps=int(delta_val), scale=b_val, g=sp.Integer(1), centre=0, direction=1,
+                                     witness_steps=int(delta_val))
+        else:
+            pb.note("(ε, δ) claims below the pure bound: the exact profile is derived for dim = 1 only")
+        w = judge_pure(pb, bound, p=p, q=q, data=x, neighbor=x2, output=0 if dim == 1 else x.copy(), profile=profile,
                        description="y = x: the triangle inequality is tight in the changed coordinate")
         check_law_ratio(pb, mechanism, w.data, w.neighbor, w.output, sp.log(p) - sp.log(q))
     return pb.finish(bound, witness=w)

@@ -21,7 +21,7 @@ import sympy as sp
 from dpharness.core import exact
 
 from . import _lemmas as lemmas
-from ._common import check_law_ratio, judge_pure
+from ._common import LaplaceProfile, check_law_ratio, judge_pure
 from ._kernel import ProofBuilder, bounded_by, sym
 from ._model import Proof
 from dpharness.mechanisms import laplace as _mechs
@@ -88,7 +88,7 @@ def prove(mechanism) -> Proof:
         bound = dg_val / b_val
 
     with pb.phase("judge"):
-        x, x2 = _attaining_pair(delta_f, g, dim)
+        x, x2 = _as_floats(*_attaining_pair(delta_f, g, dim))
         cu = [_rhu(Fraction(v) / g) for v in x]
         cu2 = [_rhu(Fraction(v) / g) for v in x2]
         dist = sum(abs(a - b) for a, b in zip(cu, cu2)) * g
@@ -101,11 +101,33 @@ def prove(mechanism) -> Proof:
         p = T ** dim
         q = T ** dim * sp.exp(-exact(dist) / b_val)
         y_out = np.array([float(u * g) for u in y_units])
+        profile = None
+        if dim == 1:
+            profile = LaplaceProfile(steps=int(delta_g / g), scale=b_val, g=g_val, centre=cu[0],
+                                     direction=1 if cu2[0] >= cu[0] else -1, witness_steps=abs(cu2[0] - cu[0]))
+        else:
+            pb.note("(ε, δ) claims below the pure bound: the exact profile is derived for dim = 1 only (the "
+                    "dominating pair of the L1 grid Laplace in higher dimension is not derived here)")
         w = judge_pure(pb, bound, p=p, q=q, data=np.array([float(v) for v in x]), neighbor=np.array([float(v) for v in x2]),
-                       output=y_out[0] if dim == 1 else y_out,
+                       output=y_out[0] if dim == 1 else y_out, profile=profile,
                        description="y = snapped centre of x: every coordinate's triangle inequality is tight")
         check_law_ratio(pb, mechanism, w.data, w.neighbor, w.output, sp.log(p) - sp.log(q))
     return pb.finish(bound, witness=w)
+
+
+def _float_toward(value: Fraction, target: Fraction) -> Fraction:
+    """The float nearest ``value`` on the side of ``target`` (so a distance never grows by rounding), exactly."""
+    f = float(value)
+    if Fraction(f) != value and (Fraction(f) - value) * (target - value) < 0:
+        f = math.nextafter(f, math.inf if target > value else -math.inf)
+    return Fraction(f)
+
+
+def _as_floats(x: list[Fraction], x2: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+    """The pair as the floats the mechanism receives: ``x2`` to nearest, ``x`` rounded toward ``x2``, so the
+    exact L1 distance of the floats is at most the constructed one (the witness stays a neighbour)."""
+    x2 = [Fraction(float(v)) for v in x2]
+    return [_float_toward(a, b) for a, b in zip(x, x2)], x2
 
 
 def _attaining_pair(delta: Fraction, g: Fraction, dim: int) -> tuple[list[Fraction], list[Fraction]]:

@@ -181,8 +181,8 @@ def _candidate_pairs(top: int, rel) -> list[tuple[tuple, tuple]]:
                     for y in pos:
                         if y != d[i]:
                             d2 = list(d)
-                            d2[i] = y
-                            pairs.append((d, tuple(sorted(d2))))
+                            d2[i] = y  # in place, not re-sorted: Substitute compares records position by position
+                            pairs.append((d, tuple(d2)))
             else:
                 for y in pos:
                     pairs.append((d, tuple(sorted(d + (y,)))))

@@ -16,10 +16,10 @@ import numpy as np
 from dpharness.core import exact
 
 from . import _lemmas as lemmas
-from ._gridstats import prove_grid_stats, rhu
+from ._gridstats import accepts, prove_grid_stats, rhu
 from ._kernel import ProofBuilder
 from ._model import Proof
-from .std import _extreme, linear_and_quadratic_stats
+from .std import linear_and_quadratic_stats, witness_pairs
 from dpharness.mechanisms import pearson as _mechs
 from dpharness.proof_registry import proves
 
@@ -50,7 +50,8 @@ def prove(mechanism) -> Proof:
         return [rhu(Fraction(len(mx)) / g), sum(mx), sum(my), rd(sum(a * a for a in mx)), rd(sum(b * b for b in my)),
                 rd(sum(a * b for a, b in zip(mx, my)))]
 
-    e = _extreme(mechanism, g)
-    pair = (np.array([[e, e]]), np.array([[e, e], [e, e]]))
-    probes = [np.array([[lo, hi], [hi, lo], [(lo + hi) / 2, hi]])]
+    pair, probes = witness_pairs(mechanism, g, lambda v: [v, v])
+    mixed = np.array([[lo, hi], [hi, lo], [(lo + hi) / 2, hi]])
+    if accepts(mechanism, mixed):
+        probes.append(mixed)
     return prove_grid_stats(pb, mechanism, stats, g=g, centres=centres, pair=pair, probes=probes)

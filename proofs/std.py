@@ -18,13 +18,15 @@ import sympy as sp
 from dpharness.core import AddRemove, exact
 
 from . import _lemmas as lemmas
-from ._gridstats import GridStat, clamp_snap_steps, contribution_sensitivity, prove_grid_stats, rhu
+from ._gridstats import (
+    GridStat, accepts, clamp_snap_steps, contribution_sensitivity, first_accepted, prove_grid_stats, quadratic_safe_units, rhu,
+)
 from ._kernel import ProofBuilder
 from ._model import Proof
 from dpharness.mechanisms import std as _mechs
 from dpharness.proof_registry import proves
 
-__all__ = ["prove", "square_interval", "product_interval", "linear_and_quadratic_stats"]
+__all__ = ["prove", "square_interval", "product_interval", "linear_and_quadratic_stats", "witness_pairs"]
 
 
 def square_interval(ulo: int, uhi: int) -> tuple[int, int]:
@@ -69,6 +71,38 @@ def _extreme(mechanism, g: Fraction) -> float:
     return hi if abs(rhu(Fraction(hi) / g)) >= abs(rhu(Fraction(lo) / g)) else lo
 
 
+def _representable_records(mechanism, g: Fraction) -> list[float]:
+    """Record values in [lo, hi] on the grid, largest magnitude first: the bound of larger magnitude, the
+    other bound, and the extreme clipped to where squares and products still fit the grid (|units| < 2^52;
+    with wide bounds a record at the bound makes the quadratic sums unrepresentable and the mechanism
+    refuses it)."""
+    lo, hi = float(mechanism.lo), float(mechanism.hi)
+    e = _extreme(mechanism, g)
+    m = quadratic_safe_units(g)
+    out = [e, lo if e == hi else hi]
+    for v in (float(m * g), -float(m * g), float((m // 2) * g), -float((m // 2) * g)):
+        if lo <= v <= hi:
+            out.append(v)
+    out.append(float(rhu(Fraction(lo + (hi - lo) / 2) / g) * g))
+    vals = [v for i, v in enumerate(out) if lo <= v <= hi and v not in out[:i]]
+    return sorted(vals, key=lambda v: -abs(v))
+
+
+def witness_pairs(mechanism, g: Fraction, record) -> tuple[tuple, list]:
+    """(pair, probes) for the quadratic-statistics proofs, chosen among inputs the mechanism accepts:
+    ``[e]`` vs ``[e, e']`` moves every sum by its full sensitivity when it fits, else ``[]`` vs ``[v]`` with
+    the largest representable record v; ``record(v)`` builds one record from a value."""
+    vals = _representable_records(mechanism, g)
+    e = _extreme(mechanism, g)
+    empty = np.asarray([record(0.0)])[:0]
+    cands = [(np.asarray([record(e)]), np.asarray([record(e), record(e)]))]
+    cands += [(empty, np.asarray([record(v)])) for v in vals]
+    pair = first_accepted(mechanism, cands)
+    probes = [d for d in (np.asarray([record(v) for v in vals[:3]]), np.asarray([record(vals[-1])]))
+              if accepts(mechanism, d)]
+    return pair, probes
+
+
 @proves(_mechs.NoisyStd)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
@@ -88,7 +122,5 @@ def prove(mechanism) -> Proof:
         ms = [rhu(min(max(Fraction(float(v)), Fraction(lo)), Fraction(hi)) / g) for v in np.ravel(d)]
         return [rhu(Fraction(len(ms)) / g), sum(ms), rhu(Fraction(sum(v * v for v in ms)) * g)]
 
-    e = _extreme(mechanism, g)
-    pair = (np.array([hi]), np.array([hi, e]))
-    probes = [np.array([lo, hi, (lo + hi) / 2])]
+    pair, probes = witness_pairs(mechanism, g, lambda v: v)
     return prove_grid_stats(pb, mechanism, stats, g=g, centres=centres, pair=pair, probes=probes)

@@ -13,8 +13,10 @@ from dpharness import (
 )
 
 
-def test_exact_reads_floats_through_their_repr():
-    assert exact(0.1) == sp.Rational(1, 10)
+def test_exact_reads_floats_as_their_binary_value():
+    assert exact(0.1) == sp.Rational(*Fraction(0.1).as_integer_ratio())  # the double the code computes with
+    assert exact(0.1) != sp.Rational(1, 10)
+    assert exact(0.25) == sp.Rational(1, 4)
     assert exact(Fraction(1, 3)) == sp.Rational(1, 3)
     assert exact(2) == 2
     with pytest.raises(ParameterError, match="Float"):
