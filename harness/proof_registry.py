@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from .errors import ParameterError
 
@@ -29,7 +29,7 @@ __all__ = ["proves", "find_proof", "Coverage"]
 
 F = TypeVar("F", bound=Callable)
 
-_PROOFS: dict[type, Callable[[Any], Any]] = {}
+_PROOFS: dict[type, tuple[Callable[[Any], Any], frozenset | None]] = {}
 
 # Redefining these in a subclass does not change what the mechanism computes.
 _HARMLESS = frozenset({"calibrated", "example_pair", "describe"})
@@ -38,14 +38,16 @@ _HARMLESS = frozenset({"calibrated", "example_pair", "describe"})
 _WORDS = frozenset({"name", "source", "bug", "true_epsilon"})
 
 
-def proves(*classes: type) -> Callable[[F], F]:
+def proves(*classes: type, sealed: Iterable[str] | None = None) -> Callable[[F], F]:
     """Decorator: register ``fn(mechanism) -> Proof`` as the proof for each of ``classes``.
 
     >>> @proves(MyLaplace)                      # doctest: +SKIP
     ... def prove_my_laplace(m): ...
 
     The proof covers instances of exactly these classes, and of subclasses that redefine no
-    method (see the module docstring)."""
+    method (see the module docstring). ``sealed``: for a proof that derives everything from what the
+    subclass declares (e.g. a structure of parts that the sampler executes), the only names whose
+    redefinition breaks coverage."""
     from .core import Mechanism
 
     if not classes:
@@ -58,7 +60,7 @@ def proves(*classes: type) -> Callable[[F], F]:
         if not callable(fn):
             raise ParameterError(f"fn={fn!r} is not callable; decorate a function mechanism -> Proof.")
         for cls in classes:
-            _PROOFS[cls] = fn
+            _PROOFS[cls] = (fn, None if sealed is None else frozenset(sealed))
         return fn
 
     return decorate
@@ -96,11 +98,14 @@ def find_proof(mechanism: Any) -> Coverage:
     """The registered proof covering ``mechanism``, or why there is none."""
     cls = type(mechanism)
     for ancestor in cls.__mro__:
-        fn = _PROOFS.get(ancestor)
-        if fn is None:
+        entry = _PROOFS.get(ancestor)
+        if entry is None:
             continue
+        fn, sealed = entry
         for between in cls.__mro__[: cls.__mro__.index(ancestor)]:
             changed = _overrides(between)
+            if sealed is not None:
+                changed = [n for n in changed if n in sealed]
             if changed:
                 return Coverage(None, ancestor, (
                     f"{between.__qualname__} overrides {changed[0]}() of {ancestor.__qualname__}; the registered proof "

@@ -58,10 +58,11 @@ from dpharness.errors import ParameterError, UnsupportedError
 from ._noise import DEFAULT_GRANULARITY, check_granularity
 
 __all__ = [
-    "Step", "Transformation", "Measurement", "Space", "Distance",
+    "Step", "Transformation", "Measurement", "Space", "Distance", "Chain", "Compose", "Post", "Parallel",
+    "GridLaplace", "GridGaussian",
     "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
-    "compose", "post", "parallel", "mechanism", "PartsMechanism",
+    "compose", "post", "parallel", "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
 ]
 
 _INF = math.inf
@@ -440,8 +441,30 @@ class Histogram(Transformation):
 # --- noise measurements ----------------------------------------------------------------
 
 def _centres(value: Any, g: Fraction) -> list[int]:
-    vals = list(value) if isinstance(value, tuple) else [value]
-    return [_rhu(Fraction(v) / g) for v in vals]
+    if isinstance(value, np.ndarray):
+        vals = [Fraction(float(x)) for x in value.ravel().tolist()]
+    else:
+        vals = list(value) if isinstance(value, tuple) else [value]
+    out = [_rhu(Fraction(v) / g) for v in vals]
+    if any(abs(c) >= _MAX_UNITS for c in out):
+        raise ParameterError(f"data give a statistic of {max(abs(c) for c in out)} grid steps (granularity {g}), beyond "
+                             "2**52 where grid values stop being exact floats; pass smaller data or a coarser granularity.")
+    return out
+
+
+# Noise scales (in grid steps) above this would put typical outputs beyond 2**52 grid steps, where floats
+# stop representing every grid point: refused at construction (pass a coarser granularity).
+_MAX_SCALE_UNITS = Fraction(2 ** 45)
+_MAX_UNITS = 2 ** 52
+
+
+def _check_scale_units(name: str, value: Any, granularity: Any) -> None:
+    units = _frac(name, value) / Fraction(granularity)
+    if units > _MAX_SCALE_UNITS:
+        need = _frac(name, value) / _MAX_SCALE_UNITS
+        coarser = 2.0 ** math.ceil(math.log2(need))
+        raise ParameterError(f"{name}={value!r} is {float(units):.3g} grid steps of granularity={granularity!r}, above the "
+                             f"2**45 limit where outputs stay exact grid floats; pass granularity={coarser!r} or coarser.")
 
 
 def _release(centres: list[int], noise: np.ndarray, g: Fraction) -> np.ndarray:
@@ -470,6 +493,7 @@ class GridLaplace(Measurement):
         if _frac("scale", self.scale) <= 0:
             raise ParameterError(f"scale={self.scale!r} must be > 0; pass a positive noise scale.")
         check_granularity("granularity", self.granularity)
+        _check_scale_units("scale", self.scale, self.granularity)
 
     def describe(self) -> str:
         g = self.granularity
@@ -509,6 +533,7 @@ class GridGaussian(Measurement):
         if _frac("sigma", self.sigma) <= 0:
             raise ParameterError(f"sigma={self.sigma!r} must be > 0; pass a positive noise standard deviation.")
         check_granularity("granularity", self.granularity)
+        _check_scale_units("sigma", self.sigma, self.granularity)
 
     def describe(self) -> str:
         g = self.granularity
@@ -986,3 +1011,54 @@ def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, cl
         raise ParameterError(f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
     return PartsMechanism(label=name, records=records, relation=relation, steps=steps, shape=input, dim=dim,
                           size=size, description=description, claim=claim)
+
+
+# --------------------------------------------------------------------------- catalog classes declared from parts
+
+# What a Composite subclass may not redefine: everything else (its fields, ``_check``, ``structure``,
+# ``calibrated``, helper properties) only feeds the declaration that is both executed and proved.
+COMPOSITE_SEALED = ("_sample", "_law", "sample", "law", "__call__", "input_spec", "parts", "__post_init__",
+                    "_build_parts", "example_pair", "source_hash")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Composite(Mechanism):
+    """A mechanism class whose behaviour is a declaration from parts: subclasses keep named, validated
+    parameters (``--set scale=...`` works) and implement :meth:`structure`, returning
+    ``dp.mechanism(...)`` built from ``self``'s fields. The declaration is built once per value
+    (:attr:`parts`); the sampler executes it and ``dpharness.prove`` walks it, so the two cannot differ.
+    Redefining the sampler, the law or :attr:`parts` in a subclass voids the proof
+    (:data:`COMPOSITE_SEALED`)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._build_parts()
+
+    def _build_parts(self) -> None:
+        built = self.structure()
+        if not isinstance(built, PartsMechanism):
+            raise ParameterError(f"{type(self).__name__}.structure() returned {built!r}; return dp.mechanism(...).")
+        if built.claim != self.claim:
+            raise ParameterError(f"{type(self).__name__}.structure() must declare claim=self.claim.")
+        object.__setattr__(self, "_cache_parts", built)
+
+    def structure(self) -> PartsMechanism:
+        """The declaration (``dp.mechanism(name=self.name, ..., claim=self.claim)``)."""
+        raise NotImplementedError
+
+    @property
+    def parts(self) -> PartsMechanism:
+        return self.__dict__["_cache_parts"]
+
+    @property
+    def input_spec(self) -> InputSpec:
+        return self.parts.input_spec
+
+    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        return self.parts._sample(data, size, rng)
+
+    def _law(self, data: Any) -> OutputLaw:
+        return self.parts._law(data)
+
+    def example_pair(self) -> tuple[Any, Any]:
+        return self.parts.example_pair()

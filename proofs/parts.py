@@ -299,19 +299,21 @@ def _join(path: str, part: str) -> str:
 
 # --------------------------------------------------------------------------- judging the claim
 
-def _zcdp_delta(rho: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
-    """(δ, α): ρ-zCDP gives (ε, δ)-DP with δ = e^{(α−1)(αρ − ε)}/(α−1) · (1 − 1/α)^α for every α > 1
-    (Canonne, Kamath & Steinke 2020, Prop. 12 / Asoodeh et al.). α is chosen numerically, then the
-    δ at that rational α is an exact expression."""
+def _zcdp_log_delta(rho: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """(ln δ, α): ρ-zCDP gives (ε, δ)-DP with δ = e^{(α−1)(αρ − ε)}/(α−1) · (1 − 1/α)^α for every α > 1
+    (Canonne, Kamath & Steinke 2020, Prop. 12). α is chosen numerically and rounded to a simple
+    rational (any α > 1 is valid); ln δ at that α is an exact closed form."""
     r, e = float(rho), float(eps)
     best = (math.inf, 2.0)
-    for a in np.concatenate([np.linspace(1.0001, 3, 300), np.geomspace(3, 1e6, 400)]):
+    for a in np.concatenate([np.linspace(1.0001, 3, 300), np.geomspace(3, 1e9, 600)]):
         val = (a - 1) * (a * r - e) - math.log(a - 1) + a * math.log1p(-1 / a)
         if val < best[0]:
             best = (val, float(a))
-    alpha = sp.Rational(Fraction(best[1]).limit_denominator(10 ** 6))
-    delta = sp.exp((alpha - 1) * (alpha * rho - eps)) / (alpha - 1) * (1 - 1 / alpha) ** alpha
-    return delta, alpha
+    alpha = sp.Rational(Fraction(best[1]).limit_denominator(64))
+    if alpha <= 1:
+        alpha = sp.Rational(65, 64)
+    log_delta = (alpha - 1) * (alpha * rho - eps) - sp.log(alpha - 1) + alpha * sp.log(1 - 1 / alpha)
+    return log_delta, alpha
 
 
 # the exact discrete-Gaussian profile sums ~ sqrt(τ²) terms in interval arithmetic: used up to this τ²
@@ -354,14 +356,18 @@ def _judge(pb: ProofBuilder, prof: Profile) -> tuple[sp.Expr | None, float | Non
                            "δ = P[Y > ετ²/d − d/2] − e^ε P[Y > ετ²/d + d/2] (CKS 2020 Thm 7), interval arithmetic",
                            "exact", bool(ok), f"enclosure [{lo!r}, {hi!r}]")])
         return eps_c, hi
-    # (c) zCDP conversion
-    delta, alpha = _zcdp_delta(prof.rho, eps_c)
-    obs = [discharge(f"ρ-zCDP with ρ = {prof.rho} ⇒ (ε, δ)-DP at α = {alpha}: δ = e^((α−1)(αρ−ε))/(α−1)·(1−1/α)^α "
-                     f"<= claimed δ = {claim.delta}", sp.Le(delta, delta_c),
-                     "Canonne, Kamath & Steinke 2020 Prop. 12 (valid at every α > 1); exact evaluation", use_z3=False)]
-    if obs[0].discharged:
-        pb.add(obs)
-        return eps_c, float(sp.N(delta, 20))
+    # (c) zCDP conversion, in log space
+    log_delta, alpha = _zcdp_log_delta(prof.rho, eps_c)
+    gap = sp.log(delta_c) - log_delta
+    sign = exact_sign(gap)
+    zc = Obligation(f"ρ-zCDP with ρ = {prof.rho} ⇒ (ε, δ)-DP at α = {alpha}: ln δ = (α−1)(αρ−ε) − ln(α−1) + α ln(1−1/α) "
+                    f"<= ln(claimed δ = {claim.delta})", sp.Le(log_delta, sp.log(delta_c), evaluate=False),
+                    "Canonne, Kamath & Steinke 2020 Prop. 12 (valid at every α > 1); exact evaluation", "exact",
+                    sign in (0, 1), f"sign of the gap: {sign}")
+    delta_value = float(sp.N(sp.exp(log_delta), 20))
+    if zc.discharged:
+        pb.add([zc])
+        return eps_c, delta_value
     # (d) advanced composition of equal pure parts
     if prof.pure_leaf_eps and len(set(prof.pure_leaf_eps)) == 1 and len(prof.pure_leaf_eps) > 1:
         k, e0 = len(prof.pure_leaf_eps), prof.pure_leaf_eps[0]
@@ -370,8 +376,8 @@ def _judge(pb: ProofBuilder, prof: Profile) -> tuple[sp.Expr | None, float | Non
             pb.add(adv)
             pb.claim_bound(e_tot)
             return e_tot, float(delta_c)
-    pb.add(obs)
-    return eps_c, float(sp.N(delta, 20))
+    pb.add([zc])
+    return eps_c, delta_value
 
 
 # --------------------------------------------------------------------------- witnesses
@@ -394,9 +400,19 @@ def _worst_pair(m: P.PartsMechanism) -> tuple[Any, Any, Any, sp.Expr] | None:
     return best
 
 
+@proves(P.Composite, sealed=P.COMPOSITE_SEALED)
+def prove_composite(c: P.Composite) -> Proof:
+    """A catalog class declared from parts: the proof of its declaration (the structure its sampler runs)."""
+    return _prove(c, c.parts)
+
+
 @proves(P.PartsMechanism)
 def prove(m: P.PartsMechanism) -> Proof:
-    pb = ProofBuilder(m)
+    return _prove(m, m)
+
+
+def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
+    pb = ProofBuilder(subject)
     space = m.space
     d0 = P.input_distance(m.relation, space)
     pb.precondition(f"input: {m.input_spec.describe()}")
