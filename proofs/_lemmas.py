@@ -24,7 +24,7 @@ from ._kernel import check_cases, discharge, ordering_cases, slack, sym
 from ._model import Obligation
 
 __all__ = [
-    "conclude", "phi", "triangle_inequality", "l1_triangle", "logsumexp_monotone",
+    "conclude", "phi", "triangle_inequality", "l1_triangle", "logsumexp_monotone", "logsumexp_monotone_generic",
     "gaussian_profile", "gaussian_profile_expr", "gaussian_rdp",
     "sequential_composition", "advanced_composition", "renyi_composition", "rdp_to_dp",
     "post_processing", "group_privacy",
@@ -121,6 +121,39 @@ def logsumexp_monotone(n: int, beta: sp.Expr | None = None, shift: sp.Expr | Non
                         "lemma", True, "term-wise exponent bounds discharged above; " + ob.detail)
     side.append(ob)
     return conclude("log-sum-exp monotonicity", sp.Le(lhs, rhs), side, "log increasing; ln(e^{βc} S) = βc + ln S")
+
+
+def logsumexp_monotone_generic(beta: sp.Expr | None = None, shift: sp.Expr | None = None) -> list[Obligation]:
+    """:func:`logsumexp_monotone` for ANY number of terms, argued on one generic term j (so the proof's
+    size does not depend on the number of terms): if u'_j ≤ u_j + c for every j (c ≥ 0, β > 0), then
+    ln Σ_j e^{β u'_j} ≤ ln Σ_j e^{β u_j} + β c.
+
+    Generic term (slack form u'_j = u_j + c − s_j, s_j ≥ 0): e^{β u'_j} = e^{βc} e^{β u_j} e^{−β s_j}
+    (sympy) and −β s_j ≤ 0 (sympy), so e^{−β s_j} ≤ 1 (exp increasing); a finite sum of term-wise
+    inequalities adds, for every number of terms; then ln is increasing and ln(e^{βc} S) = βc + ln S."""
+    b = beta if beta is not None else sym("beta", positive=True)
+    c = shift if shift is not None else sym("c", nonnegative=True)
+    u, s = sym("u_j"), slack("s_j")
+    side = [
+        discharge("[generic term j] exponent: β u'_j <= β(u_j + c) where u'_j = u_j + c − s_j, s_j >= 0",
+                  sp.Le(b * (u + c - s), b * (u + c)), "slack s_j >= 0, β > 0"),
+        discharge("[generic term j] e^{β u'_j} = e^{βc} e^{β u_j} e^{−β s_j}",
+                  sp.Eq(sp.exp(b * (u + c - s)), sp.exp(b * c) * sp.exp(b * u) * sp.exp(-b * s)), "algebra"),
+        discharge("[generic term j] the factor's exponent −β s_j <= 0, so e^{−β s_j} <= 1", sp.Le(-b * s, 0),
+                  "β > 0, s_j >= 0; exp increasing"),
+    ]
+    S, S2 = sym("S", positive=True), sym("S'", positive=True)
+    side.append(Obligation(
+        "sum over the terms, for any number of terms: S' = Σ_j e^{β u'_j} <= e^{βc} Σ_j e^{β u_j} = e^{βc} S",
+        sp.Le(S2, sp.exp(b * c) * S), "each term bounded above (generic term j); finite sums of inequalities add",
+        "lemma", all(o.discharged for o in side), "" if all(o.discharged for o in side) else "a term step failed"))
+    side.append(discharge("ln(e^{βc} S) = βc + ln S", sp.Eq(sp.expand_log(sp.log(sp.exp(b * c) * S)), b * c + sp.log(S)),
+                          "expand_log (S > 0)"))
+    side.append(discharge("ln is increasing: S' <= e^{βc} S implies ln S' <= ln(e^{βc} S)",
+                          sp.Le(sp.log(S2), sp.log(sp.exp(b * c) * S)), "log monotone (z3 with the log/exp facts)",
+                          hypotheses=[sp.Le(S2, sp.exp(b * c) * S)]))
+    return conclude("log-sum-exp monotonicity (any number of terms)", sp.Le(sp.log(S2), sp.log(S) + b * c), side,
+                    "the steps above")
 
 
 # --------------------------------------------------------------------------- Gaussian

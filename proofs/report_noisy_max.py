@@ -1,13 +1,14 @@
 """Proofs for report noisy max (Dwork & Roth 2014 §3.3) with Laplace and one-sided exponential
-noise, by randomness alignment checked with z3 for a FIXED number of candidates
-(:mod:`dpharness.proofs._alignment`), and refutations of the gallery variants that release the
-noisy maximum VALUE.
+noise, by randomness alignment proved for EVERY number of candidates with a lemma on one generic pair
+of candidates (:func:`dpharness.proofs._alignment.report_noisy_max_all_n`; Dwork & Roth 2014 Claim
+3.9, Ding et al. 2019), cross-checked with z3 for the fixed number of candidates when k <= 8, and
+refutations of the gallery variants that release the noisy maximum VALUE.
 
 Index output: alignment ``η_i -> η_i + q_i − q'_i + Δ`` for the reported index i, others unchanged;
 cost ``|q_i − q'_i + Δ|/b <= 2Δ/b`` (linf neighbours, scores may move in opposite directions).
 The bound is the supremum: on q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ) the loss of index 0
-tends to 2Δ/b (exactly 2Δ/b for exponential noise); both index laws have closed forms (Laplace: a
-1-D integral of piecewise exponentials), so a mutated claim is REFUTED exactly.
+tends to 2Δ/b (exactly 2Δ/b for exponential noise); both index laws have closed forms whose size does
+not depend on k (:func:`equal_others_probability`), so a mutated claim is REFUTED exactly.
 
 Value output, Laplace noise: V = max_i(q_i + η_i) is a post-processing of the Laplace mechanism on
 the whole vector (L1 sensitivity kΔ), so kΔ/b is an upper bound; it is attained: with q = 0 and
@@ -32,9 +33,10 @@ from ._model import Obligation, Proof
 from dpharness.mechanisms import report_noisy_max as _mechs
 from dpharness.proof_registry import proves
 
-__all__ = ["prove", "pf_probability"]
+__all__ = ["prove", "pf_probability", "equal_others_probability"]
 
-_MAX_Z3_CANDIDATES = 16
+_Z3_CROSS_CHECK_MAX = 8      # the per-n z3 alignment check, a cross-check of the lemma, for k <= 8
+_LAW_CHECK_MAX = 8           # the witness is cross-checked with law() of k' = min(k, 8) candidates (O(k²) quadrature)
 
 
 def _common(pb: ProofBuilder, m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
@@ -78,21 +80,18 @@ def _prove_index(m: Mechanism) -> Proof:
     noise = m.noise
     pb.pseudocode(f"η_i ~ {'Lap(0, b)' if noise == 'laplace' else 'Exp(mean b)'} i.i.d.; return argmax_i (q_i + η_i)")
     pb.postcondition("P[M(q) = i] <= e^{2Δ/b} P[M(q') = i] for every index i")
-    ns = list(range(2, k + 1)) if k <= _MAX_Z3_CANDIDATES else []
-    with pb.phase("alignment (z3)"):
-        if ns:
-            checks = [_alignment.report_noisy_max(n, b, d, eps, noise=noise) for n in ns]
-            for c in checks:
-                # the per-n claim comparison is made once below (claim_bound)
-                pb.add([o for o in c.obligations if "claimed ε covers" not in o.statement])
-            pb.note(f"randomness alignment checked with z3 for a FIXED number of candidates: n = {ns[0]}..{ns[-1]} "
-                    f"(the mechanism's k = {k}); not a proof for other k")
-            if not all(c.extra.get("cost_attained") for c in checks):
-                pb.note("the alignment's cost bound 2Δ/b was not shown attained by z3")
-        else:
-            pb.add([Obligation(f"alignment for k = {k} candidates", sp.false, "z3 alignment", "z3", False,
-                               f"k = {k} exceeds the {_MAX_Z3_CANDIDATES} candidates checked with z3")])
-    bound = 2 * d / b
+    with pb.phase("alignment (lemma over every n)"):
+        lemma = _alignment.report_noisy_max_all_n(b, d, noise=noise)
+        pb.add(lemma.obligations)
+        pb.note("randomness alignment proved for EVERY number of candidates by a lemma on one generic pair (output i, "
+                f"other candidate j) with symbolic b, Δ; instantiated at k = {k}: 2Δ/b = {lemma.cost_bound}")
+    if k <= _Z3_CROSS_CHECK_MAX:
+        with pb.phase("alignment cross-check (z3, fixed n)"):
+            check = _alignment.report_noisy_max(k, b, d, eps, noise=noise)
+            # the per-n claim comparison is made once below (claim_bound)
+            pb.add([o for o in check.obligations if "claimed ε covers" not in o.statement])
+            pb.note(f"cross-check: the alignment also checked with z3 for the FIXED number of candidates n = {k}")
+    bound = lemma.cost_bound
     with pb.phase("derive"):
         pb.claim_bound(bound)
     with pb.phase("witness"):
@@ -116,10 +115,30 @@ def index_probability(q: list, b: sp.Expr, noise: str) -> sp.Expr:
     return to_sympy(pattern_probability(rel, [BOT] * len(rel), 0, bf, bf))
 
 
+def equal_others_probability(k: int, gap: sp.Expr, b: sp.Expr, noise: str) -> sp.Expr:
+    """Exact P(argmax(q + η) = 0) for q = (0, g, ..., g) (k candidates, the k − 1 others tied at gap
+    g > 0), a closed form whose size does not depend on k. With m = k − 1:
+
+    * exponential noise (permute-and-flip, p_0 = e^{−g/b}, p_j = 1): ``p_0 Σ_r C(m, r)(−1)^r/(r+1)
+      = e^{−g/b}/k``;
+    * Laplace noise: ``∫ f(x) F(x − g)^m dx`` split at 0 and g: ``e^{−mg/b}/(2^{m+1}(m+1))``
+      (x < 0) + ``e^{−mg/b}(e^{(m−1)g/b} − 1)/(2^{m+1}(m−1))`` (0 < x < g; ``(g/b)e^{−g/b}/4`` for
+      m = 1) + ``e^{−g/b}(1 − 2^{−(m+1)})/(m+1)`` (x > g, substituting w = e^{−(x−g)/b}/2)."""
+    g, m = sp.sympify(gap), k - 1
+    if noise == "exponential":
+        return sp.exp(-g / b) / k
+    two = sp.Integer(2) ** (m + 1)
+    left = sp.exp(-m * g / b) / (two * (m + 1))
+    middle = (g / b) * sp.exp(-g / b) / 4 if m == 1 else sp.exp(-m * g / b) * (sp.exp((m - 1) * g / b) - 1) / (two * (m - 1))
+    right = sp.exp(-g / b) * (1 - 1 / two) / (m + 1)
+    return left + middle + right
+
+
 def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: int, eps: sp.Expr,
                    bound: sp.Expr) -> Witness | None:
     """q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ), output 0: the loss approaches 2Δ/b as g grows
-    (for exponential noise it equals 2Δ/b exactly). Probabilities in closed form, compared exactly."""
+    (for exponential noise it equals 2Δ/b exactly). Probabilities in closed form
+    (:func:`equal_others_probability`, size independent of k), compared exactly."""
     if not b.is_Rational:
         pb.note("noise scale is not rational: no exact witness computed")
         return None
@@ -131,7 +150,8 @@ def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: in
         g = sp.Integer(math.ceil(g_try * fb))
         q = [sp.Integer(0)] + [g] * (k - 1)
         q2 = [-d] + [g + d] * (k - 1)
-        loss = sp.log(index_probability(q, b, m.noise)) - sp.log(index_probability(q2, b, m.noise))
+        loss = (sp.log(equal_others_probability(k, g, b, m.noise))
+                - sp.log(equal_others_probability(k, g + 2 * d, b, m.noise)))
         if refuting and exceeds(loss, eps):
             break
     data = np.array([float(x) for x in q])
@@ -139,15 +159,21 @@ def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: in
     lf = float(sp.N(loss, 30))
     desc = f"output 0 on q = {data.tolist()} vs q' = {neighbor.tolist()}: loss = {lf:.6g} (exact closed form)"
     w = Witness(data, neighbor, Event.point(0), 0, lf, desc)
-    # cross-check with the mechanism's own law (quadrature / Gauss-Legendre)
-    c1 = float(m.law(data).log_prob(np.array([0]))[0])
-    c2 = float(m.law(neighbor).log_prob(np.array([0]))[0])
-    agree = abs((c1 - c2) - lf) < 1e-6 * max(1.0, abs(lf))
-    pb.note(f"witness cross-check with the mechanism's law: loss ≈ {c1 - c2:.6g}" + ("" if agree else " -- DISAGREES"))
+    # cross-check the closed form with the mechanism's own law (quadrature / Gauss-Legendre) at k' = min(k, 8)
+    # candidates: law() evaluates all k' probabilities, O(k'^2); the closed form is generic in k
+    kc = min(k, _LAW_CHECK_MAX)
+    mc = m if kc == k else m.replace(n_candidates=kc)
+    lc = lf if kc == k else float(sp.N(sp.log(equal_others_probability(kc, g, b, m.noise))
+                                       - sp.log(equal_others_probability(kc, g + 2 * d, b, m.noise)), 30))
+    c1 = float(mc.law(data[:kc]).log_prob(np.array([0]))[0])
+    c2 = float(mc.law(neighbor[:kc]).log_prob(np.array([0]))[0])
+    agree = abs((c1 - c2) - lc) < 1e-6 * max(1.0, abs(lc))
+    pb.note(f"witness cross-check with the mechanism's law at k' = {kc} candidates: loss ≈ {c1 - c2:.6g} vs closed "
+            f"form {lc:.6g}" + ("" if agree else " -- DISAGREES"))
     if not agree:
-        pb.add([Obligation("closed-form index probability agrees with the mechanism's law", sp.false,
-                           "numeric comparison", "exact", False, f"{c1 - c2} vs {lf}")])
-    if exceeds(loss, eps):
+        pb.add([Obligation(f"closed-form index probability agrees with the mechanism's law (k' = {kc})", sp.false,
+                           "numeric comparison", "exact", False, f"{c1 - c2} vs {lc}")])
+    if refuting and exceeds(loss, eps):   # (loss <= 2Δ/b <= ε otherwise: no sign to decide near 0)
         pb.refute(w, desc + f" > ε = {eps}")
     else:
         pb.note("tightness: " + desc + f"; the supremum 2Δ/b = {bound} is approached as the gap grows")
