@@ -5,10 +5,11 @@ differential privacy: analytical calibration and optimal denoising", ICML, Thm. 
 the Rényi-DP statement (Mironov 2017, "Rényi differential privacy", CSF, Prop. 7:
 D_α = α Δ² / (2σ²)).
 
-Output: ``g * floor((x + σ Z)/g + 1/2)`` with ``Z ~ N(0, I)`` and ``g`` = ``granularity`` (a power of
-two). The rounding is a post-processing of the continuous Gaussian mechanism on the raw input, so
-every (ε, δ) or Rényi guarantee of the continuous mechanism holds, and the output is a grid point
-that carries no data-dependent low-order float bits."""
+Output: ``g * (floor(x/g + 1/2) + Y)`` with ``Y`` the discrete Gaussian ``N_Z(0, (σ/g)²)`` sampled
+exactly (Canonne, Kamath & Steinke 2020, "The discrete Gaussian for differential privacy"), declared
+from :mod:`dpharness.mechanisms.parts` so that the sampler runs the structure the prover walks. The
+calibration formulas above are the continuous mechanism's; the proof is the discrete one's (its
+exact profile in one dimension), which the calibrations are checked against."""
 
 from __future__ import annotations
 
@@ -18,19 +19,15 @@ from fractions import Fraction
 from typing import Any
 
 import mpmath
-import numpy as np
-import sympy as sp
 
 from dpharness import _validate as _v
-from dpharness.core import (
-    ApproxDP, BoundedChange, Claim, FunctionLaw, InputSpec, Mechanism, RealInterval, RenyiDP, exact,
-)
+from dpharness.core import ApproxDP, BoundedChange, Claim, RealInterval, RenyiDP
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
-from ._noise import (
-    DEFAULT_GRANULARITY, _readings, check_granularity, float_up, grid_gaussian_logpmf, grid_gaussian_units, to_units,
-)
+from . import parts as dp
+from ._noise import DEFAULT_GRANULARITY, _readings, check_granularity, float_up
+from .parts import Composite, PartsMechanism, grid_steps, input_distance, input_space
 
 __all__ = ["Gaussian", "GaussianRDP", "classic_sigma", "analytic_sigma", "analytic_delta"]
 
@@ -99,24 +96,39 @@ def analytic_sigma(epsilon: Any, delta: Any, sensitivity: Any = 1) -> float:
     return hi
 
 
+def _grid_steps_l2(sensitivity: Any, dim: int, granularity: Any) -> tuple[Fraction, Fraction]:
+    """(D1, D2sq) in grid steps for query vectors at L2 distance <= sensitivity (the prover's rule)."""
+    space = input_space(RealInterval(), "vector", dim)
+    d = input_distance(BoundedChange(sensitivity, "l2"), space)
+    d1, d2, _ = grid_steps(space, d, granularity)
+    return d1, d2
+
+
+# The grid costs the analytic calibration a little: the proof bounds the discrete Gaussian's δ by
+# sum-integral comparisons (relative slack ~ 1/τ); σ is raised by this factor to cover it.
+_GRID_MARGIN = 1 + 2 ** -12
+
+
 @register
 @dataclass(frozen=True, kw_only=True)
-class Gaussian(Mechanism):
-    """The Gaussian mechanism on a vector of query answers, output rounded to the grid ``g*Z``.
+class Gaussian(Composite):
+    """The Gaussian mechanism on a vector of query answers, declared from parts: discrete Gaussian noise
+    on the grid ``g*Z`` (exact sampler; Canonne, Kamath & Steinke 2020)::
 
-    pmf on input ``x`` in ``R^dim``, output ``y`` in ``(g*Z)^dim`` (Φ the standard normal cdf)::
+        dp.gaussian(sigma, granularity=g)  on  input="vector", relation=BoundedChange(sensitivity, "l2")
 
-        P(y | x) = prod_i [ Φ((y_i - x_i + g/2)/σ) - Φ((y_i - x_i - g/2)/σ) ]
-
-    the Gaussian mass of each rounding cell (the density exp(-|y-x|²/(2σ²))/(2πσ²)^{dim/2}
-    integrated over the cell).
+    Output ``g*(c_i + Y_i)`` with ``c_i = floor(x_i/g + 1/2)`` and ``Y_i`` i.i.d. with
+    ``P(y) ∝ exp(-y²/(2τ²))``, ``τ = σ/g``: the grid analogue of the density
+    ``exp(-|y-x|²/(2σ²))/(2πσ²)^{dim/2}``.
     Neighbours: query vectors at L2 distance <= ``sensitivity`` (``BoundedChange(sensitivity, "l2")``).
-    Claim: (ε, δ)-DP for the calibration named by ``calibration`` (defaults: the classic
-    calibration at ε = 1, δ = 1e-5, σ = sqrt(2 ln 125000) rounded up)."""
+    Claim: (ε, δ)-DP for the calibration named by ``calibration`` (defaults: the classic calibration
+    at ε = 1, δ = 1e-5). The proof (``dpharness.proofs.parts``): in one dimension the discrete
+    Gaussian's exact (ε, δ) profile (CKS 2020 Thm 7), bounded rigorously; in more dimensions
+    ρ-zCDP with ρ = D₂²/(2τ²) converted to (ε, δ) (CKS 2020 Prop. 12)."""
 
     name = "gaussian"
     source = ("seed: Gaussian mechanism; classic calibration Dwork & Roth 2014 Thm. 3.22, "
-              "analytic calibration Balle & Wang 2018 Alg. 1; grid output")
+              "analytic calibration Balle & Wang 2018 Alg. 1; exact discrete Gaussian on the grid (CKS 2020)")
 
     sigma: Any = classic_sigma(1, 1e-5)
     sensitivity: Any = 1
@@ -132,10 +144,15 @@ class Gaussian(Mechanism):
         check_granularity("granularity", self.granularity)
         _v.choice("calibration", self.calibration, _CALIBRATIONS)
 
+    def structure(self) -> PartsMechanism:
+        return dp.mechanism(name=self.name, records=RealInterval(), relation=BoundedChange(self.sensitivity, "l2"),
+                            steps=dp.gaussian(self.sigma, granularity=self.granularity), claim=self.claim,
+                            input="vector", dim=self.dim)
+
     @classmethod
     def calibrated_classic(cls, epsilon: Any = 1, delta: Any = 1e-5, *, sensitivity: Any = 1, dim: int = 1,
                            granularity: float = DEFAULT_GRANULARITY) -> "Gaussian":
-        """σ = Δ sqrt(2 ln(1.25/δ))/ε (rounded up), claiming (ε, δ)-DP; only 0 < ε <= 1."""
+        """σ = Δ sqrt(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm. 3.22; 0 < ε <= 1), rounded up."""
         sigma = classic_sigma(epsilon, delta, sensitivity)
         return Gaussian(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
                         calibration="classic", claim=ApproxDP(epsilon, delta))
@@ -143,9 +160,14 @@ class Gaussian(Mechanism):
     @classmethod
     def calibrated_analytic(cls, epsilon: Any = 1, delta: Any = 1e-5, *, sensitivity: Any = 1, dim: int = 1,
                             granularity: float = DEFAULT_GRANULARITY) -> "Gaussian":
-        """The analytic Gaussian mechanism (Balle & Wang 2018, Alg. 1): the smallest σ with exact
-        δ(ε) <= δ, rounded up; claims (ε, δ)-DP for any ε > 0."""
-        sigma = analytic_sigma(epsilon, delta, sensitivity)
+        """The analytic σ (Balle & Wang 2018, Alg. 1) for one-dimensional queries, raised by 2**-12 to
+        cover the grid (the sensitivity in grid steps, ceil(Δ/g)·g, is used)."""
+        if dim != 1:
+            raise ParameterError(f"dim={dim!r}: the analytic calibration is proved here for one dimension; "
+                                 "use Gaussian.calibrated_classic(...) for vectors.")
+        g = check_granularity("granularity", granularity)
+        d1, _ = _grid_steps_l2(sensitivity, 1, g)
+        sigma = float_up(Fraction(analytic_sigma(epsilon, delta, d1 * Fraction(g))) * Fraction(_GRID_MARGIN))
         return Gaussian(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
                         calibration="analytic", claim=ApproxDP(epsilon, delta))
 
@@ -154,52 +176,17 @@ class Gaussian(Mechanism):
         """The analytic calibration (valid for every ε); see :meth:`calibrated_analytic`."""
         return cls.calibrated_analytic(epsilon, delta, **kw)
 
-    @property
-    def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l2"), "vector", dim=self.dim)
-
-    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        x = np.asarray(data, dtype=float)
-        to_units("data", x, self.granularity)  # range check only: the centre stays unrounded
-        units = grid_gaussian_units(x, self.sigma, self.granularity, (size, self.dim), rng)
-        out = units * float(self.granularity)
-        return out[:, 0] if self.dim == 1 else out
-
-    def _law(self, data: Any) -> FunctionLaw:
-        x = np.asarray(data, dtype=float)
-        dim = self.dim
-        sigma, g = float(self.sigma), float(self.granularity)
-
-        def log_prob(outputs: np.ndarray) -> np.ndarray:
-            out = np.asarray(outputs, dtype=float).reshape(-1, dim)
-            return grid_gaussian_logpmf(out, x, sigma, g).sum(axis=1)
-
-        s, g_exact = exact(self.sigma), exact(Fraction(g))
-        symbols = (sp.Symbol("y", real=True),) if dim == 1 else tuple(sp.Symbol(f"y{i}", real=True) for i in range(dim))
-        expr = sp.Mul(*[
-            (sp.erf((sym - exact(float(c)) + g_exact / 2) / (s * sp.sqrt(2)))
-             - sp.erf((sym - exact(float(c)) - g_exact / 2) / (s * sp.sqrt(2)))) / 2
-            for sym, c in zip(symbols, x)
-        ])
-        return FunctionLaw("discrete", log_prob, symbols, expr)
-
-    def example_pair(self) -> tuple[Any, Any]:
-        x = np.zeros(self.dim)
-        y = np.zeros(self.dim)
-        y[0] = float(self.sensitivity)
-        return x, y
-
 
 @register
 @dataclass(frozen=True, kw_only=True)
 class GaussianRDP(Gaussian):
-    """The grid Gaussian mechanism with a Rényi-DP claim (Mironov 2017, Prop. 7).
-
-    Same pmf and neighbour relation as :class:`Gaussian`.
-    Claim: (α, ε)-RDP with ε = α Δ² / (2σ²) (defaults σ = 1, Δ = 1, α = 2: ε = 1)."""
+    """The grid Gaussian mechanism with a Rényi-DP claim (Mironov 2017, Prop. 7; for the discrete
+    Gaussian, CKS 2020): same declaration and neighbour relation as :class:`Gaussian`.
+    Claim: (α, ε)-RDP with ε = α D₂² g²/(2σ²), D₂ the sensitivity in grid steps (defaults σ = 1,
+    Δ = 1, α = 2: ε = 1)."""
 
     name = "gaussian_rdp"
-    source = "seed: Gaussian mechanism with Rényi DP accounting (Mironov 2017, Prop. 7); grid output"
+    source = "seed: Gaussian mechanism with Rényi DP accounting (Mironov 2017, Prop. 7); exact discrete Gaussian on the grid"
 
     sigma: Any = 1
     calibration: str = "rdp"
@@ -208,13 +195,15 @@ class GaussianRDP(Gaussian):
     @classmethod
     def calibrated(cls, epsilon: Any = 1, alpha: Any = 2, *, sensitivity: Any = 1, dim: int = 1,
                    granularity: float = DEFAULT_GRANULARITY) -> "GaussianRDP":
-        """σ = Δ sqrt(α/(2ε)), rounded up so that α Δ²/(2σ²) <= ε holds exactly; claims (α, ε)-RDP."""
+        """σ = g·D₂ sqrt(α/(2ε)) (D₂² the squared sensitivity in grid steps), rounded up so that
+        α D₂² g²/(2σ²) <= ε holds exactly; claims (α, ε)-RDP."""
         claim = RenyiDP(alpha, epsilon)
         _v.positive("sensitivity", sensitivity)
-        q = (max(_readings(claim.alpha)) * max(_readings(sensitivity)) ** 2
-             / (2 * min(_readings(claim.epsilon))))
+        g = check_granularity("granularity", granularity)
+        _, d2 = _grid_steps_l2(sensitivity, dim, g)
+        q = Fraction(claim.alpha) * d2 * Fraction(g) ** 2 / (2 * Fraction(claim.epsilon))
         sigma = math.sqrt(float(q))
-        while min(_readings(sigma)) ** 2 < q:
+        while Fraction(sigma) ** 2 < q:
             sigma = math.nextafter(sigma, math.inf)
         return cls(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
                    calibration="rdp", claim=claim)

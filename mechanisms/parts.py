@@ -63,6 +63,7 @@ __all__ = [
     "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
     "compose", "post", "parallel", "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
+    "grid_steps", "input_space", "input_distance",
 ]
 
 _INF = math.inf
@@ -717,13 +718,33 @@ def parallel(part: Step, *, by: int, keys: Sequence) -> Parallel:
     return Parallel(part, by, keys)
 
 
+def grid_steps(space: Space, d: Distance, granularity: Any) -> tuple[Fraction, Fraction, str]:
+    """``(D1, D2sq, how)``: bounds on the L1 distance and the squared L2 distance, in grid steps, of the
+    rounded centres ``floor(v/g + 1/2)`` of two values at distance ``d`` (the rule the prover states
+    and calibrations use). Values that are multiples of the grid round exactly; otherwise each
+    coordinate gains less than one step: ``|r(u) − r(v)| <= ceil(|u − v|)``, so
+    ``D1 = ceil(Δ1/g) + dim − 1`` and ``D2² <= Σ (d_i + 1)² <= Δ2²/g² + 2Δ1/g + dim`` (one coordinate:
+    ``ceil(Δ/g)²``)."""
+    g = Fraction(granularity)
+    if d.l1 == 0:
+        return Fraction(0), Fraction(0), "zero"
+    q = space.quantum
+    if q is not None and (q / g).denominator == 1:
+        return d.l1 / g, d.l2sq / (g * g), "exact"
+    steps = math.ceil(d.l1 / g)
+    if space.dim == 1:
+        return Fraction(steps), Fraction(steps) ** 2, "scalar"
+    return Fraction(steps + space.dim - 1), d.l2sq / (g * g) + 2 * d.l1 / g + space.dim, "vector"
+
+
 # --------------------------------------------------------------------------- structure walking (shared by sampler and prover)
 
 def input_space(records: Domain, shape: str, dim: int | None) -> Space:
     """The space of the mechanism's input."""
     if shape == "vector":
         lo, hi = _domain_bounds(records)
-        return Space("vector", int(dim), (lo,) * int(dim), (hi,) * int(dim), None)
+        return Space("vector", int(dim), (lo,) * int(dim), (hi,) * int(dim),
+                     Fraction(1) if isinstance(records, IntegerRange) else None)
     if isinstance(records, RealBox):
         lo, hi = _frac("lo", records.lo), _frac("hi", records.hi)
         return Space("records", records.dim, (lo,) * records.dim, (hi,) * records.dim, None)
@@ -954,7 +975,8 @@ class PartsMechanism(Mechanism):
         value = np.asarray(data, dtype=float)
         if self.shape == "dataset" and value.ndim == 1 and self.space.dim > 1:
             value = value.reshape(-1, self.space.dim)
-        return flatten(execute(self.steps, value, self.space, size, rng))
+        out = flatten(execute(self.steps, value, self.space, size, rng))
+        return out[:, 0] if out.ndim == 2 and out.shape[1] == 1 else out
 
     def _law(self, data: Any) -> OutputLaw:
         from ._parts_law import law

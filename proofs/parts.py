@@ -51,6 +51,7 @@ class Profile:
     leaves: int = 1
     gaussian_1d: tuple | None = None
     pure_leaf_eps: tuple = ()
+    laplace_1d: tuple | None = None  # (K grid steps, scale, g) of a single scalar grid Laplace: its exact profile
 
 
 def _F(x: Fraction) -> sp.Rational:
@@ -143,31 +144,25 @@ class _Walk:
     def grid_units(self, path: str, m: Any, space: P.Space, d: P.Distance) -> tuple[sp.Expr, sp.Expr]:
         """(D₁, D₂²): bounds on the L1 and squared-L2 distance of the rounded centres, in grid steps."""
         g = Fraction(m.granularity)
-        dim = space.dim
-        l1, l2sq = d.l1, d.l2sq
-        q = space.quantum
-        if l1 == 0:
+        d1, d2, how = P.grid_steps(space, d, g)
+        if how == "zero":
             self.fact(path, "the value is the same on neighbouring inputs (distance 0), so the rounded centres agree",
                       "stability 0")
-            return sp.Integer(0), sp.Integer(0)
-        if q is not None and (q / g).denominator == 1:
-            self.fact(path, f"values are multiples of {q}, a multiple of the grid g = {g}: rounding to the grid is exact, "
-                            "so distances in grid steps are the distances divided by g",
+        elif how == "exact":
+            self.fact(path, f"values are multiples of {space.quantum}, a multiple of the grid g = {g}: rounding to the grid "
+                            "is exact, so distances in grid steps are the distances divided by g",
                       "floor(v/g + 1/2) = v/g when v/g is an integer")
-            return _F(l1 / g), _F(l2sq / (g * g))
-        self.pb.add(self._rounding())
-        steps = math.ceil(l1 / g)
-        d1 = steps + dim - 1
-        if dim == 1:
-            d2 = Fraction(steps) ** 2
-            self.evaluate(path, f"rounding to g = {g}: |c − c'| <= ceil(Δ/g) = {steps} grid steps",
-                          sp.Eq(sp.ceiling(_F(l1 / g)), steps), "grid-rounding lemma, exact arithmetic")
         else:
-            d2 = l2sq / (g * g) + 2 * l1 / g + dim
-            self.evaluate(path, f"rounding to g = {g}: ||c − c'||₁ <= ceil(Δ₁/g) + dim − 1 = {d1} grid steps; "
-                                f"||c − c'||₂² <= Σ(d_i + 1)² <= Δ₂²/g² + 2Δ₁/g + dim = {d2}",
-                          sp.Eq(sp.ceiling(_F(l1 / g)) + dim - 1, d1), "grid-rounding lemma (per coordinate |r(u) − r(v)| <= |u − v| + 1)")
-        return sp.Integer(d1), _F(d2)
+            self.pb.add(self._rounding())
+            if how == "scalar":
+                self.evaluate(path, f"rounding to g = {g}: |c − c'| <= ceil(Δ/g) = {d1} grid steps",
+                              sp.Eq(sp.ceiling(_F(d.l1 / g)), _F(d1)), "grid-rounding lemma, exact arithmetic")
+            else:
+                self.evaluate(path, f"rounding to g = {g}: ||c − c'||₁ <= ceil(Δ₁/g) + dim − 1 = {d1} grid steps; "
+                                    f"||c − c'||₂² <= Σ(d_i + 1)² <= Δ₂²/g² + 2Δ₁/g + dim = {d2}",
+                              sp.Eq(sp.ceiling(_F(d.l1 / g)) + space.dim - 1, _F(d1)),
+                              "grid-rounding lemma (per coordinate |r(u) − r(v)| <= |u − v| + 1)")
+        return _F(d1), _F(d2)
 
     @functools.cached_property
     def _rounding_obs(self) -> list:
@@ -218,7 +213,8 @@ class _Walk:
             eps = d1 / t
             self.evaluate(path, f"{m.describe()}: t = scale/g = {t}; ε = D/t = {d1}/{t} = {eps}",
                           sp.Eq(eps, d1 / t), "the family's privacy map at distance D (triangle inequality)")
-            return Profile(eps, eps ** 2 / 2, 1, None, (eps,))
+            one_d = (int(d1), _F(P._frac("scale", m.scale)), _F(Fraction(m.granularity))) if space.dim == 1 else None
+            return Profile(eps, eps ** 2 / 2, 1, None, (eps,), laplace_1d=one_d)
         self.gaussian_family()
         tau2 = _F(m.tau2)
         rho = d2 / (2 * tau2)
@@ -267,7 +263,8 @@ class _Walk:
                   "Bun & Steinke 2016, Lemma 2.3 (composition) and Prop. 1.4 (ε-DP implies ε²/2-zCDP)")
         one = profiles[0].gaussian_1d if len(profiles) == 1 else None
         pure_leaves = tuple(e for p in profiles for e in p.pure_leaf_eps) if eps is not None else ()
-        return Profile(eps, rho, sum(p.leaves for p in profiles), one, pure_leaves)
+        return Profile(eps, rho, sum(p.leaves for p in profiles), one, pure_leaves,
+                       laplace_1d=profiles[0].laplace_1d if len(profiles) == 1 else None)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
         sub_space = space
@@ -316,11 +313,45 @@ def _zcdp_log_delta(rho: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     return log_delta, alpha
 
 
+def _dg_delta_bounds(eps: sp.Expr, d: int, tau2: Fraction) -> tuple[float, float]:
+    """Rigorous [lo, hi] around δ(ε) = P[Y > a1] − e^ε P[Y > a2], a1 = ετ²/d − d/2, a2 = ετ²/d + d/2,
+    Y ~ N_Z(0, τ²), from sum–integral comparisons (valid when τ√(2π) > 1). Evaluated with mpmath at
+    60 digits; the endpoints are widened by 1e-40 (relative) and 1e-300 (absolute) in the safe direction."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        t2 = mpmath.mpf(tau2.numerator) / tau2.denominator
+        tau = mpmath.sqrt(t2)
+        c = tau * mpmath.sqrt(2 * mpmath.pi)
+        z_lo, z_hi = c - 1, c + 1
+        tail = lambda x: c * mpmath.erfc(x / (tau * mpmath.sqrt(2))) / 2  # ∫_x^∞ f = τ√(2π) Φ̄(x/τ)
+
+        def s_bounds(m: int) -> tuple:
+            """Bounds on P[Y >= m]."""
+            if m >= 1:
+                return tail(m) / z_hi, tail(m - 1) / z_lo
+            lo_c, hi_c = s_bounds(1 - m)  # P[Y >= m] = 1 − P[Y <= m − 1] = 1 − P[Y >= 1 − m]
+            return 1 - hi_c, 1 - lo_c
+
+        e = mpmath.mpf(str(sp.N(eps, 70)))
+        dd = mpmath.mpf(d)
+        a1 = e * t2 / dd - dd / 2
+        a2 = e * t2 / dd + dd / 2
+        m1 = int(mpmath.floor(a1)) + 1
+        m2 = int(mpmath.floor(a2)) + 1
+        s1, s2 = s_bounds(m1), s_bounds(m2)
+        ee = mpmath.exp(e)
+        lo = s1[0] - ee * s2[1]
+        hi = s1[1] - ee * s2[0]
+        widen = mpmath.mpf(10) ** -40
+        return float(lo - abs(lo) * widen - mpmath.mpf(10) ** -300), float(hi + abs(hi) * widen + mpmath.mpf(10) ** -300) * (1 + 2 ** -50)
+
+
 # the exact discrete-Gaussian profile sums ~ sqrt(τ²) terms in interval arithmetic: used up to this τ²
 _MAX_ENCLOSURE_TAU2 = 10 ** 6
 
 
-def _judge(pb: ProofBuilder, prof: Profile) -> tuple[sp.Expr | None, float | None]:
+def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -> tuple[sp.Expr | None, float | None]:
     claim = pb.claim
     if isinstance(claim, PureDP):
         if prof.eps is None:
@@ -344,18 +375,31 @@ def _judge(pb: ProofBuilder, prof: Profile) -> tuple[sp.Expr | None, float | Non
         pb.note("pure DP with the derived ε implies (ε, δ)-DP for every δ >= 0")
         pb.claim_bound(prof.eps)
         return prof.eps, 0.0
-    # (b) a single scalar discrete Gaussian: the exact profile (CKS 2020)
-    if prof.gaussian_1d is not None and prof.gaussian_1d[0] <= _MAX_ENCLOSURE_TAU2:
-        from .discrete_gaussian import delta_enclosure
-
+    # (a') a single scalar grid Laplace: the exact profile of its dominating pair
+    if prof.laplace_1d is not None and m is not None:
+        return _laplace_profile(pb, m, prof, eps_c, delta_c)
+    # (b) a single scalar discrete Gaussian: its exact (ε, δ) profile (CKS 2020 Thm 7), evaluated by
+    # interval arithmetic for small τ² and by sum-integral comparison bounds for large τ²
+    if prof.gaussian_1d is not None:
         tau2, d_units = prof.gaussian_1d
-        lo, hi, _ = delta_enclosure(eps_c, d_units, tau2)
-        ok = hi <= float(delta_c) and Fraction(hi) <= Fraction(delta_c.p, delta_c.q) if delta_c.is_Rational else hi <= float(delta_c)
-        pb.add([Obligation(f"δ(ε = {eps_c}) of the discrete Gaussian at shift {d_units} grid steps: rigorous enclosure "
-                           f"[{lo:.6g}, {hi:.6g}] <= claimed δ = {claim.delta}", sp.Le(sym("delta_eps"), delta_c),
-                           "δ = P[Y > ετ²/d − d/2] − e^ε P[Y > ετ²/d + d/2] (CKS 2020 Thm 7), interval arithmetic",
-                           "exact", bool(ok), f"enclosure [{lo!r}, {hi!r}]")])
-        return eps_c, hi
+        if tau2 <= _MAX_ENCLOSURE_TAU2:
+            from .discrete_gaussian import delta_enclosure
+
+            lo, hi, _ = delta_enclosure(eps_c, d_units, tau2)
+            how = "truncated sum plus geometric tail bound in interval arithmetic (mpmath.iv)"
+        else:
+            lo, hi = _dg_delta_bounds(eps_c, d_units, tau2)
+            how = ("sum–integral comparison: for f(y) = e^{−y²/(2τ²)} decreasing on [0, ∞), ∫_m^∞ f <= Σ_{y>=m} f(y) "
+                   "<= ∫_{m−1}^∞ f (m >= 1) and τ√(2π) − 1 <= Z <= τ√(2π) + 1; tails by erfc at 60 digits, "
+                   "rounded outward")
+        ok = Fraction(hi) <= Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else hi <= float(delta_c)
+        pb.add([Obligation(f"δ(ε = {eps_c}) of the discrete Gaussian (τ² = {float(tau2):.6g}) for a {d_units}-sensitive "
+                           f"integer query: δ ∈ [{lo:.6g}, {hi:.6g}] <= claimed δ = {claim.delta}",
+                           sp.Le(sym("delta_eps"), delta_c),
+                           "δ = P[Y > ετ²/Δ − Δ/2] − e^ε P[Y > ετ²/Δ + Δ/2] for every Δ-sensitive integer query "
+                           "(Canonne, Kamath & Steinke 2020, Thm 7); " + how, "exact", bool(ok), f"bounds [{lo!r}, {hi!r}]")])
+        if ok:
+            return eps_c, hi
     # (c) zCDP conversion, in log space
     log_delta, alpha = _zcdp_log_delta(prof.rho, eps_c)
     gap = sp.log(delta_c) - log_delta
@@ -429,7 +473,7 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
         prof = walk.walk("", m.steps, space, d0)
     pb.postcondition(f"ε = {prof.eps} (pure)" if prof.eps is not None else f"ρ = {prof.rho} (zCDP)")
     with pb.phase("judge"):
-        bound, delta_bound = _judge(pb, prof)
+        bound, delta_bound = _judge(pb, prof, m)
         witness = None
         worst = _worst_pair(m)
         if worst is not None:
@@ -443,11 +487,80 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
                 if exceeds(loss, eps_c) and confirm_violation(p * 1, q, eps_c) and _on_exact_range(y):
                     pb.refute(witness, f"at y = {y}: ln P_D(y) − ln P_D'(y) = {loss} > ε = {eps_c} (exact, from the "
                                        "code's own discrete-Laplace law)")
+        elif isinstance(m.claim, ApproxDP) and prof.gaussian_1d is not None and not P.has_post(m.steps):
+            witness = _gaussian_refutation(pb, m, prof)
         elif prof.eps is None and isinstance(m.claim, PureDP):
             pb.note("no refutation attempted: a Gaussian measurement is not pure DP (the claim is not provable)")
         if isinstance(m.claim, PureDP) and P.has_post(m.steps) and prof.eps is not None and exceeds(prof.eps, exact(m.claim.epsilon)):
             pb.note("the derived bound exceeds the claim; not refuted, since post-processing may discard information")
+    if witness is None and pb.witness is None:
+        d, d2 = extreme_pairs(m)[0]
+        witness = Witness(d, d2, None, None, None, "extreme neighbouring pair (the largest stability of the structure)")
     return pb.finish(bound, witness=witness, delta_bound=delta_bound)
+
+
+def _gaussian_refutation(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile) -> Witness | None:
+    """For one scalar discrete Gaussian: on the extreme pair whose centres are d grid steps apart, the
+    event S = {y on D's side beyond the loss threshold} has P_D(S) − e^ε P_D'(S) = δ(ε) exactly: the
+    witness (for audits); when the rigorous lower bound on that δ exceeds the claimed δ, the claim is
+    REFUTED with it."""
+    from dpharness.core import Event
+
+    tau2 = prof.gaussian_1d[0]
+    eps_c, delta_c = exact(m.claim.epsilon), exact(m.claim.delta)
+    for d, d2 in extreme_pairs(m)[:8]:
+        (a,), (b,) = leaves(m, d), leaves(m, d2)
+        c, c2 = a.centres[0], b.centres[0]
+        shift = abs(c2 - c)
+        if shift == 0:
+            continue
+        if tau2 <= _MAX_ENCLOSURE_TAU2:
+            from .discrete_gaussian import delta_enclosure
+
+            lo, _, _ = delta_enclosure(eps_c, shift, tau2)
+        else:
+            lo, _ = _dg_delta_bounds(eps_c, shift, tau2)
+        violated = Fraction(lo) > Fraction(int(sp.Rational(delta_c).p), int(sp.Rational(delta_c).q))
+        e_f = float(eps_c)
+        m1 = math.floor(e_f * float(tau2) / shift - shift / 2) + 1
+        g = float(a.g)
+        if c2 > c:
+            cut = (c - m1) * g
+            event = Event.threshold(cut, above=False)
+        else:
+            cut = (c + m1) * g
+            event = Event.threshold(cut, above=True)
+        w = Witness(d, d2, event, None, None, f"the optimal event S = {event.description} for the pair with the largest "
+                                               f"shift: P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g}")
+        if violated:
+            pb.refute(w, f"on this pair the optimal event {event.description} has P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g} "
+                         f"> claimed δ = {m.claim.delta} (rigorous lower bound; CKS 2020 Thm 7 is exact for the pair)")
+        return w
+    return None
+
+
+def _laplace_profile(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile, eps_c: sp.Expr,
+                     delta_c: sp.Expr) -> tuple[sp.Expr, float]:
+    """(ε', δ) below the pure bound for one scalar grid Laplace: δ(ε') of the dominating pair (centres K
+    grid steps apart; monotone likelihood ratio and Neyman–Pearson, :class:`._common.LaplaceProfile`).
+    REFUTED on the extreme pair whose centres are K steps apart when δ(ε') exceeds the claimed δ (never
+    through post-processing, whose outputs the half-line event does not describe)."""
+    from ._common import LaplaceProfile
+
+    K, scale, g = prof.laplace_1d
+    best = None
+    for d, d2 in extreme_pairs(m)[:64]:
+        (a,), (b,) = leaves(m, d), leaves(m, d2)
+        shift = b.centres[0] - a.centres[0]
+        if best is None or abs(shift) > abs(best[2]):
+            best = (d, d2, shift, a.centres[0])
+    d, d2, shift, centre = best
+    profile = LaplaceProfile(steps=K, scale=scale, g=g, centre=centre, direction=1 if shift >= 0 else -1,
+                             witness_steps=None if P.has_post(m.steps) else abs(shift))
+    refutation = profile.judge(pb, prof.eps, eps_c, delta_c, data=d, neighbor=d2)
+    if refutation is not None:
+        pb.refute(*refutation)
+    return eps_c, float(sp.N(profile.delta(eps_c)[0], 20))
 
 
 def _on_exact_range(y: list[float]) -> bool:

@@ -26,7 +26,7 @@ from dpharness.mechanisms import _noise
 from dpharness.mechanisms.clamped import ClampedCount, ClampedMean, ClampedSum, ClampedSumUnclamped
 from dpharness.mechanisms.discrete_laplace import DiscreteLaplace
 from dpharness.mechanisms.exponential import ExponentialMechanism, ExponentialNoHalf
-from dpharness.mechanisms.gaussian import Gaussian, GaussianRDP, analytic_delta, classic_sigma
+from dpharness.mechanisms.gaussian import Gaussian, GaussianRDP, analytic_delta, analytic_sigma, classic_sigma
 from dpharness.mechanisms.laplace import Laplace
 from dpharness.mechanisms.median import ExponentialMedian, MedianSubstituteBug, median_segments
 from dpharness.mechanisms.pearson import NoisyPearson
@@ -318,7 +318,8 @@ def test_laplace_grid_sensitivity_is_accounted():
     a, b = m.example_pair()
     m.input_spec.validate_pair(a, b)
     ua, ub = _noise.to_units("a", a, G), _noise.to_units("b", b, G)
-    assert int(np.abs(ua - ub).sum()) == math.ceil(Fraction(0.3) / Fraction(G))
+    # the example pair attains the rounding bound: ceil(Δ/g) + dim - 1 grid steps
+    assert int(np.abs(ua - ub).sum()) == math.ceil(Fraction(0.3) / Fraction(G)) + 1
 
 
 def test_warner_calibration_is_exact_to_rounding():
@@ -335,7 +336,10 @@ def test_gaussian_calibrations():
     assert m.sigma >= math.sqrt(2 * math.log(1.25e5)) and m.sigma == classic_sigma(1, 1e-5)
     a = Gaussian.calibrated_analytic(1, 1e-5)
     assert a.sigma < m.sigma  # the analytic calibration needs less noise (Balle & Wang 2018, Fig. 1)
-    assert analytic_delta(a.sigma, 1) <= 1e-5 < analytic_delta(math.nextafter(a.sigma, 0) * (1 - 1e-9), 1)
+    # Balle & Wang's σ for the sensitivity in grid steps, raised by 2**-12 to cover the discrete Gaussian's grid
+    tight = analytic_sigma(1, 1e-5, 1)
+    assert tight * (1 + 2 ** -12) <= a.sigma <= math.nextafter(tight * (1 + 2 ** -12), math.inf) * (1 + 1e-12)
+    assert analytic_delta(a.sigma, 1) <= 1e-5
     big = Gaussian.calibrated(8, 1e-6, sensitivity=2)
     assert analytic_delta(big.sigma, 8, 2) <= 1e-6
     r = GaussianRDP.calibrated(0.5, 3)
