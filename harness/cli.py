@@ -367,6 +367,7 @@ def _gate_line(res: dict) -> str:
 def _cmd_gate(args) -> int:
     from . import registry
     from ._run import check, load_modules
+    from .errors import ParameterError
 
     own = load_modules(args.modules)
     if args.own and not args.modules:
