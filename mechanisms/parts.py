@@ -587,8 +587,8 @@ class Compose(Step):
 class Post(Step):
     """Post-processing by ``fn``: it receives the previous outputs as positional arguments (one per
     composed part) and may not read the data. Privacy is unchanged (Dwork & Roth 2014, Thm 2.1).
-    ``vectorized=True``: ``fn`` is called once on arrays of all samples (one row per run) instead of
-    once per run."""
+    ``vectorized=True`` (the library's own row-wise maps only): ``fn`` is called once on arrays of all
+    runs (one row per run)."""
 
     fn: Callable = field(compare=False)
     vectorized: bool = False
@@ -596,6 +596,11 @@ class Post(Step):
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of the noisy outputs.")
+        if self.vectorized and not getattr(self.fn, "_dpharness_rowwise", False):
+            # a function called once on all runs could mix runs (e.g. average them): only the library's own
+            # row-wise maps are called vectorised
+            raise ParameterError("vectorized=True is reserved for the library's row-wise maps; pass dp.post(fn), "
+                                 "which calls fn once per run.")
 
     def describe(self) -> str:
         return f"post({getattr(self.fn, '__name__', 'fn')})"
@@ -689,7 +694,11 @@ def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
     lo_f, hi_f = float(_frac("lo", lo)), float(_frac("hi", hi))
     if not lo_f < hi_f:
         raise ParameterError(f"lo={lo!r} must be below hi={hi!r}; pass lo < hi.")
-    return _chain(discrete_laplace(scale), Post(lambda y: np.clip(y, lo_f, hi_f), vectorized=True))
+    def clip(y: np.ndarray) -> np.ndarray:
+        return np.clip(y, lo_f, hi_f)
+
+    clip._dpharness_rowwise = True  # type: ignore[attr-defined]
+    return _chain(discrete_laplace(scale), Post(clip, vectorized=True))
 
 
 def compose(*parts: Step) -> Compose:
@@ -702,9 +711,11 @@ def compose(*parts: Step) -> Compose:
     return Compose(tuple(parts))
 
 
-def post(fn: Callable, *, vectorized: bool = False) -> Post:
-    """Post-process the noisy outputs with ``fn`` (it receives them as positional arguments)."""
-    return Post(fn, vectorized)
+def post(fn: Callable) -> Post:
+    """Post-process the noisy outputs with ``fn``: called once per run with that run's outputs as
+    positional arguments (one per composed part). The proof assumes ``fn`` is a pure function of
+    them (no state kept between calls, no access to the data)."""
+    return Post(fn, False)
 
 
 def parallel(part: Step, *, by: int, keys: Sequence) -> Parallel:
@@ -955,6 +966,7 @@ class PartsMechanism(Mechanism):
             _v.integer("size", self.size, minimum=1)
             if isinstance(self.relation, AddRemove):
                 raise ParameterError("size= fixes the number of records, which add/remove changes; use Substitute() or drop size.")
+        _check_types(self.steps)
         _, width = check_structure(self.steps, self.space)
         if width == 0:
             raise ParameterError("steps release nothing random; end them with a noise measurement (e.g. >> dp.laplace(scale)).")
@@ -1005,6 +1017,19 @@ class PartsMechanism(Mechanism):
 
     def describe(self) -> str:
         return f"{self.label}: {self.steps.describe()} claiming {self.claim.describe()}"
+
+
+def _check_types(step: Any) -> None:
+    """Every node must be a step of this module itself (not a subclass defined elsewhere): the prover's
+    lemmas are about these classes' code."""
+    if type(step).__module__ != __name__ or not isinstance(step, Step):
+        raise ParameterError(f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
+                             "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "
+                             "change code its lemma is about).")
+    for child in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
+                  *getattr(step, "parts", ())):
+        if child is not None:
+            _check_types(child)
 
 
 def _post_functions(step: Step) -> list:

@@ -465,6 +465,9 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
                     "(discrete Laplace / discrete Gaussian, Canonne, Kamath & Steinke 2020); the float released is a "
                     "deterministic function of the exact grid value (post-processing)")
     pb.pseudocode(m.steps.describe())
+    if P.has_post(m.steps):
+        pb.precondition("every post-processing function is a pure function of the noisy outputs it receives (called once "
+                        "per run; no state kept between calls, no access to the data)")
     walk = _Walk(pb, m.relation)
     if isinstance(m.relation, BoundedChange):
         pb.fact(f"input distance: {d0.describe()} (from {m.relation.describe()} on vectors of {space.dim})",

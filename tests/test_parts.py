@@ -256,6 +256,7 @@ def test_register_a_value_and_audit_only_policy():
     (lambda: dp.laplace(scale=1, granularity=0.3), "granularity="),
     (lambda: dp.clamp(3, 1), "lo="),
     (lambda: dp.histogram(), "histogram needs"),
+    (lambda: dp.Post(lambda s: s.mean(), True), "vectorized=True is reserved"),
     (lambda: dp.count() >> 3, "right side of >>"),
     (lambda: dp.mechanism(name="x", records=RealInterval(), relation=AddRemove(), steps=dp.sum() >> dp.laplace(1),
                           claim=PureDP(1)), "bounded records"),
@@ -271,3 +272,21 @@ def test_register_a_value_and_audit_only_policy():
 def test_bad_declarations_name_the_argument(build, match):
     with pytest.raises(dpharness.ParameterError, match=match):
         build()
+
+
+def test_subclassed_parts_are_refused():
+    """A part subclassed outside the library would change code its lemma is about."""
+    from dpharness.mechanisms.parts import Sum
+
+    class NoClampSum(Sum):
+        def apply(self, value):
+            return 0
+
+    with pytest.raises(dpharness.ParameterError, match="not a dpharness.parts step"):
+        dp.mechanism(name="x", records=RealInterval(0, 1), relation=AddRemove(), steps=NoClampSum() >> dp.laplace(1),
+                     claim=PureDP(1))
+
+
+def test_post_processing_assumption_is_stated():
+    proof = prove(_mean())
+    assert any("pure function" in a for a in proof.assumptions)
