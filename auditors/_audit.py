@@ -260,8 +260,9 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     both may be omitted: pairs then come from :mod:`dpharness.auditors.neighbours` when installed,
     ``candidate_witnesses`` and ``mechanism.example_pair()``; the union bound covers all of them.
 
-    ``epsilon``/``delta``: the claim to test (catalog default: the mechanism's claim; callables:
-    ε = 1, δ = 0; a Rényi claim is converted to (ε, 1e-6)-DP unless ``delta`` is given).
+    ``epsilon``/``delta``: the claim to test (a Mechanism: its own claim by default, a Rényi claim
+    converted to (ε, 1e-6)-DP unless ``delta`` is given; a callable: ``epsilon`` is required, δ = 0
+    by default).
     ``samples``: outputs per side per pair, of which ``train_fraction`` (at most 4·10^6) choose
     events and the rest certify. ``max_events``: (event, direction) candidates certified in all,
     the Bonferroni count (fewer: a smaller penalty, but less chance to keep the best event). ``ideal_numerics=True`` skips floating-point-structure events (audit the mathematical
@@ -303,7 +304,9 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         if not vectorized:
             raise ParameterError("vectorized=False is for callables fn(data); catalog mechanisms sample vectorised — drop the argument.")
     else:
-        epsilon = 1.0 if epsilon is None else epsilon
+        if epsilon is None:
+            raise ParameterError("epsilon=None: a callable carries no claim; pass the ε to test, e.g. "
+                                 "audit(fn, data, neighbor, epsilon=1.0).")
         delta = 0.0 if delta is None else delta
     epsilon = _check_epsilon(epsilon)
     delta = float(_v.probability("delta", delta, open_right=True))

@@ -60,7 +60,7 @@ def test_grid_rounded_laplace_passes_and_is_tight():
 
 
 def test_ideal_numerics_skips_float_structure():
-    r = audit(textbook_laplace, 0.0, 1.0, samples=200_000, ideal_numerics=True, seed=3)
+    r = audit(textbook_laplace, 0.0, 1.0, samples=200_000, ideal_numerics=True, seed=3, epsilon=1.0)
     assert r.passed and "float structure" not in r.method
 
 
@@ -156,7 +156,7 @@ def test_loop_mode_for_third_party_callables(capsys):
 
 
 def test_result_fields_and_to_dict():
-    r = audit(rr(1.0), 0, 1, samples=10_000, seed=1)
+    r = audit(rr(1.0), 0, 1, samples=10_000, seed=1, epsilon=1.0)
     assert isinstance(r, AuditResult)
     d = r.to_dict()
     assert d["epsilon"] == 1.0 and d["samples"] == 10_000 and d["seed"] == 1
@@ -168,7 +168,7 @@ def test_result_fields_and_to_dict():
 
 
 def test_constant_mechanism_gives_zero():
-    r = audit(lambda d, size, rng: np.zeros(size), 0, 1, samples=1_000)
+    r = audit(lambda d, size, rng: np.zeros(size), 0, 1, samples=1_000, epsilon=1.0)
     assert r.epsilon_lower_bound == 0.0 and r.passed and r.witness is None
 
 
@@ -179,7 +179,7 @@ def test_mechanism_that_raises_names_itself_and_the_index():
         raise KeyError("boom")
 
     with pytest.raises(MechanismError, match=r"broken.*KeyError.*samples 0\.\."):
-        audit(broken, 0, 1, samples=1_000)
+        audit(broken, 0, 1, samples=1_000, epsilon=1.0)
 
     calls = {"n": 0}
 
@@ -190,7 +190,7 @@ def test_mechanism_that_raises_names_itself_and_the_index():
         return 0
 
     with pytest.raises(MechanismError, match=r"sometimes.*ValueError.*sample index 36"):
-        audit(sometimes, 0, 1, samples=1_000, vectorized=False)
+        audit(sometimes, 0, 1, samples=1_000, vectorized=False, epsilon=1.0)
 
 
 def test_raising_in_a_worker_is_a_mechanism_error(monkeypatch):
@@ -205,7 +205,7 @@ def test_raising_in_a_worker_is_a_mechanism_error(monkeypatch):
         return x
 
     with pytest.raises(MechanismError, match="late failure"):
-        audit(late, 0, 1, samples=400_000, workers=2, seed=0)
+        audit(late, 0, 1, samples=400_000, workers=2, seed=0, epsilon=1.0)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -216,19 +216,19 @@ def test_non_finite_outputs(bad):
         return out
 
     with pytest.raises(MechanismError, match="non-finite"):
-        audit(mech, 0, 1, samples=1_000)
+        audit(mech, 0, 1, samples=1_000, epsilon=1.0)
 
 
 def test_wrong_number_of_rows_and_changing_shapes():
     with pytest.raises(MechanismError, match="size=.*exactly `size` outputs"):
-        audit(lambda d, size, rng: rng.random(size + 1), 0, 1, samples=1_000)
+        audit(lambda d, size, rng: rng.random(size + 1), 0, 1, samples=1_000, epsilon=1.0)
     with pytest.raises(MechanismError, match="scalar"):
-        audit(lambda d, size, rng: 3.0, 0, 1, samples=1_000)
+        audit(lambda d, size, rng: 3.0, 0, 1, samples=1_000, epsilon=1.0)
     with pytest.raises(MechanismError, match="changed its output"):
-        audit(lambda d, size, rng: rng.random((size, 2)) if d else rng.random(size), 0, 1, samples=1_000)
+        audit(lambda d, size, rng: rng.random((size, 2)) if d else rng.random(size), 0, 1, samples=1_000, epsilon=1.0)
     with pytest.raises(MechanismError, match="different shapes|changed its output"):
         shapes = iter([(2,)] * 5 + [(3,)] * 10_000)
-        audit(lambda d: np.zeros(next(shapes)), 0, 1, samples=1_000, vectorized=False)
+        audit(lambda d: np.zeros(next(shapes)), 0, 1, samples=1_000, vectorized=False, epsilon=1.0)
 
 
 @pytest.mark.parametrize("kwargs,name", [
@@ -246,18 +246,18 @@ def test_wrong_number_of_rows_and_changing_shapes():
 ])
 def test_invalid_parameters(kwargs, name):
     with pytest.raises(ParameterError, match=name):
-        audit(rr(1.0), 0, 1, **kwargs)
+        audit(rr(1.0), 0, 1, **{"epsilon": 1.0, **kwargs})
 
 
 def test_identical_or_missing_inputs():
     with pytest.raises(ParameterError, match="identical"):
-        audit(rr(1.0), 1, 1)
+        audit(rr(1.0), 1, 1, epsilon=1.0)
     with pytest.raises(ParameterError, match="identical"):
-        audit(grid_laplace, np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+        audit(grid_laplace, np.array([1.0, 2.0]), np.array([1.0, 2.0]), epsilon=1.0)
     with pytest.raises(ParameterError, match="both inputs"):
-        audit(rr(1.0), 0)
+        audit(rr(1.0), 0, epsilon=1.0)
     with pytest.raises(ParameterError, match="not callable"):
-        audit(42, 0, 1)
+        audit(42, 0, 1, epsilon=1.0)
 
 
 # --------------------------------------------------------------------------- catalog (skips when absent)
@@ -307,3 +307,9 @@ def test_streaming_keeps_memory_bounded(monkeypatch):
         tracemalloc.stop()
     assert r.passed and r.epsilon_lower_bound > 0.99
     assert peak < 200 * 2**20, f"peak traced memory {peak / 2**20:.0f} MiB"
+
+
+def test_a_callable_needs_an_explicit_epsilon():
+    """A plain callable carries no claim: auditing it without ``epsilon`` is an error, never ε = 1."""
+    with pytest.raises(ParameterError, match="epsilon=None"):
+        audit(rr(1.0), 0, 1, samples=1_000)
