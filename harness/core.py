@@ -35,7 +35,6 @@ from fractions import Fraction
 from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
-import sympy as sp
 
 from . import _validate as _v
 from .errors import ParameterError
@@ -64,6 +63,8 @@ def exact(value: Any) -> sp.Expr:
     >>> exact(0.5)
     1/2
     """
+    import sympy as sp  # deferred: `import dpharness` (the CLI, the pytest plugin) stays free of sympy
+
     if isinstance(value, sp.Basic):
         if value.has(sp.Float):
             raise ParameterError(f"value={value!r} holds a sympy Float; pass an exact number (Rational, Integer).")

@@ -77,3 +77,14 @@ def test_discrete_law_and_events():
     assert np.allclose(law.prob(np.array([0, 1, 2])), [0.25, 0.75, 0.0])
     assert Event.interval(0, 1).contains(np.array([-1.0, 0.5, 2.0])).tolist() == [False, True, False]
     assert Event.point((1, 0)).contains(np.array([[1, 0], [0, 1]])).tolist() == [True, False]
+
+
+def test_import_and_plugin_load_no_heavy_libraries():
+    """`import dpharness`, the CLI module and the pytest plugin import no sympy, z3 or matplotlib."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dpharness, dpharness.cli, dpharness.pytest_plugin, dpharness.testing; "
+            "print(sorted(m for m in ('sympy', 'z3', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
