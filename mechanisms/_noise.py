@@ -38,6 +38,8 @@ __all__ = [
     "round_half_up",
     "to_units",
     "grid_sensitivity",
+    "grid_distance",
+    "fit_granularity",
     "discrete_laplace",
     "discrete_laplace_logpmf",
     "two_sided_geometric",
@@ -251,6 +253,36 @@ def log_up(x: Any) -> float:
     return f
 
 
+def grid_distance(delta: Any, granularity: Any, dim: int = 1, quantum: Any = None) -> Fraction:
+    """The distance (exact, in value units) of two values at L1 distance ``delta`` after each
+    coordinate is rounded to the grid ``granularity * Z``, by the rule the parts prover states
+    (:func:`dpharness.mechanisms.parts.grid_steps`): ``delta`` itself when every value is a multiple
+    of ``quantum`` and ``quantum`` a multiple of the grid (rounding is exact), else
+    ``(ceil(delta/g) + dim - 1) * g``. A catalog class calibrates a noise scale as
+    ``grid_distance(...) / epsilon``, so the parts proof proves exactly the claimed ε."""
+    from .parts import Distance, Space, grid_steps
+
+    d, g = Fraction(delta), Fraction(granularity)
+    space = Space("vector" if dim > 1 else "scalar", dim, quantum=None if quantum is None else Fraction(quantum))
+    steps, _, _ = grid_steps(space, Distance(None, d, d * d, d), g)
+    return steps * g
+
+
+def fit_granularity(granularity: Any, scales_at: Any) -> float:
+    """The grid a catalog class declared from parts uses: ``granularity`` itself when given (a
+    power of two, validated), else (``None``) :data:`DEFAULT_GRANULARITY` or the finest coarser
+    power of two at which every noise scale ``scales_at(g)`` is at most 2**45 grid steps (the
+    limit of :mod:`dpharness.mechanisms.parts`, above which outputs stop being exact grid floats)."""
+    if granularity is not None:
+        return check_granularity("granularity", granularity)
+    from .parts import _MAX_SCALE_UNITS
+
+    g = DEFAULT_GRANULARITY
+    while g < 2.0 ** 30 and any(Fraction(s) / Fraction(g) > _MAX_SCALE_UNITS for s in scales_at(g)):
+        g *= 2
+    return g
+
+
 # --------------------------------------------------------------------------- grid Laplace: sampler and law
 
 def grid_laplace_sample(centre_units: np.ndarray, scales: Any, granularity: float, size: int,
@@ -307,13 +339,6 @@ def exact_sum(values: np.ndarray, bound: int) -> int:
     return int(sum(int(v) for v in values.ravel().tolist()))
 
 
-def rescale_to_units(total: int, factor: Fraction) -> int:
-    """``floor(total * factor + 1/2)`` exactly: an exact value ``total`` (in some finer unit) snapped
-    to the grid whose step is ``1/factor`` of that unit (e.g. a sum of squares in units of g²
-    snapped to units of g: ``factor = g``)."""
-    return math.floor(Fraction(total) * factor + Fraction(1, 2))
-
-
 def check_units(name: str, units: Any) -> None:
     """Refuse statistics too large to be represented exactly on the grid (|units| >= 2**52)."""
     arr = np.abs(np.asarray([float(u) for u in np.ravel(units)]))
@@ -322,18 +347,6 @@ def check_units(name: str, units: Any) -> None:
             f"{name} is too large for the grid (|value| >= 2**52 grid steps); pass fewer or smaller "
             "records, or a coarser granularity."
         )
-
-
-def exact_dot(a: np.ndarray, b: np.ndarray) -> int:
-    """The exact integer ``sum_i a_i * b_i`` of two int64 arrays (Python integers if int64 could overflow)."""
-    a = np.asarray(a, dtype=np.int64).ravel()
-    b = np.asarray(b, dtype=np.int64).ravel()
-    if a.size == 0:
-        return 0
-    bound = int(np.abs(a).max()) * int(np.abs(b).max()) * a.size
-    if bound < 2 ** 62:
-        return int(np.dot(a, b))
-    return sum(int(x) * int(y) for x, y in zip(a.tolist(), b.tolist()))
 
 
 def float_up(value: Any) -> float:

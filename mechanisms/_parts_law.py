@@ -4,23 +4,26 @@
 ``leaves(m, data)`` lists each noise measurement with the exact value it adds noise to on ``data``
 (the transformations applied exactly), in output order; the law of the whole output is the product
 of the leaves' laws (independent randomness), each coordinate a discrete Laplace or discrete
-Gaussian on its grid centred at the rounded value."""
+Gaussian on its grid centred at the rounded value. On a one-record input (``input="record"``) the
+leaves are local randomizers (:class:`LocalLeaf`): k-ary randomized response, Warner's randomized
+response and RAPPOR's bit flipping, each with its exact pmf."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpharness.core import AddRemove, BoundedChange, FunctionLaw, RealBox
+from dpharness.core import AddRemove, BoundedChange, DiscreteLaw, FunctionLaw, RealBox
 from dpharness.errors import UnsupportedError
 
 from . import parts as P
 from ._noise import discrete_laplace_logpmf, on_grid_units
 
-__all__ = ["leaves", "law", "extreme_pairs", "Leaf"]
+__all__ = ["leaves", "law", "extreme_pairs", "Leaf", "LocalLeaf"]
 
 
 class Leaf:
@@ -34,14 +37,136 @@ class Leaf:
         self.centres = P._centres(value, self.g)
 
 
-def leaves(m: P.PartsMechanism, data: Any) -> list[Leaf]:
+class LocalLeaf:
+    """One local randomizer (:class:`~dpharness.mechanisms.parts.LocalRandomizer`), the record it
+    randomizes and that record's category index ``index`` among the ``k`` categories."""
+
+    def __init__(self, measurement: Any, value: Any, space: P.Space) -> None:
+        self.measurement = measurement
+        self.value = value
+        self.space = space
+        self.k = len(space.categories)
+        self.index = P.category_index(space, value)
+
+    @property
+    def width(self) -> int:
+        return self.k if isinstance(self.measurement, P.LocalRappor) else 1
+
+    def probabilities(self) -> tuple[Any, Any]:
+        """Exact (sympy) per-coordinate probabilities (truth, other): RR P(y = x) = e^L/(e^L + k − 1)
+        and P(y = a given other category) = 1/(e^L + k − 1); Warner p and 1 − p; RAPPOR, per bit,
+        kept 1 − f/2 and flipped f/2."""
+        import sympy as sp
+
+        from dpharness.core import exact
+
+        m = self.measurement
+        if isinstance(m, P.LocalRandomizedResponse):
+            e_l = sp.exp(exact(m.L))
+            return e_l / (e_l + self.k - 1), 1 / (e_l + self.k - 1)
+        if isinstance(m, P.LocalWarner):
+            p = exact(m.p_exact)
+            return p, 1 - p
+        half = exact(m.f_exact) / 2
+        return 1 - half, half
+
+    def log_probabilities(self) -> tuple[float, float]:
+        """ln of :meth:`probabilities` as floats, computed without underflow (e.g. ln P(lie) = −L −
+        ln(1 + (k − 1)e^{−L}) at L = 1000)."""
+        import mpmath
+
+        m = self.measurement
+        with mpmath.workdps(50):
+            if isinstance(m, P.LocalRandomizedResponse):
+                L = mpmath.mpf(m.L.numerator) / m.L.denominator
+                t = mpmath.log1p((self.k - 1) * mpmath.exp(-L))
+                return float(-t), float(-L - t)
+            q = m.p_exact if isinstance(m, P.LocalWarner) else 1 - m.f_exact / 2
+            q_mp = mpmath.mpf(q.numerator) / q.denominator
+            return float(mpmath.log(q_mp)), float(mpmath.log(1 - q_mp))
+
+    def table(self) -> list[tuple[tuple, Any]] | None:
+        """Every output (a tuple of ``width`` coordinates) with its exact probability; None above
+        2**10 outputs (RAPPOR with k > 10)."""
+        truth, other = self.probabilities()
+        cats = self.space.categories
+        if not isinstance(self.measurement, P.LocalRappor):
+            return [((c,), truth if j == self.index else other) for j, c in enumerate(cats)]
+        if self.k > _MAX_ENUMERATED_BITS:
+            return None
+        onehot = tuple(1 if j == self.index else 0 for j in range(self.k))
+        rows = []
+        for bits in itertools.product((0, 1), repeat=self.k):
+            agree = sum(1 for a, b in zip(bits, onehot) if a == b)
+            rows.append((bits, truth ** agree * other ** (self.k - agree)))
+        return rows
+
+    def prob(self, y: tuple) -> Any:
+        """The exact probability of the output ``y`` (a tuple of ``width`` coordinates)."""
+        import sympy as sp
+
+        truth, other = self.probabilities()
+        if isinstance(self.measurement, P.LocalRappor):
+            if any(b not in (0, 1) for b in y) or len(y) != self.k:
+                return sp.Integer(0)
+            agree = sum(1 for j, b in enumerate(y) if b == int(j == self.index))
+            return truth ** agree * other ** (self.k - agree)
+        (v,) = y
+        cats = self.space.categories
+        return truth if v == cats[self.index] else other if v in cats else sp.Integer(0)
+
+    def truthful_output(self) -> tuple:
+        """The output that reports the record unchanged (its category; RAPPOR: its one-hot bits)."""
+        if isinstance(self.measurement, P.LocalRappor):
+            return tuple(int(j == self.index) for j in range(self.k))
+        return (self.space.categories[self.index],)
+
+    def log_prob(self, cols: np.ndarray) -> np.ndarray:
+        """ln P of the rows of ``cols`` (shape (n, width)); −inf off the support."""
+        lt, lo = self.log_probabilities()
+        if isinstance(self.measurement, P.LocalRappor):
+            onehot = np.zeros(self.k)
+            onehot[self.index] = 1
+            valid = np.all((cols == 0) | (cols == 1), axis=1)
+            agree = (cols == onehot).sum(axis=1)
+            return np.where(valid, agree * lt + (self.k - agree) * lo, -np.inf)
+        c = cols[:, 0]
+        cats = P.category_values(self.space).astype(float)
+        return np.where(c == cats[self.index], lt, np.where(np.isin(c, cats), lo, -np.inf))
+
+    def expr(self, symbols: tuple) -> Any:
+        """The exact pmf in the output symbols of this leaf (0 off the support)."""
+        import sympy as sp
+
+        from dpharness.core import exact
+
+        truth, other = self.probabilities()
+        if isinstance(self.measurement, P.LocalRappor):
+            return sp.Mul(*[sp.Piecewise((truth, sp.Eq(s, int(j == self.index))), (other, sp.Eq(s, int(j != self.index))),
+                                         (0, True)) for j, s in enumerate(symbols)])
+        (s,) = symbols
+        cats = [exact(c) for c in self.space.categories]
+        return sp.Piecewise((truth, sp.Eq(s, cats[self.index])), (other, sp.Contains(s, sp.FiniteSet(*cats))), (0, True))
+
+
+_MAX_ENUMERATED_BITS = 10   # RAPPOR laws list every output up to 2**10
+_MAX_TABLE = 1024           # outputs of a product law listed as a DiscreteLaw (exact probabilities)
+
+
+def leaves(m: P.PartsMechanism, data: Any) -> list:
+    """Each noise measurement with the exact value it perturbs on ``data``, in output order
+    (:class:`Leaf` for grid noise, :class:`LocalLeaf` for a local randomizer)."""
+    if m.shape == "record":
+        return _walk(m.steps, P.record_value(data), m.space)
     value = np.asarray(data, dtype=float)
     if m.shape == "dataset" and value.ndim == 1 and m.space.dim > 1:
         value = value.reshape(-1, m.space.dim)
     return _walk(m.steps, value, m.space)
 
 
-def _walk(step: P.Step, value: Any, space: P.Space) -> list[Leaf]:
+def _walk(step: P.Step, value: Any, space: P.Space) -> list:
+    if isinstance(step, P.LocalRandomizer):
+        return [LocalLeaf(step, value, space)]
     if isinstance(step, (P.GridLaplace, P.GridGaussian)):
         return [Leaf(step, value, space)]
     if isinstance(step, P.Chain):
@@ -67,7 +192,7 @@ def _gaussian_log_norm(tau2: Fraction) -> float:
     return float(np.log(np.exp(-k * k / (2 * t2)).sum()))
 
 
-def law(m: P.PartsMechanism, data: Any) -> FunctionLaw:
+def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
     """The exact law of the output (when no post-processing follows the noise)."""
     if P.has_post(m.steps):
         raise UnsupportedError(f"{m.name} post-processes its noisy outputs; its output law has no closed form here "
@@ -77,6 +202,8 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw:
     from dpharness.core import exact
 
     ls = leaves(m, data)
+    if m.shape == "record":
+        return _local_law(ls)
     coords = [(leaf, i) for leaf in ls for i in range(len(leaf.centres))]
     width = len(coords)
 
@@ -106,26 +233,112 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw:
     return FunctionLaw("discrete", log_prob, symbols, expr)
 
 
+def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
+    """The law of local randomizers on one record: the product of the leaves' laws (independent
+    randomness), output coordinates in the leaves' order. A :class:`DiscreteLaw` listing every output
+    with its exact probability when there are at most 1024 outputs and each probability is a positive
+    float; otherwise a :class:`FunctionLaw` (the exact pmf as ``expr``; log-probabilities computed
+    without underflow, e.g. a lie at log-odds 1000)."""
+    import sympy as sp
+
+    widths = [leaf.width for leaf in ls]
+    width = sum(widths)
+    symbols = tuple(sp.Symbol(f"y{j}", real=True) for j in range(width))
+    expr, start = sp.Integer(1), 0
+    for leaf, w in zip(ls, widths):
+        expr = expr * leaf.expr(symbols[start:start + w])
+        start += w
+    tables = [leaf.table() for leaf in ls]
+    outcomes = None
+    if all(t is not None for t in tables):
+        count = math.prod(len(t) for t in tables)
+        if count <= _MAX_TABLE:
+            rows = [(sum((o for o, _ in combo), ()), sp.Mul(*[p for _, p in combo])) for combo in itertools.product(*tables)]
+            outcomes = tuple(o[0] if width == 1 else o for o, _ in rows)
+            probs = tuple(p for _, p in rows)
+            if all(float(p) > 0 for p in probs):
+                return DiscreteLaw(outcomes=outcomes, probs=probs, symbols=symbols, expr=expr)
+        elif count <= P._MAX_CATEGORIES:
+            outcomes = tuple(sum(combo, ()) for combo in itertools.product(*[[o for o, _ in t] for t in tables]))
+            outcomes = tuple(o[0] for o in outcomes) if width == 1 else outcomes
+
+    def log_prob(outputs: np.ndarray) -> np.ndarray:
+        out = np.asarray(outputs, dtype=float).reshape(-1, width)
+        total, first = np.zeros(len(out)), 0
+        for leaf, w in zip(ls, widths):
+            total = total + leaf.log_prob(out[:, first:first + w])
+            first += w
+        return total
+
+    return FunctionLaw("discrete", log_prob, symbols, expr, outcomes=outcomes)
+
+
+def _clamp_bounds(step: P.Step) -> list:
+    """The bounds of every clamp in the structure (where a record's contribution is extreme)."""
+    if isinstance(step, P.Clamp):
+        return [step.lo, step.hi]
+    if isinstance(step, P.Chain):
+        return _clamp_bounds(step.first) + _clamp_bounds(step.second)
+    if isinstance(step, P.Compose):
+        return [b for p in step.parts for b in _clamp_bounds(p)]
+    if isinstance(step, P.Parallel):
+        return _clamp_bounds(step.part)
+    return []
+
+
 def _record_extremes(m: P.PartsMechanism) -> list:
     dom = m.records
     if isinstance(dom, RealBox):
         lo, hi = float(dom.lo), float(dom.hi)
         corners = []
-        for bits in range(2 ** min(dom.dim, 4)):
-            corners.append(np.array([hi if (bits >> j) & 1 else lo for j in range(dom.dim)]))
+        for bits in range(2 ** min(dom.dim, 4)):  # the all-hi corner first (preferred on ties of magnitude)
+            corners.append(np.array([lo if (bits >> j) & 1 else hi for j in range(dom.dim)]))
         return corners
-    vals = list(dom.extremes())
+    vals = [float(v) for v in dom.extremes()]
     lo, hi = P._domain_bounds(dom)
+    for b in _clamp_bounds(m.steps):  # clamp bounds inside the domain (e.g. an unbounded domain clamped)
+        if lo <= Fraction(b) <= hi and float(b) not in vals:
+            vals.append(float(b))
     if lo < 0 < hi and 0.0 not in vals:
         vals.append(0.0)
-    return [float(v) for v in vals]
+    return vals
+
+
+def _float_toward(value: Fraction, target: Fraction) -> Fraction:
+    """The float nearest ``value`` on the side of ``target`` (so a distance never grows by rounding), exactly."""
+    f = float(value)
+    if Fraction(f) != value and (Fraction(f) - value) * (target - value) < 0:
+        f = math.nextafter(f, math.inf if target > value else -math.inf)
+    return Fraction(f)
+
+
+def _l1_rounding_pair(delta: Fraction, g: Fraction, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Real vectors at L1 distance <= ``delta`` (as the floats passed) whose grid-rounded centres are
+    ``ceil(delta/g) + dim - 1`` grid steps apart: the pair attaining the grid-rounding bound."""
+    K = delta / g
+    frac = K - math.floor(K)
+    eta = Fraction(1, 2 ** max(4, (4 * dim).bit_length() + 2))  # in grid steps; a small binary fraction
+    if frac:
+        while (dim - 1) * eta >= frac:
+            eta /= 2
+    a = (Fraction(1, 2) - frac + (dim - 1) * eta) if frac else Fraction(0)
+    x = [a * g] + [(Fraction(1, 2) - eta) * g] * (dim - 1)
+    x2 = [Fraction(float((a + K - (dim - 1) * eta) * g))] + [Fraction(float(Fraction(1, 2) * g))] * (dim - 1)
+    x = [_float_toward(v, w) for v, w in zip(x, x2)]
+    return np.array([float(v) for v in x]), np.array([float(v) for v in x2])
 
 
 def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
     """Neighbouring pairs built from the domain's extreme records, each accepted by the mechanism's
     own ``validate_pair``; the first is the default ``example_pair``."""
     pairs: list[tuple[Any, Any]] = []
-    if isinstance(m.relation, BoundedChange):
+    if m.shape == "record":
+        # every local randomizer's law is invariant under a joint relabelling of the categories, so
+        # every ordered pair of distinct records is extreme; a few, the first two categories first
+        cats = m.space.categories
+        ends = list(dict.fromkeys((cats[0], cats[1], cats[-1])))
+        pairs.extend((a, b) for a in ends for b in ends if a != b)
+    elif isinstance(m.relation, BoundedChange):
         dim = int(m.dim)
         delta = Fraction(m.relation.sensitivity)
         x = np.zeros(dim)
@@ -134,6 +347,9 @@ def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
             y[:] = float(delta)
         else:
             y[0] = float(delta)
+        grids = {Fraction(leaf.granularity) for leaf in P.measurement_leaves(m.steps)}
+        if m.relation.norm == "l1" and m.space.quantum is None and len(grids) == 1:
+            pairs.append(_l1_rounding_pair(delta, grids.pop(), dim))  # rounding attains its bound here
         pairs.append((x, y))
     else:
         ext = _record_extremes(m)

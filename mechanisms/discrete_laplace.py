@@ -1,47 +1,53 @@
 """The discrete Laplace (two-sided geometric) mechanism on integer-valued queries
 (Ghosh, Roughgarden & Sundararajan 2009, "Universally utility-maximizing privacy mechanisms",
-STOC — the two-sided geometric mechanism).
+STOC — the two-sided geometric mechanism), declared from parts (``dp.discrete_laplace(scale)``).
 
-Integer query answers get integer noise with ``P(k) ∝ exp(-|k| / scale)``; no floats touch the
-output, so nothing leaks through float arithmetic. The noise is sampled exactly at the exact scale
-(a float scale is read as its binary value) by :func:`dpharness.mechanisms._exact.discrete_laplace`."""
+Integer query answers get integer noise with ``P(k) ∝ exp(-|k| / scale)``, sampled exactly at the
+exact scale (a float scale is read as its binary value) by
+:func:`dpharness.mechanisms._exact.discrete_laplace`; outputs are exact integers (as floats), so
+nothing leaks through float arithmetic."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-import numpy as np
-import sympy as sp
-
 from dpharness import _validate as _v
-from dpharness.core import (
-    BoundedChange, Claim, FunctionLaw, InputSpec, IntegerRange, Mechanism, PureDP, exact,
-)
+from dpharness.core import BoundedChange, Claim, IntegerRange, PureDP
+from dpharness.errors import ParameterError
 from dpharness.registry import register
 
-from ._noise import discrete_laplace, discrete_laplace_logpmf, ratio_up
+from . import parts as dp
+from ._noise import ratio_up
+from .parts import Composite, PartsMechanism, _MAX_SCALE_UNITS
 
 __all__ = ["DiscreteLaplace", "INTEGER_LIMIT"]
 
-INTEGER_LIMIT = 2 ** 53  # query answers must be integers in [-2**53, 2**53] (exact in float64 too)
+# query answers must be integers in [-INTEGER_LIMIT, INTEGER_LIMIT]: exact floats, and exact grid
+# values of the parts' release (which refuses statistics of 2**52 grid steps or more)
+INTEGER_LIMIT = 2 ** 52 - 1
 
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class DiscreteLaplace(Mechanism):
-    """The discrete Laplace mechanism on a vector of integer query answers.
+class DiscreteLaplace(Composite):
+    """The discrete Laplace mechanism on a vector of integer query answers: ``dp.discrete_laplace(scale)``
+    on input ``"vector"`` under ``BoundedChange(sensitivity, "l1")``.
 
-    pmf on input ``x`` in ``Z^dim``, output ``y`` in ``Z^dim``, ``b = scale``::
+    Law on input ``x`` in ``Z^dim``, output ``y`` in ``Z^dim`` (released as exact float integers),
+    ``b = scale``::
 
         P(y | x) = prod_i tanh(1/(2b)) * exp(-|y_i - x_i| / b)
 
     (``tanh(1/(2b)) = (1 - e^{-1/b}) / (1 + e^{-1/b})`` normalises the two-sided geometric).
-    Neighbours: integer vectors at L1 distance <= ``sensitivity`` (an integer).
-    Claim: ε-DP with ε = sensitivity / scale (defaults: 1/1 = 1)."""
+    Neighbours: integer vectors (entries in ``[-(2**52 - 1), 2**52 - 1]``) at L1 distance <=
+    ``sensitivity`` (an integer); integers are on the grid, so there is no rounding.
+    Claim: ε-DP with ε = sensitivity / scale (defaults: 1/1 = 1). Scales above ``2**45`` are
+    refused (the noise would reach the range where floats stop being exact integers)."""
 
     name = "discrete_laplace"
-    source = "seed: two-sided geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009)"
+    source = "seed: two-sided geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009), declared from parts"
 
     scale: Any = 1
     sensitivity: int = 1
@@ -52,6 +58,9 @@ class DiscreteLaplace(Mechanism):
         _v.positive("scale", self.scale)
         _v.integer("sensitivity", self.sensitivity, minimum=1)
         _v.integer("dim", self.dim, minimum=1)
+        if Fraction(self.scale) > _MAX_SCALE_UNITS:
+            raise ParameterError(f"scale={self.scale!r} is above 2**45, where the integer outputs would reach 2**52 and "
+                                 "stop being exact floats; pass scale <= 2**45 (or use laplace with a coarser granularity).")
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, *, sensitivity: int = 1, dim: int = 1) -> "DiscreteLaplace":
@@ -60,33 +69,7 @@ class DiscreteLaplace(Mechanism):
         _v.integer("sensitivity", sensitivity, minimum=1)
         return cls(scale=ratio_up(sensitivity, claim.epsilon), sensitivity=sensitivity, dim=dim, claim=claim)
 
-    @property
-    def input_spec(self) -> InputSpec:
-        return InputSpec(IntegerRange(-INTEGER_LIMIT, INTEGER_LIMIT), BoundedChange(self.sensitivity, "l1"),
-                         "vector", dim=self.dim)
-
-    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        x = np.asarray(data).astype(np.int64)
-        noise = discrete_laplace(self.scale, (size, self.dim), rng)  # exact, at the exact scale
-        out = x + noise
-        return out[:, 0] if self.dim == 1 else out
-
-    def _law(self, data: Any) -> FunctionLaw:
-        x = np.asarray(data).astype(np.int64)
-        dim = self.dim
-        b = float(self.scale)
-
-        def log_prob(outputs: np.ndarray) -> np.ndarray:
-            out = np.asarray(outputs, dtype=float).reshape(-1, dim)
-            return discrete_laplace_logpmf(out - x, b).sum(axis=1)
-
-        b_exact = exact(self.scale)
-        symbols = (sp.Symbol("y", integer=True),) if dim == 1 else tuple(sp.Symbol(f"y{i}", integer=True) for i in range(dim))
-        expr = sp.Mul(*[sp.tanh(1 / (2 * b_exact)) * sp.exp(-sp.Abs(s - int(c)) / b_exact) for s, c in zip(symbols, x)])
-        return FunctionLaw("discrete", log_prob, symbols, expr)
-
-    def example_pair(self) -> tuple[Any, Any]:
-        x = np.zeros(self.dim, dtype=np.int64)
-        y = x.copy()
-        y[0] = self.sensitivity
-        return x, y
+    def structure(self) -> PartsMechanism:
+        return dp.mechanism(name=self.name, records=IntegerRange(-INTEGER_LIMIT, INTEGER_LIMIT),
+                            relation=BoundedChange(self.sensitivity, "l1"), input="vector", dim=self.dim,
+                            steps=dp.discrete_laplace(self.scale), claim=self.claim)

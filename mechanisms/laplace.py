@@ -1,109 +1,90 @@
 """The Laplace mechanism on a power-of-two grid (Dwork, McSherry, Nissim & Smith 2006,
 "Calibrating noise to sensitivity in private data analysis", TCC; grid output following the
-fix of Mironov 2012, "On significance of the least significant bits for differential privacy", CCS).
+fix of Mironov 2012, "On significance of the least significant bits for differential privacy", CCS),
+declared from parts (``dp.laplace(scale)`` on a vector of query answers).
 
 The textbook version ``x + numpy.random.laplace(0, b)`` leaks through the float representation
 of its output (Mironov 2012); it lives in the gallery as ``textbook_laplace``. Here each
-coordinate is snapped to the grid ``g*Z`` (``g`` = ``granularity``, a power of two) and noise is a
+coordinate is rounded to the grid ``g*Z`` (``g`` = ``granularity``, a power of two) and noise is a
 discrete Laplace on the grid with the same scale, so every output is an exact grid point whose
-law depends on the data only through the snapped centre."""
+law depends on the data only through the rounded centre."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from dpharness import _validate as _v
-from dpharness.core import (
-    BoundedChange, Claim, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval,
-)
+from dpharness.core import BoundedChange, Claim, PureDP, RealInterval
 from dpharness.registry import register
 
-from ._noise import (
-    DEFAULT_GRANULARITY, check_granularity, grid_laplace_law, grid_laplace_sample, grid_sensitivity,
-    ratio_up, to_units,
-)
+from . import parts as dp
+from ._noise import check_granularity, fit_granularity, grid_distance, ratio_up
+from .parts import Composite, PartsMechanism
 
 __all__ = ["Laplace"]
 
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class Laplace(Mechanism):
-    """The Laplace mechanism on a vector of query answers, output on the grid ``g*Z``.
+class Laplace(Composite):
+    """The Laplace mechanism on a vector of query answers, output on the grid ``g*Z``: ``dp.laplace(scale)``
+    on input ``"vector"`` under ``BoundedChange(sensitivity, "l1")``.
 
-    With ``c = g * floor(x/g + 1/2)`` (coordinate-wise snapping), ``b = scale`` and output
+    With ``c = g * floor(x/g + 1/2)`` (coordinate-wise rounding), ``b = scale`` and output
     ``y`` in ``(g*Z)^dim``::
 
         P(y | x) = prod_i tanh(g/(2b)) * exp(-|y_i - c_i| / b)
 
     (a discrete Laplace on the grid: the grid analogue of the density exp(-|y-x|/b)/(2b)).
-    Neighbours: query vectors at L1 distance <= ``sensitivity`` (``BoundedChange(sensitivity, "l1")``).
-    Snapping keeps that distance except for rounding: the snapped vectors are at L1 distance at
+    Neighbours: real query vectors at L1 distance <= ``sensitivity`` (``BoundedChange(sensitivity, "l1")``).
+    Rounding keeps that distance except for the grid: the rounded vectors are at L1 distance at
     most :attr:`effective_sensitivity` = ``(ceil(Δ/g) + dim - 1) * g`` (exactly Δ when dim = 1 and Δ
     is a multiple of g).
-    Claim: ε-DP with ε = effective_sensitivity / scale (defaults: Δ = 1, scale = 1, ε = 1)."""
+    Claim: ε-DP with ε = effective_sensitivity / scale (defaults: Δ = 1, scale = 1, ε = 1).
+    ``granularity=None`` is ``2**-20``, or the finest coarser power of two keeping ``scale`` within
+    ``2**45`` grid steps."""
 
     name = "laplace"
-    source = "seed: Dwork, McSherry, Nissim & Smith 2006; grid output after Mironov 2012"
+    source = "seed: Dwork, McSherry, Nissim & Smith 2006; grid output after Mironov 2012; declared from parts"
 
     scale: Any = 1
     sensitivity: Any = 1
     dim: int = 1
-    granularity: float = DEFAULT_GRANULARITY
+    granularity: Any = None
     claim: Claim = PureDP(1)
 
     def _check(self) -> None:
         _v.positive("scale", self.scale)
         _v.positive("sensitivity", self.sensitivity)
         _v.integer("dim", self.dim, minimum=1)
-        check_granularity("granularity", self.granularity)
+        if self.granularity is not None:
+            check_granularity("granularity", self.granularity)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, sensitivity: Any = 1, dim: int = 1,
-                   granularity: float = DEFAULT_GRANULARITY) -> "Laplace":
+    def calibrated(cls, epsilon: Any = 1, *, sensitivity: Any = 1, dim: int = 1, granularity: Any = None) -> "Laplace":
         """scale = effective_sensitivity / ε, rounded up; claims ε-DP."""
         claim = PureDP(epsilon)
         _v.positive("sensitivity", sensitivity)
         _v.integer("dim", dim, minimum=1)
-        g = check_granularity("granularity", granularity)
-        scale = ratio_up(grid_sensitivity(sensitivity, g, dim), claim.epsilon)
-        return cls(scale=scale, sensitivity=sensitivity, dim=dim, granularity=granularity, claim=claim)
+        if granularity is not None:
+            check_granularity("granularity", granularity)
+        scale_at = lambda g: ratio_up(grid_distance(sensitivity, g, dim), claim.epsilon)
+        g = fit_granularity(granularity, lambda g: [scale_at(g)])
+        return cls(scale=scale_at(g), sensitivity=sensitivity, dim=dim, granularity=granularity, claim=claim)
+
+    @property
+    def grid(self) -> float:
+        """The granularity used (``granularity``, or the automatic choice when it is None)."""
+        return fit_granularity(self.granularity, lambda g: [self.scale])
 
     @property
     def effective_sensitivity(self) -> Fraction:
-        """Bound on the L1 distance of the snapped centres of two neighbouring inputs (exact)."""
-        return grid_sensitivity(self.sensitivity, self.granularity, self.dim)
+        """Bound on the L1 distance of the rounded centres of two neighbouring inputs (exact)."""
+        return grid_distance(self.sensitivity, self.grid, self.dim)
 
-    @property
-    def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l1"), "vector", dim=self.dim)
-
-    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        centre = to_units("data", data, self.granularity)
-        out = grid_laplace_sample(centre, self.scale, self.granularity, size, rng)
-        return out[:, 0] if self.dim == 1 else out
-
-    def _law(self, data: Any) -> FunctionLaw:
-        centre = to_units("data", data, self.granularity)
-        names = ("y",) if self.dim == 1 else tuple(f"y{i}" for i in range(self.dim))
-        return grid_laplace_law(centre, self.scale, self.granularity, names)
-
-    def example_pair(self) -> tuple[Any, Any]:
-        """``[a, 0, ...]`` vs ``[a + Δ, 0, ...]``, with ``a`` chosen so the snapped centres are
-        ``ceil(Δ/g) * g`` apart (``a = 0`` when Δ is a multiple of g)."""
-        g = Fraction(self.granularity)
-        delta = Fraction(self.sensitivity)
-        frac = delta / g - math.floor(delta / g)
-        a = g * (Fraction(1, 2) - frac) if frac else Fraction(0)
-        x = np.zeros(self.dim)
-        y = np.zeros(self.dim)
-        x[0] = float(a)
-        y[0] = float(a + delta)
-        if Fraction(y[0]) - Fraction(x[0]) > delta:  # float rounding pushed the pair apart
-            y[0] = math.nextafter(y[0], -math.inf)
-        return x, y
+    def structure(self) -> PartsMechanism:
+        return dp.mechanism(name=self.name, records=RealInterval(), relation=BoundedChange(self.sensitivity, "l1"),
+                            input="vector", dim=self.dim, steps=dp.laplace(self.scale, granularity=self.grid),
+                            claim=self.claim)

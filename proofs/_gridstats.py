@@ -1,6 +1,7 @@
-"""Shared proof steps for mechanisms that release several exact grid statistics (counts, clamped
-sums, sums of squares/products) each with independent grid-Laplace noise: clamped count/sum/mean,
-noisy std, noisy Pearson, noisy histogram.
+"""Shared proof steps for hand-written mechanisms that release exact grid statistics (counts,
+clamped sums) each with independent grid-Laplace noise: the gallery's ``clamped_sum_unclamped`` and
+``noisy_histogram_scale_bug`` (the correct catalog statistics are declared from parts and proved by
+:mod:`dpharness.proofs.parts`).
 
 Method: each statistic's sensitivity is derived by interval arithmetic from the snapped clamping
 bounds (one record's contribution lies in an interval [a, b]; add/remove moves the statistic by at
@@ -30,8 +31,7 @@ from ._kernel import ProofBuilder, discharge, exact_sign, sym
 from ._model import Proof
 from .laplace import laplace_l1_steps
 
-__all__ = ["rhu", "units", "GridStat", "contribution_sensitivity", "clamp_snap_steps", "prove_grid_stats",
-           "accepts", "first_accepted", "quadratic_safe_units"]
+__all__ = ["rhu", "units", "GridStat", "contribution_sensitivity", "clamp_snap_steps", "prove_grid_stats", "accepts"]
 
 
 def rhu(u: Fraction) -> int:
@@ -54,23 +54,6 @@ def accepts(mechanism: Any, data: Any) -> bool:
     except ParameterError:
         return False
     return True
-
-
-def first_accepted(mechanism: Any, candidates: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
-    """The first candidate pair both of whose inputs the mechanism accepts (else the last candidate)."""
-    for pair in candidates:
-        if accepts(mechanism, pair[0]) and accepts(mechanism, pair[1]):
-            return pair
-    return candidates[-1]
-
-
-def quadratic_safe_units(g: Fraction) -> int:
-    """The largest m (grid units) whose square, snapped to units of g (floor(m²g + 1/2)), stays below
-    2^52 with room for a second record: a record value whose quadratic statistics fit the grid."""
-    m = math.isqrt(math.floor((2 ** 51 - 1) / g))
-    while rhu(Fraction(m * m) * g) >= 2 ** 51:
-        m -= 1
-    return max(m, 0)
 
 
 @dataclass

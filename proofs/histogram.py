@@ -1,5 +1,6 @@
-"""Proof for the noisy histogram on the grid (Dwork, McSherry, Nissim & Smith 2006: the Laplace
-mechanism on the vector of bin counts) and its gallery twin ``noisy_histogram_scale_bug``.
+"""Proof for the gallery twin ``noisy_histogram_scale_bug`` (the noisy histogram on the grid, Dwork,
+McSherry, Nissim & Smith 2006, calibrated with scale ε instead of Δ/ε). The correct
+``noisy_histogram`` is declared from parts and proved by :mod:`dpharness.proofs.parts`.
 
 Preconditions: records are bin indices in {0..bins−1}; neighbours per ``relation``; b = scale.
 Pseudocode: c_j = #records in bin j (snapped to g·Z); y_j = c_j + g·DiscreteLaplace(b/g) i.i.d.
@@ -28,7 +29,7 @@ from dpharness.proof_registry import proves
 __all__ = ["prove"]
 
 
-@proves(_mechs.NoisyHistogram, _mechs.NoisyHistogramScaleBug)
+@proves(_mechs.NoisyHistogramScaleBug)
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     bins = int(mechanism.bins)

@@ -78,7 +78,8 @@ def test_calibration_formulas():
     assert (svt.rho_scale, svt.nu_scale) == (4, 16)
     assert SparseVectorAlg4.calibrated(1, c=3).nu_scale == Fraction(4, 3)
     assert NoisyHistogram.calibrated(1, relation=Substitute()).scale == 2
-    assert NoisyHistogram.calibrated(1, granularity=4).scale == 4  # counts rounded to multiples of 4
+    # counts rounded to multiples of 4: the 4-bin vectors are (ceil(1/4) + 4 - 1)·4 = 16 apart (the parts rounding rule)
+    assert NoisyHistogram.calibrated(1, granularity=4).scale == 16
     assert NoisyHistogramScaleBug.calibrated(Fraction(1, 4)).scale == Fraction(1, 4)
     assert TruncatedGeometric.calibrated(Fraction(1, 3)).log_odds == Fraction(1, 3)
     assert Snapping.calibrated(1, B=64).scale == 1 + Fraction(64, 2 ** 49)

@@ -96,16 +96,37 @@ def test_correct_subclass_in_another_module_is_proved():
     assert prove(TeamLaplace()).verdict is Verdict.PROVED
 
 
-@pytest.mark.parametrize("method", ["_sample", "_law", "_check", "_record_units"])
-def test_subclass_overriding_code_is_not_covered_and_the_method_is_named(method):
+@pytest.mark.parametrize("base, method", [(Laplace, "_sample"), (Laplace, "_law"), (ClampedSum, "_sample"),
+                                          (ClampedSum, "_law")], ids=lambda v: getattr(v, "__name__", v))
+def test_subclass_overriding_code_is_not_covered_and_the_method_is_named(base, method):
+    """Catalog classes are declared from parts (``Composite``): the sampler and the law are sealed, so
+    a subclass redefining them is not covered, and the reason names the method."""
     def body(self, *args, **kwargs):
         return getattr(super(type(self), self), method)(*args, **kwargs)
 
-    base = ClampedSum if method == "_record_units" else Laplace
     cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Sub", (base,), {method: body}))
     proof = prove(cls())
     assert proof.verdict is Verdict.UNPROVEN
     assert f"overrides {method}()" in proof.notes[0]
+
+
+@pytest.mark.parametrize("method", ["_check", "structure"])
+def test_subclass_changing_the_declaration_is_proved_by_walking_it(method):
+    """``_check`` and ``structure`` only feed the declaration, which the proof walks: a subclass that
+    redefines them stays covered, and a weaker declaration is not PROVED."""
+    if method == "_check":
+        cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Sub", (ClampedSum,), {"_check": lambda self: None}))
+        assert prove(cls()).verdict is Verdict.PROVED
+        return
+
+    def structure(self):  # forgets the clamp's upper half: records up to 2 reach the sum
+        from dpharness import parts as dp
+
+        return dp.mechanism(name=self.name, records=dpharness.RealInterval(), relation=self.relation,
+                            steps=dp.clamp(self.lo, 2 * self.hi) >> dp.sum() >> dp.laplace(self.scale), claim=self.claim)
+
+    cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Sub", (ClampedSum,), {"structure": structure}))
+    assert prove(cls()).verdict is Verdict.REFUTED
 
 
 def test_subclass_changing_a_class_constant_is_not_covered():
@@ -134,9 +155,9 @@ def test_a_project_registers_a_proof_for_its_own_class():
 
     @proves(Wrapped)
     def prove_wrapped(m):
-        from dpharness.proofs.laplace import prove as prove_builtin
+        from dpharness.proofs.parts import prove_composite
 
-        return prove_builtin(m)
+        return prove_composite(m)
 
     assert prove(Wrapped()).verdict is Verdict.PROVED
     assert prove(Wrapped(claim=PureDP(0.5))).verdict is Verdict.REFUTED
