@@ -48,6 +48,30 @@ def prove(mechanism: Mechanism) -> Proof:
     if coverage.proof is None:
         return unproven(mechanism, f"no proof: {coverage.reason}")
     start = time.perf_counter()
-    proof = coverage.proof(mechanism)
+    try:
+        proof = coverage.proof(mechanism)
+    except (ArithmeticError, ParameterError) as exc:  # a numeric limit of the derivation at these parameters
+        return unproven(mechanism, f"the proof of {coverage.written_for.__qualname__} could not be carried out at these "
+                                   f"parameters ({type(exc).__name__}: {exc})")
+    proof = _checked_witness(mechanism, proof)
     proof.timings.setdefault("total", time.perf_counter() - start)
+    return proof
+
+
+def _checked_witness(mechanism: Mechanism, proof: Proof) -> Proof:
+    """A witness must be a pair the mechanism's own relation accepts: a REFUTED verdict resting on an
+    invalid pair is no refutation (UNPROVEN), and an invalid witness of a PROVED verdict is dropped."""
+    import dataclasses
+
+    w = proof.witness
+    if w is None or w.data is None or w.neighbor is None:
+        return proof
+    try:
+        mechanism.input_spec.validate_pair(w.data, w.neighbor)
+    except ParameterError as exc:
+        why = f"the witness pair is not a neighbouring pair the mechanism accepts ({exc})"
+        if proof.verdict is Verdict.REFUTED:
+            return dataclasses.replace(proof, verdict=Verdict.UNPROVEN, witness=None,
+                                       notes=proof.notes + (f"refutation withdrawn: {why}",))
+        return dataclasses.replace(proof, witness=None, notes=proof.notes + (f"witness dropped: {why}",))
     return proof

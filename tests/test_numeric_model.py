@@ -176,28 +176,12 @@ _UNUSUAL = {
     "lo": [-1e6], "hi": [50000, 1e-6], "granularity": [1.0, 2.0 ** -40], "dim": [3], "bits": [2, 52],
     "log_odds": [1e-9, 30], "beta": [1e-9, 30], "threshold": [1e6], "p_truth": [0.01], "p_yes": [0.99],
 }
-# (class name, field, value) whose crash lives in a file outside this change (reported, not fixed here)
-_KNOWN_ELSEWHERE = {
-    ("exponential", "sensitivity", 1e9): "proofs/exponential.py: OverflowError in math.exp",
-    ("exponential_no_half", "sensitivity", 1e9): "proofs/exponential.py: OverflowError in math.exp",
-    ("report_noisy_max_laplace", "scale", 1e9): "mechanisms/_literature.py quadrature: probs do not sum to 1",
-    ("report_noisy_max_laplace", "scale", 1e-9): "mechanisms/_literature.py quadrature: probs do not sum to 1",
-    ("report_noisy_max_laplace", "sensitivity", 1e9): "mechanisms/_literature.py quadrature: probs do not sum to 1",
-    **{(n, "sensitivity", 1e-9): "witness data == neighbor at sensitivity 1e-9 (the float shift is absorbed)"
-       for n in ("report_noisy_max_exponential", "report_noisy_max_laplace", "numerical_sparse_vector",
-                 "sparse_vector", "svt4", "svt5", "svt6")},
-}
-
-
 def _unusual_cases():
     for name, cls in _ALL.items():
         base = cls()
         for field, value in base.noise_parameters().items():
             for v in _UNUSUAL.get(field, []):
-                marks = []
-                if (name, field, v) in _KNOWN_ELSEWHERE:
-                    marks = [pytest.mark.xfail(reason=_KNOWN_ELSEWHERE[(name, field, v)], strict=False)]
-                yield pytest.param(name, field, v, id=f"{name}-{field}={v!r}", marks=marks)
+                yield pytest.param(name, field, v, id=f"{name}-{field}={v!r}")
 
 
 @pytest.mark.parametrize("name, field, value", list(_unusual_cases()))
