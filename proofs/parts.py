@@ -9,6 +9,11 @@ laplace``), so a report shows the derivation as a tree:
 * noise measurements: the family's privacy map proved once (grid Laplace: normaliser, log-space loss,
   triangle inequality, grid rounding; discrete Gaussian: Rényi divergence by completing the square,
   Canonne, Kamath & Steinke 2020) and instantiated at the node's input distance;
+* local randomizers on one record (``input="record"``, any two records neighbours): k-ary randomized
+  response (the pmf ratio is e^L, 1 or e^{−L}, symbolically in k and L), Warner's randomized response
+  (binary randomized response with L = ln(p/(1 − p))), RAPPOR's bit flipping (one-hot encodings differ
+  in two bits, each a binary randomized response: 2 ln((1 − f/2)/(f/2)); Erlingsson, Pihur & Korolova
+  2014), each proved once per family and instantiated at the node's parameter;
 * combinators: basic composition (ε adds), zCDP/Rényi composition (ρ adds; Bun & Steinke 2016),
   advanced composition (Dwork & Roth 2014 Thm 3.20), parallel composition (McSherry 2009),
   post-processing (Dwork & Roth 2014 Thm 2.1).
@@ -20,6 +25,7 @@ law (and never through a post-processing step, which may discard information).""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -28,9 +34,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from dpharness.core import AddRemove, ApproxDP, BoundedChange, PureDP, RenyiDP, Substitute, Witness, exact
+from dpharness.core import AddRemove, ApproxDP, BoundedChange, Event, PureDP, RenyiDP, Substitute, Witness, exact
 from dpharness.mechanisms import parts as P
-from dpharness.mechanisms._parts_law import extreme_pairs, leaves
+from dpharness.mechanisms._parts_law import LocalLeaf, extreme_pairs, leaves
 from dpharness.proof_registry import proves
 
 from . import _lemmas as lemmas
@@ -52,6 +58,7 @@ class Profile:
     gaussian_1d: tuple | None = None
     pure_leaf_eps: tuple = ()
     laplace_1d: tuple | None = None  # (K grid steps, scale, g) of a single scalar grid Laplace: its exact profile
+    rr_1d: tuple | None = None  # (k, L) of a single k-ary randomized response (Warner: k = 2): its exact profile
 
 
 def _F(x: Fraction) -> sp.Rational:
@@ -205,7 +212,55 @@ class _Walk:
                                       "i.e. ρ-zCDP with ρ = D₂²/(2τ²)", sp.true,
                                 "Rényi divergence of a product measure is the sum (Mironov 2017)", "lemma", True)])
 
+    def _family(self, name: str, obligations: tuple) -> None:
+        """Add a family's lemma (proved once, symbolically) the first time a node of it appears."""
+        if name in self.families:
+            return
+        self.families.add(name)
+        tag = f"[family: {name}] "
+        self.pb.add([Obligation(tag + o.statement, o.formula, o.justification, o.checker, o.discharged, o.detail)
+                     for o in obligations])
+
+    def local(self, path: str, m: P.LocalRandomizer, space: P.Space) -> Profile:
+        """A local randomizer on one record: its family's lemma, instantiated at the node's parameter,
+        and the node's law (as ``law`` reads it) checked to be the lemma's pmf."""
+        k = len(space.categories)
+        truth, other = LocalLeaf(m, space.categories[0], space).probabilities()
+        rr = None
+        if isinstance(m, P.LocalRandomizedResponse):
+            self._family("k-ary randomized response", _rr_family())
+            L = _F(m.L)
+            model = (sp.exp(L) / (sp.exp(L) + k - 1), 1 / (sp.exp(L) + k - 1))
+            eps, rr = L, (k, L)
+            self.evaluate(path, f"{m.describe()} on k = {k} categories: L = {L} >= 0, so ε = L = {eps}", sp.Ge(L, 0),
+                          "the family's privacy map (hypothesis L >= 0), exact arithmetic")
+        elif isinstance(m, P.LocalWarner):
+            self._family("k-ary randomized response", _rr_family())
+            self._family("Warner randomized response", _warner_family())
+            p = _F(m.p_exact)
+            model = (p, 1 - p)
+            eps = sp.log(p / (1 - p))
+            rr = (2, eps)
+            self.evaluate(path, f"{m.describe()}: binary randomized response with L = ln(p/(1 − p)) = {eps} >= 0 "
+                                f"(p = {p} >= 1/2), so ε = L", sp.Ge(eps, 0),
+                          "the family's reduction to k-ary randomized response at k = 2; exact evaluation")
+        else:
+            self._family("RAPPOR bit flipping", _rappor_family())
+            f = _F(m.f_exact)
+            model = (1 - f / 2, f / 2)
+            ell = sp.log((2 - f) / f)
+            eps = 2 * ell
+            self.evaluate(path, f"{m.describe()} on k = {k} categories: per-bit log-odds ℓ = ln((1 − f/2)/(f/2)) = {ell} "
+                                f">= 0 (f = {f} <= 1), so ε = 2ℓ = {eps}", sp.Ge(ell, 0),
+                          "the family's privacy map (hypothesis ℓ >= 0); exact evaluation")
+        self.evaluate(path, f"the node's law (as dpharness.mechanisms._parts_law reads it) is the lemma's pmf: "
+                            f"({truth}, {other}) per {'bit (kept, flipped)' if isinstance(m, P.LocalRappor) else 'report (truth, each other category)'}",
+                      sp.And(sp.Eq(truth, model[0]), sp.Eq(other, model[1])), "exact comparison")
+        return Profile(eps, eps ** 2 / 2, 1, None, (eps,), rr_1d=rr)
+
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
+        if isinstance(m, P.LocalRandomizer):
+            return self.local(path, m, space)
         d1, d2 = self.grid_units(path, m, space, d)
         if isinstance(m, P.GridLaplace):
             self.laplace_family()
@@ -264,7 +319,8 @@ class _Walk:
         one = profiles[0].gaussian_1d if len(profiles) == 1 else None
         pure_leaves = tuple(e for p in profiles for e in p.pure_leaf_eps) if eps is not None else ()
         return Profile(eps, rho, sum(p.leaves for p in profiles), one, pure_leaves,
-                       laplace_1d=profiles[0].laplace_1d if len(profiles) == 1 else None)
+                       laplace_1d=profiles[0].laplace_1d if len(profiles) == 1 else None,
+                       rr_1d=profiles[0].rr_1d if len(profiles) == 1 else None)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
         sub_space = space
@@ -281,6 +337,91 @@ class _Walk:
         two_eps = None if ar.eps is None else 2 * ar.eps
         eps = None if (sub.eps is None or two_eps is None) else sp.Max(sub.eps, two_eps)
         return Profile(eps, sp.Max(sub.rho, 2 * ar.rho), 2 * ar.leaves, None, ())
+
+
+# --------------------------------------------------------------------------- local randomizers: one lemma per family
+
+def _argued(statement: str, justification: str) -> Obligation:
+    return Obligation(statement, sp.true, justification, "structural", True, "argued in the justification")
+
+
+@functools.lru_cache(maxsize=None)
+def _rr_family() -> tuple[Obligation, ...]:
+    """k-ary randomized response, symbolically in k and L (k never enumerated): for x ≠ x' the pmf
+    ratio P(y|x)/P(y|x') is e^L (y = x), e^{−L} (y = x') or 1 (otherwise), so ε = L."""
+    K = sym("k", integer=True, positive=True)
+    L = sym("L", nonnegative=True)
+    Z = sp.exp(L) + K - 1
+    p_true, p_other = sp.exp(L) / Z, 1 / Z
+    obs = [
+        discharge("pmf: P(y = x) = e^L/Z and P(y = c) = 1/Z for each of the k − 1 other categories c, Z = e^L + k − 1; "
+                  "it sums to 1", sp.Eq(p_true + (K - 1) * p_other, 1), "algebra"),
+        discharge("every category has positive probability (Z > 0), so every loss is finite",
+                  sp.And(sp.Gt(p_true, 0), sp.Gt(p_other, 0)), "e^L > 0 and k >= 1"),
+    ]
+    for hyp, loss, value in (("y = x, so y ≠ x'", sp.log(p_true) - sp.log(p_other), L),
+                             ("y = x', so y ≠ x", sp.log(p_other) - sp.log(p_true), -L),
+                             ("y ∉ {x, x'} (k >= 3)", sp.log(p_other) - sp.log(p_other), sp.Integer(0))):
+        obs.append(discharge(f"[case {hyp}] ln P(y|x) − ln P(y|x') = {value} (Z cancels in log space)",
+                             sp.Eq(loss, value), "expand_log; Z > 0"))
+        obs.append(discharge(f"[case {hyp}] the loss {value} is <= L", sp.Le(value, L), "L >= 0"))
+    obs.append(_argued("the three cases are exhaustive for x ≠ x', so sup_y ln P(y|x) − ln P(y|x') = L (attained at y = x): "
+                       "ε = L, pure DP for any two records", "y = x, y = x', or neither (Kairouz, Oh & Viswanath 2014)"))
+    return tuple(obs)
+
+
+@functools.lru_cache(maxsize=None)
+def _warner_family() -> tuple[Obligation, ...]:
+    """Warner's randomized response with truth probability p in (0, 1) is k-ary randomized response at
+    k = 2 with L = ln(p/(1 − p)) (then ε = L; L >= 0 iff p >= 1/2, checked at each node)."""
+    r = sym("r", positive=True)  # r = p/(1 − p) > 0 for p in (0, 1), and p = r/(1 + r)
+    p = r / (1 + r)
+    L = sp.log(r)
+    return (
+        discharge("p ↦ r = p/(1 − p) is inverted by p = r/(1 + r): (r/(1 + r))/(1 − r/(1 + r)) = r",
+                  sp.Eq(p / (1 - p), r), "algebra"),
+        discharge("with L = ln r = ln(p/(1 − p)): P(y = x) = p = e^L/(e^L + 2 − 1) and P(y ≠ x) = 1 − p = 1/(e^L + 2 − 1), "
+                  "the pmf of k-ary randomized response at k = 2",
+                  sp.And(sp.Eq(p, sp.exp(L) / (sp.exp(L) + 1)), sp.Eq(1 - p, 1 / (sp.exp(L) + 1))), "exp(ln r) = r, r > 0"),
+        _argued("hence ε = L = ln(p/(1 − p)) by the k-ary randomized response lemma (its hypothesis L >= 0 is p >= 1/2)",
+                "Warner 1965; the same law, so the same privacy loss"),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _rappor_family() -> tuple[Obligation, ...]:
+    """RAPPOR's permanent randomized response on a one-hot encoding (Erlingsson, Pihur & Korolova 2014,
+    §3, with Bloom-filter size k and one hash): each bit flipped independently with probability f/2;
+    with ℓ = ln((1 − f/2)/(f/2)), ε = 2ℓ (two bits differ between any two records)."""
+    r = sym("r", positive=True)  # r = (2 − f)/f > 0 for f in (0, 2), and f = 2/(1 + r)
+    f = 2 / (1 + r)
+    ell = sym("ell", nonnegative=True)
+    keep, flip = sp.exp(ell) / (1 + sp.exp(ell)), 1 / (1 + sp.exp(ell))
+    obs = [
+        discharge("f ↦ r = (1 − f/2)/(f/2) = (2 − f)/f is inverted by f = 2/(1 + r)",
+                  sp.Eq((1 - f / 2) / (f / 2), r), "algebra"),
+        discharge("with ℓ = ln r: a bit is flipped with probability f/2 = 1/(1 + e^ℓ) and kept with probability "
+                  "1 − f/2 = e^ℓ/(1 + e^ℓ)",
+                  sp.And(sp.Eq(f / 2, 1 / (1 + sp.exp(sp.log(r)))), sp.Eq(1 - f / 2, sp.exp(sp.log(r)) / (1 + sp.exp(sp.log(r))))),
+                  "exp(ln r) = r, r > 0"),
+        discharge("each bit's law sums to 1 and both outcomes have positive probability",
+                  sp.And(sp.Eq(keep + flip, 1), sp.Gt(keep, 0), sp.Gt(flip, 0)), "algebra; e^ℓ > 0"),
+        _argued("independence: ln P(y|x) = Σ_j ln P(y_j | b_j), b = onehot(x)", "the sampler draws k independent flips"),
+        _argued("onehot(x) and onehot(x') differ exactly in bits x and x' (x ≠ x'); the other k − 2 factors are equal "
+                "and cancel in ln P(y|x) − ln P(y|x')", "one-hot encoding"),
+        discharge("a differing bit reported as its value under x contributes ln(keep/flip) = ℓ",
+                  sp.Eq(sp.log(keep) - sp.log(flip), ell), "expand_log"),
+        discharge("a differing bit reported as its value under x' contributes ln(flip/keep) = −ℓ",
+                  sp.Eq(sp.log(flip) - sp.log(keep), -ell), "expand_log"),
+    ]
+    for a, b in itertools.product((True, False), repeat=2):
+        v = (ell if a else -ell) + (ell if b else -ell)
+        how = {True: "reported as under x", False: "reported as under x'"}
+        obs.append(discharge(f"[case bit x {how[a]}, bit x' {how[b]}] "
+                             f"loss {v} <= 2ℓ", sp.Le(v, 2 * ell), "ℓ >= 0"))
+    obs.append(_argued("the four cases are exhaustive, so sup_y ln P(y|x) − ln P(y|x') = 2ℓ (attained at y = onehot(x)): "
+                       "ε = 2ℓ = 2 ln((1 − f/2)/(f/2))", "Erlingsson, Pihur & Korolova 2014, Thm 1 (h = 1)"))
+    return tuple(obs)
 
 
 def _label(step: P.Step) -> str:
@@ -323,6 +464,8 @@ def _dg_delta_bounds(eps: sp.Expr, d: int, tau2: Fraction) -> tuple[float, float
         t2 = mpmath.mpf(tau2.numerator) / tau2.denominator
         tau = mpmath.sqrt(t2)
         c = tau * mpmath.sqrt(2 * mpmath.pi)
+        if c <= 2:  # the comparison bounds on Z need τ√(2π) > 1; too loose below 2 to be useful
+            return 0.0, 1.0
         z_lo, z_hi = c - 1, c + 1
         tail = lambda x: c * mpmath.erfc(x / (tau * mpmath.sqrt(2))) / 2  # ∫_x^∞ f = τ√(2π) Φ̄(x/τ)
 
@@ -349,6 +492,7 @@ def _dg_delta_bounds(eps: sp.Expr, d: int, tau2: Fraction) -> tuple[float, float
 
 # the exact discrete-Gaussian profile sums ~ sqrt(τ²) terms in interval arithmetic: used up to this τ²
 _MAX_ENCLOSURE_TAU2 = 10 ** 6
+_MAX_ENCLOSURE_SHIFT = 10 ** 4  # and it sums ~ d terms for a shift of d grid steps
 
 
 def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -> tuple[sp.Expr | None, float | None]:
@@ -375,6 +519,9 @@ def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -
         pb.note("pure DP with the derived ε implies (ε, δ)-DP for every δ >= 0")
         pb.claim_bound(prof.eps)
         return prof.eps, 0.0
+    # (a'') a single k-ary randomized response (Warner: k = 2): its exact profile, the same for every pair
+    if prof.rr_1d is not None and m is not None:
+        return _rr_profile(pb, m, prof, eps_c, delta_c)
     # (a') a single scalar grid Laplace: the exact profile of its dominating pair
     if prof.laplace_1d is not None and m is not None:
         return _laplace_profile(pb, m, prof, eps_c, delta_c)
@@ -382,7 +529,7 @@ def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -
     # interval arithmetic for small τ² and by sum-integral comparison bounds for large τ²
     if prof.gaussian_1d is not None:
         tau2, d_units = prof.gaussian_1d
-        if tau2 <= _MAX_ENCLOSURE_TAU2:
+        if tau2 <= _MAX_ENCLOSURE_TAU2 and d_units <= _MAX_ENCLOSURE_SHIFT:
             from .discrete_gaussian import delta_enclosure
 
             lo, hi, _ = delta_enclosure(eps_c, d_units, tau2)
@@ -444,6 +591,21 @@ def _worst_pair(m: P.PartsMechanism) -> tuple[Any, Any, Any, sp.Expr] | None:
     return best
 
 
+def _local_worst_pair(m: P.PartsMechanism) -> tuple[Any, Any, list, sp.Expr]:
+    """Local randomizers on one record: the first pair (d, d') of records and the output y = every
+    leaf's truthful report on d; loss = ln P_d(y) − ln P_d'(y) from the exact law ``law`` reads
+    (each leaf's pmf ratio: e^L for randomized response, p/(1 − p) for Warner, ((1 − f/2)/(f/2))² for
+    RAPPOR, whose one-hot bits differ in two places)."""
+    d, d2 = extreme_pairs(m)[0]
+    ratio = sp.Integer(1)
+    y: list = []
+    for a, b in zip(leaves(m, d), leaves(m, d2)):
+        out = a.truthful_output()
+        ratio = ratio * a.prob(out) / b.prob(out)
+        y.extend(out)
+    return d, d2, y, sp.log(sp.simplify(ratio))
+
+
 @proves(P.Composite, sealed=P.COMPOSITE_SEALED)
 def prove_composite(c: P.Composite) -> Proof:
     """A catalog class declared from parts: the proof of its declaration (the structure its sampler runs)."""
@@ -460,10 +622,18 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
     space = m.space
     d0 = P.input_distance(m.relation, space)
     pb.precondition(f"input: {m.input_spec.describe()}")
-    pb.precondition("numeric model: records read as their exact binary values; aggregates computed exactly; each noise "
-                    "measurement rounds its input to its grid exactly and adds integer noise from an exact sampler "
-                    "(discrete Laplace / discrete Gaussian, Canonne, Kamath & Steinke 2020); the float released is a "
-                    "deterministic function of the exact grid value (post-processing)")
+    if m.shape == "record":
+        pb.precondition(f"input: one record, one of k = {len(space.categories)} categories; any two different records are "
+                        "neighbours (local DP)")
+        pb.precondition("numeric model: each local randomizer samples its law exactly (randomized response lies with "
+                        "probability exactly (k − 1)/(e^L + k − 1), dpharness.mechanisms._exact.randomized_response; "
+                        "Warner lies and RAPPOR flips by _exact.bernoulli with the exact rationals 1 − p and f/2); "
+                        "parameters read as their exact binary values")
+    else:
+        pb.precondition("numeric model: records read as their exact binary values; aggregates computed exactly; each noise "
+                        "measurement rounds its input to its grid exactly and adds integer noise from an exact sampler "
+                        "(discrete Laplace / discrete Gaussian, Canonne, Kamath & Steinke 2020); the float released is a "
+                        "deterministic function of the exact grid value (post-processing)")
     pb.pseudocode(m.steps.describe())
     if P.has_post(m.steps):
         pb.precondition("every post-processing function is a pure function of the noisy outputs it receives (called once "
@@ -478,18 +648,22 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
     with pb.phase("judge"):
         bound, delta_bound = _judge(pb, prof, m)
         witness = None
-        worst = _worst_pair(m)
+        local = m.shape == "record"
+        worst = _local_worst_pair(m) if local else _worst_pair(m)
         if worst is not None:
             d, d2, y, loss = worst
             out = y[0] if len(y) == 1 else np.array(y)
-            witness = Witness(d, d2, None, None if P.has_post(m.steps) else out, float(sp.N(loss, 20)),
-                              "extreme neighbouring pair: the loss at y = the rounded centres on D is Σ |c − c'|/t")
+            how = ("any two records: the loss at y = the truthful report on D (RAPPOR: its one-hot bits) is the sum of "
+                   "the leaves' ε" if local else "extreme neighbouring pair: the loss at y = the rounded centres on D is "
+                   "Σ |c − c'|/t")
+            witness = Witness(d, d2, None, None if P.has_post(m.steps) else out, float(sp.N(loss, 20)), how)
             if isinstance(m.claim, PureDP) and not P.has_post(m.steps):
                 eps_c = exact(m.claim.epsilon)
                 p, q = sp.Integer(1), sp.exp(-loss)
                 if exceeds(loss, eps_c) and confirm_violation(p * 1, q, eps_c) and _on_exact_range(y):
+                    law_name = "local randomizers'" if local else "discrete-Laplace"
                     pb.refute(witness, f"at y = {y}: ln P_D(y) − ln P_D'(y) = {loss} > ε = {eps_c} (exact, from the "
-                                       "code's own discrete-Laplace law)")
+                                       f"code's own {law_name} law)")
         elif isinstance(m.claim, ApproxDP) and prof.gaussian_1d is not None and not P.has_post(m.steps):
             witness = _gaussian_refutation(pb, m, prof)
         elif prof.eps is None and isinstance(m.claim, PureDP):
@@ -517,7 +691,7 @@ def _gaussian_refutation(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile) -
         shift = abs(c2 - c)
         if shift == 0:
             continue
-        if tau2 <= _MAX_ENCLOSURE_TAU2:
+        if tau2 <= _MAX_ENCLOSURE_TAU2 and shift <= _MAX_ENCLOSURE_SHIFT:
             from .discrete_gaussian import delta_enclosure
 
             lo, _, _ = delta_enclosure(eps_c, shift, tau2)
@@ -540,6 +714,28 @@ def _gaussian_refutation(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile) -
                          f"> claimed δ = {m.claim.delta} (rigorous lower bound; CKS 2020 Thm 7 is exact for the pair)")
         return w
     return None
+
+
+def _rr_profile(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile, eps_c: sp.Expr,
+                delta_c: sp.Expr) -> tuple[sp.Expr, float]:
+    """(ε', δ) below the pure bound for one k-ary randomized response (Warner: k = 2, L = ln(p/(1 − p))):
+    every pair of records has the same hockey-stick divergence, δ(ε') = (e^L − e^{ε'})/(e^L + k − 1)
+    (:class:`._common.RandomizedResponseProfile`). REFUTED on the first pair of records with the event
+    {y = the data's category} when δ(ε') exceeds the claimed δ (never through post-processing)."""
+    from ._common import RandomizedResponseProfile
+
+    k, L = prof.rr_1d
+    d, d2 = extreme_pairs(m)[0]
+    refutation = RandomizedResponseProfile(k, L).judge(pb, prof.eps, eps_c, delta_c, data=d, neighbor=d2)
+    if refutation is not None:
+        w, detail = refutation
+        if P.has_post(m.steps):
+            pb.note("δ(ε) exceeds the claim before post-processing; not refuted, since post-processing may discard information")
+        else:
+            w = Witness(d, d2, Event.point(d), d, w.loss, f"the truthful report y = {d!r} on data {d!r}, neighbour {d2!r}")
+            pb.refute(w, detail.replace("P(0|0) - e^ε P(0|1)", f"P({d}|{d}) - e^ε P({d}|{d2})"))
+    delta = (sp.exp(L) - sp.exp(eps_c)) / (sp.exp(L) + k - 1)
+    return eps_c, max(0.0, float(sp.N(delta, 20)))
 
 
 def _laplace_profile(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile, eps_c: sp.Expr,
