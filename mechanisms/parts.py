@@ -33,6 +33,16 @@ Numeric model (exact at every accepted parameter)
 Neighbour relations: ``AddRemove()`` or ``Substitute()`` on data sets of records, or
 ``BoundedChange(Δ, norm)`` on a vector of query answers (``input="vector"``); stability maps are
 derived per relation.
+
+Local randomizers (``input="record"``): the input is ONE record of a finite domain (``Finite`` or
+``IntegerRange``: its k categories) and any two distinct records are neighbours (``Substitute()``,
+local DP). The noise measurements on a record are k-ary randomized response
+(:func:`randomized_response`), Warner's randomized response (:func:`warner`) and basic RAPPOR's
+bit flipping on the one-hot encoding (:func:`rappor`); each samples exactly (a lie or flip
+probability is never rounded) and releases category values (RAPPOR: 0/1 bits)::
+
+    survey = dp.mechanism(name="survey", records=Finite((1, 2, 3)), relation=Substitute(), input="record",
+                          steps=dp.randomized_response(log_odds=1), claim=PureDP(1))
 """
 
 from __future__ import annotations
@@ -62,6 +72,7 @@ __all__ = [
     "GridLaplace", "GridGaussian",
     "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
+    "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
     "compose", "post", "parallel", "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
     "grid_steps", "input_space", "input_distance",
 ]
@@ -90,17 +101,23 @@ class Space:
     """The type of a value between steps.
 
     ``kind``: ``"records"`` (a data set of records; ``cols`` columns; each column's values in
-    ``[lo[j], hi[j]]``), ``"scalar"`` (one exact number in ``[lo[0], hi[0]]``) or ``"vector"``
-    (``dim`` exact numbers). ``quantum``: every value is an integer multiple of it (e.g. 1 for counts),
-    or None. Bounds are exact Fractions or ±inf."""
+    ``[lo[j], hi[j]]``), ``"scalar"`` (one exact number in ``[lo[0], hi[0]]``), ``"vector"``
+    (``dim`` exact numbers) or ``"record"`` (ONE record, one of the k ``categories``: ints, or floats
+    that are not integers, in the domain's order). ``quantum``: every value is an integer multiple
+    of it (e.g. 1 for counts), or None. Bounds are exact Fractions or ±inf."""
 
     kind: str
     dim: int = 1
     lo: tuple = (-_INF,)
     hi: tuple = (_INF,)
     quantum: Fraction | None = None
+    categories: tuple | None = None
 
     def describe(self) -> str:
+        if self.kind == "record":
+            cats = self.categories
+            shown = ", ".join(map(str, cats)) if len(cats) <= 6 else f"{cats[0]}, {cats[1]}, ..., {cats[-1]}"
+            return f"one record of {len(cats)} categories {{{shown}}}"
         rng = ", ".join(f"[{_show(a)}, {_show(b)}]" for a, b in zip(self.lo, self.hi))
         what = {"records": f"records of {self.dim} column(s)", "scalar": "a number", "vector": f"a vector of {self.dim}"}[self.kind]
         return f"{what} in {rng}" + (f", multiples of {self.quantum}" if self.quantum is not None else "")
@@ -559,6 +576,164 @@ class GridGaussian(Measurement):
         return _release(c, noise, g)
 
 
+# --- local randomizers: noise measurements on one record -------------------------------
+
+_MAX_CATEGORIES = 2 ** 16
+
+
+def _need_record(space: Space, what: str) -> None:
+    if space.kind != "record":
+        raise ParameterError(f"{what} randomizes one record, but the previous step gives {space.describe()}; declare "
+                             "dp.mechanism(input='record', records=Finite(values), relation=Substitute(), ...) with it as "
+                             "the first step.")
+
+
+def category_index(space: Space, value: Any) -> int:
+    """The index of the record ``value`` among the space's categories (exact equality of numbers)."""
+    v = record_value(value)
+    for i, c in enumerate(space.categories):
+        if v == c:
+            return i
+    raise ParameterError(f"record={value!r} is not one of the {len(space.categories)} categories; pass a record of the domain.")
+
+
+def record_value(data: Any) -> Any:
+    """A one-record input as a Python number (a numpy scalar or 0-d array unwrapped)."""
+    return data.item() if isinstance(data, (np.ndarray, np.generic)) else data
+
+
+def category_values(space: Space) -> np.ndarray:
+    """The categories as the array the samplers release: int64 when every category is an integer,
+    else float64 (every category is an exact float, see :func:`input_space`)."""
+    cats = space.categories
+    return np.asarray(cats, dtype=np.int64 if all(isinstance(c, int) for c in cats) else float)
+
+
+class LocalRandomizer(Measurement):
+    """A noise measurement on ONE record of k categories (``input="record"``; local DP: any two
+    distinct records are neighbours). Its exact law is read by :mod:`._parts_law` and its family's
+    privacy map is proved once, symbolically in k and the parameter, by :mod:`dpharness.proofs.parts`."""
+
+
+@dataclass(frozen=True)
+class LocalRandomizedResponse(LocalRandomizer):
+    """k-ary randomized response (Warner 1965; Kairouz, Oh & Viswanath 2014) on one record of k
+    categories: report the true category with probability ``e^L/(e^L + k − 1)``, else one of the
+    other ``k − 1`` categories uniformly::
+
+        P(y | x) = e^L/(e^L + k − 1)  if y = x,     1/(e^L + k − 1)  otherwise.
+
+    Neighbours: any two records (local DP). Privacy map: ε = L (pure): the pmf ratio P(y|x)/P(y|x')
+    is e^L, 1 or e^{−L}. Sampler: :func:`._exact.randomized_response` on the category's index (the
+    lie probability ``(k − 1)/(e^L + k − 1)`` is exact at every L, e.g. 37 or 1000), mapped back to
+    the category value. ``log_odds`` L >= 0 is read exactly (a float as its binary value)."""
+
+    log_odds: Any
+
+    def __post_init__(self) -> None:
+        if _frac("log_odds", self.log_odds) < 0:
+            raise ParameterError(f"log_odds={self.log_odds!r} must be >= 0; pass the log-odds of a truthful report (ε).")
+
+    @property
+    def L(self) -> Fraction:
+        return _frac("log_odds", self.log_odds)
+
+    def describe(self) -> str:
+        return f"randomized_response(log_odds={self.log_odds!r})"
+
+    def out_width(self, space: Space) -> int:
+        _need_record(space, self.describe())
+        return 1
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from ._exact import randomized_response as exact_rr
+
+        idx = exact_rr(category_index(space, value), len(space.categories), self.L, size, rng)
+        return category_values(space)[idx].reshape(size, 1)
+
+
+@dataclass(frozen=True)
+class LocalWarner(LocalRandomizer):
+    """Warner's randomized response (S. L. Warner, "Randomized response", JASA 60(309), 1965) on one
+    record of two categories: report the truth with probability p, else the other category::
+
+        P(y | x) = p  if y = x,     1 − p  otherwise        (1/2 <= p < 1).
+
+    Neighbours: the two records (local DP). Privacy map: ε = ln(p/(1 − p)) (pure): binary randomized
+    response with log-odds ln(p/(1 − p)). Sampler: a lie is :func:`._exact.bernoulli` with the exact
+    rational 1 − p (``p`` an int/Fraction, a float read as its binary value)."""
+
+    p: Any
+
+    def __post_init__(self) -> None:
+        q = _frac("p", self.p)
+        if not Fraction(1, 2) <= q < 1:
+            raise ParameterError(f"p={self.p!r} must be in [1/2, 1) (the probability of a truthful report: p = 1 is not "
+                                 "private, p < 1/2 lies more often than not); pass e.g. p=0.75.")
+
+    @property
+    def p_exact(self) -> Fraction:
+        return _frac("p", self.p)
+
+    def describe(self) -> str:
+        return f"warner(p={self.p!r})"
+
+    def out_width(self, space: Space) -> int:
+        _need_record(space, self.describe())
+        if len(space.categories) != 2:
+            raise ParameterError(f"{self.describe()} randomizes one of two categories, but records have "
+                                 f"{len(space.categories)}; pass records=Finite((a, b)) or use "
+                                 "dp.randomized_response(log_odds) for k categories.")
+        return 1
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from ._exact import bernoulli
+
+        i = category_index(space, value)
+        lie = bernoulli(1 - self.p_exact, size, rng)
+        return category_values(space)[np.where(lie, 1 - i, i)].reshape(size, 1)
+
+
+@dataclass(frozen=True)
+class LocalRappor(LocalRandomizer):
+    """Basic RAPPOR's permanent randomized response (Erlingsson, Pihur & Korolova 2014, "RAPPOR",
+    CCS, §3; a one-hot encoding in place of the Bloom filter) on one record of k categories: the
+    record is one-hot encoded into k bits b, and each bit is replaced by a fair coin with probability
+    f, i.e. flipped independently with probability f/2::
+
+        P(y | x) = Π_j (1 − f/2)^[y_j = b_j] (f/2)^[y_j ≠ b_j],     b = onehot(x),  0 < f <= 1.
+
+    Output: a 0/1 vector of length k (int64). Neighbours: any two records; their encodings differ in
+    exactly two bits, so ε = 2 ln((1 − f/2)/(f/2)) (pure). Sampler: k independent
+    :func:`._exact.bernoulli` flips with the exact rational f/2 (``f`` a float read as its binary value)."""
+
+    f: Any
+
+    def __post_init__(self) -> None:
+        q = _frac("f", self.f)
+        if not 0 < q <= 1:
+            raise ParameterError(f"f={self.f!r} must be in (0, 1] (the probability that a bit is replaced by a fair "
+                                 "coin); pass e.g. f=0.5.")
+
+    @property
+    def f_exact(self) -> Fraction:
+        return _frac("f", self.f)
+
+    def describe(self) -> str:
+        return f"rappor(f={self.f!r})"
+
+    def out_width(self, space: Space) -> int:
+        _need_record(space, self.describe())
+        return len(space.categories)
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from ._exact import bernoulli
+
+        out = bernoulli(self.f_exact / 2, (size, len(space.categories)), rng).astype(np.int64)
+        out[:, category_index(space, value)] ^= 1
+        return out
+
+
 @dataclass(frozen=True)
 class Chain(Step):
     """``first >> second``: a transformation followed by a step. Stability maps compose; a
@@ -701,6 +876,24 @@ def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
     return _chain(discrete_laplace(scale), Post(clip, vectorized=True))
 
 
+def randomized_response(log_odds: Any) -> LocalRandomizedResponse:
+    """k-ary randomized response on one record (``input="record"``): the truth with probability
+    e^L/(e^L + k − 1), else a uniform other category; ε = ``log_odds``."""
+    return LocalRandomizedResponse(log_odds)
+
+
+def warner(p: Any) -> LocalWarner:
+    """Warner's randomized response on one record of two categories: the truth with probability
+    ``p`` in [1/2, 1); ε = ln(p/(1 − p))."""
+    return LocalWarner(p)
+
+
+def rappor(f: Any) -> LocalRappor:
+    """Basic RAPPOR on one record: its one-hot encoding with each bit flipped with probability f/2
+    (``f`` in (0, 1]); ε = 2 ln((1 − f/2)/(f/2))."""
+    return LocalRappor(f)
+
+
 def compose(*parts: Step) -> Compose:
     """Run every part on the same input (independent randomness); the output is their tuple."""
     if len(parts) < 1:
@@ -752,6 +945,9 @@ def grid_steps(space: Space, d: Distance, granularity: Any) -> tuple[Fraction, F
 
 def input_space(records: Domain, shape: str, dim: int | None) -> Space:
     """The space of the mechanism's input."""
+    if shape == "record":
+        cats = _categories(records)
+        return Space("record", 1, (Fraction(min(cats)),), (Fraction(max(cats)),), None, cats)
     if shape == "vector":
         lo, hi = _domain_bounds(records)
         return Space("vector", int(dim), (lo,) * int(dim), (hi,) * int(dim),
@@ -775,6 +971,37 @@ def _domain_bounds(records: Domain) -> tuple:
     raise ParameterError(f"records={records!r} is not supported; pass RealInterval, IntegerRange, Finite or RealBox.")
 
 
+def _categories(records: Domain) -> tuple:
+    """The k categories of a one-record input, in the domain's order, as the values the samplers
+    release: integers as ints (|v| < 2**53), other numbers as the float equal to them (refused when
+    no float is)."""
+    if isinstance(records, IntegerRange):
+        k = int(records.hi) - int(records.lo) + 1
+        if k > _MAX_CATEGORIES:
+            raise ParameterError(f"records={records!r} has {k} categories, above {_MAX_CATEGORIES}; pass a smaller domain.")
+        values = tuple(range(int(records.lo), int(records.hi) + 1))
+    elif isinstance(records, Finite):
+        values = records.values
+    else:
+        raise ParameterError(f"records={records!r} does not fit input='record'; pass Finite(values) or IntegerRange(lo, hi) "
+                             "(the categories a local randomizer reports).")
+    cats = []
+    for v in values:
+        q = _frac("values", v)
+        if q.denominator == 1 and abs(q) < 2 ** 53:
+            cats.append(int(q))
+        elif Fraction(float(q)) == q:
+            cats.append(float(q))
+        else:
+            raise ParameterError(f"values={records.values!r}: {v!r} is not exactly a float; pass categories that are "
+                                 "ints or floats (they are released as such).")
+    if len(set(cats)) != len(cats):
+        raise ParameterError(f"values={records.values!r} repeats a category; pass distinct values.")
+    if not 2 <= len(cats) <= _MAX_CATEGORIES:
+        raise ParameterError(f"records={records!r} has {len(cats)} categories; pass between 2 and {_MAX_CATEGORIES}.")
+    return tuple(cats)
+
+
 def input_distance(relation: Relation, space: Space) -> Distance:
     """The distance of neighbouring inputs as the first step sees it."""
     if isinstance(relation, BoundedChange):
@@ -792,7 +1019,7 @@ def input_distance(relation: Relation, space: Space) -> Distance:
 
 def measurement_leaves(step: Step) -> list:
     """Every noise measurement in the structure, in output order."""
-    if isinstance(step, (GridLaplace, GridGaussian)):
+    if isinstance(step, Measurement):
         return [step]
     if isinstance(step, Chain):
         return measurement_leaves(step.first) + measurement_leaves(step.second)
@@ -861,7 +1088,7 @@ def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Gene
         return step.apply(value)
     if isinstance(step, Measurement):
         out = step.run(value, space, size, rng)
-        return out[:, 0] if out.shape[1] == 1 and space.kind == "scalar" else out
+        return out[:, 0] if out.shape[1] == 1 and space.kind in ("scalar", "record") else out
     if isinstance(step, Chain):
         if isinstance(step.first, Transformation):
             return execute(step.second, step.first.apply(value), step.first.out_space(space), size, rng)
@@ -931,7 +1158,7 @@ class PartsMechanism(Mechanism):
     derived from the same structure by ``dpharness.proofs.parts``.
 
     Fields: ``label`` (registry name), ``records`` (record domain), ``relation``, ``steps``,
-    ``shape`` (``"dataset"`` or ``"vector"``), ``dim`` (vector length), ``size`` (fixed data-set size,
+    ``shape`` (``"dataset"``, ``"vector"`` or ``"record"``: one record, local DP), ``dim`` (vector length), ``size`` (fixed data-set size,
     or None), ``claim``."""
 
     label: str
@@ -955,11 +1182,17 @@ class PartsMechanism(Mechanism):
             raise ParameterError(f"relation={self.relation!r} is not a Relation; pass AddRemove() or Substitute().")
         if not isinstance(self.steps, Step):
             raise ParameterError(f"steps={self.steps!r} is not a dpharness.parts step; build it with dp.count() >> dp.laplace(...).")
-        _v.choice("input", self.shape, ("dataset", "vector"))
+        _v.choice("input", self.shape, ("dataset", "vector", "record"))
         if self.shape == "vector":
             if not isinstance(self.relation, BoundedChange):
                 raise ParameterError(f"relation={self.relation!r} does not fit vector input; pass BoundedChange(sensitivity, norm).")
             _v.integer("dim", self.dim, minimum=1)
+        elif self.shape == "record":
+            if not isinstance(self.relation, Substitute):
+                raise ParameterError(f"relation={self.relation!r} does not fit a one-record input; pass Substitute() "
+                                     "(any two records are neighbours: local DP).")
+            if self.dim is not None or self.size is not None:
+                raise ParameterError(f"dim={self.dim!r}, size={self.size!r}: a one-record input has neither; drop them.")
         elif not isinstance(self.relation, (AddRemove, Substitute)):
             raise ParameterError(f"relation={self.relation!r} does not fit data-set input; pass AddRemove() or Substitute().")
         if self.size is not None:
@@ -984,7 +1217,7 @@ class PartsMechanism(Mechanism):
         return InputSpec(self.records, self.relation, self.shape, dim=self.dim, size=self.size)
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        value = np.asarray(data, dtype=float)
+        value = record_value(data) if self.shape == "record" else np.asarray(data, dtype=float)
         if self.shape == "dataset" and value.ndim == 1 and self.space.dim > 1:
             value = value.reshape(-1, self.space.dim)
         out = flatten(execute(self.steps, value, self.space, size, rng))
@@ -1053,7 +1286,10 @@ def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, cl
     ``relation``: ``AddRemove()`` or ``Substitute()`` (``BoundedChange(Δ, norm)`` with
     ``input="vector"``, ``dim=...``); ``steps``: transformations ``>>`` noise (``>> dp.post(fn)``);
     ``claim``: ``PureDP(ε)``, ``ApproxDP(ε, δ)`` or ``RenyiDP(α, ε)``; ``size``: a fixed number of
-    records (substitution only)."""
+    records (substitution only). ``input="record"``: the input is ONE record of ``records``
+    (``Finite`` or ``IntegerRange``), ``relation=Substitute()`` (any two records are neighbours,
+    local DP), and ``steps`` are local randomizers (``dp.randomized_response``, ``dp.warner``,
+    ``dp.rappor``, ``dp.compose`` of them, ``>> dp.post(fn)``)."""
     if not isinstance(claim, Claim):
         raise ParameterError(f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
     return PartsMechanism(label=name, records=records, relation=relation, steps=steps, shape=input, dim=dim,

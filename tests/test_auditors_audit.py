@@ -301,7 +301,7 @@ def test_streaming_keeps_memory_bounded(monkeypatch):
     monkeypatch.setattr(am, "_TRAIN_MAX", 1_000_000)
     tracemalloc.start()
     try:
-        r = audit(grid_laplace, 0.0, 1.0, samples=30_000_000, seed=0, workers=1)
+        r = audit(grid_laplace, 0.0, 1.0, epsilon=1.0, samples=30_000_000, seed=0, workers=1)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
