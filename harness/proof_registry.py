@@ -60,6 +60,15 @@ def proves(*classes: type, sealed: Iterable[str] | None = None) -> Callable[[F],
         if not callable(fn):
             raise ParameterError(f"fn={fn!r} is not callable; decorate a function mechanism -> Proof.")
         for cls in classes:
+            if cls.__module__.split(".")[0] == "dpharness" and fn.__module__.split(".")[0] != "dpharness":
+                raise ParameterError(
+                    f"class={cls.__qualname__} is a dpharness class, whose proofs are the library's; subclass it and "
+                    "register the proof for the subclass.")
+            old = _PROOFS.get(cls)
+            if old is not None and (old[0].__module__, old[0].__qualname__) != (fn.__module__, fn.__qualname__):
+                raise ParameterError(
+                    f"class={cls.__qualname__} already has a proof registered by {old[0].__module__}.{old[0].__qualname__}; "
+                    f"a proof may not be replaced — subclass {cls.__qualname__} and register the proof for the subclass.")
             _PROOFS[cls] = (fn, None if sealed is None else frozenset(sealed))
         return fn
 

@@ -166,3 +166,11 @@ def test_a_project_registers_a_proof_for_its_own_class():
 def test_proves_rejects_non_mechanisms():
     with pytest.raises(dpharness.ParameterError, match="class="):
         proves(int)
+
+
+def test_a_registered_proof_cannot_be_replaced():
+    """A project cannot swap the library's proof of a built-in class for its own (e.g. one that always says PROVED)."""
+    with pytest.raises(dpharness.ParameterError, match="dpharness class"):
+        @proves(Laplace)
+        def always_proved(m):  # pragma: no cover - never registered
+            raise AssertionError
