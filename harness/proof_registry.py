@@ -85,8 +85,19 @@ class Coverage:
     reason: str
 
 
+# What the class statement and @dataclass generate from fields: not code a proof is about. Any other
+# dunder (``__getattribute__``, ``__post_init__``, ``__call__``, ...) is an override.
+_GENERATED = frozenset({
+    "__init__", "__repr__", "__eq__", "__ne__", "__hash__", "__setattr__", "__delattr__", "__match_args__",
+    "__dataclass_fields__", "__dataclass_params__", "__annotations__", "__doc__", "__module__", "__qualname__",
+    "__dict__", "__weakref__", "__abstractmethods__", "__slots__", "__firstlineno__", "__static_attributes__",
+    "__orig_bases__", "__parameters__", "__replace__", "__lt__", "__le__", "__gt__", "__ge__",
+    "__annotate__", "__annotate_func__", "__annotations_cache__", "__classcell__",
+})
+
+
 def _is_dataclass_boilerplate(name: str) -> bool:
-    return name.startswith("__") and name.endswith("__") or name in ("_abc_impl",)
+    return name in _GENERATED or name == "_abc_impl"
 
 
 def _overrides(cls: type) -> list[str]:

@@ -15,6 +15,7 @@ import dpharness
 from dpharness import PureDP, proves
 from dpharness.mechanisms.clamped import ClampedSum
 from dpharness.mechanisms.laplace import Laplace
+from dpharness.mechanisms.randomized_response import RandomizedResponse
 from dpharness.proofs import prove
 from dpharness.proofs._model import Verdict
 
@@ -97,7 +98,10 @@ def test_correct_subclass_in_another_module_is_proved():
 
 
 @pytest.mark.parametrize("base, method", [(Laplace, "_sample"), (Laplace, "_law"), (ClampedSum, "_sample"),
-                                          (ClampedSum, "_law")], ids=lambda v: getattr(v, "__name__", v))
+                                          (ClampedSum, "_law"), (Laplace, "__getattribute__"),
+                                          (RandomizedResponse, "_sample"), (RandomizedResponse, "p_truth"),
+                                          (RandomizedResponse, "__getattribute__"), (RandomizedResponse, "__post_init__")],
+                         ids=lambda v: getattr(v, "__name__", v))
 def test_subclass_overriding_code_is_not_covered_and_the_method_is_named(base, method):
     """Catalog classes are declared from parts (``Composite``): the sampler and the law are sealed, so
     a subclass redefining them is not covered, and the reason names the method."""
