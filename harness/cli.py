@@ -217,8 +217,10 @@ def _print_proof(proof) -> None:
                 print(f"      {s.detail}")
     if proof.witness is not None:
         w = proof.witness
-        print(f"witness: D={w.data!r} D'={w.neighbor!r}"
-              + (f" output={w.output!r}" if w.output is not None else "")
+        from ._json import jsonable
+
+        print(f"witness: D={jsonable(w.data)} D'={jsonable(w.neighbor)}"
+              + (f" output={jsonable(w.output)}" if w.output is not None else "")
               + (f" event: {w.event.description}" if w.event is not None else "")
               + (f" loss={fmt(w.loss)}" if w.loss is not None else "")
               + (f" — {w.description}" if w.description else ""))
