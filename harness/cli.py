@@ -287,7 +287,12 @@ def _run_many(names: list[str], jobs: int | None, fn, **kwargs) -> list[dict]:
     start = time.perf_counter()
 
     def progress(res: dict) -> None:
-        tag = "ok" if res.get("ok") else ("ERROR" if res.get("error") else "FAIL")
+        if res.get("error"):
+            tag = "ERROR"
+        elif res.get("buggy"):
+            tag = "bug caught" if res.get("ok") else "BUG SLIPPED THROUGH"
+        else:
+            tag = "ok" if res.get("ok") else "FAIL"
         sys.stderr.write(f"[{time.perf_counter() - start:6.1f}s] {res['name']}: {tag}\n")
         sys.stderr.flush()
 

@@ -54,6 +54,21 @@ def pytest_configure(config: pytest.Config) -> None:
     testing._configure(seed=_seed(config), samples=_samples(config))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """A ``statistical`` test that is also a Hypothesis test runs audits (seconds each): lift
+    Hypothesis' per-example deadline for it, keeping every other setting of the test."""
+    for item in items:
+        if item.get_closest_marker("statistical") is None:
+            continue
+        test = getattr(item, "obj", None)
+        current = getattr(test, "_hypothesis_internal_use_settings", None)
+        if current is None or current.deadline is None:
+            continue
+        from hypothesis import settings
+
+        test._hypothesis_internal_use_settings = settings(current, deadline=None)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return (f"dpharness: --dp-seed={_seed(config)} --dp-samples={_samples(config)} "
             "(rerun with this seed to reproduce any statistical failure)")

@@ -117,3 +117,25 @@ def test_statistical_marker_is_registered(inner):
     result.stdout.fnmatch_lines(["@pytest.mark.statistical:*false-failure rate*"])
     result = inner.runpytest_subprocess("-m", "statistical", "--strict-markers", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, deselected=4)
+
+
+def test_statistical_hypothesis_tests_have_no_deadline(pytester):
+    """assert_private inside @given: the plugin lifts Hypothesis' 200 ms deadline for statistical tests."""
+    pytester.makepyfile('''
+        import time
+        import pytest
+        from hypothesis import given, settings, strategies as st
+
+        @pytest.mark.statistical
+        @settings(max_examples=2)
+        @given(st.integers(0, 3))
+        def test_slow_example(x):
+            time.sleep(0.3)
+
+        @settings(max_examples=2)
+        @given(st.integers(0, 3))
+        def test_not_statistical_keeps_its_deadline(x):
+            time.sleep(0.3)
+    ''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1, failed=1)
