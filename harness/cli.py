@@ -371,11 +371,27 @@ def _gate_line(res: dict) -> str:
     return f"{status}  {res['name']}: {proof}; {audit}{caught}  [{secs:.1f}s]{note}"
 
 
+def _check_writable(option: str, directory: str) -> None:
+    """Fail before any work when ``directory`` cannot be created or written."""
+    import tempfile
+
+    from .errors import ParameterError
+
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        raise ParameterError(f"{option} {directory}: cannot write there ({exc.strerror or exc}); pass a writable directory.") from None
+
+
 def _cmd_gate(args) -> int:
     from . import registry
     from ._run import check, load_modules
     from .errors import ParameterError
 
+    if args.report:
+        _check_writable("--report", args.report)
     own = load_modules(args.modules)
     if args.own and not args.modules:
         raise ParameterError("--own gates the mechanisms of the --module packages; pass --module PKG as well.")
@@ -475,6 +491,8 @@ def _write_junit(path: str, results: list[dict], *, gallery: bool, elapsed: floa
 
 def _cmd_report(args) -> int:
     from . import registry, report
+
+    _check_writable("--out", args.out)
 
     names = args.names or list(registry.catalog(gallery=None))
     for name in names:

@@ -389,3 +389,11 @@ def test_list_real_catalog(capsys):
         assert r["buggy"] == classes[r["name"]].buggy
         assert r["claim"] == classes[r["name"]]().claim.describe()
     assert any(r["buggy"] for r in rows) and any(not r["buggy"] for r in rows)
+
+
+def test_unwritable_report_directory_fails_before_any_work(capsys):
+    """`report --out` / `gate --report` to a directory that cannot be written: one line, exit 2, no audit run."""
+    assert main(["report", "--out", "/proc/dpharness-cannot-write", "laplace"]) == 2
+    assert "--out /proc/dpharness-cannot-write: cannot write there" in capsys.readouterr().err
+    assert main(["gate", "--report", "/proc/dpharness-cannot-write", "laplace"]) == 2
+    assert "--report" in capsys.readouterr().err
