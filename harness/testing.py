@@ -1,9 +1,14 @@
 """Assertions for users' test suites: :func:`assert_private`.
 
+>>> from dpharness import parts as dp, PureDP, AddRemove, IntegerRange
 >>> from dpharness.testing import assert_private
->>> def my_count(data, size, rng):           # any vectorised sampler
-...     return len(data) + rng.laplace(0, 1.0, size)
->>> assert_private(my_count, [1, 2, 3], [1, 2], epsilon=1.0)   # doctest: +SKIP
+>>> count = dp.mechanism(name="count", records=IntegerRange(0, 9), relation=AddRemove(),
+...                      steps=dp.count() >> dp.discrete_laplace(1), claim=PureDP(1))
+>>> assert_private(count, [1, 2, 3], [1, 2], epsilon=1.0)   # doctest: +SKIP
+
+Any vectorised sampler ``fn(data, size, rng)`` works too. The natural float version,
+``len(data) + rng.laplace(0, 1.0, size)``, FAILS: its float outputs leak through their low-order
+bits (Mironov 2012), and the failure message says so and how to fix it.
 
 Under pytest (the ``dpharness`` plugin is installed with the package) the seed comes from
 ``--dp-seed`` (default 20261122, or ``$DP_SEED``) and the sample budget from ``--dp-samples``; the
@@ -74,6 +79,11 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
             f"(pytest --dp-seed={result.seed} --dp-samples={result.samples})",
             f"  a correct mechanism fails this check with probability at most {1 - result.confidence:.3g}",
         ]
+        if "float structure" in (result.witness_description or "") + (result.method or ""):
+            lines.insert(2, "  cause: the certified event is a floating-point pattern of the outputs (their low-order "
+                            "bits depend on the data; Mironov 2012). Fix: release outputs on a grid from integer noise "
+                            "(dpharness.parts: dp.laplace(scale) snaps to a power-of-two grid with an exact sampler), "
+                            "or use an exact sampler; audit the ideal mechanism with ideal_numerics=True.")
         if result.delta_lower_bound is not None:
             lines.insert(2, f"  certified δ lower bound at ε = {_num(result.epsilon)}: {_num(result.delta_lower_bound)}")
         raise PrivacyViolation("\n".join(lines), result)

@@ -313,3 +313,18 @@ def test_a_callable_needs_an_explicit_epsilon():
     """A plain callable carries no claim: auditing it without ``epsilon`` is an error, never ε = 1."""
     with pytest.raises(ParameterError, match="epsilon=None"):
         audit(rr(1.0), 0, 1, samples=1_000)
+
+
+@pytest.mark.statistical
+def test_float_leak_failure_says_floating_point_is_the_cause():
+    """assert_private on the natural float Laplace count: the failure names the floating-point cause and
+    the fix. Fixed seed 0, 2·10^5 samples a side; the leak certifies ε ≥ 7 (the test cannot pass by chance
+    on a correct mechanism: it audits a broken one)."""
+    from dpharness.testing import PrivacyViolation, assert_private
+
+    def natural(data, size, rng):
+        return len(data) + rng.laplace(0, 1.0, size)
+
+    with pytest.raises(PrivacyViolation, match="floating-point pattern") as info:
+        assert_private(natural, [1, 2, 3], [1, 2], epsilon=1.0, seed=0, samples=200_000)
+    assert "dp.laplace" in str(info.value)
