@@ -213,6 +213,10 @@ class Clamp(Transformation):
         lo, hi = _frac("lo", self.lo), _frac("hi", self.hi)
         if not lo < hi:
             raise ParameterError(f"lo={self.lo!r} must be below hi={self.hi!r}; pass clamp(lo, hi) with lo < hi.")
+        for name, exact_value in (("lo", lo), ("hi", hi)):
+            if Fraction(float(exact_value)) != exact_value:
+                raise ParameterError(f"{name}={getattr(self, name)!r} is not a float: records are clamped with float "
+                                     f"bounds, so pass a bound a float represents exactly (e.g. {float(exact_value)!r}).")
 
     def describe(self) -> str:
         return f"clamp({self.lo}, {self.hi})"
@@ -915,8 +919,10 @@ def parallel(part: Step, *, by: int, keys: Sequence) -> Parallel:
     """Run ``part`` on each partition of the records by column ``by``'s value in ``keys``."""
     _v.integer("by", by, minimum=0)
     keys = tuple(keys)
-    if not keys or len(set(keys)) != len(keys):
-        raise ParameterError(f"keys={keys!r} must be distinct values; pass the partition keys.")
+    as_floats = [float(_frac("keys", k)) for k in keys]  # records are matched to keys as floats
+    if not keys or len(set(as_floats)) != len(keys):
+        raise ParameterError(f"keys={keys!r} must be distinct numbers (distinct as floats: records are matched to "
+                             "them as floats); pass the partition keys.")
     if not isinstance(part, Step):
         raise ParameterError(f"part={part!r} is not a dpharness.parts step.")
     return Parallel(part, by, keys)

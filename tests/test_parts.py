@@ -259,6 +259,8 @@ def test_register_a_value_and_audit_only_policy():
     (lambda: dp.laplace(scale=0), "scale="),
     (lambda: dp.laplace(scale=1, granularity=0.3), "granularity="),
     (lambda: dp.clamp(3, 1), "lo="),
+    (lambda: dp.clamp(Fraction(1, 3), 1), "lo="),
+    (lambda: dp.parallel(dp.count() >> dp.laplace(1), by=0, keys=[Fraction(1, 3), 1 / 3]), "keys="),
     (lambda: dp.histogram(), "histogram needs"),
     (lambda: dp.Post(lambda s: s.mean(), True), "vectorized=True is reserved"),
     (lambda: dp.count() >> 3, "right side of >>"),
