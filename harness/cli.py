@@ -118,6 +118,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     gate = sub.add_parser("gate", parents=[common], help="prove and audit every registered mechanism (CI)")
     gate.add_argument("names", nargs="*", metavar="NAME", help="gate only these mechanisms (default: every registered one)")
+    gate.add_argument("--no-cache", action="store_true",
+                      help="prove and audit every mechanism again, ignoring results cached for unchanged inputs")
+    gate.add_argument("--cache-dir", default=os.environ.get("DPHARNESS_CACHE_DIR", ".dpharness-cache"), metavar="DIR",
+                      help="where results are cached, keyed by everything that decides them "
+                           "(default $DPHARNESS_CACHE_DIR or .dpharness-cache)")
     gate.add_argument("--own", action="store_true",
                       help="gate only the mechanisms the --module packages register (not the built-ins)")
     gate.add_argument("--module", dest="modules", action="append", default=[], metavar="PKG",
@@ -368,7 +373,8 @@ def _gate_line(res: dict) -> str:
         proof = f"proof PROVED (ε ≤ {fmt(p['bound'])})"
     else:
         proof = f"proof {p['verdict']}"
-    return f"{status}  {res['name']}: {proof}; {audit}{caught}  [{secs:.1f}s]{note}"
+    when = "cached: " if res.get("cached") else ""
+    return f"{status}  {res['name']}: {proof}; {audit}{caught}  [{when}{secs:.1f}s]{note}"
 
 
 def _check_writable(option: str, directory: str) -> None:
@@ -408,8 +414,31 @@ def _cmd_gate(args) -> int:
              "install dpharness with its mechanisms or pass --module PKG.")
         return EXIT_USAGE
     start = time.perf_counter()
-    results = _run_many(names, args.jobs, check, samples=args.samples, seed=args.seed,
-                        modules=tuple(args.modules), report_dir=args.report, timeout=args.timeout)
+    keys: dict[str, str] = {}
+    cached: dict[str, dict] = {}
+    use_cache = not args.no_cache and not args.report
+    if use_cache:
+        from . import _cache
+
+        env = _cache.environment_digest()
+        for name in names:
+            try:
+                keys[name] = _cache.key(registry.get(name)(), name=name, audit_only=registry.audit_only(name),
+                                        environment=env, samples=args.samples, seed=args.seed, timeout=args.timeout)
+            except Exception:  # a mechanism that cannot even be built runs (and reports its error)
+                continue
+            hit = _cache.load(args.cache_dir, keys[name])
+            if hit is not None:
+                cached[name] = dict(hit, cached=True)
+    todo = [n for n in names if n not in cached]
+    fresh = _run_many(todo, args.jobs, check, samples=args.samples, seed=args.seed,
+                      modules=tuple(args.modules), report_dir=args.report, timeout=args.timeout) if todo else []
+    if use_cache:
+        for res in fresh:
+            if res["name"] in keys:
+                _cache.store(args.cache_dir, keys[res["name"]], res)
+    by_name = {**cached, **{r["name"]: r for r in fresh}}
+    results = [by_name[n] for n in names]
     elapsed = time.perf_counter() - start
     passed = all(r["ok"] for r in results)
     if args.report:
@@ -426,8 +455,9 @@ def _cmd_gate(args) -> int:
             print(_gate_line(r))
         failed = [r["name"] for r in results if not r["ok"]]
         what = "gallery bugs caught" if args.gallery else "mechanisms proved and audited"
+        reused = f"; {len(cached)} unchanged, from the cache (--no-cache re-runs them)" if cached else ""
         print(f"{len(results) - len(failed)}/{len(results)} {what} in {elapsed:.1f}s "
-              f"(samples={args.samples} per side, seed={args.seed})")
+              f"(samples={args.samples} per side, seed={args.seed}{reused})")
         if failed:
             print(("slipped through or errored: " if args.gallery else "failed: ") + ", ".join(failed))
     return EXIT_OK if passed else EXIT_FAIL

@@ -133,3 +133,22 @@ def test_gate_only_named_mechanisms_pass(package, capsys):
 def test_gate_usage_errors(argv, match, capsys):
     assert cli.main(argv) == 2
     assert match in capsys.readouterr().err
+
+
+def test_unchanged_mechanisms_come_from_the_cache_and_any_change_reruns(package, tmp_path, capsys):
+    """A second gate with nothing changed reuses the stored result; editing the project's module, or
+    --no-cache, runs it again."""
+    import os
+
+    argv = ["gate", "--module", package, "--jobs", "1", "--samples", "200000", "gp_mean"]
+    assert cli.main(argv) == 0
+    assert "cached" not in capsys.readouterr().out
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "[cached:" in out and "1 unchanged, from the cache" in out
+    assert cli.main(argv + ["--no-cache"]) == 0
+    assert "cached" not in capsys.readouterr().out
+    module = tmp_path / "gate_policy_pkg.py"
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10 ** 9))
+    assert cli.main(argv) == 0
+    assert "cached" not in capsys.readouterr().out
