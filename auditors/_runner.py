@@ -32,6 +32,17 @@ TRAINING, CERTIFICATION = 0, 1
 
 
 @dataclass(frozen=True)
+def _takes_one_argument(fn: Callable) -> bool:
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 1 and not any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
 class Sampler:
     """How to get ``size`` outputs on one input: ``fn(data, size, rng)`` (vectorised) or ``fn(data)`` in a loop."""
 
@@ -46,9 +57,13 @@ class Sampler:
             except MechanismError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the mechanism under audit may raise anything
+                hint = "fix the mechanism or the inputs."
+                if isinstance(exc, TypeError) and _takes_one_argument(self.fn):
+                    hint = ("it takes one argument: a per-call function fn(data) returning one output is audited "
+                            "with vectorized=False (dpharness audit calls fn(data, size, rng) by default).")
                 raise MechanismError(
                     f"mechanism {self.name!r} raised {type(exc).__name__}: {exc} while drawing {where} "
-                    f"(samples {start}..{start + size - 1}); fix the mechanism or the inputs."
+                    f"(samples {start}..{start + size - 1}); {hint}"
                 ) from exc
             return _as_outputs(out, size, self.name, where)
         outs = []

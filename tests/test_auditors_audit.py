@@ -328,3 +328,11 @@ def test_float_leak_failure_says_floating_point_is_the_cause():
     with pytest.raises(PrivacyViolation, match="floating-point pattern") as info:
         assert_private(natural, [1, 2, 3], [1, 2], epsilon=1.0, seed=0, samples=200_000)
     assert "dp.laplace" in str(info.value)
+
+
+def test_a_per_call_function_without_vectorized_false_is_told_the_fix():
+    def per_call(data):
+        return float(len(data))
+
+    with pytest.raises(MechanismError, match="vectorized=False"):
+        audit(per_call, [1, 2], [1], epsilon=1.0, samples=1_000)
