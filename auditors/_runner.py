@@ -31,7 +31,6 @@ __all__ = ["Sampler", "Progress", "chunk_plan", "draw", "count_events"]
 TRAINING, CERTIFICATION = 0, 1
 
 
-@dataclass(frozen=True)
 def _takes_one_argument(fn: Callable) -> bool:
     import inspect
 
@@ -43,6 +42,7 @@ def _takes_one_argument(fn: Callable) -> bool:
     return len(positional) == 1 and not any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
+@dataclass(frozen=True)
 class Sampler:
     """How to get ``size`` outputs on one input: ``fn(data, size, rng)`` (vectorised) or ``fn(data)`` in a loop."""
 
