@@ -397,3 +397,21 @@ def test_unwritable_report_directory_fails_before_any_work(capsys):
     assert "--out /proc/dpharness-cannot-write: cannot write there" in capsys.readouterr().err
     assert main(["gate", "--report", "/proc/dpharness-cannot-write", "laplace"]) == 2
     assert "--report" in capsys.readouterr().err
+
+
+def test_big_audit_prints_an_estimate_first(monkeypatch, capsys):
+    """`audit --samples` above 2·10^7 prints a time estimate on stderr before running (the run itself is
+    replaced by a stub here)."""
+    import dpharness
+    from dpharness import cli
+
+    class Stop(Exception):
+        pass
+
+    def stub(*args, **kwargs):
+        raise Stop
+
+    monkeypatch.setattr(dpharness, "audit", stub)
+    with pytest.raises(Stop):
+        cli.main(["audit", "laplace", "--samples", "30000000"])
+    assert "rough estimate for 30,000,000 samples a side" in capsys.readouterr().err
