@@ -78,6 +78,7 @@ import numpy as np
 from dpharness.errors import ParameterError
 
 __all__ = [
+    "categorical_exp",
     "ExactProbability",
     "exact_rational",
     "bernoulli",
@@ -550,4 +551,35 @@ def randomized_response(x: int, k: int, log_odds: Any, size, rng: np.random.Gene
     if len(idx):
         other = rng.integers(0, k - 1, len(idx), dtype=np.int64) if k > 2 else np.zeros(len(idx), dtype=np.int64)
         out[idx] = (int(x) + 1 + other) % k
+    return out.reshape(shape)
+
+
+def categorical_exp(log_weights: list, size, rng: np.random.Generator) -> np.ndarray:
+    """Indices i with probability exactly ``e^{a_i} / Σ_j e^{a_j}`` for exact rationals ``a_i`` (floats
+    read as their binary values), int64 array of shape ``size``: the exponential mechanism's sampler.
+
+    Sequentially, stage i keeps index i with the exact conditional probability
+    ``P(i | not 0..i-1) = 1 / (1 + Σ_{j>i} e^{a_j − a_i})`` (a Bernoulli decided by lazily refined
+    uniforms against an interval enclosure, :func:`bernoulli`); the last index takes what is left."""
+    a = [exact_rational("log_weights", x) for x in log_weights]
+    if not a:
+        raise ParameterError("log_weights=[] is empty; pass at least one log-weight.")
+    shape, n = _count(size)
+    out = np.full(n, len(a) - 1, dtype=np.int64)
+    alive = np.arange(n)
+    for i in range(len(a) - 1):
+        if not len(alive):
+            break
+        rest = [aj - a[i] for aj in a[i + 1:]]
+
+        def enclose(prec: int, rest=rest):
+            with _IVPrec(prec) as iv:
+                s = iv.mpf(0)
+                for d in rest:
+                    s = s + iv.exp(_iv_rat(iv, d))
+                return _iv_ends(1 / (1 + s))
+
+        keep = bernoulli(ExactProbability(enclose, f"conditional weight of index {i}"), len(alive), rng)
+        out[alive[keep]] = i
+        alive = alive[~keep]
     return out.reshape(shape)

@@ -76,8 +76,11 @@ class ExponentialMechanism(Mechanism):
         return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "linf"), "vector", dim=self.n_candidates)
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        u = np.asarray(data, dtype=float)
-        return sample_log_weights(float(self.beta) * u, size, rng)
+        from ._exact import categorical_exp, exact_rational
+
+        beta = exact_rational("beta", self.beta)
+        u = [Fraction(float(v)) for v in np.asarray(data, dtype=float)]
+        return categorical_exp([beta * v for v in u], size, rng)  # exact: P(r) = e^{β u_r} / Σ e^{β u}
 
     def _law(self, data: Any) -> DiscreteLaw:
         u = [exact(float(v)) for v in np.asarray(data, dtype=float)]

@@ -65,7 +65,9 @@ def prove(m: Mechanism) -> Proof:
     eps = param(m.claim.epsilon)
     pb.precondition(f"neighbour relation: utility vectors with ||u − u'||_∞ <= Δ = {delta} (BoundedChange linf)")
     pb.precondition(f"parameters: β = {beta} > 0, Δ = {delta} > 0, n = {n} candidates")
-    pb.precondition("numeric model: ideal reals (the stated pmf; float normalisation in the sampler not modelled)")
+    pb.precondition("numeric model: exact -- utilities and β read as the exact binary values the sampler uses; the "
+                    "sampler draws each index with its exact probability e^{βu_r}/Σ e^{βu} (sequential Bernoullis "
+                    "against interval enclosures with lazily refined uniform bits, dpharness.mechanisms._exact)")
     pb.pseudocode("return r with probability exp(β u_r) / Σ_j exp(β u_j)")
     pb.postcondition("for every output r: ln P_u(r) − ln P_u'(r) <= 2βΔ")
     with pb.phase("conformance"):
