@@ -9,6 +9,8 @@ transcendental), so the prover can reason about ``α = e^{-L}`` exactly.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -69,7 +71,7 @@ class TruncatedGeometric(Mechanism):
 
     def _sample(self, data, size, rng):
         x = int(np.asarray(data).reshape(-1)[0])
-        z = discrete_laplace(1.0 / float(self.log_odds), size, rng)
+        z = discrete_laplace(1 / Fraction(self.log_odds), size, rng)  # exact: P(z) ∝ e^{-L|z|}, L read exactly
         return np.clip(x + z, 0, self.n).astype(np.int64)
 
     def _law(self, data):

@@ -31,7 +31,7 @@ def prove(mechanism) -> Proof:
     k, L_val = int(mechanism.k), exact(mechanism.log_odds)
     pb.precondition(f"input: one record in {{0..{k - 1}}}; neighbours: any two different records (local DP)")
     pb.precondition(f"parameters: k = {k}, log_odds L = {L_val} (exact), L >= 0")
-    pb.precondition("numeric model: ideal reals (the sampler's float threshold e^L/(e^L+k-1) is modelled exactly)")
+    pb.precondition("numeric model: exact -- L read as the binary value the code uses; the sampler reports the truth with probability exactly e^L/(e^L+k-1) (dpharness.mechanisms._exact)")
     pb.pseudocode("y = x with probability e^L/(e^L + k - 1); otherwise y uniform over the k - 1 other categories")
     pb.postcondition("sup over x != x' and y of ln P(y|x) - ln P(y|x') = L")
 

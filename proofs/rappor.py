@@ -47,7 +47,7 @@ def prove(mechanism) -> Proof:
     k, L_val = int(mechanism.k), exact(mechanism.log_odds)
     pb.precondition(f"input: one record in {{0..{k - 1}}}, one-hot encoded into {k} bits; neighbours: any two different records")
     pb.precondition(f"parameters: k = {k}, log_odds L = {L_val} (exact), f = 2/(1 + e^L)")
-    pb.precondition("numeric model: ideal reals (the sampler's float threshold f/2 is modelled exactly)")
+    pb.precondition("numeric model: exact -- f read as the binary value the code uses; each bit flips with probability exactly f/2 (dpharness.mechanisms._exact)")
     if getattr(mechanism, "buggy", False):
         pb.precondition(f"gallery variant: {mechanism.bug}")
     pb.pseudocode("b = onehot(x); for each bit j independently: y_j = b_j w.p. 1 - f/2 = e^L/(1+e^L), else 1 - b_j")

@@ -48,7 +48,7 @@ def prove(mechanism) -> Proof:
     L_val = exact(_field(mechanism, "log_odds", "epsilon_noise"))
     pb.precondition(f"input: a count x in {{0..{n}}}; neighbours: |x - x'| <= 1 ({mechanism.input_spec.relation.describe()})")
     pb.precondition(f"parameters: n = {n}, log_odds L = {L_val} (exact), α = e^(-L)")
-    pb.precondition("numeric model: ideal reals (the sampler's geometric draws are modelled exactly)")
+    pb.precondition("numeric model: exact -- the two-sided geometric noise is drawn by the exact sampler with scale 1/L, L read as the binary value the code uses")
     pb.pseudocode("y = min(max(x + Z, 0), n), Z two-sided geometric with P(Z = k) ∝ α^|k|")
     pb.postcondition("sup over |x - x'| <= 1 and y of ln P(y|x) - ln P(y|x') <= L")
 

@@ -30,7 +30,7 @@ def prove(mechanism) -> Proof:
     t_val, q_val = exact(mechanism.p_truth), exact(mechanism.p_yes)
     pb.precondition("input: one private bit; neighbours: the records 0 and 1 (local DP)")
     pb.precondition(f"parameters: p_truth t = {t_val}, p_yes q = {q_val} (exact)")
-    pb.precondition("numeric model: ideal reals (the sampler's float threshold is modelled exactly)")
+    pb.precondition("numeric model: exact -- p read as the binary value the code uses; the sampler lies with probability exactly 1 − p (dpharness.mechanisms._exact)")
     pb.pseudocode("with probability t report x; otherwise report 1 with probability q, else 0")
     pb.postcondition("sup over (x, x', y) of ln P(y|x) - ln P(y|x') = max(ln P(1|1)/P(1|0), ln P(0|0)/P(0|1))")
 
