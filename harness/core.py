@@ -32,12 +32,15 @@ import inspect
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
 from . import _validate as _v
 from .errors import ParameterError
+
+if TYPE_CHECKING:  # annotations only; sympy is imported where an exact value is needed
+    import sympy as sp
 
 __all__ = [
     "exact",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from importlib import metadata
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .core import Mechanism
 from .errors import ParameterError

@@ -32,6 +32,7 @@ from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
 __all__ = [
+    "PerStatisticScales",
     "bound_units",
     "DEFAULT_GRANULARITY",
     "check_granularity",
@@ -281,6 +282,29 @@ def fit_granularity(granularity: Any, scales_at: Any) -> float:
     while g < 2.0 ** 30 and any(Fraction(s) / Fraction(g) > _MAX_SCALE_UNITS for s in scales_at(g)):
         g *= 2
     return g
+
+
+class PerStatisticScales:
+    """For a catalog class releasing several statistics, each with noise ``scale`` per unit of its
+    stability: :meth:`statistics` lists ``(stability, quantum)`` per statistic (``quantum``: every value
+    is a multiple of it, or None); the grid and the noise scales follow by the parts prover's rule
+    (:func:`grid_distance`, :func:`fit_granularity`). Needs the fields ``scale`` and ``granularity``."""
+
+    def statistics(self) -> tuple:
+        raise NotImplementedError
+
+    def _scales_at(self, g: float) -> tuple:
+        return tuple(ratio_up(Fraction(self.scale) * grid_distance(d, g, quantum=q), 1) for d, q in self.statistics())
+
+    @property
+    def grid(self) -> float:
+        """The granularity used (``granularity``, or the automatic choice when it is None)."""
+        return fit_granularity(self.granularity, self._scales_at)
+
+    @property
+    def noise_scales(self) -> tuple:
+        """Scale of each statistic's noise, ``scale·(its stability after rounding to the grid)`` rounded up."""
+        return self._scales_at(self.grid)
 
 
 # --------------------------------------------------------------------------- grid Laplace: sampler and law

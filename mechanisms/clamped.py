@@ -34,7 +34,7 @@ from dpharness.registry import register
 
 from . import parts as dp
 from ._noise import (
-    DEFAULT_GRANULARITY, bound_units, check_granularity, check_units, exact_sum, fit_granularity, grid_distance,
+    DEFAULT_GRANULARITY, PerStatisticScales, bound_units, check_granularity, check_units, exact_sum, fit_granularity, grid_distance,
     grid_laplace_law, grid_laplace_sample, ratio_up, to_units,
 )
 from .parts import Composite, PartsMechanism
@@ -238,7 +238,7 @@ class ClampedSumUnclamped(Mechanism):
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class ClampedMean(Composite):
+class ClampedMean(PerStatisticScales, Composite):
     """Noisy clamped mean released as the pair (noisy sum, noisy count); :meth:`finalize` divides
     them (post-processing, kept outside the declaration so the released pair has an exact law)::
 
@@ -284,19 +284,9 @@ class ClampedMean(Composite):
         """How far the clamped sum moves between neighbours under the relation (exact)."""
         return sum_stability(self.lo, self.hi, self.relation)
 
-    def _scales_at(self, g: float) -> tuple:
-        return (ratio_up(Fraction(self.scale) * grid_distance(self.sum_sensitivity, g), 1),
-                ratio_up(Fraction(self.scale) * grid_distance(1, g, quantum=1), 1))
-
-    @property
-    def grid(self) -> float:
-        """The granularity used (``granularity``, or the automatic choice when it is None)."""
-        return fit_granularity(self.granularity, self._scales_at)
-
-    @property
-    def noise_scales(self) -> tuple:
-        """(scale of the sum's noise, scale of the count's noise), rounded up."""
-        return self._scales_at(self.grid)
+    def statistics(self) -> tuple:
+        """(stability, quantum) of (the clamped sum, the count): the count is an integer."""
+        return ((self.sum_sensitivity, None), (1, 1))
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, *, lo: Any = 0, hi: Any = 1, relation: Relation = AddRemove(),

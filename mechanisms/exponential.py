@@ -25,16 +25,7 @@ from dpharness.registry import register
 
 from ._noise import ratio_down
 
-__all__ = ["ExponentialMechanism", "ExponentialNoHalf", "sample_log_weights"]
-
-
-def sample_log_weights(log_weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices drawn with probability proportional to ``exp(log_weights)`` (inverse cdf, vectorised)."""
-    w = np.asarray(log_weights, dtype=float)
-    p = np.exp(w - w.max())
-    cdf = np.cumsum(p)
-    idx = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
-    return np.minimum(idx, len(w) - 1).astype(np.int64)
+__all__ = ["ExponentialMechanism", "ExponentialNoHalf"]
 
 
 @register

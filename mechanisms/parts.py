@@ -48,13 +48,12 @@ probability is never rounded) and releases category values (RAPPOR: 0/1 bits)::
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import hashlib
 import inspect
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -63,7 +62,7 @@ from dpharness.core import (
     AddRemove, BoundedChange, Claim, Domain, Finite, InputSpec, IntegerRange, Mechanism, OutputLaw, PureDP,
     RealBox, RealInterval, Relation, Substitute,
 )
-from dpharness.errors import ParameterError, UnsupportedError
+from dpharness.errors import ParameterError
 
 from ._noise import DEFAULT_GRANULARITY, check_granularity
 
@@ -500,8 +499,46 @@ def _release(centres: list[int], noise: np.ndarray, g: Fraction) -> np.ndarray:
     return units.astype(float) * float(g)
 
 
+class _GridNoise(Measurement):
+    """What the grid noise families share: each coordinate ``v_i`` is released as
+    ``g * (floor(v_i/g + 1/2) + N_i)`` with ``N_i`` i.i.d. integer noise of the family, drawn by an
+    exact sampler. Subclasses name their size parameter (``_amount``, meaning ``_meaning``), say what
+    they are (``_word``) and draw the integer noise (``_noise``)."""
+
+    granularity: Any
+    _amount: ClassVar[str]
+    _meaning: ClassVar[str]
+    _word: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        name = self._amount
+        if _frac(name, getattr(self, name)) <= 0:
+            raise ParameterError(f"{name}={getattr(self, name)!r} must be > 0; pass a positive noise {self._meaning}.")
+        check_granularity("granularity", self.granularity)
+        _check_scale_units(name, getattr(self, name), self.granularity)
+
+    def describe(self) -> str:
+        g = self.granularity
+        return (f"{self._word}({self._amount}={getattr(self, self._amount)!r}"
+                + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")")
+
+    def out_width(self, space: Space) -> int:
+        if space.kind not in ("scalar", "vector"):
+            raise ParameterError(f"{self._word} adds noise to numbers, but the previous step gives {space.describe()}; "
+                                 "aggregate first (dp.count(), dp.sum(), dp.histogram(...)).")
+        return space.dim
+
+    def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        g = Fraction(self.granularity)
+        c = _centres(value, g)
+        return _release(c, self._noise((size, len(c)), rng), g)
+
+
 @dataclass(frozen=True)
-class GridLaplace(Measurement):
+class GridLaplace(_GridNoise):
     """Laplace noise on the grid ``g*Z``: each coordinate ``v_i`` is released as
     ``g * (floor(v_i/g + 1/2) + K_i)``, ``K_i`` i.i.d. discrete Laplace with ``P(k) ∝ exp(-|k|/t)``,
     ``t = scale/g``. Privacy map (pure DP): inputs at L1 distance ``Δ`` give rounded centres at most
@@ -510,38 +547,22 @@ class GridLaplace(Measurement):
 
     scale: Any
     granularity: Any = DEFAULT_GRANULARITY
-
-    def __post_init__(self) -> None:
-        if _frac("scale", self.scale) <= 0:
-            raise ParameterError(f"scale={self.scale!r} must be > 0; pass a positive noise scale.")
-        check_granularity("granularity", self.granularity)
-        _check_scale_units("scale", self.scale, self.granularity)
-
-    def describe(self) -> str:
-        g = self.granularity
-        return f"laplace(scale={self.scale!r}" + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")"
+    _amount: ClassVar[str] = "scale"
+    _meaning: ClassVar[str] = "scale"
+    _word: ClassVar[str] = "laplace"
 
     @property
     def t(self) -> Fraction:
         return _frac("scale", self.scale) / Fraction(self.granularity)
 
-    def out_width(self, space: Space) -> int:
-        if space.kind not in ("scalar", "vector"):
-            raise ParameterError(f"laplace adds noise to numbers, but the previous step gives {space.describe()}; "
-                                 "aggregate first (dp.count(), dp.sum(), dp.histogram(...)).")
-        return space.dim
-
-    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+    def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         from ._exact import discrete_laplace
 
-        g = Fraction(self.granularity)
-        c = _centres(value, g)
-        noise = discrete_laplace(self.t, (size, len(c)), rng)
-        return _release(c, noise, g)
+        return discrete_laplace(self.t, shape, rng)
 
 
 @dataclass(frozen=True)
-class GridGaussian(Measurement):
+class GridGaussian(_GridNoise):
     """Discrete Gaussian noise on the grid ``g*Z`` (Canonne, Kamath & Steinke 2020): each coordinate is
     released as ``g * (floor(v_i/g + 1/2) + Y_i)``, ``Y_i`` i.i.d. with ``P(y) ∝ exp(-y²/(2τ²))``,
     ``τ = sigma/g``. Privacy map: ``ρ = D₂²/(2τ²)``-zCDP for rounded centres at squared L2 distance
@@ -550,34 +571,18 @@ class GridGaussian(Measurement):
 
     sigma: Any
     granularity: Any = DEFAULT_GRANULARITY
-
-    def __post_init__(self) -> None:
-        if _frac("sigma", self.sigma) <= 0:
-            raise ParameterError(f"sigma={self.sigma!r} must be > 0; pass a positive noise standard deviation.")
-        check_granularity("granularity", self.granularity)
-        _check_scale_units("sigma", self.sigma, self.granularity)
-
-    def describe(self) -> str:
-        g = self.granularity
-        return f"gaussian(sigma={self.sigma!r}" + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")"
+    _amount: ClassVar[str] = "sigma"
+    _meaning: ClassVar[str] = "standard deviation"
+    _word: ClassVar[str] = "gaussian"
 
     @property
     def tau2(self) -> Fraction:
         return (_frac("sigma", self.sigma) / Fraction(self.granularity)) ** 2
 
-    def out_width(self, space: Space) -> int:
-        if space.kind not in ("scalar", "vector"):
-            raise ParameterError(f"gaussian adds noise to numbers, but the previous step gives {space.describe()}; "
-                                 "aggregate first (dp.count(), dp.sum(), dp.histogram(...)).")
-        return space.dim
-
-    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+    def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         from ._exact import discrete_gaussian
 
-        g = Fraction(self.granularity)
-        c = _centres(value, g)
-        noise = discrete_gaussian(self.tau2, (size, len(c)), rng)
-        return _release(c, noise, g)
+        return discrete_gaussian(self.tau2, shape, rng)
 
 
 # --- local randomizers: noise measurements on one record -------------------------------

@@ -21,7 +21,7 @@ from dpharness.core import AddRemove, Claim, PureDP, RealBox
 from dpharness.registry import register
 
 from . import parts as dp
-from ._noise import check_granularity, fit_granularity, grid_distance, ratio_up
+from ._noise import PerStatisticScales, check_granularity, ratio_up
 from .parts import Composite, PartsMechanism
 from .std import sum_stabilities
 
@@ -30,7 +30,7 @@ __all__ = ["NoisyPearson"]
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class NoisyPearson(Composite):
+class NoisyPearson(PerStatisticScales, Composite):
     """Six noisy sums (n, Σx, Σy, Σx², Σy², Σxy) of pairs in ``[lo, hi]^2``; :meth:`finalize` gives
     the correlation::
 
@@ -78,20 +78,9 @@ class NoisyPearson(Composite):
         one, lin, quad = sum_stabilities(self.lo, self.hi)
         return (one, lin, lin, quad, quad, quad)
 
-    def _scales_at(self, g: float) -> tuple:
-        quanta = (1,) + (None,) * 5
-        return tuple(ratio_up(Fraction(self.scale) * grid_distance(d, g, quantum=q), 1)
-                     for d, q in zip(self.sensitivities, quanta))
-
-    @property
-    def grid(self) -> float:
-        """The granularity used (``granularity``, or the automatic choice when it is None)."""
-        return fit_granularity(self.granularity, self._scales_at)
-
-    @property
-    def noise_scales(self) -> tuple:
-        """Scale of each statistic's noise, ``scale·ceil(Δ_i/g)·g`` rounded up."""
-        return self._scales_at(self.grid)
+    def statistics(self) -> tuple:
+        """(stability, quantum) of the six statistics: the count is an integer."""
+        return tuple(zip(self.sensitivities, (1,) + (None,) * 5))
 
     def structure(self) -> PartsMechanism:
         g = self.grid

@@ -21,7 +21,7 @@ from dpharness.core import AddRemove, Claim, PureDP, RealInterval
 from dpharness.registry import register
 
 from . import parts as dp
-from ._noise import check_granularity, fit_granularity, grid_distance, ratio_up
+from ._noise import PerStatisticScales, check_granularity, ratio_up
 from .parts import Composite, PartsMechanism
 
 __all__ = ["NoisyStd", "sum_stabilities"]
@@ -36,7 +36,7 @@ def sum_stabilities(lo: Any, hi: Any) -> tuple[Fraction, Fraction, Fraction]:
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class NoisyStd(Composite):
+class NoisyStd(PerStatisticScales, Composite):
     """Three noisy sums (n, Σx, Σx²) of records in ``[lo, hi]``; :meth:`finalize` gives the std::
 
         dp.compose(dp.count() >> dp.laplace(b_1), dp.sum() >> dp.laplace(b_2), dp.sum_squares() >> dp.laplace(b_3))
@@ -79,20 +79,9 @@ class NoisyStd(Composite):
         """Stabilities of (count, sum, sum of squares) under add/remove (exact)."""
         return sum_stabilities(self.lo, self.hi)
 
-    def _scales_at(self, g: float) -> tuple:
-        quanta = (1, None, None)
-        return tuple(ratio_up(Fraction(self.scale) * grid_distance(d, g, quantum=q), 1)
-                     for d, q in zip(self.sensitivities, quanta))
-
-    @property
-    def grid(self) -> float:
-        """The granularity used (``granularity``, or the automatic choice when it is None)."""
-        return fit_granularity(self.granularity, self._scales_at)
-
-    @property
-    def noise_scales(self) -> tuple:
-        """Scale of each statistic's noise, ``scale·ceil(Δ_i/g)·g`` rounded up."""
-        return self._scales_at(self.grid)
+    def statistics(self) -> tuple:
+        """(stability, quantum) of (count, sum, sum of squares): the count is an integer."""
+        return tuple(zip(self.sensitivities, (1, None, None)))
 
     def structure(self) -> PartsMechanism:
         g = self.grid

@@ -54,7 +54,6 @@ class Profile:
 
     eps: sp.Expr | None
     rho: sp.Expr
-    leaves: int = 1
     gaussian_1d: tuple | None = None
     pure_leaf_eps: tuple = ()
     laplace_1d: tuple | None = None  # (K grid steps, scale, g) of a single scalar grid Laplace: its exact profile
@@ -66,9 +65,8 @@ def _F(x: Fraction) -> sp.Rational:
 
 
 class _Walk:
-    def __init__(self, pb: ProofBuilder, relation: Any) -> None:
+    def __init__(self, pb: ProofBuilder) -> None:
         self.pb = pb
-        self.relation = relation
         self.families: set[str] = set()
 
     # --- obligations with the node's path -------------------------------------------
@@ -256,7 +254,7 @@ class _Walk:
         self.evaluate(path, f"the node's law (as dpharness.mechanisms._parts_law reads it) is the lemma's pmf: "
                             f"({truth}, {other}) per {'bit (kept, flipped)' if isinstance(m, P.LocalRappor) else 'report (truth, each other category)'}",
                       sp.And(sp.Eq(truth, model[0]), sp.Eq(other, model[1])), "exact comparison")
-        return Profile(eps, eps ** 2 / 2, 1, None, (eps,), rr_1d=rr)
+        return Profile(eps, eps ** 2 / 2, pure_leaf_eps=(eps,), rr_1d=rr)
 
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
         if isinstance(m, P.LocalRandomizer):
@@ -269,14 +267,14 @@ class _Walk:
             self.evaluate(path, f"{m.describe()}: t = scale/g = {t}; ε = D/t = {d1}/{t} = {eps}",
                           sp.Eq(eps, d1 / t), "the family's privacy map at distance D (triangle inequality)")
             one_d = (int(d1), _F(P._frac("scale", m.scale)), _F(Fraction(m.granularity))) if space.dim == 1 else None
-            return Profile(eps, eps ** 2 / 2, 1, None, (eps,), laplace_1d=one_d)
+            return Profile(eps, eps ** 2 / 2, pure_leaf_eps=(eps,), laplace_1d=one_d)
         self.gaussian_family()
         tau2 = _F(m.tau2)
         rho = d2 / (2 * tau2)
         self.evaluate(path, f"{m.describe()}: τ² = (σ/g)² = {tau2}; ρ = D₂²/(2τ²) = {rho}",
                       sp.Eq(rho, d2 / (2 * tau2)), "the family's privacy map at distance D₂")
         one_d = (tau2, int(d1)) if space.dim == 1 and d1 != 0 else None
-        return Profile(None if rho != 0 else sp.Integer(0), rho, 1, one_d, ())
+        return Profile(None if rho != 0 else sp.Integer(0), rho, gaussian_1d=one_d)
 
     # --- structure ------------------------------------------------------------------------
     def walk(self, path: str, step: P.Step, space: P.Space, d: P.Distance) -> Profile | tuple:
@@ -316,27 +314,25 @@ class _Walk:
                          for o in obs])
         self.fact(path, f"zCDP composition: ρ = Σ ρ_i = {rho}" + (" (each pure ε_i gives ρ_i = ε_i²/2)" if eps is not None else ""),
                   "Bun & Steinke 2016, Lemma 2.3 (composition) and Prop. 1.4 (ε-DP implies ε²/2-zCDP)")
-        one = profiles[0].gaussian_1d if len(profiles) == 1 else None
+        if len(profiles) == 1:  # one part: its own profile, including any exact single-leaf profile
+            return profiles[0]
         pure_leaves = tuple(e for p in profiles for e in p.pure_leaf_eps) if eps is not None else ()
-        return Profile(eps, rho, sum(p.leaves for p in profiles), one, pure_leaves,
-                       laplace_1d=profiles[0].laplace_1d if len(profiles) == 1 else None,
-                       rr_1d=profiles[0].rr_1d if len(profiles) == 1 else None)
+        return Profile(eps, rho, pure_leaf_eps=pure_leaves)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
-        sub_space = space
-        ar = self.walk(_join(path, "part (add/remove)"), step.part, sub_space, P.Distance(AddRemove()))
+        ar = self.walk(_join(path, "part (add/remove)"), step.part, space, P.Distance(AddRemove()))
         if isinstance(d.relation, AddRemove):
             self.fact(path, f"parallel over {len(step.keys)} disjoint partitions: an added/removed record lands in one "
                             "partition, whose part sees add/remove; the others see the same data",
                       "McSherry 2009 (parallel composition); independent randomness per partition")
-            return Profile(ar.eps, ar.rho, ar.leaves, None, ar.pure_leaf_eps)
-        sub = self.walk(_join(path, "part (substitute)"), step.part, sub_space, P.Distance(Substitute()))
+            return Profile(ar.eps, ar.rho, pure_leaf_eps=ar.pure_leaf_eps)
+        sub = self.walk(_join(path, "part (substitute)"), step.part, space, P.Distance(Substitute()))
         self.fact(path, "parallel under substitution: the record either changes inside one partition (the part's "
                         "substitution loss) or moves between two (two parts each see add/remove: twice that loss)",
                   "McSherry 2009; composition over the two partitions touched")
         two_eps = None if ar.eps is None else 2 * ar.eps
         eps = None if (sub.eps is None or two_eps is None) else sp.Max(sub.eps, two_eps)
-        return Profile(eps, sp.Max(sub.rho, 2 * ar.rho), 2 * ar.leaves, None, ())
+        return Profile(eps, sp.Max(sub.rho, 2 * ar.rho))
 
 
 # --------------------------------------------------------------------------- local randomizers: one lemma per family
@@ -638,7 +634,7 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
     if P.has_post(m.steps):
         pb.precondition("every post-processing function is a pure function of the noisy outputs it receives (called once "
                         "per run; no state kept between calls, no access to the data)")
-    walk = _Walk(pb, m.relation)
+    walk = _Walk(pb)
     if isinstance(m.relation, BoundedChange):
         pb.fact(f"input distance: {d0.describe()} (from {m.relation.describe()} on vectors of {space.dim})",
                 "norm inequalities: ||v||₂ <= ||v||₁, ||v||₁ <= √dim ||v||₂, ||v||₁ <= dim ||v||∞")
