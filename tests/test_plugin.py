@@ -126,6 +126,10 @@ def test_statistical_hypothesis_tests_have_no_deadline(pytester):
         import pytest
         from hypothesis import given, settings, strategies as st
 
+        # Hypothesis drops the deadline on CI machines (its "ci" profile); pin the default one here.
+        settings.register_profile("deadline_200ms", deadline=200)
+        settings.load_profile("deadline_200ms")
+
         @pytest.mark.statistical
         @settings(max_examples=2)
         @given(st.integers(0, 3))
