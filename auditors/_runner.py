@@ -3,19 +3,58 @@ the progress bar. Counts only ever leave a chunk, so memory stays bounded by one
 
 Determinism: chunk ``c`` of side ``s`` of pair ``p`` in phase ``ph`` (0 = training, 1 = certification)
 draws from ``SeedSequence(seed, spawn_key=(ph, p, s, c))``; chunk sizes depend only on the sample
-count and the output shape, and counts are integer sums, so the same seed gives the same result
-for any number of workers. (Callables with ``vectorized=False`` draw their own randomness and
-are run serially in the parent: forking would duplicate a global random state.)
+count and the output shape, and counts are integer sums, so for a vectorised sampler
+``fn(data, size, rng)`` the same seed gives the same result in this process, in the local worker
+pool and on a dask cluster, for any number of workers.
+
+Where chunks run:
+
+* ``workers=1`` and no cluster: in this process, one chunk after another.
+* ``workers > 1``: a local pool of fresh worker processes (loky's reusable executor: workers are
+  started with fork+exec, so a parent whose thread pools are running — torch, BLAS, OpenMP — cannot
+  deadlock them, as a bare ``fork`` can). The job (sampler and events, closures included) is
+  shipped with cloudpickle. If no chunk finishes within ``max(60 s, 20 x the slowest chunk so
+  far)`` (before the first one: 20 x the time per sample measured on this sampler, or 300 s when
+  nothing was measured) the pool is killed and a :class:`MechanismError` names the chunk.
+* ``cluster=``: tasks on a ``dask.distributed`` cluster (:mod:`._cluster`), with the same timeout.
+
+Per-call samplers (``vectorized=False``, ``fn(data)`` drawing its own randomness): in this process
+(``workers=1``, no cluster) they use whatever random state they hold, as reproducible as that
+state. In a worker process (pool or cluster), before each chunk, the global states of
+:mod:`random`, ``numpy.random`` and (when imported) torch, and every ``random.Random``,
+``numpy.random.Generator``, ``numpy.random.RandomState`` and ``torch.Generator`` reachable from the
+function (closure cells, defaults, the globals it names, bound objects' attributes) are reseeded
+from ``SeedSequence(seed, spawn_key=(ph, p, s, c, k))``. Every chunk therefore draws a fresh,
+independent stream (copies of one state in several workers would repeat samples and make the
+certified bound unsound), and a function whose randomness comes only from those sources gives the
+same outputs for the same seed whatever the number of workers or machines (but not the outputs of
+a ``workers=1`` run, which uses the caller's states). One exception: on a dask cluster the global
+state of :mod:`random` is shared with the worker's own event loop (tornado's jittered timers draw
+from it), so a function drawing from ``random.random()`` & co. gets independent but not
+reproducible chunks there; numpy's global state and held generators are not touched by dask.
+Randomness these cannot reach (a C library's own generator, ``os.urandom``, ``secrets``) stays
+independent between workers but is not reproducible; a generator the walk cannot reach *and* that
+is created with a fixed seed at import time would repeat across workers: run such a mechanism with
+``workers=1``. (Vectorised samplers are reseeded the same way in workers; they should draw only
+from their ``rng`` argument.)
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing as _mp
 import os
+import random as _random
 import sys
+import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import types
+import uuid
+import warnings
+import weakref
+from concurrent.futures import FIRST_COMPLETED
+from concurrent.futures import wait as _wait_futures
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -24,11 +63,17 @@ import numpy as np
 from dpharness.core import Event
 from dpharness.errors import MechanismError
 
+from . import _cluster
 from . import events as _events
 
-__all__ = ["Sampler", "Progress", "chunk_plan", "draw", "count_events"]
+__all__ = ["Sampler", "Progress", "chunk_plan", "draw", "count_events", "cluster_session"]
 
 TRAINING, CERTIFICATION = 0, 1
+
+_MIN_TIMEOUT = 60.0       # seconds: no chunk finishing within this (or the scaled limit) is a hang
+_TIMEOUT_FACTOR = 20.0    # x the slowest chunk seen (or the measured pace) before giving up
+_UNKNOWN_TIMEOUT = 300.0  # seconds before the first chunk finishes when this sampler's pace is unknown
+_IDLE_SECONDS = 30        # the local pool's idle workers exit after this
 
 
 def _takes_one_argument(fn: Callable) -> bool:
@@ -165,14 +210,42 @@ def chunk_plan(total: int, chunk: int) -> list[tuple[int, int]]:
     return [(s, min(chunk, total - s)) for s in range(0, total, chunk)]
 
 
+# pace of each sampler (seconds per sample), measured while drawing: the hang detector's first limit
+_PACE: "weakref.WeakKeyDictionary[Sampler, float]" = weakref.WeakKeyDictionary()
+
+
+def _note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
+    if samples > 0:
+        try:
+            _PACE[sampler] = max(_PACE.get(sampler, 0.0), seconds / samples)
+        except TypeError:  # an unhashable fn: no pace, the generous default applies
+            pass
+
+
 def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair: int, side: int, chunk: int,
          ref: tuple | None = None, label: str = "", progress: "Progress | None" = None,
-         max_elements: int | None = None) -> np.ndarray:
+         max_elements: int | None = None, workers: int = 1, cluster: Any = None) -> np.ndarray:
     """All ``total`` outputs of one side (training: kept in memory), drawn chunk by chunk; stops
-    early once ``max_elements`` output entries are held (wide vector outputs)."""
+    early once ``max_elements`` output entries are held (wide vector outputs).
+
+    ``workers > 1`` draws a per-call sampler's chunks in the local worker pool; ``cluster`` (see
+    :func:`count_events`) draws a per-call sampler's chunks on a dask cluster, and a vectorised
+    sampler's too when ``cluster`` is an open ``Client``; the outputs are gathered here in chunk
+    order. Vectorised samplers otherwise draw in this process (cheap; no outputs to ship); their
+    outputs are the same in every case. Per-call samplers in workers are reseeded per chunk (module
+    docstring). A ``"local"`` or address ``cluster`` is opened and closed on every call: open it
+    once for a whole audit with :func:`cluster_session`."""
+    _cluster.check_cluster(cluster)
+    plan = chunk_plan(total, chunk)
+    pool = workers > 1 and not _mp.current_process().daemon
+    spread = (not sampler.vectorized and (pool or cluster is not None)) or _cluster.is_client(cluster)
+    if spread and plan:
+        return _draw_spread(sampler, data, plan, seed=seed, phase=phase, pair=pair, side=side, ref=ref, label=label,
+                            progress=progress, max_elements=max_elements, workers=workers, cluster=cluster)
     parts = []
     held = 0
-    for c, (start, size) in enumerate(chunk_plan(total, chunk)):
+    t0 = time.perf_counter()
+    for c, (start, size) in enumerate(plan):
         if max_elements is not None and parts and held >= max_elements:
             break
         where = f"{label} chunk {c}"
@@ -184,6 +257,11 @@ def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair
         held += arr.size
         if progress:
             progress.update()
+    _note_pace(sampler, time.perf_counter() - t0, sum(len(p) for p in parts))
+    return _join(parts)
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]
     if parts[0].dtype == object:
@@ -196,10 +274,74 @@ def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair
     return np.concatenate(parts)
 
 
-# --------------------------------------------------------------------------- streaming counts
+def _chunks_kept(plan: list[tuple[int, int]], row_elements: int, max_elements: int | None) -> int:
+    """How many chunks the serial loop keeps: chunk c is drawn iff fewer than max_elements are held before it."""
+    if max_elements is None:
+        return len(plan)
+    held = 0
+    for c, (_start, size) in enumerate(plan):
+        if c and held >= max_elements:
+            return c
+        held += size * row_elements
+    return len(plan)
+
+
+def _draw_spread(sampler: Sampler, data: Any, plan: list[tuple[int, int]], *, seed: int, phase: int, pair: int,
+                 side: int, ref: tuple | None, label: str, progress: "Progress | None", max_elements: int | None,
+                 workers: int, cluster: Any) -> np.ndarray:
+    job = _DrawJob(sampler, data, seed, phase, pair, side, tuple(plan), label)
+    with _Tasks.open(job, workers=max(1, min(workers, len(plan))), cluster=cluster, what=f"drawing {label}") as tasks:
+        if tasks is None:  # the job cannot be shipped: draw here (same outputs)
+            return draw(sampler, data, sum(s for _, s in plan), seed=seed, phase=phase, pair=pair, side=side,
+                        chunk=plan[0][1], ref=ref, label=label, progress=progress, max_elements=max_elements)
+        parts: dict[int, np.ndarray] = {}
+        first = None
+        if max_elements is not None:  # the first chunk tells the row width, hence how many chunks to keep
+            for (c,), arr in tasks.run([(0,)]):
+                parts[c] = first = arr
+                if progress:
+                    progress.update()
+        keep = _chunks_kept(plan, 1 if first is None else max(1, first.size // max(1, len(first))), max_elements)
+        for (c,), arr in tasks.run([(c,) for c in range(keep) if c not in parts]):
+            parts[c] = arr
+            if progress:
+                progress.update()
+    ordered = [parts[c] for c in range(keep)]
+    if ref is None:
+        ref = signature(ordered[0])
+    for c, arr in enumerate(ordered):
+        check_signature(arr, ref, sampler.name, f"{label} chunk {c}")
+    return _join(ordered)
+
+
+# --------------------------------------------------------------------------- jobs shipped to workers
 
 @dataclass(frozen=True)
-class _Job:
+class _DrawJob:
+    sampler: Sampler
+    data: Any
+    seed: int
+    phase: int
+    pair: int
+    side: int
+    chunks: tuple          # (start, size) per chunk
+    label: str
+
+    def run(self, task: tuple) -> np.ndarray:
+        (c,) = task
+        start, size = self.chunks[c]
+        return self.sampler(self.data, size, rng_for(self.seed, self.phase, self.pair, self.side, c),
+                            where=f"{self.label} chunk {c}", start=start)
+
+    def key(self, task: tuple) -> tuple:
+        return self.phase, self.pair, self.side, task[0]
+
+    def describe(self, task: tuple) -> str:
+        return f"{self.label} chunk {task[0]}"
+
+
+@dataclass(frozen=True)
+class _CountJob:
     sampler: Sampler
     inputs: tuple          # per pair: (data, neighbor)
     events: tuple          # per pair: tuple of Events
@@ -207,25 +349,328 @@ class _Job:
     ref: tuple             # output signature from training
     chunks: tuple          # (start, size) per chunk
 
+    def run(self, task: tuple) -> np.ndarray:
+        pair, side, c = task
+        start, size = self.chunks[c]
+        where = self.describe(task)
+        out = self.sampler(self.inputs[pair][side], size, rng_for(self.seed, CERTIFICATION, pair, side, c),
+                           where=where, start=start)
+        check_signature(out, self.ref, self.sampler.name, where)
+        counts = np.empty(len(self.events[pair]), dtype=np.int64)
+        for i, ev in enumerate(self.events[pair]):
+            hit = np.asarray(ev.contains(out), dtype=bool)
+            if hit.shape != (size,):
+                raise MechanismError(f"event {ev.description!r} returned shape {hit.shape} on {where}; "
+                                     f"expected ({size},).")
+            counts[i] = int(hit.sum())
+        _events.clear_cache()
+        return counts
 
-_JOB: _Job | None = None  # set in the parent before forking, inherited by the workers
+    def key(self, task: tuple) -> tuple:
+        return (CERTIFICATION, *task)
+
+    def describe(self, task: tuple) -> str:
+        pair, side, c = task
+        return f"certification chunk {c} ({'data' if side == 0 else 'neighbor'} side of pair {pair})"
 
 
-def _count_task(task: tuple[int, int, int]) -> tuple[tuple[int, int, int], np.ndarray]:
-    job = _JOB
-    pair, side, c = task
-    start, size = job.chunks[c]
-    where = f"certification chunk {c} ({'data' if side == 0 else 'neighbor'} side of pair {pair})"
-    out = job.sampler(job.inputs[pair][side], size, rng_for(job.seed, CERTIFICATION, pair, side, c), where=where, start=start)
-    check_signature(out, job.ref, job.sampler.name, where)
-    counts = np.empty(len(job.events[pair]), dtype=np.int64)
-    for i, ev in enumerate(job.events[pair]):
-        hit = np.asarray(ev.contains(out), dtype=bool)
-        if hit.shape != (size,):
-            raise MechanismError(f"event {ev.description!r} returned shape {hit.shape} on {where}; expected ({size},).")
-        counts[i] = int(hit.sum())
-    _events.clear_cache()
-    return task, counts
+# --------------------------------------------------------------------------- worker side
+
+_RNG_TYPES = (_random.Random, np.random.Generator, np.random.RandomState)
+_WALK_LIMIT = 20_000          # objects visited when looking for the random generators a function holds
+_WORKER_JOBS: dict[str, tuple[Any, list]] = {}  # token -> (job, generators it holds); a few recent jobs
+_WORKER_LOCK = threading.RLock()  # a dask worker may run several tasks in threads of one process
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.extend(_global_names(const))
+    return names
+
+
+def _hidden_rngs(root: Any) -> list:
+    """The random generators reachable from ``root`` (a sampler's function), in a fixed order."""
+    found: list = []
+    seen: set[int] = set()
+    stack = [root]
+    visited = 0
+    skip = (str, bytes, bytearray, int, float, complex, bool, type(None), np.ndarray, np.generic, type,
+            types.ModuleType, types.CodeType)
+    while stack and visited < _WALK_LIMIT:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        visited += 1
+        if isinstance(obj, _RNG_TYPES) or _is_torch_generator(obj):
+            found.append(obj)
+            continue
+        try:
+            stack.extend(reversed(_children(obj)))
+        except Exception:  # noqa: BLE001 - an object whose attributes cannot be read holds nothing we can find
+            continue
+    return found
+
+
+def _children(obj: Any) -> list:
+    """What ``obj`` refers to, for :func:`_hidden_rngs`."""
+    children: list = []
+    if isinstance(obj, types.FunctionType):
+        for cell in obj.__closure__ or ():
+            try:
+                children.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        children.extend(obj.__defaults__ or ())
+        children.extend((obj.__kwdefaults__ or {}).values())
+        g = obj.__globals__
+        children.extend(g[n] for n in dict.fromkeys(_global_names(obj.__code__)) if n in g)
+    elif isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
+        children.extend([getattr(obj, "__self__", None), getattr(obj, "__func__", None)])
+    elif isinstance(obj, functools.partial):
+        children.extend([obj.func, *obj.args, *obj.keywords.values()])
+    elif isinstance(obj, (list, tuple)):
+        children.extend(obj[:1000])
+    elif isinstance(obj, dict):
+        children.extend(list(obj.values())[:1000])
+    else:
+        attrs = getattr(obj, "__dict__", None)
+        if isinstance(attrs, dict):
+            children.extend(attrs.values())
+        call = getattr(type(obj), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            children.append(call)
+    return children
+
+
+def _is_torch_generator(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, getattr(torch, "Generator", ()))
+
+
+def _seed_int(seq: np.random.SeedSequence) -> int:
+    return int.from_bytes(seq.generate_state(4, np.uint32).tobytes(), "little")
+
+
+def _reseed(rngs: list, key: tuple, seed: int) -> None:
+    """Give this chunk its own streams: global random states and the sampler's generators (see module doc)."""
+    def seq(k: int) -> np.random.SeedSequence:
+        return np.random.SeedSequence(seed, spawn_key=(*key, k))
+
+    _random.seed(_seed_int(seq(1)))
+    np.random.seed(seq(2).generate_state(8, np.uint32))
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "manual_seed"):
+        torch.manual_seed(_seed_int(seq(3)) % (1 << 63))
+    for k, g in enumerate(rngs):
+        s = seq(16 + k)
+        if isinstance(g, _random.Random):
+            g.seed(_seed_int(s))
+        elif _is_torch_generator(g):
+            g.manual_seed(_seed_int(s) % (1 << 63))
+        else:
+            bg = g.bit_generator if isinstance(g, np.random.Generator) else g._bit_generator
+            try:
+                bg.state = type(bg)(s).state
+            except Exception as exc:  # noqa: BLE001 - a bit generator that cannot be built from a SeedSequence
+                raise MechanismError(
+                    f"cannot give the {type(bg).__name__} generator held by the mechanism its own stream in a worker "
+                    f"process ({type(exc).__name__}: {exc}); copies of one state would repeat samples. Run it in "
+                    "this process with workers=1 (no cluster), or hold a numpy PCG64/MT19937/Philox/SFC64 generator."
+                ) from exc
+
+
+def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, float]:
+    """A worker's task: unpickle the job once per process, reseed, run one chunk; (task, result, seconds)."""
+    import pickle
+
+    with _WORKER_LOCK:
+        entry = _WORKER_JOBS.get(token)
+        if entry is None:
+            job = pickle.loads(payload)
+            entry = (job, _hidden_rngs(job.sampler.fn))
+            while len(_WORKER_JOBS) >= 4:
+                _WORKER_JOBS.pop(next(iter(_WORKER_JOBS)))
+            _WORKER_JOBS[token] = entry
+    job, rngs = entry
+    t0 = time.perf_counter()
+    if job.sampler.vectorized:  # draws from its rng argument: threads of one worker may run chunks side by side
+        _reseed(rngs, job.key(task), job.seed)
+        out = job.run(task)
+    else:  # global and held states are shared by the threads of a worker: one per-call chunk at a time
+        with _WORKER_LOCK:
+            _reseed(rngs, job.key(task), job.seed)
+            out = job.run(task)
+    return task, out, time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------- running tasks
+
+def _pickle_job(job: Any) -> bytes:
+    import cloudpickle
+
+    return cloudpickle.dumps(job)
+
+
+class _Tasks:
+    """Chunks of one job running on the local pool or a dask cluster, with the hang detector."""
+
+    def __init__(self, job: Any, backend: Any, token: str, payload: Any, workers: int, where: str) -> None:
+        self.job, self.backend, self.token, self.payload = job, backend, token, payload
+        self.workers, self.where = workers, where
+        self.slowest = 0.0
+
+    @classmethod
+    def open(cls, job: Any, *, workers: int, cluster: Any, what: str) -> "_TasksContext":
+        return _TasksContext(cls, job, workers, cluster, what)
+
+    def _limit(self, size: int) -> float:
+        if self.slowest > 0:
+            return max(_MIN_TIMEOUT, _TIMEOUT_FACTOR * self.slowest)
+        pace = _PACE.get(self.job.sampler) if _hashable(self.job.sampler) else None
+        if pace:
+            return max(_MIN_TIMEOUT, _TIMEOUT_FACTOR * pace * size)
+        return max(_MIN_TIMEOUT, _UNKNOWN_TIMEOUT)
+
+    def run(self, tasks: list[tuple]):
+        """Yield (task, result) as chunks finish (any order); raise MechanismError on a hang."""
+        if not tasks:
+            return
+        order = {t: i for i, t in enumerate(tasks)}
+        pending = {self.backend.submit(_run_chunk, self.token, self.payload, t): t for t in tasks}
+        size = max(s for _, s in self.job.chunks)
+        try:
+            while pending:
+                limit = self._limit(size)
+                done = self.backend.wait_first(list(pending), limit)
+                if not done:
+                    self._hang(pending, order, limit)
+                for fut in done:
+                    task = pending.pop(fut)
+                    _task, out, seconds = self.backend.result(fut, self.job.describe(task))
+                    self.slowest = max(self.slowest, seconds)
+                    _note_pace(self.job.sampler, seconds, self.job.chunks[task[-1]][1])
+                    yield task, out
+        finally:
+            if pending:
+                self.backend.cancel(list(pending))
+
+    def _hang(self, pending: dict, order: dict, limit: float) -> None:
+        oldest = min(pending.values(), key=order.__getitem__)
+        self.backend.abort()
+        raise MechanismError(
+            f"no chunk finished within {limit:.0f} s while {self.where} with mechanism {self.job.sampler.name!r} "
+            f"on {self.backend.describe(self.workers)}: {self.job.describe(oldest)} (the oldest of {len(pending)} "
+            "unfinished chunks) is still not done. The mechanism may block in a worker process (a lock, a network or "
+            "file call, a thread pool that does not survive in a child process) or be far slower than measured; "
+            "check it for blocking calls, or run it in this process with workers=1 (no cluster)."
+        )
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+class _TasksContext:
+    """Opens the backend for a job (or None when the job cannot be pickled for the local pool) and closes it."""
+
+    def __init__(self, cls: type, job: Any, workers: int, cluster: Any, what: str) -> None:
+        self.cls, self.job, self.workers, self.cluster, self.what = cls, job, workers, cluster, what
+        self.backend = None
+
+    def __enter__(self) -> "_Tasks | None":
+        if self.cluster is None and not _loky_installed():
+            warnings.warn(f"workers={self.workers} needs the loky package for its worker processes, which is not "
+                          "installed; running in this process instead (pip install loky, or pass workers=1 to silence "
+                          "this).", RuntimeWarning, stacklevel=4)
+            return None
+        try:
+            payload = _pickle_job(self.job)
+        except Exception as exc:  # noqa: BLE001 - cloudpickle raises many types on unpicklable state
+            msg = (f"mechanism {self.job.sampler.name!r} (or an event) cannot be sent to worker processes: cloudpickle "
+                   f"raised {type(exc).__name__}: {str(exc)[:200]}")
+            if self.cluster is not None:
+                raise MechanismError(msg + "; make it picklable (no open files, locks or sockets in its closure) "
+                                           "or audit without a cluster.") from exc
+            warnings.warn(msg + "; drawing in this process instead (same outputs for a vectorised sampler; pass "
+                                "workers=1 to silence this).", RuntimeWarning, stacklevel=4)
+            return None
+        token = uuid.uuid4().hex
+        if self.cluster is not None:
+            self.backend = _cluster.DaskBackend.open(self.cluster, self.workers)
+            try:
+                payload = self.backend.share(payload)
+            except BaseException:
+                self.backend.close()
+                raise
+        else:
+            self.backend = _LocalPool(self.workers)
+        return self.cls(self.job, self.backend, token, payload, self.workers, self.what)
+
+    def __exit__(self, *exc_info) -> None:
+        if self.backend is not None:
+            self.backend.close()
+
+
+def _loky_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("loky") is not None
+    except ValueError:  # a test removed it from sys.modules
+        return False
+
+
+def _use_import_path(path: tuple) -> None:
+    """Worker initializer: the parent's ``sys.path`` in its order, then the worker's own other entries."""
+    sys.path[:] = list(path) + [p for p in sys.path if p not in path]
+
+
+class _LocalPool:
+    """loky's reusable executor: fresh interpreters (fork+exec), cloudpickle, reused across calls."""
+
+    def __init__(self, workers: int) -> None:
+        import loky
+
+        self._loky = loky
+        # workers start fresh (fork+exec): give them this process's import path, so a mechanism defined in a
+        # module imported from a path added at run time (a project's --module, a test's tmp dir) unpickles there
+        self.executor = loky.get_reusable_executor(max_workers=workers, timeout=_IDLE_SECONDS,
+                                                   initializer=_use_import_path, initargs=(tuple(sys.path),))
+
+    def submit(self, fn: Callable, *args: Any) -> Any:
+        return self.executor.submit(fn, *args)
+
+    def wait_first(self, futures: list, timeout: float) -> list:
+        done, _ = _wait_futures(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        return list(done)
+
+    def result(self, fut: Any, where: str) -> Any:
+        try:
+            return fut.result()
+        except (self._loky.process_executor.TerminatedWorkerError,
+                self._loky.process_executor.BrokenProcessPool) as exc:
+            raise MechanismError(f"a worker process died while running {where} ({str(exc)[:300]}); the mechanism may "
+                                 "crash the interpreter or exhaust memory: try workers=1 to see its error.") from exc
+
+    def cancel(self, futures: list) -> None:
+        for f in futures:
+            f.cancel()
+
+    def abort(self) -> None:
+        self.executor.shutdown(wait=True, kill_workers=True)  # kills the hung workers; the next call starts afresh
+
+    def describe(self, workers: int) -> str:
+        return f"{workers} local worker processes"
+
+    def close(self) -> None:  # the reusable pool stays up for the next call; idle workers exit by themselves
+        pass
 
 
 class Progress:
@@ -275,37 +720,43 @@ def default_workers() -> int:
     return max(1, n)
 
 
+def cluster_session(cluster: Any, workers: int):
+    """A context manager giving what to pass as ``cluster=`` to :func:`draw` and :func:`count_events`
+    for a whole audit: ``None`` stays ``None``; ``"local"`` or an address is opened once (a
+    ``LocalCluster`` of ``workers`` processes, or a ``Client``) and closed on exit; a ``Client`` is
+    passed through and left open. Validates ``cluster`` (ParameterError / UnsupportedError)."""
+    return _cluster.session(cluster, workers)
+
+
 def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Sequence[Event]], *, seed: int,
-                 total: int, chunk: int, ref: tuple, workers: int, progress: Progress | None = None) -> np.ndarray:
-    """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list)."""
-    global _JOB
+                 total: int, chunk: int, ref: tuple, workers: int, progress: Progress | None = None,
+                 cluster: Any = None) -> np.ndarray:
+    """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list).
+
+    ``workers > 1``: chunks run in the local worker pool (vectorised and per-call samplers alike).
+    ``cluster``: ``None`` (this process or the local pool), ``"local"`` (a dask ``LocalCluster`` of
+    ``workers`` processes, started and closed here), an address ``"tcp://HOST:PORT"`` (a ``Client``
+    connected and closed here) or a ``dask.distributed.Client`` (used as is, left open). Only counts
+    leave a chunk. See the module docstring for determinism and the hang detector."""
+    _cluster.check_cluster(cluster)
     chunks = tuple(chunk_plan(total, chunk))
-    job = _Job(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks)
+    job = _CountJob(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks)
     tasks = [(p, s, c) for p in range(len(inputs)) if len(events[p]) for s in (0, 1) for c in range(len(chunks))]
     result = [[np.zeros(len(events[p]), dtype=np.int64) for _ in (0, 1)] for p in range(len(inputs))]
+    use_pool = cluster is not None or (workers > 1 and not _mp.current_process().daemon)
     workers = max(1, min(workers, len(tasks)))
-    use_pool = workers > 1 and sampler.vectorized and "fork" in _mp.get_all_start_methods() \
-        and not _mp.current_process().daemon
-    _JOB = job
-    try:
-        if use_pool:
-            ctx = _mp.get_context("fork")
-            ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-            try:
-                futures = [ex.submit(_count_task, t) for t in tasks]
-                for fut in as_completed(futures):
-                    (p, s, _c), counts = fut.result()
+    if use_pool and tasks:
+        with _Tasks.open(job, workers=workers, cluster=cluster, what="counting certification samples") as running:
+            if running is not None:
+                for (p, s, _c), counts in running.run(tasks):
                     result[p][s] += counts
                     if progress:
                         progress.update()
-            finally:
-                ex.shutdown(wait=True, cancel_futures=True)
-        else:
-            for t in tasks:
-                (p, s, _c), counts = _count_task(t)
-                result[p][s] += counts
-                if progress:
-                    progress.update()
-    finally:
-        _JOB = None
+                return result
+    t0 = time.perf_counter()
+    for t in tasks:
+        result[t[0]][t[1]] += job.run(t)
+        if progress:
+            progress.update()
+    _note_pace(sampler, time.perf_counter() - t0, len(tasks) * chunks[0][1] if chunks else 0)
     return result
