@@ -234,3 +234,56 @@ def projected_epsilon(p1_hat, p0_hat, n: int, level: float, delta: float = 0.0) 
         num = lo - delta
         out = np.where(num > 0, np.log(np.where(num > 0, num, 1.0)) - np.log(hi), -np.inf)
     return out
+
+
+# =========================================================================== projections at expected counts
+# (block added for tail events, dpharness.auditors.tails; heuristics for CHOOSING events, never certificates)
+
+__all__ += ["projected_epsilon_expected", "projected_delta"]
+
+
+def _projected_bounds(p1_hat, p0_hat, n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson bounds (p1_lo, p0_hi) at the *expected* counts n·p1_hat, n·p0_hat, read as real
+    numbers (the Beta quantiles interpolate the exact bound between integer counts, so the projection
+    is continuous in p and can be maximised over a threshold without the steps of floor/ceil)."""
+    p1 = np.clip(np.asarray(p1_hat, dtype=float), 0.0, 1.0)
+    p0 = np.clip(np.asarray(p0_hat, dtype=float), 0.0, 1.0)
+    k1, k0 = p1 * n, p0 * n
+    tiny = 1e-12
+    with np.errstate(invalid="ignore", divide="ignore", under="ignore"):
+        lo = np.where(k1 > tiny, _sp.betaincinv(np.maximum(k1, tiny), np.maximum(n - k1 + 1, tiny), level), 0.0)
+        hi = np.where(k0 < n - tiny, _sp.betainccinv(k0 + 1, np.maximum(n - k0, tiny), level), 1.0)
+    return lo, hi
+
+
+def _projection_args(n, level) -> tuple[int, float]:
+    n = _v.integer("n", n, minimum=1)
+    level = _level(level)
+    return n, level
+
+
+def projected_epsilon_expected(p1_hat, p0_hat, n: int, level: float, delta: float = 0.0) -> np.ndarray:
+    """Heuristic for choosing events (never a certificate): ln((p1_lo − δ)/p0_hi), the ε bound that
+    :func:`epsilon_lower_bound` would return with each one-sided bound at tail mass ``level`` if the
+    n certification samples a side showed exactly the expected counts n·p1_hat and n·p0_hat
+    (real-valued counts; ``-inf`` where p1_lo <= δ). Unlike :func:`projected_epsilon` it is
+    continuous in the probabilities, so it can be maximised over an extrapolated tail."""
+    n, level = _projection_args(n, level)
+    delta = float(_v.probability("delta", delta, open_right=True))
+    lo, hi = _projected_bounds(p1_hat, p0_hat, n, level)
+    num = lo - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(num > 0, np.log(np.where(num > 0, num, 1.0)) - np.log(hi), -np.inf)
+
+
+def projected_delta(p1_hat, p0_hat, n: int, level: float, epsilon: float) -> np.ndarray:
+    """Heuristic for choosing events (never a certificate): p1_lo − e^ε p0_hi, the δ bound that
+    :func:`delta_lower_bound` would return (before clipping at 0) at the expected counts n·p1_hat,
+    n·p0_hat with each one-sided bound at tail mass ``level``; negative where nothing would be
+    certified."""
+    n, level = _projection_args(n, level)
+    epsilon = float(_v.nonnegative("epsilon", epsilon))
+    lo, hi = _projected_bounds(p1_hat, p0_hat, n, level)
+    return lo - math.exp(min(epsilon, 700.0)) * hi
+
+# =========================================================================== end of the block for tail events
