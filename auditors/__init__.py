@@ -6,16 +6,20 @@ mechanism — a catalog :class:`~dpharness.core.Mechanism` or any callable ``fn(
 :class:`AuditResult` whose ``epsilon_lower_bound`` is, with probability >= ``confidence``, at most
 the true ε:
 
-1. *Training*: a fraction of the samples (10%, at most 4·10^6 a side) is drawn; half of it
-   suggests candidate events (:mod:`.events`: histograms of discrete outputs and row patterns,
-   thresholds / intervals / atoms of scalars, coordinates and projections of vectors;
-   :mod:`.floats`: floating-point structure; :mod:`.vector`: learned likelihood-ratio scores),
-   the other half ranks them; the best ``max_events`` (event, direction) candidates over all pairs
-   are kept.
-2. *Certification*: fresh samples are streamed in chunks (counts only; both cores; per-chunk
-   seeds, so the same seed gives the same result for any number of workers) and each kept event's
-   hits are turned into exact Clopper-Pearson bounds with a Bonferroni union bound over every
-   kept candidate (:mod:`.stats`).
+1. *Pairs*: the given pair; for a catalog mechanism without one, a neighbour search
+   (:mod:`.neighbours`); for a callable with ``inputs=``, a search of that input space
+   (:mod:`.pairsearch`).
+2. *Training*: a fraction of the samples (10%, at most 4·10^6 a side) is drawn; on its first half
+   every applicable *event family* (:mod:`.families`: histograms, thresholds / intervals / atoms,
+   coordinates and projections, floating-point structure, rounding (sub-binade range × last bits),
+   learned likelihood-ratio scores, tails for (ε, δ) claims) proposes candidate events; the second
+   half ranks them, and the best ``max_events`` (event, direction) candidates over all pairs are
+   kept — up to half of the slots go to events seen on one side only, which certify a large
+   ε from a handful of hits when the other input never produces them.
+3. *Certification*: fresh samples are streamed in chunks (counts only; local worker processes or a
+   dask cluster; per-chunk seeds, so the same seed gives the same result for any number of
+   workers) and each kept event's hits are turned into exact Clopper-Pearson bounds with a
+   Bonferroni union bound over every kept candidate (:mod:`.stats`).
 
 The statistics are pure functions of counts and are public here too."""
 

@@ -22,7 +22,11 @@ class AuditResult:
     ``witness``: the neighbouring pair and event that certified the bound; ``counts``: the event's
     counts on the certification samples (``{"hits_data", "hits_neighbor", "n_data", "n_neighbor"}``);
     ``method``: how events were chosen and certified (e.g. "histogram LR events; Clopper-Pearson, Bonferroni over 7 events").
-    ``delta_lower_bound``: certified lower bound on δ at the claimed ε (None when not computed)."""
+    ``delta_lower_bound``: certified lower bound on δ at the claimed ε (None when not computed).
+    ``extra``: details — ``family`` (the event family whose event certified the bound, None when none
+    did), ``output_kind``, ``train_samples``, ``certification_samples``, ``proposed_events``,
+    ``one_sided_events`` (kept candidates ranked as seen on one side only), ``direction``, ``p1_low``,
+    ``p0_high``, ``per_event_level``, and ``pairs``/``notes`` when there are any."""
 
     epsilon_lower_bound: float
     passed: bool

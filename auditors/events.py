@@ -25,6 +25,7 @@ from dpharness.errors import MechanismError
 __all__ = [
     "output_kind", "row_keys", "propose_discrete", "propose_thresholds", "propose_intervals",
     "propose_atoms", "propose_coordinates", "propose_projections", "propose_pattern_features", "set_event",
+    "one_sided_events", "best_single_keys",
 ]
 
 _MAX_DISTINCT = 200_000  # outcomes seen in training beyond which the histogram keeps repeated ones only
@@ -114,8 +115,10 @@ def set_event(keys, *, object_kind: bool, label: str = "output",
     """An event ``{outputs whose key is in keys}``; ``shown`` are example outcomes for the words."""
     shown = shown or []
     n = len(keys)
-    if n == 1:
-        words = f"{label} = {shown[0]}" if shown else f"{label} is one specific value"
+    if not shown:
+        words = f"{label} is one specific value" if n == 1 else f"{label} in a set of {n} values"
+    elif n == 1:
+        words = f"{label} = {shown[0]}"
     elif n <= 6 and len(shown) == n:
         words = f"{label} in {{{', '.join(shown)}}}"
     else:
@@ -305,6 +308,95 @@ def _discrete_events(keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_
         shown = [describe(k) if describe else rep.get(k, "?") for k in klist[:6]]
         events.append(set_event(ks, object_kind=object_kind, label=label, transform=transform, shown=shown))
     return events
+
+
+def one_sided_events(keys_a, keys_b, *, object_kind: bool = False, label: str = "output", transform=None,
+                     describe=None, max_keys: int = 100_000, max_singles: int = 4) -> list[tuple[Event, bool]]:
+    """Events ``{key in K_a}`` and ``{key in K_b}``, with ``K_a`` the keys seen on the data side only
+    and ``K_b`` those seen on the neighbour side only (and the ``max_singles`` keys of each seen most
+    often, one by one: the union may hold keys seen by chance on one side only), and
+    ``{key not in S_b}``, ``{key not in S_a}`` with ``S_a``/``S_b`` all keys seen on each side; each
+    with the side it favours (True: data).
+
+    An output possible under one input and impossible under the other (a leak of infinite privacy
+    loss) shows up as such keys however rare it is; these events collect them all at once. Sets of
+    more than ``max_keys`` keys are left out (then the keys are mostly noise: continuous values)."""
+    uniq, ca, cb = _histogram(keys_a, keys_b, object_kind)
+    readable = describe is not None or object_kind or np.asarray(keys_a).dtype == np.int64
+    out: list[tuple[Event, bool]] = []
+    for mine, other, favours_a in ((ca, cb, True), (cb, ca, False)):
+        idx = np.flatnonzero((mine > 0) & (other == 0))
+        if len(idx) == 0 or len(idx) > max_keys or len(idx) == len(uniq):
+            continue
+        # the union, and the keys seen most often on their own (a chance key in the union dilutes it)
+        idx = idx[np.argsort(-mine[idx], kind="stable")]
+        # (smallest first: when two of them hold the same training outputs, ranking keeps the first)
+        groups = [idx[j:j + 1] for j in range(min(max_singles, len(idx)))]
+        groups += [idx[:j] for j in (2, 3) if j < len(idx)] + ([idx] if len(idx) > 1 else [])
+        side = "data" if favours_a else "neighbor"
+        for g in groups:
+            ks = [uniq[i] for i in g.tolist()] if object_kind else uniq[g]
+            klist = list(ks) if object_kind else ks.tolist()
+            shown = [describe(k) if describe else repr(k) for k in klist[:6]] if readable else []
+            ev = set_event(ks, object_kind=object_kind, label=label, transform=transform, shown=shown)
+            out.append((Event(ev.contains, f"{ev.description} (seen in training on the {side} side only)"), favours_a))
+    # outputs outside the other side's training support: also catches leaks into cells the
+    # proposing half never saw (a rare leak may show first in the ranking half)
+    for support, favours_a in ((cb, True), (ca, False)):
+        idx = np.flatnonzero(support > 0)
+        if len(idx) == 0 or len(idx) > max_keys:
+            continue
+        ks = [uniq[i] for i in idx.tolist()] if object_kind else uniq[idx]
+        ev = set_event(ks, object_kind=object_kind, label=label, transform=transform)
+        other = "neighbor" if favours_a else "data"
+        words = f"{label} outside the {len(idx)} value(s) seen on the {other} side in training"
+        out.append((Event(_Outside(ev.contains), words), favours_a))
+        # ordered integer keys (lowest set bit, residues): beyond the other side's range, which a
+        # chance new key of the other side's far tail leaves intact at the other end
+        if not object_kind and np.asarray(keys_a).dtype == np.int64:
+            lo, hi = int(uniq[idx[0]]), int(uniq[idx[-1]])
+            for bound, below in ((lo, True), (hi, False)):
+                shown = describe(bound) if describe else str(bound)
+                words = f"{label} {'below' if below else 'above'} {shown}, the {'least' if below else 'greatest'} value seen on the {other} side in training"
+                out.append((Event(_Beyond(bound, below, transform), words), favours_a))
+    return out
+
+
+class _Beyond:
+    """``{key < bound}`` or ``{key > bound}`` for integer keys of (transformed) outputs."""
+
+    def __init__(self, bound: int, below: bool, transform: Callable | None) -> None:
+        self.bound, self.below, self.transform = bound, below, transform
+
+    def __call__(self, out) -> np.ndarray:
+        feats = out if self.transform is None else cached(self.transform, out)
+        keys = cached(row_keys, feats)
+        return keys < self.bound if self.below else keys > self.bound
+
+
+class _Outside:
+    """The complement of an event's membership function."""
+
+    def __init__(self, inside: Callable) -> None:
+        self.inside = inside
+
+    def __call__(self, out) -> np.ndarray:
+        return ~np.asarray(self.inside(out), dtype=bool)
+
+
+def best_single_keys(keys_a, keys_b, *, max_events: int, label: str = "output", transform=None,
+                     describe=None) -> list[Event]:
+    """Events ``{key = k}`` for the keys whose two sides' training frequencies differ by the largest
+    conservative ratio (:func:`fast_score`, either direction): a narrow cell with a moderate ratio
+    and many hits, which likelihood-ratio prefix sets dilute with rare noisy keys."""
+    uniq, ca, cb = _histogram(keys_a, keys_b, False)
+    if len(uniq) < 2:
+        return []
+    na, nb = max(len(keys_a), 1), max(len(keys_b), 1)
+    score = np.maximum(fast_score(ca, na, cb, nb), fast_score(cb, nb, ca, na))
+    top = [i for i in np.argsort(-score, kind="stable")[:max_events] if np.isfinite(score[i])]
+    return [set_event(uniq[[i]], object_kind=False, label=label, transform=transform,
+                      shown=[describe(uniq[i]) if describe else repr(uniq[i].item())]) for i in top]
 
 
 def propose_discrete(train_a, train_b, *, max_events: int) -> list[Event]:

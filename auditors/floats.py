@@ -8,11 +8,16 @@ ulp 2^-54 there, so half of the outputs in [1/4, 1/2) are impossible for x = 1. 
 "Precision-based attacks and interval refining: how to break, then fix, differential privacy on
 finite computers", generalise this to other precision-based distinguishers.
 
-Two families of features of an output x (a float64), each turned into histogram events by the
-discrete likelihood-ratio proposer and then ranked and certified like any other event:
+Three features of an output x (a float64), each turned into histogram events by the discrete
+likelihood-ratio proposer (and into unions of the values seen on one side only, for leaks into
+outputs one input never produces), then ranked and certified like any other event:
 
 * the float cell ``(sign, binary exponent, number of trailing zero bits of the 52-bit mantissa)``;
   its distribution differs between inputs when one side's outputs lie on a coarser grid;
+* the position of the lowest set bit, ``v(x) = log2`` of the weight of the last 1 bit of x (the
+  2-adic valuation of x as a dyadic rational): outputs on a grid of step 2^-k have ``v >= -k``
+  wherever they lie, so an output off that grid on one input only (an odd last bit on an
+  otherwise even grid) is one cell whatever its exponent;
 * round trips ``fl(fl(x − c) + c) == x`` for shifts c taken from the audited pair (and ±1),
   paired with the sign and exponent: true for every output that is ``fl(c + y)`` of some double y,
   and often false otherwise.
@@ -31,7 +36,8 @@ from dpharness.core import Event
 
 from . import events as _ev
 
-__all__ = ["float_cells", "round_trip_cells", "shifts_from_pair", "propose_float_structure"]
+__all__ = ["float_cells", "lowest_bit", "round_trip_cells", "shifts_from_pair", "propose_float_structure",
+           "float_structure_proposals"]
 
 _MANT = np.uint64((1 << 52) - 1)
 
@@ -47,6 +53,27 @@ def float_cells(x: np.ndarray) -> np.ndarray:
         low = mant & (~mant + np.uint64(1))
     tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
     return (sign << 20) | (expo << 8) | tz
+
+
+_ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
+
+
+def lowest_bit(x: np.ndarray) -> np.ndarray:
+    """Exponent v of the weight 2^v of the lowest set bit of each double (int64; 2000 for 0.0)."""
+    v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
+    b = v.view(np.uint64)
+    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    mant = b & _MANT
+    with np.errstate(over="ignore"):
+        low = mant & (~mant + np.uint64(1))
+    tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
+    out = np.where(expo == 0, -1074 + tz, expo - 1075 + tz)
+    return np.where(v == 0, _ZERO_BIT, out).astype(np.int64)
+
+
+def _describe_lowest(key: int) -> str:
+    key = int(key)
+    return "0.0" if key == _ZERO_BIT else f"2^{key}"
 
 
 def describe_cell(key: int) -> str:
@@ -93,24 +120,40 @@ def shifts_from_pair(data: Any, neighbor: Any, limit: int = 6) -> tuple[float, .
     return tuple(out[:limit])
 
 
-def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Sequence[float],
-                   label: str, pick: Callable[[np.ndarray], np.ndarray]) -> list[Event]:
-    out: list[Event] = []
-    per = max(2, max_events // 2)
-    fa, fb = float_cells(a), float_cells(b)
-
-    def cells(o, pick=pick):
-        return float_cells(pick(o))
-
+def _histogram_proposals(fa, fb, *, per: int, label: str, what: str, transform, describe) -> list[tuple[Event, bool]]:
+    """Likelihood-ratio histogram events over keys, and unions of the keys seen on one side only."""
+    out: list[tuple[Event, bool]] = []
     for e in _ev._discrete_events(fa, fb, None, None, max_events=per, object_kind=False, label=label,
-                                  transform=cells, describe=describe_cell):
-        out.append(Event(e.contains, e.description.replace(label, f"float cell (sign, exponent, trailing zero bits) of the {label}", 1)))
+                                  transform=transform, describe=describe):
+        out.append((Event(e.contains, e.description.replace(label, f"{what} of the {label}", 1)), False))
+    for e, _favours_a in _ev.one_sided_events(fa, fb, label=label, transform=transform, describe=describe):
+        out.append((Event(e.contains, e.description.replace(label, f"{what} of the {label}", 1)), True))
+    return out
+
+
+class _Picked:
+    """A feature of one coordinate (or of the whole scalar output): ``feature(pick(outputs))``."""
+
+    def __init__(self, feature: Callable[..., np.ndarray], column: int | None, *args) -> None:
+        self.feature, self.column, self.args = feature, column, args
+
+    def __call__(self, out) -> np.ndarray:
+        arr = np.asarray(out, dtype=np.float64)
+        col = arr.reshape(-1) if self.column is None else arr.reshape(len(arr), -1)[:, self.column]
+        return self.feature(col, *self.args)
+
+
+def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Sequence[float],
+                   label: str, column: int | None) -> list[tuple[Event, bool]]:
+    per = max(2, max_events // 3)
+    out = _histogram_proposals(float_cells(a), float_cells(b), per=per, label=label,
+                               what="float cell (sign, exponent, trailing zero bits)",
+                               transform=_Picked(float_cells, column), describe=describe_cell)
+    out += _histogram_proposals(lowest_bit(a), lowest_bit(b), per=per, label=label,
+                                what="weight of the lowest set bit", transform=_Picked(lowest_bit, column),
+                                describe=_describe_lowest)
     if shifts:
         sh = tuple(shifts)
-        ra, rb = round_trip_cells(a, sh), round_trip_cells(b, sh)
-
-        def trips(o, pick=pick, sh=sh):
-            return round_trip_cells(pick(o), sh)
 
         def words(k, sh=sh):
             k = int(k)
@@ -121,27 +164,34 @@ def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Seq
             trip = f"x-c+c != x for c in [{', '.join(fails)}]" if fails else "x-c+c == x for every shift c"
             return f"(sign {s}, exponent {e - 1023}, {trip})"
 
-        for e in _ev._discrete_events(ra, rb, None, None, max_events=per, object_kind=False, label=label,
-                                      transform=trips, describe=words):
-            out.append(Event(e.contains, e.description.replace(label, f"float round-trip pattern of the {label}", 1)))
+        out += _histogram_proposals(round_trip_cells(a, sh), round_trip_cells(b, sh), per=per, label=label,
+                                    what="float round-trip pattern", transform=_Picked(round_trip_cells, column, sh),
+                                    describe=words)
     return out
 
 
-def propose_float_structure(train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0),
-                            max_coords: int = 8) -> list[Event]:
-    """Float-structure events for float scalars or the first ``max_coords`` coordinates of float vectors."""
+def float_structure_proposals(train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0),
+                              max_coords: int = 8) -> list[tuple[Event, bool]]:
+    """Float-structure events with a flag each: True for the unions of cells seen on one side only
+    (candidates for outputs one input never produces), False for likelihood-ratio histogram sets."""
     a = np.asarray(train_a)
     b = np.asarray(train_b)
     if not np.issubdtype(a.dtype, np.floating):
         return []
     if a.ndim <= 1:
         return _scalar_events(a.reshape(-1), b.reshape(-1), max_events=max_events, shifts=shifts, label="output",
-                              pick=lambda o: np.asarray(o, dtype=np.float64).reshape(-1))
+                              column=None)
     a2, b2 = a.reshape(len(a), -1), b.reshape(len(b), -1)
     k = min(a2.shape[1], max_coords)
-    out: list[Event] = []
+    out: list[tuple[Event, bool]] = []
     for j in range(k):
         out.extend(_scalar_events(a2[:, j], b2[:, j], max_events=max(2, max_events // k), shifts=shifts,
-                                  label=f"coordinate {j}",
-                                  pick=lambda o, j=j: np.asarray(o, dtype=np.float64).reshape(len(o), -1)[:, j]))
+                                  label=f"coordinate {j}", column=j))
     return out
+
+
+def propose_float_structure(train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0),
+                            max_coords: int = 8) -> list[Event]:
+    """Float-structure events for float scalars or the first ``max_coords`` coordinates of float vectors."""
+    return [e for e, _ in float_structure_proposals(train_a, train_b, max_events=max_events, shifts=shifts,
+                                                    max_coords=max_coords)]

@@ -48,6 +48,7 @@ def test_textbook_float_laplace_is_flagged():
     assert math.isfinite(r.epsilon_lower_bound)
     assert "float" in r.witness_description
     assert r.witness is not None and r.witness.event is not None
+    assert r.extra["family"] == "float structure" and "(event from float structure)" in r.witness_description
 
 
 @pytest.mark.statistical

@@ -39,6 +39,11 @@ def _grid_laplace(d, size, rng):  # float Laplace rounded to 2^-20: true ε = 1 
     return np.round((d + rng.laplace(0, 1, size)) * 2**20) / 2**20
 
 
+def _even_geometric(d, size, rng):  # geometric on the even integers (ε = 1): the rounding family's residues
+    p = 1 - math.exp(-1)
+    return 2 * (d + rng.geometric(p, size) - rng.geometric(p, size))
+
+
 def _bits(d, size, rng):  # RAPPOR-like one-hot with f = 2/(1+e^0.5): true ε = 1
     f = 2 / (1 + math.exp(0.5))
     x = np.zeros((size, 4), np.int8)
@@ -53,6 +58,7 @@ CASES = [  # (mechanism, data, neighbor, samples)
     (_geometric, 0, 1, 3_000),
     (_grid_laplace, 0.0, 1.0, 3_000),
     (_bits, 0, 1, 3_000),
+    (_even_geometric, 0, 1, 3_000),
 ]
 
 
@@ -69,7 +75,7 @@ def _run(n_audits: int, confidence: float, scale: int) -> tuple[int, int, list]:
 
 @pytest.mark.statistical
 def test_false_alarm_rate_small():
-    """250 audits at confidence 0.9 (α = 0.1) of five correct mechanisms at their true ε = 1.
+    """250 audits at confidence 0.9 (α = 0.1) of six correct mechanisms at their true ε = 1.
     False-failure probability < 1e-3 (binomial tail, see module docstring)."""
     alarms, limit, bounds = _run(250, 0.9, 1)
     assert alarms <= limit, (
