@@ -18,13 +18,14 @@ from .core import (
     RenyiDP, Substitute, Witness, exact,
 )
 from .errors import DPHarnessError, MechanismError, ParameterError, UnsupportedError
+from .check import Check, check  # the function `check` shadows the submodule's name: import from dpharness.check
 from .proof_registry import proves
 from .registry import catalog, get, register
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "audit", "prove",
+    "audit", "prove", "check", "Check",
     "Mechanism", "Claim", "PureDP", "ApproxDP", "RenyiDP",
     "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
     "Relation", "AddRemove", "Substitute", "BoundedChange", "InputSpec",

@@ -12,7 +12,8 @@ A result is stored under a SHA-256 key of everything that decides it:
   import it from the registered module, or pass ``--no-cache``;
 * the run: samples, seed, per-phase timeout, the Python version.
 
-Any change is a miss (the mechanism is checked again); only results without an error are stored.
+Any change is a miss (the mechanism is checked again); only results without an error are stored,
+as the :class:`~dpharness.check.Check`'s JSON form (``Check.to_json``/``Check.from_json``).
 ``dpharness gate --no-cache`` ignores the cache; ``--report`` always runs (pages are written by runs).
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 __all__ = ["DEFAULT_DIR", "environment_digest", "key", "load", "store"]
 
 DEFAULT_DIR = ".dpharness-cache"
-_FORMAT = 1
+_FORMAT = 2  # 2: a Check's JSON form (dpharness.check)
 
 
 def environment_digest() -> str:
@@ -38,7 +39,6 @@ def environment_digest() -> str:
     h = hashlib.sha256()
     h.update(f"format {_FORMAT}; python {platform.python_version()}".encode())
     import importlib
-
     import sysconfig
 
     installed = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep
@@ -81,24 +81,32 @@ def _path(directory: str, k: str) -> str:
     return os.path.join(directory, "gate", k[:2], k + ".json")
 
 
-def load(directory: str, k: str) -> dict | None:
+def load(directory: str, k: str) -> Any:
+    """The :class:`~dpharness.check.Check` stored under ``k`` (marked ``cached``), or None: nothing
+    stored, unreadable, of another format, or a check with an error."""
+    from dataclasses import replace
+
+    from .check import Check
+
     try:
         with open(_path(directory, k), encoding="utf-8") as fh:
-            result = json.load(fh)
-    except (OSError, ValueError):
+            stored = json.load(fh)
+        result = Check.from_json(stored["check"]) if stored.get("format") == _FORMAT else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return result if isinstance(result, dict) and result.get("error") is None else None
+    return None if result is None or result.error is not None else replace(result, cached=True)
 
 
-def store(directory: str, k: str, result: dict) -> None:
-    if result.get("error") is not None:
+def store(directory: str, k: str, result: Any) -> None:
+    """Store the Check ``result`` under ``k`` (not when it has an error: a crash is re-run)."""
+    if result.error is not None:
         return
     path = _path(directory, k)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + f".{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, sort_keys=True, default=str)
+            json.dump({"format": _FORMAT, "check": result.to_json()}, fh, sort_keys=True)
         os.replace(tmp, path)
     except OSError:  # a read-only checkout: run without the cache
         pass

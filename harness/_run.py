@@ -1,21 +1,16 @@
-"""Shared plumbing of the CLI, the gate and the reports: building a mechanism from command-line
-overrides, the (ε, δ) an audit holds a claim to, checking one mechanism (prove + audit) and the
-tool versions a report records. Private: the public surface is :mod:`dpharness.cli` and
-:mod:`dpharness.report`."""
+"""Shared plumbing of the CLI, the check pipeline and the reports: building a mechanism from
+command-line overrides, the (ε, δ) an audit holds a claim to, the one number formatter, the tool
+versions a report records, importing a project's modules and capping a worker's memory. Imports
+nothing of the pipeline (:mod:`dpharness.check`) or the reports. Private."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import signal
-import threading
-import time
-import traceback
 from fractions import Fraction
 from typing import Any, Iterable
 
 from .core import AddRemove, ApproxDP, Claim, Mechanism, PureDP, Relation, RenyiDP, Substitute
-from .errors import DPHarnessError, ParameterError
+from .errors import ParameterError
 
 # δ at which a Rényi claim is converted to (ε, δ) for auditing (Mironov 2017, Prop. 3).
 RENYI_AUDIT_DELTA = 1e-6
@@ -167,54 +162,6 @@ def limit_memory(fraction: float) -> None:
         pass
 
 
-def run_proof(mechanism: Mechanism):
-    import dpharness
-
-    return dpharness.prove(mechanism)
-
-
-def run_audit(mechanism: Mechanism, proof: Any = None, *, samples: int, seed: int,
-              ideal_numerics: bool = False, data: Any = None, neighbor: Any = None):
-    """Audit ``mechanism`` against its claim; the proof's witness (if any) is offered to the auditor's
-    pair search, so the gate proves once and audits once."""
-    from dpharness import auditors
-
-    epsilon, delta = audit_target(mechanism.claim)
-    witnesses = [proof.witness] if proof is not None and getattr(proof, "witness", None) is not None else []
-    return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
-                          ideal_numerics=ideal_numerics, candidate_witnesses=witnesses)
-
-
-class PhaseTimeout(Exception):
-    """A prove/audit phase ran past the gate's per-phase time limit (``--timeout``)."""
-
-
-@contextlib.contextmanager
-def deadline(seconds: float | None, what: str):
-    """Raise PhaseTimeout in the main thread after ``seconds`` (SIGALRM; a no-op where unavailable).
-    Pure-Python work (sympy, the auditor's loops) is interrupted; a long C call ends first."""
-    usable = (seconds is not None and hasattr(signal, "SIGALRM")
-              and threading.current_thread() is threading.main_thread())
-    if not usable:
-        yield
-        return
-
-    def _raise(signum, frame):
-        raise PhaseTimeout(f"{what} gave up after {seconds:g} s (raise --timeout to allow more)")
-
-    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)  # an enclosing deadline keeps running
-    start = time.monotonic()
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, min(float(seconds), outer_left) if outer_left > 0 else float(seconds))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if outer_left > 0:
-            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - start), 1e-3))
-
-
 def load_modules(modules: Iterable[str]) -> list[str]:
     """Import a project's modules (``--module``) so their ``register`` calls run; the working directory
     is importable, as under ``python -m``. Returns the names the modules registered; a module that
@@ -235,107 +182,3 @@ def load_modules(modules: Iterable[str]) -> list[str]:
                                  "dpharness.register(...) (or decorates classes with @register).")
         names += [n for n in got if n not in names]
     return names
-
-
-def fallback_pair(mechanism: Mechanism, proof: Any = None) -> tuple[Any, Any]:
-    """The proof's witness pair when it is a valid neighbouring pair, else the mechanism's example pair."""
-    w = getattr(proof, "witness", None)
-    if w is not None and w.data is not None and w.neighbor is not None:
-        try:
-            return mechanism.input_spec.validate_pair(w.data, w.neighbor)
-        except Exception:
-            pass
-    return mechanism.example_pair()
-
-
-def audit_with_fallback(mechanism: Mechanism, proof: Any, *, samples: int, seed: int,
-                        timeout: float | None) -> tuple[Any, str | None]:
-    """Audit with the auditor's own neighbour search in half of ``timeout``; if the search runs out,
-    audit the proof's witness pair (else the example pair) in the rest. Returns (result, note)."""
-    from ._json import jsonable
-
-    t0 = time.perf_counter()
-    search_budget = None if timeout is None else timeout / 2
-    try:
-        with deadline(search_budget, f"the audit (neighbour search) of {mechanism.name}"):
-            return run_audit(mechanism, proof, samples=samples, seed=seed), None
-    except (PhaseTimeout, MemoryError) as exc:
-        data, neighbor = fallback_pair(mechanism, proof)
-        why = str(exc) if isinstance(exc, PhaseTimeout) else f"the neighbour search of {mechanism.name} ran out of memory"
-        note = f"{why}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
-    rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
-    with deadline(rest, f"the audit of {mechanism.name}"):
-        return run_audit(mechanism, proof, samples=samples, seed=seed, data=data, neighbor=neighbor), note
-
-
-def proof_policy(name: str, proof: Any) -> str:
-    """How the gate treats a mechanism's proof: ``"proved"``; ``"audit-only"`` (no proof covers it and
-    the project opted it in with ``register(..., proof="audit-only")``: the audit decides);
-    ``"no-proof"`` (no proof covers it and it is not opted in: fails); ``"refuted"``; ``"unproven"``
-    (a proof covers it but could not establish the claim)."""
-    from . import registry
-
-    verdict = proof.verdict.value
-    if verdict == "PROVED":
-        return "proved"
-    if verdict == "REFUTED":
-        return "refuted"
-    no_proof = bool(proof.notes) and str(proof.notes[0]).startswith("no proof:")
-    if no_proof:
-        return "audit-only" if registry.audit_only(name) else "no-proof"
-    return "unproven"
-
-
-def check(name: str, *, samples: int, seed: int, modules: tuple[str, ...] = (),
-          report_dir: str | None = None, timeout: float | None = None) -> dict:
-    """Prove and audit one registered mechanism at its defaults; a JSON-safe summary (picklable, so it
-    runs in a worker process). ``ok`` is the gate's judgement: for a correct mechanism, PROVED and the
-    audit passed; for a gallery mechanism, the bug was caught (not PROVED, or the audit flagged it).
-    ``timeout`` limits the proof and the audit separately; a phase that runs out is not a pass
-    (a gallery bug already refuted by its proof still counts as caught)."""
-    from . import registry
-    from ._json import jsonable
-
-    load_modules(modules)
-    out: dict[str, Any] = {"name": name, "buggy": None, "ok": False, "caught": False, "error": None, "policy": None,
-                           "proof": None, "audit": None, "audit_error": None, "audit_note": None,
-                           "seconds": {}}
-    try:
-        mechanism = registry.get(name)()
-        out["buggy"] = bool(mechanism.buggy)
-        out["parameters"] = jsonable(mechanism.noise_parameters())
-        out["claim"] = mechanism.claim.describe()
-        out["source_hash"] = mechanism.source_hash()
-        t0 = time.perf_counter()
-        with deadline(timeout, f"the proof of {name}"):
-            proof = run_proof(mechanism)
-        out["seconds"]["prove"] = time.perf_counter() - t0
-        out["proof"] = proof.to_dict()
-        proved = proof.verdict.value == "PROVED"
-        out["policy"] = proof_policy(name, proof)
-        accepted = out["policy"] in ("proved", "audit-only")
-        t0 = time.perf_counter()
-        try:
-            result, out["audit_note"] = audit_with_fallback(mechanism, proof, samples=samples, seed=seed,
-                                                            timeout=timeout)
-        except PhaseTimeout as exc:
-            out["seconds"]["audit"] = time.perf_counter() - t0
-            out["audit_error"] = str(exc)
-            out["caught"] = not proved
-            out["ok"] = bool(mechanism.buggy and not proved)
-            return out
-        out["seconds"]["audit"] = time.perf_counter() - t0
-        out["audit"] = result.to_dict()
-        out["caught"] = (not proved) or (not result.passed)
-        out["ok"] = out["caught"] if mechanism.buggy else (accepted and result.passed)
-        if report_dir is not None:
-            from . import report
-
-            t0 = time.perf_counter()
-            report.write(report.build(mechanism, proof=proof, audit=result, samples=samples, seed=seed), report_dir)
-            out["seconds"]["report"] = time.perf_counter() - t0
-    except (DPHarnessError, PhaseTimeout) as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # a crash in a prover/auditor must fail the gate, with its traceback
-        out["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
-    return out

@@ -115,6 +115,13 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     audit.add_argument("--ideal-numerics", action="store_true",
                        help="ignore floating-point structure (audit the ideal-reals mechanism)")
+    audit.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run sampling and counting on a dask.distributed cluster: tcp://HOST:PORT, or `local` "
+                            "to start a LocalCluster (needs pip install 'dpharness[dask]')")
+    audit.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                       help="worker processes (local pool or LocalCluster; default: the CPU count)")
+    sub.add_parser("targets", parents=[common],
+                   help="list the third-party library targets `dpharness audit LIBRARY:MECHANISM` accepts")
 
     gate = sub.add_parser("gate", parents=[common], help="prove and audit every registered mechanism (CI)")
     gate.add_argument("names", nargs="*", metavar="NAME", help="gate only these mechanisms (default: every registered one)")
@@ -136,7 +143,8 @@ def _build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--jobs", type=_positive_int, default=None,
                       help="worker processes (default: number of CPUs; 1 runs in this process)")
     gate.add_argument("--timeout", type=_seconds, default=GATE_TIMEOUT,
-                      help=f"seconds allowed per phase (proof, audit) per mechanism (default {GATE_TIMEOUT:g})")
+                      help=f"seconds allowed per phase (proof, audit) per mechanism (default {GATE_TIMEOUT:g}); "
+                           "with --jobs > 1 a worker still running after its phases' time plus a grace is killed")
 
     report = sub.add_parser("report", parents=[common, modules], help="write proof/audit reports (Markdown + HTML)")
     report.add_argument("names", nargs="*", metavar="NAME", help="mechanisms (default: every built-in)")
@@ -221,21 +229,16 @@ def _print_proof(proof) -> None:
             if s.detail and not s.discharged:
                 print(f"      {s.detail}")
     if proof.witness is not None:
-        w = proof.witness
-        from ._json import jsonable
+        from .check import describe_witness
 
-        print(f"witness: D={jsonable(w.data)} D'={jsonable(w.neighbor)}"
-              + (f" output={jsonable(w.output)}" if w.output is not None else "")
-              + (f" event: {w.event.description}" if w.event is not None else "")
-              + (f" loss={fmt(w.loss)}" if w.loss is not None else "")
-              + (f" — {w.description}" if w.description else ""))
+        print(f"witness: {describe_witness(proof.witness)}")
     for note in proof.notes:
         print(f"note: {note}")
 
 
 def _cmd_prove(args) -> int:
     mechanism = _mechanism(args)
-    from ._run import run_proof
+    from .check import run_proof
 
     proof = run_proof(mechanism)
     if args.json:
@@ -250,8 +253,8 @@ def _print_audit(mechanism, result) -> None:
 
     print(mechanism.describe())
     status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
-    delta = f", δ = {result.delta:g}" if result.delta else ""
-    print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {result.confidence:g} "
+    delta = f", δ = {fmt(result.delta, 6)}" if result.delta else ""
+    print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {fmt(result.confidence, 6)} "
           f"against claimed ε = {fmt(result.epsilon)}{delta}: {status}")
     if result.delta_lower_bound is not None:
         print(f"certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
@@ -264,17 +267,72 @@ def _print_audit(mechanism, result) -> None:
           f"(reproduce: dpharness audit {mechanism.name} --samples {result.samples} --seed {result.seed})")
 
 
+def _proof_for_witness(mechanism):
+    """The proof whose witness the audit tries first; None when no prover can take the mechanism."""
+    from .check import run_proof
+    from .errors import UnsupportedError
+
+    try:
+        return run_proof(mechanism)
+    except (UnsupportedError, ImportError):
+        return None
+
+
+def _cmd_targets(args) -> int:
+    from .auditors.libraries import list_targets
+
+    infos = list_targets()
+    if getattr(args, "json", False):
+        _emit_json([{"name": t.name, "library": t.library, "description": t.description,
+                     "parameters": [[k, v] for k, v in t.parameters]} for t in infos])
+        return EXIT_OK
+    for t in infos:
+        params = ", ".join(f"{k}={v}" for k, v in t.parameters)
+        print(f"{t.name:32s} {t.description}" + (f" [{params}]" if params else ""))
+    print("\naudit one with: dpharness audit LIBRARY:MECHANISM --set KEY=VALUE ... "
+          "(the library's own claim and neighbour relation are used; pip install 'dpharness[LIBRARY]')")
+    return EXIT_OK
+
+
+def _cmd_audit_library(args) -> int:
+    """``dpharness audit LIBRARY:MECHANISM``: a third-party library's mechanism at its own claim."""
+    from ._run import fmt, parse_sets
+    from .auditors.libraries import get_target
+
+    if args.claim_epsilon is not None or args.claim_delta is not None:
+        raise ParameterError(f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
+                             "claim its library states; drop the option (or audit your own callable from Python).")
+    target = get_target(args.name, dict(parse_sets(args.sets)))
+    result = target.audit(samples=args.samples, seed=args.seed, ideal_numerics=args.ideal_numerics, progress=None,
+                          cluster=args.scheduler, workers=args.workers)
+    if args.json:
+        payload = result.to_dict()
+        payload.update(target=target.name, library=target.library, version=target.version,
+                       relation=target.relation, claim_source=target.claim_source)
+        _emit_json(payload)
+    else:
+        print(f"{target.name}: {target.library} {target.version}")
+        print(f"neighbours: {target.relation}")
+        print(f"claim: ε = {fmt(target.epsilon)}, δ = {fmt(target.delta, 6)} ({target.claim_source})")
+        status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
+        print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence "
+              f"{fmt(result.confidence, 6)}: {status}")
+        print(f"witness: {result.witness_description}")
+        print(f"method: {result.method}")
+        print(f"samples={result.samples} per side, seed={result.seed}")
+    return EXIT_OK if result.passed else EXIT_FAIL
+
+
 def _cmd_audit(args) -> int:
+    if ":" in args.name:
+        return _cmd_audit_library(args)
     mechanism = _mechanism(args)
-    from ._run import audit_target
+    from .check import run_audit
 
-    import dpharness
-
-    epsilon, delta = audit_target(mechanism.claim)
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate(mechanism, args.samples)
-    result = dpharness.audit(mechanism, epsilon=epsilon, delta=delta, samples=args.samples, seed=args.seed,
-                             ideal_numerics=args.ideal_numerics)
+    result, _ = run_audit(mechanism, _proof_for_witness(mechanism), samples=args.samples, seed=args.seed,
+                          ideal_numerics=args.ideal_numerics, cluster=args.scheduler, workers=args.workers)
     if args.json:
         payload = result.to_dict()
         payload["mechanism"] = mechanism.name
@@ -311,97 +369,67 @@ def _print_estimate(mechanism, samples: int) -> None:
     sys.stderr.flush()
 
 
-def _run_many(names: list[str], jobs: int | None, fn, **kwargs) -> list[dict]:
-    """Run ``fn(name, **kwargs)`` for every name, in worker processes when jobs > 1 (results in
-    ``names`` order; progress lines on stderr)."""
-    jobs = jobs or os.cpu_count() or 1
-    results: dict[str, dict] = {}
-    start = time.perf_counter()
+def _gate_task(name: str, *, samples: int, seed: int, modules: tuple[str, ...], timeout: float | None,
+               report_dir: str | None):
+    """Check ``name`` and, with ``report_dir``, write its report (the gate's worker task)."""
+    from dataclasses import replace
 
-    def progress(res: dict) -> None:
-        if res.get("error"):
-            tag = "ERROR"
-        elif res.get("buggy"):
-            tag = "bug caught" if res.get("ok") else "BUG SLIPPED THROUGH"
-        else:
-            tag = "ok" if res.get("ok") else "FAIL"
-        sys.stderr.write(f"[{time.perf_counter() - start:6.1f}s] {res['name']}: {tag}\n")
-        sys.stderr.flush()
+    from .check import check
 
-    if jobs == 1 or len(names) <= 1:
-        for name in names:
-            results[name] = fn(name, **kwargs)
-            progress(results[name])
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout)
+    if report_dir is None or result.mechanism is None:
+        return result
+    from . import report
 
-        from concurrent.futures.process import BrokenProcessPool
-
-        from ._run import limit_memory
-
-        ctx = multiprocessing.get_context("spawn")  # no fork after numpy/z3 threads
-
-        def run_pool(todo: list[str], workers: int) -> list[str]:
-            """Run ``todo``; return the names lost to a broken pool (a worker killed from outside)."""
-            broken = []
-            # each worker may use at most its share of 80% of the RAM: a runaway audit raises MemoryError
-            # in its worker (reported for that mechanism) instead of getting the whole gate OOM-killed
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=limit_memory,
-                                     initargs=(0.8 / workers,)) as pool:
-                futures = {pool.submit(fn, name, **kwargs): name for name in todo}
-                for fut in as_completed(futures):
-                    name = futures[fut]
-                    try:
-                        results[name] = fut.result()
-                    except Exception as exc:
-                        results[name] = {"name": name, "ok": False, "caught": False, "buggy": None,
-                                         "error": f"{type(exc).__name__}: {exc} (the worker process died)",
-                                         "proof": None, "audit": None, "seconds": {}}
-                        if isinstance(exc, BrokenProcessPool):
-                            broken.append(name)
-                            continue
-                    progress(results[name])
-            return broken
-
-        broken = run_pool(list(names), min(jobs, len(names)))
-        if broken:  # one culprit breaks the pool for all: rerun the casualties one by one, isolated
-            sys.stderr.write(f"a worker process died; retrying {len(broken)} mechanism(s) one at a time\n")
-            for name in broken:
-                for lost in run_pool([name], 1):
-                    progress(results[lost])
-    return [results[n] for n in names]
+    t0 = time.perf_counter()
+    try:
+        report.write(report.build(result.mechanism, check=result, samples=samples, seed=seed, timeout=timeout),
+                     report_dir)
+    except Exception as exc:  # the check stands; the missing page fails it
+        result = replace(result, error=result.error or f"the report failed: {type(exc).__name__}: {exc}")
+    seconds = time.perf_counter() - t0
+    return replace(result, timings=replace(result.timings, report=seconds, total=result.timings.total + seconds))
 
 
-def _gate_line(res: dict) -> str:
+def _progress_tag(result) -> str:
+    if result.error:
+        return "ERROR"
+    if result.buggy:
+        return "bug caught" if result.passed else "BUG SLIPPED THROUGH"
+    return "ok" if result.passed else "FAIL"
+
+
+def _gate_line(c) -> str:
+    """One line per mechanism: status, proof, audit, timing (and the audit's note on a second line)."""
     from ._run import fmt
+    from .check import Policy
 
-    status = "PASS" if res["ok"] else "FAIL"
-    if res.get("error"):
-        return f"{status}  {res['name']}: error: {res['error'].splitlines()[0]}"
-    p, a = res["proof"], res["audit"]
-    secs = sum(res["seconds"].values())
+    status = "PASS" if c.passed else "FAIL"
+    if c.error:
+        return f"{status}  {c.name}: error: {c.error.splitlines()[0]}"
+    p, a = c.proof, c.audit
     caught = ""
-    if res["buggy"]:
-        caught = "  bug caught" if res["caught"] else "  BUG SLIPPED THROUGH"
+    if c.buggy:
+        caught = "  bug caught" if c.caught else "  BUG SLIPPED THROUGH"
     if a is None:
-        audit = f"audit not finished: {res.get('audit_error')}"
+        audit = f"audit not finished: {c.audit_error}"
     else:
-        audit = (f"audit ε_lb={fmt(a['epsilon_lower_bound'])} vs claim {fmt(a['epsilon'])} "
-                 f"{'passed' if a['passed'] else 'VIOLATION'}")
-    note = f"\n      note: {res['audit_note']}" if res.get("audit_note") else ""
-    policy = res.get("policy")
-    if policy == "audit-only":
+        audit = (f"audit ε_lb={fmt(a.epsilon_lower_bound)} vs claim {fmt(a.epsilon)} "
+                 f"{'passed' if a.passed else 'VIOLATION'}")
+    note = f"\n      note: {c.audit_note}" if c.audit_note else ""
+    if c.policy is Policy.AUDIT_ONLY:
         proof = "no proof: audited only (opted in with proof='audit-only')"
-    elif policy == "no-proof":
+    elif c.policy is Policy.NO_PROOF:
         proof = ("no proof: audited only, not opted in -- build it from dpharness.parts, register a proof with "
                  "@dpharness.proves, or opt in with register(m, proof='audit-only')")
-    elif p["verdict"] == "PROVED":
-        proof = f"proof PROVED (ε ≤ {fmt(p['bound'])})"
+    elif p is None:
+        proof = f"proof not finished: {c.proof_error}"
+    elif p.verdict == "PROVED":
+        proof = f"proof PROVED (ε ≤ {fmt(p.bound)})"
     else:
-        proof = f"proof {p['verdict']}"
-    when = "cached: " if res.get("cached") else ""
-    return f"{status}  {res['name']}: {proof}; {audit}{caught}  [{when}{secs:.1f}s]{note}"
+        proof = f"proof {p.verdict}"
+    when = "cached: " if c.cached else ""
+    return f"{status}  {c.name}: {proof}; {audit}{caught}  [{when}{c.timings.total:.1f}s]{note}"
 
 
 def _check_writable(option: str, directory: str) -> None:
@@ -420,7 +448,7 @@ def _check_writable(option: str, directory: str) -> None:
 
 def _cmd_gate(args) -> int:
     from . import registry
-    from ._run import check, load_modules
+    from ._run import load_modules
     from .errors import ParameterError
 
     if args.report:
@@ -442,7 +470,7 @@ def _cmd_gate(args) -> int:
         return EXIT_USAGE
     start = time.perf_counter()
     keys: dict[str, str] = {}
-    cached: dict[str, dict] = {}
+    cached: dict = {}
     use_cache = not args.no_cache and not args.report
     if use_cache:
         from . import _cache
@@ -456,18 +484,25 @@ def _cmd_gate(args) -> int:
                 continue
             hit = _cache.load(args.cache_dir, keys[name])
             if hit is not None:
-                cached[name] = dict(hit, cached=True)
+                cached[name] = hit
     todo = [n for n in names if n not in cached]
-    fresh = _run_many(todo, args.jobs, check, samples=args.samples, seed=args.seed,
-                      modules=tuple(args.modules), report_dir=args.report, timeout=args.timeout) if todo else []
+    fresh = []
+    if todo:
+        from . import _pool
+        from .check import Check, hard_limit
+
+        fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
+                          lost=Check.failed, label=_progress_tag, desc="gate",
+                          kwargs={"samples": args.samples, "seed": args.seed, "modules": tuple(args.modules),
+                                  "timeout": args.timeout, "report_dir": args.report})
     if use_cache:
         for res in fresh:
-            if res["name"] in keys:
-                _cache.store(args.cache_dir, keys[res["name"]], res)
-    by_name = {**cached, **{r["name"]: r for r in fresh}}
+            if res.name in keys:
+                _cache.store(args.cache_dir, keys[res.name], res)
+    by_name = {**cached, **{r.name: r for r in fresh}}
     results = [by_name[n] for n in names]
     elapsed = time.perf_counter() - start
-    passed = all(r["ok"] for r in results)
+    passed = all(r.passed for r in results)
     if args.report:
         from . import report
 
@@ -476,11 +511,11 @@ def _cmd_gate(args) -> int:
         _write_junit(args.junit, results, gallery=args.gallery, elapsed=elapsed)
     if args.json:
         _emit_json({"passed": passed, "mode": "gallery" if args.gallery else "catalog", "elapsed": elapsed,
-                    "samples": args.samples, "seed": args.seed, "mechanisms": results})
+                    "samples": args.samples, "seed": args.seed, "mechanisms": [r.to_json() for r in results]})
     else:
         for r in results:
             print(_gate_line(r))
-        failed = [r["name"] for r in results if not r["ok"]]
+        failed = [r.name for r in results if not r.passed]
         what = "gallery bugs caught" if args.gallery else "mechanisms proved and audited"
         reused = f"; {len(cached)} unchanged, from the cache (--no-cache re-runs them)" if cached else ""
         print(f"{len(results) - len(failed)}/{len(results)} {what} in {elapsed:.1f}s "
@@ -490,60 +525,76 @@ def _cmd_gate(args) -> int:
     return EXIT_OK if passed else EXIT_FAIL
 
 
-def _write_junit(path: str, results: list[dict], *, gallery: bool, elapsed: float) -> None:
+def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> None:
+    """One <testcase> per Check: proof and audit as properties and system-out, <failure> when the pass
+    rule fails it, <error> on a crash (or a worker killed at its hard limit)."""
     import xml.etree.ElementTree as ET
 
-    suite = ET.Element("testsuite", name="dpharness.gallery" if gallery else "dpharness.gate",
-                       tests=str(len(results)), failures=str(sum(1 for r in results if not r["ok"] and not r["error"])),
-                       errors=str(sum(1 for r in results if r["error"])), time=f"{elapsed:.3f}")
+    from ._run import fmt
+
+    classname = "dpharness.gallery" if gallery else "dpharness.gate"
+    suite = ET.Element("testsuite", name=classname, tests=str(len(results)),
+                       failures=str(sum(1 for r in results if not r.passed and not r.error)),
+                       errors=str(sum(1 for r in results if r.error)), time=f"{elapsed:.3f}")
     for r in results:
-        case = ET.SubElement(suite, "testcase", classname="dpharness.gallery" if gallery else "dpharness.gate",
-                             name=r["name"], time=f"{sum(r['seconds'].values()):.3f}")
+        case = ET.SubElement(suite, "testcase", classname=classname, name=r.name, time=f"{r.timings.total:.3f}")
         props = ET.SubElement(case, "properties")
         details = [_gate_line(r)]
-        if r.get("proof"):
-            p = r["proof"]
-            for k in ("verdict", "bound", "bound_expr", "claim"):
-                ET.SubElement(props, "property", name=f"proof.{k}", value=str(p[k]))
-            details.append(f"proof: {p['verdict']}, bound {p['bound']} = {p['bound_expr']}, claim {p['claim']}")
-            details += [f"  assumption: {a}" for a in p["assumptions"]]
-            details += [f"  step [{'ok' if s['discharged'] else 'NOT DISCHARGED'} {s['checker']}] {s['statement']}"
-                        f" ({s['justification']})" for s in p["steps"]]
-            if p["witness"]:
-                details.append(f"  witness: {p['witness']}")
-            details += [f"  note: {n}" for n in p["notes"]]
-        if r.get("audit_error"):
-            details.append(f"audit not finished: {r['audit_error']}")
-        if r.get("audit_note"):
-            details.append(f"audit note: {r['audit_note']}")
-        if r.get("audit"):
-            a = r["audit"]
-            for k in ("epsilon_lower_bound", "passed", "epsilon", "delta", "confidence", "samples", "seed"):
-                ET.SubElement(props, "property", name=f"audit.{k}", value=str(a[k]))
-            details.append(f"audit: ε_lb={a['epsilon_lower_bound']} claim ε={a['epsilon']} δ={a['delta']} "
-                           f"passed={a['passed']} confidence={a['confidence']} samples={a['samples']} seed={a['seed']}")
-            details.append(f"  witness: {a['witness']}; counts: {a['counts']}; method: {a['method']}")
-        if r["error"]:
-            ET.SubElement(case, "error", message=r["error"].splitlines()[0]).text = r["error"]
-        elif not r["ok"]:
-            if gallery:
-                msg = "known bug slipped through: the proof did not refute it and the audit did not flag it"
-            else:
-                why = []
-                if r["proof"]["verdict"] != "PROVED":
-                    why.append(f"proof {r['proof']['verdict']}")
-                if r["audit"] is None:
-                    why.append(f"audit not finished: {r.get('audit_error')}")
-                elif not r["audit"]["passed"]:
-                    why.append(f"audit certified ε ≥ {r['audit']['epsilon_lower_bound']} > {r['audit']['epsilon']}")
-                msg = "; ".join(why)
-            ET.SubElement(case, "failure", message=msg).text = "\n".join(details)
+        p, a = r.proof, r.audit
+        if p is not None:
+            for key, value in (("verdict", p.verdict), ("bound", p.bound), ("bound_expr", p.bound_expr),
+                               ("claim", p.claim)):
+                ET.SubElement(props, "property", name=f"proof.{key}", value=str(value))
+            details.append(f"proof: {p.verdict}, bound {fmt(p.bound)} = {p.bound_expr}, claim {p.claim}")
+            details += [f"  assumption: {x}" for x in p.assumptions]
+            details += [f"  step [{'ok' if s.discharged else 'NOT DISCHARGED'} {s.checker}] {s.statement}"
+                        f" ({s.justification})" for s in p.steps]
+            if p.witness:
+                details.append(f"  witness: {p.witness}")
+            details += [f"  note: {n}" for n in p.notes]
+        if r.proof_error:
+            details.append(f"proof not finished: {r.proof_error}")
+        if r.audit_error:
+            details.append(f"audit not finished: {r.audit_error}")
+        if r.audit_note:
+            details.append(f"audit note: {r.audit_note}")
+        if a is not None:
+            for key in ("epsilon_lower_bound", "passed", "epsilon", "delta", "confidence", "samples", "seed"):
+                ET.SubElement(props, "property", name=f"audit.{key}", value=str(getattr(a, key)))
+            details.append(f"audit: ε_lb={fmt(a.epsilon_lower_bound)} claim ε={fmt(a.epsilon)} δ={fmt(a.delta, 6)} "
+                           f"passed={a.passed} confidence={fmt(a.confidence, 6)} samples={a.samples} seed={a.seed}")
+            details.append(f"  witness: {a.witness_description}; counts: {a.counts}; method: {a.method}")
+        if r.error:
+            ET.SubElement(case, "error", message=r.error.splitlines()[0]).text = r.error
+        elif not r.passed:
+            ET.SubElement(case, "failure", message=_failure_message(r, gallery=gallery)).text = "\n".join(details)
         ET.SubElement(case, "system-out").text = "\n".join(details)
     tree = ET.ElementTree(suite)
     ET.indent(tree)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _failure_message(r, *, gallery: bool) -> str:
+    """Why the pass rule failed ``r`` (a Check without a crash)."""
+    from ._run import fmt
+    from .check import Policy
+
+    if gallery:
+        return "known bug slipped through: the proof did not refute it and the audit did not flag it"
+    why = []
+    if r.proof is None:
+        why.append(f"proof not finished: {r.proof_error}")
+    elif r.policy is Policy.NO_PROOF:
+        why.append("no proof, and not opted in with register(m, proof='audit-only')")
+    elif r.policy is not Policy.AUDIT_ONLY and r.proof.verdict != "PROVED":
+        why.append(f"proof {r.proof.verdict}")
+    if r.audit is None:
+        why.append(f"audit not finished: {r.audit_error}")
+    elif not r.audit.passed:
+        why.append(f"audit certified ε ≥ {fmt(r.audit.epsilon_lower_bound)} > {fmt(r.audit.epsilon)}")
+    return "; ".join(why)
 
 
 def _cmd_report(args) -> int:
@@ -557,23 +608,30 @@ def _cmd_report(args) -> int:
     if not names:
         _err("no mechanisms are registered; nothing to report.")
         return EXIT_USAGE
+    from dataclasses import asdict
+
+    from . import _pool
+    from .check import hard_limit
+
     kwargs = {"out": args.out, "seed": args.seed, "timeout": args.timeout}
     if args.samples is not None:
         kwargs["samples"] = args.samples
-    results = _run_many(names, args.jobs, report.generate, **kwargs)
+    results = _pool.run(report.generate, names, jobs=args.jobs, limit=hard_limit(args.timeout, 3),
+                        lost=lambda name, message, seconds: report.Written(name, (), message),
+                        label=lambda r: "error" if r.error else "written", kwargs=kwargs, desc="reports")
     report.write_index(args.out)
-    errors = [r for r in results if r.get("error")]
+    errors = [r for r in results if r.error]
     if args.json:
-        _emit_json({"out": args.out, "reports": results})
+        _emit_json({"out": args.out, "reports": [asdict(r) for r in results]})
     else:
         for r in results:
-            print(f"{r['name']}: " + (f"error: {r['error'].splitlines()[0]}" if r.get("error") else
-                                     ", ".join(r["files"])))
+            print(f"{r.name}: " + (f"error: {r.error.splitlines()[0]}" if r.error else ", ".join(r.files)))
         print(f"index: {os.path.join(args.out, 'README.md')}, {os.path.join(args.out, 'index.html')}")
     return EXIT_FAIL if errors else EXIT_OK
 
 
-_COMMANDS = {"list": _cmd_list, "prove": _cmd_prove, "audit": _cmd_audit, "gate": _cmd_gate, "report": _cmd_report}
+_COMMANDS = {"list": _cmd_list, "prove": _cmd_prove, "audit": _cmd_audit, "gate": _cmd_gate, "report": _cmd_report,
+             "targets": _cmd_targets}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -600,6 +658,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except UnsupportedError as exc:
         _err(f"{exc} (unsupported)")
+        return EXIT_USAGE
+    except ImportError as exc:  # a library target's or the cluster's optional extra is missing
+        from .auditors.libraries import MissingExtra
+
+        if not isinstance(exc, MissingExtra):
+            raise
+        _err(str(exc))
         return EXIT_USAGE
     except MechanismError as exc:
         _err(f"the mechanism failed: {exc}")

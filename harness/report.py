@@ -15,6 +15,9 @@ its ``source_hash`` and ``parameters`` with the current mechanisms.
 
     dpharness report --out reports            # every built-in, plus reports/README.md and index.html
     dpharness report --out reports laplace    # one
+
+A report is built from a :class:`~dpharness.check.Check` (the gate's, or one :func:`build` runs) and
+rendered by the jinja2 templates in ``dpharness/templates`` (HTML autoescaped).
 """
 
 from __future__ import annotations
@@ -32,11 +35,15 @@ from typing import Any
 import numpy as np
 
 from ._json import jsonable
-from ._run import PhaseTimeout, audit_target, audit_with_fallback, deadline, fmt, run_proof, tool_versions
+from ._run import audit_target, fmt, tool_versions
+from .check import Check, PhaseTimeout, deadline, run_audit
+from .check import check as run_check
 from .core import Mechanism
+from .derivation import TREE_CSS, derivation_tree, render_tree_html, render_tree_markdown
+from .mathml import to_mathml
 
-__all__ = ["Report", "build", "write", "generate", "write_index", "read_metadata", "REPORT_SAMPLES",
-           "CURVE_SIZES", "PLOT_SAMPLES"]
+__all__ = ["Report", "Written", "build", "write", "generate", "write_index", "read_metadata",
+           "render_markdown", "render_html", "REPORT_SAMPLES", "CURVE_SIZES", "PLOT_SAMPLES"]
 
 REPORT_SAMPLES = 1_000_000        # per side for the report's main audit (as the gate)
 CURVE_SIZES = (1_000, 10_000, 100_000)  # extra audits (fixed pair) for the bound-versus-samples plot
@@ -48,44 +55,41 @@ _META_RE = re.compile(r"<!-- dpharness-report (\{.*?\}) -->", re.S)
 
 @dataclass
 class Report:
-    """Everything a report page shows; ``meta`` is what the freshness test reads back."""
+    """Everything a report page shows: the :class:`Check` (proof, audit, messages), the plots and
+    ``meta``, what the freshness test reads back."""
 
     mechanism: Mechanism
-    proof: Any
-    audit: Any
+    check: Check
     meta: dict
     png: bytes | None
     curve: list = field(default_factory=list)
     plot_note: str = ""
-    proof_error: str | None = None
-    audit_error: str | None = None
-    audit_note: str | None = None
     loss_source: str = ""
     pair: tuple | None = None
+
+    @property
+    def proof(self) -> Any:
+        """The live Proof (None when the prover crashed or ran out of time)."""
+        return self.check.proof_object
+
+    @property
+    def audit(self) -> Any:
+        return self.check.audit
 
 
 # --------------------------------------------------------------------------- building
 
-def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples: int = REPORT_SAMPLES,
-          seed: int = 0, curve_sizes: tuple[int, ...] | None = None, plot_samples: int | None = None,
+def build(mechanism: Mechanism, *, check: Check | None = None, samples: int = REPORT_SAMPLES, seed: int = 0,
+          curve_sizes: tuple[int, ...] | None = None, plot_samples: int | None = None,
           timeout: float | None = None) -> Report:
-    """Prove (unless ``proof`` is given), audit (unless ``audit`` is given), draw the plots.
-    ``timeout``: seconds allowed to the proof, the audit and the plots each."""
+    """The report of ``mechanism``: from ``check`` when given (it must come from this process, with
+    its live proof), else from the check pipeline run here; then the plots. ``timeout``: seconds
+    allowed to the proof, the audit and the plots each."""
     curve_sizes = CURVE_SIZES if curve_sizes is None else curve_sizes
     plot_samples = PLOT_SAMPLES if plot_samples is None else plot_samples
-    proof_error = audit_error = None
-    if proof is None:
-        try:
-            with deadline(timeout, f"the proof of {mechanism.name}"):
-                proof = run_proof(mechanism)
-        except Exception as exc:  # the page says so; it does not vanish
-            proof_error = f"{type(exc).__name__}: {exc}"
-    audit_note = None
-    if audit is None:
-        try:
-            audit, audit_note = audit_with_fallback(mechanism, proof, samples=samples, seed=seed, timeout=timeout)
-        except Exception as exc:
-            audit_error = f"{type(exc).__name__}: {exc}"
+    if check is None:
+        check = run_check(mechanism, samples=samples, seed=seed, timeout=timeout)
+    proof, audit = check.proof_object, check.audit
     meta = {
         "format": FORMAT_VERSION,
         "name": mechanism.name,
@@ -102,8 +106,7 @@ def build(mechanism: Mechanism, *, proof: Any = None, audit: Any = None, samples
         "audit_passed": None if audit is None else bool(audit.passed),
         "versions": tool_versions(),
     }
-    report = Report(mechanism, proof, audit, meta, None, proof_error=proof_error, audit_error=audit_error,
-                    audit_note=audit_note)
+    report = Report(mechanism, check, meta, None)
     try:
         with deadline(timeout, f"the plots of {mechanism.name}"):
             report.png = _plots(report, seed=seed, curve_sizes=tuple(s for s in curve_sizes if s < meta["samples"]),
@@ -199,17 +202,17 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     proven = None if report.proof is None else float(report.proof.bound)
     curve = []
     if report.audit is not None:
-        from dpharness import auditors
-
-        eps, delta = audit_target(m.claim)
         for n in curve_sizes:
-            r = auditors.audit(m, data, neighbor, epsilon=eps, delta=delta, samples=n, seed=seed)
+            r, _ = run_audit(m, samples=n, seed=seed, data=data, neighbor=neighbor)
             curve.append((n, float(r.epsilon_lower_bound)))
         curve.append((int(report.audit.samples), float(report.audit.epsilon_lower_bound)))
     report.curve = curve
 
-    plt.rcParams.update({"svg.hashsalt": "dpharness", "font.size": 9})
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), dpi=80)
+    plt.rcParams.update({"svg.hashsalt": "dpharness", "font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12,
+                         "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
+                         "legend.framealpha": 0.85, "lines.linewidth": 1.8, "axes.grid": True, "grid.alpha": 0.3,
+                         "axes.formatter.useoffset": False})
+    fig, axes = plt.subplots(3, 1, figsize=(10, 12), dpi=100)  # stacked: legible at 1000 px, shown unscaled
     ax = axes[0]
     cats = _labels(x, y)
     if cats is not None:
@@ -261,7 +264,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         title += f"\ninfinite loss: {inf_x}/{len(loss_x)} outputs on D, {inf_y}/{len(loss_y)} on D'"
     ax.set_title(title)
     ax.set_ylabel("fraction of outputs")
-    ax.legend(fontsize=7)
+    ax.legend()
 
     ax = axes[2]
     if curve:
@@ -280,7 +283,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         ax.set_xscale("log")
         ax.set_ylim(0, top * 1.08)
         ax.set_xlabel("samples per side")
-        ax.legend(fontsize=8)
+        ax.legend()
     ax.set_title("certified ε lower bound versus samples")
     fig.tight_layout()
     buf = io.BytesIO()
@@ -298,23 +301,91 @@ def _first_paragraph(text: str | None) -> str:
     return " ".join(line.strip() for line in para.splitlines())
 
 
-def _sections(r: Report) -> list[tuple[str, Any]]:
-    """The page as (kind, payload) blocks shared by the Markdown and HTML renderers."""
-    m, p, a = r.mechanism, r.proof, r.audit
-    blocks: list[tuple[str, Any]] = []
+@dataclass(frozen=True)
+class _ProofPage:
+    bound: str
+    bound_expr: str
+    bound_mathml: Any
+    assumptions: list
+    steps: tuple
+    tree_html: Any
+    tree_md: str
+    notes: list
+    witness: list | None
+
+
+@dataclass(frozen=True)
+class _AuditPage:
+    items: list
+    count_head: list
+    count_row: list
+
+
+@dataclass(frozen=True)
+class _Page:
+    """What the templates show, as display strings (numbers through ``fmt``; text between backticks
+    is code)."""
+
+    name: str
+    lead: str
+    ok: bool
+    meta: dict
+    sandwich_head: list
+    sandwich_rows: list
+    info: list
+    proof_error: str | None
+    proof: _ProofPage | None
+    audit: _AuditPage | None
+    audit_missing: str
+    image: str | None
+    png_base64: str
+    caption: str
+    plot_note: str
+    provenance: list
+
+    @property
+    def meta_json(self) -> str:
+        return json.dumps(self.meta, sort_keys=True, ensure_ascii=False)
+
+    @property
+    def meta_comment(self) -> Any:
+        from markupsafe import Markup
+
+        return Markup(self.meta_json.replace("--", "- -"))  # inside an HTML comment
+
+
+def _first_line(text: str | None) -> str | None:
+    return None if text is None else text.splitlines()[0]
+
+
+def _witness_pair_words(proof: Any, audit: Any) -> str | None:
+    """Whether the proof's witness pair is among the pairs the audit certified on, in words."""
+    w = None if proof is None else proof.witness
+    if w is None or w.data is None or w.neighbor is None:
+        return None
+    pairs = (audit.extra or {}).get("pairs")
+    key = json.dumps([jsonable(w.data), jsonable(w.neighbor)], sort_keys=True)
+    if not pairs:
+        return None
+    keys = [json.dumps([jsonable(d), jsonable(n)], sort_keys=True) for d, n in pairs]
+    best = (audit.extra or {}).get("best_pair")
+    if key in keys:
+        i = keys.index(key)
+        tail = "" if best is None else (" — and it is the pair the certified event came from" if best == i else
+                                        f"; the certified event came from pair {best}, which the audit found stronger")
+        return (f"The proof's witness pair is audited: it is pair {i} of the {len(keys)} pairs the union bound "
+                f"covers{tail}.")
+    return (f"The proof's witness pair (D = `{jsonable(w.data)}`, D' = `{jsonable(w.neighbor)}`) is not among the "
+            f"{len(keys)} audited pairs: it is not a valid neighbouring pair of the mechanism's input spec.")
+
+
+def _page(r: Report) -> _Page:
+    m, c, p, a = r.mechanism, r.check, r.proof, r.audit
     verdict = "ERROR" if p is None else p.verdict.value
     audit_word = "audit errored" if a is None else ("audit passed" if a.passed else "audit certified a VIOLATION")
-    blocks.append(("h1", f"{m.name}"))
-    blocks.append(("lead", f"Verdict: {verdict} · {audit_word}"))
     claimed, delta = audit_target(m.claim)
-    conf = "" if a is None else f" ({a.confidence:g} confidence)"
-    blocks.append(("table", (
-        ["claimed ε", "proven bound", f"certified empirical lower bound{conf}"],
-        [[fmt(claimed) + (f" (δ = {delta:g})" if delta else ""),
-          "—" if p is None else fmt(p.bound) + (f" (δ ≤ {fmt(p.delta_bound)})" if p.delta_bound is not None else ""),
-          "—" if a is None else fmt(a.epsilon_lower_bound)]])))
-    info = [f"Mechanism: `{m.describe()}`", f"Claim: {m.claim.describe()}",
-            f"Input: {m.input_spec.describe()}"]
+    conf = "" if a is None else f" ({fmt(a.confidence, 6)} confidence)"
+    info = [f"Mechanism: `{m.describe()}`", f"Claim: {m.claim.describe()}", f"Input: {m.input_spec.describe()}"]
     if m.source:
         info.append(f"Source: {m.source}")
     doc = _first_paragraph(type(m).__doc__)
@@ -322,100 +393,73 @@ def _sections(r: Report) -> list[tuple[str, Any]]:
         info.append(f"Description: {doc}")
     if m.buggy:
         info.append(f"Known bug (gallery): {m.bug} True ε as implemented: {fmt(m.true_epsilon)}.")
-    blocks.append(("list", info))
-    if r.proof_error:
-        blocks.append(("h2", "Proof"))
-        blocks.append(("para", f"The prover raised: {r.proof_error}"))
+    proof_page = None
     if p is not None:
-        blocks.append(("h2", "Assumptions"))
-        blocks.append(("list", list(p.assumptions) or ["(none stated)"]))
-        blocks.append(("h2", "Derivation"))
-        blocks.append(("para", f"Derived bound: ε ≤ {fmt(p.bound)} = `{p.bound_expr}`"))
-        rows = [[str(i), s.statement, f"`{s.formula}`", s.justification, s.checker, "yes" if s.discharged else "NO"]
-                for i, s in enumerate(p.steps, 1)]
-        if rows:
-            blocks.append(("table", (["#", "step", "formula", "justification", "checker", "discharged"], rows)))
-        else:
-            blocks.append(("para", "No derivation steps."))
-        if p.notes:
-            blocks.append(("list", [f"Note: {n}" for n in p.notes]))
-        blocks.append(("h2", "Witness"))
         w = p.witness
-        if w is None:
-            blocks.append(("para", "The proof gives no witness."))
-        else:
-            items = [f"D = `{jsonable(w.data)}`", f"D' = `{jsonable(w.neighbor)}`"]
+        witness = None
+        if w is not None:
+            witness = [f"D = `{jsonable(w.data)}`", f"D' = `{jsonable(w.neighbor)}`"]
             if w.output is not None:
-                items.append(f"output = `{jsonable(w.output)}`")
+                witness.append(f"output = `{jsonable(w.output)}`")
             if w.event is not None:
-                items.append(f"event: {w.event.description}")
+                witness.append(f"event: {w.event.description}")
             if w.loss is not None:
-                items.append(f"privacy loss = {fmt(w.loss)}")
+                witness.append(f"privacy loss = {fmt(w.loss)}")
             if w.description:
-                items.append(w.description)
-            blocks.append(("list", items))
-    blocks.append(("h2", "Audit"))
-    if a is None:
-        blocks.append(("para", f"The auditor raised: {r.audit_error}"))
-    else:
-        items = [f"Certified ε lower bound: {fmt(a.epsilon_lower_bound)} at confidence {a.confidence:g} "
-                 f"against ε = {fmt(a.epsilon)}, δ = {a.delta:g}: " + ("passed" if a.passed else "VIOLATION certified"),
+                witness.append(w.description)
+        from markupsafe import Markup
+
+        tree = derivation_tree(c.proof)
+        proof_page = _ProofPage(bound=fmt(p.bound), bound_expr=str(p.bound_expr),
+                                bound_mathml=Markup(to_mathml(p.bound_expr, display="inline")),
+                                assumptions=list(p.assumptions) or ["(none stated)"],
+                                steps=c.proof.steps, tree_html=Markup(render_tree_html(tree, open_levels=1)),
+                                tree_md=render_tree_markdown(tree), notes=[f"Note: {n}" for n in p.notes], witness=witness)
+    audit_page = None
+    if a is not None:
+        items = [f"Certified ε lower bound: {fmt(a.epsilon_lower_bound)} at confidence {fmt(a.confidence, 6)} "
+                 f"against ε = {fmt(a.epsilon)}, δ = {fmt(a.delta, 6)}: " + ("passed" if a.passed else "VIOLATION certified"),
                  f"Witness: {a.witness_description}", f"Method: {a.method}",
                  f"Samples: {a.samples} per side; seed {a.seed}; events tested {a.events_tested}; pairs tested {a.pairs_tested}"]
+        said = _witness_pair_words(p, a)
+        if said:
+            items.append(said)
         if a.delta_lower_bound is not None:
             items.append(f"Certified δ lower bound at ε = {fmt(a.epsilon)}: {fmt(a.delta_lower_bound)}")
-        if r.audit_note:
-            items.append(f"Note: {r.audit_note}")
+        if c.audit_note:
+            items.append(f"Note: {c.audit_note}")
         items.append(f"Reproduce: `dpharness audit {m.name} --samples {a.samples} --seed {a.seed}`")
-        blocks.append(("list", items))
-        if a.counts:
-            keys = list(a.counts)
-            blocks.append(("table", (keys, [[str(jsonable(a.counts[k])) for k in keys]])))
-    blocks.append(("h2", "Plots"))
+        keys = list(a.counts or {})
+        audit_page = _AuditPage(items, keys, [str(jsonable(a.counts[k])) for k in keys])
+    caption = ""
     if r.png is not None:
-        blocks.append(("image", f"{m.name}.png"))
         pair = "" if r.pair is None else f" (D = `{jsonable(r.pair[0])}`, D' = `{jsonable(r.pair[1])}`)"
-        cap = [f"Left: outputs on D and D'{pair}. Middle: privacy-loss distribution in both directions, from " + (r.loss_source or "—") + "."]
+        cap = [f"Left: outputs on D and D'{pair}. Middle: privacy-loss distribution in both directions, from "
+               + (r.loss_source or "—") + "."]
         if r.curve:
             cap.append("Right: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
                        + " (same pair, same seed).")
-        blocks.append(("para", " ".join(cap)))
-    else:
-        blocks.append(("para", r.plot_note or "No plots."))
-    blocks.append(("h2", "Provenance"))
+        caption = " ".join(cap)
     v = r.meta["versions"]
-    blocks.append(("list", [f"Mechanism source SHA-256: `{r.meta['source_hash']}` ({r.meta['class']})",
-                            "Tools: " + ", ".join(f"{k} {v[k]}" for k in v),
-                            f"Regenerate: `dpharness report --out reports {m.name}`"]))
-    return blocks
+    return _Page(
+        name=m.name, lead=f"Verdict: {verdict} · {audit_word}", ok=c.passed, meta=r.meta,
+        sandwich_head=["claimed ε", "proven bound", f"certified empirical lower bound{conf}"],
+        sandwich_rows=[[fmt(claimed) + (f" (δ = {fmt(delta, 6)})" if delta else ""),
+                        "—" if p is None else fmt(p.bound) + (f" (δ ≤ {fmt(p.delta_bound)})" if p.delta_bound is not None else ""),
+                        "—" if a is None else fmt(a.epsilon_lower_bound)]],
+        info=info, proof_error=_first_line(c.proof_error or (c.error if p is None else None)), proof=proof_page,
+        audit=audit_page,
+        audit_missing=f"The auditor raised: {_first_line(c.audit_error or c.error)}",
+        image=None if r.png is None else f"{m.name}.png",
+        png_base64="" if r.png is None else base64.b64encode(r.png).decode("ascii"),
+        caption=caption, plot_note=r.plot_note or "No plots.",
+        provenance=[f"Mechanism source SHA-256: `{r.meta['source_hash']}` ({r.meta['class']})",
+                    "Tools: " + ", ".join(f"{k} {v[k]}" for k in v),
+                    f"Regenerate: `dpharness report --out reports {m.name}`"])
 
 
-def _md_escape_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(r: Report) -> str:
-    out = [f"<!-- dpharness-report {json.dumps(r.meta, sort_keys=True, ensure_ascii=False)} -->", ""]
-    for kind, payload in _sections(r):
-        if kind == "h1":
-            out += [f"# {payload}", ""]
-        elif kind == "h2":
-            out += [f"## {payload}", ""]
-        elif kind == "lead":
-            out += [f"**{payload}**", ""]
-        elif kind == "para":
-            out += [payload, ""]
-        elif kind == "list":
-            out += [f"- {item}" for item in payload] + [""]
-        elif kind == "table":
-            head, rows = payload
-            out.append("| " + " | ".join(_md_escape_cell(h) for h in head) + " |")
-            out.append("|" + "---|" * len(head))
-            out += ["| " + " | ".join(_md_escape_cell(c) for c in row) + " |" for row in rows]
-            out.append("")
-        elif kind == "image":
-            out += [f"![plots]({payload})", ""]
-    return "\n".join(out)
+def _md_escape_cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 _CSS = """
@@ -427,44 +471,43 @@ th{background:#f3f3f3} code{background:#f6f6f6;padding:0 .2em;font-size:.92em;wo
 img{max-width:100%} td.no{color:#b00020;font-weight:600}
 """.strip()
 
+_ENVIRONMENTS: dict[str, Any] = {}
 
-def _html_inline(text: str) -> str:
-    parts = text.split("`")
-    return "".join(f"<code>{html.escape(s)}</code>" if i % 2 else html.escape(s) for i, s in enumerate(parts))
+
+def _environment(kind: str) -> Any:
+    """The jinja2 environment for ``"md"`` or ``"html"`` templates (package data dpharness/templates).
+    HTML is autoescaped, every value through ``html.escape`` (``finalize``) so pages keep one entity
+    style; ``inline`` renders `backticked` text as <code>. Markdown is not escaped; ``md_cell``
+    escapes a table cell."""
+    if kind not in _ENVIRONMENTS:
+        import jinja2
+        from markupsafe import Markup
+
+        def escape(value: Any) -> Any:
+            return value if isinstance(value, Markup) else Markup(html.escape(str(value)))
+
+        def inline(text: Any) -> Any:
+            parts = str(text).split("`")
+            return Markup("".join(f"<code>{html.escape(s)}</code>" if i % 2 else html.escape(s)
+                                  for i, s in enumerate(parts)))
+
+        html_kind = kind == "html"
+        env = jinja2.Environment(loader=jinja2.PackageLoader("dpharness", "templates"), autoescape=html_kind,
+                                 trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                 undefined=jinja2.StrictUndefined, finalize=escape if html_kind else None)
+        env.filters["md_cell"] = _md_escape_cell
+        env.filters["inline"] = inline
+        env.globals["css"] = Markup(_CSS + "\n" + TREE_CSS)
+        _ENVIRONMENTS[kind] = env
+    return _ENVIRONMENTS[kind]
+
+
+def render_markdown(r: Report) -> str:
+    return _environment("md").get_template("report.md.j2").render(page=_page(r))
 
 
 def render_html(r: Report) -> str:
-    body = []
-    good = r.proof is not None and r.audit is not None and (
-        (r.proof.verdict.value == "PROVED" and r.audit.passed) if not r.mechanism.buggy
-        else (r.proof.verdict.value != "PROVED" or not r.audit.passed))
-    for kind, payload in _sections(r):
-        if kind == "h1":
-            body.append(f"<h1>{html.escape(payload)}</h1>")
-        elif kind == "h2":
-            body.append(f"<h2>{html.escape(payload)}</h2>")
-        elif kind == "lead":
-            body.append(f'<p class="lead {"ok" if good else "bad"}">{html.escape(payload)}</p>')
-        elif kind == "para":
-            body.append(f"<p>{_html_inline(payload)}</p>")
-        elif kind == "list":
-            body.append("<ul>" + "".join(f"<li>{_html_inline(i)}</li>" for i in payload) + "</ul>")
-        elif kind == "table":
-            head, rows = payload
-            trs = ["<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-            for row in rows:
-                trs.append("<tr>" + "".join(
-                    f'<td class="no">{_html_inline(c)}</td>' if c == "NO" else f"<td>{_html_inline(c)}</td>"
-                    for c in row) + "</tr>")
-            body.append("<table>" + "".join(trs) + "</table>")
-        elif kind == "image" and r.png is not None:
-            data = base64.b64encode(r.png).decode("ascii")
-            body.append(f'<img alt="plots" src="data:image/png;base64,{data}">')
-    meta = json.dumps(r.meta, sort_keys=True, ensure_ascii=False).replace("--", "- -")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-            f"<!-- dpharness-report {meta} -->\n"
-            f"<title>dpharness report: {html.escape(r.mechanism.name)}</title>\n<style>{_CSS}</style></head>\n"
-            "<body>\n" + "\n".join(body) + '\n<p><a href="index.html">all reports</a></p>\n</body></html>\n')
+    return _environment("html").get_template("report.html.j2").render(page=_page(r))
 
 
 def write(report: Report, out_dir: str) -> list[str]:
@@ -487,18 +530,28 @@ def write(report: Report, out_dir: str) -> list[str]:
     return paths
 
 
+@dataclass(frozen=True)
+class Written:
+    """What :func:`generate` wrote for one mechanism: the files, or the error that stopped it."""
+
+    name: str
+    files: tuple[str, ...]
+    error: str | None
+
+
 def generate(name: str, *, out: str, samples: int = REPORT_SAMPLES, seed: int = 0,
-             timeout: float | None = None) -> dict:
-    """Build and write the report of the registered mechanism ``name`` at its defaults (worker entry)."""
+             timeout: float | None = None) -> Written:
+    """Build and write the report of the registered mechanism ``name`` at its defaults (worker entry).
+    ``error``: the first line of a crash or time-out of the check (the page is written and says so)."""
     from .registry import get
 
     try:
         report = build(get(name)(), samples=samples, seed=seed, timeout=timeout)
         files = write(report, out)
-        return {"name": name, "ok": report.proof is not None and report.audit is not None, "files": files,
-                "error": report.proof_error or report.audit_error}
+        c = report.check
+        return Written(name, tuple(files), _first_line(c.error or c.proof_error or c.audit_error))
     except Exception as exc:
-        return {"name": name, "ok": False, "files": [], "error": f"{type(exc).__name__}: {exc}"}
+        return Written(name, (), f"{type(exc).__name__}: {exc}")
 
 
 # --------------------------------------------------------------------------- index and metadata
@@ -531,30 +584,12 @@ def write_index(out_dir: str) -> list[str]:
 
     groups = [("Catalog (correct mechanisms: expected PROVED and audit passed)", [m for m in metas if not m["buggy"]]),
               ("Gallery (known bugs: expected not PROVED or a VIOLATION)", [m for m in metas if m["buggy"]])]
-    where = os.path.basename(os.path.normpath(out_dir)) or out_dir
-    md = ["# dpharness reports", "",
-          f"Generated by `dpharness report --out {where}`; each page records the source hash, parameters and claim",
-          "of the mechanism it is about, so a stale page is detectable.", ""]
-    body = ["<h1>dpharness reports</h1>",
-            f"<p>Generated by <code>dpharness report --out {html.escape(where)}</code>; each page records the source "
-            "hash, parameters and claim of its mechanism, so a stale page is detectable.</p>"]
-    for title, group in groups:
-        if not group:
-            continue
-        md += [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        body += [f"<h2>{html.escape(title)}</h2>", "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
-        for meta in group:
-            cells = row(meta)
-            md.append("| " + " | ".join([f"[{cells[0]}]({cells[0]}.md)"] + [_md_escape_cell(c) for c in cells[1:]]) + " |")
-            body.append("<tr>" + f'<td><a href="{html.escape(cells[0])}.html">{html.escape(cells[0])}</a></td>'
-                        + "".join(f"<td>{html.escape(c)}</td>" for c in cells[1:]) + "</tr>")
-        md.append("")
-        body.append("</table>")
-    md_path = os.path.join(out_dir, "README.md")
-    html_path = os.path.join(out_dir, "index.html")
-    with open(md_path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(md))
-    with open(html_path, "w", encoding="utf-8") as fh:
-        fh.write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dpharness reports</title>"
-                 f"<style>{_CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
-    return [md_path, html_path]
+    context = {"where": os.path.basename(os.path.normpath(out_dir)) or out_dir, "head": head,
+               "groups": [(title, [row(meta) for meta in group]) for title, group in groups if group]}
+    paths = []
+    for kind, fname in (("md", "README.md"), ("html", "index.html")):
+        path = os.path.join(out_dir, fname)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(_environment(kind).get_template(f"index.{kind}.j2").render(**context))
+        paths.append(path)
+    return paths

@@ -16,7 +16,6 @@ seed is printed in the report header and in every failure, so a failure reproduc
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 __all__ = ["assert_private", "PrivacyViolation"]
@@ -40,13 +39,6 @@ def _configure(*, seed: int, samples: int) -> None:
     _DEFAULTS["samples"] = samples
 
 
-def _num(x: Any) -> str:
-    if x is None:
-        return "—"
-    x = float(x)
-    return "inf" if math.isinf(x) else f"{x:.4g}"
-
-
 def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: float | None = None,
                    delta: float = 0.0, samples: int | None = None, seed: int | None = None,
                    confidence: float = 0.95, **options: Any):
@@ -56,28 +48,33 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     message carries the certified bound, the witness event, the counts and the seed to reproduce.
     Returns the :class:`~dpharness.auditors._model.AuditResult` otherwise.
 
+    The judgement is the gate's pass rule (:func:`dpharness.check.pass_rule`) with the audit alone
+    deciding (policy ``audit-only``): a proof is not asked for here.
+
     A pass is not a proof: it means no violation was certified with this budget. With a correct
     mechanism a failure happens with probability at most 1 − ``confidence``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
     from . import audit
+    from ._run import fmt
+    from .check import Policy, pass_rule
 
     seed = _DEFAULTS["seed"] if seed is None else seed
     samples = _DEFAULTS["samples"] if samples is None else samples
     result = audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
                    confidence=confidence, **options)
-    if not result.passed:
+    if not pass_rule(buggy=False, policy=Policy.AUDIT_ONLY, audit_passed=bool(result.passed), crashed=False).passed:
         name = getattr(mechanism, "name", None) or getattr(mechanism, "__qualname__", None) or repr(mechanism)
         counts = ", ".join(f"{k}={v}" for k, v in result.counts.items()) if result.counts else "—"
-        claim = f"ε = {_num(result.epsilon)}" + (f", δ = {result.delta:g}" if result.delta else "")
+        claim = f"ε = {fmt(result.epsilon)}" + (f", δ = {fmt(result.delta, 6)}" if result.delta else "")
         lines = [
-            f"privacy violation certified for {name}: ε ≥ {_num(result.epsilon_lower_bound)} "
-            f"(certified lower bound at confidence {result.confidence:g}) > claimed {claim}",
+            f"privacy violation certified for {name}: ε ≥ {fmt(result.epsilon_lower_bound)} "
+            f"(certified lower bound at confidence {fmt(result.confidence, 6)}) > claimed {claim}",
             f"  witness: {result.witness_description}",
             f"  counts: {counts}",
             f"  method: {result.method}",
             f"  reproduce with seed={result.seed}, samples={result.samples} "
             f"(pytest --dp-seed={result.seed} --dp-samples={result.samples})",
-            f"  a correct mechanism fails this check with probability at most {1 - result.confidence:.3g}",
+            f"  a correct mechanism fails this check with probability at most {fmt(1 - result.confidence, 3)}",
         ]
         if "float structure" in (result.witness_description or "") + (result.method or ""):
             lines.insert(2, "  cause: the certified event is a floating-point pattern of the outputs (their low-order "
@@ -85,6 +82,6 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
                             "(dpharness.parts: dp.laplace(scale) snaps to a power-of-two grid with an exact sampler), "
                             "or use an exact sampler; audit the ideal mechanism with ideal_numerics=True.")
         if result.delta_lower_bound is not None:
-            lines.insert(2, f"  certified δ lower bound at ε = {_num(result.epsilon)}: {_num(result.delta_lower_bound)}")
+            lines.insert(2, f"  certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
         raise PrivacyViolation("\n".join(lines), result)
     return result

@@ -184,7 +184,7 @@ def test_gate_fails_on_unproven_or_violation(fakes, capsys, tmp_path, monkeypatc
     payload = json.loads(out)
     assert code == 1 and payload["passed"] is False
     by_name = {m["name"]: m for m in payload["mechanisms"]}
-    assert by_name["fake_coin"]["ok"] and not by_name["fake_coin_loose"]["ok"]
+    assert by_name["fake_coin"]["passed"] and not by_name["fake_coin_loose"]["passed"]
     failure = [c for c in ET.parse(junit).getroot().findall("testcase") if c.get("name") == "fake_coin_loose"][0]
     assert "proof REFUTED" in failure.find("failure").get("message")
 
@@ -282,7 +282,7 @@ def test_gate_falls_back_to_the_witness_pair_when_the_search_runs_out(fakes, cap
     registry._REGISTRY.pop("fake_coin_bug")
     code, out, _ = run(capsys, "--json", "gate", "--jobs", "1", "--timeout", "0.4")
     (res,) = json.loads(out)["mechanisms"]
-    assert code == 0 and res["ok"]
+    assert code == 0 and res["passed"]
     assert "neighbour search" in res["audit_note"] and "audited the pair 0 / 1 instead" in res["audit_note"]
     assert res["audit"]["passed"] and dp_fakes.CALLS[-1]["data"] == 0
 
@@ -290,7 +290,7 @@ def test_gate_falls_back_to_the_witness_pair_when_the_search_runs_out(fakes, cap
 def test_nested_deadlines_keep_the_outer_one():
     import time
 
-    from dpharness._run import PhaseTimeout, deadline
+    from dpharness.check import PhaseTimeout, deadline
 
     start = time.perf_counter()
     with pytest.raises(PhaseTimeout, match="outer"):
@@ -347,17 +347,22 @@ def test_gate_report_and_report_command(fakes, capsys, tmp_path, monkeypatch):
 
 
 def test_worker_pool_runs_in_parallel_and_survives_a_dead_worker(capsys):
-    from dpharness.cli import _run_many
+    from dpharness import _pool
+
+    def lost(name, message, seconds):
+        return {"name": name, "ok": False, "error": message}
 
     names = ["a", "b", "c", "d"]
-    results = _run_many(names, 2, dp_fakes.pool_task)
+    run = dict(jobs=2, limit=None, lost=lost, label=lambda r: "ok" if r["ok"] else "lost")
+    results = _pool.run(dp_fakes.pool_task, names, **run)
     assert [r["name"] for r in results] == names and all(r["ok"] for r in results)
     assert os.getpid() not in {r["pid"] for r in results}  # ran in worker processes
-    results = _run_many(names, 2, dp_fakes.pool_task, crash="c")
+    results = _pool.run(dp_fakes.pool_task, names, kwargs={"crash": "c"}, **run)
     by_name = {r["name"]: r for r in results}
     assert not by_name["c"]["ok"] and "worker process died" in by_name["c"]["error"]
-    assert all(by_name[n]["ok"] for n in "abd")  # casualties of the broken pool were retried
-    assert "retrying" in capsys.readouterr().err
+    assert all(by_name[n]["ok"] for n in "abd")  # a dead worker takes only its own task with it
+    err = capsys.readouterr().err
+    assert "c: lost" in err and "a: ok" in err  # one progress line per task
 
 
 @pytest.mark.slow
@@ -411,7 +416,7 @@ def test_big_audit_prints_an_estimate_first(monkeypatch, capsys):
     def stub(*args, **kwargs):
         raise Stop
 
-    monkeypatch.setattr(dpharness, "audit", stub)
+    monkeypatch.setattr(dpharness.auditors, "audit", stub, raising=False)
     with pytest.raises(Stop):
         cli.main(["audit", "laplace", "--samples", "30000000"])
     assert "rough estimate for 30,000,000 samples a side" in capsys.readouterr().err

@@ -43,8 +43,8 @@ def test_report_content(fakes, tmp_path):
     assert "| 1 | 1 | 0.9788 |" in md
     assert "Verdict: PROVED · audit passed" in md
     for needle in ("## Assumptions", "numeric model: ideal reals", "## Derivation",
-                   "| # | step | formula | justification | checker | discharged |",
-                   "comparison of exact rationals", "| exact | yes |", "## Witness", "output = `0`",
+                   "**derivation** — 2 obligations, all discharged", "- bound <= claimed ε — discharged: exact evaluation",
+                   "## Witness", "output = `0`",
                    "hits_data", "Reproduce: `dpharness audit fake_coin --samples 20000 --seed 3`",
                    dp_fakes.Coin().source_hash(), "numpy", "scipy", "sympy", "z3", "python",
                    "![plots](fake_coin.png)", "1000 samples: 0.9051"):
@@ -60,7 +60,8 @@ def test_report_of_a_refuted_mechanism(fakes, tmp_path):
     md = (tmp_path / "fake_coin_bug.md").read_text()
     assert "Verdict: REFUTED · audit certified a VIOLATION" in md
     assert "Known bug (gallery): log_odds twice the claim." in md
-    assert "| exact | NO |" in md
+    assert "**derivation** — 2 obligations: 1 NOT discharged" in md
+    assert "- bound <= claimed ε — NOT discharged (exact evaluation)" in md
 
 
 def test_html_is_self_contained(fakes, tmp_path):

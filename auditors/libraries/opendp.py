@@ -1,0 +1,176 @@
+"""Audit targets for OpenDP (``pip install opendp``; the Python bindings of the Rust library).
+
+Written from OpenDP's public API documentation (``opendp.prelude``: ``m.make_laplace``,
+``m.make_gaussian``, ``m.make_geometric``, ``t.make_sum``, ``t.make_mean``; a Measurement's
+``map(d_in)`` is its privacy map). Every claim is the library's own privacy map evaluated at the
+sensitivity ``d_in``: ε for ``MaxDivergence`` measurements, ρ for ``ZeroConcentratedDivergence``
+ones (converted by :func:`~dpharness.auditors.libraries.zcdp_to_approx` at the target's ``delta``).
+
+Randomness: OpenDP draws from the operating system's entropy source and takes no seed, so an
+audit of these targets is reproducible only up to the library's own randomness (the auditor's
+seed fixes which events are tested, not the outputs). Forked workers draw independent outputs
+(the OS source is not duplicated by ``fork``; checked by the tests).
+
+Default pairs: scalar queries use 0 vs ``sensitivity`` (the full sensitivity step; 0 is the value
+whose floating-point neighbourhood is densest, where Mironov-style rounding leaks show first);
+data sets differ by one record at the upper bound 1.0 among zeros (the exact sums 0 and 1 are the
+scalar pair again).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpharness.core import AddRemove, BoundedChange, Substitute
+
+from ._convert import zcdp_to_approx
+from ._registry import Param, pair_params, register
+
+_LIB, _MOD, _EXTRA = "opendp", "opendp", "opendp"
+
+
+def _dp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+def _vector_sampler(vector_meas, cast):
+    """``fn(data, size, rng)``: one call of the library's vector-domain measurement on ``size`` copies of
+    the scalar, i.e. ``size`` independent draws of the scalar mechanism (the vector measurement adds
+    independent noise of the same scale to each coordinate). ``rng`` is unused (OS entropy)."""
+
+    def fn(data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(vector_meas([cast(data)] * int(size)))
+
+    return fn
+
+
+def _loop_sampler(meas, cast):
+    """``fn(data, size, rng)``: ``size`` calls of the library measurement on the data set (rng unused)."""
+
+    def fn(data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        arg = cast(data)
+        return np.asarray([meas(arg) for _ in range(int(size))])
+
+    return fn
+
+
+def _scalar_target(kind: str, scale: float, sensitivity: Any, v: dict, *, integer: bool, delta: float | None = None) -> dict:
+    dp = _dp()
+    T = int if integer else float
+    atom = dp.atom_domain(T=T) if integer else dp.atom_domain(T=float, nan=False)
+    make = {"laplace": dp.m.make_laplace, "gaussian": dp.m.make_gaussian, "geometric": dp.m.make_geometric}[kind]
+    scalar = make(atom, dp.absolute_distance(T=T), scale=scale)
+    vec_metric = dp.l2_distance(T=T) if kind == "gaussian" else dp.l1_distance(T=T)
+    vector = make(dp.vector_domain(atom), vec_metric, scale=scale)
+    d_in = int(sensitivity) if integer else float(sensitivity)
+    claim = scalar.map(d_in)
+    noise = {"laplace": "discrete Laplace" if integer else "Laplace (sampled as discrete Laplace on a 2^k grid)",
+             "gaussian": "discrete Gaussian" if integer else "Gaussian (sampled as discrete Gaussian on a 2^k grid)",
+             "geometric": "geometric (two-sided)"}[kind]
+    relation = (f"scalar query answers at absolute distance <= {d_in} (OpenDP input metric "
+                f"absolute_distance({T.__name__}), d_in = {d_in}); {noise} noise of scale {scale}")
+    cast = int if integer else float
+    if kind == "gaussian":
+        rho = float(claim)
+        eps = zcdp_to_approx(rho, delta)
+        source = (f"OpenDP privacy map: make_gaussian(scale={scale}).map({d_in}) = ρ = {rho!r} "
+                  f"(ZeroConcentratedDivergence), converted to (ε, δ) at δ = {delta!r} (the target's delta "
+                  f"parameter; default 1e-6) by zcdp_to_approx (Canonne-Kamath-Steinke 2020 Cor. 13)")
+        return dict(fn=_vector_sampler(vector, cast), vectorized=True, data=cast(v["data"]),
+                    neighbor=cast(v["neighbor"]), epsilon=eps, delta=float(delta), relation=relation,
+                    claim_source=source, neighbor_relation=BoundedChange(d_in, "l1"))
+    source = f"OpenDP privacy map: make_{kind}(scale={scale}).map({d_in}) = ε = {float(claim)!r} (MaxDivergence)"
+    return dict(fn=_vector_sampler(vector, cast), vectorized=True, data=cast(v["data"]), neighbor=cast(v["neighbor"]),
+                epsilon=float(claim), delta=0.0, relation=relation, claim_source=source,
+                neighbor_relation=BoundedChange(d_in, "l1"))
+
+
+_SCALE = Param("scale", 1.0, "positive", "noise scale as OpenDP defines it")
+_SENS = Param("sensitivity", 1.0, "positive", "d_in: the query's sensitivity")
+_ISENS = Param("sensitivity", 1, "positive_int", "d_in: the integer query's sensitivity")
+_DELTA = Param("delta", 1e-6, "probability", "δ at which the zCDP claim is converted to (ε, δ)")
+
+
+@register("opendp:laplace", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_laplace on a float scalar (vectorised through the vector-domain measurement)",
+          params=(_SCALE, _SENS, *pair_params(0.0, 1.0)))
+def _laplace(v: dict) -> dict:
+    return _scalar_target("laplace", v["scale"], v["sensitivity"], v, integer=False)
+
+
+@register("opendp:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_gaussian on a float scalar; zCDP ρ converted at delta (default 1e-6)",
+          params=(_SCALE, _SENS, _DELTA, *pair_params(0.0, 1.0)))
+def _gaussian(v: dict) -> dict:
+    return _scalar_target("gaussian", v["scale"], v["sensitivity"], v, integer=False, delta=v["delta"])
+
+
+@register("opendp:discrete_laplace", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_laplace on an integer scalar (discrete Laplace)",
+          params=(_SCALE, _ISENS, *pair_params(0, 1)))
+def _discrete_laplace(v: dict) -> dict:
+    return _scalar_target("laplace", v["scale"], v["sensitivity"], v, integer=True)
+
+
+@register("opendp:geometric", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_geometric on an integer scalar",
+          params=(_SCALE, _ISENS, *pair_params(0, 1)))
+def _geometric(v: dict) -> dict:
+    return _scalar_target("geometric", v["scale"], v["sensitivity"], v, integer=True)
+
+
+@register("opendp:discrete_gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_gaussian on an integer scalar (discrete Gaussian); zCDP ρ converted at delta (default 1e-6)",
+          params=(_SCALE, _ISENS, _DELTA, *pair_params(0, 1)))
+def _discrete_gaussian(v: dict) -> dict:
+    return _scalar_target("gaussian", v["scale"], v["sensitivity"], v, integer=True, delta=v["delta"])
+
+
+def _floats(x: Any) -> list[float]:
+    return [float(e) for e in np.atleast_1d(np.asarray(x, dtype=float))]
+
+
+@register("opendp:sum", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_sum of float records clamped to [lower, upper] (symmetric distance) then make_laplace; "
+                      "one library call per sample",
+          params=(Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"),
+                  _SCALE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+def _sum(v: dict) -> dict:
+    dp = _dp()
+    lo, hi = float(v["lower"]), float(v["upper"])
+    meas = dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False)), dp.symmetric_distance()) \
+        >> dp.m.then_laplace(scale=v["scale"])
+    eps = float(meas.map(1))
+    data, nb = _floats(v["data"]), _floats(v["neighbor"])
+    return dict(fn=_loop_sampler(meas, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
+                relation=(f"data sets of floats in [{lo}, {hi}] at symmetric distance 1 (add or remove one record; "
+                          f"OpenDP SymmetricDistance, d_in = 1); the sum's sensitivity is max(|lower|, |upper|) plus "
+                          f"OpenDP's floating-point rounding allowance"),
+                claim_source=f"OpenDP privacy map: (make_sum >> then_laplace(scale={v['scale']})).map(1) = ε = {eps!r}",
+                neighbor_relation=AddRemove())
+
+
+@register("opendp:mean", library=_LIB, module=_MOD, extra=_EXTRA,
+          description="make_mean of a known number of float records in [lower, upper] then make_laplace; "
+                      "one library call per sample",
+          params=(Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"),
+                  _SCALE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])))
+def _mean(v: dict) -> dict:
+    dp = _dp()
+    lo, hi = float(v["lower"]), float(v["upper"])
+    data, nb = _floats(v["data"]), _floats(v["neighbor"])
+    n = len(data)
+    meas = dp.t.make_mean(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False), size=n),
+                          dp.symmetric_distance()) >> dp.m.then_laplace(scale=v["scale"])
+    eps = float(meas.map(2))
+    return dict(fn=_loop_sampler(meas, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
+                relation=(f"data sets of exactly {n} floats in [{lo}, {hi}] that differ in one record (OpenDP "
+                          f"SymmetricDistance on a sized domain, d_in = 2: one substitution); sensitivity "
+                          f"(upper - lower) / n plus OpenDP's rounding allowance"),
+                claim_source=f"OpenDP privacy map: (make_mean(size={n}) >> then_laplace(scale={v['scale']})).map(2) = ε = {eps!r}",
+                neighbor_relation=Substitute())

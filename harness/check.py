@@ -1,0 +1,468 @@
+"""The check pipeline: prove and audit one mechanism and judge it by the gate's one pass rule.
+
+:func:`check` returns a :class:`Check`, the one typed value the gate, its JUnit and JSON output, the
+result cache, the reports and :func:`dpharness.testing.assert_private` read. It holds
+
+* the proof (:class:`ProofSummary`: verdict, bound, derivation steps, witness; the live
+  :class:`~dpharness.proofs._model.Proof` too while in the process that proved it),
+* the audit (:class:`~dpharness.auditors.AuditResult` or None),
+* the proof policy (:class:`Policy`: how the gate treats the proof),
+* the sandwich: certified audit lower bound <= proven bound <= claimed ε (:class:`Sandwich`),
+* ``passed``, computed by :func:`pass_rule` and nowhere else,
+* messages (a crash, a phase that ran out of time, the audit's fallback note) and timings.
+
+A ``Check`` round-trips through JSON (:meth:`Check.to_json` / :meth:`Check.from_json`; pickling goes
+the same way, so a check computed in a worker process reaches the parent as the same value the cache
+stores).
+
+Time limits: ``timeout`` limits the proof and the audit separately through :func:`deadline` (SIGALRM
+in the thread that runs the check: interrupts Python-level loops and keeps the proof when only the
+audit runs out). A proof or audit stuck in a C call ignores signals; the gate therefore runs checks
+in worker processes (:mod:`dpharness._pool`) that are killed at a hard limit (:func:`hard_limit`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from .errors import DPHarnessError
+
+__all__ = ["check", "Check", "ProofSummary", "Step", "Sandwich", "Timings", "Policy", "Outcome", "pass_rule",
+           "run_audit", "run_proof", "deadline", "PhaseTimeout", "hard_limit"]
+
+
+# --------------------------------------------------------------------------- the pass rule
+
+class Policy(str, enum.Enum):
+    """How the gate treats a mechanism's proof (see :func:`proof_policy`)."""
+
+    PROVED = "proved"          # the proof establishes the claim
+    AUDIT_ONLY = "audit-only"  # no proof covers it; the project opted in with register(..., proof="audit-only")
+    NO_PROOF = "no-proof"      # no proof covers it and it is not opted in: fails
+    REFUTED = "refuted"        # the proof found a confirmed counterexample
+    UNPROVEN = "unproven"      # a proof covers it but could not establish the claim
+
+
+class Outcome(NamedTuple):
+    passed: bool  # the gate's judgement
+    caught: bool  # some check flagged the mechanism (the proof did not accept it, or the audit certified a violation)
+
+
+def pass_rule(*, buggy: bool, policy: Policy | None, audit_passed: bool | None, crashed: bool) -> Outcome:
+    """THE pass rule (the gate, JUnit, reports, the cache and ``assert_private`` all use it).
+
+    A crash fails. A mechanism is *caught* when its proof does not accept it (any policy but
+    ``proved``) or its audit certifies a violation. A correct mechanism passes when its policy is
+    ``proved`` or ``audit-only`` and its audit passed (an audit that did not finish is not a pass); a
+    gallery bug (``buggy``) passes when it is caught. ``policy`` None: the proof did not finish;
+    ``audit_passed`` None: the audit did not finish."""
+    if crashed:
+        return Outcome(False, False)
+    caught = (policy is not None and policy is not Policy.PROVED) or audit_passed is False
+    if buggy:
+        return Outcome(caught, caught)
+    return Outcome(policy in (Policy.PROVED, Policy.AUDIT_ONLY) and audit_passed is True, caught)
+
+
+def proof_policy(name: str, proof: Any) -> Policy:
+    """The :class:`Policy` of ``proof`` for the mechanism registered as ``name``."""
+    from . import registry
+
+    verdict = proof.verdict.value
+    if verdict == "PROVED":
+        return Policy.PROVED
+    if verdict == "REFUTED":
+        return Policy.REFUTED
+    if proof.notes and str(proof.notes[0]).startswith("no proof:"):
+        return Policy.AUDIT_ONLY if registry.audit_only(name) else Policy.NO_PROOF
+    return Policy.UNPROVEN
+
+
+# --------------------------------------------------------------------------- typed parts of a Check
+
+def _num(x: Any) -> float | None:
+    """A number read back from JSON (``"inf"``, ``"-inf"`` and ``"nan"`` are how :mod:`._json` writes them)."""
+    return None if x is None else float(x)
+
+
+def _out(x: float | None) -> Any:
+    from ._json import jsonable
+
+    return jsonable(x)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One derivation step of a proof, as text."""
+
+    statement: str
+    formula: str
+    justification: str
+    checker: str
+    discharged: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ProofSummary:
+    """A proof as plain values: what the gate, JUnit and the cache need of a :class:`Proof`."""
+
+    verdict: str
+    bound: float
+    bound_expr: str
+    delta_bound: float | None
+    claim: str
+    assumptions: tuple[str, ...]
+    steps: tuple[Step, ...]
+    witness: str | None
+    notes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, proof: Any) -> "ProofSummary":
+        return cls(verdict=proof.verdict.value, bound=float(proof.bound), bound_expr=str(proof.bound_expr),
+                   delta_bound=None if proof.delta_bound is None else float(proof.delta_bound),
+                   claim=proof.claim.describe(), assumptions=tuple(str(a) for a in proof.assumptions),
+                   steps=tuple(Step(s.statement, str(s.formula), s.justification, s.checker, bool(s.discharged),
+                                    s.detail) for s in proof.steps),
+                   witness=None if proof.witness is None else describe_witness(proof.witness),
+                   notes=tuple(str(n) for n in proof.notes))
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "bound": _out(self.bound), "bound_expr": self.bound_expr,
+                "delta_bound": _out(self.delta_bound), "claim": self.claim, "assumptions": list(self.assumptions),
+                "steps": [vars(s).copy() for s in self.steps], "witness": self.witness, "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ProofSummary":
+        return cls(verdict=d["verdict"], bound=_num(d["bound"]), bound_expr=d["bound_expr"],
+                   delta_bound=_num(d["delta_bound"]), claim=d["claim"], assumptions=tuple(d["assumptions"]),
+                   steps=tuple(Step(**s) for s in d["steps"]), witness=d["witness"], notes=tuple(d["notes"]))
+
+
+def describe_witness(w: Any) -> str:
+    """A proof's witness in one line: ``D=... D'=... output=... event: ... loss=... — description``."""
+    from ._json import jsonable
+    from ._run import fmt
+
+    return (f"D={jsonable(w.data)} D'={jsonable(w.neighbor)}"
+            + (f" output={jsonable(w.output)}" if w.output is not None else "")
+            + (f" event: {w.event.description}" if w.event is not None else "")
+            + (f" loss={fmt(w.loss)}" if w.loss is not None else "")
+            + (f" — {w.description}" if w.description else ""))
+
+
+def _audit_from_json(d: dict) -> Any:
+    """The :class:`AuditResult` written by ``AuditResult.to_dict`` (the witness keeps its pair and
+    description; its event object is not stored)."""
+    from .auditors import AuditResult
+    from .core import Witness
+
+    witness = None if d["data"] is None and d["neighbor"] is None else \
+        Witness(d["data"], d["neighbor"], description=d["witness"] or "")
+    return AuditResult(epsilon_lower_bound=_num(d["epsilon_lower_bound"]), passed=d["passed"],
+                       epsilon=_num(d["epsilon"]), delta=_num(d["delta"]), confidence=d["confidence"],
+                       samples=d["samples"], seed=d["seed"], method=d["method"], witness=witness,
+                       witness_description=d["witness"], counts=dict(d["counts"]),
+                       delta_lower_bound=_num(d["delta_lower_bound"]), events_tested=d["events_tested"],
+                       pairs_tested=d["pairs_tested"], elapsed=d["elapsed"], extra=dict(d["extra"]))
+
+
+@dataclass(frozen=True)
+class Sandwich:
+    """The three numbers that sandwich the true ε: ``lower`` (certified audit lower bound) <=
+    ``proven`` (the proof's bound) <= ``claimed`` (the ε the audit holds the claim to). None: unknown."""
+
+    lower: float | None
+    proven: float | None
+    claimed: float | None
+
+    @property
+    def ordered(self) -> bool:
+        """Whether the known numbers are in order."""
+        known = [v for v in (self.lower, self.proven, self.claimed) if v is not None]
+        return all(a <= b for a, b in zip(known, known[1:]))
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds spent: proving, auditing, writing the report (None: the phase did not run) and in all."""
+
+    proof: float | None = None
+    audit: float | None = None
+    report: float | None = None
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of checking one mechanism (see the module docstring). ``passed`` and ``caught``
+    come from :func:`pass_rule`. Messages: ``error`` (a crash, or the worker killed at its hard
+    limit: fails), ``proof_error``/``audit_error`` (the phase ran out of time), ``audit_note``
+    (the audit fell back to a fixed pair). ``cached``: read from the gate's cache.
+
+    ``mechanism`` and ``proof_object`` are the live values while in the process that ran the check;
+    they are not part of the JSON form and are None after a round trip."""
+
+    name: str
+    buggy: bool | None = None
+    claim: str | None = None
+    parameters: dict = field(default_factory=dict)
+    source_hash: str | None = None
+    policy: Policy | None = None
+    proof: ProofSummary | None = None
+    audit: Any = None
+    sandwich: Sandwich = Sandwich(None, None, None)
+    error: str | None = None
+    proof_error: str | None = None
+    audit_error: str | None = None
+    audit_note: str | None = None
+    timings: Timings = Timings()
+    cached: bool = False
+    mechanism: Any = field(default=None, compare=False, repr=False)
+    proof_object: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def outcome(self) -> Outcome:
+        return pass_rule(buggy=bool(self.buggy), policy=self.policy,
+                         audit_passed=None if self.audit is None else bool(self.audit.passed),
+                         crashed=self.error is not None)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome.passed
+
+    @property
+    def caught(self) -> bool:
+        return self.outcome.caught
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        return tuple(m for m in (self.error, self.proof_error, self.audit_error, self.audit_note) if m)
+
+    @classmethod
+    def failed(cls, name: str, error: str, seconds: float = 0.0) -> "Check":
+        """A check that could not run (or whose worker died or was killed)."""
+        return cls(name=name, error=error, timings=Timings(total=seconds))
+
+    def to_json(self) -> dict:
+        from ._json import jsonable
+
+        return {
+            "name": self.name, "passed": self.passed, "caught": self.caught, "buggy": self.buggy,
+            "claim": self.claim, "parameters": jsonable(self.parameters), "source_hash": self.source_hash,
+            "policy": None if self.policy is None else self.policy.value,
+            "proof": None if self.proof is None else self.proof.to_json(),
+            "audit": None if self.audit is None else self.audit.to_dict(),
+            "sandwich": {k: _out(v) for k, v in vars(self.sandwich).items()},
+            "error": self.error, "proof_error": self.proof_error, "audit_error": self.audit_error,
+            "audit_note": self.audit_note, "timings": {k: _out(v) for k, v in vars(self.timings).items()},
+            "cached": self.cached,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Check":
+        """The Check :meth:`to_json` wrote (``passed``/``caught`` are recomputed by the pass rule)."""
+        return cls(name=d["name"], buggy=d["buggy"], claim=d["claim"], parameters=dict(d["parameters"]),
+                   source_hash=d["source_hash"], policy=None if d["policy"] is None else Policy(d["policy"]),
+                   proof=None if d["proof"] is None else ProofSummary.from_json(d["proof"]),
+                   audit=None if d["audit"] is None else _audit_from_json(d["audit"]),
+                   sandwich=Sandwich(**{k: _num(v) for k, v in d["sandwich"].items()}),
+                   error=d["error"], proof_error=d["proof_error"], audit_error=d["audit_error"],
+                   audit_note=d["audit_note"],
+                   timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
+                   cached=bool(d["cached"]))
+
+    def __reduce__(self):  # pickled (to and from worker processes) through its JSON form
+        return (Check.from_json, (self.to_json(),))
+
+
+# --------------------------------------------------------------------------- time limits
+
+class PhaseTimeout(Exception):
+    """A prove/audit phase ran past its time limit (``--timeout``)."""
+
+
+_REARM = 1.0  # seconds between repeated alarms (long enough for the cleanup a first PhaseTimeout starts)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None, what: str):
+    """Raise PhaseTimeout in the main thread after ``seconds`` (SIGALRM; a no-op where unavailable).
+    Pure-Python work (sympy, the auditor's loops) is interrupted; a long C call ends first (the
+    worker pool's hard limit covers that). The alarm repeats every ``_REARM`` seconds until the block
+    is left, so an exception swallowed where it landed (a garbage-collector callback, a ``__del__``)
+    is raised again. Nested deadlines keep the outer one running."""
+    usable = (seconds is not None and hasattr(signal, "SIGALRM")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+    active = [True]
+
+    def _raise(signum, frame):
+        if active[0]:
+            raise PhaseTimeout(f"{what} gave up after {seconds:g} s (raise --timeout to allow more)")
+
+    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
+    start = time.monotonic()
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, min(float(seconds), outer_left) if outer_left > 0 else float(seconds), _REARM)
+    try:
+        yield
+    finally:
+        active[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if outer_left > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - start), 1e-3), _REARM)
+
+
+HARD_LIMIT_GRACE = 10.0  # seconds a worker gets beyond its phases' deadlines before it is killed
+
+
+def hard_limit(timeout: float | None, phases: int) -> float | None:
+    """Seconds after which a worker running ``phases`` phases of ``timeout`` each is killed: the
+    phases' deadlines plus a grace of max(HARD_LIMIT_GRACE, 25%) for the work between them."""
+    if timeout is None:
+        return None
+    budget = phases * timeout
+    return budget + max(HARD_LIMIT_GRACE, 0.25 * budget)
+
+
+# --------------------------------------------------------------------------- the two phases
+
+def run_proof(mechanism: Any) -> Any:
+    import dpharness
+
+    return dpharness.prove(mechanism)
+
+
+def _fallback_pair(mechanism: Any, proof: Any = None) -> tuple[Any, Any]:
+    """The proof's witness pair when it is a valid neighbouring pair, else the mechanism's example pair."""
+    w = getattr(proof, "witness", None)
+    if w is not None and w.data is not None and w.neighbor is not None:
+        try:
+            return mechanism.input_spec.validate_pair(w.data, w.neighbor)
+        except Exception:
+            pass
+    return mechanism.example_pair()
+
+
+def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, data: Any = None,
+              neighbor: Any = None, ideal_numerics: bool = False, timeout: float | None = None,
+              cluster: Any = None, workers: int | None = None) -> tuple[Any, str | None]:
+    """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
+    claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
+    proof's witness to the auditor's pair search. Returns ``(AuditResult, note)``.
+
+    With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
+    of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
+    says so. A pair given explicitly is audited within the whole ``timeout``. ``cluster``/``workers``:
+    where the auditor runs (see :func:`dpharness.auditors.audit`)."""
+    from . import auditors
+    from ._json import jsonable
+    from ._run import audit_target
+
+    epsilon, delta = audit_target(mechanism.claim)
+    witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
+
+    def audit(data, neighbor):
+        return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
+                              ideal_numerics=ideal_numerics, candidate_witnesses=witnesses,
+                              **({} if cluster is None else {"cluster": cluster}),
+                              **({} if workers is None else {"workers": workers}))
+
+    if data is not None or neighbor is not None:
+        with deadline(timeout, f"the audit of {mechanism.name}"):
+            return audit(data, neighbor), None
+    t0 = time.perf_counter()
+    try:
+        with deadline(None if timeout is None else timeout / 2, f"the audit (neighbour search) of {mechanism.name}"):
+            return audit(None, None), None
+    except (PhaseTimeout, MemoryError) as exc:
+        data, neighbor = _fallback_pair(mechanism, proof)
+        why = str(exc) if isinstance(exc, PhaseTimeout) else f"the neighbour search of {mechanism.name} ran out of memory"
+        note = f"{why}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
+    rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
+    with deadline(rest, f"the audit of {mechanism.name}"):
+        return audit(data, neighbor), note
+
+
+def _crash(exc: BaseException) -> str:
+    """A crash message: expected errors in one line, anything else with its traceback."""
+    if isinstance(exc, DPHarnessError):
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str, ...] = (),
+          timeout: float | None = None) -> Check:
+    """Prove and audit one mechanism (a registered name, built at its defaults, or a Mechanism
+    value) and judge it by :func:`pass_rule`. ``modules`` are imported first (their ``register``
+    calls run; a worker process needs them). ``timeout`` limits the proof and the audit separately
+    (:func:`deadline`); a phase that runs out is reported, not raised. Raises ParameterError for bad
+    arguments (an unknown name, ``samples`` < 1, ...); never for a failing mechanism: a crash (even
+    in building the registered mechanism) is in ``Check.error``."""
+    from . import _validate as v
+    from . import registry
+    from ._json import jsonable
+    from ._run import audit_target, load_modules
+    from .core import Mechanism
+    from .errors import ParameterError
+
+    v.integer("samples", samples, minimum=1)
+    v.integer("seed", seed, minimum=0)
+    if timeout is not None:
+        v.positive("timeout", timeout)
+    if not isinstance(mechanism_or_name, (str, Mechanism)):
+        raise ParameterError(f"mechanism_or_name={mechanism_or_name!r} is neither a registered name nor a Mechanism; "
+                             "pass a name from `dpharness list` or a Mechanism value.")
+    start = time.perf_counter()
+    load_modules(modules)
+    name = mechanism_or_name if isinstance(mechanism_or_name, str) else mechanism_or_name.name
+    cls = registry.get(name) if isinstance(mechanism_or_name, str) else None  # unknown name: ParameterError
+    try:
+        mechanism = cls() if cls is not None else mechanism_or_name
+        base = Check(name=name, buggy=bool(mechanism.buggy), claim=mechanism.claim.describe(),
+                     parameters=jsonable(mechanism.noise_parameters()), source_hash=mechanism.source_hash(),
+                     mechanism=mechanism)
+        claimed, _ = audit_target(mechanism.claim)
+    except Exception as exc:
+        return Check.failed(name, _crash(exc), time.perf_counter() - start)
+
+    proof = policy = error = proof_error = audit_error = audit_note = result = None
+    t0 = time.perf_counter()
+    try:
+        with deadline(timeout, f"the proof of {name}"):
+            proof = run_proof(mechanism)
+        policy = proof_policy(name, proof)
+    except PhaseTimeout as exc:
+        proof_error = str(exc)
+    except Exception as exc:  # a crash in the prover fails the check, with its traceback; the audit still runs
+        error = _crash(exc)
+    proof_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        result, audit_note = run_audit(mechanism, proof, samples=samples, seed=seed, timeout=timeout)
+    except PhaseTimeout as exc:
+        audit_error = str(exc)
+    except Exception as exc:
+        audit_error = f"the auditor raised {type(exc).__name__}: {exc}"
+        error = error or _crash(exc)
+    audit_seconds = time.perf_counter() - t0
+    return replace(
+        base, policy=policy, proof=None if proof is None else ProofSummary.of(proof), audit=result,
+        sandwich=Sandwich(lower=None if result is None else float(result.epsilon_lower_bound),
+                          proven=None if proof is None else float(proof.bound), claimed=claimed),
+        error=error, proof_error=proof_error, audit_error=audit_error, audit_note=audit_note,
+        timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),
+        proof_object=proof)

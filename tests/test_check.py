@@ -1,0 +1,218 @@
+"""The check pipeline (:mod:`dpharness.check`): the one pass rule read by every consumer, the JSON
+round trip of a ``Check`` (the cache's and the worker pool's form) and the worker pool's hard limit
+on a check stuck where no signal reaches it.
+
+The prover and auditor are the deterministic stand-ins of ``dp_fakes`` except in the worker test."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pickle
+import sys
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import dpharness
+import dpharness.auditors
+from dpharness import registry
+from dpharness.check import Check, Policy, Sandwich, pass_rule
+from dpharness.cli import main
+
+import dp_fakes
+
+CHECK_MODULE = sys.modules["dpharness.check"]  # `dpharness.check` the attribute is the function
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Leaky(dp_fakes.Coin):
+    """Claims ε = 1 with log_odds 2; the (wrong) proof below checks log_odds 1 and PROVES it."""
+
+    name = "fake_leaky"
+    log_odds: object = 2
+
+
+def _wrong_proof(mechanism):
+    return dp_fakes.fake_prove(mechanism.replace(log_odds=1))
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    registry._load_builtins()
+    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin, "fake_leaky": Leaky})
+    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
+    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
+    return dp_fakes
+
+
+@pytest.mark.parametrize("buggy, policy, audit_passed, crashed, expected", [
+    (False, Policy.PROVED, True, False, (True, False)),
+    (False, Policy.PROVED, False, False, (False, True)),      # a wrong proof: the audit catches it
+    (False, Policy.PROVED, None, False, (False, False)),      # the audit did not finish
+    (False, Policy.AUDIT_ONLY, True, False, (True, True)),
+    (False, Policy.AUDIT_ONLY, False, False, (False, True)),
+    (False, Policy.NO_PROOF, True, False, (False, True)),
+    (False, Policy.UNPROVEN, True, False, (False, True)),
+    (False, None, True, False, (False, False)),               # the proof did not finish
+    (False, Policy.PROVED, True, True, (False, False)),       # a crash fails whatever else happened
+    (True, Policy.REFUTED, None, False, (True, True)),        # refuted bug, audit out of time: caught
+    (True, Policy.PROVED, True, False, (False, False)),       # a bug nothing flags slips through
+    (True, Policy.PROVED, False, False, (True, True)),
+    (True, Policy.REFUTED, True, True, (False, False)),
+])
+def test_pass_rule(buggy, policy, audit_passed, crashed, expected):
+    assert tuple(pass_rule(buggy=buggy, policy=policy, audit_passed=audit_passed, crashed=crashed)) == expected
+
+
+def _gate(capsys, tmp_path, *extra):
+    junit = tmp_path / "gate.xml"
+    code = main(["--json", "gate", "--no-cache", "--jobs", "1", "--samples", "10000", "--junit", str(junit), *extra])
+    payload = json.loads(capsys.readouterr().out)
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().findall("testcase")}
+    return code, {m["name"]: m for m in payload["mechanisms"]}, cases
+
+
+def test_the_pass_rule_is_the_single_source(fakes, capsys, tmp_path, monkeypatch):
+    """A PROVED mechanism whose audit certifies a violation fails the gate (exit code, JSON, text line),
+    its JUnit case, its report's verdict colour and ``assert_private``; swapping the one pass rule
+    for a permissive one flips every one of them, so none keeps its own copy."""
+    from dpharness import report
+    from dpharness.testing import PrivacyViolation, assert_private
+
+    monkeypatch.setattr(dpharness, "prove", _wrong_proof)
+    code, by_name, cases = _gate(capsys, tmp_path, "fake_leaky")
+    leaky = by_name["fake_leaky"]
+    assert code == 1 and leaky["passed"] is False and leaky["proof"]["verdict"] == "PROVED"
+    assert leaky["audit"]["passed"] is False
+    assert "audit certified ε ≥" in cases["fake_leaky"].find("failure").get("message")
+    main(["gate", "--no-cache", "--jobs", "1", "--samples", "10000", "fake_leaky"])
+    assert capsys.readouterr().out.startswith("FAIL  fake_leaky: proof PROVED (ε ≤ 1); audit ε_lb=")
+    with pytest.raises(PrivacyViolation):
+        assert_private(Leaky(), 0, 1, epsilon=1.0, samples=10_000, seed=0)
+    c = dpharness.check(Leaky(), samples=10_000, seed=0)
+    page = report.render_html(report.build(Leaky(), check=c, samples=10_000, curve_sizes=(), plot_samples=200))
+    assert 'class="lead bad"' in page
+
+    monkeypatch.setattr(CHECK_MODULE, "pass_rule", lambda **kw: CHECK_MODULE.Outcome(True, False))
+    code, by_name, cases = _gate(capsys, tmp_path, "fake_leaky")
+    assert code == 0 and by_name["fake_leaky"]["passed"] is True and cases["fake_leaky"].find("failure") is None
+    assert assert_private(Leaky(), 0, 1, epsilon=1.0, samples=10_000, seed=0).passed is False
+    page = report.render_html(report.build(Leaky(), check=c, samples=10_000, curve_sizes=(), plot_samples=200))
+    assert 'class="lead ok"' in page
+
+
+def test_check_json_round_trip(fakes):
+    c = dpharness.check("fake_coin", samples=10_000, seed=3)
+    assert c.passed and c.policy is Policy.PROVED and c.proof.verdict == "PROVED"
+    assert c.mechanism is not None and c.proof_object is not None
+    assert c.sandwich.lower <= c.sandwich.proven <= c.sandwich.claimed and c.sandwich.ordered
+    assert c.timings.proof is not None and c.timings.audit is not None
+    assert c.timings.total >= c.timings.proof + c.timings.audit
+    wire = c.to_json()
+    back = Check.from_json(json.loads(json.dumps(wire)))
+    assert back.to_json() == wire
+    assert (back.proof, back.sandwich, back.timings, back.policy, back.outcome) == \
+        (c.proof, c.sandwich, c.timings, c.policy, c.outcome)
+    assert back.mechanism is None and back.proof_object is None
+    assert back.audit.witness.data == 0 and back.audit.witness_description == c.audit.witness_description
+    assert pickle.loads(pickle.dumps(c)).to_json() == wire  # workers send a Check in its JSON form
+
+    # infinities (a certified ε = ∞) and a failed check survive the trip too
+    inf = dataclasses.replace(c, audit=dataclasses.replace(c.audit, epsilon_lower_bound=math.inf, passed=False),
+                              sandwich=Sandwich(math.inf, c.sandwich.proven, c.sandwich.claimed))
+    back = Check.from_json(json.loads(json.dumps(inf.to_json())))
+    assert back.audit.epsilon_lower_bound == math.inf and back.sandwich.lower == math.inf
+    assert not back.passed and not back.sandwich.ordered
+    failed = Check.failed("x", "timeout: killed", 2.5)
+    assert Check.from_json(json.loads(json.dumps(failed.to_json()))) == failed and not failed.passed
+
+
+def test_cache_stores_and_reads_a_check(fakes, capsys, tmp_path):
+    argv = ["--json", "gate", "--jobs", "1", "--samples", "10000", "--cache-dir", str(tmp_path / "c"), "fake_coin"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)["mechanisms"][0]
+    assert main(argv) == 0
+    second = json.loads(capsys.readouterr().out)["mechanisms"][0]
+    assert second["cached"] is True and first["cached"] is False
+    assert {k: v for k, v in second.items() if k != "cached"} == {k: v for k, v in first.items() if k != "cached"}
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    (("no_such_mechanism",), {}, "dpharness list"),
+    ((42,), {}, "mechanism_or_name=42"),
+    (("fake_coin",), {"samples": 0}, "samples=0"),
+    (("fake_coin",), {"seed": -1}, "seed=-1"),
+    (("fake_coin",), {"timeout": 0}, "timeout=0"),
+])
+def test_check_rejects_bad_arguments(fakes, args, kwargs, match):
+    from dpharness.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=match):
+        dpharness.check(*args, **{"samples": 1000, "seed": 0, **kwargs})
+
+
+def test_a_mechanism_that_cannot_be_built_is_a_failed_check(fakes, monkeypatch):
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Broken(dp_fakes.Coin):
+        name = "fake_broken"
+
+        def _check(self):
+            raise RuntimeError("constructor crashed")
+
+    monkeypatch.setitem(registry._REGISTRY, "fake_broken", Broken)
+    c = dpharness.check("fake_broken", samples=1000, seed=0)
+    assert not c.passed and "constructor crashed" in c.error and c.proof is None
+
+
+STUCK = '''
+import dataclasses
+from dpharness import proves, register
+from dpharness.mechanisms.laplace import Laplace
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StuckLaplace(Laplace):
+    """Laplace whose registered proof never ends, inside one C call that ignores signals."""
+    name = "stuck_laplace"
+
+@proves(StuckLaplace)
+def _stuck(m):
+    return sum(range(10 ** 15))  # holds the GIL in C: SIGALRM cannot interrupt it
+
+register(StuckLaplace)
+'''
+
+
+@pytest.mark.slow
+def test_a_stuck_check_is_killed_at_its_hard_limit_and_the_gate_moves_on(tmp_path, monkeypatch, capsys):
+    """A proof stuck in a C loop ignores the per-phase deadline (SIGALRM); its worker is killed at the
+    hard limit and the check is reported as a timeout error, while the other mechanism is checked in
+    the other worker and the gate finishes."""
+    (tmp_path / "stuck_pkg.py").write_text(textwrap.dedent(STUCK))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    timeout = 4.0
+    limit = CHECK_MODULE.hard_limit(timeout, 2)
+    junit = tmp_path / "gate.xml"
+    start = time.perf_counter()
+    try:
+        code = main(["gate", "--module", "stuck_pkg", "--no-cache", "--jobs", "2", "--timeout", str(timeout),
+                     "--samples", "20000", "--junit", str(junit), "stuck_laplace", "laplace"])
+    finally:
+        sys.modules.pop("stuck_pkg", None)
+        registry._REGISTRY.pop("stuck_laplace", None)
+        registry._BY_MODULE.pop("stuck_pkg", None)
+    elapsed = time.perf_counter() - start
+    out = capsys.readouterr().out
+    assert code == 1
+    assert elapsed < limit + 30, f"the gate took {elapsed:.0f} s; the stuck worker should die at {limit:g} s"
+    lines = {line.split()[1].rstrip(":"): line for line in out.splitlines() if line.startswith(("PASS", "FAIL"))}
+    assert lines["stuck_laplace"].startswith(f"FAIL  stuck_laplace: error: timeout: did not finish within its hard "
+                                            f"limit of {limit:g} s and its worker process was killed")
+    # the other worker carried on (its check may still fail its own deadlines on a very loaded machine)
+    assert "worker process was killed" not in lines["laplace"]
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().findall("testcase")}
+    assert "timeout" in cases["stuck_laplace"].find("error").get("message")
