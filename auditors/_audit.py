@@ -47,6 +47,7 @@ __all__ = ["audit", "DEFAULT_MAX_EVENTS"]
 DEFAULT_MAX_EVENTS = 20
 _RENYI_DELTA = 1e-6
 _MAX_PAIRS = 4
+_PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000      # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000    # samples per chunk for fn(data) called in a loop
 _RANK_Z = 1.0          # standard errors by which training estimates are shaded when ranking events
@@ -213,9 +214,29 @@ def _pairs_for_catalog(mechanism: Mechanism, data, neighbor, *, seed: int, budge
             pairs.append((pa, pb))
         if len(pairs) >= _MAX_PAIRS:
             break
+    # the proof's witness pair is always one of the pairs audited (when it is a valid pair), so the
+    # report can say how the audit fared on it; it takes the last slot if the search filled them all
+    witness = _first_valid_witness(spec, candidate_witnesses)
+    if witness is not None and not any(_same(witness[0], qa) and _same(witness[1], qb) for qa, qb in pairs):
+        if len(pairs) >= _MAX_PAIRS:
+            pairs[-1] = witness
+        else:
+            pairs.append(witness)
+    if witness is not None:
+        how += " (the proof's witness pair included)"
     if not pairs:
         raise ParameterError(f"mechanism={mechanism.name!r} yielded no valid neighbouring pair; pass data and neighbor explicitly.")
     return pairs, how
+
+
+def _first_valid_witness(spec, candidate_witnesses: Sequence[Witness]) -> tuple | None:
+    for w in candidate_witnesses:
+        if getattr(w, "data", None) is not None and getattr(w, "neighbor", None) is not None:
+            try:
+                return tuple(spec.validate_pair(w.data, w.neighbor))
+            except ParameterError:
+                continue
+    return None
 
 
 def _pairs_for_callable(sampler: _runner.Sampler, data, neighbor, inputs, *, seed: int,
@@ -226,6 +247,8 @@ def _pairs_for_callable(sampler: _runner.Sampler, data, neighbor, inputs, *, see
                                  "or an input space inputs= to search pairs in, not both.")
         from . import pairsearch  # deferred: only callables audited over an input space need it
 
+        if not sampler.vectorized:  # the screen's budget is calls to fn(data): keep it small
+            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
         found, how = pairsearch.callable_pairs(sampler, inputs, seed=seed, budget=max(budget, pairsearch.MIN_BUDGET),
                                                max_pairs=_MAX_PAIRS)
         pairs = [(a, b) for a, b in found if not _same(a, b)][:_MAX_PAIRS]
@@ -272,10 +295,11 @@ def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> tuple[
     for p, (a, b) in enumerate(pairs):
         ta = _runner.draw(sampler, a, s.train_n, seed=s.seed, phase=_runner.TRAINING, pair=p, side=0, chunk=chunk,
                           ref=ref, label=f"training (data side of pair {p})", progress=bar,
-                          max_elements=_TRAIN_ELEMENTS, cluster=s.cluster)
+                          max_elements=_TRAIN_ELEMENTS, cluster=s.cluster, workers=s.workers)
         ref = _runner.signature(ta)
         tb = _runner.draw(sampler, b, len(ta), seed=s.seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk,
-                          ref=ref, label=f"training (neighbor side of pair {p})", progress=bar, cluster=s.cluster)
+                          ref=ref, label=f"training (neighbor side of pair {p})", progress=bar, cluster=s.cluster,
+                          workers=s.workers)
         # propose on the first half, rank on the second: ranking on the samples that suggested an
         # event would favour events fitted to noise (e.g. atoms seen once)
         half = len(ta) // 2
@@ -459,6 +483,7 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         "output_kind": training_kind, "train_samples": train_used, "certification_samples": s.cert_n,
         "workers": cert.workers, "ideal_numerics": s.ideal_numerics, "proposed_events": proposed,
         "family": None if best < 0 else chosen[best].source,
+        "best_pair": None if best < 0 else cert.slot[best][0],
         "one_sided_events": sum(1 for c in chosen if c.one_sided_score > 0),
         "direction": None if best < 0 else ("data over neighbor" if chosen[best].forward else "neighbor over data"),
         "p1_low": None if best < 0 else float(eb.p1_low[best]), "p0_high": None if best < 0 else float(eb.p0_high[best]),
@@ -488,7 +513,9 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     ``mechanism``: a catalog :class:`~dpharness.core.Mechanism` or a callable ``fn(data, size, rng)``
     returning ``size`` outputs (first axis = samples; floats, ints, bools, vectors or hashable
     objects); with ``vectorized=False`` a callable ``fn(data)`` returning one output and drawing its
-    own randomness (run serially in a loop; results are then only as reproducible as its randomness).
+    own randomness (with ``workers`` > 1 its chunks run in worker processes, each reseeding the global
+    ``random``/numpy/torch states and the generators ``fn`` reaches from its chunk's seed; with one
+    worker it runs in this process on the caller's own random state).
 
     ``data``/``neighbor``: the pair, passed unchanged to the mechanism. For a catalog mechanism
     both may be omitted: pairs then come from :mod:`dpharness.auditors.neighbours`,
@@ -512,7 +539,8 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
 
     Returns an :class:`AuditResult`; ``passed`` is False iff a violation of the claim is certified
     (``epsilon_lower_bound > epsilon``, equivalently ``delta_lower_bound > delta``);
-    ``extra["family"]`` names the event family of the certifying event."""
+    ``extra["family"]`` names the event family of the certifying event, ``extra["best_pair"]`` the index
+    in ``extra["pairs"]`` of the pair it was certified on."""
     t0 = time.perf_counter()
     s = _settings(mechanism, epsilon=epsilon, delta=delta, samples=samples, seed=seed, confidence=confidence,
                   vectorized=vectorized, ideal_numerics=ideal_numerics, progress=progress, workers=workers,

@@ -405,13 +405,14 @@ def _crash(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- the pipeline
 
 def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str, ...] = (),
-          timeout: float | None = None) -> Check:
+          timeout: float | None = None, workers: int | None = None) -> Check:
     """Prove and audit one mechanism (a registered name, built at its defaults, or a Mechanism
     value) and judge it by :func:`pass_rule`. ``modules`` are imported first (their ``register``
     calls run; a worker process needs them). ``timeout`` limits the proof and the audit separately
     (:func:`deadline`); a phase that runs out is reported, not raised. Raises ParameterError for bad
     arguments (an unknown name, ``samples`` < 1, ...); never for a failing mechanism: a crash (even
-    in building the registered mechanism) is in ``Check.error``."""
+    in building the registered mechanism) is in ``Check.error``. ``workers``: the audit's processes
+    (default: all cores; the result does not depend on it)."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -452,7 +453,7 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     proof_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        result, audit_note = run_audit(mechanism, proof, samples=samples, seed=seed, timeout=timeout)
+        result, audit_note = run_audit(mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers)
     except PhaseTimeout as exc:
         audit_error = str(exc)
     except Exception as exc:

@@ -370,13 +370,14 @@ def _print_estimate(mechanism, samples: int) -> None:
 
 
 def _gate_task(name: str, *, samples: int, seed: int, modules: tuple[str, ...], timeout: float | None,
-               report_dir: str | None):
-    """Check ``name`` and, with ``report_dir``, write its report (the gate's worker task)."""
+               report_dir: str | None, audit_workers: int | None = None):
+    """Check ``name`` and, with ``report_dir``, write its report (the gate's worker task). ``audit_workers``:
+    1 when the gate already runs a check per core (nested pools would only add process start-ups)."""
     from dataclasses import replace
 
     from .check import check
 
-    result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout)
+    result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout, workers=audit_workers)
     if report_dir is None or result.mechanism is None:
         return result
     from . import report
@@ -494,7 +495,8 @@ def _cmd_gate(args) -> int:
         fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
                           lost=Check.failed, label=_progress_tag, desc="gate",
                           kwargs={"samples": args.samples, "seed": args.seed, "modules": tuple(args.modules),
-                                  "timeout": args.timeout, "report_dir": args.report})
+                                  "timeout": args.timeout, "report_dir": args.report,
+                                  "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1 else None})
     if use_cache:
         for res in fresh:
             if res.name in keys:

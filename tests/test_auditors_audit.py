@@ -1,5 +1,5 @@
 """Tests of :func:`dpharness.auditors.audit` with the tests' own callables (no dependence on which
-catalog mechanisms exist yet; catalog tests skip when the entry is missing).
+catalog mechanisms exist yet; catalog tests fail when the entry is missing).
 
 Statistical tests use fixed seeds; each states its false-failure probability (for a correct
 auditor, over the seed) in its docstring and failure message."""
@@ -265,8 +265,7 @@ def test_identical_or_missing_inputs():
 
 def _catalog_entry(name: str):
     cat = dpharness.catalog(gallery=None)
-    if name not in cat:
-        pytest.skip(f"catalog entry {name!r} not registered yet")
+    assert name in cat, f"catalog entry {name!r} is missing from the registry (registered: {sorted(cat)})"
     return cat[name]
 
 
@@ -337,3 +336,19 @@ def test_a_per_call_function_without_vectorized_false_is_told_the_fix():
 
     with pytest.raises(MechanismError, match="vectorized=False"):
         audit(per_call, [1, 2], [1], epsilon=1.0, samples=1_000)
+
+
+def test_the_proofs_witness_pair_is_always_audited():
+    """A valid witness pair offered by a proof is among the audited pairs even when the neighbour
+    search fills every slot, and ``extra["best_pair"]`` indexes ``extra["pairs"]``."""
+    from dpharness.core import Witness
+
+    m = _catalog_entry("laplace")()
+    a, b = m.example_pair()
+    w = Witness(data=b, neighbor=a, description="the proof's pair, reversed")
+    r = audit(m, samples=20_000, seed=0, candidate_witnesses=[w], workers=1)
+    pairs = r.extra["pairs"]
+    assert any(np.array_equal(np.asarray(p), np.asarray(b)) and np.array_equal(np.asarray(q), np.asarray(a))
+               for p, q in pairs)
+    assert "witness pair included" in r.method
+    assert r.extra["best_pair"] is None or 0 <= r.extra["best_pair"] < len(pairs)

@@ -3,6 +3,8 @@ fitted tail model (:mod:`dpharness.auditors.tails`)."""
 
 from __future__ import annotations
 
+import math
+
 from .. import tails as _tails
 from ._protocol import Proposal, ProposalContext
 
@@ -20,5 +22,6 @@ class TailFamily:
 
     def propose(self, train_a, train_b, ctx: ProposalContext) -> list[Proposal]:
         events = _tails.propose_tail_events(train_a, train_b, max_events=ctx.candidates, delta=ctx.delta,
-                                            cert_n=ctx.certification_samples, confidence=ctx.confidence)
+                                            cert_n=ctx.certification_samples, confidence=ctx.confidence,
+                                            epsilon=ctx.epsilon if math.isfinite(ctx.epsilon) else None)
         return [Proposal(e, self.name) for e in events]
