@@ -220,7 +220,9 @@ def test_false_alarm_rate_on_correct_mechanisms_is_at_most_one_minus_confidence(
       Laplace vector and a one-hot bit vector (3,000 samples a side each);
     * the catalog's 22 correct mechanisms (``dpharness.registry.catalog(gallery=False)``) at their
       own claims × 3 seeds = 66 audits: seed 0 with the auditor's neighbour search, seeds 1–2 on
-      the example pair (3,000 samples a side).
+      the example pair (3,000 samples a side);
+    * the third-party library targets with exact outputs that are installed (opendp, diffprivlib,
+      pydp, pipeline-dp, tmlt.core: up to 10 targets × 5 seeds, 2,000 samples a side).
 
     Soundness gives Pr[alarm] <= α = 0.1 for each audit independently, so the number of alarms is
     stochastically at most Binomial(N, 0.1). One-sided binomial test: the test fails if the alarms
@@ -249,6 +251,26 @@ def test_false_alarm_rate_on_correct_mechanisms_is_at_most_one_minus_confidence(
                 n += 1
                 if not r.passed:
                     alarms.append((name, seed, r.epsilon_lower_bound))
+    # third-party library targets whose outputs are exact (integers or a fixed grid), when installed
+    import importlib.util
+
+    from dpharness.auditors.libraries import get_target
+
+    modules = {"opendp": "opendp", "diffprivlib": "diffprivlib", "pydp": "pydp", "pipeline-dp": "pipeline_dp",
+               "tmlt.core": "tmlt.core"}
+    exact = ["opendp:laplace", "opendp:discrete_laplace", "opendp:geometric", "opendp:discrete_gaussian",
+             "diffprivlib:geometric", "diffprivlib:discrete_gaussian", "pydp:laplace", "pipeline-dp:laplace",
+             "tmlt.core:geometric", "tmlt.core:discrete_gaussian"]
+    for name in exact:
+        module = modules[name.split(":")[0]]
+        if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
+            continue
+        target = get_target(name)
+        for seed in range(5):
+            r = target.audit(samples=2_000, seed=40_000 + seed, confidence=_ALARM_CONFIDENCE, workers=1)
+            n += 1
+            if not r.passed:
+                alarms.append((name, seed, r.epsilon_lower_bound))
     limit = int(binom.isf(_FALSE_FAILURE, n, 1 - _ALARM_CONFIDENCE))
     assert n >= 200
     assert len(alarms) <= limit, (
