@@ -147,11 +147,9 @@ def main() -> None:
         f"({_BISECTIONS} steps), chunks of 2 000 calls; vectorised target: numpy Laplace on a 2^-20 grid, "
         "chunks of 500 000.",
         "",
-        f"Machine: {os.cpu_count()} cores, **shared with other engineers' jobs while this ran** "
-        "(the load average is well above the core count). This session's processes together got about "
-        "one core's worth of CPU whatever their number (two pool workers each ran at half speed, as "
-        "measured), so the wall-clock columns cannot show the scaling; read the CPU column, which does "
-        "not depend on the load.",
+        f"Machine: {os.cpu_count()} cores. Wall-clock throughput can grow only up to the free cores: read it "
+        "with the load average below (above the core count, other jobs share the cores); the CPU column "
+        "does not depend on the load.",
         "",
         f"- load before: `{load_before}`",
         f"- load after: `{load_after}`",
