@@ -226,8 +226,9 @@ def projected_epsilon(p1_hat, p0_hat, n: int, level: float, delta: float = 0.0) 
     ln((p1_lo − δ)/p0_hi) that counts n·p1_hat, n·p0_hat among n certification samples would give."""
     p1 = np.clip(np.asarray(p1_hat, dtype=float), 0.0, 1.0)
     p0 = np.clip(np.asarray(p0_hat, dtype=float), 0.0, 1.0)
-    k1 = np.floor(p1 * n)
-    k0 = np.ceil(p0 * n)
+    # round the expected counts to whole hits, tolerating the float error of p·n (7/10^5 · 10^5 is 6.99…)
+    k1 = np.floor(p1 * n + 1e-9)
+    k0 = np.maximum(np.ceil(p0 * n - 1e-9), 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         lo = np.where(k1 > 0, _sp.betaincinv(np.maximum(k1, 1), n - k1 + 1, level), 0.0)
         hi = np.where(k0 < n, _sp.betainccinv(k0 + 1, np.maximum(n - k0, 1), level), 1.0)

@@ -122,3 +122,14 @@ def test_results_are_frozen():
     r = epsilon_lower_bound(600, 1000, 300, 1000)
     with pytest.raises(AttributeError):
         r.epsilon = 5.0  # type: ignore[misc]
+
+
+def test_projected_epsilon_counts_whole_hits_despite_float_error():
+    """7 hits in 10^5 projected at n = 10^5: p·n is 6.99… in doubles; the projection uses 7 hits (and 3,
+    not 4, on the other side), exactly as epsilon_lower_bound does on those counts."""
+    from dpharness.auditors.stats import projected_epsilon
+
+    n, level = 100_000, 0.025
+    got = float(projected_epsilon(7 / n, 3 / n, n, level))
+    want = float(np.log(clopper_pearson_lower(7, n, level) / clopper_pearson_upper(3, n, level)))
+    assert got == pytest.approx(want, rel=1e-12)
