@@ -375,9 +375,8 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
 
     def audit(data, neighbor):
         return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
-                              ideal_numerics=ideal_numerics, candidate_witnesses=witnesses,
-                              **({} if cluster is None else {"cluster": cluster}),
-                              **({} if workers is None else {"workers": workers}))
+                              ideal_numerics=ideal_numerics, candidate_witnesses=witnesses, cluster=cluster,
+                              workers=workers)
 
     if data is not None or neighbor is not None:
         with deadline(timeout, f"the audit of {mechanism.name}"):

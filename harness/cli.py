@@ -249,9 +249,14 @@ def _cmd_prove(args) -> int:
 
 
 def _print_audit(mechanism, result) -> None:
+    print(mechanism.describe())
+    _print_audit_result(result, mechanism.name)
+
+
+def _print_audit_result(result, name: str) -> None:
+    """The audit's verdict, witness, counts, method and how to reproduce it (``dpharness audit NAME``)."""
     from ._run import fmt
 
-    print(mechanism.describe())
     status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
     delta = f", δ = {fmt(result.delta, 6)}" if result.delta else ""
     print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {fmt(result.confidence, 6)} "
@@ -264,7 +269,7 @@ def _print_audit(mechanism, result) -> None:
         print("counts: " + ", ".join(f"{k}={v}" for k, v in c.items()))
     print(f"method: {result.method}")
     print(f"samples={result.samples} per side, seed={result.seed} "
-          f"(reproduce: dpharness audit {mechanism.name} --samples {result.samples} --seed {result.seed})")
+          f"(reproduce: dpharness audit {name} --samples {result.samples} --seed {result.seed})")
 
 
 def _proof_for_witness(mechanism):
@@ -314,12 +319,7 @@ def _cmd_audit_library(args) -> int:
         print(f"{target.name}: {target.library} {target.version}")
         print(f"neighbours: {target.relation}")
         print(f"claim: ε = {fmt(target.epsilon)}, δ = {fmt(target.delta, 6)} ({target.claim_source})")
-        status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
-        print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence "
-              f"{fmt(result.confidence, 6)}: {status}")
-        print(f"witness: {result.witness_description}")
-        print(f"method: {result.method}")
-        print(f"samples={result.samples} per side, seed={result.seed}")
+        _print_audit_result(result, target.name)
     return EXIT_OK if result.passed else EXIT_FAIL
 
 

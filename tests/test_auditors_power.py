@@ -254,15 +254,13 @@ def test_false_alarm_rate_on_correct_mechanisms_is_at_most_one_minus_confidence(
     # third-party library targets whose outputs are exact (integers or a fixed grid), when installed
     import importlib.util
 
+    from test_library_targets import _EXACT, LIBRARIES
+
     from dpharness.auditors.libraries import get_target
 
-    modules = {"opendp": "opendp", "diffprivlib": "diffprivlib", "pydp": "pydp", "pipeline-dp": "pipeline_dp",
-               "tmlt.core": "tmlt.core"}
-    exact = ["opendp:laplace", "opendp:discrete_laplace", "opendp:geometric", "opendp:discrete_gaussian",
-             "diffprivlib:geometric", "diffprivlib:discrete_gaussian", "pydp:laplace", "pipeline-dp:laplace",
-             "tmlt.core:geometric", "tmlt.core:discrete_gaussian"]
-    for name in exact:
-        module = modules[name.split(":")[0]]
+    module_of = {prefix: module for module, prefix in LIBRARIES.items()}
+    for name in _EXACT:
+        module = module_of[name.split(":")[0] + ":"]
         if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
             continue
         target = get_target(name)
