@@ -628,8 +628,12 @@ def _loky_installed() -> bool:
 
 
 def _use_import_path(path: tuple) -> None:
-    """Worker initializer: the parent's ``sys.path`` in its order, then the worker's own other entries."""
+    """Worker initializer: the parent's ``sys.path`` in its order, then the worker's own other entries;
+    one BLAS thread per worker (the pool has a worker per core)."""
+    from dpharness._run import single_blas_thread
+
     sys.path[:] = list(path) + [p for p in sys.path if p not in path]
+    single_blas_thread()
 
 
 class _LocalPool:

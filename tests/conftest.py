@@ -1,6 +1,17 @@
 """Test-suite wide settings."""
 
+import os
+
 import pytest
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker process gets one BLAS thread: the workers already take a core each,
+    and BLAS threads on top oversubscribe the cores (the auditor's fits run about 3x slower)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from dpharness._run import single_blas_thread
+
+        single_blas_thread()
 
 
 @pytest.fixture(autouse=True)
