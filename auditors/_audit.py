@@ -76,6 +76,7 @@ class _Settings:
     cert_n: int
     show: bool
     cluster: Any
+    sequential: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def _mechanism_name(mechanism: Any) -> str:
 
 
 def _settings(mechanism, *, epsilon, delta, samples, seed, confidence, vectorized, ideal_numerics, progress,
-              workers, max_events, train_fraction, cluster) -> _Settings:
+              workers, max_events, train_fraction, cluster, sequential=False) -> _Settings:
     """Validate every option once, at the boundary, and read the claim."""
     if not callable(mechanism):
         raise ParameterError(f"mechanism={mechanism!r:.60} is not callable; pass a catalog Mechanism or fn(data, size, rng).")
@@ -148,6 +149,9 @@ def _settings(mechanism, *, epsilon, delta, samples, seed, confidence, vectorize
         raise ParameterError(f"vectorized={vectorized!r} is not a bool; pass True (fn(data, size, rng)) or False (fn(data)).")
     if not isinstance(ideal_numerics, bool):
         raise ParameterError(f"ideal_numerics={ideal_numerics!r} is not a bool; pass True or False.")
+    if not isinstance(sequential, bool):
+        raise ParameterError(f"sequential={sequential!r} is not a bool; pass True (stop once the verdict is "
+                             "certain) or False (certify on every sample).")
     if progress is not None and not isinstance(progress, bool):
         raise ParameterError(f"progress={progress!r} is not a bool; pass True, False or None (auto).")
     workers = _runner.default_workers() if workers is None else _v.integer("workers", workers, minimum=1)
@@ -176,7 +180,8 @@ def _settings(mechanism, *, epsilon, delta, samples, seed, confidence, vectorize
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
     return _Settings(_mechanism_name(mechanism), catalog, epsilon, delta, samples, seed, confidence, vectorized,
-                     ideal_numerics, workers, max_events, train_n, cert_n, _runner.progress_enabled(progress), cluster)
+                     ideal_numerics, workers, max_events, train_n, cert_n, _runner.progress_enabled(progress), cluster,
+                     sequential)
 
 
 # --------------------------------------------------------------------------- stage 1: pairs
@@ -417,6 +422,51 @@ class _Certified:
     eps: Any                # EpsilonBound or None
     delta: Any              # DeltaBound or None
     workers: int
+    n: int                  # certification samples a side counted (fewer than cert_n: a sequential audit stopped early)
+    looks: tuple = ()       # sequential audits: (samples a side, confidence) of each look taken
+    stop: str = ""          # sequential audits: why it stopped
+
+
+# a sequential audit looks after these fractions of its certification chunks; the last look spends half
+# of α and the earlier ones share the other half (union bound over every look)
+_LOOK_FRACTIONS = (1 / 8, 1 / 4, 1 / 2, 1)
+
+
+def _look_plan(n_chunks: int, alpha: float) -> list[tuple[int, float]]:
+    """(chunks counted, α spent) at each look of a sequential audit; the α's sum to ``alpha``."""
+    ends = sorted({max(1, math.ceil(f * n_chunks)) for f in _LOOK_FRACTIONS})
+    if len(ends) == 1:
+        return [(ends[0], alpha)]
+    early = alpha / 2 / (len(ends) - 1)
+    return [(e, early) for e in ends[:-1]] + [(ends[-1], alpha / 2)]
+
+
+def _hits(counts: list, chosen: list[_Candidate], slot: list) -> tuple[np.ndarray, np.ndarray]:
+    """Hits of each chosen (event, direction) on its numerator side and on its denominator side."""
+    h1 = np.array([counts[p][0 if c.forward else 1][i] for c, (p, i) in zip(chosen, slot)], dtype=np.int64)
+    h0 = np.array([counts[p][1 if c.forward else 0][i] for c, (p, i) in zip(chosen, slot)], dtype=np.int64)
+    return h1, h0
+
+
+def _bounds(h1: np.ndarray, h0: np.ndarray, n: int, confidence: float, s: _Settings) -> tuple[Any, Any]:
+    m = len(h1)
+    eb = _stats.epsilon_lower_bound(h1, n, h0, n, confidence=confidence, delta=s.delta, candidates=m)
+    db = (_stats.delta_lower_bound(h1, n, h0, n, epsilon=s.epsilon, confidence=confidence, candidates=m)
+          if math.isfinite(s.epsilon) else None)
+    return eb, db
+
+
+def _all_within_claim(h1: np.ndarray, h0: np.ndarray, n: int, alpha: float, s: _Settings) -> bool:
+    """Whether every chosen (event, direction) is certified not to violate the claim: with the opposite
+    one-sided bounds at α/(2m) each, Pr[numerator side ∈ S] − δ <= e^ε Pr[denominator side ∈ S]. A
+    sequential audit that sees this stops with a pass: more samples of these events cannot certify a
+    violation (except with probability α over all looks)."""
+    if not math.isfinite(s.epsilon):
+        return True
+    level = alpha / (2 * len(h1))
+    p1_high = np.asarray(_stats.clopper_pearson_upper(h1, n, level), dtype=float)
+    p0_low = np.asarray(_stats.clopper_pearson_lower(h0, n, level), dtype=float)
+    return bool(np.all(p1_high - s.delta <= math.exp(s.epsilon) * p0_low))
 
 
 def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candidate], ref: tuple,
@@ -433,24 +483,42 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
             slot.append((c.pair, len(lst) - 1))
     row_elems = int(np.prod(ref[0])) if ref is not None and len(ref[0]) else 1
     chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if s.vectorized else _LOOP_CHUNK
-    n_tasks = sum(2 * math.ceil(s.cert_n / chunk) for p in range(len(pairs)) if events_per_pair[p])
+    if s.sequential:  # at least 8 chunks, so that there are looks to take
+        chunk = max(1, min(chunk, math.ceil(s.cert_n / 8)))
+    plan = _runner.chunk_plan(s.cert_n, chunk)
+    n_tasks = sum(2 * len(plan) for p in range(len(pairs)) if events_per_pair[p])
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
     workers = s.workers if s.cert_n * len(pairs) >= 200_000 else 1
-    if chosen:
-        counts = _runner.count_events(sampler, pairs, events_per_pair, seed=s.seed, total=s.cert_n, chunk=chunk,
-                                      ref=ref, workers=workers, progress=bar, cluster=s.cluster)
-    else:
-        counts = [[np.zeros(0, np.int64)] * 2 for _ in pairs]
-    bar.close()
     if not chosen:
-        return _Certified(counts, slot, None, None, workers)
-    h1 = np.array([counts[p][0 if c.forward else 1][i] for c, (p, i) in zip(chosen, slot)], dtype=np.int64)
-    h0 = np.array([counts[p][1 if c.forward else 0][i] for c, (p, i) in zip(chosen, slot)], dtype=np.int64)
-    m = len(chosen)
-    eb = _stats.epsilon_lower_bound(h1, s.cert_n, h0, s.cert_n, confidence=s.confidence, delta=s.delta, candidates=m)
-    db = (_stats.delta_lower_bound(h1, s.cert_n, h0, s.cert_n, epsilon=s.epsilon, confidence=s.confidence, candidates=m)
-          if math.isfinite(s.epsilon) else None)
-    return _Certified(counts, slot, eb, db, workers)
+        bar.close()
+        return _Certified([[np.zeros(0, np.int64)] * 2 for _ in pairs], slot, None, None, workers, s.cert_n)
+    alpha = 1.0 - s.confidence
+    looks = _look_plan(len(plan), alpha) if s.sequential else [(len(plan), alpha)]
+    counts = [[np.zeros(len(events_per_pair[p]), np.int64) for _ in (0, 1)] for p in range(len(pairs))]
+    done, taken, stop = 0, [], ""
+    for end, a in looks:
+        more = _runner.count_events(sampler, pairs, events_per_pair, seed=s.seed, total=s.cert_n, chunk=chunk,
+                                    ref=ref, workers=workers, progress=bar, cluster=s.cluster, chunk_range=(done, end))
+        for p in range(len(pairs)):
+            for side in (0, 1):
+                counts[p][side] = counts[p][side] + more[p][side]
+        done = end
+        n = sum(size for _, size in plan[:end])
+        h1, h0 = _hits(counts, chosen, slot)
+        eb, db = _bounds(h1, h0, n, 1.0 - a, s)
+        taken.append((n, 1.0 - a))
+        if not s.sequential:
+            break
+        if eb.epsilon > s.epsilon:
+            stop = "a violation was certified"
+            break
+        if end < len(plan) and _all_within_claim(h1, h0, n, a, s):
+            stop = "every chosen event was certified within the claim"
+            break
+    else:
+        stop = "all certification samples were used"
+    bar.close()
+    return _Certified(counts, slot, eb, db, workers, n, tuple(taken) if s.sequential else (), stop)
 
 
 # --------------------------------------------------------------------------- the result
@@ -475,12 +543,16 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
                  f"Pr[M({den}) ∈ S] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), {so} (event from {c.source})")
         witness = Witness(data=a, neighbor=b, event=c.event, loss=eps_lb, description=words)
         cnt = {"hits_data": int(cert.counts[p][0][i]), "hits_neighbor": int(cert.counts[p][1][i]),
-               "n_data": s.cert_n, "n_neighbor": s.cert_n}
+               "n_data": cert.n, "n_neighbor": cert.n}
     sources = sorted({c.source for c in chosen})
     method = (f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
-              f"certified on {s.cert_n} fresh samples a side: {stat_method}")
+              f"certified on {cert.n} fresh samples a side: {stat_method}")
+    if cert.looks:
+        method += (f"; sequential: {len(cert.looks)} look(s) of up to {len(_look_plan(8, 1.0))} at "
+                   f"{', '.join(f'{n} a side (confidence {c:.4g})' for n, c in cert.looks)}, stopped because {cert.stop} "
+                   f"(union bound over the looks: confidence {s.confidence:g} in all)")
     extra = {
-        "output_kind": training_kind, "train_samples": train_used, "certification_samples": s.cert_n,
+        "output_kind": training_kind, "train_samples": train_used, "certification_samples": cert.n,
         "workers": cert.workers, "ideal_numerics": s.ideal_numerics, "proposed_events": proposed,
         "family": None if best < 0 else chosen[best].source,
         "best_pair": None if best < 0 else cert.slot[best][0],
@@ -489,6 +561,9 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         "p1_low": None if best < 0 else float(eb.p1_low[best]), "p0_high": None if best < 0 else float(eb.p0_high[best]),
         "per_event_level": None if eb is None else eb.level,
     }
+    if cert.looks:
+        extra["sequential"] = {"looks": [{"samples": n, "confidence": c} for n, c in cert.looks], "stopped": cert.stop,
+                               "planned_samples": s.cert_n}
     if notes:
         extra["notes"] = notes
     if len(pairs) > 1 or pair_how != "given pair":
@@ -507,7 +582,7 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
           delta: float | None = None, samples: int = 1_000_000, seed: int = 0, confidence: float = 0.95,
           vectorized: bool = True, ideal_numerics: bool = False, candidate_witnesses: Sequence[Witness] = (),
           progress: bool | None = None, workers: int | None = None, max_events: int = DEFAULT_MAX_EVENTS,
-          train_fraction: float = 0.1, cluster: Any = None, inputs: Any = None) -> AuditResult:
+          train_fraction: float = 0.1, cluster: Any = None, inputs: Any = None, sequential: bool = False) -> AuditResult:
     """Certified empirical lower bound on the ε of ``mechanism`` on neighbouring inputs.
 
     ``mechanism``: a catalog :class:`~dpharness.core.Mechanism` or a callable ``fn(data, size, rng)``
@@ -540,11 +615,19 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     Returns an :class:`AuditResult`; ``passed`` is False iff a violation of the claim is certified
     (``epsilon_lower_bound > epsilon``, equivalently ``delta_lower_bound > delta``);
     ``extra["family"]`` names the event family of the certifying event, ``extra["best_pair"]`` the index
-    in ``extra["pairs"]`` of the pair it was certified on."""
+    in ``extra["pairs"]`` of the pair it was certified on.
+
+    ``sequential=True`` certifies in looks, after 1/8, 1/4, 1/2 and all of the certification samples,
+    and stops at the first look where the verdict is certain: a violation is certified, or every
+    chosen event is certified within the claim (its upper confidence bound). The last look spends α/2
+    and the earlier ones share α/2 (α = 1 − confidence), so the union bound covers every look and the
+    bound stays valid at ``confidence`` wherever it stops; the price is a slightly lower bound at the
+    last look than a single look at α. ``extra["sequential"]`` lists the looks taken and why it stopped.
+    The gate audits sequentially."""
     t0 = time.perf_counter()
     s = _settings(mechanism, epsilon=epsilon, delta=delta, samples=samples, seed=seed, confidence=confidence,
                   vectorized=vectorized, ideal_numerics=ideal_numerics, progress=progress, workers=workers,
-                  max_events=max_events, train_fraction=train_fraction, cluster=cluster)
+                  max_events=max_events, train_fraction=train_fraction, cluster=cluster, sequential=sequential)
     notes: list[str] = []
     pairs, pair_how, sampler = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
     # a cluster given by address or "local" is opened once for the whole audit (a Client is used as is)

@@ -734,18 +734,21 @@ def cluster_session(cluster: Any, workers: int):
 
 def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Sequence[Event]], *, seed: int,
                  total: int, chunk: int, ref: tuple, workers: int, progress: Progress | None = None,
-                 cluster: Any = None) -> np.ndarray:
+                 cluster: Any = None, chunk_range: tuple[int, int] | None = None) -> np.ndarray:
     """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list).
 
     ``workers > 1``: chunks run in the local worker pool (vectorised and per-call samplers alike).
     ``cluster``: ``None`` (this process or the local pool), ``"local"`` (a dask ``LocalCluster`` of
     ``workers`` processes, started and closed here), an address ``"tcp://HOST:PORT"`` (a ``Client``
     connected and closed here) or a ``dask.distributed.Client`` (used as is, left open). Only counts
-    leave a chunk. See the module docstring for determinism and the hang detector."""
+    leave a chunk. ``chunk_range=(first, stop)``: count only those chunks of the plan of ``total``
+    (a sequential audit's looks; each chunk draws the same samples as in a full count). See the module
+    docstring for determinism and the hang detector."""
     _cluster.check_cluster(cluster)
     chunks = tuple(chunk_plan(total, chunk))
+    first, stop = (0, len(chunks)) if chunk_range is None else chunk_range
     job = _CountJob(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks)
-    tasks = [(p, s, c) for p in range(len(inputs)) if len(events[p]) for s in (0, 1) for c in range(len(chunks))]
+    tasks = [(p, s, c) for p in range(len(inputs)) if len(events[p]) for s in (0, 1) for c in range(first, stop)]
     result = [[np.zeros(len(events[p]), dtype=np.int64) for _ in (0, 1)] for p in range(len(inputs))]
     use_pool = cluster is not None or (workers > 1 and not _mp.current_process().daemon)
     workers = max(1, min(workers, len(tasks)))

@@ -357,7 +357,7 @@ def _fallback_pair(mechanism: Any, proof: Any = None) -> tuple[Any, Any]:
 
 def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, data: Any = None,
               neighbor: Any = None, ideal_numerics: bool = False, timeout: float | None = None,
-              cluster: Any = None, workers: int | None = None) -> tuple[Any, str | None]:
+              cluster: Any = None, workers: int | None = None, sequential: bool = False) -> tuple[Any, str | None]:
     """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
     claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
     proof's witness to the auditor's pair search. Returns ``(AuditResult, note)``.
@@ -365,7 +365,8 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
     With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
     of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
     says so. A pair given explicitly is audited within the whole ``timeout``. ``cluster``/``workers``:
-    where the auditor runs (see :func:`dpharness.auditors.audit`)."""
+    where the auditor runs; ``sequential``: stop once the verdict is certain (see
+    :func:`dpharness.auditors.audit`)."""
     from . import auditors
     from ._json import jsonable
     from ._run import audit_target
@@ -376,7 +377,7 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
     def audit(data, neighbor):
         return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
                               ideal_numerics=ideal_numerics, candidate_witnesses=witnesses, cluster=cluster,
-                              workers=workers)
+                              workers=workers, sequential=sequential)
 
     if data is not None or neighbor is not None:
         with deadline(timeout, f"the audit of {mechanism.name}"):
@@ -411,7 +412,8 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     (:func:`deadline`); a phase that runs out is reported, not raised. Raises ParameterError for bad
     arguments (an unknown name, ``samples`` < 1, ...); never for a failing mechanism: a crash (even
     in building the registered mechanism) is in ``Check.error``. ``workers``: the audit's processes
-    (default: all cores; the result does not depend on it)."""
+    (default: all cores; the result does not depend on it). The audit is sequential: it stops at the
+    first look where its verdict is certain (:func:`dpharness.auditors.audit`)."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -452,7 +454,8 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     proof_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        result, audit_note = run_audit(mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers)
+        result, audit_note = run_audit(mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers,
+                                       sequential=True)
     except PhaseTimeout as exc:
         audit_error = str(exc)
     except Exception as exc:
