@@ -620,7 +620,8 @@ def _cmd_report(args) -> int:
     from . import _pool
     from .check import hard_limit
 
-    kwargs = {"out": args.out, "seed": args.seed, "timeout": args.timeout}
+    # worker processes import the project's modules again: their mechanisms are registered there too
+    kwargs = {"out": args.out, "seed": args.seed, "timeout": args.timeout, "modules": tuple(args.modules)}
     if args.samples is not None:
         kwargs["samples"] = args.samples
     results = _pool.run(report.generate, names, jobs=args.jobs, limit=hard_limit(args.timeout, 3),

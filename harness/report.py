@@ -540,12 +540,16 @@ class Written:
 
 
 def generate(name: str, *, out: str, samples: int = REPORT_SAMPLES, seed: int = 0,
-             timeout: float | None = None) -> Written:
+             timeout: float | None = None, modules: tuple[str, ...] = ()) -> Written:
     """Build and write the report of the registered mechanism ``name`` at its defaults (worker entry).
+    ``modules``: a project's modules to import first (their ``register`` calls run in this worker).
     ``error``: the first line of a crash or time-out of the check (the page is written and says so)."""
+    from ._run import load_modules
     from .registry import get
 
     try:
+        if modules:
+            load_modules(modules)
         report = build(get(name)(), samples=samples, seed=seed, timeout=timeout)
         files = write(report, out)
         c = report.check

@@ -420,3 +420,23 @@ def test_big_audit_prints_an_estimate_first(monkeypatch, capsys):
     with pytest.raises(Stop):
         cli.main(["audit", "laplace", "--samples", "30000000"])
     assert "rough estimate for 30,000,000 samples a side" in capsys.readouterr().err
+
+
+def test_report_module_in_worker_processes(capsys, tmp_path, monkeypatch):
+    """`report --module PKG NAME` with worker processes (--jobs 2): each worker imports PKG again, so
+    the project's mechanism is known there (it used to be "not a registered mechanism")."""
+    (tmp_path / "my_report_project.py").write_text(textwrap.dedent("""
+        from dpharness import parts as dp, register, PureDP, AddRemove, RealInterval
+
+        register(dp.mechanism(name="project_count", records=RealInterval(0, 1), relation=AddRemove(),
+                              steps=dp.count() >> dp.laplace(scale=1), claim=PureDP(1)))
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "my_report_project", raising=False)
+    out_dir = tmp_path / "out"
+    code, out, err = run(capsys, "report", "--module", "my_report_project", "--jobs", "2", "--samples", "2000",
+                         "--out", str(out_dir), "project_count")
+    assert code == 0, out + err
+    assert (out_dir / "project_count.md").exists() and (out_dir / "project_count.html").exists()
+    assert "PROVED" in (out_dir / "project_count.md").read_text()
