@@ -139,7 +139,7 @@ def set_event(keys, *, object_kind: bool, label: str = "output",
 
 
 _CACHE: list[tuple] = []  # (function, argument, result): features of the current chunk, shared by events
-_CACHE_SLOTS = 8
+_CACHE_SLOTS = 16
 
 
 def cached(fn: Callable, x):
@@ -537,7 +537,8 @@ def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
     for name, f in stats:
         fa, fb = f(a2), f(b2)
         for e in propose_thresholds(fa, fb, max_events=per, points=256):
-            out.append(Event(lambda o, f=f, c=e.contains: c(f(o)), e.description.replace("output", name, 1)))
+            # the statistic of a chunk is computed once for all its threshold events (cached by identity)
+            out.append(Event(lambda o, f=f, c=e.contains: c(cached(f, o)), e.description.replace("output", name, 1)))
     return out
 
 
