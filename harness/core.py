@@ -474,7 +474,8 @@ class OutputLaw(abc.ABC):
     """The exact law of a mechanism's output on one input.
 
     ``kind`` is ``"discrete"`` (a pmf) or ``"continuous"`` (a density w.r.t. Lebesgue measure);
-    ``symbols`` are the sympy symbols of the output coordinates and ``expr`` the pmf/pdf in them."""
+    ``symbols`` are the sympy symbols of the output coordinates and ``expr`` the pmf/pdf in them, or a
+    :class:`Deferred` building it: read it with :meth:`symbolic`."""
 
     kind: str
     symbols: tuple
@@ -484,12 +485,35 @@ class OutputLaw(abc.ABC):
     def log_prob(self, outputs: np.ndarray) -> np.ndarray:
         """log pmf / log pdf at each output (first axis indexes outputs); -inf off the support."""
 
+    def symbolic(self) -> "sp.Expr":
+        """The pmf/pdf as a sympy expression in ``symbols``; ``expr`` may hold a :class:`Deferred` that
+        builds it on first use (the auditor's neighbour screening builds many laws and needs only
+        ``log_prob``)."""
+        return self.expr.value() if isinstance(self.expr, Deferred) else self.expr
+
     def prob(self, outputs: np.ndarray) -> np.ndarray:
         return np.exp(self.log_prob(outputs))
 
     def support(self) -> list | None:
         """All outputs with positive probability for a finite discrete law, else None."""
         return None
+
+
+class Deferred:
+    """A value built by ``build()`` on first use and kept (a law's sympy expression)."""
+
+    __slots__ = ("_build", "_value")
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build, self._value = build, None
+
+    def value(self) -> Any:
+        if self._build is not None:
+            self._value, self._build = self._build(), None
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Deferred(built)" if self._build is None else "Deferred(not built yet)"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpharness.core import AddRemove, BoundedChange, DiscreteLaw, FunctionLaw, RealBox
+from dpharness.core import AddRemove, BoundedChange, Deferred, DiscreteLaw, FunctionLaw, RealBox
 from dpharness.errors import UnsupportedError
 
 from . import parts as P
@@ -221,16 +221,20 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
         return total
 
     symbols = tuple(sp.Symbol(f"y{j}", real=True) for j in range(width))
-    expr = sp.Integer(1)
-    for sym_, (leaf, i) in zip(symbols, coords):
-        g = exact(leaf.g)
-        k = sym_ / g - leaf.centres[i]
-        if isinstance(leaf.measurement, P.GridLaplace):
-            t = exact(leaf.measurement.t)
-            expr = expr * sp.tanh(1 / (2 * t)) * sp.exp(-sp.Abs(k) / t)
-        else:
-            expr = expr * sp.exp(-k ** 2 / (2 * exact(leaf.measurement.tau2)))  # unnormalised
-    return FunctionLaw("discrete", log_prob, symbols, expr)
+
+    def build_expr():
+        expr = sp.Integer(1)
+        for sym_, (leaf, i) in zip(symbols, coords):
+            g = exact(leaf.g)
+            k = sym_ / g - leaf.centres[i]
+            if isinstance(leaf.measurement, P.GridLaplace):
+                t = exact(leaf.measurement.t)
+                expr = expr * sp.tanh(1 / (2 * t)) * sp.exp(-sp.Abs(k) / t)
+            else:
+                expr = expr * sp.exp(-k ** 2 / (2 * exact(leaf.measurement.tau2)))  # unnormalised
+        return expr
+
+    return FunctionLaw("discrete", log_prob, symbols, Deferred(build_expr))
 
 
 def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:

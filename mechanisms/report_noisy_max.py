@@ -31,7 +31,7 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    BoundedChange, DiscreteLaw, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
+    BoundedChange, Deferred, DiscreteLaw, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
 )
 from dpharness.registry import register
 
@@ -134,7 +134,7 @@ class _IndexOutput:
     def _sample(self, data, size, rng):
         return np.argmax(self._noisy(data, size, rng), axis=1).astype(np.int64)
 
-    def _index_law(self, data: np.ndarray, probs: np.ndarray, expr: sp.Expr, i: sp.Symbol) -> DiscreteLaw:
+    def _index_law(self, data: np.ndarray, probs: np.ndarray, expr: "sp.Expr | Deferred", i: sp.Symbol) -> DiscreteLaw:
         return DiscreteLaw(outcomes=tuple(range(self.n_candidates)), probs=tuple(float(p) for p in probs),
                            symbols=(i,), expr=expr)
 
@@ -157,13 +157,17 @@ class ReportNoisyMax(_IndexOutput, _NoisyMaxBase):
         b = float(self.scale)
         x, i = sp.Symbol("x", real=True), sp.Symbol("i", integer=True, nonnegative=True)
         bs = exact(self.scale)
-        qs = _sym_q(data)
-        pieces = []
-        for idx in range(self.n_candidates):
-            integrand = sym_laplace_pdf(x - qs[idx], bs) * sp.Mul(*[sym_laplace_cdf(x - qs[j], bs)
-                                                                      for j in range(self.n_candidates) if j != idx])
-            pieces.append((sp.Integral(integrand, (x, -sp.oo, sp.oo)), sp.Eq(i, idx)))
-        return self._index_law(data, rnm_laplace_probs(data, b), sp.Piecewise(*pieces), i)
+
+        def build_expr():
+            qs = _sym_q(data)
+            pieces = []
+            for idx in range(self.n_candidates):
+                integrand = sym_laplace_pdf(x - qs[idx], bs) * sp.Mul(*[sym_laplace_cdf(x - qs[j], bs)
+                                                                          for j in range(self.n_candidates) if j != idx])
+                pieces.append((sp.Integral(integrand, (x, -sp.oo, sp.oo)), sp.Eq(i, idx)))
+            return sp.Piecewise(*pieces)
+
+        return self._index_law(data, rnm_laplace_probs(data, b), Deferred(build_expr), i)
 
 
 @register
@@ -185,14 +189,18 @@ class ReportNoisyMaxExponential(_IndexOutput, _NoisyMaxBase):
         b = float(self.scale)
         u, i = sp.Symbol("u", positive=True), sp.Symbol("i", integer=True, nonnegative=True)
         bs = exact(self.scale)
-        qs = _sym_q(data)
-        qmax = max(qs)
-        p = [sp.exp((qj - qmax) / bs) for qj in qs]
-        pieces = []
-        for idx in range(self.n_candidates):
-            integrand = p[idx] * sp.Mul(*[(1 - u * p[j]) for j in range(self.n_candidates) if j != idx])
-            pieces.append((sp.Integral(integrand, (u, 0, 1)), sp.Eq(i, idx)))
-        return self._index_law(data, rnm_exponential_probs(data, b), sp.Piecewise(*pieces), i)
+
+        def build_expr():
+            qs = _sym_q(data)
+            qmax = max(qs)
+            p = [sp.exp((qj - qmax) / bs) for qj in qs]
+            pieces = []
+            for idx in range(self.n_candidates):
+                integrand = p[idx] * sp.Mul(*[(1 - u * p[j]) for j in range(self.n_candidates) if j != idx])
+                pieces.append((sp.Integral(integrand, (u, 0, 1)), sp.Eq(i, idx)))
+            return sp.Piecewise(*pieces)
+
+        return self._index_law(data, rnm_exponential_probs(data, b), Deferred(build_expr), i)
 
 
 # --------------------------------------------------------------------------- gallery: the value

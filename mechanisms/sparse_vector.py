@@ -47,7 +47,7 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    BoundedChange, DiscreteLaw, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
+    BoundedChange, Deferred, DiscreteLaw, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
 )
 from dpharness.errors import ParameterError
 from dpharness.registry import register
@@ -210,9 +210,10 @@ class _SparseVectorBase(Mechanism):
     def _law(self, data):
         patterns = answer_patterns(self.n_queries, self._c_or_none)
         probs = self._pattern_probs(data, patterns)
-        symbols, expr = self._pattern_expr(data)
+        symbols = sp.symbols(f"a1:{self.n_queries + 1}", integer=True)
         return DiscreteLaw(outcomes=tuple(tuple(int(x) for x in row) for row in patterns),
-                           probs=tuple(float(p) for p in probs), symbols=symbols, expr=expr)
+                           probs=tuple(float(p) for p in probs), symbols=symbols,
+                           expr=Deferred(lambda: self._pattern_expr(data)[1]))
 
 
 def _select(a: sp.Symbol, if_top: sp.Expr, if_bot: sp.Expr) -> sp.Expr:
@@ -320,12 +321,14 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
         g = float(self.granularity)
         centre = to_units("data", q, g)
         t = float(self.value_scale) / g
-        symbols, pattern_expr = self._pattern_expr(q)
+        symbols = sp.symbols(f"a1:{self.n_queries + 1}", integer=True)
         v = sp.symbols(f"v1:{self.n_queries + 1}", real=True)
-        gs, vs = exact(self.granularity), exact(self.value_scale)
-        value_pmf = sp.Mul(*[_select(symbols[i], sp.tanh(gs / (2 * vs)) * sp.exp(-sp.Abs(v[i] - gs * exact(int(centre[i]))) / vs),
-                                     1) for i in range(self.n_queries)])
-        expr = pattern_expr * value_pmf
+
+        def build_expr():
+            gs, vs = exact(self.granularity), exact(self.value_scale)
+            value_pmf = sp.Mul(*[_select(symbols[i], sp.tanh(gs / (2 * vs)) * sp.exp(-sp.Abs(v[i] - gs * exact(int(centre[i]))) / vs),
+                                         1) for i in range(self.n_queries)])
+            return self._pattern_expr(q)[1] * value_pmf
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:
             out = np.asarray(outputs, dtype=float).reshape(-1, self.n_queries)
@@ -342,7 +345,7 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
                     result[valid] = np.log(probs)[inverse.reshape(-1)] + value_lp[valid]
             return result
 
-        return FunctionLaw("discrete", log_prob, tuple(symbols) + tuple(v), expr)
+        return FunctionLaw("discrete", log_prob, tuple(symbols) + tuple(v), Deferred(build_expr))
 
 
 # --------------------------------------------------------------------------- gallery: Alg. 3-6
