@@ -18,7 +18,7 @@ from .core import (
     RenyiDP, Substitute, Witness, exact,
 )
 from .errors import DPHarnessError, MechanismError, ParameterError, UnsupportedError
-from .check import Check, check  # the function `check` shadows the submodule's name: import from dpharness.check
+from .pipeline import Check, check
 from .proof_registry import proves
 from .registry import catalog, get, register
 

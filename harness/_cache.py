@@ -13,7 +13,7 @@ A result is stored under a SHA-256 key of everything that decides it:
 * the run: samples, seed, per-phase timeout, the Python version.
 
 Any change is a miss (the mechanism is checked again); only results without an error are stored,
-as the :class:`~dpharness.check.Check`'s JSON form (``Check.to_json``/``Check.from_json``).
+as the :class:`~dpharness.pipeline.Check`'s JSON form (``Check.to_json``/``Check.from_json``).
 ``dpharness gate --no-cache`` ignores the cache; ``--report`` always runs (pages are written by runs).
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 __all__ = ["DEFAULT_DIR", "environment_digest", "key", "load", "store"]
 
 DEFAULT_DIR = ".dpharness-cache"
-_FORMAT = 2  # 2: a Check's JSON form (dpharness.check)
+_FORMAT = 2  # 2: a Check's JSON form (dpharness.pipeline)
 
 
 def environment_digest() -> str:
@@ -82,11 +82,11 @@ def _path(directory: str, k: str) -> str:
 
 
 def load(directory: str, k: str) -> Any:
-    """The :class:`~dpharness.check.Check` stored under ``k`` (marked ``cached``), or None: nothing
+    """The :class:`~dpharness.pipeline.Check` stored under ``k`` (marked ``cached``), or None: nothing
     stored, unreadable, of another format, or a check with an error."""
     from dataclasses import replace
 
-    from .check import Check
+    from .pipeline import Check
 
     try:
         with open(_path(directory, k), encoding="utf-8") as fh:

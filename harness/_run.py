@@ -1,7 +1,7 @@
 """Shared plumbing of the CLI, the check pipeline and the reports: building a mechanism from
 command-line overrides, the (ε, δ) an audit holds a claim to, the one number formatter, the tool
 versions a report records, importing a project's modules and capping a worker's memory. Imports
-nothing of the pipeline (:mod:`dpharness.check`) or the reports. Private."""
+nothing of the pipeline (:mod:`dpharness.pipeline`) or the reports. Private."""
 
 from __future__ import annotations
 

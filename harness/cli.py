@@ -232,7 +232,7 @@ def _print_proof(proof) -> None:
             if s.detail and not s.discharged:
                 print(f"      {s.detail}")
     if proof.witness is not None:
-        from .check import describe_witness
+        from .pipeline import describe_witness
 
         print(f"witness: {describe_witness(proof.witness)}")
     for note in proof.notes:
@@ -241,7 +241,7 @@ def _print_proof(proof) -> None:
 
 def _cmd_prove(args) -> int:
     mechanism = _mechanism(args)
-    from .check import run_proof
+    from .pipeline import run_proof
 
     proof = run_proof(mechanism)
     if args.json:
@@ -278,7 +278,7 @@ def _print_audit_result(result, name: str) -> None:
 
 def _proof_for_witness(mechanism):
     """The proof whose witness the audit tries first; None when no prover can take the mechanism."""
-    from .check import run_proof
+    from .pipeline import run_proof
     from .errors import UnsupportedError
 
     try:
@@ -331,7 +331,7 @@ def _cmd_audit(args) -> int:
     if ":" in args.name:
         return _cmd_audit_library(args)
     mechanism = _mechanism(args)
-    from .check import run_audit
+    from .pipeline import run_audit
 
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate(mechanism, args.samples)
@@ -380,7 +380,7 @@ def _gate_task(name: str, *, samples: int, seed: int, modules: tuple[str, ...], 
     1 when the gate already runs a check per core (nested pools would only add process start-ups)."""
     from dataclasses import replace
 
-    from .check import check
+    from .pipeline import check
 
     result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout, workers=audit_workers)
     if report_dir is None or result.mechanism is None:
@@ -408,7 +408,7 @@ def _progress_tag(result) -> str:
 def _gate_line(c) -> str:
     """One line per mechanism: status, proof, audit, timing (and the audit's note on a second line)."""
     from ._run import fmt
-    from .check import Policy
+    from .pipeline import Policy
 
     status = "PASS" if c.passed else "FAIL"
     if c.error:
@@ -495,7 +495,7 @@ def _cmd_gate(args) -> int:
     fresh = []
     if todo:
         from . import _pool
-        from .check import Check, hard_limit
+        from .pipeline import Check, hard_limit
 
         fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
                           lost=Check.failed, label=_progress_tag, desc="gate",
@@ -586,7 +586,7 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
 def _failure_message(r, *, gallery: bool) -> str:
     """Why the pass rule failed ``r`` (a Check without a crash)."""
     from ._run import fmt
-    from .check import Policy
+    from .pipeline import Policy
 
     if gallery:
         return "known bug slipped through: the proof did not refute it and the audit did not flag it"
@@ -618,7 +618,7 @@ def _cmd_report(args) -> int:
     from dataclasses import asdict
 
     from . import _pool
-    from .check import hard_limit
+    from .pipeline import hard_limit
 
     # worker processes import the project's modules again: their mechanisms are registered there too
     kwargs = {"out": args.out, "seed": args.seed, "timeout": args.timeout, "modules": tuple(args.modules)}

@@ -16,7 +16,7 @@ its ``source_hash`` and ``parameters`` with the current mechanisms.
     dpharness report --out reports            # every built-in, plus reports/README.md and index.html
     dpharness report --out reports laplace    # one
 
-A report is built from a :class:`~dpharness.check.Check` (the gate's, or one :func:`build` runs) and
+A report is built from a :class:`~dpharness.pipeline.Check` (the gate's, or one :func:`build` runs) and
 rendered by the jinja2 templates in ``dpharness/templates`` (HTML autoescaped).
 """
 
@@ -36,8 +36,8 @@ import numpy as np
 
 from ._json import jsonable
 from ._run import audit_target, fmt, tool_versions
-from .check import Check, PhaseTimeout, deadline, run_audit
-from .check import check as run_check
+from .pipeline import Check, PhaseTimeout, deadline, run_audit
+from .pipeline import check as run_check
 from .core import Mechanism
 from .derivation import TREE_CSS, derivation_tree, render_tree_html, render_tree_markdown
 from .mathml import to_mathml

@@ -48,7 +48,7 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     message carries the certified bound, the witness event, the counts and the seed to reproduce.
     Returns the :class:`~dpharness.auditors._model.AuditResult` otherwise.
 
-    The judgement is the gate's pass rule (:func:`dpharness.check.pass_rule`) with the audit alone
+    The judgement is the gate's pass rule (:func:`dpharness.pipeline.pass_rule`) with the audit alone
     deciding (policy ``audit-only``): a proof is not asked for here.
 
     A pass is not a proof: it means no violation was certified with this budget. With a correct
@@ -56,7 +56,7 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
     from . import audit
     from ._run import fmt
-    from .check import Policy, pass_rule
+    from .pipeline import Policy, pass_rule
 
     seed = _DEFAULTS["seed"] if seed is None else seed
     samples = _DEFAULTS["samples"] if samples is None else samples

@@ -1,4 +1,4 @@
-"""The check pipeline (:mod:`dpharness.check`): the one pass rule read by every consumer, the JSON
+"""The check pipeline (:mod:`dpharness.pipeline`): the one pass rule read by every consumer, the JSON
 round trip of a ``Check`` (the cache's and the worker pool's form) and the worker pool's hard limit
 on a check stuck where no signal reaches it.
 
@@ -20,12 +20,12 @@ import pytest
 import dpharness
 import dpharness.auditors
 from dpharness import registry
-from dpharness.check import Check, Policy, Sandwich, pass_rule
+from dpharness.pipeline import Check, Policy, Sandwich, pass_rule
 from dpharness.cli import main
 
 import dp_fakes
 
-CHECK_MODULE = sys.modules["dpharness.check"]  # `dpharness.check` the attribute is the function
+CHECK_MODULE = sys.modules["dpharness.pipeline"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

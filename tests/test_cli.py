@@ -290,7 +290,7 @@ def test_gate_falls_back_to_the_witness_pair_when_the_search_runs_out(fakes, cap
 def test_nested_deadlines_keep_the_outer_one():
     import time
 
-    from dpharness.check import PhaseTimeout, deadline
+    from dpharness.pipeline import PhaseTimeout, deadline
 
     start = time.perf_counter()
     with pytest.raises(PhaseTimeout, match="outer"):

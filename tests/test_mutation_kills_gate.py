@@ -1,4 +1,4 @@
-"""Tests that kill the mutants of the gate's pass rule (``harness/check.py``: ``proof_policy``,
+"""Tests that kill the mutants of the gate's pass rule (``harness/pipeline.py``: ``proof_policy``,
 ``ProofSummary.of``, what ``check`` records) which survived ``bash mutation/run.sh gate`` with the
 gate's own tests (see mutation/SURVIVORS.md). Deterministic (fixed seeds, small audits)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpharness.check import Policy, ProofSummary, check, pass_rule, proof_policy
+from dpharness.pipeline import Policy, ProofSummary, check, pass_rule, proof_policy
 from dpharness.mechanisms.randomized_response import RandomizedResponse
 from dpharness.proofs import prove, unproven
 
