@@ -110,3 +110,42 @@ def store(directory: str, k: str, result: Any) -> None:
         os.replace(tmp, path)
     except OSError:  # a read-only checkout: run without the cache
         pass
+
+
+# --------------------------------------------------------------------------- scheduling hints
+
+def _durations_path(directory: str) -> str:
+    return os.path.join(directory, "durations.json")
+
+
+def durations(directory: str) -> dict[str, float]:
+    """Seconds each mechanism's check took when it last ran (by name; empty when none is known).
+    A scheduling hint only: it orders the work, never decides a result."""
+    try:
+        with open(_durations_path(directory), encoding="utf-8") as fh:
+            got = json.load(fh)
+        return {str(k): float(v) for k, v in got.items()} if isinstance(got, dict) else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def longest_first(names: list[str], known: dict[str, float]) -> list[str]:
+    """``names`` in the order to start them on a pool: the longest known first (the pool's last
+    finisher is then a short one), names never timed before all of those (they may be long), ties in
+    the given order."""
+    return sorted(names, key=lambda n: (n in known, -known.get(n, 0.0)))
+
+
+def record_durations(directory: str, seconds: dict[str, float]) -> None:
+    """Merge ``seconds`` (name -> seconds of a check that ran) into the hints; a read-only directory
+    is skipped."""
+    merged = {**durations(directory), **{k: round(float(v), 3) for k, v in seconds.items()}}
+    path = _durations_path(directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        tmp = path + f".{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(merged, fh, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -494,8 +494,11 @@ def _cmd_gate(args) -> int:
     todo = [n for n in names if n not in cached]
     fresh = []
     if todo:
-        from . import _pool
+        from . import _cache, _pool
         from .pipeline import Check, hard_limit
+
+        # longest first by the durations of earlier runs (a hint: results are the same in any order)
+        todo = _cache.longest_first(todo, _cache.durations(args.cache_dir))
 
         fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
                           lost=Check.failed, label=_progress_tag, desc="gate",
@@ -506,6 +509,9 @@ def _cmd_gate(args) -> int:
         for res in fresh:
             if res.name in keys:
                 _cache.store(args.cache_dir, keys[res.name], res)
+    if fresh:
+        _cache.record_durations(args.cache_dir, {r.name: r.timings.total for r in fresh
+                                                 if r.timings is not None and r.timings.total is not None})
     by_name = {**cached, **{r.name: r for r in fresh}}
     results = [by_name[n] for n in names]
     elapsed = time.perf_counter() - start

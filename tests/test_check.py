@@ -141,6 +141,31 @@ def test_cache_stores_and_reads_a_check(fakes, capsys, tmp_path):
     assert {k: v for k, v in second.items() if k != "cached"} == {k: v for k, v in first.items() if k != "cached"}
 
 
+def test_gate_records_durations_and_starts_the_longest_first(fakes, capsys, tmp_path, monkeypatch):
+    from dpharness import _cache, _pool
+
+    cache = str(tmp_path / "c")
+    assert main(["gate", "--jobs", "1", "--samples", "10000", "--no-cache", "--cache-dir", cache, "fake_coin"]) == 0
+    capsys.readouterr()
+    known = _cache.durations(cache)
+    assert set(known) == {"fake_coin"} and known["fake_coin"] > 0  # recorded even with --no-cache (a hint)
+    _cache.record_durations(cache, {"fake_bit": 0.5, "fake_coin": 9.0})
+    seen = []
+    real_run = _pool.run
+    monkeypatch.setattr(_pool, "run", lambda task, items, **kw: seen.append(list(items)) or real_run(task, items, **kw))
+    main(["gate", "--jobs", "1", "--samples", "2000", "--no-cache", "--cache-dir", cache])
+    order = seen[0]
+    unknown = [n for n in order if n not in ("fake_coin", "fake_bit")]
+    assert order == unknown + ["fake_coin", "fake_bit"] if "fake_bit" in order else order == unknown + ["fake_coin"]
+
+
+def test_longest_first_orders_by_known_durations():
+    from dpharness._cache import longest_first
+
+    assert longest_first(["a", "b", "c", "d"], {"a": 1.0, "b": 5.0, "d": 3.0}) == ["c", "b", "d", "a"]
+    assert longest_first(["x", "y"], {}) == ["x", "y"]
+
+
 @pytest.mark.parametrize("args, kwargs, match", [
     (("no_such_mechanism",), {}, "dpharness list"),
     ((42,), {}, "mechanism_or_name=42"),
