@@ -50,6 +50,8 @@ _MAX_PAIRS = 4
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000      # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000    # samples per chunk for fn(data) called in a loop
+_POOL_MIN_SECONDS = 3.0  # certification draws expected to take this long in one process start a worker pool,
+_POOL_MIN_DRAWS = 20_000_000  # as do this many draws (both sides, every pair; starting the pool costs 1-3 s)
 _RANK_Z = 1.0          # standard errors by which training estimates are shaded when ranking events
 _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
@@ -488,7 +490,12 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
     plan = _runner.chunk_plan(s.cert_n, chunk)
     n_tasks = sum(2 * len(plan) for p in range(len(pairs)) if events_per_pair[p])
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
-    workers = s.workers if s.cert_n * len(pairs) >= 200_000 else 1
+    # a pool pays about a second to start: it runs certification only when that takes long here, by the
+    # training pace (drawing) or by the number of draws (drawing plus counting). The counts are the same.
+    draws = 2 * s.cert_n * sum(1 for lst in events_per_pair if lst)
+    expected = _runner.expected_seconds(sampler, draws)
+    slow = expected is not None and expected >= _POOL_MIN_SECONDS
+    workers = s.workers if slow or draws >= _POOL_MIN_DRAWS else 1
     if not chosen:
         bar.close()
         return _Certified([[np.zeros(0, np.int64)] * 2 for _ in pairs], slot, None, None, workers, s.cert_n)

@@ -222,6 +222,16 @@ def _note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
             pass
 
 
+def expected_seconds(sampler: Sampler, samples: int) -> float | None:
+    """Seconds ``samples`` more draws of ``sampler`` are expected to take in this process, from the
+    pace measured while drawing its training samples (None: not measured, e.g. drawn in workers)."""
+    try:
+        pace = _PACE.get(sampler)
+    except TypeError:
+        return None
+    return None if pace is None else pace * samples
+
+
 def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair: int, side: int, chunk: int,
          ref: tuple | None = None, label: str = "", progress: "Progress | None" = None,
          max_elements: int | None = None, workers: int = 1, cluster: Any = None) -> np.ndarray:

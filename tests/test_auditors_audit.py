@@ -128,6 +128,7 @@ def test_same_seed_same_result_and_workers_do_not_matter(monkeypatch):
     import dpharness.auditors._audit as am
 
     monkeypatch.setattr(am, "_CHUNK", 50_000)  # several chunks a side
+    monkeypatch.setattr(am, "_POOL_MIN_DRAWS", 0)  # the pool runs even for this small audit
     kw = dict(epsilon=1.0, samples=300_000, seed=11)
     r1 = audit(grid_laplace, 0.0, 1.0, workers=1, **kw)
     r2 = audit(grid_laplace, 0.0, 1.0, workers=2, **kw)
