@@ -51,6 +51,9 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     The judgement is the gate's pass rule (:func:`dpharness.pipeline.pass_rule`) with the audit alone
     deciding (policy ``audit-only``): a proof is not asked for here.
 
+    The audit is sequential, as the gate's (pass ``sequential=False`` for a single look at all samples):
+    it stops at the first look where the verdict is certain, so a clear violation fails fast.
+
     A pass is not a proof: it means no violation was certified with this budget. With a correct
     mechanism a failure happens with probability at most 1 − ``confidence``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
@@ -60,6 +63,7 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
 
     seed = _DEFAULTS["seed"] if seed is None else seed
     samples = _DEFAULTS["samples"] if samples is None else samples
+    options.setdefault("sequential", True)
     result = audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
                    confidence=confidence, **options)
     if not pass_rule(buggy=False, policy=Policy.AUDIT_ONLY, audit_passed=bool(result.passed), crashed=False).passed:
