@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from dpharness.auditors import _audit, audit
+from dpharness.auditors import _audit, audit, clopper_pearson_lower, clopper_pearson_upper
 from dpharness.errors import ParameterError
 
 
@@ -104,3 +104,69 @@ def test_a_full_audit_reports_no_looks():
 def test_sequential_must_be_a_bool():
     with pytest.raises(ParameterError, match="sequential="):
         audit(rr(1.0), 0, 1, epsilon=1.0, samples=1_000, sequential="yes")
+
+
+# ----------------------------------------------------------------- the stop rules, exactly
+# (these kill the mutants of the stop rules that survived `bash mutation/run.sh audit`)
+
+def _settings(epsilon: float, delta: float = 0.0) -> "_audit._Settings":
+    return _audit._settings(rr(1.0), epsilon=epsilon, delta=delta, samples=1_000, seed=0, confidence=0.95,
+                            vectorized=True, ideal_numerics=False, progress=False, workers=1, max_events=20,
+                            train_fraction=0.1, cluster=None, sequential=True)
+
+
+def _accepted_h1(n: int, h0: int, m: int, alpha: float, epsilon: float, delta: float) -> np.ndarray:
+    """The documented rule, for every h1 in 0..n against h0 (m events with these counts): CP_upper(h1)
+    − δ <= e^ε CP_lower(h0), each bound at α/(2m)."""
+    level = alpha / (2 * m)
+    p1_high = clopper_pearson_upper(np.arange(n + 1), n, level)
+    return np.flatnonzero(p1_high - delta <= math.exp(epsilon) * float(clopper_pearson_lower(h0, n, level)))
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 0.0), (0.5, 0.01)])
+def test_all_within_claim_switches_exactly_at_the_documented_threshold(epsilon, delta):
+    """Deterministic: for three events with these denominator counts, the largest h1 the rule accepts is
+    the one the documented rule (Clopper-Pearson at α/(2m), δ subtracted from the numerator side) accepts."""
+    n, alpha, h0 = 2_000, 0.05, 500
+    ok = _accepted_h1(n, h0, 3, alpha, epsilon, delta)
+    top = int(ok.max())
+    assert 0 < top < n and list(ok) == list(range(top + 1))
+    s = _settings(epsilon, delta)
+    within = lambda h: _audit._all_within_claim(np.array([h, 0, h]), np.array([h0, h0, h0]), n, alpha, s)  # noqa: E731
+    assert within(top) and not within(top + 1)
+
+
+def test_all_within_claim_accepts_equality():
+    """The rule is ``<=``: with no denominator hits (lower bound exactly 0) and δ equal to the numerator's
+    upper bound, the two sides are both exactly 0 and the event is within the claim."""
+    n, alpha, h1 = 1_000, 0.05, np.array([3])
+    delta = float(clopper_pearson_upper(h1, n, alpha / 2)[0])
+    assert float(clopper_pearson_lower(np.array([0]), n, alpha / 2)[0]) == 0.0
+    assert _audit._all_within_claim(h1, np.array([0]), n, alpha, _settings(1.0, delta))
+    assert not _audit._all_within_claim(h1 + 1, np.array([0]), n, alpha, _settings(1.0, delta))
+
+
+def test_an_infinite_claim_is_always_within():
+    assert _audit._all_within_claim(np.array([5]), np.array([0]), 10, 0.05, _settings(math.inf))
+
+
+@pytest.mark.statistical
+def test_a_bound_of_zero_does_not_stop_a_claim_of_zero():
+    """A coin that ignores its input, against a claim of ε = 0: nothing is certified (bound exactly 0.0),
+    which is no violation, and no event can be certified within an ε = 0 claim, so every look is taken.
+    False-failure probability: <= 1 - confidence = 0.01 (a bound > 0 certified at some look)."""
+    coin = lambda d, size, rng: rng.random(size) < 0.5  # noqa: E731
+    r = audit(coin, 0, 1, epsilon=0.0, samples=40_000, seed=2, confidence=0.99, workers=1, sequential=True)
+    seq = r.extra["sequential"]
+    assert r.events_tested >= 1
+    assert r.epsilon_lower_bound == 0.0 and r.passed, f"bound {r.epsilon_lower_bound} (false-failure prob <= 0.01)"
+    assert seq["stopped"] == "all certification samples were used" and len(seq["looks"]) == 4
+
+
+def test_a_single_look_ends_because_the_samples_ran_out():
+    """One certification sample: the plan has one chunk and one look. An infinite claim is within at every
+    look, yet the only look is the last, so the audit stops because every sample was used."""
+    r = audit(rr(1.0), 0, 1, epsilon=math.inf, samples=20, train_fraction=0.95, seed=0, workers=1, sequential=True)
+    seq = r.extra["sequential"]
+    assert r.events_tested >= 1 and r.passed and seq["planned_samples"] == 1
+    assert len(seq["looks"]) == 1 and seq["stopped"] == "all certification samples were used"
