@@ -127,8 +127,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _short(x: Any) -> str:
-    text = repr(x.tolist()) if isinstance(x, np.ndarray) else repr(x)
-    return text if len(text) <= 40 else text[:37] + "..."
+    from dpharness._run import short_repr
+
+    return short_repr(x)
 
 
 def _mechanism_name(mechanism: Any) -> str:

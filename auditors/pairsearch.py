@@ -814,5 +814,6 @@ def _safe_score(xa: np.ndarray, xb: np.ndarray, shifts: tuple) -> float:
 
 
 def _short(x: Any) -> str:
-    text = repr(x.tolist()) if isinstance(x, np.ndarray) else repr(x)
-    return text if len(text) <= 40 else text[:37] + "..."
+    from dpharness._run import short_repr
+
+    return short_repr(x)

@@ -129,6 +129,44 @@ def tool_versions() -> dict[str, str]:
     return versions
 
 
+_FLOAT_FAMILIES = ("float structure", "rounding")
+
+
+def float_hint(result: Any) -> str | None:
+    """One line on the likely cause and fix when a violation was certified by an event of a
+    floating-point family (``result.extra["family"]``); None otherwise. Worded as "may": the same
+    families also certify plain magnitude differences, e.g. noise too small."""
+    extra = getattr(result, "extra", None) or {}
+    if result is None or getattr(result, "passed", True) or extra.get("family") not in _FLOAT_FAMILIES:
+        return None
+    return ("hint: the certifying event reads the floating-point structure of the outputs (low-order bits, rounding "
+            "cells): the leak may be in the float implementation (Mironov 2012). Check with --ideal-numerics "
+            "(ideal_numerics=True): if that audit passes, release outputs on a grid from integer noise "
+            "(dpharness.parts noise does) or use an exact sampler; if it still fails, the noise itself is too small.")
+
+
+def short_repr(x: Any, limit: int = 40) -> str:
+    """``repr`` of a value (an array as its list) cut to about ``limit`` characters at an item boundary,
+    with the number of items: ``[5.0, 5.0, ... (10 items)]``."""
+    import numpy as np
+
+    value = x.tolist() if isinstance(x, np.ndarray) else x
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, (list, tuple)):
+        shown, used = [], 0
+        for item in value:
+            r = repr(item)
+            if shown and used + len(r) + 2 > limit - 16:
+                break
+            shown.append(r)
+            used += len(r) + 2
+        open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
+        return f"{open_}{', '.join(shown)}, ... ({len(value)} items){close}"
+    return text[:limit - 3] + "..."
+
+
 def fmt(x: Any, digits: int = 4) -> str:
     """A number for humans: ``inf``, ``nan``, or ``digits`` significant digits."""
     if x is None:

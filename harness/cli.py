@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -217,9 +218,14 @@ def _print_proof(proof) -> None:
 
     m = proof.mechanism
     print(m.describe())
-    bound = fmt(proof.bound)
     extra = f", δ ≤ {fmt(proof.delta_bound)}" if proof.delta_bound is not None else ""
-    print(f"verdict: {proof.verdict.value}   proven bound: ε ≤ {bound}{extra}   ({proof.bound_expr})")
+    if proof.bound is not None and math.isfinite(float(proof.bound)):
+        bound = f"proven bound: ε ≤ {fmt(proof.bound)}{extra}   ({proof.bound_expr})"
+    elif proof.verdict.value == "REFUTED":
+        bound = "no bound: the claim is refuted (witness below)"
+    else:
+        bound = "no bound proven"
+    print(f"verdict: {proof.verdict.value}   {bound}")
     if proof.assumptions:
         print("assumptions:")
         for a in proof.assumptions:
@@ -257,8 +263,10 @@ def _print_audit(mechanism, result) -> None:
 
 
 def _print_audit_result(result, name: str) -> None:
-    """The audit's verdict, witness, counts, method and how to reproduce it (``dpharness audit NAME``)."""
-    from ._run import fmt
+    """The audit's verdict, witness, the float hint, counts, method and how to reproduce it
+    (``dpharness audit NAME``, with the ``--module`` that registered it)."""
+    from ._run import float_hint, fmt
+    from .registry import rerun_flags
 
     status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
     delta = f", δ = {fmt(result.delta, 6)}" if result.delta else ""
@@ -267,12 +275,15 @@ def _print_audit_result(result, name: str) -> None:
     if result.delta_lower_bound is not None:
         print(f"certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
     print(f"witness: {result.witness_description}")
+    hint = float_hint(result)
+    if hint:
+        print(hint)
     if result.counts:
         c = result.counts
         print("counts: " + ", ".join(f"{k}={v}" for k, v in c.items()))
     print(f"method: {result.method}")
     print(f"samples={result.samples} per side, seed={result.seed} "
-          f"(reproduce: dpharness audit {name} --samples {result.samples} --seed {result.seed}"
+          f"(reproduce: dpharness audit{rerun_flags([name])} {name} --samples {result.samples} --seed {result.seed}"
           f"{' --sequential' if 'sequential' in result.extra else ''})")
 
 
@@ -334,7 +345,7 @@ def _cmd_audit(args) -> int:
     from .pipeline import run_audit
 
     if args.samples >= _ESTIMATE_ABOVE:
-        _print_estimate(mechanism, args.samples)
+        _print_estimate([mechanism], args.samples)
     result, _ = run_audit(mechanism, _proof_for_witness(mechanism), samples=args.samples, seed=args.seed,
                           ideal_numerics=args.ideal_numerics, cluster=args.scheduler, workers=args.workers,
                           sequential=args.sequential)
@@ -353,25 +364,51 @@ _ESTIMATE_ABOVE = 20_000_000  # samples a side from which `audit` first prints a
 _AUDIT_OVERHEAD = 15.0        # audit time / sampling time for a cheap vectorised sampler (measured, see below)
 
 
-def _print_estimate(mechanism, samples: int) -> None:
-    """Time a 10^5-sample pilot of the sampler on the example pair and print, on stderr, a rough estimate
-    of the whole audit: both sides' sampling times the audit's overhead for event search and counting
-    (measured: the catalog Laplace at 3·10^7 a side took 26 s against 1.7 s of sampling, on 2 cores);
-    memory is bounded by streaming in chunks."""
+def _estimate_seconds(mechanism, samples: int) -> float:
+    """Rough seconds of one audit at ``samples`` a side: a 10^5-sample pilot of the sampler on the example
+    pair, both sides, times the audit's overhead for event search and counting (measured: the catalog
+    Laplace at 3·10^7 a side took 26 s against 1.7 s of sampling, on 2 cores)."""
     import numpy as np
 
     pilot = 100_000
     data, _ = mechanism.example_pair()
     t0 = time.perf_counter()
     mechanism.sample(data, pilot, np.random.default_rng(0))
-    per_sample = (time.perf_counter() - t0) / pilot
-    seconds = per_sample * samples * 2 * _AUDIT_OVERHEAD
-    sys.stderr.write(f"dpharness: rough estimate for {samples:,} samples a side: about {seconds:,.0f} s "
-                     f"(a {pilot:,}-sample pilot of the sampler, times {_AUDIT_OVERHEAD:g} for event search and "
-                     "counting; cheap samplers are dominated by the counting); memory stays bounded "
-                     "(samples stream in chunks; about 0.7 GiB at 10^8 a side for a scalar output). "
-                     "Interrupt with Ctrl-C and lower --samples if that is too long.\n")
+    return (time.perf_counter() - t0) / pilot * samples * 2 * _AUDIT_OVERHEAD
+
+
+def _print_estimate(mechanisms: list, samples: int, *, jobs: int = 1) -> None:
+    """Print on stderr a rough estimate of auditing ``mechanisms`` at ``samples`` a side on ``jobs``
+    workers (see :func:`_estimate_seconds`; a mechanism whose pilot fails is left out); memory is
+    bounded by streaming in chunks."""
+    total, left_out = 0.0, 0
+    for m in mechanisms:
+        try:
+            total += _estimate_seconds(m, samples)
+        except Exception:  # noqa: BLE001 - the run itself reports the mechanism's error
+            left_out += 1
+    seconds = total / max(1, min(jobs, len(mechanisms)))
+    what = "" if len(mechanisms) == 1 else f" of {len(mechanisms)} mechanisms on {min(jobs, len(mechanisms))} worker(s)"
+    skipped = f"; {left_out} mechanism(s) could not be piloted and are not counted" if left_out else ""
+    sys.stderr.write(f"dpharness: rough estimate for {samples:,} samples a side{what}: about {seconds:,.0f} s "
+                     f"(a 100,000-sample pilot of each sampler, times {_AUDIT_OVERHEAD:g} for event search and "
+                     f"counting{skipped}); memory stays bounded (samples stream in chunks; about 0.7 GiB at 10^8 "
+                     "a side for a scalar output). Interrupt with Ctrl-C and lower --samples if that is too long.\n")
     sys.stderr.flush()
+
+
+def _buildable(names: list[str]) -> list:
+    """The registered mechanisms ``names`` built at their defaults (those that fail to build are left to
+    the run, which reports them)."""
+    from . import registry
+
+    out = []
+    for n in names:
+        try:
+            out.append(registry.get(n)())
+        except Exception:  # noqa: BLE001
+            continue
+    return out
 
 
 def _gate_task(name: str, *, samples: int, seed: int, modules: tuple[str, ...], timeout: float | None,
@@ -406,8 +443,9 @@ def _progress_tag(result) -> str:
 
 
 def _gate_line(c) -> str:
-    """One line per mechanism: status, proof, audit, timing (and the audit's note on a second line)."""
-    from ._run import fmt
+    """One line per mechanism: status, proof, audit, timing (and the audit's note, and the float hint of
+    a failure, on lines of their own)."""
+    from ._run import float_hint, fmt
     from .pipeline import Policy
 
     status = "PASS" if c.passed else "FAIL"
@@ -423,6 +461,9 @@ def _gate_line(c) -> str:
         audit = (f"audit ε_lb={fmt(a.epsilon_lower_bound)} vs claim {fmt(a.epsilon)} "
                  f"{'passed' if a.passed else 'VIOLATION'}")
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
+    hint = float_hint(a)
+    if hint and not c.passed:
+        note += f"\n      {hint}"
     if c.policy is Policy.AUDIT_ONLY:
         proof = "no proof: audited only (opted in with proof='audit-only')"
     elif c.policy is Policy.NO_PROOF:
@@ -459,6 +500,10 @@ def _cmd_gate(args) -> int:
 
     if args.report:
         _check_writable("--report", args.report)
+    if args.junit:
+        _check_writable("--junit", os.path.dirname(os.path.abspath(args.junit)))
+        if os.path.isdir(args.junit):
+            raise ParameterError(f"--junit {args.junit}: is a directory; pass a file path such as gate.xml.")
     own = load_modules(args.modules)
     if args.own and not args.modules:
         raise ParameterError("--own gates the mechanisms of the --module packages; pass --module PKG as well.")
@@ -493,6 +538,8 @@ def _cmd_gate(args) -> int:
                 cached[name] = hit
     todo = [n for n in names if n not in cached]
     fresh = []
+    if todo and args.samples >= _ESTIMATE_ABOVE:
+        _print_estimate(_buildable(todo), args.samples, jobs=args.jobs or os.cpu_count() or 1)
     if todo:
         from . import _cache, _pool
         from .pipeline import Check, hard_limit
@@ -591,7 +638,7 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
 
 def _failure_message(r, *, gallery: bool) -> str:
     """Why the pass rule failed ``r`` (a Check without a crash)."""
-    from ._run import fmt
+    from ._run import float_hint, fmt
     from .pipeline import Policy
 
     if gallery:
@@ -607,6 +654,9 @@ def _failure_message(r, *, gallery: bool) -> str:
         why.append(f"audit not finished: {r.audit_error}")
     elif not r.audit.passed:
         why.append(f"audit certified ε ≥ {fmt(r.audit.epsilon_lower_bound)} > {fmt(r.audit.epsilon)}")
+        hint = float_hint(r.audit)
+        if hint:
+            why.append(hint)
     return "; ".join(why)
 
 
@@ -630,6 +680,8 @@ def _cmd_report(args) -> int:
     kwargs = {"out": args.out, "seed": args.seed, "timeout": args.timeout, "modules": tuple(args.modules)}
     if args.samples is not None:
         kwargs["samples"] = args.samples
+        if args.samples >= _ESTIMATE_ABOVE:
+            _print_estimate(_buildable(names), args.samples, jobs=args.jobs or os.cpu_count() or 1)
     results = _pool.run(report.generate, names, jobs=args.jobs, limit=hard_limit(args.timeout, 3),
                         lost=lambda name, message, seconds: report.Written(name, (), message),
                         label=lambda r: "error" if r.error else "written", kwargs=kwargs, desc="reports")

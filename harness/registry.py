@@ -3,6 +3,8 @@ project's own mechanisms (entry-point group ``dpharness.mechanisms`` or an impor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import importlib
 from importlib import metadata
 from typing import Any, TypeVar
@@ -117,6 +119,26 @@ def load_module(module: str) -> list[str]:
                or isinstance(e, _Value) and _value_module(e).startswith(module)]
     _BY_MODULE[module] = got
     return list(got)
+
+
+def loaded_from(name: str) -> str | None:
+    """The ``--module`` whose import registered ``name`` (in this process), or None (a built-in, an
+    entry point, or registered by code that is not a loaded module)."""
+    for module, names in _BY_MODULE.items():
+        if name in names:
+            return module
+    return None
+
+
+def rerun_flags(names: "Iterable[str]") -> str:
+    """`` --module M`` for each module that registered one of ``names`` (to paste into a command that
+    must find them again), in first-seen order; empty for built-ins."""
+    seen: list[str] = []
+    for n in names:
+        m = loaded_from(n)
+        if m is not None and m not in seen:
+            seen.append(m)
+    return "".join(f" --module {m}" for m in seen)
 
 
 def _value_module(entry: "_Value") -> str:

@@ -35,12 +35,13 @@ from typing import Any
 import numpy as np
 
 from ._json import jsonable
-from ._run import audit_target, fmt, tool_versions
+from ._run import audit_target, float_hint, fmt, tool_versions
 from .pipeline import Check, PhaseTimeout, deadline, run_audit
 from .pipeline import check as run_check
 from .core import Mechanism
 from .derivation import TREE_CSS, derivation_tree, render_tree_html, render_tree_markdown
 from .mathml import to_mathml
+from .registry import rerun_flags
 
 __all__ = ["Report", "Written", "build", "write", "generate", "write_index", "read_metadata",
            "render_markdown", "render_html", "REPORT_SAMPLES", "CURVE_SIZES", "PLOT_SAMPLES"]
@@ -379,7 +380,7 @@ def _witness_pair_words(proof: Any, audit: Any) -> str | None:
             f"{len(keys)} audited pairs: it is not a valid neighbouring pair of the mechanism's input spec.")
 
 
-def _page(r: Report) -> _Page:
+def _page(r: Report, out_dir: str = "reports") -> _Page:
     m, c, p, a = r.mechanism, r.check, r.proof, r.audit
     verdict = "ERROR" if p is None else p.verdict.value
     audit_word = "audit errored" if a is None else ("audit passed" if a.passed else "audit certified a VIOLATION")
@@ -428,7 +429,11 @@ def _page(r: Report) -> _Page:
             items.append(f"Certified δ lower bound at ε = {fmt(a.epsilon)}: {fmt(a.delta_lower_bound)}")
         if c.audit_note:
             items.append(f"Note: {c.audit_note}")
-        items.append(f"Reproduce: `dpharness audit {m.name} --samples {a.samples} --seed {a.seed}`")
+        hint = float_hint(a)
+        if hint:
+            items.append(hint[0].upper() + hint[1:])
+        seq = " --sequential" if "sequential" in (a.extra or {}) else ""
+        items.append(f"Reproduce: `dpharness audit{rerun_flags([m.name])} {m.name} --samples {a.samples} --seed {a.seed}{seq}`")
         keys = list(a.counts or {})
         audit_page = _AuditPage(items, keys, [str(jsonable(a.counts[k])) for k in keys])
     caption = ""
@@ -455,7 +460,7 @@ def _page(r: Report) -> _Page:
         caption=caption, plot_note=r.plot_note or "No plots.",
         provenance=[f"Mechanism source SHA-256: `{r.meta['source_hash']}` ({r.meta['class']})",
                     "Tools: " + ", ".join(f"{k} {v[k]}" for k in v),
-                    f"Regenerate: `dpharness report --out reports {m.name}`"])
+                    f"Regenerate: `dpharness report{rerun_flags([m.name])} --out {out_dir} {m.name}`"])
 
 
 def _md_escape_cell(text: Any) -> str:
@@ -472,6 +477,7 @@ img{max-width:100%} td.no{color:#b00020;font-weight:600}
 """.strip()
 
 _ENVIRONMENTS: dict[str, Any] = {}
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 
 def _environment(kind: str) -> Any:
@@ -487,9 +493,15 @@ def _environment(kind: str) -> Any:
             return value if isinstance(value, Markup) else Markup(html.escape(str(value)))
 
         def inline(text: Any) -> Any:
-            parts = str(text).split("`")
-            return Markup("".join(f"<code>{html.escape(s)}</code>" if i % 2 else html.escape(s)
-                                  for i, s in enumerate(parts)))
+            # `code` or ``code`` (a run of backticks closes the same run), as in Markdown
+            out, pos = [], 0
+            text = str(text)
+            for match in _CODE_SPAN.finditer(text):
+                out.append(html.escape(text[pos:match.start()]))
+                out.append(f"<code>{html.escape(match.group(2).strip())}</code>")
+                pos = match.end()
+            out.append(html.escape(text[pos:]))
+            return Markup("".join(out))
 
         html_kind = kind == "html"
         env = jinja2.Environment(loader=jinja2.PackageLoader("dpharness", "templates"), autoescape=html_kind,
@@ -502,12 +514,14 @@ def _environment(kind: str) -> Any:
     return _ENVIRONMENTS[kind]
 
 
-def render_markdown(r: Report) -> str:
-    return _environment("md").get_template("report.md.j2").render(page=_page(r))
+def render_markdown(r: Report, out_dir: str = "reports") -> str:
+    """The Markdown page; ``out_dir`` is where it is written (its "Regenerate" command names it)."""
+    return _environment("md").get_template("report.md.j2").render(page=_page(r, out_dir))
 
 
-def render_html(r: Report) -> str:
-    return _environment("html").get_template("report.html.j2").render(page=_page(r))
+def render_html(r: Report, out_dir: str = "reports") -> str:
+    """The HTML page; ``out_dir`` as for :func:`render_markdown`."""
+    return _environment("html").get_template("report.html.j2").render(page=_page(r, out_dir))
 
 
 def write(report: Report, out_dir: str) -> list[str]:
@@ -522,7 +536,7 @@ def write(report: Report, out_dir: str) -> list[str]:
         paths.append(png_path)
     elif os.path.exists(png_path):
         os.remove(png_path)
-    for ext, text in (("md", render_markdown(report)), ("html", render_html(report))):
+    for ext, text in (("md", render_markdown(report, out_dir)), ("html", render_html(report, out_dir))):
         path = os.path.join(out_dir, f"{name}.{ext}")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -588,7 +602,8 @@ def write_index(out_dir: str) -> list[str]:
 
     groups = [("Catalog (correct mechanisms: expected PROVED and audit passed)", [m for m in metas if not m["buggy"]]),
               ("Gallery (known bugs: expected not PROVED or a VIOLATION)", [m for m in metas if m["buggy"]])]
-    context = {"where": os.path.basename(os.path.normpath(out_dir)) or out_dir, "head": head,
+    flags = rerun_flags(meta["name"] for meta in metas)
+    context = {"where": f"{flags.strip()} --out {os.path.normpath(out_dir)}".strip(), "head": head,
                "groups": [(title, [row(meta) for meta in group]) for title, group in groups if group]}
     paths = []
     for kind, fname in (("md", "README.md"), ("html", "index.html")):

@@ -58,7 +58,7 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     mechanism a failure happens with probability at most 1 − ``confidence``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
     from . import audit
-    from ._run import fmt
+    from ._run import float_hint, fmt
     from .pipeline import Policy, pass_rule
 
     seed = _DEFAULTS["seed"] if seed is None else seed
@@ -80,11 +80,9 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
             f"(pytest --dp-seed={result.seed} --dp-samples={result.samples})",
             f"  a correct mechanism fails this check with probability at most {fmt(1 - result.confidence, 3)}",
         ]
-        if "float structure" in (result.witness_description or "") + (result.method or ""):
-            lines.insert(2, "  cause: the certified event is a floating-point pattern of the outputs (their low-order "
-                            "bits depend on the data; Mironov 2012). Fix: release outputs on a grid from integer noise "
-                            "(dpharness.parts: dp.laplace(scale) snaps to a power-of-two grid with an exact sampler), "
-                            "or use an exact sampler; audit the ideal mechanism with ideal_numerics=True.")
+        hint = float_hint(result)
+        if hint:
+            lines.insert(2, f"  {hint}")
         if result.delta_lower_bound is not None:
             lines.insert(2, f"  certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
         raise PrivacyViolation("\n".join(lines), result)

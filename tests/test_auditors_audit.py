@@ -326,9 +326,28 @@ def test_float_leak_failure_says_floating_point_is_the_cause():
     def natural(data, size, rng):
         return len(data) + rng.laplace(0, 1.0, size)
 
-    with pytest.raises(PrivacyViolation, match="floating-point pattern") as info:
+    with pytest.raises(PrivacyViolation, match="floating-point structure") as info:
         assert_private(natural, [1, 2, 3], [1, 2], epsilon=1.0, seed=0, samples=200_000)
-    assert "dp.laplace" in str(info.value)
+    assert "exact sampler" in str(info.value) and "--ideal-numerics" in str(info.value)
+
+
+def test_the_float_hint_is_keyed_on_the_certifying_family_and_a_failure():
+    """The hint appears only for a violation certified by a floating-point family (not for a pass, not
+    for a threshold event), and says "may": those families also catch plain magnitude differences."""
+    from dpharness._run import float_hint
+    from dpharness.auditors import AuditResult
+
+    def result(family, passed):
+        return AuditResult(epsilon_lower_bound=2.0, passed=passed, epsilon=1.0, delta=0.0, confidence=0.95,
+                           samples=10, seed=0, method="m", witness=None, witness_description="w", counts={},
+                           delta_lower_bound=None, events_tested=1, pairs_tested=1, elapsed=0.0,
+                           extra={"family": family})
+
+    assert "may be in the float implementation" in float_hint(result("float structure", False))
+    assert float_hint(result("rounding", False)) is not None
+    assert float_hint(result("float structure", True)) is None
+    assert float_hint(result("thresholds", False)) is None
+    assert float_hint(None) is None
 
 
 def test_a_per_call_function_without_vectorized_false_is_told_the_fix():

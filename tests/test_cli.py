@@ -402,6 +402,41 @@ def test_unwritable_report_directory_fails_before_any_work(capsys):
     assert "--out /proc/dpharness-cannot-write: cannot write there" in capsys.readouterr().err
     assert main(["gate", "--report", "/proc/dpharness-cannot-write", "laplace"]) == 2
     assert "--report" in capsys.readouterr().err
+    assert main(["gate", "--junit", "/proc/dpharness-cannot-write/gate.xml", "laplace"]) == 2
+    err = capsys.readouterr().err
+    assert "--junit" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["gate", "laplace", "--no-cache"], ["report", "--out", "OUT", "laplace"]])
+def test_big_gate_and_report_print_an_estimate_first(command, monkeypatch, capsys, tmp_path):
+    """`gate`/`report --samples` above 2·10^7 print a time estimate on stderr before any check runs (the
+    runs are replaced by a stub here)."""
+    from dpharness import _pool, cli
+
+    class Stop(Exception):
+        pass
+
+    def stub(*args, **kwargs):
+        raise Stop
+
+    monkeypatch.setattr(_pool, "run", stub)
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in command]
+    with pytest.raises(Stop):
+        cli.main(argv + ["--samples", "30000000"])
+    assert "rough estimate for 30,000,000 samples a side" in capsys.readouterr().err
+
+
+def test_prove_output_never_says_a_bound_it_does_not_have(capsys):
+    code, out, _ = run(capsys, "prove", "textbook_laplace")
+    assert code == 1 and "ε ≤ ∞" not in out and "(oo)" not in out
+    assert "no bound: the claim is refuted" in out
+
+
+def test_a_float_leak_prints_the_hint_and_a_reproduce_line(capsys):
+    code, out, _ = run(capsys, "audit", "textbook_laplace", "--samples", "100000")
+    assert code == 1
+    assert "hint: the certifying event reads the floating-point structure" in out
+    assert "(reproduce: dpharness audit textbook_laplace --samples 100000 --seed 0)" in out
 
 
 def test_big_audit_prints_an_estimate_first(monkeypatch, capsys):
