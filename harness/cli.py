@@ -526,6 +526,13 @@ def _cmd_gate(args) -> int:
     if use_cache:
         from . import _cache
 
+        try:
+            _check_writable("--cache-dir", args.cache_dir)
+        except ParameterError as exc:  # a read-only checkout still gates, uncached, and says so
+            use_cache = False
+            sys.stderr.write(f"dpharness: warning: {exc} Running without the cache.\n")
+    if use_cache:
+
         env = _cache.environment_digest()
         for name in names:
             try:

@@ -426,6 +426,11 @@ def test_big_gate_and_report_print_an_estimate_first(command, monkeypatch, capsy
     assert "rough estimate for 30,000,000 samples a side" in capsys.readouterr().err
 
 
+def test_an_unwritable_cache_dir_is_said_and_the_gate_still_runs(fakes, capsys):
+    code, out, err = run(capsys, "gate", "--jobs", "1", "--samples", "1000", "--cache-dir", "/proc/dpharness-no", "fake_coin")
+    assert code == 0 and "--cache-dir /proc/dpharness-no: cannot write there" in err and "Running without the cache" in err
+
+
 def test_prove_output_never_says_a_bound_it_does_not_have(capsys):
     code, out, _ = run(capsys, "prove", "textbook_laplace")
     assert code == 1 and "ε ≤ ∞" not in out and "(oo)" not in out
