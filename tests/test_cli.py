@@ -474,6 +474,9 @@ def test_report_module_in_worker_processes(capsys, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "my_report_project", raising=False)
+    registry._load_builtins()  # the project's mechanism is registered in a copy, dropped after the test
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_BY_MODULE", dict(registry._BY_MODULE))
     out_dir = tmp_path / "out"
     code, out, err = run(capsys, "report", "--module", "my_report_project", "--jobs", "2", "--samples", "2000",
                          "--out", str(out_dir), "project_count")
