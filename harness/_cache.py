@@ -139,7 +139,7 @@ def longest_first(names: list[str], known: dict[str, float]) -> list[str]:
 def record_durations(directory: str, seconds: dict[str, float]) -> None:
     """Merge ``seconds`` (name -> seconds of a check that ran) into the hints; a read-only directory
     is skipped."""
-    merged = {**durations(directory), **{k: round(float(v), 3) for k, v in seconds.items()}}
+    merged = {**durations(directory), **{k: float(v) for k, v in seconds.items()}}
     path = _durations_path(directory)
     try:
         os.makedirs(directory, exist_ok=True)

@@ -148,7 +148,7 @@ def test_gate_records_durations_and_starts_the_longest_first(fakes, capsys, tmp_
     assert main(["gate", "--jobs", "1", "--samples", "10000", "--no-cache", "--cache-dir", cache, "fake_coin"]) == 0
     capsys.readouterr()
     known = _cache.durations(cache)
-    assert set(known) == {"fake_coin"} and known["fake_coin"] > 0  # recorded even with --no-cache (a hint)
+    assert set(known) == {"fake_coin"} and known["fake_coin"] >= 0  # recorded even with --no-cache (a hint)
     _cache.record_durations(cache, {"fake_bit": 0.5, "fake_coin": 9.0})
     seen = []
     real_run = _pool.run
