@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dpharness import _validate as _v
+from dpharness._run import short_repr
 from dpharness.core import Event, Mechanism, RenyiDP, Witness
 from dpharness.errors import ParameterError, UnsupportedError
 
@@ -124,12 +125,6 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # noqa: BLE001
         return False
-
-
-def _short(x: Any) -> str:
-    from dpharness._run import short_repr
-
-    return short_repr(x)
 
 
 def _mechanism_name(mechanism: Any) -> str:
@@ -546,7 +541,7 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         num, den = ("data", "neighbor") if c.forward else ("neighbor", "data")
         so = (f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}" if not s.delta else
               f"so at δ = {s.delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}")
-        where = "" if len(pairs) == 1 else f" on pair {p} (data={_short(a)}, neighbor={_short(b)})"
+        where = "" if len(pairs) == 1 else f" on pair {p} (data={short_repr(a)}, neighbor={short_repr(b)})"
         words = (f"S = {{{c.event.description}}}{where}: Pr[M({num}) ∈ S] >= {eb.p1_low[best]:.4g} and "
                  f"Pr[M({den}) ∈ S] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), {so} (event from {c.source})")
         witness = Witness(data=a, neighbor=b, event=c.event, loss=eps_lb, description=words)
@@ -556,7 +551,7 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
     method = (f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
               f"certified on {cert.n} fresh samples a side: {stat_method}")
     if cert.looks:
-        method += (f"; sequential: {len(cert.looks)} look(s) of up to {len(_look_plan(8, 1.0))} at "
+        method += (f"; sequential: {len(cert.looks)} look(s) of up to {len(_LOOK_FRACTIONS)} at "
                    f"{', '.join(f'{n} a side (confidence {c:.4g})' for n, c in cert.looks)}, stopped because {cert.stop} "
                    f"(union bound over the looks: confidence {s.confidence:g} in all)")
     extra = {

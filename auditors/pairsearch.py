@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from dpharness import _validate as _v
+from dpharness._run import short_repr
 from dpharness.core import (
     AddRemove, BoundedChange, Domain, Finite, InputSpec, IntegerRange, RealInterval, Substitute,
 )
@@ -746,12 +747,12 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
             xb = sampler(b, n, _rng(seed, stage, i, 1), where=f"pair search (stage {stage}, candidate {i}, neighbor side)")
         except MechanismError as exc:
             first_error = first_error or exc
-            failures.append(f"data={_short(a)}, neighbor={_short(b)}: {str(exc)[:100]}")
+            failures.append(f"data={short_repr(a)}, neighbor={short_repr(b)}: {str(exc)[:100]}")
             return None
         finally:
             used += 2 * n
         if signature(xa) != signature(xb):
-            failures.append(f"data={_short(a)}, neighbor={_short(b)}: outputs of different shapes or types "
+            failures.append(f"data={short_repr(a)}, neighbor={short_repr(b)}: outputs of different shapes or types "
                             f"({signature(xa)} vs {signature(xb)})")
             return None
         return xa, xb
@@ -813,7 +814,3 @@ def _safe_score(xa: np.ndarray, xb: np.ndarray, shifts: tuple) -> float:
     return s if math.isfinite(s) else (1e6 if s > 0 else 0.0)
 
 
-def _short(x: Any) -> str:
-    from dpharness._run import short_repr
-
-    return short_repr(x)

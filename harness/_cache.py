@@ -101,14 +101,19 @@ def store(directory: str, k: str, result: Any) -> None:
     """Store the Check ``result`` under ``k`` (not when it has an error: a crash is re-run)."""
     if result.error is not None:
         return
-    path = _path(directory, k)
+    _write_json(_path(directory, k), {"format": _FORMAT, "check": result.to_json()})
+
+
+def _write_json(path: str, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (a temporary file, then a rename); a directory that
+    cannot be written (a read-only checkout) is skipped: the gate runs without the cache."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + f".{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"format": _FORMAT, "check": result.to_json()}, fh, sort_keys=True)
+            json.dump(obj, fh, sort_keys=True)
         os.replace(tmp, path)
-    except OSError:  # a read-only checkout: run without the cache
+    except OSError:
         pass
 
 
@@ -139,13 +144,4 @@ def longest_first(names: list[str], known: dict[str, float]) -> list[str]:
 def record_durations(directory: str, seconds: dict[str, float]) -> None:
     """Merge ``seconds`` (name -> seconds of a check that ran) into the hints; a read-only directory
     is skipped."""
-    merged = {**durations(directory), **{k: float(v) for k, v in seconds.items()}}
-    path = _durations_path(directory)
-    try:
-        os.makedirs(directory, exist_ok=True)
-        tmp = path + f".{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(merged, fh, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    _write_json(_durations_path(directory), {**durations(directory), **{k: float(v) for k, v in seconds.items()}})

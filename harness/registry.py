@@ -3,9 +3,8 @@ project's own mechanisms (entry-point group ``dpharness.mechanisms`` or an impor
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import importlib
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Any, TypeVar
 
@@ -130,7 +129,7 @@ def loaded_from(name: str) -> str | None:
     return None
 
 
-def rerun_flags(names: "Iterable[str]") -> str:
+def rerun_flags(names: Iterable[str]) -> str:
     """`` --module M`` for each module that registered one of ``names`` (to paste into a command that
     must find them again), in first-seen order; empty for built-ins."""
     seen: list[str] = []
