@@ -63,7 +63,7 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
     """A Python or numpy integer within optional bounds (floats such as 2.0 are refused)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         raise ParameterError(f"{name}={_show(value)} is not an integer; pass an int.")
-    value = int(value)
+    value = int.__int__(value) if isinstance(value, int) else int(value)  # a plain int: one value for every reader
     if minimum is not None and value < minimum:
         raise ParameterError(f"{name}={value} must be >= {minimum}; pass a larger integer.")
     if maximum is not None and value > maximum:

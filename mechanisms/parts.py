@@ -79,13 +79,44 @@ __all__ = [
 _INF = math.inf
 
 
+def _plain(name: str, value: Any) -> int | float | Fraction:
+    """The one value of a parameter, as a plain ``int``, ``float`` or ``Fraction`` (numpy scalars
+    unwrapped). Every reader (the prover's ``Fraction(x)``, the sampler's ``float(x)``, the report's
+    ``str(x)``) then reads the same number. A subclass of a number type is refused: it may answer
+    ``float()``, ``Fraction()`` and comparisons differently (a parameter read two ways)."""
+    if isinstance(value, (np.integer, np.floating)) and type(value).__module__ == "numpy":
+        value = value.item()
+    if type(value) not in (int, float, Fraction):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+            raise ParameterError(f"{name}={value!r} is not a number; pass an int, float or Fraction.")
+        raise ParameterError(f"{name}={value!r} is a {type(value).__qualname__}, a subclass of "
+                             f"{type(value).__mro__[1].__qualname__}; pass a plain int, float or Fraction (a subclass "
+                             "may read as different numbers to the sampler and the prover).")
+    if type(value) is float and not math.isfinite(value):
+        raise ParameterError(f"{name}={value!r} is not finite; pass a finite number.")
+    if type(value) is Fraction and (type(value.numerator) is not int or type(value.denominator) is not int):
+        value = Fraction(int.__int__(value.numerator), int.__int__(value.denominator))
+    return value
+
+
 def _frac(name: str, value: Any) -> Fraction:
     """The exact value of a parameter: ints and Fractions as they are, a float as its binary value."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.integer, np.floating)):
-        raise ParameterError(f"{name}={value!r} is not a number; pass an int, float or Fraction.")
-    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
-        raise ParameterError(f"{name}={value!r} is not finite; pass a finite number.")
-    return Fraction(value) if not isinstance(value, (np.integer, np.floating)) else Fraction(value.item())
+    return Fraction(_plain(name, value))
+
+
+def _float_exact(name: str, value: Any, what: str) -> int | float | Fraction:
+    """A plain parameter that a float represents exactly (the sampler compares records with it as a
+    float); refused otherwise, naming the nearest float."""
+    value = _plain(name, value)
+    exact_value = Fraction(value)
+    try:
+        as_float = float(exact_value)
+    except OverflowError:
+        raise ParameterError(f"{name}={value!r} is beyond the float range; pass a smaller {what}.") from None
+    if Fraction(as_float) != exact_value:
+        raise ParameterError(f"{name}={value!r} is not a float: {what} is compared with records as a float, so pass a "
+                             f"value a float represents exactly (e.g. {as_float!r}).")
+    return value
 
 
 def _rhu(v: Fraction) -> int:
@@ -209,13 +240,10 @@ class Clamp(Transformation):
     hi: Any
 
     def __post_init__(self) -> None:
-        lo, hi = _frac("lo", self.lo), _frac("hi", self.hi)
-        if not lo < hi:
+        object.__setattr__(self, "lo", _float_exact("lo", self.lo, "a clamp bound"))
+        object.__setattr__(self, "hi", _float_exact("hi", self.hi, "a clamp bound"))
+        if not Fraction(self.lo) < Fraction(self.hi):
             raise ParameterError(f"lo={self.lo!r} must be below hi={self.hi!r}; pass clamp(lo, hi) with lo < hi.")
-        for name, exact_value in (("lo", lo), ("hi", hi)):
-            if Fraction(float(exact_value)) != exact_value:
-                raise ParameterError(f"{name}={getattr(self, name)!r} is not a float: records are clamped with float "
-                                     f"bounds, so pass a bound a float represents exactly (e.g. {float(exact_value)!r}).")
 
     def describe(self) -> str:
         return f"clamp({self.lo}, {self.hi})"
@@ -244,7 +272,7 @@ class Column(Transformation):
     j: int
 
     def __post_init__(self) -> None:
-        _v.integer("j", self.j, minimum=0)
+        object.__setattr__(self, "j", _v.integer("j", self.j, minimum=0))
 
     def describe(self) -> str:
         return f"column({self.j})"
@@ -364,8 +392,8 @@ class SumProducts(Transformation):
     j: int = 1
 
     def __post_init__(self) -> None:
-        _v.integer("i", self.i, minimum=0)
-        _v.integer("j", self.j, minimum=0)
+        object.__setattr__(self, "i", _v.integer("i", self.i, minimum=0))
+        object.__setattr__(self, "j", _v.integer("j", self.j, minimum=0))
 
     def describe(self) -> str:
         return f"sum_products({self.i}, {self.j})"
@@ -414,17 +442,17 @@ class Histogram(Transformation):
         if (self.edges is None) == (self.categories is None):
             raise ParameterError("histogram needs exactly one of edges=... or categories=...; pass e.g. "
                                  "dp.histogram(edges=[0, 10, 20]) or dp.histogram(categories=[0, 1, 2]).")
+        # every edge and category is a value a float represents exactly, since records are compared with it as
+        # floats: distinct (increasing) as numbers is then distinct (increasing) as the floats the sampler compares
         if self.edges is not None:
-            e = tuple(_frac("edges", x) for x in self.edges)
-            if len(e) < 2 or any(a >= b for a, b in zip(e, e[1:])):
+            e = tuple(_float_exact("edges", x, "a bin edge") for x in self.edges)
+            if len(e) < 2 or any(Fraction(a) >= Fraction(b) for a, b in zip(e, e[1:])):
                 raise ParameterError(f"edges={self.edges!r} must be at least 2 increasing numbers; pass sorted bin edges.")
-            object.__setattr__(self, "edges", tuple(self.edges))
+            object.__setattr__(self, "edges", e)
         else:
-            cats = tuple(self.categories)
-            if len(cats) < 1 or len(set(cats)) != len(cats):
+            cats = tuple(_float_exact("categories", c, "a category") for c in self.categories)
+            if len(cats) < 1 or len({Fraction(c) for c in cats}) != len(cats):
                 raise ParameterError(f"categories={self.categories!r} must be distinct values; pass a list of categories.")
-            for c in cats:
-                _frac("categories", c)
             object.__setattr__(self, "categories", cats)
 
     @property
@@ -462,15 +490,15 @@ class Histogram(Transformation):
 # --- noise measurements ----------------------------------------------------------------
 
 def _centres(value: Any, g: Fraction) -> list[int]:
+    """The rounded centres ``floor(v/g + 1/2)`` of every coordinate, saturated to ``[−2**52, 2**52]``."""
     if isinstance(value, np.ndarray):
         vals = [Fraction(float(x)) for x in value.ravel().tolist()]
     else:
         vals = list(value) if isinstance(value, tuple) else [value]
-    out = [_rhu(Fraction(v) / g) for v in vals]
-    if any(abs(c) >= _MAX_UNITS for c in out):
-        raise ParameterError(f"data give a statistic of {max(abs(c) for c in out)} grid steps (granularity {g}), beyond "
-                             "2**52 where grid values stop being exact floats; pass smaller data or a coarser granularity.")
-    return out
+    # saturate at ±2**52 grid steps (as OpenDP's saturating sums do): a statistic beyond it is released
+    # as if at the bound, never as an error (whether a mechanism raises is itself an output). Saturation
+    # is 1-Lipschitz in each coordinate, so the centres' distances, and the proof, are unchanged.
+    return [max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(Fraction(v) / g))) for v in vals]
 
 
 # Noise scales (in grid steps) above this would put typical outputs beyond 2**52 grid steps, where floats
@@ -512,6 +540,8 @@ class _GridNoise(Measurement):
 
     def __post_init__(self) -> None:
         name = self._amount
+        object.__setattr__(self, name, _plain(name, getattr(self, name)))
+        object.__setattr__(self, "granularity", _plain("granularity", self.granularity))
         if _frac(name, getattr(self, name)) <= 0:
             raise ParameterError(f"{name}={getattr(self, name)!r} must be > 0; pass a positive noise {self._meaning}.")
         check_granularity("granularity", self.granularity)
@@ -531,8 +561,13 @@ class _GridNoise(Measurement):
     def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
 
+    @property
+    def g(self) -> Fraction:
+        """The grid spacing, exact."""
+        return Fraction(self.granularity)
+
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
-        g = Fraction(self.granularity)
+        g = self.g
         c = _centres(value, g)
         return _release(c, self._noise((size, len(c)), rng), g)
 
@@ -552,8 +587,12 @@ class GridLaplace(_GridNoise):
     _word: ClassVar[str] = "laplace"
 
     @property
+    def scale_exact(self) -> Fraction:
+        return Fraction(self.scale)
+
+    @property
     def t(self) -> Fraction:
-        return _frac("scale", self.scale) / Fraction(self.granularity)
+        return self.scale_exact / self.g
 
     def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         from ._exact import discrete_laplace
@@ -577,7 +616,7 @@ class GridGaussian(_GridNoise):
 
     @property
     def tau2(self) -> Fraction:
-        return (_frac("sigma", self.sigma) / Fraction(self.granularity)) ** 2
+        return (Fraction(self.sigma) / self.g) ** 2
 
     def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         from ._exact import discrete_gaussian
@@ -640,6 +679,7 @@ class LocalRandomizedResponse(LocalRandomizer):
     log_odds: Any
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "log_odds", _plain("log_odds", self.log_odds))
         if _frac("log_odds", self.log_odds) < 0:
             raise ParameterError(f"log_odds={self.log_odds!r} must be >= 0; pass the log-odds of a truthful report (ε).")
 
@@ -675,6 +715,7 @@ class LocalWarner(LocalRandomizer):
     p: Any
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "p", _plain("p", self.p))
         q = _frac("p", self.p)
         if not Fraction(1, 2) <= q < 1:
             raise ParameterError(f"p={self.p!r} must be in [1/2, 1) (the probability of a truthful report: p = 1 is not "
@@ -719,6 +760,7 @@ class LocalRappor(LocalRandomizer):
     f: Any
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "f", _plain("f", self.f))
         q = _frac("f", self.f)
         if not 0 < q <= 1:
             raise ParameterError(f"f={self.f!r} must be in (0, 1] (the probability that a bit is replaced by a fair "
@@ -763,6 +805,14 @@ class Compose(Step):
 
     parts: tuple
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if len(self.parts) < 1:
+            raise ParameterError("compose() needs at least one part; pass e.g. dp.compose(dp.sum() >> dp.laplace(2), ...).")
+        for p in self.parts:
+            if not isinstance(p, Step):
+                raise ParameterError(f"part={p!r} is not a dpharness.parts step; build parts with dp.sum() >> dp.laplace(...).")
+
     def describe(self) -> str:
         return "compose(" + ", ".join(p.describe() for p in self.parts) + ")"
 
@@ -802,6 +852,16 @@ class Parallel(Step):
     part: Step
     by: int
     keys: tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
+        # records are matched to keys as floats: each key is exactly a float, and distinct
+        keys = tuple(_float_exact("keys", k, "a partition key") for k in self.keys)
+        if not keys or len({Fraction(k) for k in keys}) != len(keys):
+            raise ParameterError(f"keys={self.keys!r} must be distinct numbers; pass the partition keys.")
+        object.__setattr__(self, "keys", keys)
+        if not isinstance(self.part, Step):
+            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step.")
 
     def describe(self) -> str:
         return f"parallel({self.part.describe()}, by=column {self.by}, keys={list(self.keys)})"
@@ -875,7 +935,7 @@ def discrete_gaussian(sigma: Any) -> GridGaussian:
 
 def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
     """Two-sided geometric noise on the integers, the result clamped to ``[lo, hi]`` (post-processing)."""
-    lo_f, hi_f = float(_frac("lo", lo)), float(_frac("hi", hi))
+    lo_f, hi_f = float(_float_exact("lo", lo, "a truncation bound")), float(_float_exact("hi", hi, "a truncation bound"))
     if not lo_f < hi_f:
         raise ParameterError(f"lo={lo!r} must be below hi={hi!r}; pass lo < hi.")
     def clip(y: np.ndarray) -> np.ndarray:
@@ -905,11 +965,6 @@ def rappor(f: Any) -> LocalRappor:
 
 def compose(*parts: Step) -> Compose:
     """Run every part on the same input (independent randomness); the output is their tuple."""
-    if len(parts) < 1:
-        raise ParameterError("compose() needs at least one part; pass e.g. dp.compose(dp.sum() >> dp.laplace(2), ...).")
-    for p in parts:
-        if not isinstance(p, Step):
-            raise ParameterError(f"part={p!r} is not a dpharness.parts step; build parts with dp.sum() >> dp.laplace(...).")
     return Compose(tuple(parts))
 
 
@@ -922,15 +977,7 @@ def post(fn: Callable) -> Post:
 
 def parallel(part: Step, *, by: int, keys: Sequence) -> Parallel:
     """Run ``part`` on each partition of the records by column ``by``'s value in ``keys``."""
-    _v.integer("by", by, minimum=0)
-    keys = tuple(keys)
-    as_floats = [float(_frac("keys", k)) for k in keys]  # records are matched to keys as floats
-    if not keys or len(set(as_floats)) != len(keys):
-        raise ParameterError(f"keys={keys!r} must be distinct numbers (distinct as floats: records are matched to "
-                             "them as floats); pass the partition keys.")
-    if not isinstance(part, Step):
-        raise ParameterError(f"part={part!r} is not a dpharness.parts step.")
-    return Parallel(part, by, keys)
+    return Parallel(part, by, tuple(keys))
 
 
 def grid_steps(space: Space, d: Distance, granularity: Any) -> tuple[Fraction, Fraction, str]:
@@ -964,7 +1011,8 @@ def input_space(records: Domain, shape: str, dim: int | None) -> Space:
         return Space("vector", int(dim), (lo,) * int(dim), (hi,) * int(dim),
                      Fraction(1) if isinstance(records, IntegerRange) else None)
     if isinstance(records, RealBox):
-        lo, hi = _frac("lo", records.lo), _frac("hi", records.hi)
+        lo = Fraction(_float_exact("lo", records.lo, "a record bound"))
+        hi = Fraction(_float_exact("hi", records.hi, "a record bound"))
         return Space("records", records.dim, (lo,) * records.dim, (hi,) * records.dim, None)
     lo, hi = _domain_bounds(records)
     quantum = Fraction(1) if isinstance(records, IntegerRange) else None
@@ -972,14 +1020,24 @@ def input_space(records: Domain, shape: str, dim: int | None) -> Space:
 
 
 def _domain_bounds(records: Domain) -> tuple:
+    """The exact bounds of the records as the sampler reads them (floats). Every bound and value must
+    be exactly a float: records are read as floats, and rounding could carry a record past a bound
+    that is not one (e.g. ``IntegerRange(0, 2**53 + 3)``: the record 2**53 + 3 is read as 2**53 + 4)."""
     if isinstance(records, (RealInterval, IntegerRange)):
-        lo = -_INF if math.isinf(float(records.lo)) else _frac("lo", records.lo)
-        hi = _INF if math.isinf(float(records.hi)) else _frac("hi", records.hi)
+        if isinstance(records, IntegerRange) and max(abs(int(records.lo)), abs(int(records.hi))) > 2 ** 53:
+            raise ParameterError(f"records={records!r}: integer records are read as floats, exact only up to 2**53 in "
+                                 "magnitude; pass an IntegerRange within ±2**53 (or scale the data down).")
+        lo = -_INF if _is_inf(records.lo) else Fraction(_float_exact("lo", records.lo, "a record bound"))
+        hi = _INF if _is_inf(records.hi) else Fraction(_float_exact("hi", records.hi, "a record bound"))
         return lo, hi
     if isinstance(records, Finite):
-        vals = [_frac("values", v) for v in records.values]
+        vals = [Fraction(_float_exact("values", v, "a record value")) for v in records.values]
         return min(vals), max(vals)
     raise ParameterError(f"records={records!r} is not supported; pass RealInterval, IntegerRange, Finite or RealBox.")
+
+
+def _is_inf(value: Any) -> bool:
+    return isinstance(value, (float, np.floating)) and math.isinf(float(value))
 
 
 def _categories(records: Domain) -> tuple:
@@ -1264,9 +1322,10 @@ class PartsMechanism(Mechanism):
 
 
 def _check_types(step: Any) -> None:
-    """Every node must be a step of this module itself (not a subclass defined elsewhere): the prover's
-    lemmas are about these classes' code."""
-    if type(step).__module__ != __name__ or not isinstance(step, Step):
+    """Every node must be exactly one of this module's step classes (not a subclass, wherever it is
+    defined): the prover's lemmas are about these classes' code. Checked at construction and again by
+    the prover (a structure swapped in after construction is caught there)."""
+    if type(step) not in _STEP_TYPES:
         raise ParameterError(f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
                              "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "
                              "change code its lemma is about).")
@@ -1274,6 +1333,10 @@ def _check_types(step: Any) -> None:
                   *getattr(step, "parts", ())):
         if child is not None:
             _check_types(child)
+
+
+_STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, Histogram, GridLaplace, GridGaussian,
+                         LocalRandomizedResponse, LocalWarner, LocalRappor, Chain, Compose, Post, Parallel})
 
 
 def _post_functions(step: Step) -> list:

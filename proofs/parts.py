@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from dpharness.errors import ParameterError
 from dpharness.core import AddRemove, ApproxDP, BoundedChange, Event, PureDP, RenyiDP, Substitute, Witness, exact
 from dpharness.mechanisms import parts as P
 from dpharness.mechanisms._parts_law import LocalLeaf, extreme_pairs, leaves
@@ -48,16 +49,43 @@ __all__ = ["prove", "Profile"]
 
 @dataclass(frozen=True)
 class Profile:
-    """A node's privacy: ``eps`` (pure ε, exact; None if the node is not pure DP) and ``rho`` (zCDP ρ,
-    exact: every node here is ρ-zCDP), plus ``gaussian_1d``: the (τ², D) of a single scalar discrete
-    Gaussian when the node is exactly that (its exact (ε, δ) profile is then available)."""
+    """A node's complete privacy account; every node of the walk returns one, and every combinator
+    reads every field of every child (none is skipped):
+
+    * ``eps``: pure ε (exact), or None when the node is not pure DP;
+    * ``rho``: zCDP ρ (exact; every node here is ρ-zCDP);
+    * ``units``: the node as a sequential composition of independent units, each pure ``units[i]``
+      (None: a unit that is not pure DP). Complete by construction: a leaf is one unit, a composition
+      concatenates its parts' units, and a combinator whose loss is not such a concatenation (parallel
+      under substitution: one of two scenarios) reports units that dominate every scenario. Advanced
+      composition reads only this field, so no child can drop out of it;
+    * ``single``: the exact profile of a node that is exactly one noise leaf (``("laplace", K, scale, g)``,
+      ``("gaussian", τ², D)``, ``("rr", k, L)``), else None: combinators of two or more leaves drop it."""
 
     eps: sp.Expr | None
     rho: sp.Expr
-    gaussian_1d: tuple | None = None
-    pure_leaf_eps: tuple = ()
-    laplace_1d: tuple | None = None  # (K grid steps, scale, g) of a single scalar grid Laplace: its exact profile
-    rr_1d: tuple | None = None  # (k, L) of a single k-ary randomized response (Warner: k = 2): its exact profile
+    units: tuple
+    single: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if not self.units:
+            raise AssertionError("a privacy account has at least one unit")  # pragma: no cover - walk invariant
+
+    @property
+    def gaussian_1d(self) -> tuple | None:
+        return self.single[1:] if self.single is not None and self.single[0] == "gaussian" else None
+
+    @property
+    def laplace_1d(self) -> tuple | None:
+        return self.single[1:] if self.single is not None and self.single[0] == "laplace" else None
+
+    @property
+    def rr_1d(self) -> tuple | None:
+        return self.single[1:] if self.single is not None and self.single[0] == "rr" else None
+
+    @property
+    def pure_units(self) -> bool:
+        return all(u is not None for u in self.units)
 
 
 def _F(x: Fraction) -> sp.Rational:
@@ -148,8 +176,12 @@ class _Walk:
     # --- noise --------------------------------------------------------------------------
     def grid_units(self, path: str, m: Any, space: P.Space, d: P.Distance) -> tuple[sp.Expr, sp.Expr]:
         """(D₁, D₂²): bounds on the L1 and squared-L2 distance of the rounded centres, in grid steps."""
-        g = Fraction(m.granularity)
+        g = m.g
         d1, d2, how = P.grid_steps(space, d, g)
+        if d.l1 != 0:
+            self.fact(path, f"the sampler saturates each rounded centre to [−2**52, 2**52] grid steps: "
+                            "|sat(c) − sat(c')| <= |c − c'| per coordinate, so the bounds below hold for the saturated centres",
+                      "saturation (clamping to an interval) is 1-Lipschitz")
         if how == "zero":
             self.fact(path, "the value is the same on neighbouring inputs (distance 0), so the rounded centres agree",
                       "stability 0")
@@ -254,7 +286,7 @@ class _Walk:
         self.evaluate(path, f"the node's law (as dpharness.mechanisms._parts_law reads it) is the lemma's pmf: "
                             f"({truth}, {other}) per {'bit (kept, flipped)' if isinstance(m, P.LocalRappor) else 'report (truth, each other category)'}",
                       sp.And(sp.Eq(truth, model[0]), sp.Eq(other, model[1])), "exact comparison")
-        return Profile(eps, eps ** 2 / 2, pure_leaf_eps=(eps,), rr_1d=rr)
+        return Profile(eps, eps ** 2 / 2, (eps,), None if rr is None else ("rr", *rr))
 
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
         if isinstance(m, P.LocalRandomizer):
@@ -266,15 +298,16 @@ class _Walk:
             eps = d1 / t
             self.evaluate(path, f"{m.describe()}: t = scale/g = {t}; ε = D/t = {d1}/{t} = {eps}",
                           sp.Eq(eps, d1 / t), "the family's privacy map at distance D (triangle inequality)")
-            one_d = (int(d1), _F(P._frac("scale", m.scale)), _F(Fraction(m.granularity))) if space.dim == 1 else None
-            return Profile(eps, eps ** 2 / 2, pure_leaf_eps=(eps,), laplace_1d=one_d)
+            one_d = ("laplace", int(d1), _F(m.scale_exact), _F(m.g)) if space.dim == 1 else None
+            return Profile(eps, eps ** 2 / 2, (eps,), one_d)
         self.gaussian_family()
         tau2 = _F(m.tau2)
         rho = d2 / (2 * tau2)
         self.evaluate(path, f"{m.describe()}: τ² = (σ/g)² = {tau2}; ρ = D₂²/(2τ²) = {rho}",
                       sp.Eq(rho, d2 / (2 * tau2)), "the family's privacy map at distance D₂")
-        one_d = (tau2, int(d1)) if space.dim == 1 and d1 != 0 else None
-        return Profile(None if rho != 0 else sp.Integer(0), rho, gaussian_1d=one_d)
+        one_d = ("gaussian", tau2, int(d1)) if space.dim == 1 and d1 != 0 else None
+        eps = None if rho != 0 else sp.Integer(0)
+        return Profile(eps, rho, (eps,), one_d)
 
     # --- structure ------------------------------------------------------------------------
     def walk(self, path: str, step: P.Step, space: P.Space, d: P.Distance) -> Profile | tuple:
@@ -314,10 +347,10 @@ class _Walk:
                          for o in obs])
         self.fact(path, f"zCDP composition: ρ = Σ ρ_i = {rho}" + (" (each pure ε_i gives ρ_i = ε_i²/2)" if eps is not None else ""),
                   "Bun & Steinke 2016, Lemma 2.3 (composition) and Prop. 1.4 (ε-DP implies ε²/2-zCDP)")
-        if len(profiles) == 1:  # one part: its own profile, including any exact single-leaf profile
+        if len(profiles) == 1:  # one part: its own account, including any exact single-leaf profile
             return profiles[0]
-        pure_leaves = tuple(e for p in profiles for e in p.pure_leaf_eps) if eps is not None else ()
-        return Profile(eps, rho, pure_leaf_eps=pure_leaves)
+        units = tuple(u for p in profiles for u in p.units)
+        return Profile(eps, rho, units)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
         ar = self.walk(_join(path, "part (add/remove)"), step.part, space, P.Distance(AddRemove()))
@@ -325,14 +358,24 @@ class _Walk:
             self.fact(path, f"parallel over {len(step.keys)} disjoint partitions: an added/removed record lands in one "
                             "partition, whose part sees add/remove; the others see the same data",
                       "McSherry 2009 (parallel composition); independent randomness per partition")
-            return Profile(ar.eps, ar.rho, pure_leaf_eps=ar.pure_leaf_eps)
+            # the loss is the one touched partition's part: its account, its units
+            return Profile(ar.eps, ar.rho, ar.units)
         sub = self.walk(_join(path, "part (substitute)"), step.part, space, P.Distance(Substitute()))
         self.fact(path, "parallel under substitution: the record either changes inside one partition (the part's "
                         "substitution loss) or moves between two (two parts each see add/remove: twice that loss)",
                   "McSherry 2009; composition over the two partitions touched")
         two_eps = None if ar.eps is None else 2 * ar.eps
         eps = None if (sub.eps is None or two_eps is None) else sp.Max(sub.eps, two_eps)
-        return Profile(eps, sp.Max(sub.rho, 2 * ar.rho))
+        # units dominating both scenarios: as many as the larger scenario has, each the largest unit of either
+        # (a composition of fewer or smaller units is padded with 0-DP units)
+        k = max(len(sub.units), 2 * len(ar.units))
+        every = sub.units + ar.units
+        top = None if any(u is None for u in every) else sp.Max(*every)
+        if top is not None:
+            self.fact(path, f"for advanced composition the parallel step counts as {k} units of at most ε₀ = {top} each "
+                            f"(the larger of the two scenarios: {len(sub.units)} units inside one partition, "
+                            f"2 × {len(ar.units)} across two)", "padding a composition with 0-DP units changes nothing")
+        return Profile(eps, sp.Max(sub.rho, 2 * ar.rho), (top,) * k)
 
 
 # --------------------------------------------------------------------------- local randomizers: one lemma per family
@@ -555,11 +598,13 @@ def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -
     if zc.discharged:
         pb.add([zc])
         return eps_c, delta_value
-    # (d) advanced composition of equal pure parts
-    if prof.pure_leaf_eps and len(set(prof.pure_leaf_eps)) == 1 and len(prof.pure_leaf_eps) > 1:
-        k, e0 = len(prof.pure_leaf_eps), prof.pure_leaf_eps[0]
+    # (d) advanced composition over the account's units (every unit counted; ε₀ the largest)
+    if prof.pure_units and len(prof.units) > 1:
+        k, e0 = len(prof.units), sp.Max(*prof.units)
         adv, e_tot, d_tot = lemmas.advanced_composition(k, e0, 0, delta_c)
         if not exceeds(e_tot, eps_c):
+            pb.check(f"the structure is a composition of k = {k} units, each ε_i-DP with ε_i <= ε₀ = {e0}",
+                     sp.And(*[sp.Le(u, e0) for u in prof.units]), "the walk's account: every unit of every node")
             pb.add(adv)
             pb.claim_bound(e_tot)
             return e_tot, float(delta_c)
@@ -614,6 +659,14 @@ def prove(m: P.PartsMechanism) -> Proof:
 
 
 def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
+    # the structure the sampler will execute, re-validated now (it may have been swapped in after construction)
+    if type(m) is not P.PartsMechanism:
+        raise ParameterError(f"the declaration is a {type(m).__qualname__}, not a dpharness.parts mechanism; the walk "
+                             "proves only structures dp.mechanism(...) builds")
+    if m.claim != subject.claim:
+        raise ParameterError(f"the declaration claims {m.claim.describe()}, the mechanism {subject.claim.describe()}; "
+                             "they must be one claim")
+    m._check()
     pb = ProofBuilder(subject)
     space = m.space
     d0 = P.input_distance(m.relation, space)
