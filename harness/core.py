@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import inspect
 import math
+import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
@@ -610,6 +611,48 @@ class Witness:
     description: str = ""
 
 
+# --------------------------------------------------------------------------- class definitions, as written
+
+# Each Mechanism and parts Step class's own namespace as its class statement left it (name -> object),
+# taken when the class is created; dpharness.proof_registry compares it with the class now, so a
+# method replaced later (a class-level monkeypatch) is noticed however the proofs were imported.
+_DEFINITIONS: "weakref.WeakKeyDictionary[type, dict]" = weakref.WeakKeyDictionary()
+
+
+def record_definition(cls: type) -> None:
+    """Remember ``cls``'s own namespace as defined (called from ``__init_subclass__``)."""
+    _DEFINITIONS[cls] = dict(vars(cls))
+
+
+_MODULES: dict[str, dict] = {}
+
+
+def record_module(name: str) -> None:
+    """Remember the functions and classes of module ``name`` as its import left them (called at the end
+    of every module whose code a proof is about: the samplers and laws)."""
+    import sys
+
+    _MODULES[name] = {k: v for k, v in vars(sys.modules[name]).items() if inspect.isfunction(v) or isinstance(v, type)}
+
+
+def patched_module() -> str | None:
+    """The first ``module.name`` of a recorded module whose function or class was replaced or deleted
+    after the module was imported (a monkeypatch), or None."""
+    import sys
+
+    for name, defined in _MODULES.items():
+        now = vars(sys.modules[name])
+        for key, value in defined.items():
+            if now.get(key) is not value:
+                return f"{name}.{key}"
+    return None
+
+
+def definition(cls: type) -> dict | None:
+    """The namespace ``cls`` had when it was created, or None if it was not recorded."""
+    return _DEFINITIONS.get(cls)
+
+
 # --------------------------------------------------------------------------- mechanisms
 
 @dataclass(frozen=True, kw_only=True)
@@ -635,6 +678,10 @@ class Mechanism(abc.ABC):
     true_epsilon: ClassVar[float | None] = None  # gallery: the true ε of the implementation as written
 
     claim: Claim = PureDP(1)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        record_definition(cls)
 
     def __post_init__(self) -> None:
         if not isinstance(self.claim, Claim):
@@ -699,3 +746,7 @@ class Mechanism(abc.ABC):
     def describe(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.noise_parameters().items())
         return f"{self.name}({params}) claiming {self.claim.describe()}"
+
+
+record_definition(Mechanism)
+record_module(__name__)

@@ -5,10 +5,13 @@ A proof is a function ``mechanism -> Proof`` registered for one or more ``Mechan
 mechanism value, which registered proof covers it, or why none does:
 
 * The mechanism's class, or the nearest ancestor in its MRO, must have a registered proof.
-* A proof written for class ``C`` covers an instance of a subclass ``S`` only when nothing between
-  ``S`` and ``C`` changes the code the proof is about: a subclass that defines or overrides any
-  method or property (``_sample``, ``_law``, ``_check``, helpers they call, ...) is not covered, and
-  the reason names the first such method. Constructors (``calibrated``), ``example_pair`` (which
+* A proof written for class ``C`` covers an instance of class ``S`` only when every attribute
+  resolves in ``S`` to the same object as in ``C``, over the whole hierarchy: a subclass before ``C``
+  or a mixin after it in the MRO that defines or overrides any method or property (``sample``,
+  ``__call__``, ``_sample``, ``_law``, ``_check``, helpers they call, ...) is not covered, and the
+  reason names the first such attribute.
+* Every class is recorded as its class statement defined it (``dpharness.core.record_definition``);
+  an attribute of ``C`` or of its bases replaced later (a class-level monkeypatch) voids the proof. Constructors (``calibrated``), ``example_pair`` (which
   only picks an audit pair) and ``describe`` may be redefined; class-level strings such as ``name``,
   ``source`` and dataclass field defaults may change (the proof reads the field values).
 * An instance carrying attributes that are not dataclass fields (e.g. a patched ``_sample``) is not
@@ -25,7 +28,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from .errors import ParameterError
 
-__all__ = ["proves", "find_proof", "Coverage"]
+__all__ = ["proves", "find_proof", "Coverage", "patched_code"]
 
 F = TypeVar("F", bound=Callable)
 
@@ -96,22 +99,77 @@ _GENERATED = frozenset({
 })
 
 
+# What the runtime caches on a class after its statement ran (copyreg's slot names when an instance is
+# copied or pickled): not code.
+_RUNTIME_CACHES = frozenset({"__slotnames__"})
+
+
 def _is_dataclass_boilerplate(name: str) -> bool:
     return name in _GENERATED or name == "_abc_impl"
 
 
-def _overrides(cls: type) -> list[str]:
-    """Methods, properties and other callables ``cls`` defines in its own body."""
-    found = []
+_MISSING = object()
+
+
+def _skipped(name: str, value: Any, field_names: set) -> bool:
+    """Names whose value is not code a proof is about: dataclass boilerplate, harmless redefinitions,
+    field defaults (the proof reads the field values), and class-level words given as plain values."""
+    if _is_dataclass_boilerplate(name) or name in _HARMLESS or name in field_names:
+        return True
+    return name in _WORDS and not (callable(value) or inspect.isdatadescriptor(value) or inspect.ismethoddescriptor(value)
+                                   or isinstance(value, (staticmethod, classmethod, property)))
+
+
+def _resolve(cls: type, name: str) -> Any:
+    """What ``cls.name`` resolves to, without running descriptors (the function, property, ... object)."""
+    try:
+        return inspect.getattr_static(cls, name)
+    except AttributeError:
+        return _MISSING
+
+
+def _owner(cls: type, name: str) -> type | None:
+    return next((k for k in cls.__mro__ if name in vars(k)), None)
+
+
+def _changed_attributes(cls: type, proved: type, sealed: frozenset | None) -> list[tuple[str, type | None]]:
+    """Every attribute that resolves differently in ``cls`` than in the class the proof was written for,
+    over the whole hierarchy (a mixin after the proved class in the MRO counts as much as a subclass
+    before it), as (name, the class that supplies it in ``cls``)."""
     field_names = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
-    for name, value in vars(cls).items():
-        if _is_dataclass_boilerplate(name) or name in _HARMLESS or name in field_names:
+    names = set().union(*(vars(k) for k in cls.__mro__ if k is not object))
+    changed = []
+    for name in sorted(names):
+        if sealed is not None and name not in sealed:
             continue
-        if isinstance(value, (staticmethod, classmethod, property)) or inspect.isfunction(value) \
-                or inspect.isdatadescriptor(value) or inspect.ismethoddescriptor(value) or callable(value) \
-                or name not in _WORDS:
-            found.append(name)
-    return found
+        here = _resolve(cls, name)
+        if here is _resolve(proved, name) or _skipped(name, here, field_names):
+            continue
+        changed.append((name, _owner(cls, name)))
+    return changed
+
+
+def patched_code(*classes: type) -> str | None:
+    """The first ``Class.attribute`` of these classes or of their bases whose value differs from what
+    the class statement defined (replaced, added or deleted after the class was created: a
+    monkeypatch), or None. Classes without a recorded definition (``object`` and other bases that are
+    neither a Mechanism nor a parts Step) are compared by nothing."""
+    from .core import definition
+
+    seen: set = set()
+    for klass in (k for c in classes for k in c.__mro__):
+        defined = definition(klass)
+        if defined is None or klass in seen:
+            continue
+        seen.add(klass)
+        now = vars(klass)
+        fields = {f.name for f in dataclasses.fields(klass)} if dataclasses.is_dataclass(klass) else set()
+        for name in sorted(set(now) | set(defined)):
+            if _is_dataclass_boilerplate(name) or name in fields or name in _RUNTIME_CACHES:
+                continue
+            if now.get(name, _MISSING) is not defined.get(name, _MISSING):
+                return f"{klass.__qualname__}.{name}"
+    return None
 
 
 def find_proof(mechanism: Any) -> Coverage:
@@ -122,15 +180,22 @@ def find_proof(mechanism: Any) -> Coverage:
         if entry is None:
             continue
         fn, sealed = entry
-        for between in cls.__mro__[: cls.__mro__.index(ancestor)]:
-            changed = _overrides(between)
-            if sealed is not None:
-                changed = [n for n in changed if n in sealed]
-            if changed:
-                return Coverage(None, ancestor, (
-                    f"{between.__qualname__} overrides {changed[0]}() of {ancestor.__qualname__}; the registered proof "
-                    f"of {ancestor.__qualname__} is about {ancestor.__qualname__}'s code, so it does not cover "
-                    f"{cls.__qualname__} (register a proof for it with @dpharness.proves({cls.__qualname__}))"))
+        changed = _changed_attributes(cls, ancestor, sealed)
+        if changed:
+            name, where = changed[0]
+            supplier = where.__qualname__ if where is not None else "a deletion"
+            return Coverage(None, ancestor, (
+                f"{supplier} overrides {name}() of {ancestor.__qualname__} (in {cls.__qualname__}, {name} resolves to "
+                f"{supplier}'s, not to what {ancestor.__qualname__} uses); the registered proof of "
+                f"{ancestor.__qualname__} is about {ancestor.__qualname__}'s code, so it does not cover "
+                f"{cls.__qualname__} (register a proof for it with @dpharness.proves({cls.__qualname__}))"))
+        from .core import patched_module
+
+        patched = patched_code(cls) or patched_module()
+        if patched is not None:
+            return Coverage(None, ancestor, (
+                f"{patched} was replaced after it was defined (patched code), so the proof of "
+                f"{ancestor.__qualname__} does not cover {cls.__qualname__}"))
         extra = _instance_extras(mechanism)
         if extra:
             return Coverage(None, ancestor, (

@@ -583,3 +583,8 @@ def categorical_exp(log_weights: list, size, rng: np.random.Generator) -> np.nda
         out[alive[keep]] = i
         alive = alive[~keep]
     return out.reshape(shape)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -182,3 +182,8 @@ def statdp_patterns(dim: int) -> list[tuple[np.ndarray, np.ndarray]]:
         ([1.0] * h + [0.0] * (dim - h), [0.0] * h + [1.0] * (dim - h)),
     ]
     return [(np.array(a), np.array(b)) for a, b in pairs]
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

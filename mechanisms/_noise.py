@@ -396,3 +396,8 @@ def float_down(value: Any) -> float:
         while mpmath.mpf(f) > v:
             f = math.nextafter(f, -math.inf)
     return f
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

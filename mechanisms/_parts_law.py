@@ -382,3 +382,8 @@ def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
     if not good:
         raise UnsupportedError(f"{m.name}: no neighbouring pair could be built from the domain's extremes.")
     return good
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

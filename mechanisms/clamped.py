@@ -311,3 +311,8 @@ class ClampedMean(PerStatisticScales, Composite):
         """Post-processing: noisy sum / max(noisy count, 1), one estimate per output row."""
         out = np.asarray(outputs, dtype=float).reshape(-1, 2)
         return out[:, 0] / np.maximum(out[:, 1], 1.0)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -225,3 +225,8 @@ class DiscreteGaussian(Mechanism):
             return np.where(np.equal(np.mod(out, 1), 0), lp, -np.inf)
 
         return FunctionLaw("discrete", log_prob, (y,), expr)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

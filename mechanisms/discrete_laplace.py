@@ -73,3 +73,8 @@ class DiscreteLaplace(Composite):
         return dp.mechanism(name=self.name, records=IntegerRange(-INTEGER_LIMIT, INTEGER_LIMIT),
                             relation=BoundedChange(self.sensitivity, "l1"), input="vector", dim=self.dim,
                             steps=dp.discrete_laplace(self.scale), claim=self.claim)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

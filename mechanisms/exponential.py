@@ -126,3 +126,8 @@ class ExponentialNoHalf(ExponentialMechanism):
         _v.positive("sensitivity", sensitivity)
         return cls(n_candidates=n_candidates, sensitivity=sensitivity,
                    beta=ratio_down(claim.epsilon, Fraction(sensitivity)), claim=claim)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

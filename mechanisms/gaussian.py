@@ -207,3 +207,8 @@ class GaussianRDP(Gaussian):
             sigma = math.nextafter(sigma, math.inf)
         return cls(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
                    calibration="rdp", claim=claim)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

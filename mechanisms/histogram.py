@@ -179,3 +179,8 @@ class NoisyHistogramScaleBug(Mechanism):
             return np.where(ok.all(axis=1), lp, -np.inf)
 
         return FunctionLaw("discrete", log_prob, ys, expr)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -88,3 +88,8 @@ class Laplace(Composite):
         return dp.mechanism(name=self.name, records=RealInterval(), relation=BoundedChange(self.sensitivity, "l1"),
                             input="vector", dim=self.dim, steps=dp.laplace(self.scale, granularity=self.grid),
                             claim=self.claim)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -197,3 +197,8 @@ class MedianSubstituteBug(ExponentialMedian):
         """The buggy calibration beta = ε/2 (sensitivity 1) under substitution, claiming ε-DP."""
         claim = PureDP(epsilon)
         return cls(bits=bits, beta=ratio_down(claim.epsilon, 2), relation=relation, claim=claim)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

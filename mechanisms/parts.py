@@ -60,7 +60,7 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness.core import (
     AddRemove, BoundedChange, Claim, Domain, Finite, InputSpec, IntegerRange, Mechanism, OutputLaw, PureDP,
-    RealBox, RealInterval, Relation, Substitute,
+    RealBox, RealInterval, Relation, Substitute, record_definition,
 )
 from dpharness.errors import ParameterError
 
@@ -188,6 +188,10 @@ def _scalar_distance(d: Fraction) -> Distance:
 class Step:
     """A node of a mechanism's structure. ``a >> b`` chains two steps."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        record_definition(cls)
+
     def __rshift__(self, other: Any) -> "Step":
         if not isinstance(other, Step):
             raise ParameterError(f"right side of >> is {other!r}; chain a dpharness.parts step (transformation, "
@@ -196,6 +200,9 @@ class Step:
 
     def describe(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
+
+
+record_definition(Step)
 
 
 class Transformation(Step):
@@ -1339,6 +1346,13 @@ _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, His
                          LocalRandomizedResponse, LocalWarner, LocalRappor, Chain, Compose, Post, Parallel})
 
 
+def walk_nodes(step: Step) -> list:
+    """Every node of the structure, parents first."""
+    children = [c for c in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
+                            *getattr(step, "parts", ())) if c is not None]
+    return [step] + [n for c in children for n in walk_nodes(c)]
+
+
 def _post_functions(step: Step) -> list:
     if isinstance(step, Post):
         return [step.fn]
@@ -1420,3 +1434,8 @@ class Composite(Mechanism):
 
     def example_pair(self) -> tuple[Any, Any]:
         return self.parts.example_pair()
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -106,3 +106,8 @@ class NoisyPearson(PerStatisticScales, Composite):
         with np.errstate(invalid="ignore", divide="ignore"):
             r = cov / np.sqrt(np.where(ok, vx * vy, 1.0))
         return np.where(ok, np.clip(r, -1.0, 1.0), np.nan)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

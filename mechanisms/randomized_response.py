@@ -83,3 +83,8 @@ class RandomizedResponse(Mechanism):
 
     def example_pair(self) -> tuple[Any, Any]:
         return 0, 1
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -140,3 +140,8 @@ class RapporUnhalved(Rappor):
         """The buggy calibration: log-odds ε (not ε/2) while claiming ε-DP."""
         claim = PureDP(epsilon)
         return cls(k=k, log_odds=claim.epsilon, claim=claim)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -346,3 +346,8 @@ class ReportNoisyMaxValueExponential(_ValueBase):
     bug: ClassVar[str] = "returns the noisy maximum value; with one-sided noise its support reveals max q"
     true_epsilon: ClassVar[float] = math.inf
     noise: ClassVar[str] = "exponential"
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -151,3 +151,8 @@ class Snapping(Mechanism):
             return np.where(ok, _log_laplace_interval(lo - x, hi - x, lam), -np.inf)
 
         return FunctionLaw("discrete", log_prob, (y,), expr, outcomes=outcomes)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -548,3 +548,8 @@ class SparseVectorAlg6(_SparseVectorBase):
         return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity,
                    rho_scale=exact_ratio(2 * sensitivity, epsilon),
                    nu_scale=exact_ratio(2 * sensitivity, epsilon), claim=PureDP(epsilon))
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

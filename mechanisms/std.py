@@ -99,3 +99,8 @@ class NoisyStd(PerStatisticScales, Composite):
         n = np.maximum(out[:, 0], 1.0)
         mean = out[:, 1] / n
         return np.sqrt(np.maximum(out[:, 2] / n - mean * mean, 0.0))
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -86,3 +86,8 @@ class TextbookLaplace(Mechanism):
             return laplace_logpdf(out - x[None, :], b).sum(axis=1)
 
         return FunctionLaw("continuous", log_prob, ys, expr)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

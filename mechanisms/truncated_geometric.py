@@ -90,3 +90,8 @@ class TruncatedGeometric(Mechanism):
         expr = sp.Piecewise((a ** x / (1 + a), sp.Eq(y, 0)), (a ** (n - x) / (1 + a), sp.Eq(y, n)),
                             ((1 - a) / (1 + a) * a ** sp.Abs(y - x), True))
         return DiscreteLaw(outcomes=tuple(range(n + 1)), probs=tuple(probs), symbols=(y,), expr=expr)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

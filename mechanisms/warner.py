@@ -92,3 +92,8 @@ class WarnerRR(Mechanism):
 
     def example_pair(self) -> tuple[Any, Any]:
         return 1, 0
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

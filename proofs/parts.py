@@ -38,7 +38,7 @@ from dpharness.errors import ParameterError
 from dpharness.core import AddRemove, ApproxDP, BoundedChange, Event, PureDP, RenyiDP, Substitute, Witness, exact
 from dpharness.mechanisms import parts as P
 from dpharness.mechanisms._parts_law import LocalLeaf, extreme_pairs, leaves
-from dpharness.proof_registry import proves
+from dpharness.proof_registry import patched_code, proves
 
 from . import _lemmas as lemmas
 from ._kernel import ProofBuilder, confirm_violation, discharge, exact_sign, exceeds, sym
@@ -658,15 +658,30 @@ def prove(m: P.PartsMechanism) -> Proof:
     return _prove(m, m)
 
 
-def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
-    # the structure the sampler will execute, re-validated now (it may have been swapped in after construction)
+def _structure_refusal(subject: Any, m: Any) -> str | None:
+    """Why the structure the sampler will execute is not one the walk proves, re-checked at every proof
+    (it may have been swapped in, or its classes patched, after construction), or None."""
     if type(m) is not P.PartsMechanism:
-        raise ParameterError(f"the declaration is a {type(m).__qualname__}, not a dpharness.parts mechanism; the walk "
-                             "proves only structures dp.mechanism(...) builds")
+        return (f"the declaration is a {type(m).__qualname__}, not a dpharness.parts mechanism; the walk proves only "
+                "structures dp.mechanism(...) builds")
     if m.claim != subject.claim:
-        raise ParameterError(f"the declaration claims {m.claim.describe()}, the mechanism {subject.claim.describe()}; "
-                             "they must be one claim")
-    m._check()
+        return f"the declaration claims {m.claim.describe()}, the mechanism {subject.claim.describe()}; they must be one claim"
+    try:
+        m._check()
+    except ParameterError as exc:
+        return f"its structure is refused: {exc}"
+    patched = patched_code(type(m), *{type(s) for s in P.walk_nodes(m.steps)})
+    if patched is not None:
+        return f"{patched} was replaced after its class statement ran (patched code); the family's lemma is about the code as defined"
+    return None
+
+
+def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
+    refusal = _structure_refusal(subject, m)
+    if refusal is not None:
+        from . import unproven
+
+        return unproven(subject, f"no proof: {refusal}")
     pb = ProofBuilder(subject)
     space = m.space
     d0 = P.input_distance(m.relation, space)

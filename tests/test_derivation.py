@@ -183,7 +183,7 @@ def _check_renders(name: str) -> Node:
 
 def test_laplace_derivation_folds():
     tree = _check_renders("laplace")
-    assert tree.count == 22 and tree.undischarged == 0
+    assert tree.count == 23 and tree.undischarged == 0
     assert len(tree.children) <= 10
     folds = [n for n in _walk(tree) if n.kind == "cases"]
     assert [f.count for f in folds] == [6]

@@ -257,7 +257,6 @@ BAD_DATA = [
     (Rappor(), -1, "outside the domain"),
     (Laplace(dim=2), np.zeros(3), "shape"),
     (Laplace(), np.array([math.nan]), "NaN"),
-    (Laplace(), np.array([1e300]), "2\\*\\*52"),
     (DiscreteLaplace(), np.array([0.5]), "outside the domain"),
     (Gaussian(), np.array([[0.0]]), "shape"),
     (ExponentialMechanism(), np.zeros(3), "shape"),

@@ -295,7 +295,7 @@ def test_subclassed_parts_are_refused():
 
 def test_post_processing_assumption_is_stated():
     proof = prove(_mean())
-    assert any("pure function" in a for a in proof.assumptions)
+    assert any("pure function" in a for a in proof.assumptions), proof.notes
 
 
 # --------------------------------------------------------------------------- local randomizers on one record
