@@ -684,8 +684,22 @@ class Mechanism(abc.ABC):
         record_definition(cls)
 
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every parameter (run at construction, and again by ``prove``: a field replaced after
+        construction is checked before it is proved). A number field must be a plain ``int``, ``float``
+        or ``Fraction`` (or a numpy scalar): a subclass may read as different numbers to the sampler and
+        the prover."""
         if not isinstance(self.claim, Claim):
             raise ParameterError(f"claim={self.claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float, Fraction)) and type(value) not in (int, float, Fraction, bool) \
+                    and type(value).__module__ != "numpy":
+                raise ParameterError(f"{f.name}={value!r} is a {type(value).__qualname__}, a subclass of a number type; "
+                                     "pass a plain int, float or Fraction (a subclass may read as different numbers "
+                                     "to the sampler and the prover).")
         self._check()
 
     # --- to implement ---------------------------------------------------

@@ -1388,7 +1388,7 @@ def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, cl
 
 # What a Composite subclass may not redefine: everything else (its fields, ``_check``, ``structure``,
 # ``calibrated``, helper properties) only feeds the declaration that is both executed and proved.
-COMPOSITE_SEALED = ("_sample", "_law", "sample", "law", "__call__", "input_spec", "parts", "__post_init__",
+COMPOSITE_SEALED = ("_sample", "_law", "sample", "law", "__call__", "validate", "input_spec", "parts", "__post_init__",
                     "_build_parts", "example_pair", "source_hash", "__getattribute__", "__getattr__", "__setattr__",
                     "__init__", "__new__", "__init_subclass__", "__class_getitem__")
 

@@ -47,6 +47,10 @@ def prove(mechanism: Mechanism) -> Proof:
     coverage = find_proof(mechanism)
     if coverage.proof is None:
         return unproven(mechanism, f"no proof: {coverage.reason}")
+    try:  # the parameters as they are now (a field may have been replaced after construction)
+        mechanism.validate()
+    except ParameterError as exc:
+        return unproven(mechanism, f"no proof: its parameters are refused now ({exc})")
     start = time.perf_counter()
     try:
         proof = coverage.proof(mechanism)

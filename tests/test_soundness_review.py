@@ -339,3 +339,23 @@ def test_exact_truth_of_the_rounded_sum_case_is_not_below_the_proof():
     and the exact loss (2^53 − 3)/2^47 <= 64 holds."""
     assert Fraction(2 ** 53 - 3, 2 ** 47) <= 64
     assert math.isfinite(float(Fraction(2 ** 53 - 3, 2 ** 47)))
+
+
+# --------------------------------------------------------------------------- catalog parameters, read one way and re-checked
+
+def test_a_catalog_mechanism_refuses_a_number_subclass():
+    with pytest.raises(ParameterError, match="log_odds="):
+        RandomizedResponse(log_odds=_Sly(1.0))
+    with pytest.raises(ParameterError, match="scale="):
+        Laplace(scale=_Sly(1.0))
+    assert _verdict(RandomizedResponse(log_odds=np.float64(1.0))) is Verdict.PROVED
+
+
+def test_a_catalog_field_replaced_after_construction_is_rechecked():
+    m = RandomizedResponse()
+    object.__setattr__(m, "log_odds", _Sly(1.0))
+    proof = prove(m)
+    assert proof.verdict is Verdict.UNPROVEN and "refused now" in proof.notes[0]
+    m = RandomizedResponse()
+    object.__setattr__(m, "log_odds", -1.0)
+    assert _verdict(m) is Verdict.UNPROVEN
