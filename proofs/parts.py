@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -40,6 +39,7 @@ from dpharness.mechanisms import parts as P
 from dpharness.mechanisms._parts_law import LocalLeaf, extreme_pairs, leaves
 from dpharness.proof_registry import patched_code, proves
 
+from . import _account as A
 from . import _lemmas as lemmas
 from ._kernel import ProofBuilder, confirm_violation, discharge, exact_sign, exceeds, sym
 from ._model import Obligation, Proof
@@ -47,45 +47,7 @@ from ._model import Obligation, Proof
 __all__ = ["prove", "Profile"]
 
 
-@dataclass(frozen=True)
-class Profile:
-    """A node's complete privacy account; every node of the walk returns one, and every combinator
-    reads every field of every child (none is skipped):
-
-    * ``eps``: pure ε (exact), or None when the node is not pure DP;
-    * ``rho``: zCDP ρ (exact; every node here is ρ-zCDP);
-    * ``units``: the node as a sequential composition of independent units, each pure ``units[i]``
-      (None: a unit that is not pure DP). Complete by construction: a leaf is one unit, a composition
-      concatenates its parts' units, and a combinator whose loss is not such a concatenation (parallel
-      under substitution: one of two scenarios) reports units that dominate every scenario. Advanced
-      composition reads only this field, so no child can drop out of it;
-    * ``single``: the exact profile of a node that is exactly one noise leaf (``("laplace", K, scale, g)``,
-      ``("gaussian", τ², D)``, ``("rr", k, L)``), else None: combinators of two or more leaves drop it."""
-
-    eps: sp.Expr | None
-    rho: sp.Expr
-    units: tuple
-    single: tuple | None = None
-
-    def __post_init__(self) -> None:
-        if not self.units:
-            raise AssertionError("a privacy account has at least one unit")  # pragma: no cover - walk invariant
-
-    @property
-    def gaussian_1d(self) -> tuple | None:
-        return self.single[1:] if self.single is not None and self.single[0] == "gaussian" else None
-
-    @property
-    def laplace_1d(self) -> tuple | None:
-        return self.single[1:] if self.single is not None and self.single[0] == "laplace" else None
-
-    @property
-    def rr_1d(self) -> tuple | None:
-        return self.single[1:] if self.single is not None and self.single[0] == "rr" else None
-
-    @property
-    def pure_units(self) -> bool:
-        return all(u is not None for u in self.units)
+Profile = A.Account  # the name the walk's results had before the account got its own module
 
 
 def _F(x: Fraction) -> sp.Rational:
@@ -286,7 +248,7 @@ class _Walk:
         self.evaluate(path, f"the node's law (as dpharness.mechanisms._parts_law reads it) is the lemma's pmf: "
                             f"({truth}, {other}) per {'bit (kept, flipped)' if isinstance(m, P.LocalRappor) else 'report (truth, each other category)'}",
                       sp.And(sp.Eq(truth, model[0]), sp.Eq(other, model[1])), "exact comparison")
-        return Profile(eps, eps ** 2 / 2, (eps,), None if rr is None else ("rr", *rr))
+        return A.leaf(eps, eps ** 2 / 2, None if rr is None else ("rr", *rr))
 
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
         if isinstance(m, P.LocalRandomizer):
@@ -299,15 +261,14 @@ class _Walk:
             self.evaluate(path, f"{m.describe()}: t = scale/g = {t}; ε = D/t = {d1}/{t} = {eps}",
                           sp.Eq(eps, d1 / t), "the family's privacy map at distance D (triangle inequality)")
             one_d = ("laplace", int(d1), _F(m.scale_exact), _F(m.g)) if space.dim == 1 else None
-            return Profile(eps, eps ** 2 / 2, (eps,), one_d)
+            return A.leaf(eps, eps ** 2 / 2, one_d)
         self.gaussian_family()
         tau2 = _F(m.tau2)
         rho = d2 / (2 * tau2)
         self.evaluate(path, f"{m.describe()}: τ² = (σ/g)² = {tau2}; ρ = D₂²/(2τ²) = {rho}",
                       sp.Eq(rho, d2 / (2 * tau2)), "the family's privacy map at distance D₂")
         one_d = ("gaussian", tau2, int(d1)) if space.dim == 1 and d1 != 0 else None
-        eps = None if rho != 0 else sp.Integer(0)
-        return Profile(eps, rho, (eps,), one_d)
+        return A.leaf(None if rho != 0 else sp.Integer(0), rho, one_d)
 
     # --- structure ------------------------------------------------------------------------
     def walk(self, path: str, step: P.Step, space: P.Space, d: P.Distance) -> Profile | tuple:
@@ -347,10 +308,7 @@ class _Walk:
                          for o in obs])
         self.fact(path, f"zCDP composition: ρ = Σ ρ_i = {rho}" + (" (each pure ε_i gives ρ_i = ε_i²/2)" if eps is not None else ""),
                   "Bun & Steinke 2016, Lemma 2.3 (composition) and Prop. 1.4 (ε-DP implies ε²/2-zCDP)")
-        if len(profiles) == 1:  # one part: its own account, including any exact single-leaf profile
-            return profiles[0]
-        units = tuple(u for p in profiles for u in p.units)
-        return Profile(eps, rho, units)
+        return A.compose(profiles)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
         ar = self.walk(_join(path, "part (add/remove)"), step.part, space, P.Distance(AddRemove()))
@@ -358,24 +316,17 @@ class _Walk:
             self.fact(path, f"parallel over {len(step.keys)} disjoint partitions: an added/removed record lands in one "
                             "partition, whose part sees add/remove; the others see the same data",
                       "McSherry 2009 (parallel composition); independent randomness per partition")
-            # the loss is the one touched partition's part: its account, its units
-            return Profile(ar.eps, ar.rho, ar.units)
+            return A.parallel_add_remove(ar)
         sub = self.walk(_join(path, "part (substitute)"), step.part, space, P.Distance(Substitute()))
         self.fact(path, "parallel under substitution: the record either changes inside one partition (the part's "
                         "substitution loss) or moves between two (two parts each see add/remove: twice that loss)",
                   "McSherry 2009; composition over the two partitions touched")
-        two_eps = None if ar.eps is None else 2 * ar.eps
-        eps = None if (sub.eps is None or two_eps is None) else sp.Max(sub.eps, two_eps)
-        # units dominating both scenarios: as many as the larger scenario has, each the largest unit of either
-        # (a composition of fewer or smaller units is padded with 0-DP units)
-        k = max(len(sub.units), 2 * len(ar.units))
-        every = sub.units + ar.units
-        top = None if any(u is None for u in every) else sp.Max(*every)
-        if top is not None:
-            self.fact(path, f"for advanced composition the parallel step counts as {k} units of at most ε₀ = {top} each "
-                            f"(the larger of the two scenarios: {len(sub.units)} units inside one partition, "
+        out = A.parallel_substitute(sub, ar)
+        if out.units[0] is not None:
+            self.fact(path, f"for advanced composition the parallel step counts as {len(out.units)} units of at most "
+                            f"ε₀ = {out.units[0]} each (the larger scenario: {len(sub.units)} units inside one partition, "
                             f"2 × {len(ar.units)} across two)", "padding a composition with 0-DP units changes nothing")
-        return Profile(eps, sp.Max(sub.rho, 2 * ar.rho), (top,) * k)
+        return out
 
 
 # --------------------------------------------------------------------------- local randomizers: one lemma per family
@@ -599,8 +550,8 @@ def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -
         pb.add([zc])
         return eps_c, delta_value
     # (d) advanced composition over the account's units (every unit counted; ε₀ the largest)
-    if prof.pure_units and len(prof.units) > 1:
-        k, e0 = len(prof.units), sp.Max(*prof.units)
+    if A.advanced_units(prof) is not None:
+        k, e0 = A.advanced_units(prof)
         adv, e_tot, d_tot = lemmas.advanced_composition(k, e0, 0, delta_c)
         if not exceeds(e_tot, eps_c):
             pb.check(f"the structure is a composition of k = {k} units, each ε_i-DP with ε_i <= ε₀ = {e0}",

@@ -1,0 +1,100 @@
+"""The privacy account of a node of a parts structure, and how combinators build one from their
+children's (the algebra the walk in :mod:`dpharness.proofs.parts` applies; the walk adds the
+obligations that justify each step).
+
+Every node has one complete :class:`Account`; every combinator reads every field of every child and
+returns a complete account, so no child can drop out of any theorem applied later:
+
+* ``eps``: pure ε (exact), or None when the node is not pure DP;
+* ``rho``: zCDP ρ (exact; every node here is ρ-zCDP; ε-DP gives ε²/2-zCDP, Bun & Steinke 2016 Prop. 1.4);
+* ``units``: the node as a sequential composition of independent units, ``units[i]`` the pure ε of
+  unit i (None: a unit that is not pure DP). What advanced composition (Dwork & Roth 2014 Thm 3.20)
+  reads: k = the number of units, ε₀ = the largest. Complete by construction: a leaf is one unit,
+  a composition concatenates its parts' units, and parallel composition under substitution, whose
+  loss is one of two scenarios, reports units that dominate both (padding a composition with 0-DP
+  units changes nothing);
+* ``single``: the exact profile of a node that is exactly one noise leaf (``("laplace", K, scale, g)``,
+  ``("gaussian", τ², D)``, ``("rr", k, L)``), else None; a combinator of two or more leaves drops it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+__all__ = ["Account", "leaf", "compose", "parallel_add_remove", "parallel_substitute", "advanced_units"]
+
+
+@dataclass(frozen=True)
+class Account:
+    """A node's complete privacy account (see the module docstring)."""
+
+    eps: sp.Expr | None
+    rho: sp.Expr
+    units: tuple
+    single: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if not self.units:
+            raise ValueError("a privacy account has at least one unit")
+        if self.eps is not None and any(u is None for u in self.units):
+            raise ValueError("a pure-DP account has pure units only")
+
+    @property
+    def gaussian_1d(self) -> tuple | None:
+        """(τ², D) when the node is exactly one scalar discrete Gaussian."""
+        return self.single[1:] if self.single is not None and self.single[0] == "gaussian" else None
+
+    @property
+    def laplace_1d(self) -> tuple | None:
+        """(K, scale, g) when the node is exactly one scalar grid Laplace."""
+        return self.single[1:] if self.single is not None and self.single[0] == "laplace" else None
+
+    @property
+    def rr_1d(self) -> tuple | None:
+        """(k, L) when the node is exactly one k-ary randomized response."""
+        return self.single[1:] if self.single is not None and self.single[0] == "rr" else None
+
+
+def leaf(eps: sp.Expr | None, rho: sp.Expr, single: tuple | None = None) -> Account:
+    """One noise measurement: one unit."""
+    return Account(eps, rho, (eps,), single)
+
+
+def compose(children: list[Account]) -> Account:
+    """Sequential composition on the same input with independent randomness: ε and ρ add, units
+    concatenate; one part keeps its own account (including its exact single-leaf profile)."""
+    if len(children) == 1:
+        return children[0]
+    eps = None if any(c.eps is None for c in children) else sp.Add(*[c.eps for c in children])
+    rho = sp.Add(*[c.rho for c in children])
+    return Account(eps, rho, tuple(u for c in children for u in c.units))
+
+
+def parallel_add_remove(part: Account) -> Account:
+    """Parallel composition over disjoint partitions under add/remove: one record touches one
+    partition, so the loss is that partition's part's (seen under add/remove): its account, without
+    the single-leaf profile (the output has one coordinate per partition)."""
+    return Account(part.eps, part.rho, part.units)
+
+
+def parallel_substitute(inside: Account, across: Account) -> Account:
+    """Parallel composition under substitution: the record changes inside one partition (that part
+    under substitution: ``inside``) or moves between two (two parts, each under add/remove:
+    ``across`` twice). The account dominates both scenarios; its units are as many as the larger
+    scenario has, each the largest unit of either."""
+    eps = None if (inside.eps is None or across.eps is None) else sp.Max(inside.eps, 2 * across.eps)
+    rho = sp.Max(inside.rho, 2 * across.rho)
+    k = max(len(inside.units), 2 * len(across.units))
+    every = inside.units + across.units
+    top = None if any(u is None for u in every) else sp.Max(*every)
+    return Account(eps, rho, (top,) * k)
+
+
+def advanced_units(account: Account) -> tuple[int, sp.Expr] | None:
+    """(k, ε₀) for advanced composition: every unit counted, ε₀ the largest; None when a unit is not
+    pure DP or there is only one unit (advanced composition of one mechanism gains nothing)."""
+    if len(account.units) < 2 or any(u is None for u in account.units):
+        return None
+    return len(account.units), sp.Max(*account.units)
