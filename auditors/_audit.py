@@ -17,6 +17,19 @@ Bichsel et al. 2021, and Lu et al. 2022):
 
 Stages 1-4 see training samples only, so whatever they choose, with probability >= ``confidence``
 over the audit's randomness the returned bound does not exceed the true ε of the pair(s) audited.
+
+A mechanism that raises: whether a call raises is an output the adversary sees, so a call that
+raises is recorded (:mod:`._runner`: the exception's type, never its message), not an abort. On a
+pair whose two sides raised at different rates on their training calls, the event "one release
+raises" (numerator: the side that raised more) takes one of the ``max_events`` slots ahead of the
+output events, hence its share of α, and competes with them for the reported bound: each fresh
+call is one observation of the Bernoulli "the call raised", and r_a raised calls of n_a against r_b
+of n_b certify ε >= ln(p_a_lo / p_b_hi) with the same Clopper-Pearson bounds. Its observations are
+``min(cert_n, 10^4)`` fresh size-1 calls a side for a vectorised sampler (one release each) and the
+certification calls themselves for a per-call sampler. Output events keep certifying on a per-call
+sampler's pairs (a raised call is a release outside every output event: counted as a miss), but not
+on a vectorised sampler's pair where a call raised (see :func:`_output_events_sound`). Every call
+on both inputs of every pair raising is still a :class:`MechanismError`: nothing was ever output.
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness._run import short_repr
 from dpharness.core import Event, Mechanism, RenyiDP, Witness
-from dpharness.errors import ParameterError, UnsupportedError
+from dpharness.errors import MechanismError, ParameterError, UnsupportedError
 
 from . import _runner
 from . import events as _ev
@@ -84,13 +97,28 @@ class _Settings:
 
 @dataclass(frozen=True)
 class _Training:
-    """One pair's training outputs: the half that proposes events and the half that ranks them."""
+    """One pair's training outputs: the half that proposes events and the half that ranks them;
+    the training calls that raised on each side. ``usable``: output events may be chosen on this
+    pair (both sides returned outputs, and no training call of a vectorised sampler raised: see
+    :func:`_output_events_sound`)."""
 
-    kind: str
+    kind: str | None
     propose_a: np.ndarray
     propose_b: np.ndarray
     rank_a: np.ndarray
     rank_b: np.ndarray
+    raises_a: _runner.Raises = _runner.Raises()
+    raises_b: _runner.Raises = _runner.Raises()
+    usable: bool = True
+
+
+@dataclass(frozen=True)
+class _RaiseCandidate:
+    """The event "one release raises" on one pair, in one direction, chosen on training calls:
+    ``forward`` when the data side raised at the higher rate (numerator = data side)."""
+
+    pair: int
+    forward: bool
 
 
 @dataclass(frozen=True)
@@ -278,8 +306,10 @@ def _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s: _Se
                                  "its input_spec — drop inputs=, or pass data and neighbor.")
         pairs, how = _pairs_for_catalog(mechanism, data, neighbor, seed=s.seed, budget=budget,
                                         candidate_witnesses=candidate_witnesses, notes=notes)
-        spec_fn = mechanism._sample
-        return pairs, how, _runner.Sampler(lambda d, n, rng, _f=spec_fn: _f(d, n, rng), s.name, True)
+        # the public sample (what users call: it validates the input and calls _sample), so a subclass
+        # that overrides sample is audited as it runs; the wrapper keeps the Sampler hashable
+        public = mechanism.sample
+        return pairs, how, _runner.Sampler(lambda d, n, rng, _f=public: _f(d, n, rng), s.name, True)
     sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
     pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
     return pairs, how, sampler
@@ -287,8 +317,25 @@ def _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s: _Se
 
 # --------------------------------------------------------------------------- stage 2: training
 
-def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> tuple[list[_Training], tuple, int]:
-    """Training outputs of every pair, split in halves; the output signature; training samples a side."""
+def _output_events_sound(vectorized: bool, raised: bool) -> bool:
+    """Whether output events certify on a pair whose calls raised (``raised``) or not.
+
+    A per-call sampler's call is one release: a call that raised is a release outside every output
+    event, so the hits among all calls count the event exactly (raised calls are misses). A
+    vectorised call that raises loses its whole chunk; the outputs of the chunks that returned are
+    then the law of outputs *given* that a call returned, whose ratio between the inputs can exceed
+    the mechanism's by the ratio of the return rates (and, when one release in a chunk suffices to
+    raise, the chunks that raised are not a binomial count of releases). On such a pair only the
+    event "one release raises" certifies (size-1 probes)."""
+    return not vectorized or not raised
+
+
+def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings,
+           notes: list[str]) -> tuple[list[_Training], tuple | None, int]:
+    """Training outputs of every pair, split in halves; the output signature; training samples a side.
+
+    A call that raises is an outcome (recorded in the pair's tallies), not an error, unless every
+    training call on both sides of every pair raised: the mechanism never produced an output."""
     chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
     bar = _runner.Progress(2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized,
                            f"training {s.name}")
@@ -296,19 +343,43 @@ def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> tuple[
     out: list[_Training] = []
     used = 0
     for p, (a, b) in enumerate(pairs):
-        ta = _runner.draw(sampler, a, s.train_n, seed=s.seed, phase=_runner.TRAINING, pair=p, side=0, chunk=chunk,
+        da = _runner.draw(sampler, a, s.train_n, seed=s.seed, phase=_runner.TRAINING, pair=p, side=0, chunk=chunk,
                           ref=ref, label=f"training (data side of pair {p})", progress=bar,
-                          max_elements=_TRAIN_ELEMENTS, cluster=s.cluster, workers=s.workers)
-        ref = _runner.signature(ta)
-        tb = _runner.draw(sampler, b, len(ta), seed=s.seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk,
+                          max_elements=_TRAIN_ELEMENTS, cluster=s.cluster, workers=s.workers, outcomes=True)
+        if da.outputs is not None:
+            ref = _runner.signature(da.outputs)
+        db = _runner.draw(sampler, b, da.requested, seed=s.seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk,
                           ref=ref, label=f"training (neighbor side of pair {p})", progress=bar, cluster=s.cluster,
-                          workers=s.workers)
-        # propose on the first half, rank on the second: ranking on the samples that suggested an
-        # event would favour events fitted to noise (e.g. atoms seen once)
-        half = len(ta) // 2
-        out.append(_Training(_ev.output_kind(ta), ta[:half], tb[:half], ta[half:], tb[half:]))
-        used = max(used, len(ta))
+                          workers=s.workers, outcomes=True)
+        if ref is None and db.outputs is not None:
+            ref = _runner.signature(db.outputs)
+        ta, tb = da.outputs, db.outputs
+        raised = bool(da.raises.raised or db.raises.raised)
+        if ta is None or tb is None or not _output_events_sound(s.vectorized, raised):
+            empty = np.empty(0)
+            out.append(_Training(None, empty, empty, empty, empty, da.raises, db.raises, usable=False))
+        else:
+            # propose on the first half, rank on the second: ranking on the samples that suggested an
+            # event would favour events fitted to noise (e.g. atoms seen once)
+            ha, hb = len(ta) // 2, len(tb) // 2
+            out.append(_Training(_ev.output_kind(ta), ta[:ha], tb[:hb], ta[ha:], tb[hb:], da.raises, db.raises))
+        used = max(used, da.requested)
     bar.close()
+    silent = [t for t in out if t.raises_a.always and t.raises_b.always]
+    if len(silent) == len(out):
+        first = out[0].raises_a
+        types = sorted({name for t in out for name in (*t.raises_a.types, *t.raises_b.types)})
+        calls = (f"{first.calls} training call(s) a side of up to {chunk} samples each" if s.vectorized
+                 else f"{first.calls} training calls a side")
+        raise MechanismError(
+            f"mechanism {s.name!r} raised {' / '.join(types)} on every call on both inputs of every pair audited "
+            f"({calls}; first: {first.first}); it never produced an output, so there is nothing to audit (the "
+            "exception's message is not repeated here: it may contain the data; call the mechanism on these inputs "
+            f"to see it). {sampler.hint(types)}"
+        )
+    if silent:
+        notes.append(f"{len(silent)} of {len(out)} pairs left out: the mechanism raised on every training call on "
+                     "both of their inputs")
     return out, ref, used
 
 
@@ -318,6 +389,9 @@ def _propose(training: list[_Training], pairs: list[tuple], s: _Settings) -> lis
     """Every applicable family's proposals, per pair."""
     out = []
     for t, (a, b) in zip(training, pairs):
+        if not t.usable:
+            out.append([])
+            continue
         ctx = _families.ProposalContext(
             kind=t.kind, max_events=2 * s.max_events, candidates=s.max_events, certification_samples=s.cert_n,
             confidence=s.confidence, epsilon=s.epsilon, delta=s.delta, ideal_numerics=s.ideal_numerics,
@@ -402,13 +476,32 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     return chosen
 
 
-def _rank_all(proposals: list[list[_families.Proposal]], training: list[_Training], s: _Settings) -> list[_Candidate]:
+def _rank_all(proposals: list[list[_families.Proposal]], training: list[_Training], s: _Settings,
+              slots: int | None = None) -> list[_Candidate]:
+    """The output events to certify: the best of every pair's proposals, in ``slots`` slots
+    (``max_events`` less the slots the raise events took)."""
     level = _stats.bonferroni_level(s.confidence, s.max_events)
     ranked: list[_Candidate] = []
     for p, (props, t) in enumerate(zip(proposals, training)):
         ranked.extend(_rank(p, props, t.rank_a, t.rank_b, cert_n=s.cert_n, level=level, delta=s.delta))
     _ev.clear_cache()
-    return _select(ranked, s.max_events)
+    return _select(ranked, s.max_events if slots is None else slots)
+
+
+def _raise_candidates(training: list[_Training], s: _Settings) -> list[_RaiseCandidate]:
+    """The event "one release raises" on every pair whose two sides raised at different rates on
+    their training calls, the side that raised more as numerator; the largest differences first, at
+    most ``max_events`` of them. The event is fixed in advance and only its direction is read from
+    training, so certifying it on fresh calls (size-1 probes, or a per-call sampler's certification
+    calls) is sound; each one takes a slot of ``max_events``, hence a share of α."""
+    found = []
+    for p, t in enumerate(training):
+        ra, rb = t.raises_a, t.raises_b
+        rate_a = ra.raised / ra.calls if ra.calls else 0.0
+        rate_b = rb.raised / rb.calls if rb.calls else 0.0
+        if rate_a != rate_b:
+            found.append((-abs(rate_a - rate_b), p, _RaiseCandidate(p, rate_a > rate_b)))
+    return [c for _gap, _p, c in sorted(found, key=lambda x: x[:2])][: s.max_events]
 
 
 # --------------------------------------------------------------------------- stage 5: certification
@@ -417,17 +510,22 @@ def _rank_all(proposals: list[list[_families.Proposal]], training: list[_Trainin
 class _Certified:
     counts: list            # [pair][side][event] hits on the certification samples
     slot: list              # (pair, index in that pair's event list) of each chosen candidate
-    eps: Any                # EpsilonBound or None
+    eps: Any                # EpsilonBound or None (candidates: the chosen output events, then the raise events)
     delta: Any              # DeltaBound or None
     workers: int
     n: int                  # certification samples a side counted (fewer than cert_n: a sequential audit stopped early)
     looks: tuple = ()       # sequential audits: (samples a side, confidence) of each look taken
     stop: str = ""          # sequential audits: why it stopped
+    raising: tuple = ()     # the raise events certified (_RaiseCandidate), after the output events
+    observed: list | None = None  # [pair][side] Raises: observations of "one release raises" (probes or calls)
+    raised: list | None = None    # [pair][side] Raises: certification calls that raised
+    excluded: frozenset = frozenset()  # pairs whose output events certified nothing (vectorised calls raised)
 
 
 # a sequential audit looks after these fractions of its certification chunks; the last look spends half
 # of α and the earlier ones share the other half (union bound over every look)
 _LOOK_FRACTIONS = (1 / 8, 1 / 4, 1 / 2, 1)
+_RAISE_PROBES = 10_000  # size-1 calls a side observing "one release raises" (vectorised samplers), at most
 
 
 def _look_plan(n_chunks: int, alpha: float) -> list[tuple[int, float]]:
@@ -446,29 +544,56 @@ def _hits(counts: list, chosen: list[_Candidate], slot: list) -> tuple[np.ndarra
     return h1, h0
 
 
-def _bounds(h1: np.ndarray, h0: np.ndarray, n: int, confidence: float, s: _Settings) -> tuple[Any, Any]:
+def _observations(counts: list, chosen: list[_Candidate], slot: list, n: int, raising: Sequence[_RaiseCandidate],
+                  observed: list, excluded: frozenset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(hits, calls) on the numerator side and on the denominator side of every candidate: the
+    output events on ``n`` samples a side, then the raise events on their observations.
+
+    An output event of an ``excluded`` pair gets 0 numerator hits, i.e. the trivial bound
+    Pr[M(numerator) ∈ S] >= 0: it certifies nothing, yet keeps its share of α (it was chosen before
+    the certification samples were drawn). A raise event not yet observed on a side (an early look of
+    a sequential audit before its first probe) gets the trivial bounds 0 and 1."""
+    h1, h0 = _hits(counts, chosen, slot)
+    if excluded:
+        h1 = np.where([p in excluded for p, _i in slot], 0, h1).astype(np.int64)
+    n1 = np.full(len(chosen), n, dtype=np.int64)
+    n0 = n1.copy()
+    rows = []  # (numerator raised, calls, denominator raised, calls) of each raise event
+    for rc in raising:
+        num, den = observed[rc.pair][0 if rc.forward else 1], observed[rc.pair][1 if rc.forward else 0]
+        rows.append((num.raised, num.calls, den.raised, den.calls) if num.calls and den.calls else (0, 1, 1, 1))
+    extra = np.array(rows, dtype=np.int64).reshape(len(rows), 4)
+    return (np.concatenate([h1, extra[:, 0]]), np.concatenate([n1, extra[:, 1]]),
+            np.concatenate([h0, extra[:, 2]]), np.concatenate([n0, extra[:, 3]]))
+
+
+def _bounds(h1: np.ndarray, h0: np.ndarray, n1, confidence: float, s: _Settings, *, n0=None) -> tuple[Any, Any]:
+    """ε and δ bounds of every candidate at ``confidence``: ``n1``/``n0`` the numerator's and the
+    denominator's sample (or call) sizes, per candidate or one for all (``n0`` defaults to ``n1``)."""
+    n0 = n1 if n0 is None else n0
     m = len(h1)
-    eb = _stats.epsilon_lower_bound(h1, n, h0, n, confidence=confidence, delta=s.delta, candidates=m)
-    db = (_stats.delta_lower_bound(h1, n, h0, n, epsilon=s.epsilon, confidence=confidence, candidates=m)
+    eb = _stats.epsilon_lower_bound(h1, n1, h0, n0, confidence=confidence, delta=s.delta, candidates=m)
+    db = (_stats.delta_lower_bound(h1, n1, h0, n0, epsilon=s.epsilon, confidence=confidence, candidates=m)
           if math.isfinite(s.epsilon) else None)
     return eb, db
 
 
-def _all_within_claim(h1: np.ndarray, h0: np.ndarray, n: int, alpha: float, s: _Settings) -> bool:
+def _all_within_claim(h1: np.ndarray, h0: np.ndarray, n1, alpha: float, s: _Settings, *, n0=None) -> bool:
     """Whether every chosen (event, direction) is certified not to violate the claim: with the opposite
     one-sided bounds at α/(2m) each, Pr[numerator side ∈ S] − δ <= e^ε Pr[denominator side ∈ S]. A
     sequential audit that sees this stops with a pass: more samples of these events cannot certify a
     violation (except with probability α over all looks)."""
     if not math.isfinite(s.epsilon):
         return True
+    n0 = n1 if n0 is None else n0
     level = alpha / (2 * len(h1))
-    p1_high = np.asarray(_stats.clopper_pearson_upper(h1, n, level), dtype=float)
-    p0_low = np.asarray(_stats.clopper_pearson_lower(h0, n, level), dtype=float)
+    p1_high = np.asarray(_stats.clopper_pearson_upper(h1, n1, level), dtype=float)
+    p0_low = np.asarray(_stats.clopper_pearson_lower(h0, n0, level), dtype=float)
     return bool(np.all(p1_high - s.delta <= math.exp(s.epsilon) * p0_low))
 
 
-def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candidate], ref: tuple,
-             s: _Settings) -> _Certified:
+def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candidate], ref: tuple | None,
+             s: _Settings, raising: Sequence[_RaiseCandidate] = ()) -> _Certified:
     events_per_pair: list[list[Event]] = [[] for _ in pairs]
     slot: list[tuple[int, int]] = []
     for c in chosen:
@@ -484,57 +609,159 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
     if s.sequential:  # at least 8 chunks, so that there are looks to take
         chunk = max(1, min(chunk, math.ceil(s.cert_n / 8)))
     plan = _runner.chunk_plan(s.cert_n, chunk)
-    n_tasks = sum(2 * len(plan) for p in range(len(pairs)) if events_per_pair[p])
+    # the raise events are observed on size-1 probes (vectorised samplers) or on the certification
+    # calls themselves (a per-call sampler: those pairs are drawn even when they have no output event)
+    probes = [0] * len(pairs)
+    for rc in raising:
+        probes[rc.pair] = min(s.cert_n, _RAISE_PROBES) if s.vectorized else 1
+    drawn = [bool(lst) or (probes[p] > 0 and not s.vectorized) for p, lst in enumerate(events_per_pair)]
+    n_probe_tasks = sum(2 * math.ceil(k / _runner.PROBE_CHUNK) for k in probes) if s.vectorized else 0
+    n_tasks = sum(2 * len(plan) for p in range(len(pairs)) if drawn[p]) + n_probe_tasks
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
     # a pool pays about a second to start: it runs certification only when that takes long here, by the
     # training pace (drawing) or by the number of draws (drawing plus counting). The counts are the same.
-    draws = 2 * s.cert_n * sum(1 for lst in events_per_pair if lst)
+    draws = 2 * s.cert_n * sum(drawn)
     expected = _runner.expected_seconds(sampler, draws)
     slow = expected is not None and expected >= _POOL_MIN_SECONDS
     workers = s.workers if slow or draws >= _POOL_MIN_DRAWS else 1
-    if not chosen:
+    if not chosen and not raising:
         bar.close()
         return _Certified([[np.zeros(0, np.int64)] * 2 for _ in pairs], slot, None, None, workers, s.cert_n)
     alpha = 1.0 - s.confidence
     looks = _look_plan(len(plan), alpha) if s.sequential else [(len(plan), alpha)]
     counts = [[np.zeros(len(events_per_pair[p]), np.int64) for _ in (0, 1)] for p in range(len(pairs))]
+    raised = [[_runner.Raises(), _runner.Raises()] for _ in pairs]
+    observed = [[_runner.Raises(), _runner.Raises()] for _ in pairs]
     done, taken, stop = 0, [], ""
     for end, a in looks:
         more = _runner.count_events(sampler, pairs, events_per_pair, seed=s.seed, total=s.cert_n, chunk=chunk,
-                                    ref=ref, workers=workers, progress=bar, cluster=s.cluster, chunk_range=(done, end))
+                                    ref=ref, workers=workers, progress=bar, cluster=s.cluster, chunk_range=(done, end),
+                                    outcomes=True, probes=probes)
         for p in range(len(pairs)):
             for side in (0, 1):
-                counts[p][side] = counts[p][side] + more[p][side]
+                counts[p][side] = counts[p][side] + more.hits[p][side]
+                raised[p][side] = raised[p][side] + more.raises[p][side]
+                observed[p][side] = observed[p][side] + more.probes[p][side]
         done = end
         n = sum(size for _, size in plan[:end])
-        h1, h0 = _hits(counts, chosen, slot)
-        eb, db = _bounds(h1, h0, n, 1.0 - a, s)
+        excluded = frozenset(p for p in range(len(pairs))
+                             if not _output_events_sound(s.vectorized, bool(raised[p][0].raised or raised[p][1].raised)))
+        h1, n1, h0, n0 = _observations(counts, chosen, slot, n, raising, observed, excluded)
+        eb, db = _bounds(h1, h0, n1, 1.0 - a, s, n0=n0)
         taken.append((n, 1.0 - a))
         if not s.sequential:
             break
         if eb.epsilon > s.epsilon:
             stop = "a violation was certified"
             break
-        if end < len(plan) and _all_within_claim(h1, h0, n, a, s):
+        if end < len(plan) and _all_within_claim(h1, h0, n1, a, s, n0=n0):
             stop = "every chosen event was certified within the claim"
             break
     else:
         stop = "all certification samples were used"
     bar.close()
-    return _Certified(counts, slot, eb, db, workers, n, tuple(taken) if s.sequential else (), stop)
+    return _Certified(counts, slot, eb, db, workers, n, tuple(taken) if s.sequential else (), stop,
+                      tuple(raising), observed, raised, excluded)
 
 
 # --------------------------------------------------------------------------- the result
 
+_RAISES = "raises"  # the family name of the event "one release raises"
+
+
+def _best_source(chosen: list[_Candidate], best: int) -> str:
+    return chosen[best].source if best < len(chosen) else _RAISES
+
+
+def _best_pair(chosen: list[_Candidate], cert: _Certified, best: int) -> int:
+    return cert.slot[best][0] if best < len(chosen) else cert.raising[best - len(chosen)].pair
+
+
+def _best_forward(chosen: list[_Candidate], cert: _Certified, best: int) -> bool:
+    return chosen[best].forward if best < len(chosen) else cert.raising[best - len(chosen)].forward
+
+
+def _calls_word(vectorized: bool) -> str:
+    return "size-1 calls" if vectorized else "calls"
+
+
+def _certified_on(s: _Settings, chosen: list[_Candidate], cert: _Certified) -> str:
+    """What the candidates were certified on, in words."""
+    if not cert.raising:
+        return f"certified on {cert.n} fresh samples a side"
+    if not s.vectorized:
+        return f"certified on {cert.n} fresh samples a side (the event 'one release raises' on the same calls)"
+    calls = max(cert.observed[rc.pair][side].calls for rc in cert.raising for side in (0, 1))
+    probes = f"the event 'one release raises' on up to {calls} fresh size-1 calls a side"
+    return f"certified on {cert.n} fresh samples a side and {probes}" if chosen else f"certified {probes}"
+
+
+def _raise_witness(s: _Settings, pairs: list[tuple], cert: _Certified, best: int,
+                   eps_lb: float) -> tuple[Witness, str, dict]:
+    """Witness, words and counts when the event "one release raises" certified the bound."""
+    eb = cert.eps
+    rc = cert.raising[best - len(cert.slot)]  # the raise events follow the output events
+    a, b = pairs[rc.pair]
+    num, den = ("data", "neighbor") if rc.forward else ("neighbor", "data")
+    on_num, on_den = cert.observed[rc.pair][0 if rc.forward else 1], cert.observed[rc.pair][1 if rc.forward else 0]
+    so = (f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}" if not s.delta else
+          f"so at δ = {s.delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}")
+    where = "" if len(pairs) == 1 else f" on pair {rc.pair} (data={short_repr(a)}, neighbor={short_repr(b)})"
+    types = sorted({*on_num.types, *on_den.types})
+    word = _calls_word(s.vectorized)
+    words = (f"S = {{the call raises ({' / '.join(types)})}}{where}: {on_num.raised} of {on_num.calls} {word} on the "
+             f"{num} raised and {on_den.raised} of {on_den.calls} on the {den}, so Pr[M({num}) raises] >= "
+             f"{eb.p1_low[best]:.4g} and Pr[M({den}) raises] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), "
+             f"{so} (event from {_RAISES}: whether the mechanism raises is an output)")
+    witness = Witness(data=a, neighbor=b, event=None, loss=eps_lb, description=words)
+    on_a, on_b = cert.observed[rc.pair]
+    cnt = {"hits_data": on_a.raised, "hits_neighbor": on_b.raised, "n_data": on_a.calls, "n_neighbor": on_b.calls}
+    return witness, words, cnt
+
+
+def _raise_notes(pairs: list[tuple], train_raises: list, cert: _Certified, vectorized: bool) -> list[str]:
+    """One sentence per pair on which the mechanism raised: the exception types and the counts per
+    side (never the messages), and what the audit made of it."""
+    out = []
+    raising = {rc.pair for rc in cert.raising}
+    for p in range(len(pairs)):
+        kinds = [("training calls", train_raises[p])]
+        if cert.raised is not None:
+            kinds.append(("certification calls", cert.raised[p]))
+        if vectorized and cert.observed is not None:
+            kinds.append(("size-1 calls", cert.observed[p]))
+        sides = [[(label, pair_tally[side]) for label, pair_tally in kinds if pair_tally[side].calls] for side in (0, 1)]
+        raised = [sum(t.raised for _label, t in sides[side]) for side in (0, 1)]
+        if not any(raised):
+            continue
+        types = sorted({name for side in (0, 1) for _label, t in sides[side] for name in t.types})
+        which = "one input" if 0 in raised else "both inputs"
+        counts = "; ".join(
+            f"{name} side: " + (", ".join(f"{t.raised} of {t.calls} {label}" for label, t in sides[side]) or "no calls")
+            for side, name in ((0, "data"), (1, "neighbor")))
+        what = (" — the event 'one release raises' was certified with the other events" if p in raising else
+                " — the event 'one release raises' was not certified on this pair (on its training calls neither "
+                "side raised more often than the other, so no direction was chosen in advance)")
+        if p in cert.excluded:
+            what += ("; its output events certified nothing (a vectorised call that raised loses its chunk: the outputs "
+                     "of the calls that returned are not a count of the mechanism's releases)")
+        out.append(f"the mechanism raised ({' / '.join(types)}) on {which} of pair {p}: {counts}{what}")
+    return out
+
+
 def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candidate], cert: _Certified,
-            training_kind: str | None, train_used: int, proposed: int, notes: list[str], t0: float) -> AuditResult:
+            training_kind: str | None, train_used: int, proposed: int, notes: list[str], t0: float,
+            train_raises: list | None = None) -> AuditResult:
+    train_raises = train_raises or [(_runner.Raises(), _runner.Raises()) for _ in pairs]
     eb = cert.eps
     if eb is not None:
         eps_lb, best, stat_method = eb.epsilon, eb.index, eb.method
     else:
         eps_lb, best, stat_method = 0.0, -1, "no candidate events (the outputs did not vary)"
     witness, words, cnt = None, "no event certified a positive lower bound", {}
-    if best >= 0:
+    if best >= len(chosen):
+        witness, words, cnt = _raise_witness(s, pairs, cert, best, eps_lb)
+    elif best >= 0:
         c = chosen[best]
         p, i = cert.slot[best]
         a, b = pairs[p]
@@ -547,20 +774,26 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         witness = Witness(data=a, neighbor=b, event=c.event, loss=eps_lb, description=words)
         cnt = {"hits_data": int(cert.counts[p][0][i]), "hits_neighbor": int(cert.counts[p][1][i]),
                "n_data": cert.n, "n_neighbor": cert.n}
-    sources = sorted({c.source for c in chosen})
+    sources = sorted({c.source for c in chosen} | ({_RAISES} if cert.raising else set()))
     method = (f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
-              f"certified on {cert.n} fresh samples a side: {stat_method}")
+              f"{_certified_on(s, chosen, cert)}: {stat_method}")
+    raise_notes = _raise_notes(pairs, train_raises, cert, s.vectorized)
+    if raise_notes:
+        method += "; " + "; ".join(raise_notes)
+        notes = [*notes, *raise_notes]
     if cert.looks:
         method += (f"; sequential: {len(cert.looks)} look(s) of up to {len(_LOOK_FRACTIONS)} at "
                    f"{', '.join(f'{n} a side (confidence {c:.4g})' for n, c in cert.looks)}, stopped because {cert.stop} "
                    f"(union bound over the looks: confidence {s.confidence:g} in all)")
     extra = {
-        "output_kind": training_kind, "train_samples": train_used, "certification_samples": cert.n,
+        "output_kind": training_kind, "train_samples": train_used,
+        "certification_samples": cert.n if chosen or not s.vectorized else 0,
         "workers": cert.workers, "ideal_numerics": s.ideal_numerics, "proposed_events": proposed,
-        "family": None if best < 0 else chosen[best].source,
-        "best_pair": None if best < 0 else cert.slot[best][0],
+        "family": None if best < 0 else _best_source(chosen, best),
+        "best_pair": None if best < 0 else _best_pair(chosen, cert, best),
         "one_sided_events": sum(1 for c in chosen if c.one_sided_score > 0),
-        "direction": None if best < 0 else ("data over neighbor" if chosen[best].forward else "neighbor over data"),
+        "direction": None if best < 0 else ("data over neighbor" if _best_forward(chosen, cert, best)
+                                            else "neighbor over data"),
         "p1_low": None if best < 0 else float(eb.p1_low[best]), "p0_high": None if best < 0 else float(eb.p0_high[best]),
         "per_event_level": None if eb is None else eb.level,
     }
@@ -575,7 +808,7 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         epsilon_lower_bound=eps_lb, passed=not (eps_lb > s.epsilon), epsilon=s.epsilon, delta=s.delta,
         confidence=s.confidence, samples=s.samples, seed=s.seed, method=method, witness=witness,
         witness_description=words, counts=cnt, delta_lower_bound=None if cert.delta is None else cert.delta.delta,
-        events_tested=len(chosen), pairs_tested=len(pairs), elapsed=time.perf_counter() - t0, extra=extra,
+        events_tested=len(chosen) + len(cert.raising), pairs_tested=len(pairs), elapsed=time.perf_counter() - t0, extra=extra,
     )
 
 
@@ -626,7 +859,13 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     and the earlier ones share α/2 (α = 1 − confidence), so the union bound covers every look and the
     bound stays valid at ``confidence`` wherever it stops; the price is a slightly lower bound at the
     last look than a single look at α. ``extra["sequential"]`` lists the looks taken and why it stopped.
-    The gate audits sequentially."""
+    The gate audits sequentially.
+
+    A mechanism that raises on some calls is audited, not aborted: raising is an output. The event
+    "one release raises" is certified with the others (module docstring; ``extra["family"]`` is then
+    ``"raises"`` and ``counts`` are raised calls among calls), and ``method`` and ``extra["notes"]`` say
+    on which inputs it raised, the exception types and the counts per side (never the messages).
+    Raises :class:`MechanismError` when every call on both inputs of every pair raised."""
     t0 = time.perf_counter()
     s = _settings(mechanism, epsilon=epsilon, delta=delta, samples=samples, seed=seed, confidence=confidence,
                   vectorized=vectorized, ideal_numerics=ideal_numerics, progress=progress, workers=workers,
@@ -636,10 +875,13 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     # a cluster given by address or "local" is opened once for the whole audit (a Client is used as is)
     with _runner.cluster_session(cluster, s.workers) as open_cluster:
         s = dataclasses.replace(s, cluster=open_cluster)
-        training, ref, train_used = _train(sampler, pairs, s)
+        training, ref, train_used = _train(sampler, pairs, s, notes)
         proposals = _propose(training, pairs, s)
-        chosen = _rank_all(proposals, training, s)
-        kind = training[-1].kind if training else None
+        raising = _raise_candidates(training, s)
+        chosen = _rank_all(proposals, training, s, slots=s.max_events - len(raising))
+        kind = next((t.kind for t in reversed(training) if t.usable), None)
+        train_raises = [(t.raises_a, t.raises_b) for t in training]
         del training  # training outputs are not needed past ranking
-        cert = _certify(sampler, pairs, chosen, ref, s)
-    return _result(s, pairs, pair_how, chosen, cert, kind, train_used, sum(len(x) for x in proposals), notes, t0)
+        cert = _certify(sampler, pairs, chosen, ref, s, raising)
+    return _result(s, pairs, pair_how, chosen, cert, kind, train_used, sum(len(x) for x in proposals), notes, t0,
+                   train_raises)

@@ -24,7 +24,8 @@ class AuditResult:
     ``method``: how events were chosen and certified (e.g. "histogram LR events; Clopper-Pearson, Bonferroni over 7 events").
     ``delta_lower_bound``: certified lower bound on δ at the claimed ε (None when not computed).
     ``extra``: details — ``family`` (the event family whose event certified the bound, None when none
-    did), ``output_kind``, ``train_samples``, ``certification_samples``, ``proposed_events``,
+    did; ``"raises"`` for the event "one release raises", whose ``counts`` are raised calls among
+    calls), ``output_kind``, ``train_samples``, ``certification_samples``, ``proposed_events``,
     ``one_sided_events`` (kept candidates ranked as seen on one side only), ``direction``, ``p1_low``,
     ``p0_high``, ``per_event_level``, and ``pairs``/``notes`` when there are any."""
 

@@ -37,6 +37,20 @@ independent between workers but is not reproducible; a generator the walk cannot
 is created with a fixed seed at import time would repeat across workers: run such a mechanism with
 ``workers=1``. (Vectorised samplers are reseeded the same way in workers; they should draw only
 from their ``rng`` argument.)
+
+A mechanism that raises: whether a call raises is an output the adversary sees. With
+``outcomes=True`` (:func:`draw`, :func:`count_events`; the audit's way) a call that raises an
+``Exception`` is recorded as that call's outcome "raised" — a :class:`Raises` tally of calls, raised
+calls and the exception types' names, never their messages (a message may contain the data) — and
+the other calls' outputs are kept. A vectorised call is one chunk (it raised or returned ``size``
+outputs); a per-call sampler's call is one output. Not outcomes of the mechanism, and raised as
+before: ``MemoryError`` (the machine's limit, not the mechanism's behaviour), the harness's own
+:class:`MechanismError` (output checks, hangs, dead workers) and what is not an ``Exception``
+(``KeyboardInterrupt``, ``SystemExit``). Size-1 *probes* (``probes=`` of
+:func:`count_events`) observe the event "one release raises" of a vectorised sampler: chunk ``c``
+of probes of side ``s`` of pair ``p`` calls ``fn(data, 1, rng)`` in turn with one generator from
+``SeedSequence(seed, spawn_key=(2, p, s, c))``, so they are reproducible like every other chunk.
+Without ``outcomes`` (the default) any exception is a :class:`MechanismError`, as it always was.
 """
 
 from __future__ import annotations
@@ -61,14 +75,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dpharness.core import Event
-from dpharness.errors import MechanismError
+from dpharness.errors import MechanismError, ParameterError
 
 from . import _cluster
 from . import events as _events
 
-__all__ = ["Sampler", "Progress", "chunk_plan", "draw", "count_events", "cluster_session"]
+__all__ = ["Sampler", "Raises", "Drawn", "Counted", "Progress", "chunk_plan", "draw", "count_events",
+           "cluster_session"]
 
-TRAINING, CERTIFICATION = 0, 1
+TRAINING, CERTIFICATION, PROBE = 0, 1, 2  # the phases of the seed tree (PROBE: size-1 calls observing raises)
+PROBE_CHUNK = 1_000       # size-1 probe calls per task
 
 _MIN_TIMEOUT = 60.0       # seconds: no chunk finishing within this (or the scaled limit) is a hang
 _TIMEOUT_FACTOR = 20.0    # x the slowest chunk seen (or the measured pace) before giving up
@@ -85,6 +101,61 @@ def _takes_one_argument(fn: Callable) -> bool:
         return False
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) == 1 and not any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+# exceptions that are not an outcome of the mechanism: raised through, never recorded as "raised"
+_NOT_OUTCOMES = (MemoryError, MechanismError)
+
+
+@dataclass(frozen=True)
+class Raises:
+    """Calls to a mechanism on one input and how many of them raised: ``calls`` observations of the
+    Bernoulli "the call raises". ``types``: the names of the exception types raised (sorted; never
+    their messages, which may contain the data); ``first``: where the first raise happened (chunk
+    and sample range), "" when none did. Tallies add up (``a + b`` keeps ``a``'s ``first``: add them
+    in chunk order)."""
+
+    calls: int = 0
+    raised: int = 0
+    types: tuple[str, ...] = ()
+    first: str = ""
+
+    def __add__(self, other: "Raises") -> "Raises":
+        return Raises(self.calls + other.calls, self.raised + other.raised,
+                      tuple(sorted(set(self.types) | set(other.types))), self.first or other.first)
+
+    @property
+    def always(self) -> bool:
+        """Every call raised (and there was at least one)."""
+        return self.calls > 0 and self.raised == self.calls
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What :func:`draw` with ``outcomes=True`` got on one input: the outputs of the calls that
+    returned, in chunk order (None when every call raised), the samples asked for in the chunks drawn
+    (returned or raised) and the tally of calls that raised."""
+
+    outputs: np.ndarray | None
+    requested: int
+    raises: Raises
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What :func:`count_events` with ``outcomes=True`` counted: ``hits[pair][side]`` (an array of
+    hits per event, over the outputs of the certification calls that returned); ``raises[pair][side]``:
+    the certification calls that raised; ``probes[pair][side]``: the observations of "one release
+    raises" (a vectorised sampler's size-1 probes; a per-call sampler's certification calls, the same
+    tally as ``raises``; an empty tally where the pair was not probed)."""
+
+    hits: list
+    raises: list
+    probes: list
+
+
+def _raised(exc: BaseException, where: str) -> Raises:
+    return Raises(1, 1, (type(exc).__name__,), where)
 
 
 @dataclass(frozen=True)
@@ -121,6 +192,58 @@ class Sampler:
                     "fix the mechanism or the inputs."
                 ) from exc
         return _as_outputs(_stack(outs, self.name, where), size, self.name, where)
+
+    def outcome(self, data: Any, size: int, rng: np.random.Generator, *, where: str,
+                start: int = 0) -> tuple[np.ndarray | None, Raises]:
+        """Like calling the sampler, but a call that raises is recorded, not an error (module
+        docstring): the outputs of the calls that returned (None when none did) and the tally."""
+        if self.vectorized:
+            try:
+                out = self.fn(data, size, rng)
+            except _NOT_OUTCOMES:
+                raise
+            except Exception as exc:  # noqa: BLE001 - raising is an outcome of the mechanism under audit
+                return None, _raised(exc, f"{where} (samples {start}..{start + size - 1})")
+            return _as_outputs(out, size, self.name, where), Raises(1, 0)
+        outs = []
+        types: set[str] = set()
+        first = ""
+        for i in range(size):
+            try:
+                outs.append(self.fn(data))
+            except _NOT_OUTCOMES:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                types.add(type(exc).__name__)
+                first = first or f"sample index {start + i} of {where}"
+        tally = Raises(size, size - len(outs), tuple(sorted(types)), first)
+        if not outs:
+            return None, tally
+        return _as_outputs(_stack(outs, self.name, where), len(outs), self.name, where), tally
+
+    def probe(self, data: Any, calls: int, rng: np.random.Generator, *, where: str) -> Raises:
+        """``calls`` size-1 calls ``fn(data, 1, rng)`` (vectorised samplers): which of them raised.
+        Their outputs are not kept (only whether a release raises is observed)."""
+        raised = 0
+        types: set[str] = set()
+        first = ""
+        for i in range(calls):
+            try:
+                self.fn(data, 1, rng)
+            except _NOT_OUTCOMES:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raised += 1
+                types.add(type(exc).__name__)
+                first = first or f"size-1 call {i} of {where}"
+        return Raises(calls, raised, tuple(sorted(types)), first)
+
+    def hint(self, types: Sequence[str]) -> str:
+        """What to do about a mechanism that raised ``types`` on every call."""
+        if self.vectorized and "TypeError" in types and _takes_one_argument(self.fn):
+            return ("it takes one argument: a per-call function fn(data) returning one output is audited "
+                    "with vectorized=False (dpharness audit calls fn(data, size, rng) by default).")
+        return "fix the mechanism or the inputs."
 
 
 def _stack(outs: list, name: str, where: str) -> np.ndarray:
@@ -234,7 +357,8 @@ def expected_seconds(sampler: Sampler, samples: int) -> float | None:
 
 def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair: int, side: int, chunk: int,
          ref: tuple | None = None, label: str = "", progress: "Progress | None" = None,
-         max_elements: int | None = None, workers: int = 1, cluster: Any = None) -> np.ndarray:
+         max_elements: int | None = None, workers: int = 1, cluster: Any = None,
+         outcomes: bool = False) -> np.ndarray | Drawn:
     """All ``total`` outputs of one side (training: kept in memory), drawn chunk by chunk; stops
     early once ``max_elements`` output entries are held (wide vector outputs).
 
@@ -244,30 +368,52 @@ def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair
     order. Vectorised samplers otherwise draw in this process (cheap; no outputs to ship); their
     outputs are the same in every case. Per-call samplers in workers are reseeded per chunk (module
     docstring). A ``"local"`` or address ``cluster`` is opened and closed on every call: open it
-    once for a whole audit with :func:`cluster_session`."""
+    once for a whole audit with :func:`cluster_session`.
+
+    ``outcomes=True``: a call that raises is recorded, not an error (module docstring), and a
+    :class:`Drawn` is returned; the chunks drawn are then those the samples *asked for* allow (a
+    chunk is drawn while fewer than ``max_elements`` entries were asked for before it, counted at the
+    row width of the first chunk that returned; chunks before it are always drawn), the same in this
+    process and in workers."""
     _cluster.check_cluster(cluster)
     plan = chunk_plan(total, chunk)
     pool = workers > 1 and not _mp.current_process().daemon
     spread = (not sampler.vectorized and (pool or cluster is not None)) or _cluster.is_client(cluster)
     if spread and plan:
         return _draw_spread(sampler, data, plan, seed=seed, phase=phase, pair=pair, side=side, ref=ref, label=label,
-                            progress=progress, max_elements=max_elements, workers=workers, cluster=cluster)
+                            progress=progress, max_elements=max_elements, workers=workers, cluster=cluster,
+                            outcomes=outcomes)
     parts = []
     held = 0
+    tally, requested, width = Raises(), 0, None
     t0 = time.perf_counter()
     for c, (start, size) in enumerate(plan):
-        if max_elements is not None and parts and held >= max_elements:
+        if max_elements is not None and c and width is not None and requested * width >= max_elements:
             break
         where = f"{label} chunk {c}"
-        arr = sampler(data, size, rng_for(seed, phase, pair, side, c), where=where, start=start)
+        rng = rng_for(seed, phase, pair, side, c)
+        if outcomes:
+            arr, raised = sampler.outcome(data, size, rng, where=where, start=start)
+            tally, requested = tally + raised, requested + size
+            if progress:
+                progress.update()
+            if arr is None:
+                continue
+            width = width or max(1, arr.size // max(1, len(arr)))
+        else:
+            if max_elements is not None and parts and held >= max_elements:
+                break
+            arr = sampler(data, size, rng, where=where, start=start)
         if ref is None:
             ref = signature(arr)
         check_signature(arr, ref, sampler.name, where)
         parts.append(arr)
         held += arr.size
-        if progress:
+        if progress and not outcomes:
             progress.update()
-    _note_pace(sampler, time.perf_counter() - t0, sum(len(p) for p in parts))
+    _note_pace(sampler, time.perf_counter() - t0, requested if outcomes else sum(len(p) for p in parts))
+    if outcomes:
+        return Drawn(_join(parts) if parts else None, requested, tally)
     return _join(parts)
 
 
@@ -298,29 +444,45 @@ def _chunks_kept(plan: list[tuple[int, int]], row_elements: int, max_elements: i
 
 def _draw_spread(sampler: Sampler, data: Any, plan: list[tuple[int, int]], *, seed: int, phase: int, pair: int,
                  side: int, ref: tuple | None, label: str, progress: "Progress | None", max_elements: int | None,
-                 workers: int, cluster: Any) -> np.ndarray:
-    job = _DrawJob(sampler, data, seed, phase, pair, side, tuple(plan), label)
+                 workers: int, cluster: Any, outcomes: bool = False) -> np.ndarray | Drawn:
+    job = _DrawJob(sampler, data, seed, phase, pair, side, tuple(plan), label, outcomes)
     with _Tasks.open(job, workers=max(1, min(workers, len(plan))), cluster=cluster, what=f"drawing {label}") as tasks:
         if tasks is None:  # the job cannot be shipped: draw here (same outputs)
             return draw(sampler, data, sum(s for _, s in plan), seed=seed, phase=phase, pair=pair, side=side,
-                        chunk=plan[0][1], ref=ref, label=label, progress=progress, max_elements=max_elements)
-        parts: dict[int, np.ndarray] = {}
+                        chunk=plan[0][1], ref=ref, label=label, progress=progress, max_elements=max_elements,
+                        outcomes=outcomes)
+        results: dict[int, Any] = {}
         first = None
-        if max_elements is not None:  # the first chunk tells the row width, hence how many chunks to keep
-            for (c,), arr in tasks.run([(0,)]):
-                parts[c] = first = arr
-                if progress:
-                    progress.update()
-        keep = _chunks_kept(plan, 1 if first is None else max(1, first.size // max(1, len(first))), max_elements)
-        for (c,), arr in tasks.run([(c,) for c in range(keep) if c not in parts]):
-            parts[c] = arr
+        if max_elements is not None:  # the first chunk that returns tells the row width, hence how many chunks to keep
+            for c0 in range(len(plan)):
+                for (c,), res in tasks.run([(c0,)]):
+                    results[c] = res
+                    if progress:
+                        progress.update()
+                first = results[c0][0] if outcomes else results[c0]
+                if first is not None:
+                    break
+        width = 1 if first is None else max(1, first.size // max(1, len(first)))
+        keep = max(_chunks_kept(plan, width, max_elements), len(results))
+        for (c,), res in tasks.run([(c,) for c in range(keep) if c not in results]):
+            results[c] = res
             if progress:
                 progress.update()
-    ordered = [parts[c] for c in range(keep)]
-    if ref is None:
-        ref = signature(ordered[0])
+    ordered = [results[c] for c in range(keep)]
+    tally = Raises()
+    if outcomes:
+        for _arr, raised in ordered:
+            tally = tally + raised
+        ordered = [arr for arr, _raised in ordered]
     for c, arr in enumerate(ordered):
+        if arr is None:
+            continue
+        if ref is None:
+            ref = signature(arr)
         check_signature(arr, ref, sampler.name, f"{label} chunk {c}")
+    if outcomes:
+        kept = [arr for arr in ordered if arr is not None]
+        return Drawn(_join(kept) if kept else None, sum(size for _, size in plan[:keep]), tally)
     return _join(ordered)
 
 
@@ -336,15 +498,22 @@ class _DrawJob:
     side: int
     chunks: tuple          # (start, size) per chunk
     label: str
+    outcomes: bool = False  # a call that raises is recorded: run returns (outputs or None, Raises)
 
-    def run(self, task: tuple) -> np.ndarray:
+    def run(self, task: tuple) -> np.ndarray | tuple[np.ndarray | None, Raises]:
         (c,) = task
         start, size = self.chunks[c]
-        return self.sampler(self.data, size, rng_for(self.seed, self.phase, self.pair, self.side, c),
-                            where=f"{self.label} chunk {c}", start=start)
+        rng = rng_for(self.seed, self.phase, self.pair, self.side, c)
+        where = f"{self.label} chunk {c}"
+        if self.outcomes:
+            return self.sampler.outcome(self.data, size, rng, where=where, start=start)
+        return self.sampler(self.data, size, rng, where=where, start=start)
 
     def key(self, task: tuple) -> tuple:
         return self.phase, self.pair, self.side, task[0]
+
+    def samples(self, task: tuple) -> int | None:
+        return self.chunks[task[0]][1]
 
     def describe(self, task: tuple) -> str:
         return f"{self.label} chunk {task[0]}"
@@ -352,36 +521,63 @@ class _DrawJob:
 
 @dataclass(frozen=True)
 class _CountJob:
+    """Certification chunks ``(pair, side, chunk)`` and, with ``outcomes``, size-1 probe chunks
+    ``(pair, side, chunk, PROBE)`` (``probe_chunks[pair]``: (start, calls) per probe chunk)."""
+
     sampler: Sampler
     inputs: tuple          # per pair: (data, neighbor)
     events: tuple          # per pair: tuple of Events
     seed: int
     ref: tuple             # output signature from training
     chunks: tuple          # (start, size) per chunk
+    outcomes: bool = False  # a call that raises is recorded: run returns (counts, Raises)
+    probe_chunks: tuple = ()
 
-    def run(self, task: tuple) -> np.ndarray:
+    def run(self, task: tuple) -> np.ndarray | tuple[np.ndarray, Raises]:
+        if len(task) == 4:
+            pair, side, c, _probe = task
+            _start, calls = self.probe_chunks[pair][c]
+            counts = np.zeros(len(self.events[pair]), dtype=np.int64)
+            return counts, self.sampler.probe(self.inputs[pair][side], calls,
+                                              rng_for(self.seed, PROBE, pair, side, c), where=self.describe(task))
         pair, side, c = task
         start, size = self.chunks[c]
         where = self.describe(task)
-        out = self.sampler(self.inputs[pair][side], size, rng_for(self.seed, CERTIFICATION, pair, side, c),
-                           where=where, start=start)
+        rng = rng_for(self.seed, CERTIFICATION, pair, side, c)
+        if self.outcomes:
+            out, raised = self.sampler.outcome(self.inputs[pair][side], size, rng, where=where, start=start)
+            if out is None:
+                return np.zeros(len(self.events[pair]), dtype=np.int64), raised
+            return self._count(pair, out, where), raised
+        out = self.sampler(self.inputs[pair][side], size, rng, where=where, start=start)
+        return self._count(pair, out, where)
+
+    def _count(self, pair: int, out: np.ndarray, where: str) -> np.ndarray:
         check_signature(out, self.ref, self.sampler.name, where)
         counts = np.empty(len(self.events[pair]), dtype=np.int64)
         for i, ev in enumerate(self.events[pair]):
             hit = np.asarray(ev.contains(out), dtype=bool)
-            if hit.shape != (size,):
+            if hit.shape != (len(out),):
                 raise MechanismError(f"event {ev.description!r} returned shape {hit.shape} on {where}; "
-                                     f"expected ({size},).")
+                                     f"expected ({len(out)},).")
             counts[i] = int(hit.sum())
         _events.clear_cache()
         return counts
 
     def key(self, task: tuple) -> tuple:
+        if len(task) == 4:
+            return (PROBE, *task[:3])
         return (CERTIFICATION, *task)
 
+    def samples(self, task: tuple) -> int | None:
+        """Samples a task draws (None for probes: size-1 calls say nothing of the sampler's pace)."""
+        return None if len(task) == 4 else self.chunks[task[2]][1]
+
     def describe(self, task: tuple) -> str:
-        pair, side, c = task
-        return f"certification chunk {c} ({'data' if side == 0 else 'neighbor'} side of pair {pair})"
+        side = "data" if task[1] == 0 else "neighbor"
+        if len(task) == 4:
+            return f"raise probe chunk {task[2]} ({side} side of pair {task[0]})"
+        return f"certification chunk {task[2]} ({side} side of pair {task[0]})"
 
 
 # --------------------------------------------------------------------------- worker side
@@ -561,7 +757,9 @@ class _Tasks:
                     task = pending.pop(fut)
                     _task, out, seconds = self.backend.result(fut, self.job.describe(task))
                     self.slowest = max(self.slowest, seconds)
-                    _note_pace(self.job.sampler, seconds, self.job.chunks[task[-1]][1])
+                    samples = self.job.samples(task)
+                    if samples is not None:
+                        _note_pace(self.job.sampler, seconds, samples)
                     yield task, out
         finally:
             if pending:
@@ -744,7 +942,8 @@ def cluster_session(cluster: Any, workers: int):
 
 def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Sequence[Event]], *, seed: int,
                  total: int, chunk: int, ref: tuple, workers: int, progress: Progress | None = None,
-                 cluster: Any = None, chunk_range: tuple[int, int] | None = None) -> np.ndarray:
+                 cluster: Any = None, chunk_range: tuple[int, int] | None = None, outcomes: bool = False,
+                 probes: Sequence[int] = ()) -> np.ndarray | Counted:
     """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list).
 
     ``workers > 1``: chunks run in the local worker pool (vectorised and per-call samplers alike).
@@ -753,27 +952,65 @@ def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Seq
     connected and closed here) or a ``dask.distributed.Client`` (used as is, left open). Only counts
     leave a chunk. ``chunk_range=(first, stop)``: count only those chunks of the plan of ``total``
     (a sequential audit's looks; each chunk draws the same samples as in a full count). See the module
-    docstring for determinism and the hang detector."""
+    docstring for determinism and the hang detector.
+
+    ``outcomes=True``: a call that raises is recorded, not an error, and a :class:`Counted` is
+    returned. ``probes[pair]`` (with ``outcomes``; default none): for a vectorised sampler, that many
+    size-1 calls a side observe whether one release raises (in chunks of :data:`PROBE_CHUNK`; with
+    ``chunk_range`` the probe chunks in the same proportion of theirs); for a per-call sampler, whose
+    certification calls are themselves such observations, a positive number only asks for the pair
+    to be drawn even when it has no events."""
     _cluster.check_cluster(cluster)
+    if probes and not outcomes:
+        raise ParameterError("probes= observes raising calls; pass outcomes=True with it.")
     chunks = tuple(chunk_plan(total, chunk))
     first, stop = (0, len(chunks)) if chunk_range is None else chunk_range
-    job = _CountJob(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks)
-    tasks = [(p, s, c) for p in range(len(inputs)) if len(events[p]) for s in (0, 1) for c in range(first, stop)]
+    probes = tuple(int(k) for k in probes) + (0,) * (len(inputs) - len(probes))
+    probe_chunks = tuple(tuple(chunk_plan(k, PROBE_CHUNK)) if sampler.vectorized else () for k in probes)
+    job = _CountJob(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks,
+                    outcomes, probe_chunks)
+    drawn = [bool(len(events[p])) or (probes[p] > 0 and not sampler.vectorized) for p in range(len(inputs))]
+    tasks = [(p, s, c) for p in range(len(inputs)) if drawn[p] for s in (0, 1) for c in range(first, stop)]
+    for p, plan in enumerate(probe_chunks):  # the probe chunks of this look: the same fraction as the chunks
+        lo, hi = (first * len(plan)) // max(1, len(chunks)), (stop * len(plan)) // max(1, len(chunks))
+        tasks += [(p, s, c, PROBE) for s in (0, 1) for c in range(lo, hi)]
     result = [[np.zeros(len(events[p]), dtype=np.int64) for _ in (0, 1)] for p in range(len(inputs))]
+    raised: dict[tuple, Raises] = {}
+
+    def add(task: tuple, out: Any) -> None:
+        if outcomes:
+            out, raised[task] = out
+        result[task[0]][task[1]] += out
+        if progress:
+            progress.update()
+
     use_pool = cluster is not None or (workers > 1 and not _mp.current_process().daemon)
     workers = max(1, min(workers, len(tasks)))
+    pooled = False
     if use_pool and tasks:
         with _Tasks.open(job, workers=workers, cluster=cluster, what="counting certification samples") as running:
             if running is not None:
-                for (p, s, _c), counts in running.run(tasks):
-                    result[p][s] += counts
-                    if progress:
-                        progress.update()
-                return result
-    t0 = time.perf_counter()
-    for t in tasks:
-        result[t[0]][t[1]] += job.run(t)
-        if progress:
-            progress.update()
-    _note_pace(sampler, time.perf_counter() - t0, len(tasks) * chunks[0][1] if chunks else 0)
-    return result
+                for t, out in running.run(tasks):
+                    add(t, out)
+                pooled = True
+    if not pooled:
+        seconds, counted = 0.0, 0
+        for t in tasks:
+            t0 = time.perf_counter()
+            out = job.run(t)
+            if len(t) == 3:  # probes say nothing of the pace of a sampler's chunks
+                seconds, counted = seconds + time.perf_counter() - t0, counted + 1
+            add(t, out)
+        _note_pace(sampler, seconds, counted * chunks[0][1] if chunks else 0)
+    if not outcomes:
+        return result
+    tallies = [[Raises(), Raises()] for _ in inputs]
+    probed = [[Raises(), Raises()] for _ in inputs]
+    for t in tasks:  # in task order, whatever order they finished in
+        if len(t) == 3:
+            tallies[t[0]][t[1]] = tallies[t[0]][t[1]] + raised[t]
+        else:
+            probed[t[0]][t[1]] = probed[t[0]][t[1]] + raised[t]
+    if not sampler.vectorized:
+        probed = [[tallies[p][s] if probes[p] > 0 else Raises() for s in (0, 1)] for p in range(len(inputs))]
+    return Counted(result, tallies, probed)

@@ -747,7 +747,10 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
             xb = sampler(b, n, _rng(seed, stage, i, 1), where=f"pair search (stage {stage}, candidate {i}, neighbor side)")
         except MechanismError as exc:
             first_error = first_error or exc
-            failures.append(f"data={short_repr(a)}, neighbor={short_repr(b)}: {str(exc)[:100]}")
+            # the callable's own exception by its type only: its message may contain the data, and this
+            # sentence ends in the audit's result
+            why = f"it raised {type(exc.__cause__).__name__}" if exc.__cause__ is not None else str(exc)[:100]
+            failures.append(f"data={short_repr(a)}, neighbor={short_repr(b)}: {why}")
             return None
         finally:
             used += 2 * n

@@ -184,9 +184,10 @@ class Domain(abc.ABC):
             raise ParameterError(f"{name} has NaN or infinite entries; pass finite values in {self.describe()}.")
         inside = self.contains(arr)
         if not np.all(inside):
-            first = arr[~inside][:3]
+            # the count and the first position, never the values: an error message is an output too
+            bad = np.flatnonzero(~np.asarray(inside).ravel())
             raise ParameterError(
-                f"{name} has values outside the domain {self.describe()} (e.g. {first.tolist()}); "
+                f"{name} has {bad.size} value(s) outside the domain {self.describe()} (the first at index {int(bad[0])}); "
                 "clamp or filter the data before calling, or widen the mechanism's bounds."
             )
         return arr

@@ -191,11 +191,14 @@ def test_mechanism_that_raises_names_itself_and_the_index():
             raise ValueError("bad luck")
         return 0
 
-    with pytest.raises(MechanismError, match=r"sometimes.*ValueError.*sample index 36"):
-        audit(sometimes, 0, 1, samples=1_000, vectorized=False, epsilon=1.0)
+    # a call that raises is an output the audit sees (never an abort), reported by the exception's type
+    # only: its message may hold data
+    r = audit(sometimes, 0, 1, samples=1_000, vectorized=False, epsilon=1.0)
+    text = repr(r.to_dict()) + r.method
+    assert "ValueError" in text and "bad luck" not in text
 
 
-def test_raising_in_a_worker_is_a_mechanism_error(monkeypatch):
+def test_raising_in_a_worker_is_an_observed_outcome(monkeypatch):
     import dpharness.auditors._audit as am
 
     monkeypatch.setattr(am, "_CHUNK", 20_000)
@@ -206,8 +209,9 @@ def test_raising_in_a_worker_is_a_mechanism_error(monkeypatch):
             raise RuntimeError("late failure")
         return x
 
-    with pytest.raises(MechanismError, match="late failure"):
-        audit(late, 0, 1, samples=400_000, workers=2, seed=0, epsilon=1.0)
+    r = audit(late, 0, 1, samples=400_000, workers=2, seed=0, epsilon=1.0)
+    text = repr(r.to_dict()) + r.method
+    assert "RuntimeError" in text and "late failure" not in text
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
