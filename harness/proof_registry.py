@@ -128,11 +128,12 @@ def _resolve(cls: type, name: str) -> Any:
         return _MISSING
 
 
-def _owner(cls: type, name: str) -> type | None:
-    return next((k for k in cls.__mro__ if name in vars(k)), None)
+def _owner(cls: type, name: str) -> type:
+    """The class in ``cls``'s MRO whose namespace supplies ``name`` (``name`` is one of their names)."""
+    return next(k for k in cls.__mro__ if name in vars(k))
 
 
-def _changed_attributes(cls: type, proved: type, sealed: frozenset | None) -> list[tuple[str, type | None]]:
+def _changed_attributes(cls: type, proved: type, sealed: frozenset | None) -> list[tuple[str, type]]:
     """Every attribute that resolves differently in ``cls`` than in the class the proof was written for,
     over the whole hierarchy (a mixin after the proved class in the MRO counts as much as a subclass
     before it), as (name, the class that supplies it in ``cls``)."""
@@ -183,7 +184,7 @@ def find_proof(mechanism: Any) -> Coverage:
         changed = _changed_attributes(cls, ancestor, sealed)
         if changed:
             name, where = changed[0]
-            supplier = where.__qualname__ if where is not None else "a deletion"
+            supplier = where.__qualname__
             return Coverage(None, ancestor, (
                 f"{supplier} overrides {name}() of {ancestor.__qualname__} (in {cls.__qualname__}, {name} resolves to "
                 f"{supplier}'s, not to what {ancestor.__qualname__} uses); the registered proof of "

@@ -242,6 +242,42 @@ def test_subclass_changing_words_defaults_or_harmless_methods_is_covered(attrs):
     assert find_proof(cls()).proof is prove_covered
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CoveredWithHint(RandomizedResponse):
+    """A class-level constant that is None: deleting it, or adding another None, is a change."""
+    name = "mk_covered_hint"
+    hint = None
+
+
+@proves(CoveredWithHint)
+def prove_covered_hint(m):
+    return unproven(m, "covered")
+
+
+@pytest.mark.parametrize("change", ["add-shadowing", "add-none", "delete-none", "replace"])
+def test_a_class_changed_after_its_statement_is_not_covered(monkeypatch, change):
+    """patched_code compares every name of every class in the MRO with what its class statement
+    defined: added (even as None, which may shadow a base's attribute), deleted or replaced."""
+    assert find_proof(CoveredWithHint()).proof is prove_covered_hint
+    if change == "add-shadowing":  # RandomizedResponse inherits sample from Mechanism; now it has its own
+        monkeypatch.setattr(RandomizedResponse, "sample", lambda self, d, n, rng: None, raising=False)
+        where = "RandomizedResponse.sample"
+    elif change == "add-none":
+        monkeypatch.setattr(CoveredWithHint, "extra", None, raising=False)
+        where = "CoveredWithHint.extra"
+    elif change == "delete-none":
+        monkeypatch.delattr(CoveredWithHint, "hint")
+        where = "CoveredWithHint.hint"
+    else:
+        monkeypatch.setattr(RandomizedResponse, "_sample", lambda self, d, n, rng: None)
+        where = "RandomizedResponse._sample"
+    cov = find_proof(CoveredWithHint())
+    assert cov.proof is None and cov.written_for is CoveredWithHint
+    assert cov.reason.startswith(f"{where} was replaced after it was defined (patched code)")
+    monkeypatch.undo()
+    assert find_proof(CoveredWithHint()).proof is prove_covered_hint
+
+
 def test_abc_bookkeeping_is_not_an_override():
     """Mechanism is an ABC: every subclass's body holds ``_abc_impl``, which is not code."""
     cls = _sub(Covered, {})
