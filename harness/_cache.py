@@ -7,8 +7,10 @@ A result is stored under a SHA-256 key of everything that decides it:
   every post-processing function);
 * the code it may run: every source file of dpharness and every module loaded in the gate's process
   from outside the Python installation (the project's modules, as ``--module`` imports them), by
-  path, size and modification time; every installed distribution by name and version (numpy, scipy,
-  a third-party DP library, ...). A project module imported only while a mechanism runs is not seen:
+  path, size and modification time; by name and version, dpharness's run-time requirements
+  (transitively: numpy, scipy, sympy, mpmath, z3-solver, ...) and the distributions of the packages
+  loaded in the gate's process (a third-party DP library the project imports), not optional extras
+  such as pytest. A project module or library imported only while a mechanism runs is not seen:
   import it from the registered module, or pass ``--no-cache``;
 * the run: samples, seed, per-phase timeout, the Python version.
 
@@ -59,9 +61,78 @@ def environment_digest() -> str:
         except OSError:
             continue
         h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"])
-    h.update("\n".join(dists).encode())
+    h.update("\n".join(f"{name}=={version}" for name, version in _result_distributions()).encode())
     return h.hexdigest()
+
+
+def _requirement_names(dist: str) -> list[str]:
+    """The distributions ``dist`` requires to run (its requirements outside any extra)."""
+    import re
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires(dist) or []
+    except metadata.PackageNotFoundError:
+        return []
+    names = []
+    for req in requires:
+        if "extra" in req.partition(";")[2]:
+            continue  # an optional extra (dpharness's test extra: pytest, pytest-xdist): decides no result
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        if m:
+            names.append(m.group(1))
+    return names
+
+
+def _normal(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_LOADED_TOPS: dict[str, None] = {}
+_FIRST_TOPS: list[str] = []
+
+
+def _result_distributions() -> list[tuple[str, str]]:
+    """(name, version) of the distributions that can change a gate result: dpharness, what it requires
+    to run, transitively (numpy, scipy, sympy and its mpmath, z3-solver, hypothesis, ...), and the
+    distributions of the packages loaded in this process from outside the standard library (a project's
+    own imports, e.g. a third-party DP library, and their requirements). Not: optional extras (pytest,
+    pytest-xdist) and other installed distributions the computation never imports, so installing the test
+    extra leaves the key unchanged."""
+    from importlib import metadata
+
+    try:
+        by_package = metadata.packages_distributions()
+    except Exception:  # noqa: BLE001 - a broken metadata entry: key on dpharness's own requirements only
+        by_package = {}
+    stdlib = set(getattr(sys, "stdlib_module_names", ()))
+    wanted = ["dpharness"]
+    for top in {name.partition(".")[0] for name in list(sys.modules)}:
+        if top not in stdlib and not top.startswith("_"):
+            _LOADED_TOPS.setdefault(top, None)
+    # the packages seen loaded so far in this process, by the first time they were seen: a package a
+    # computation imports opportunistically later (typing_extensions) does not change the next key
+    # computed in the same process; a package loaded by a project's module is seen when it is imported
+    # before the key is computed (the gate imports --module packages first)
+    for top in _FIRST_TOPS or _LOADED_TOPS:
+        wanted += by_package.get(top, [])
+    if not _FIRST_TOPS:
+        _FIRST_TOPS.extend(_LOADED_TOPS)
+    seen: dict[str, tuple[str, str]] = {}
+    while wanted:
+        name = wanted.pop()
+        key = _normal(name)
+        if key in seen:
+            continue
+        try:
+            seen[key] = (key, metadata.version(name))
+        except metadata.PackageNotFoundError:
+            seen[key] = (key, "not installed")
+            continue
+        wanted += _requirement_names(name)
+    return sorted(seen.values())
 
 
 def key(mechanism: Any, *, name: str, audit_only: bool, environment: str, samples: int, seed: int,

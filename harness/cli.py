@@ -170,8 +170,16 @@ def _emit_json(payload: Any) -> None:
     sys.stdout.write("\n")
 
 
+def _shorten_numbers(message: str) -> str:
+    """``message`` with every run of more than 30 digits (a huge Fraction's numerator, say) cut to its
+    first digits and its length: ``6400912345…(966 digits)``."""
+    import re
+
+    return re.sub(r"\d{31,}", lambda m: f"{m.group()[:10]}…({len(m.group())} digits)", message)
+
+
 def _err(message: str) -> None:
-    sys.stderr.write(f"dpharness: error: {message}\n")
+    sys.stderr.write(f"dpharness: error: {_shorten_numbers(message)}\n")
 
 
 # --------------------------------------------------------------------------- commands
@@ -180,8 +188,10 @@ def _cmd_list(args) -> int:
     from .registry import catalog
 
     rows = []
+    from .registry import audit_only
+
     for name, cls in catalog(gallery=None).items():
-        row = {"name": name, "buggy": bool(cls.buggy), "source": cls.source}
+        row = {"name": name, "buggy": bool(cls.buggy), "source": cls.source, "audit_only": audit_only(name)}
         try:
             m = cls()
             row.update(claim=m.claim.describe(), relation=m.input_spec.relation.describe(),
@@ -201,6 +211,8 @@ def _cmd_list(args) -> int:
     cwidth = max(len(r["claim"]) for r in rows)
     for r in rows:
         tail = "  buggy" if r["buggy"] else ""
+        if r["audit_only"]:
+            tail += "  audit-only (no proof asked for)"
         if "error" in r:
             tail += f"  (cannot instantiate: {r['error']})"
         print(f"{r['name']:<{width}}  {r['claim']:<{cwidth}}  {r['relation']}{tail}")
@@ -208,9 +220,25 @@ def _cmd_list(args) -> int:
 
 
 def _mechanism(args):
+    """The mechanism ``args`` name, with its ``--set`` overrides; an override its constructor accepts but
+    its sampler refuses (a ParameterError on one draw of the example pair) is a usage error here, before
+    any proof or audit runs."""
     from ._run import build_mechanism
+    from .errors import ParameterError
 
-    return build_mechanism(args.name, args.sets, args.claim_epsilon, args.claim_delta)
+    mechanism = build_mechanism(args.name, args.sets, args.claim_epsilon, args.claim_delta)
+    if args.sets:
+        import numpy as np
+
+        try:
+            data, _ = mechanism.example_pair()
+            mechanism.sample(data, 1, np.random.default_rng(0))
+        except ParameterError as exc:
+            sets = " ".join(f"--set {item}" for item in args.sets)
+            raise ParameterError(f"{sets}: {args.name} accepts it, but its sampler refuses it: {exc}") from None
+        except Exception:  # noqa: BLE001 - any other failure is the run's to report
+            pass
+    return mechanism
 
 
 def _print_proof(proof) -> None:
@@ -236,13 +264,49 @@ def _print_proof(proof) -> None:
             mark = "✓" if s.discharged else "✗"
             print(f"  {i:>2}. [{mark} {s.checker}] {s.statement}  ({s.justification})")
             if s.detail and not s.discharged:
-                print(f"      {s.detail}")
+                print(f"      {_failed_obligation(s.statement, s.detail)}")
     if proof.witness is not None:
         from .pipeline import describe_witness
 
         print(f"witness: {describe_witness(proof.witness)}")
     for note in proof.notes:
         print(f"note: {note}")
+
+
+def _failed_obligation(statement: str, detail: str) -> str:
+    """What a not-discharged obligation's checker found, in words: the kernel's ``sign of G is S``
+    (G = right side − left side of the inequality) becomes e.g. ``derived ε bound exceeds the claim by 1/18``."""
+    import re
+
+    m = re.fullmatch(r"sign of (.+) is (-1|0|1|None)(?: \(NOT DISCHARGED\))?", detail.strip(), flags=re.S)
+    if m is None:
+        return detail
+    gap, sign = m.groups()
+    claim = re.fullmatch(r"derived (\S+) bound <= claimed \1", statement.strip())
+    if sign == "None":
+        return f"NOT DISCHARGED: the sign of {gap} could not be decided (undecided is a failure)"
+    if sign == "-1":
+        try:
+            import sympy
+
+            excess = str(-sympy.sympify(gap))
+        except Exception:  # noqa: BLE001 - keep the kernel's text
+            excess = f"-({gap})"
+        if claim:
+            return f"NOT DISCHARGED: derived {claim.group(1)} bound exceeds the claim by {excess}"
+        return f"NOT DISCHARGED: the left side exceeds the right side by {excess}"
+    return f"NOT DISCHARGED: the two sides differ by {gap} (sign {sign}), which the inequality does not allow"
+
+
+def _proof_phrase(verdict: str, proven: float | None, claimed: float | None, claim: str | None = None) -> str:
+    """``proof VERDICT``, with the derived bound when a proof is UNPROVEN because its finite bound
+    exceeds the claim: ``proof UNPROVEN (derived ε ≤ 1.056 > claim 1)``."""
+    from ._run import fmt
+
+    if (verdict == "UNPROVEN" and proven is not None and claimed is not None and "Rényi" not in (claim or "")
+            and math.isfinite(proven) and proven > claimed):
+        return f"proof UNPROVEN (derived ε ≤ {fmt(proven)} > claim {fmt(claimed)})"
+    return f"proof {verdict}"
 
 
 def _cmd_prove(args) -> int:
@@ -257,14 +321,33 @@ def _cmd_prove(args) -> int:
     return EXIT_OK if proof.verdict.value == "PROVED" else EXIT_FAIL
 
 
-def _print_audit(mechanism, result) -> None:
+def _print_audit(mechanism, result, args=None) -> None:
     print(mechanism.describe())
-    _print_audit_result(result, mechanism.name)
+    _print_audit_result(result, mechanism.name, args)
 
 
-def _print_audit_result(result, name: str) -> None:
+def _result_flags(args) -> str:
+    """The options of ``args`` that change an audit's result (``--set``, the claim, ``--ideal-numerics``),
+    as they are to be pasted into the reproduce command; ``--samples``/``--seed``/``--sequential`` are
+    written from the result itself. ``--scheduler``/``--workers`` do not change it (same seed, same result)."""
+    import shlex
+
+    if args is None:
+        return ""
+    flags = "".join(f" --set {shlex.quote(item)}" for item in getattr(args, "sets", None) or ())
+    for option, value in (("--claim-epsilon", getattr(args, "claim_epsilon", None)),
+                          ("--claim-delta", getattr(args, "claim_delta", None))):
+        if value is not None:
+            flags += f" {option} {value}"
+    if getattr(args, "ideal_numerics", False):
+        flags += " --ideal-numerics"
+    return flags
+
+
+def _print_audit_result(result, name: str, args=None) -> None:
     """The audit's verdict, witness, the float hint, counts, method and how to reproduce it
-    (``dpharness audit NAME``, with the ``--module`` that registered it)."""
+    (``dpharness audit NAME``, with the ``--module`` that registered it and every option of ``args``
+    that changes the result)."""
     from ._run import float_hint, fmt
     from .registry import rerun_flags
 
@@ -283,7 +366,8 @@ def _print_audit_result(result, name: str) -> None:
         print("counts: " + ", ".join(f"{k}={v}" for k, v in c.items()))
     print(f"method: {result.method}")
     print(f"samples={result.samples} per side, seed={result.seed} "
-          f"(reproduce: dpharness audit{rerun_flags([name])} {name} --samples {result.samples} --seed {result.seed}"
+          f"(reproduce: dpharness audit{rerun_flags([name])} {name}{_result_flags(args)} --samples {result.samples} "
+          f"--seed {result.seed}"
           f"{' --sequential' if 'sequential' in result.extra else ''})")
 
 
@@ -301,14 +385,26 @@ def _proof_for_witness(mechanism):
 def _cmd_targets(args) -> int:
     from .auditors.libraries import list_targets
 
+    from importlib import metadata
+
     infos = list_targets()
+    installed: dict[str, bool] = {}
+    for t in infos:  # by distribution metadata: nothing is imported
+        if t.library not in installed:
+            try:
+                metadata.version(t.library)
+                installed[t.library] = True
+            except metadata.PackageNotFoundError:
+                installed[t.library] = False
     if getattr(args, "json", False):
         _emit_json([{"name": t.name, "library": t.library, "description": t.description,
-                     "parameters": [[k, v] for k, v in t.parameters]} for t in infos])
+                     "parameters": [[k, v] for k, v in t.parameters], "installed": installed[t.library]}
+                    for t in infos])
         return EXIT_OK
     for t in infos:
         params = ", ".join(f"{k}={v}" for k, v in t.parameters)
-        print(f"{t.name:32s} {t.description}" + (f" [{params}]" if params else ""))
+        mark = "installed    " if installed[t.library] else "not installed"
+        print(f"{t.name:32s} {mark}  {t.description}" + (f" [{params}]" if params else ""))
     print("\naudit one with: dpharness audit LIBRARY:MECHANISM --set KEY=VALUE ... "
           "(the library's own claim and neighbour relation are used; pip install 'dpharness[LIBRARY]')")
     return EXIT_OK
@@ -318,6 +414,7 @@ def _cmd_audit_library(args) -> int:
     """``dpharness audit LIBRARY:MECHANISM``: a third-party library's mechanism at its own claim."""
     from ._run import fmt, parse_sets
     from .auditors.libraries import get_target
+    from .errors import ParameterError
 
     if args.claim_epsilon is not None or args.claim_delta is not None:
         raise ParameterError(f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
@@ -334,7 +431,7 @@ def _cmd_audit_library(args) -> int:
         print(f"{target.name}: {target.library} {target.version}")
         print(f"neighbours: {target.relation}")
         print(f"claim: ε = {fmt(target.epsilon)}, δ = {fmt(target.delta, 6)} ({target.claim_source})")
-        _print_audit_result(result, target.name)
+        _print_audit_result(result, target.name, args)
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
@@ -356,7 +453,7 @@ def _cmd_audit(args) -> int:
         payload["claim"] = mechanism.claim.describe()
         _emit_json(payload)
     else:
-        _print_audit(mechanism, result)
+        _print_audit(mechanism, result, args)
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
@@ -474,7 +571,7 @@ def _gate_line(c) -> str:
     elif p.verdict == "PROVED":
         proof = f"proof PROVED (ε ≤ {fmt(p.bound)})"
     else:
-        proof = f"proof {p.verdict}"
+        proof = _proof_phrase(p.verdict, c.sandwich.proven, c.sandwich.claimed, c.claim)
     when = "cached: " if c.cached else ""
     return f"{status}  {c.name}: {proof}; {audit}{caught}  [{when}{c.timings.total:.1f}s]{note}"
 
@@ -656,7 +753,7 @@ def _failure_message(r, *, gallery: bool) -> str:
     elif r.policy is Policy.NO_PROOF:
         why.append("no proof, and not opted in with register(m, proof='audit-only')")
     elif r.policy is not Policy.AUDIT_ONLY and r.proof.verdict != "PROVED":
-        why.append(f"proof {r.proof.verdict}")
+        why.append(_proof_phrase(r.proof.verdict, r.sandwich.proven, r.sandwich.claimed, r.claim))
     if r.audit is None:
         why.append(f"audit not finished: {r.audit_error}")
     elif not r.audit.passed:
@@ -703,6 +800,14 @@ def _cmd_report(args) -> int:
     return EXIT_FAIL if errors else EXIT_OK
 
 
+# what to lower when a command runs out of memory: only options the command has
+_MEMORY_ADVICE = {
+    "prove": "pass smaller size parameters with --set (e.g. dim or bins) and retry.",
+    "audit": "lower --samples (or --workers, or the size parameters given with --set) and retry.",
+    "gate": "lower --samples (or --jobs) and retry.",
+    "report": "lower --samples (or --jobs) and retry.",
+}
+
 _COMMANDS = {"list": _cmd_list, "prove": _cmd_prove, "audit": _cmd_audit, "gate": _cmd_gate, "report": _cmd_report,
              "targets": _cmd_targets}
 
@@ -743,7 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err(f"the mechanism failed: {exc}")
         return EXIT_FAIL
     except MemoryError:
-        _err("ran out of memory; lower --samples (or --jobs) and retry.")
+        _err("ran out of memory; " + _MEMORY_ADVICE.get(args.command, "retry with less other work running."))
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")

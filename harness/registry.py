@@ -106,11 +106,24 @@ def load_module(module: str) -> list[str]:
     _load_builtins()
     if module in _BY_MODULE:
         return list(_BY_MODULE[module])
+    _check_module_name(module)
     before = dict(_REGISTRY)
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        raise ParameterError(f"module={module!r} cannot be imported ({exc}); pass an importable module path.") from exc
+        raise ParameterError(f"module={module!r} cannot be imported ({_one_line(exc)}); pass an importable module "
+                             "path.") from exc
+    except SyntaxError as exc:  # the module's own error, with its file:line, as one line
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else "?"
+        raise ParameterError(f"module={module!r} cannot be compiled at {where}: {type(exc).__name__}: {exc.msg}; "
+                             "fix the module.") from exc
+    except Exception as exc:  # the module raised while importing: its message and where, as one line
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        raise ParameterError(f"module={module!r} raised on import{where}: {type(exc).__name__}: {_one_line(exc)}; "
+                             "fix the module.") from exc
     got = [n for n, e in _REGISTRY.items() if before.get(n) is not e]
     if not got:  # imported before this call (e.g. by a test): its names are those whose code lives in it
         got = [n for n, e in _REGISTRY.items()
@@ -118,6 +131,23 @@ def load_module(module: str) -> list[str]:
                or isinstance(e, _Value) and _value_module(e).startswith(module)]
     _BY_MODULE[module] = got
     return list(got)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _check_module_name(module: str) -> None:
+    """``--module`` takes a dotted module name (``pkg.mod``), never empty, a path or a relative name."""
+    if not module.strip():
+        raise ParameterError("module='' is empty; pass a dotted module name such as mypkg.mechanisms.")
+    if "/" in module or "\\" in module or module.endswith(".py") or module.startswith("."):
+        dotted = module.replace("\\", "/")
+        dotted = dotted[:-3] if dotted.endswith(".py") else dotted
+        dotted = ".".join(p for p in dotted.split("/") if p not in ("", "."))
+        hint = f" ({dotted}, run from the directory that holds it)" if dotted and ".." not in dotted else ""
+        raise ParameterError(f"module={module!r} is a path or a relative name; pass a dotted module name{hint}.")
 
 
 def loaded_from(name: str) -> str | None:
