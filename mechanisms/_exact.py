@@ -92,7 +92,7 @@ _CHUNK = 1 << 16            # elements per vectorised pass (keeps the working se
 _INV53 = 2.0 ** -53
 _MIN_SCALE = Fraction(1, 2 ** 1000)
 _MAX_SCALE = Fraction(2 ** 1000)
-_MIN_SIGMA2 = Fraction(1, 2 ** 200)
+_MIN_SIGMA2 = Fraction(1, 2 ** 32)  # below about 2**-37 the sampler runs out of memory (its exact comparisons with exp(-1/(2σ²)))
 _MAX_SIGMA2 = Fraction(2 ** 200)
 _SPLIT = 11                 # A is drawn by inversion with s = t / 2**k < 2**_SPLIT
 _LOG_BAND = 2.0 ** -33      # D = s * _LOG_BAND (see the module docstring)
@@ -490,7 +490,7 @@ def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
 
 def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray:
     """Integers with ``P(k) ∝ exp(-k²/(2σ²))``, exactly, for an exact rational ``σ²`` in
-    [2**-200, 2**200] (Fraction or int; a float is read as its binary value); int64 array of shape
+    [2**-32, 2**200] (Fraction or int; a float is read as its binary value); int64 array of shape
     ``size`` (|k| < 2**63 is guaranteed up to the astronomically unlikely; otherwise object).
 
     Canonne, Kamath & Steinke 2020, Algorithm 3, vectorised: ``t = floor(σ) + 1``,
@@ -498,7 +498,7 @@ def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray
     ``exp(-γ)``, ``γ = (|Y| - σ²/t)² / (2σ²)``, decided by :func:`_below_exp_approx`."""
     s2 = exact_rational("sigma2", sigma2)
     if not _MIN_SIGMA2 <= s2 <= _MAX_SIGMA2:
-        raise ParameterError(f"sigma2={sigma2!r} is outside [2**-200, 2**200], the variances the exact discrete "
+        raise ParameterError(f"sigma2={sigma2!r} is outside [2**-32, 2**200], the variances the exact discrete "
                              "Gaussian sampler accepts; pass a variance in that range.")
     shape, n = _count(size)
     t = math.isqrt(math.floor(s2)) + 1          # floor(sqrt(floor(x))) = floor(sqrt(x))

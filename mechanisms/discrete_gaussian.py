@@ -8,7 +8,7 @@ implementations of the same algorithms: the mechanism samples with the vectorise
 :func:`dpharness.mechanisms._exact.discrete_gaussian` (Algorithm 3 over an exact vectorised discrete
 Laplace, every coin a comparison of a lazily refined uniform with the exact boundary: a float pass
 certified by rigorous error bounds, an mpmath interval resolver for the undecided; about 10^7
-samples/s on one core at σ² = 14, for every σ² in [2**-200, 2**200]); the per-sample functions
+samples/s on one core at σ² = 14, for every σ² in [2**-32, 2**200]); the per-sample functions
 below (:func:`bernoulli_exp`, :func:`sample_discrete_laplace`, :func:`sample_discrete_gaussian`)
 are the paper's Algorithms 1-3 on Python big integers, with every coin ``Bernoulli(n/d)`` decided
 by a uniform integer below d (no float at all; about 2.5·10^4 samples/s), kept as a reference.
@@ -164,7 +164,7 @@ class DiscreteGaussian(Mechanism):
     (It is also (α, αΔ²/(2σ²))-Rényi DP for every α > 1, CKS Theorem 4.)
     Output: int64 ``(size,)`` (object, exact Python ints, in the astronomically unlikely case that
     ``x + Y`` leaves [-2**62, 2**62)). Exact vectorised sampler (CKS Alg. 3, see the module
-    docstring): ~10^7 samples/s on one core. ``sigma2`` must lie in [2**-200, 2**200]."""
+    docstring): ~10^7 samples/s on one core. ``sigma2`` must lie in [2**-32, 2**200]."""
 
     name: ClassVar[str] = "discrete_gaussian"
     source: ClassVar[str] = "Canonne, Kamath & Steinke 2020, Algorithms 1-3 and Theorem 7"
@@ -179,8 +179,8 @@ class DiscreteGaussian(Mechanism):
             raise ParameterError(f"sigma2={self.sigma2!r} is a float; pass an exact Fraction or int "
                                  f"(e.g. Fraction({self.sigma2!r}) or a rational approximation).")
         _v.positive("sigma2", self.sigma2)
-        if not Fraction(1, 2 ** 200) <= Fraction(self.sigma2) <= 2 ** 200:
-            raise ParameterError(f"sigma2={self.sigma2!r} is outside [2**-200, 2**200], the variances the exact "
+        if not Fraction(1, 2 ** 32) <= Fraction(self.sigma2) <= 2 ** 200:
+            raise ParameterError(f"sigma2={self.sigma2!r} is outside [2**-32, 2**200], the variances the exact "
                                  "sampler accepts; pass a variance in that range.")
         _v.integer("sensitivity", self.sensitivity, minimum=1)
 

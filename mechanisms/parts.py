@@ -553,6 +553,11 @@ class _GridNoise(Measurement):
             raise ParameterError(f"{name}={getattr(self, name)!r} must be > 0; pass a positive noise {self._meaning}.")
         check_granularity("granularity", self.granularity)
         _check_scale_units(name, getattr(self, name), self.granularity)
+        units = _frac(name, getattr(self, name)) / self.g
+        if units < self._min_units:  # the exact sampler's smallest scale: refused here, not at the first draw
+            raise ParameterError(f"{name}={getattr(self, name)!r} is below {self._min_units_text} grid steps of "
+                                 f"granularity={self.granularity!r}, the smallest {self._meaning} the exact sampler "
+                                 f"draws; pass a larger {name} or a finer granularity.")
 
     def describe(self) -> str:
         g = self.granularity
@@ -589,6 +594,8 @@ class GridLaplace(_GridNoise):
 
     scale: Any
     granularity: Any = DEFAULT_GRANULARITY
+    _min_units: ClassVar[Fraction] = Fraction(1, 2 ** 1000)  # t >= 2**-1000 (mechanisms._exact.discrete_laplace)
+    _min_units_text: ClassVar[str] = "2**-1000"
     _amount: ClassVar[str] = "scale"
     _meaning: ClassVar[str] = "scale"
     _word: ClassVar[str] = "laplace"
@@ -617,6 +624,8 @@ class GridGaussian(_GridNoise):
 
     sigma: Any
     granularity: Any = DEFAULT_GRANULARITY
+    _min_units: ClassVar[Fraction] = Fraction(1, 2 ** 16)  # τ² >= 2**-32 (mechanisms._exact.discrete_gaussian)
+    _min_units_text: ClassVar[str] = "2**-16"
     _amount: ClassVar[str] = "sigma"
     _meaning: ClassVar[str] = "standard deviation"
     _word: ClassVar[str] = "gaussian"

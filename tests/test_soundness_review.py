@@ -351,3 +351,21 @@ def test_a_catalog_field_replaced_after_construction_is_rechecked():
     m = RandomizedResponse()
     object.__setattr__(m, "log_odds", -1.0)
     assert _verdict(m) is Verdict.UNPROVEN
+
+
+@pytest.mark.parametrize("build,arg", [(lambda: dp.gaussian(sigma=1e-320), "sigma="),
+                                       (lambda: dp.laplace(scale=1e-320), "scale="),
+                                       (lambda: dp.discrete_gaussian(2.0 ** -17), "sigma=")])
+def test_a_scale_below_the_exact_samplers_range_is_refused_at_construction(build, arg):
+    """Every accepted parameter samples: a scale the exact sampler cannot draw is refused by the constructor."""
+    with pytest.raises(ParameterError, match=arg):
+        build()
+    assert dp.discrete_gaussian(2.0 ** -16).run(0, P.Space("scalar"), 3, np.random.default_rng(0)).shape == (3, 1)
+
+
+def test_the_exact_discrete_gaussian_samples_at_its_smallest_variance_and_refuses_below():
+    from dpharness.mechanisms._exact import discrete_gaussian
+
+    assert discrete_gaussian(Fraction(1, 2 ** 32), (100,), np.random.default_rng(0)).tolist() == [0] * 100
+    with pytest.raises(ParameterError, match="sigma2="):
+        discrete_gaussian(Fraction(1, 2 ** 33), (1,), np.random.default_rng(0))
