@@ -14,7 +14,13 @@ returns a complete account, so no child can drop out of any theorem applied late
   loss is one of two scenarios, reports units that dominate both (padding a composition with 0-DP
   units changes nothing);
 * ``single``: the exact profile of a node that is exactly one noise leaf (``("laplace", K, scale, g)``,
-  ``("gaussian", τ², D)``, ``("rr", k, L)``), else None; a combinator of two or more leaves drops it.
+  ``("gaussian", τ², D)``, ``("rr", k, L)``), else None; a combinator of two or more leaves drops it;
+* ``pld``: the node's dominating pair as a product of scalar leaves' worst pairs, one entry per leaf
+  (``("laplace", t, D)``, ``("gaussian", τ², D)``, ``("rr", k, L)``; a leaf whose shift is 0 adds
+  nothing), for the privacy-loss-distribution accountant (:mod:`._pld`); None when some leaf has no
+  such pair here (a vector leaf, RAPPOR) or a combinator has no single dominating pair (parallel
+  under substitution: two scenarios). The product of dominating pairs dominates the composition
+  (Zhu, Dong & Wang 2022, Thm 10).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class Account:
     rho: sp.Expr
     units: tuple
     single: tuple | None = None
+    pld: tuple | None = None
 
     def __post_init__(self) -> None:
         if not self.units:
@@ -57,9 +64,10 @@ class Account:
         return self.single[1:] if self.single is not None and self.single[0] == "rr" else None
 
 
-def leaf(eps: sp.Expr | None, rho: sp.Expr, single: tuple | None = None) -> Account:
-    """One noise measurement: one unit."""
-    return Account(eps, rho, (eps,), single)
+def leaf(eps: sp.Expr | None, rho: sp.Expr, single: tuple | None = None, pld: tuple | None = None) -> Account:
+    """One noise measurement: one unit; ``pld`` its worst pair (a one-entry tuple, or empty when its
+    shift is 0), None when it has none here."""
+    return Account(eps, rho, (eps,), single, pld)
 
 
 def compose(children: list[Account]) -> Account:
@@ -69,21 +77,22 @@ def compose(children: list[Account]) -> Account:
         return children[0]
     eps = None if any(c.eps is None for c in children) else sp.Add(*[c.eps for c in children])
     rho = sp.Add(*[c.rho for c in children])
-    return Account(eps, rho, tuple(u for c in children for u in c.units))
+    pld = None if any(c.pld is None for c in children) else tuple(x for c in children for x in c.pld)
+    return Account(eps, rho, tuple(u for c in children for u in c.units), None, pld)
 
 
 def parallel_add_remove(part: Account) -> Account:
     """Parallel composition over disjoint partitions under add/remove: one record touches one
     partition, so the loss is that partition's part's (seen under add/remove): its account, without
     the single-leaf profile (the output has one coordinate per partition)."""
-    return Account(part.eps, part.rho, part.units)
+    return Account(part.eps, part.rho, part.units, None, part.pld)
 
 
 def parallel_substitute(inside: Account, across: Account) -> Account:
     """Parallel composition under substitution: the record changes inside one partition (that part
     under substitution: ``inside``) or moves between two (two parts, each under add/remove:
     ``across`` twice). The account dominates both scenarios; its units are as many as the larger
-    scenario has, each the largest unit of either."""
+    scenario has, each the largest unit of either; no PLD (no single pair dominates both scenarios here)."""
     eps = None if (inside.eps is None or across.eps is None) else sp.Max(inside.eps, 2 * across.eps)
     rho = sp.Max(inside.rho, 2 * across.rho)
     k = max(len(inside.units), 2 * len(across.units))

@@ -106,3 +106,16 @@ def test_advanced_units_counts_every_unit_and_takes_the_largest():
     assert A.advanced_units(_pure(3, R(1, 2))) == (2, R(3))
     assert A.advanced_units(_pure(R(1, 2), 3)) == (2, R(3))
     assert A.advanced_units(A.compose([_pure(1), _gauss(1)])) is None
+
+
+def test_the_pld_recipe_is_kept_concatenated_or_dropped_where_no_pair_dominates():
+    g = A.leaf(None, R(1, 2), None, (("gaussian", R(4), 1),))
+    lap = A.leaf(R(1), R(1, 2), None, (("laplace", R(1), 1),))
+    quiet = A.leaf(R(0), R(0), None, ())
+    vector = A.leaf(R(1), R(1, 2), None, None)
+    assert A.leaf(R(1), R(1, 2)).pld is None
+    assert A.compose([g, lap, quiet]).pld == (("gaussian", R(4), 1), ("laplace", R(1), 1))
+    assert A.compose([lap, g]).pld == (("laplace", R(1), 1), ("gaussian", R(4), 1))
+    assert A.compose([g, vector]).pld is None and A.compose([vector, g]).pld is None
+    assert A.parallel_add_remove(A.compose([g, lap])).pld == (("gaussian", R(4), 1), ("laplace", R(1), 1))
+    assert A.parallel_substitute(lap, lap).pld is None
