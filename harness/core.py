@@ -437,7 +437,7 @@ class InputSpec:
                 want = f"({self.dim},)" if self.dim is not None else "(dim,)"
                 raise ParameterError(f"{name} has shape {arr.shape}; pass a 1-D vector of query answers of shape {want}.")
             self.domain.validate(name, arr)
-            return arr
+            return self._canonical(arr)
         want_ndim = 2 if isinstance(self.domain, RealBox) else 1
         if arr.ndim != want_ndim:
             want = f"(n, {self.domain.dim})" if want_ndim == 2 else "(n,)"
@@ -446,6 +446,14 @@ class InputSpec:
             raise ParameterError(f"{name} has {arr.shape[0]} records; this mechanism is fixed to size={self.size} records.")
         if arr.shape[0] > 0:
             self.domain.validate(name, arr)
+        return self._canonical(arr)
+
+    def _canonical(self, arr: np.ndarray) -> np.ndarray:
+        """Records of an ``IntegerRange`` as int64, whatever array type they came in (ints, whole floats,
+        an empty list): a sampler sees one dtype on every input, so its outputs keep one type."""
+        if isinstance(self.domain, IntegerRange) and arr.dtype != np.int64 \
+                and -2 ** 63 <= int(self.domain.lo) and int(self.domain.hi) < 2 ** 63:
+            return arr.astype(np.int64)
         return arr
 
     def validate_pair(self, data: Any, neighbor: Any) -> tuple[Any, Any]:

@@ -40,3 +40,40 @@ def test_the_noisy_max_claim_obligation_compares_with_the_whole_bound(cls, facto
     (ob,) = [o for o in proof.steps if o.statement.startswith("derived ε bound <= claimed ε")]
     assert ob.discharged is discharged
     assert proof.bound == pytest.approx(1.0)
+
+
+def test_integer_records_reach_the_sampler_as_one_dtype():
+    """Issue 17: the harness fed a sampler int64 and float64 arrays for an IntegerRange domain, then refused
+    a sampler whose output dtype follows its input. Inputs are now int64 whatever they came in as."""
+    import dataclasses
+
+    import numpy as np
+
+    import dpharness
+    from dpharness import AddRemove, InputSpec, IntegerRange, Mechanism
+
+    spec = InputSpec(IntegerRange(0, 9), AddRemove(), "dataset")
+    for data in ([1, 2], [1.0, 2.0], np.array([1, 2], dtype=np.int32), []):
+        assert spec.validate("data", data).dtype == np.int64
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class TypedCount(Mechanism):
+        name = "typed_count_issue17"
+        claim: dpharness.Claim = dpharness.PureDP(1)
+
+        @property
+        def input_spec(self):
+            return spec
+
+        def _sample(self, data, size, rng):
+            n = np.asarray(data).dtype.type(len(data))
+            return n + (rng.geometric(0.7, size) - rng.geometric(0.7, size)).astype(np.asarray(data).dtype)
+
+        def _law(self, data):
+            raise NotImplementedError
+
+        def example_pair(self):
+            return np.array([1, 2]), np.array([1, 2, 3])
+
+    r = dpharness.audit(TypedCount(), samples=50_000, seed=0, epsilon=1)
+    assert r.epsilon_lower_bound >= 0
