@@ -267,7 +267,7 @@ class _Walk:
         rho = d2 / (2 * tau2)
         self.evaluate(path, f"{m.describe()}: τ² = (σ/g)² = {tau2}; ρ = D₂²/(2τ²) = {rho}",
                       sp.Eq(rho, d2 / (2 * tau2)), "the family's privacy map at distance D₂")
-        one_d = ("gaussian", tau2, int(d1)) if space.dim == 1 and d1 != 0 else None
+        one_d = ("gaussian", tau2, int(d1)) if space.dim == 1 and int(d1) != 0 else None
         return A.leaf(None if rho != 0 else sp.Integer(0), rho, one_d, _pld_leaf("gaussian", tau2, d1, space))
 
     # --- structure ------------------------------------------------------------------------
