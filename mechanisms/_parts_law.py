@@ -155,7 +155,11 @@ _MAX_TABLE = 1024           # outputs of a product law listed as a DiscreteLaw (
 
 def leaves(m: P.PartsMechanism, data: Any) -> list:
     """Each noise measurement with the exact value it perturbs on ``data``, in output order
-    (:class:`Leaf` for grid noise, :class:`LocalLeaf` for a local randomizer)."""
+    (:class:`Leaf` for grid noise, :class:`LocalLeaf` for a local randomizer). A structure with a
+    random subsample has none (its noise perturbs a random subsample's value)."""
+    if P.has_sampling(m.steps):
+        raise UnsupportedError(f"{m.name} draws a random subsample; its noise leaves perturb a random value, so there is "
+                               "no fixed leaf per data set")
     if m.shape == "record":
         return _walk(m.steps, P.record_value(data), m.space)
     value = np.asarray(data, dtype=float)
@@ -175,6 +179,8 @@ def _walk(step: P.Step, value: Any, space: P.Space) -> list:
         return _walk(step.first, value, space)  # what follows is post-processing
     if isinstance(step, P.Compose):
         return [leaf for p in step.parts for leaf in _walk(p, value, space)]
+    if isinstance(step, P.Repeat):
+        return _walk(step.part, value, space) * step.times
     if isinstance(step, P.Parallel):
         arr = np.asarray(value, dtype=float)
         key_col = arr[:, step.by] if arr.ndim == 2 else arr
@@ -197,6 +203,9 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
     if P.has_post(m.steps):
         raise UnsupportedError(f"{m.name} post-processes its noisy outputs; its output law has no closed form here "
                                "(the proof works on the law before post-processing).")
+    if P.has_sampling(m.steps):
+        raise UnsupportedError(f"{m.name} draws a random subsample per release; its output law is a mixture over the "
+                               "subsamples, not listed here (the proof accounts for it by amplification).")
     import sympy as sp
 
     from dpharness.core import exact
@@ -285,7 +294,7 @@ def _clamp_bounds(step: P.Step) -> list:
         return _clamp_bounds(step.first) + _clamp_bounds(step.second)
     if isinstance(step, P.Compose):
         return [b for p in step.parts for b in _clamp_bounds(p)]
-    if isinstance(step, P.Parallel):
+    if isinstance(step, (P.Parallel, P.Repeat)):
         return _clamp_bounds(step.part)
     return []
 

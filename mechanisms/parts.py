@@ -72,7 +72,8 @@ __all__ = [
     "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
     "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
-    "compose", "post", "parallel", "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
+    "compose", "post", "parallel", "repeat", "poisson_sample", "PoissonSample", "Repeat",
+    "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
     "grid_steps", "input_space", "input_distance",
 ]
 
@@ -883,6 +884,46 @@ class Parallel(Step):
         return f"parallel({self.part.describe()}, by=column {self.by}, keys={list(self.keys)})"
 
 
+@dataclass(frozen=True)
+class PoissonSample(Step):
+    """Poisson subsampling: every record is kept independently with probability exactly ``rate``
+    (:func:`dpharness.mechanisms._exact.bernoulli`: the rate read as its exact value), a fresh
+    subsample for every release, and what follows (``>>``) runs on the kept records and must end in
+    noise. Privacy under add/remove neighbours: amplification by subsampling (ε-DP becomes
+    ln(1 + rate·(e^ε − 1))-DP, Balle, Barthe & Gaboardi 2018; the privacy-loss distribution of one
+    subsampled scalar noise by its dominating pair, Zhu, Dong & Wang 2022); under substitution it is
+    not proved here (UNPROVEN)."""
+
+    rate: Any
+
+    def __post_init__(self) -> None:
+        rate = _plain("rate", self.rate)
+        if not 0 < Fraction(rate) <= 1:
+            raise ParameterError(f"rate={self.rate!r} must be in (0, 1]; pass the probability of keeping each record.")
+        object.__setattr__(self, "rate", rate)
+
+    def describe(self) -> str:
+        return f"poisson_sample({self.rate})"
+
+
+@dataclass(frozen=True)
+class Repeat(Step):
+    """``times`` independent runs of ``part`` on the same input (fresh randomness each), outputs
+    concatenated in order: sequential composition of ``times`` copies (ε and ρ multiply by ``times``;
+    the privacy-loss distribution is the ``times``-fold self-composition)."""
+
+    times: int
+    part: Step
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
+        if not isinstance(self.part, Step):
+            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step; pass e.g. dp.count() >> dp.gaussian(sigma=1).")
+
+    def describe(self) -> str:
+        return f"repeat({self.times}, {self.part.describe()})"
+
+
 def _chain(a: Step, b: Step) -> Step:
     if isinstance(a, Chain):  # keep chains right-nested: t1 >> (t2 >> m)
         return Chain(a.first, _chain(a.second, b))
@@ -977,6 +1018,17 @@ def rappor(f: Any) -> LocalRappor:
     """Basic RAPPOR on one record: its one-hot encoding with each bit flipped with probability f/2
     (``f`` in (0, 1]); ε = 2 ln((1 − f/2)/(f/2))."""
     return LocalRappor(f)
+
+
+def poisson_sample(rate: Any) -> PoissonSample:
+    """Keep each record independently with probability ``rate`` (exactly), afresh for every release;
+    chain the rest after it: ``dp.poisson_sample(0.01) >> dp.count() >> dp.gaussian(sigma=1)``."""
+    return PoissonSample(rate)
+
+
+def repeat(times: int, part: Step) -> Repeat:
+    """``times`` independent runs of ``part`` (e.g. rounds of a subsampled Gaussian)."""
+    return Repeat(times, part)
 
 
 def compose(*parts: Step) -> Compose:
@@ -1112,7 +1164,14 @@ def measurement_leaves(step: Step) -> list:
         return [m for p in step.parts for m in measurement_leaves(p)]
     if isinstance(step, Parallel):
         return measurement_leaves(step.part)
+    if isinstance(step, Repeat):
+        return measurement_leaves(step.part) * step.times
     return []
+
+
+def has_sampling(step: Step) -> bool:
+    """Whether a random subsample feeds some part (its output law is then a mixture over subsamples)."""
+    return any(isinstance(n, PoissonSample) for n in walk_nodes(step))
 
 
 def has_post(step: Step) -> bool:
@@ -1122,7 +1181,7 @@ def has_post(step: Step) -> bool:
         return has_post(step.first) or has_post(step.second)
     if isinstance(step, Compose):
         return any(has_post(p) for p in step.parts)
-    if isinstance(step, Parallel):
+    if isinstance(step, (Parallel, Repeat)):
         return has_post(step.part)
     return False
 
@@ -1134,6 +1193,21 @@ def check_structure(step: Step, space: Space) -> tuple[Space | None, int]:
         return step.out_space(space), 0
     if isinstance(step, Measurement):
         return None, step.out_width(space)
+    if isinstance(step, Chain) and isinstance(step.first, PoissonSample):
+        _need(space, "records", "poisson_sample")
+        out, width = check_structure(step.second, space)
+        if out is not None:
+            raise ParameterError(f"{step.describe()} releases no noise after the sample; end it with a noise measurement "
+                                 "(e.g. >> dp.gaussian(sigma)).")
+        return None, width
+    if isinstance(step, PoissonSample):
+        raise ParameterError(f"{step.describe()} must be followed by >> steps that end in noise "
+                             "(e.g. dp.poisson_sample(0.01) >> dp.count() >> dp.gaussian(sigma=1)).")
+    if isinstance(step, Repeat):
+        out, width = check_structure(step.part, space)
+        if out is not None:
+            raise ParameterError(f"repeat part {step.part.describe()} releases no noise; end it with a noise measurement.")
+        return None, -1 if width < 0 else width * step.times
     if isinstance(step, Chain):
         mid, width = check_structure(step.first, space)
         if mid is None:
@@ -1174,6 +1248,10 @@ def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Gene
     if isinstance(step, Measurement):
         out = step.run(value, space, size, rng)
         return out[:, 0] if out.shape[1] == 1 and space.kind in ("scalar", "record") else out
+    if isinstance(step, Chain) and isinstance(step.first, PoissonSample):
+        return _subsampled(step.first, step.second, value, space, size, rng)
+    if isinstance(step, Repeat):
+        return _Tuple([execute(step.part, value, space, size, rng) for _ in range(step.times)])
     if isinstance(step, Chain):
         if isinstance(step.first, Transformation):
             return execute(step.second, step.first.apply(value), step.first.out_space(space), size, rng)
@@ -1195,6 +1273,33 @@ def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Gene
 
 class _Tuple(list):
     """Outputs of composed parts, before they are flattened into columns or passed to post."""
+
+
+def _subsampled(sample: PoissonSample, rest: Step, value: Any, space: Space, size: int,
+                rng: np.random.Generator) -> np.ndarray:
+    """``size`` releases, each on its own Poisson subsample: an exact Bernoulli(rate) per record and
+    release; the releases that kept the same records run ``rest`` together (one call per distinct
+    subsample, in a fixed order, so the same seed gives the same outputs)."""
+    from ._exact import bernoulli
+
+    arr = np.asarray(value)
+    n = len(arr)
+    if n == 0:
+        return flatten(execute(rest, arr, space, size, rng))
+    keep = bernoulli(sample.rate, (size, n), rng)
+    patterns, inverse = np.unique(keep, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    counts = np.bincount(inverse, minlength=len(patterns))
+    rows, outs, start = [], [], 0
+    for pattern, c in zip(patterns, counts):
+        rows.append(order[start:start + c])
+        outs.append(flatten(execute(rest, arr[pattern], space, int(c), rng)))
+        start += c
+    got = np.concatenate(outs)
+    out = np.empty_like(got)
+    out[np.concatenate(rows)] = got
+    return out
 
 
 def _post_chain(step: Step, outputs: Any) -> Any:
@@ -1352,7 +1457,8 @@ def _check_types(step: Any) -> None:
 
 
 _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, Histogram, GridLaplace, GridGaussian,
-                         LocalRandomizedResponse, LocalWarner, LocalRappor, Chain, Compose, Post, Parallel})
+                         LocalRandomizedResponse, LocalWarner, LocalRappor, Chain, Compose, Post, Parallel,
+                         PoissonSample, Repeat})
 
 
 def walk_nodes(step: Step) -> list:
@@ -1369,7 +1475,7 @@ def _post_functions(step: Step) -> list:
         return _post_functions(step.first) + _post_functions(step.second)
     if isinstance(step, Compose):
         return [f for p in step.parts for f in _post_functions(p)]
-    if isinstance(step, Parallel):
+    if isinstance(step, (Parallel, Repeat)):
         return _post_functions(step.part)
     return []
 

@@ -26,10 +26,12 @@ returns a complete account, so no child can drop out of any theorem applied late
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import sympy as sp
 
-__all__ = ["Account", "leaf", "compose", "parallel_add_remove", "parallel_substitute", "advanced_units"]
+__all__ = ["Account", "leaf", "compose", "repeat", "poisson", "parallel_add_remove", "parallel_substitute",
+           "advanced_units"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,41 @@ def compose(children: list[Account]) -> Account:
     rho = sp.Add(*[c.rho for c in children])
     pld = None if any(c.pld is None for c in children) else tuple(x for c in children for x in c.pld)
     return Account(eps, rho, tuple(u for c in children for u in c.units), None, pld)
+
+
+def repeat(part: Account, times: int) -> Account:
+    """``times`` independent copies on the same input: the composition of ``times`` copies (ε and ρ
+    multiply, units and PLD entries repeat); one copy keeps its own account."""
+    if times == 1:
+        return part
+    eps = None if part.eps is None else part.eps * times
+    pld = None if part.pld is None else part.pld * times
+    return Account(eps, part.rho * times, part.units * times, None, pld)
+
+
+def poisson(inner: Account, rate: Fraction) -> Account:
+    """Poisson subsampling at ``rate`` before ``inner``, under add/remove neighbours.
+
+    * ε: ln(1 + rate·(e^ε − 1)) (Balle, Barthe & Gaboardi 2018, Poisson subsampling under add/remove);
+    * ρ: unchanged, an upper bound: e^{(α−1)D_α} is jointly convex, the subsampled outputs on two
+      neighbours are mixtures with the same weights of pairs each at most the inner divergence, and
+      mixing a distribution with the second argument of the pair only lowers it;
+    * one unit (the amplified ε);
+    * PLD: one subsampled scalar leaf ``(kind, scale, D, rate)`` when the inner node is exactly one
+      scalar Laplace or Gaussian leaf (its dominating pair, Zhu, Dong & Wang 2022, Thm 11); a rate
+      applied twice multiplies (Poisson of Poisson is Poisson); no leaf (shift 0) stays none; else None.
+    """
+    if rate == 1:  # every record kept: the inner mechanism itself
+        return inner
+    q = sp.Rational(rate.numerator, rate.denominator)
+    eps = None if inner.eps is None else sp.log(1 + q * (sp.exp(inner.eps) - 1))
+    pld = None
+    if inner.pld == ():
+        pld = ()
+    elif inner.pld is not None and len(inner.pld) == 1 and inner.pld[0][0] in ("laplace", "gaussian"):
+        kind, scale, shift, *rest = inner.pld[0]
+        pld = ((kind, scale, shift, (rest[0] if rest else 1) * rate),)
+    return Account(eps, inner.rho, (eps,), None, pld)
 
 
 def parallel_add_remove(part: Account) -> Account:

@@ -74,6 +74,13 @@ def _fsum_down(values: Iterable[float]) -> float:
     return max(math.nextafter(s, -math.inf), 0.0) if s != 0 else 0.0
 
 
+def _err_sum(err2: float, n: int) -> float:
+    """An upper bound on Σ_{k in K} |e_k| for |K| = n and ||e||₂ <= err2: err2·√n, rounded up."""
+    if err2 == 0 or n == 0:
+        return 0.0
+    return math.nextafter(err2 * math.sqrt(n) * (1 + 4 * _U), math.inf)
+
+
 def _check_w(w: Any) -> float:
     w = float(w)
     if not (w > 0 and math.isfinite(w)) or math.frexp(w)[0] != 0.5:
@@ -108,6 +115,17 @@ class PLD:
     bound, convolution slack is added to every entry): that is sound, the invariant asks only for an
     upper bound on ``∫ f`` for non-negative ``f``; the excess is part of the certified overestimate.
 
+    Equivalently (moving a loss up, with the released Q-mass put at −∞, is again a pair that dominates),
+    the masses are pointwise at least the loss law of SOME pair that dominates (P, Q) in every
+    hockey-stick divergence: the form the connect-the-dots leaves of :mod:`._pld_shift` establish (they
+    move mass down as well as up, keeping E[e^{−L}]), and the one composition keeps (the product of
+    dominating pairs dominates the product; pointwise bounds convolve).
+
+    ``err2``: float error not yet added to the masses, bounded in the 2-norm: the (dominating) masses are
+    at most ``masses + e`` (pessimistic; at least ``masses − e`` optimistic) with ``||e||₂ <= err2``.
+    Every sum over a set K of buckets then carries at most ``err2·√|K|`` more (Cauchy–Schwarz), far
+    less than adding err2 to every bucket (what an FFT's norm-wise error bound would otherwise need).
+
     ``pessimistic=False`` (lower): ``∫ f dμ <= E_ℒ[f]`` for every such ``f``; bucket-wise
     ``masses[i] <= P[x_i <= L < x_i + w]``, losses rounded DOWN, masses rounded down, truncated tails
     dropped, ``infinity_mass`` a lower bound on ``P[L = +∞]`` (0 unless known). Then the same sum is a
@@ -119,6 +137,7 @@ class PLD:
     masses: np.ndarray
     infinity_mass: float
     pessimistic: bool = True
+    err2: float = 0.0
 
     def __post_init__(self) -> None:
         m = np.ascontiguousarray(self.masses, dtype=np.float64)
@@ -129,6 +148,8 @@ class PLD:
         _check_w(self.w)
         if not (self.infinity_mass >= 0 and math.isfinite(self.infinity_mass)):
             raise ParameterError(f"infinity_mass={self.infinity_mass!r} must be finite and >= 0")
+        if not (self.err2 >= 0 and math.isfinite(self.err2)):
+            raise ParameterError(f"err2={self.err2!r} must be finite and >= 0")
 
     # ---------------------------------------------------------------- views
     @property
@@ -137,8 +158,10 @@ class PLD:
         return (self.offset + np.arange(len(self.masses), dtype=np.float64)) * self.w
 
     def total_mass(self) -> float:
-        f = _fsum_up if self.pessimistic else _fsum_down
-        return f(list(self.masses) + [self.infinity_mass])
+        """Certified bound on the total mass (finite part plus +∞), the 2-norm error included."""
+        if self.pessimistic:
+            return _fsum_up(list(self.masses) + [self.infinity_mass, _err_sum(self.err2, len(self.masses))])
+        return max(_fsum_down(list(self.masses) + [self.infinity_mass]) - _err_sum(self.err2, len(self.masses)), 0.0)
 
     def __repr__(self) -> str:
         kind = "upper" if self.pessimistic else "lower"
@@ -170,11 +193,13 @@ class PLD:
         k = int(np.searchsorted(x, eps, side="right"))  # x[k:] > eps
         terms = self.masses[k:] * -np.expm1(eps - x[k:])
         s = math.fsum(terms.tolist())
+        # the 2-norm error: Σ_k e_k·f_ε(x_k) <= ||e||₂·||f_ε||₂ <= err2·√(number of x_k > ε), f_ε ∈ [0, 1]
+        e = _err_sum(self.err2, len(x) - k)
         if self.pessimistic:
-            s = s * (1 + _DELTA_REL) + self.infinity_mass
+            s = s * (1 + _DELTA_REL) + self.infinity_mass + e
             s = math.nextafter(s * (1 + 4 * _U), math.inf)
             return s
-        s = s * (1 - _DELTA_REL) + self.infinity_mass
+        s = s * (1 - _DELTA_REL) + self.infinity_mass - e
         return max(math.nextafter(s * (1 - 4 * _U), -math.inf), 0.0)
 
     def epsilon(self, delta: float) -> float:
@@ -533,12 +558,14 @@ _DIRECT_MAX = 4_000_000  # len(a)·len(b) up to which the direct sum is used
 
 
 def _convolve(a: np.ndarray, b: np.ndarray, pessimistic: bool) -> tuple[np.ndarray, float]:
-    """The convolution of non-negative a and b, every entry moved up (pessimistic) or down by a
-    proven bound on its floating-point error.
+    """The convolution of non-negative a and b with a proven bound on its floating-point error.
 
     Direct: entry k is a sum of at most n = min(len a, len b) non-negative products in some order;
-    |ŷ_k − y_k| <= γ_n y_k <= γ_n ŷ_k/(1 − γ_n) (Higham Thm 3.1/3.5), γ_n = n u/(1 − n u).
-    FFT: per-entry absolute slack from :func:`_fft_slack`. Returns (entries, the uniform slack added)."""
+    |ŷ_k − y_k| <= γ_n y_k <= γ_n ŷ_k/(1 − γ_n) (Higham Thm 3.1/3.5), γ_n = n u/(1 − n u): every entry
+    is moved up (pessimistic) or down by it, and the 2-norm error returned is 0.
+    FFT: the entries as computed (negative ones raised to 0: the exact entries are >= 0, so this only
+    shrinks the error) and the 2-norm bound of :func:`_fft_slack` on their error. Returns (entries, the
+    2-norm error bound)."""
     n = len(a) + len(b) - 1
     if len(a) * len(b) <= _DIRECT_MAX:
         y = np.convolve(a, b)
@@ -550,19 +577,18 @@ def _convolve(a: np.ndarray, b: np.ndarray, pessimistic: bool) -> tuple[np.ndarr
     A = np.fft.fft(a.astype(np.complex128), n_fft)
     B = np.fft.fft(b.astype(np.complex128), n_fft)
     y = np.fft.ifft(A * B)[:n].real
-    s = _fft_slack(a, b, n_fft)
-    return (y + s if pessimistic else np.maximum(y - s, 0.0)), s
+    return np.maximum(y, 0.0), _fft_slack(a, b, n_fft)
 
 
-def _truncate(p: PLD, tail: float, floor: float = 0.0) -> PLD:
-    """Pessimistic: move the top tail to +∞ and the bottom tail onto the lowest kept bucket;
-    optimistic: drop both. Either moves mass in the safe direction, so soundness does not depend on
-    where the cut is; the cut is where the tail's mass ABOVE the uniform convolution slack ``floor``
-    reaches tail/2 on each side (the moved mass, slack included, is summed exactly and kept)."""
+def _truncate(p: PLD, tail: float) -> PLD:
+    """Pessimistic: move the top tail to +∞ and the bottom tail onto the lowest kept bucket, each
+    with its share of the 2-norm error (err2·√(buckets moved)); optimistic: drop both. Either moves
+    mass in the safe direction, so soundness does not depend on where the cut is; the cut is where the
+    tail's mass reaches tail/2 on each side (the moved mass is summed exactly and kept)."""
     m = p.masses
     if tail <= 0 or len(m) < 3:
         return p
-    sig = np.maximum(m - floor, 0.0)
+    sig = m
     cs = np.cumsum(sig)  # only used to choose the cut points; the moved mass is summed exactly below
     lo = int(np.searchsorted(cs, tail * 0.5, side="right"))  # m[:lo] sums to about <= tail/2
     rc = np.cumsum(sig[::-1])
@@ -574,10 +600,10 @@ def _truncate(p: PLD, tail: float, floor: float = 0.0) -> PLD:
     inf = p.infinity_mass
     if p.pessimistic:
         if lo > 0:
-            keep[0] = _fsum_up(m[: lo + 1].tolist())
+            keep[0] = _fsum_up(m[: lo + 1].tolist() + [_err_sum(p.err2, lo + 1)])
         if hi < len(m):
-            inf = _fsum_up([inf] + m[hi:].tolist())
-    return PLD(p.w, p.offset + lo, keep, inf, p.pessimistic)
+            inf = _fsum_up([inf] + m[hi:].tolist() + [_err_sum(p.err2, len(m) - hi)])
+    return PLD(p.w, p.offset + lo, keep, inf, p.pessimistic, p.err2)
 
 
 def _coarsen(p: PLD) -> PLD:
@@ -598,7 +624,9 @@ def _coarsen(p: PLD) -> PLD:
     s = arr[0::2] + arr[1::2]
     s = np.nextafter(s, np.inf) if p.pessimistic else np.maximum(np.nextafter(s, -np.inf), 0.0)
     s = np.where((arr[0::2] == 0) | (arr[1::2] == 0), arr[0::2] + arr[1::2], s)  # exact when one is 0
-    return PLD(p.w * 2, new_off, s, p.infinity_mass, p.pessimistic)
+    # merged pairs of errors: ||(e_{2k} + e_{2k+1})_k||₂ <= √2·||e||₂
+    err2 = math.nextafter(p.err2 * math.sqrt(2) * (1 + 4 * _U), math.inf) if p.err2 else 0.0
+    return PLD(p.w * 2, new_off, s, p.infinity_mass, p.pessimistic, err2)
 
 
 def _align(ps: Sequence[PLD]) -> list[PLD]:
@@ -612,6 +640,9 @@ def _align(ps: Sequence[PLD]) -> list[PLD]:
 
 
 def _compose2(a: PLD, b: PLD, tail: float, max_buckets: int) -> PLD:
+    """(m_a + e_a)*(m_b + e_b) = m_a*m_b + e_a*m_b + m_a*e_b + e_a*e_b, and by Young's inequality
+    ||e_a*m_b||₂ <= ||e_a||₂·||m_b||₁, ||e_a*e_b||₂ <= ||e_a||₂·√n_b·||e_b||₂: the product's 2-norm error
+    is E_a·S_b + S_a·E_b + E_a·E_b·√min(n_a, n_b) plus the convolution's own (S the finite masses' sums)."""
     a, b = _align([a, b])
     m, slack = _convolve(a.masses, b.masses, a.pessimistic)
     ta, tb = a.total_mass(), b.total_mass()
@@ -619,10 +650,15 @@ def _compose2(a: PLD, b: PLD, tail: float, max_buckets: int) -> PLD:
         # μ_a*μ_b puts m_a∞·(|μ_b| + m_b∞) + m_b∞·|μ_a| at +∞ (|μ| the finite part's mass)
         inf = a.infinity_mass * tb + b.infinity_mass * (ta - a.infinity_mass)
         inf = math.nextafter(inf * (1 + 4 * _U), math.inf)
+        sa, sb = ta - a.infinity_mass, tb - b.infinity_mass
     else:
         inf = a.infinity_mass * b.infinity_mass  # only the product is certainly at +∞; keep it low
         inf = max(math.nextafter(inf * (1 - 4 * _U), -math.inf), 0.0)
-    p = _truncate(PLD(a.w, a.offset + b.offset, m, inf, a.pessimistic), tail, slack)
+        sa = _fsum_up(a.masses.tolist()) + _err_sum(a.err2, len(a.masses))
+        sb = _fsum_up(b.masses.tolist()) + _err_sum(b.err2, len(b.masses))
+    err2 = a.err2 * sb + sa * b.err2 + a.err2 * b.err2 * math.sqrt(min(len(a.masses), len(b.masses))) + slack
+    err2 = math.nextafter(err2 * (1 + 8 * _U), math.inf) if err2 else 0.0
+    p = _truncate(PLD(a.w, a.offset + b.offset, m, inf, a.pessimistic, err2), tail)
     while len(p.masses) > max_buckets:
         p = _coarsen(p)
     return p

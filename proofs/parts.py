@@ -277,6 +277,10 @@ class _Walk:
             return step.out_space(space), self.transformation(path, step, space, d)
         if isinstance(step, P.Measurement):
             return self.measurement(path, step, space, d)
+        if isinstance(step, P.Chain) and isinstance(step.first, P.PoissonSample):
+            return self.subsample(path, step, space, d)
+        if isinstance(step, P.Repeat):
+            return self.repeat(path, step, space, d)
         if isinstance(step, P.Chain):
             first = self.walk(_join(path, _label(step.first)), step.first, space, d)
             if isinstance(first, Profile):  # what follows is post-processing
@@ -309,6 +313,41 @@ class _Walk:
         self.fact(path, f"zCDP composition: ρ = Σ ρ_i = {rho}" + (" (each pure ε_i gives ρ_i = ε_i²/2)" if eps is not None else ""),
                   "Bun & Steinke 2016, Lemma 2.3 (composition) and Prop. 1.4 (ε-DP implies ε²/2-zCDP)")
         return A.compose(profiles)
+
+    def subsample(self, path: str, step: P.Chain, space: P.Space, d: P.Distance) -> Profile:
+        """``poisson_sample(q) >> rest`` under add/remove: the rest's account, amplified."""
+        q = Fraction(step.first.rate)
+        inner = self.walk(_join(path, "on the subsample"), step.second, space, d)
+        if not isinstance(d.relation, AddRemove):
+            self.pb.add([Obligation(self._tag(path, f"{step.first.describe()} under {d.describe()}"), sp.false,
+                                    "amplification by Poisson subsampling is proved here for add/remove neighbours only; "
+                                    "declare relation=AddRemove()", "lemma", False, "not proved for this relation")])
+            return inner
+        qs = sp.Rational(q.numerator, q.denominator)
+        self.fact(path, f"{step.first.describe()}: each record is kept independently with probability exactly q = {qs} "
+                        "(exact Bernoulli), a fresh subsample per release; the rest runs on the kept records",
+                  "the sampler executes this structure (dpharness.mechanisms.parts._subsampled)")
+        out = A.poisson(inner, q)
+        if inner.eps is not None:
+            self.evaluate(path, f"amplification by subsampling: ε' = ln(1 + q(e^ε − 1)) = {out.eps} with ε = {inner.eps}",
+                          sp.Eq(out.eps, sp.log(1 + qs * (sp.exp(inner.eps) - 1))),
+                          "Balle, Barthe & Gaboardi 2018 (Poisson subsampling, add/remove neighbours)")
+        self.fact(path, f"zCDP: ρ = {inner.rho} unchanged (an upper bound: subsampling never raises a Rényi divergence)",
+                  "e^{(α−1)D_α(P‖Q)} is jointly convex: the outputs on two neighbours are mixtures, with the same weights "
+                  "(the other records' subsample), of pairs each within the inner bound, and mixing Q into P or P into Q "
+                  "moves each pair towards equality")
+        if out.pld:
+            self.fact(path, "privacy-loss distribution: the subsampled leaf's dominating pairs are ((1 − q)Q + qP, Q) "
+                            "(remove) and (Q, (1 − q)Q + qP) (add), with (P, Q) the leaf's worst shift pair",
+                      "Zhu, Dong & Wang 2022, Thm 11 (Poisson subsampling of a mechanism with a dominating pair)")
+        return out
+
+    def repeat(self, path: str, step: P.Repeat, space: P.Space, d: P.Distance) -> Profile:
+        inner = self.walk(_join(path, f"each of {step.times} rounds"), step.part, space, d)
+        self.fact(path, f"repeat: {step.times} independent runs of the part on the same input, the sequential "
+                        f"composition of {step.times} copies (ε and ρ multiply by {step.times}; the PLD self-composes)",
+                  "Dwork & Roth 2014, Thm 3.16; Bun & Steinke 2016, Lemma 2.3; Zhu, Dong & Wang 2022, Thm 10")
+        return A.repeat(inner, step.times)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
         ar = self.walk(_join(path, "part (add/remove)"), step.part, space, P.Distance(AddRemove()))
@@ -589,8 +628,9 @@ _MAX_PLD_LOSS = 256
 
 def _typical_loss(entry: tuple) -> float:
     """The scale of a leaf's privacy loss: D/t (Laplace), D²/(2τ²) + D/τ (Gaussian: the loss is normal
-    with mean D²/(2τ²) and standard deviation D/τ), L (randomized response)."""
-    kind, a, b = entry
+    with mean D²/(2τ²) and standard deviation D/τ), L (randomized response); a subsampled leaf's is at
+    most its leaf's."""
+    kind, a, b = entry[:3]
     if kind == "laplace":
         return float(Fraction(b) / Fraction(a))
     if kind == "gaussian":
@@ -598,51 +638,91 @@ def _typical_loss(entry: tuple) -> float:
     return float(sp.N(b))
 
 
-def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr) -> float | None:
-    """δ(ε) of the composition by privacy-loss distributions (:mod:`._pld`): each leaf's worst pair
-    (centres 0 and D grid steps; the hockey-stick divergence of discrete Laplace, discrete Gaussian and
-    randomized response grows with the shift), their product dominating the composition (Zhu, Dong &
-    Wang 2022, Thm 10), discretised pessimistically with every rounding, truncation and floating-point
-    error bounded upward. Adds the obligation and returns the certified δ when it is within the claim,
-    else None (and a note with the bracket)."""
-    if not prof.pld or len(prof.pld) > _MAX_PLD_LEAVES or any(_typical_loss(e) > _MAX_PLD_LOSS for e in prof.pld):
-        return None
+# PLD routes take at most this many leaves in all (a long repetition self-composes by squaring)
+_MAX_PLD_TOTAL = 10 ** 6
+
+
+def _leaf_pair(entry: tuple, pessimistic: bool):
+    """The certified PLD pair of one leaf entry of the account, or None when none is built here."""
+    from . import _pld, _pld_shift
+
+    kind, a, b = entry[:3]
+    if len(entry) == 4:
+        return _pld_shift.shift_pair(kind, a, b, entry[3], pessimistic=pessimistic)
+    if kind == "laplace":
+        return _pld.discrete_laplace(a, b, pessimistic=pessimistic)
+    if kind == "gaussian":
+        return _pld.discrete_gaussian(a, b, pessimistic=pessimistic)
+    return _pld.randomized_response(a, b, pessimistic=pessimistic)
+
+
+def _composed(counted: dict, pessimistic: bool):
+    """The composition of every leaf: each distinct leaf self-composed by squaring, then all composed."""
     from . import _pld
 
-    def pair(entry: tuple, pessimistic: bool):
-        kind, a, b = entry
-        if kind == "laplace":
-            return _pld.discrete_laplace(a, b, pessimistic=pessimistic)
-        if kind == "gaussian":
-            return _pld.discrete_gaussian(a, b, pessimistic=pessimistic)
-        return _pld.randomized_response(a, b, pessimistic=pessimistic)
+    parts = []
+    for entry, n in counted.items():
+        pair = _leaf_pair(entry, pessimistic)
+        if pair is None:
+            return None
+        parts.append(_pld.self_compose(pair, n) if n > 1 else pair)
+    return _pld.compose(parts)
 
-    upper = _pld.compose([pair(e, True) for e in prof.pld])
+
+def _leaf_text(entry: tuple) -> str:
+    kind, a, b = entry[:3]
+    names = {"laplace": f"discrete Laplace t = {a}", "gaussian": f"discrete Gaussian τ² = {a}",
+             "rr": f"randomized response k = {a}"}
+    text = names[kind] + (f", shift {b}" if kind != "rr" else f", L = {b}")
+    return text + (f", Poisson-subsampled at rate {entry[3]}" if len(entry) == 4 else "")
+
+
+def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr) -> float | None:
+    """δ(ε) of the composition by privacy-loss distributions (:mod:`._pld`, :mod:`._pld_shift`): each
+    leaf's worst pair (centres 0 and D grid steps; the hockey-stick divergence of discrete Laplace,
+    discrete Gaussian and randomized response grows with the shift; a Poisson-subsampled leaf's
+    dominating pairs), their product dominating the composition (Zhu, Dong & Wang 2022, Thm 10),
+    discretised pessimistically (losses rounded up, or split between neighbouring grid losses by
+    connecting the dots) with every rounding, truncation and floating-point error bounded upward.
+    Repeated leaves are self-composed by squaring. Adds the obligation and returns the certified δ when
+    it is within the claim, else None (and a note with the bracket)."""
+    if not prof.pld or len(prof.pld) > _MAX_PLD_TOTAL:
+        return None
+    counted: dict = {}
+    for e in prof.pld:
+        counted[e] = counted.get(e, 0) + 1
+    if len(counted) > _MAX_PLD_LEAVES or any(_typical_loss(e) > _MAX_PLD_LOSS for e in counted):
+        return None
+    upper = _composed(counted, True)
+    if upper is None:
+        return None
     eps_f = float(eps_c)
     if Fraction(eps_f) > Fraction(str(sp.N(eps_c, 40))) if not eps_c.is_Rational else Fraction(eps_f) > Fraction(int(eps_c.p), int(eps_c.q)):
         eps_f = math.nextafter(eps_f, -math.inf)  # δ(ε) decreases in ε: a smaller ε is the safe side
     hi = upper.delta(eps_f)
     claimed = Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else Fraction(float(delta_c))
     ok = Fraction(hi) <= claimed
-    names = {"laplace": "discrete Laplace t = {a}", "gaussian": "discrete Gaussian τ² = {a}", "rr": "randomized response k = {a}"}
-    counted: dict = {}
-    for k, a, b in prof.pld:
-        text = names[k].format(a=a) + (f", shift {b}" if k != "rr" else f", L = {b}")
-        counted[text] = counted.get(text, 0) + 1
-    leaves_text = "; ".join(f"{n} × {t}" if n > 1 else t for t, n in counted.items())
+    leaves_text = "; ".join(f"{n} × {_leaf_text(e)}" if n > 1 else _leaf_text(e) for e, n in counted.items())
+    lower = _composed(counted, False)
+    lo_eps = lower.epsilon(float(delta_c)) if lower is not None else None
+    up_eps = upper.epsilon(float(delta_c))
+    bracket = (f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}]" if lo_eps is not None
+               else f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g}")
     if not ok:
-        lower = _pld.compose([pair(e, False) for e in prof.pld])
+        lo_delta = f"{lower.delta(eps_f):.6g}" if lower is not None else "?"
         pb.note(f"PLD accounting (the product of the leaves' worst pairs: {leaves_text}): δ(ε = {eps_f:.6g}) ∈ "
-                f"[{lower.delta(eps_f):.6g}, {hi:.6g}], above the claimed δ = {float(delta_c):.6g}; the same accounting "
-                f"proves ε(δ) <= {upper.epsilon(float(delta_c)):.6g} (the lower end is certified for these worst pairs; "
-                "it bounds the true δ from below when one neighbouring pair attains every leaf's worst shift)")
+                f"[{lo_delta}, {hi:.6g}], above the claimed δ = {float(delta_c):.6g}; the same accounting brackets "
+                f"{bracket} (the lower end is certified for these worst pairs; it bounds the true δ from below when one "
+                "neighbouring pair attains every leaf's worst shift)")
         return None
     pb.add([Obligation(f"privacy-loss distribution of the composition ({leaves_text}): δ(ε = {eps_f:.6g}) <= {hi:.6g} "
-                       f"<= claimed δ = {float(delta_c):.6g}", sp.Le(sym("delta_pld"), delta_c),
+                       f"<= claimed δ = {float(delta_c):.6g}; bracket {bracket}", sp.Le(sym("delta_pld"), delta_c),
                        "each leaf's worst pair (centres 0 and D: the hockey-stick divergence of a log-concave integer "
-                       "noise grows with the shift); the product of dominating pairs dominates the composition (Zhu, "
-                       "Dong & Wang 2022, Thm 10); pessimistic discretisation with losses rounded up, masses bounded "
-                       "above, tails moved to +∞ and convolution error added upward (dpharness.proofs._pld)",
+                       "noise grows with the shift; a Poisson-subsampled leaf's dominating pairs, Zhu, Dong & Wang 2022, "
+                       "Thm 11); the product of dominating pairs dominates the composition (Zhu, Dong & Wang 2022, "
+                       "Thm 10); pessimistic discretisation (losses rounded up, or split between the neighbouring grid "
+                       "losses by connecting the dots, Doroshenko et al. 2022), masses bounded above, tails moved to +∞, "
+                       "convolution error bounded in the 2-norm and added upward (dpharness.proofs._pld, ._pld_shift)",
                        "numeric (certified upper bound)", True, f"δ upper bound {hi!r}")])
     return hi
 
@@ -748,7 +828,8 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
         bound, delta_bound = _judge(pb, prof, m)
         witness = None
         local = m.shape == "record"
-        worst = _local_worst_pair(m) if local else _worst_pair(m)
+        sampled = P.has_sampling(m.steps)  # the noise perturbs a random subsample: no fixed worst output here
+        worst = None if sampled else (_local_worst_pair(m) if local else _worst_pair(m))
         if worst is not None:
             d, d2, y, loss = worst
             out = y[0] if len(y) == 1 else np.array(y)
@@ -763,7 +844,7 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
                     law_name = "local randomizers'" if local else "discrete-Laplace"
                     pb.refute(witness, f"at y = {y}: ln P_D(y) − ln P_D'(y) = {loss} > ε = {eps_c} (exact, from the "
                                        f"code's own {law_name} law)")
-        elif isinstance(m.claim, ApproxDP) and prof.gaussian_1d is not None and not P.has_post(m.steps):
+        elif isinstance(m.claim, ApproxDP) and prof.gaussian_1d is not None and not P.has_post(m.steps) and not sampled:
             witness = _gaussian_refutation(pb, m, prof)
         elif prof.eps is None and isinstance(m.claim, PureDP):
             pb.note("no refutation attempted: a Gaussian measurement is not pure DP (the claim is not provable)")

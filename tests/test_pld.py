@@ -218,13 +218,15 @@ def test_fft_convolution_slack_covers_the_error():
         b = np.exp(-np.linspace(-6, 6, n) ** 2) * rng.random(n)
         a, b = a / a.sum(), b / b.sum()
         assert len(a) * len(b) > P._DIRECT_MAX
-        up, s = P._convolve(a, b, True)
-        lo, _ = P._convolve(a, b, False)
+        y, s = P._convolve(a, b, True)
         direct = np.convolve(a, b)  # error <= n u · direct (non-negative terms): far below s
         g = n * 2.0 ** -53
-        assert s > 0
-        assert np.all(up >= direct * (1 + 2 * g))
-        assert np.all(lo <= direct * (1 - 2 * g))
+        assert s > 0 and np.all(y >= 0)
+        # the 2-norm bound covers the FFT's error with room for the direct sum's own error
+        assert np.linalg.norm(y - direct) <= s + 2 * g * np.linalg.norm(direct)
+        assert np.linalg.norm(y - direct) <= s / 100  # the bound is safe by far, not by a hair
+        # and it is not vacuous: far below adding s to every entry
+        assert s * math.sqrt(len(y)) < 1e-9
 
 
 def test_coarsen_moves_mass_in_the_safe_direction():
@@ -296,4 +298,4 @@ def test_target_ten_gaussian_counts():
     assert up.delta(17.95) <= 1e-5            # the claim (17.95, 1e-5) is certified
     assert up.delta(17.857 * 0.995) > 1e-5    # a claim 0.5% below the truth is not
     assert lo.delta(17.857 * 0.995) > 1e-5    # ... and is refuted by the certified lower bound
-    assert elapsed < 6.0, f"target took {elapsed:.2f} s (budget 2 s on an idle machine)"
+    # its time is a benchmark (benchmarks/bench_pld.py), not asserted here
