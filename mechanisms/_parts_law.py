@@ -169,6 +169,10 @@ def leaves(m: P.PartsMechanism, data: Any) -> list:
 
 
 def _walk(step: P.Step, value: Any, space: P.Space) -> list:
+    if type(step) in P._family_step_types() and isinstance(step, P.Measurement):
+        from ._parts_selection import SelectionLeaf
+
+        return [SelectionLeaf(step, value, space)]
     if isinstance(step, P.LocalRandomizer):
         return [LocalLeaf(step, value, space)]
     if isinstance(step, (P.GridLaplace, P.GridGaussian)):
@@ -213,6 +217,8 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
     ls = leaves(m, data)
     if m.shape == "record":
         return _local_law(ls)
+    if any(not isinstance(leaf, Leaf) for leaf in ls):
+        return _mixed_law(ls)
     coords = [(leaf, i) for leaf in ls for i in range(len(leaf.centres))]
     width = len(coords)
 
@@ -244,6 +250,52 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
         return expr
 
     return FunctionLaw("discrete", log_prob, symbols, Deferred(build_expr))
+
+
+def _grid_log_prob(leaf: Leaf, cols: np.ndarray) -> np.ndarray:
+    """ln P of a grid-noise leaf's output columns (shape (n, len(centres)))."""
+    total = np.zeros(len(cols))
+    for i, c in enumerate(leaf.centres):
+        units, ok = on_grid_units(cols[:, i], float(leaf.g))
+        k = units - c
+        if isinstance(leaf.measurement, P.GridLaplace):
+            lp = discrete_laplace_logpmf(k, float(leaf.measurement.t))
+        else:
+            lp = -k * k / (2 * float(leaf.measurement.tau2)) - _gaussian_log_norm(leaf.measurement.tau2)
+        total = total + np.where(ok, lp, -np.inf)
+    return total
+
+
+def _mixed_law(ls: list) -> FunctionLaw:
+    """The law of a structure with selection leaves (:class:`._parts_selection.SelectionLeaf`) and grid
+    noise: the product of the leaves' laws (independent randomness), numeric log-probabilities by blocks
+    of columns; the finite support listed when every leaf is a selection (at most 1024 outputs)."""
+    import sympy as sp
+
+    widths = [leaf.width if not isinstance(leaf, Leaf) else len(leaf.centres) for leaf in ls]
+    width = sum(widths)
+    symbols = tuple(sp.Symbol(f"y{j}", real=True) for j in range(width))
+
+    def log_prob(outputs: np.ndarray) -> np.ndarray:
+        out = np.asarray(outputs, dtype=float).reshape(-1, width)
+        total, first = np.zeros(len(out)), 0
+        for leaf, w in zip(ls, widths):
+            cols = out[:, first:first + w]
+            total = total + (_grid_log_prob(leaf, cols) if isinstance(leaf, Leaf) else leaf.log_prob(cols))
+            first += w
+        return total
+
+    outcomes = None
+    if all(not isinstance(leaf, Leaf) for leaf in ls):
+        tables = [leaf.outputs() for leaf in ls]
+        if math.prod(len(t) for t in tables) <= _MAX_TABLE:
+            rows = [sum(combo, ()) for combo in itertools.product(*tables)]
+            outcomes = tuple(r[0] if width == 1 else r for r in rows)
+
+    def build_expr():
+        raise UnsupportedError("a selection's law has no sympy expression here; use log_prob")
+
+    return FunctionLaw("discrete", log_prob, symbols, Deferred(build_expr), outcomes=outcomes)
 
 
 def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:

@@ -72,6 +72,7 @@ __all__ = [
     "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
     "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
+    "quantile", "quantile_score", "exponential", "report_noisy_max",
     "compose", "post", "parallel", "repeat", "poisson_sample", "PoissonSample", "Repeat",
     "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
     "grid_steps", "input_space", "input_distance",
@@ -165,12 +166,15 @@ class Distance:
     """How far apart a value can be on neighbouring inputs.
 
     For records: ``relation`` (neighbouring data sets under AddRemove / Substitute). For numbers and
-    vectors: exact bounds on the L1 distance, the squared L2 distance and the L∞ distance."""
+    vectors: exact bounds on the L1 distance, the squared L2 distance and the L∞ distance, and
+    ``monotone``: on every neighbouring pair the coordinates all move up or all move down (a histogram
+    under add/remove), which selections read (the exponential mechanism's factor-2 saving)."""
 
     relation: Relation | None = None
     l1: Fraction = Fraction(0)
     l2sq: Fraction = Fraction(0)
     linf: Fraction = Fraction(0)
+    monotone: bool = False  # every coordinate moves in the same direction (all up or all down)
 
     def describe(self) -> str:
         if self.relation is not None:
@@ -478,8 +482,8 @@ class Histogram(Transformation):
         return Space("vector", m, (Fraction(0),) * m, (_INF,) * m, Fraction(1))
 
     def stability(self, space: Space, d: Distance) -> Distance:
-        if isinstance(d.relation, AddRemove):
-            return Distance(None, Fraction(1), Fraction(1), Fraction(1))
+        if isinstance(d.relation, AddRemove):  # one bin gains (add) or loses (remove) one: monotone
+            return Distance(None, Fraction(1), Fraction(1), Fraction(1), monotone=True)
         return Distance(None, Fraction(2), Fraction(2), Fraction(1))
 
     def apply(self, value: Any) -> Any:
@@ -1031,6 +1035,40 @@ def repeat(times: int, part: Step) -> Repeat:
     return Repeat(times, part)
 
 
+def quantile(alpha: Any, *, candidates: Sequence, scale: Any) -> Step:
+    """The ``alpha``-quantile of one-column records by the exponential mechanism over ``candidates``
+    (the quantile score of OpenDP's ``make_quantile_score_candidates``, then P(c) ∝ exp(u(c)/scale));
+    releases the chosen candidate. ε = 2Δ/scale, Δ = max(α, 1 − α) (add/remove) or 1 (substitution).
+    See :mod:`dpharness.mechanisms._parts_selection`."""
+    from ._parts_selection import quantile as _quantile
+
+    return _quantile(alpha, candidates=candidates, scale=scale)
+
+
+def quantile_score(alpha: Any, *, candidates: Sequence) -> Step:
+    """The vector of quantile utilities u(c) = −|(1 − α)#{x < c} − α#{x > c}| over ``candidates``."""
+    from ._parts_selection import quantile_score as _score
+
+    return _score(alpha, candidates=candidates)
+
+
+def exponential(scale: Any, *, k: int = 1, labels: Sequence | None = None) -> Step:
+    """The exponential mechanism on a vector of scores u: index i with probability ∝ exp(u_i/scale)
+    (``labels[i]`` when given; ``k`` > 1: the ordered one-shot Gumbel top-k). ε = 2kΔ/scale (kΔ/scale
+    on monotone scores)."""
+    from ._parts_selection import exponential as _exponential
+
+    return _exponential(scale, k=k, labels=labels)
+
+
+def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granularity: Any = 1) -> Step:
+    """The index of the largest noisy score (``noise`` "laplace" on a grid, "gumbel" (``k`` > 1: one-shot
+    top-k) or "exponential" (permute-and-flip)). See :mod:`dpharness.mechanisms._parts_selection`."""
+    from ._parts_selection import report_noisy_max as _rnm
+
+    return _rnm(scale, noise, k, granularity=granularity)
+
+
 def compose(*parts: Step) -> Compose:
     """Run every part on the same input (independent randomness); the output is their tuple."""
     return Compose(tuple(parts))
@@ -1446,7 +1484,7 @@ def _check_types(step: Any) -> None:
     """Every node must be exactly one of this module's step classes (not a subclass, wherever it is
     defined): the prover's lemmas are about these classes' code. Checked at construction and again by
     the prover (a structure swapped in after construction is caught there)."""
-    if type(step) not in _STEP_TYPES:
+    if type(step) not in _STEP_TYPES and type(step) not in _family_step_types():
         raise ParameterError(f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
                              "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "
                              "change code its lemma is about).")
@@ -1459,6 +1497,13 @@ def _check_types(step: Any) -> None:
 _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, Histogram, GridLaplace, GridGaussian,
                          LocalRandomizedResponse, LocalWarner, LocalRappor, Chain, Compose, Post, Parallel,
                          PoissonSample, Repeat})
+
+
+def _family_step_types() -> frozenset:
+    """Step classes of the families kept in their own modules (selection)."""
+    from ._parts_selection import STEP_TYPES
+
+    return STEP_TYPES
 
 
 def walk_nodes(step: Step) -> list:

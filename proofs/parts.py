@@ -74,6 +74,10 @@ class _Walk:
 
     # --- stability -------------------------------------------------------------------
     def transformation(self, path: str, t: P.Transformation, space: P.Space, d: P.Distance) -> P.Distance:
+        if type(t) in P._family_step_types():
+            from . import _parts_selection
+
+            return _parts_selection.stability(self, path, t, space, d)
         out = t.stability(space, d)
         rel = d.relation
         if isinstance(t, (P.Clamp, P.Column)):
@@ -251,6 +255,10 @@ class _Walk:
         return A.leaf(eps, eps ** 2 / 2, None if rr is None else ("rr", *rr), None if rr is None else (("rr", *rr),))
 
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
+        if type(m) in P._family_step_types():
+            from . import _parts_selection
+
+            return _parts_selection.account(self, path, m, space, d)
         if isinstance(m, P.LocalRandomizer):
             return self.local(path, m, space)
         d1, d2 = self.grid_units(path, m, space, d)
