@@ -37,6 +37,7 @@ from dpharness.core import AddRemove
 from dpharness.errors import ParameterError, UnsupportedError
 
 from . import parts as P
+from ._noise import check_granularity
 
 __all__ = [
     "QuantileScore", "ExponentialSelection", "NoisyMaxExponential", "NoisyMaxLaplace", "STEP_TYPES",
