@@ -51,10 +51,10 @@ def environment_digest() -> str:
         if path and not os.path.realpath(path).startswith(installed):
             files.add(path)
     for package in ("dpharness", "dpharness.mechanisms", "dpharness.proofs", "dpharness.auditors"):
-        for root in importlib.import_module(package).__path__:  # all of dpharness, imported yet or not
-            for entry in os.listdir(root):
-                if entry.endswith(".py"):
-                    files.add(os.path.join(root, entry))
+        for top in importlib.import_module(package).__path__:  # all of dpharness, imported yet or not,
+            for root, dirs, entries in os.walk(top):            # subpackages too (auditors.families, ...): the
+                dirs[:] = [d for d in dirs if d != "__pycache__"]  # same files whatever this process loaded
+                files.update(os.path.join(root, e) for e in entries if e.endswith(".py"))
     for path in sorted(files):
         try:
             st = os.stat(path)
