@@ -6,6 +6,7 @@ the library (or raises :class:`MissingExtra`) and calls ``build`` with parsed va
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import json
@@ -35,7 +36,10 @@ class LibraryTarget:
     ``fn``: the callable to audit (``fn(data, size, rng)`` when ``vectorized``, else ``fn(data)``);
     ``data``/``neighbor``: the default pair, neighbours under ``neighbor_relation`` (the library's
     relation, see ``relation``); ``epsilon``/``delta``: the claim as the library states it
-    (``claim_source`` says where it was read); ``library``/``version``: the distribution audited."""
+    (``claim_source`` says where it was read); ``library``/``version``: the distribution audited.
+    ``unseeded``: why the outputs do not follow the audit's seed (the library draws from a generator of
+    its own that takes no seed), empty when they do; an audit's result then says so in
+    ``extra["notes"]``: "not reproducible by seed: ..." (the seed still fixes the events and pairs)."""
 
     fn: Callable
     vectorized: bool
@@ -50,6 +54,7 @@ class LibraryTarget:
     name: str = ""
     neighbor_relation: Relation | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    unseeded: str = ""
 
     def audit(self, **kwargs: Any):
         """``dpharness.auditors.audit`` on this target's pair and claim; ``kwargs`` go through (samples, seed, ...)."""
@@ -59,8 +64,12 @@ class LibraryTarget:
             if fixed in kwargs:
                 raise ParameterError(f"{fixed}= is fixed by the target; build the target with get_target(name, "
                                      f"{{{fixed!r}: ...}}) to change it.")
-        return audit(self.fn, self.data, self.neighbor, epsilon=self.epsilon, delta=self.delta,
-                     vectorized=self.vectorized, **kwargs)
+        result = audit(self.fn, self.data, self.neighbor, epsilon=self.epsilon, delta=self.delta,
+                       vectorized=self.vectorized, **kwargs)
+        if not self.unseeded:
+            return result
+        notes = [*result.extra.get("notes", ()), f"not reproducible by seed: {self.unseeded}"]
+        return dataclasses.replace(result, extra={**result.extra, "notes": notes})
 
 
 @dataclass(frozen=True)

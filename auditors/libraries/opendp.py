@@ -8,8 +8,11 @@ ones (converted by :func:`~dpharness.auditors.libraries.zcdp_to_approx` at the t
 
 Randomness: OpenDP draws from the operating system's entropy source and takes no seed, so an
 audit of these targets is reproducible only up to the library's own randomness (the auditor's
-seed fixes which events are tested, not the outputs). Forked workers draw independent outputs
-(the OS source is not duplicated by ``fork``; checked by the tests).
+seed fixes which events are tested, not the outputs; the result says so in ``extra["notes"]``). The
+auditor's worker processes draw independent outputs (the OS source holds no state to copy).
+OpenDP's measurements are ctypes pointers, which do not pickle: a sampler holds the measurement's
+recipe (kind and parameters) and each process builds the measurement on first use (cached per
+process), so the worker pool can ship it.
 
 Default pairs: scalar queries use 0 vs ``sensitivity`` (the full sensitivity step; 0 is the value
 whose floating-point neighbourhood is densest, where Mironov-style rounding leaks show first);
@@ -19,6 +22,7 @@ scalar pair again).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -29,6 +33,8 @@ from ._convert import zcdp_to_approx
 from ._registry import Param, pair_params, register
 
 _LIB, _MOD, _EXTRA = "opendp", "opendp", "opendp"
+_UNSEEDED = ("OpenDP draws from the operating system's entropy source, which takes no seed; the seed fixes the "
+             "events and pairs tested, not the outputs")
 
 
 def _dp():
@@ -38,21 +44,47 @@ def _dp():
     return dp
 
 
-def _vector_sampler(vector_meas, cast):
-    """``fn(data, size, rng)``: one call of the library's vector-domain measurement on ``size`` copies of
-    the scalar, i.e. ``size`` independent draws of the scalar mechanism (the vector measurement adds
-    independent noise of the same scale to each coordinate). ``rng`` is unused (OS entropy)."""
+@functools.lru_cache(maxsize=64)
+def _measurement(recipe: tuple) -> Any:
+    """The OpenDP measurement a recipe names, built once per process: ``("scalar" | "vector", kind,
+    scale, integer)`` for the noise measurements, ``("sum", lower, upper, scale)``, ``("mean", lower,
+    upper, n, scale)``."""
+    dp = _dp()
+    if recipe[0] in ("scalar", "vector"):
+        shape, kind, scale, integer = recipe
+        T = int if integer else float
+        atom = dp.atom_domain(T=T) if integer else dp.atom_domain(T=float, nan=False)
+        make = {"laplace": dp.m.make_laplace, "gaussian": dp.m.make_gaussian, "geometric": dp.m.make_geometric}[kind]
+        if shape == "scalar":
+            return make(atom, dp.absolute_distance(T=T), scale=scale)
+        metric = dp.l2_distance(T=T) if kind == "gaussian" else dp.l1_distance(T=T)
+        return make(dp.vector_domain(atom), metric, scale=scale)
+    if recipe[0] == "sum":
+        _, lo, hi, scale = recipe
+        return dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False)), dp.symmetric_distance()) \
+            >> dp.m.then_laplace(scale=scale)
+    _, lo, hi, n, scale = recipe
+    return dp.t.make_mean(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False), size=n),
+                          dp.symmetric_distance()) >> dp.m.then_laplace(scale=scale)
+
+
+def _vector_sampler(recipe: tuple, cast):
+    """``fn(data, size, rng)``: one call of the library's vector-domain measurement (``recipe``) on
+    ``size`` copies of the scalar, i.e. ``size`` independent draws of the scalar mechanism (the vector
+    measurement adds independent noise of the same scale to each coordinate). ``rng`` is unused (OS
+    entropy)."""
 
     def fn(data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(vector_meas([cast(data)] * int(size)))
+        return np.asarray(_measurement(recipe)([cast(data)] * int(size)))
 
     return fn
 
 
-def _loop_sampler(meas, cast):
-    """``fn(data, size, rng)``: ``size`` calls of the library measurement on the data set (rng unused)."""
+def _loop_sampler(recipe: tuple, cast):
+    """``fn(data, size, rng)``: ``size`` calls of the library measurement (``recipe``) on the data set (rng unused)."""
 
     def fn(data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        meas = _measurement(recipe)
         arg = cast(data)
         return np.asarray([meas(arg) for _ in range(int(size))])
 
@@ -60,13 +92,9 @@ def _loop_sampler(meas, cast):
 
 
 def _scalar_target(kind: str, scale: float, sensitivity: Any, v: dict, *, integer: bool, delta: float | None = None) -> dict:
-    dp = _dp()
     T = int if integer else float
-    atom = dp.atom_domain(T=T) if integer else dp.atom_domain(T=float, nan=False)
-    make = {"laplace": dp.m.make_laplace, "gaussian": dp.m.make_gaussian, "geometric": dp.m.make_geometric}[kind]
-    scalar = make(atom, dp.absolute_distance(T=T), scale=scale)
-    vec_metric = dp.l2_distance(T=T) if kind == "gaussian" else dp.l1_distance(T=T)
-    vector = make(dp.vector_domain(atom), vec_metric, scale=scale)
+    scalar = _measurement(("scalar", kind, scale, integer))
+    vector = ("vector", kind, scale, integer)
     d_in = int(sensitivity) if integer else float(sensitivity)
     claim = scalar.map(d_in)
     noise = {"laplace": "discrete Laplace" if integer else "Laplace (sampled as discrete Laplace on a 2^k grid)",
@@ -83,11 +111,11 @@ def _scalar_target(kind: str, scale: float, sensitivity: Any, v: dict, *, intege
                   f"parameter; default 1e-6) by zcdp_to_approx (Canonne-Kamath-Steinke 2020 Cor. 13)")
         return dict(fn=_vector_sampler(vector, cast), vectorized=True, data=cast(v["data"]),
                     neighbor=cast(v["neighbor"]), epsilon=eps, delta=float(delta), relation=relation,
-                    claim_source=source, neighbor_relation=BoundedChange(d_in, "l1"))
+                    claim_source=source, neighbor_relation=BoundedChange(d_in, "l1"), unseeded=_UNSEEDED)
     source = f"OpenDP privacy map: make_{kind}(scale={scale}).map({d_in}) = ε = {float(claim)!r} (MaxDivergence)"
     return dict(fn=_vector_sampler(vector, cast), vectorized=True, data=cast(v["data"]), neighbor=cast(v["neighbor"]),
                 epsilon=float(claim), delta=0.0, relation=relation, claim_source=source,
-                neighbor_relation=BoundedChange(d_in, "l1"))
+                neighbor_relation=BoundedChange(d_in, "l1"), unseeded=_UNSEEDED)
 
 
 _SCALE = Param("scale", 1.0, "positive", "noise scale as OpenDP defines it")
@@ -141,18 +169,16 @@ def _floats(x: Any) -> list[float]:
           params=(Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"),
                   _SCALE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
 def _sum(v: dict) -> dict:
-    dp = _dp()
     lo, hi = float(v["lower"]), float(v["upper"])
-    meas = dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False)), dp.symmetric_distance()) \
-        >> dp.m.then_laplace(scale=v["scale"])
-    eps = float(meas.map(1))
+    recipe = ("sum", lo, hi, v["scale"])
+    eps = float(_measurement(recipe).map(1))
     data, nb = _floats(v["data"]), _floats(v["neighbor"])
-    return dict(fn=_loop_sampler(meas, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
+    return dict(fn=_loop_sampler(recipe, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
                 relation=(f"data sets of floats in [{lo}, {hi}] at symmetric distance 1 (add or remove one record; "
                           f"OpenDP SymmetricDistance, d_in = 1); the sum's sensitivity is max(|lower|, |upper|) plus "
                           f"OpenDP's floating-point rounding allowance"),
                 claim_source=f"OpenDP privacy map: (make_sum >> then_laplace(scale={v['scale']})).map(1) = ε = {eps!r}",
-                neighbor_relation=AddRemove())
+                neighbor_relation=AddRemove(), unseeded=_UNSEEDED)
 
 
 @register("opendp:mean", library=_LIB, module=_MOD, extra=_EXTRA,
@@ -161,16 +187,14 @@ def _sum(v: dict) -> dict:
           params=(Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"),
                   _SCALE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])))
 def _mean(v: dict) -> dict:
-    dp = _dp()
     lo, hi = float(v["lower"]), float(v["upper"])
     data, nb = _floats(v["data"]), _floats(v["neighbor"])
     n = len(data)
-    meas = dp.t.make_mean(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False), size=n),
-                          dp.symmetric_distance()) >> dp.m.then_laplace(scale=v["scale"])
-    eps = float(meas.map(2))
-    return dict(fn=_loop_sampler(meas, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
+    recipe = ("mean", lo, hi, n, v["scale"])
+    eps = float(_measurement(recipe).map(2))
+    return dict(fn=_loop_sampler(recipe, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
                 relation=(f"data sets of exactly {n} floats in [{lo}, {hi}] that differ in one record (OpenDP "
                           f"SymmetricDistance on a sized domain, d_in = 2: one substitution); sensitivity "
                           f"(upper - lower) / n plus OpenDP's rounding allowance"),
                 claim_source=f"OpenDP privacy map: (make_mean(size={n}) >> then_laplace(scale={v['scale']})).map(2) = ε = {eps!r}",
-                neighbor_relation=Substitute())
+                neighbor_relation=Substitute(), unseeded=_UNSEEDED)

@@ -10,9 +10,12 @@ accountant's ``total_epsilon``/``total_delta``, the budget the library guarantee
 computes.
 
 Randomness: the noise comes from PyDP (Google's C++ generator), which takes no seed, and whose
-state is *duplicated* by ``fork`` (a forked child repeats the parent's next draws; checked here).
-So every target is a per-call function (``vectorized=False``), run serially in one process; audits
-are reproducible only up to the library's randomness.
+state a bare ``fork`` would duplicate (a forked child repeats the parent's next draws). Every target
+is a per-call function (``vectorized=False``); the auditor's worker processes are started by
+fork+exec, each with the generator fresh. Audits are reproducible only up to the library's
+randomness (the result says so in ``extra["notes"]``). The mechanisms hold PyDP's C++ objects,
+which do not pickle: a sampler holds the mechanism's parameters and each process builds the mechanism
+on first use (cached per process), so the worker pool can ship it.
 
 Neighbour relation: mechanisms: a scalar of the given sensitivity (pair 0 vs ``sensitivity``); the
 engine: add or remove one privacy unit (privacy id) with one record in one public partition
@@ -23,6 +26,7 @@ partitions avoid partition selection, so the release is the noisy aggregate alon
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -32,27 +36,37 @@ from dpharness.core import AddRemove, BoundedChange
 from ._registry import Param, pair_params, register
 
 _LIB, _MOD, _EXTRA = "pipeline-dp", "pipeline_dp", "pipeline-dp"
+_UNSEEDED = ("PipelineDP's noise comes from PyDP's (Google's C++ library's) own secure generator, which takes no "
+             "seed; the seed fixes the events and pairs tested, not the outputs")
+
+
+@functools.lru_cache(maxsize=64)
+def _noise(kind: str, epsilon: float, delta: float, sensitivity: float) -> Any:
+    """PipelineDP's ``LaplaceMechanism`` (``delta`` unused) or ``GaussianMechanism``, built once per process."""
+    import pipeline_dp.dp_computations as dc
+
+    if kind == "laplace":
+        return dc.LaplaceMechanism.create_from_epsilon(epsilon, sensitivity)
+    return dc.GaussianMechanism.create_from_epsilon_delta(epsilon, delta, sensitivity)
 
 
 def _mechanism(kind: str, v: dict) -> dict:
-    import pipeline_dp.dp_computations as dc
-
     sens = v["sensitivity"]
+    recipe = (kind, v["epsilon"], v.get("delta", 0.0), sens)
+    mech = _noise(*recipe)
     if kind == "laplace":
-        mech = dc.LaplaceMechanism.create_from_epsilon(v["epsilon"], sens)
         eps, delta = float(mech._mechanism.epsilon), 0.0
     else:
-        mech = dc.GaussianMechanism.create_from_epsilon_delta(v["epsilon"], v["delta"], sens)
         eps, delta = float(mech._mechanism.epsilon), float(mech._mechanism.delta)
 
     def fn(data: Any) -> float:
-        return float(mech.add_noise(float(data)))
+        return float(_noise(*recipe).add_noise(float(data)))
 
     return dict(fn=fn, vectorized=False, data=float(v["data"]), neighbor=float(v["neighbor"]), epsilon=eps,
                 delta=delta, relation=f"scalar query answers at distance <= {sens} ({'L1' if kind == 'laplace' else 'L2'} "
                                       f"sensitivity {sens})",
                 claim_source=f"PipelineDP {mech.describe().strip()} (the mechanism's own epsilon/delta)",
-                neighbor_relation=BoundedChange(sens, "l1"))
+                neighbor_relation=BoundedChange(sens, "l1"), unseeded=_UNSEEDED)
 
 
 _EPS = Param("epsilon", 1.0, "positive", "epsilon")
@@ -108,7 +122,7 @@ def _engine(metric: str, v: dict) -> dict:
                 claim_source=(f"PipelineDP NaiveBudgetAccountant(total_epsilon={eps}, total_delta={delta}): "
                               f".total_epsilon = {claim_eps!r}, .total_delta = {claim_delta!r}, the budget of the whole "
                               f"DPEngine.aggregate({metric}, Laplace noise, public partitions)"),
-                neighbor_relation=AddRemove())
+                neighbor_relation=AddRemove(), unseeded=_UNSEEDED)
 
 
 _RANGE = (Param("min_value", 0.0, "value", "min_value"), Param("max_value", 1.0, "value", "max_value"))

@@ -8,9 +8,11 @@ Written from PyDP's public documentation: ``pydp.algorithms.numerical_mechanisms
 Claims are the objects' own ``epsilon`` / ``delta`` properties.
 
 Randomness: Google's library draws from its own secure generator and takes no seed; audits are
-reproducible only up to the library's randomness. The targets are per-call functions
-(``vectorized=False``): the auditor runs them serially in one process, so no generator state is
-duplicated by forking.
+reproducible only up to the library's randomness (the result says so in ``extra["notes"]``). The
+targets are per-call functions (``vectorized=False``); the auditor's worker processes are started by
+fork+exec, so each has the library's generator fresh, and none repeats another's draws. PyDP's
+mechanisms are C++ objects that do not pickle: a sampler holds the mechanism's parameters and each
+process builds the mechanism on first use (cached per process), so the worker pool can ship it.
 
 Neighbour relation: the mechanisms release a scalar of the given sensitivity (pair 0 vs
 ``sensitivity``; 0 is where float rounding leaks show first). The bounded algorithms follow Google's
@@ -21,6 +23,7 @@ and 1).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -30,29 +33,39 @@ from dpharness.core import AddRemove, BoundedChange
 from ._registry import Param, pair_params, register
 
 _LIB, _MOD, _EXTRA = "python-dp", "pydp", "pydp"
+_UNSEEDED = ("PyDP draws from Google's C++ library's own secure generator, which takes no seed; the seed fixes the "
+             "events and pairs tested, not the outputs")
 
 
-def _mechanism(kind: str, v: dict) -> dict:
+@functools.lru_cache(maxsize=64)
+def _noise(kind: str, epsilon: float, delta: float, sensitivity: float) -> Any:
+    """PyDP's ``LaplaceMechanism`` (``delta`` unused) or ``GaussianMechanism``, built once per process."""
     from pydp.algorithms import numerical_mechanisms as nm
 
     if kind == "laplace":
-        mech = nm.LaplaceMechanism(epsilon=v["epsilon"], sensitivity=v["sensitivity"])
+        return nm.LaplaceMechanism(epsilon=epsilon, sensitivity=sensitivity)
+    return nm.GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+
+
+def _mechanism(kind: str, v: dict) -> dict:
+    recipe = (kind, v["epsilon"], v.get("delta", 0.0), v["sensitivity"])
+    mech = _noise(*recipe)
+    if kind == "laplace":
         eps, delta = float(mech.epsilon), 0.0
         source = f"PyDP LaplaceMechanism(epsilon={v['epsilon']}, sensitivity={v['sensitivity']}).epsilon = {eps!r}"
     else:
-        mech = nm.GaussianMechanism(epsilon=v["epsilon"], delta=v["delta"], sensitivity=v["sensitivity"])
         eps, delta = float(mech.epsilon), float(mech.delta)
         source = (f"PyDP GaussianMechanism(epsilon={v['epsilon']}, delta={v['delta']}, sensitivity={v['sensitivity']})"
                   f".epsilon = {eps!r}, .delta = {delta!r} (L2 sensitivity {float(mech.l2_sensitivity)!r}, "
                   f"std {float(mech.std)!r})")
 
     def fn(data: Any) -> float:
-        return float(mech.add_noise(float(data)))
+        return float(_noise(*recipe).add_noise(float(data)))
 
     sens = v["sensitivity"]
     return dict(fn=fn, vectorized=False, data=float(v["data"]), neighbor=float(v["neighbor"]), epsilon=eps,
                 delta=delta, relation=f"scalar query answers at absolute distance <= {sens} (sensitivity={sens})",
-                claim_source=source, neighbor_relation=BoundedChange(sens, "l1"))
+                claim_source=source, neighbor_relation=BoundedChange(sens, "l1"), unseeded=_UNSEEDED)
 
 
 _EPS = Param("epsilon", 1.0, "positive", "the mechanism's epsilon")
@@ -93,7 +106,7 @@ def _bounded(cls_name: str, v: dict) -> dict:
                 relation=(f"data sets that differ by adding or removing one privacy unit with one record "
                           f"(l0_sensitivity = linf_sensitivity = 1), records clamped to [{lo}, {hi}]"),
                 claim_source=f"PyDP {cls_name}(**{kwargs}).epsilon = {eps!r}, .delta = {delta!r}",
-                neighbor_relation=AddRemove())
+                neighbor_relation=AddRemove(), unseeded=_UNSEEDED)
 
 
 _BOUNDS = (Param("lower", 0.0, "value", "lower_bound"), Param("upper", 1.0, "value", "upper_bound"))

@@ -8,9 +8,17 @@ a Measurement's ``privacy_function(d_in)`` is its privacy guarantee, an exact nu
 at the target's ``delta``). The claim is read from ``privacy_function(sensitivity)`` rounded up to a
 float.
 
-Randomness: Tumult Core draws from its own secure generator (RDRAND or ``os.urandom``) and takes no
-seed; audits are reproducible only up to the library's randomness. Its generator is rebuilt in a
-forked child (the library checks the process id), so the per-chunk loop is run in forked workers.
+Randomness: Tumult Core draws from its own secure generator (``tmlt.core.random.rng.prng()``: a numpy
+``Generator`` over randomgen's ``RDRAND``, or over ``os.urandom`` where the processor has no RDRAND)
+and takes no seed. No seed can set that generator's state, and no worker repeats another's draws:
+RDRAND refills its buffer from the processor (the fallback reads the operating system), and the
+library builds a fresh generator in every process (it compares process ids, so even a bare fork
+does not repeat the buffer). So it needs no reseeding in the auditor's worker processes
+(started by fork+exec), and an audit's result says it is not reproducible by seed (the seed fixes
+which events and pairs are tested, not the outputs). The sampler holds the measurement's recipe
+(its kind and exact parameter), not the measurement: each process builds the measurement on first
+use (:func:`_measurement`, cached per process), so no library object, and no generator the
+auditor would try to reseed, travels with the job.
 
 Not covered: Tumult Core's bounded sum and average (``create_sum_measurement``,
 ``create_average_measurement``) operate on Spark DataFrames; one Spark job per sample is far too
@@ -24,6 +32,7 @@ Pairs: scalar 0 vs ``sensitivity`` (0 is where float rounding leaks show first).
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -37,39 +46,59 @@ from ._registry import Param, pair_params, register
 _LIB, _MOD, _EXTRA = "tmlt.core", "tmlt.core", "tmlt"
 
 
-def _loop(meas, cast):
-    """``fn(data, size, rng)``: ``size`` calls of the measurement (``rng`` unused: the library's own generator)."""
+_UNSEEDED = ("Tumult Core draws from its own secure generator (RDRAND, or os.urandom without it), which takes no "
+             "seed; the seed fixes the events and pairs tested, not the outputs")
+
+
+@functools.lru_cache(maxsize=32)
+def _measurement(kind: str, parameter: Fraction) -> Any:
+    """The library's measurement of ``kind`` at its exact ``parameter`` (scale, alpha or sigma_squared),
+    built once per process."""
+    import tmlt.core.measurements.noise_mechanisms as nm
+    from tmlt.core.domains.numpy_domains import NumpyFloatDomain
+
+    if kind == "laplace":
+        return nm.AddLaplaceNoise(NumpyFloatDomain(), scale=parameter)
+    if kind == "geometric":
+        return nm.AddGeometricNoise(alpha=parameter)
+    if kind == "discrete_gaussian":
+        return nm.AddDiscreteGaussianNoise(sigma_squared=parameter)
+    return nm.AddGaussianNoise(NumpyFloatDomain(), sigma_squared=parameter)
+
+
+def _loop(kind: str, parameter: Fraction, cast: type):
+    """``fn(data, size, rng)``: ``size`` calls of the measurement, built in the drawing process from its
+    recipe (``rng`` unused: the library's own generator; see the module docstring)."""
 
     def fn(data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+        meas = _measurement(kind, parameter)
         value = cast(data)
         return np.asarray([meas(value) for _ in range(int(size))])
 
     return fn
 
 
-def _target(kind: str, v: dict) -> dict:
-    import tmlt.core.measurements.noise_mechanisms as nm
-    from tmlt.core.domains.numpy_domains import NumpyFloatDomain
+_PARAMETER = {"laplace": ("scale", "AddLaplaceNoise"), "geometric": ("alpha", "AddGeometricNoise"),
+              "discrete_gaussian": ("sigma_squared", "AddDiscreteGaussianNoise"),
+              "gaussian": ("sigma_squared", "AddGaussianNoise")}
 
+
+def _target(kind: str, v: dict) -> dict:
     # Tumult Core takes exact numbers: a float parameter is passed as its exact binary value
-    if kind == "laplace":
-        meas, integer, what = nm.AddLaplaceNoise(NumpyFloatDomain(), scale=Fraction(v["scale"])), False, f"AddLaplaceNoise(scale={v['scale']})"
-    elif kind == "geometric":
-        meas, integer, what = nm.AddGeometricNoise(alpha=Fraction(v["alpha"])), True, f"AddGeometricNoise(alpha={v['alpha']})"
-    elif kind == "discrete_gaussian":
-        meas, integer = nm.AddDiscreteGaussianNoise(sigma_squared=Fraction(v["sigma_squared"])), True
-        what = f"AddDiscreteGaussianNoise(sigma_squared={v['sigma_squared']})"
-    else:
-        meas, integer = nm.AddGaussianNoise(NumpyFloatDomain(), sigma_squared=Fraction(v["sigma_squared"])), False
-        what = f"AddGaussianNoise(sigma_squared={v['sigma_squared']})"
+    name, cls = _PARAMETER[kind]
+    parameter = Fraction(v[name])
+    meas = _measurement(kind, parameter)
+    what = f"{cls}({name}={v[name]})"
+    integer = kind in ("geometric", "discrete_gaussian")
     cast = int if integer else float
     d_in = cast(v["sensitivity"])
     value = meas.privacy_function(d_in if integer else Fraction(d_in))
     claim = float(value.to_float(round_up=True))
     measure = type(meas.output_measure).__name__
     relation = f"scalar query answers at absolute difference <= {d_in} (Tumult Core AbsoluteDifference, d_in = {d_in})"
-    common = dict(fn=_loop(meas, cast), vectorized=True, data=cast(v["data"]), neighbor=cast(v["neighbor"]),
-                  relation=relation, neighbor_relation=BoundedChange(d_in, "l1"))
+    common = dict(fn=_loop(kind, parameter, cast), vectorized=True, data=cast(v["data"]),
+                  neighbor=cast(v["neighbor"]), relation=relation, neighbor_relation=BoundedChange(d_in, "l1"),
+                  unseeded=_UNSEEDED)
     if measure == "RhoZCDP":
         eps = zcdp_to_approx(claim, v["delta"])
         return dict(common, epsilon=eps, delta=float(v["delta"]),
