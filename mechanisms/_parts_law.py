@@ -185,6 +185,8 @@ def _walk(step: P.Step, value: Any, space: P.Space) -> list:
         return [leaf for p in step.parts for leaf in _walk(p, value, space)]
     if isinstance(step, P.Repeat):
         return _walk(step.part, value, space) * step.times
+    if isinstance(step, P.Iterate):
+        raise UnsupportedError("an iterated structure's leaves perturb values that depend on earlier releases")
     if isinstance(step, P.Parallel):
         arr = np.asarray(value, dtype=float)
         key_col = arr[:, step.by] if arr.ndim == 2 else arr
@@ -346,7 +348,7 @@ def _clamp_bounds(step: P.Step) -> list:
         return _clamp_bounds(step.first) + _clamp_bounds(step.second)
     if isinstance(step, P.Compose):
         return [b for p in step.parts for b in _clamp_bounds(p)]
-    if isinstance(step, (P.Parallel, P.Repeat)):
+    if isinstance(step, (P.Parallel, P.Repeat, P.Iterate)):
         return _clamp_bounds(step.part)
     return []
 

@@ -48,6 +48,7 @@ probability is never rounded) and releases category values (RAPPOR: 0/1 bits)::
 from __future__ import annotations
 
 import builtins
+import contextvars
 import hashlib
 import inspect
 import math
@@ -74,6 +75,7 @@ __all__ = [
     "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
     "quantile", "quantile_score", "exponential", "report_noisy_max",
     "compose", "post", "parallel", "repeat", "poisson_sample", "PoissonSample", "Repeat",
+    "map_records", "clip_norm", "iterate", "MapRecords", "ClipNorm", "Iterate",
     "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
     "grid_steps", "input_space", "input_distance",
 ]
@@ -275,6 +277,106 @@ class Clamp(Transformation):
     def apply(self, value: Any) -> Any:
         lo, hi = float(self.lo), float(self.hi)
         return np.clip(np.asarray(value, dtype=float), lo, hi)
+
+
+# the state of the running dp.iterate round on this thread, passed to dp.map_records functions
+_ITERATE_STATE: contextvars.ContextVar = contextvars.ContextVar("dpharness_iterate_state")
+
+
+@dataclass(frozen=True)
+class MapRecords(Transformation):
+    """Record-wise map by a user function: each record ``r`` becomes ``fn(r)`` (inside
+    :func:`iterate`: ``fn(state, r)``, the current state as its first argument), a number or
+    ``columns`` numbers. 1-stable under add/remove and substitution: the added, removed or substituted
+    record maps to one record, every other record to itself. The values are unbounded: clip them
+    (:func:`clip_norm`, :func:`clamp`) before an aggregate. ``fn`` must be a pure function of its
+    arguments (no state kept between calls, no access to other records); the proof states it."""
+
+    fn: Callable = field(compare=False)
+    columns: int = 1
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of one record (inside dp.iterate: of "
+                                 "the state and one record).")
+        object.__setattr__(self, "columns", _v.integer("columns", self.columns, minimum=1))
+
+    def describe(self) -> str:
+        return f"map_records({getattr(self.fn, '__name__', 'fn')}" + (f", columns={self.columns})" if self.columns > 1 else ")")
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "map_records")
+        return Space("records", self.columns, (-_INF,) * self.columns, (_INF,) * self.columns, None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float)
+        state = _ITERATE_STATE.get(None)
+        rows = [self.fn(r) if state is None else self.fn(state, r) for r in arr]
+        out = np.asarray(rows, dtype=float).reshape(len(arr), -1) if rows else np.zeros((0, self.columns))
+        if out.shape[1] != self.columns:
+            raise ParameterError(f"map_records fn returned {out.shape[1]} value(s) per record, not columns={self.columns}; "
+                                 "pass columns= the number of values it returns.")
+        if not np.all(np.isfinite(out)):
+            raise ParameterError(f"map_records fn returned a value that is not finite (record {int(np.argmin(np.isfinite(out).all(axis=1)))}); "
+                                 "return finite numbers.")
+        return out[:, 0] if self.columns == 1 else out
+
+
+@dataclass(frozen=True)
+class ClipNorm(Transformation):
+    """Record-wise norm clipping: a record ``v`` (one or more columns) becomes ``v·min(1, bound/‖v‖)``
+    in the ``norm`` ("l1", "l2", "linf"), computed in floats and then checked exactly (rationals): a
+    record whose clipped norm still exceeds ``bound`` is shrunk by one part in 2^50 until it does not,
+    so ‖output‖ <= bound holds exactly. One column: exactly ``clamp(−bound, bound)``. 1-stable
+    (record-wise); every output column lies in ``[−bound, bound]``, the box the aggregates that follow
+    read (for several columns this box is looser than the norm ball)."""
+
+    bound: Any
+    norm: str = "l2"
+
+    def __post_init__(self) -> None:
+        bound = _float_exact("bound", self.bound, "a clipping bound")
+        if not Fraction(bound) > 0:
+            raise ParameterError(f"bound={self.bound!r} must be > 0; pass the largest norm a record may keep.")
+        object.__setattr__(self, "bound", bound)
+        _v.choice("norm", self.norm, ("l1", "l2", "linf"))
+
+    def describe(self) -> str:
+        return f"clip_norm({self.bound}, norm={self.norm!r})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "clip_norm")
+        b = _frac("bound", self.bound)
+        return Space("records", space.dim, tuple(max(-b, a) for a in space.lo), tuple(min(b, c) for c in space.hi), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float)
+        b = float(self.bound)
+        if arr.ndim == 1 or self.norm == "linf":
+            return np.clip(arr, -b, b)
+        order = 1 if self.norm == "l1" else 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            norms = np.linalg.norm(arr, ord=order, axis=1)
+            scale = np.where(norms > b, b / norms, 1.0)
+        out = arr * scale[:, None]
+        bq = Fraction(b)
+        for i in np.flatnonzero(norms > b):  # the float scaling may overshoot by an ulp: check exactly
+            while _norm_exceeds(out[i], bq, order):
+                out[i] = out[i] * (1 - 2.0 ** -50)
+        return out
+
+
+def _norm_exceeds(v: np.ndarray, bound: Fraction, order: int) -> bool:
+    values = [Fraction(x) for x in v.tolist()]
+    if order == 1:
+        return builtins.sum(abs(x) for x in values) > bound
+    return builtins.sum(x * x for x in values) > bound * bound
 
 
 @dataclass(frozen=True)
@@ -928,6 +1030,41 @@ class Repeat(Step):
         return f"repeat({self.times}, {self.part.describe()})"
 
 
+@dataclass(frozen=True)
+class Iterate(Step):
+    """Adaptive iteration: ``times`` rounds of ``part`` on the same input, each with fresh randomness;
+    every :func:`map_records` in ``part`` receives the current state, and after each round
+    ``state = update(state, release)`` (``release``: the round's noisy output). Releases the final
+    state (``output="state"``) or every round's noisy output (``output="releases"``). Privacy: adaptive
+    sequential composition of ``times`` rounds, each round's account the part's whatever the state
+    (a record-wise map is 1-stable for every function); ``update`` is post-processing of the releases.
+    ``update`` and the map functions must be pure functions of their arguments (no data access, no
+    state kept between calls); the proof states it."""
+
+    times: int
+    part: Step
+    init: Any = field(compare=False, default=None)
+    update: Callable | None = field(compare=False, default=None)
+    output: str = "state"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
+        if not isinstance(self.part, Step):
+            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step.")
+        if self.update is None or not callable(self.update):
+            raise ParameterError(f"update={self.update!r} is not callable; pass update(state, release) -> the next state.")
+        init = np.array(self.init, dtype=float).reshape(-1) if self.init is not None else None
+        if init is None or len(init) == 0 or not np.all(np.isfinite(init)):
+            raise ParameterError(f"init={self.init!r} must be a non-empty sequence of finite numbers (the first state).")
+        init.setflags(write=False)
+        object.__setattr__(self, "init", init)
+        _v.choice("output", self.output, ("state", "releases"))
+
+    def describe(self) -> str:
+        return (f"iterate({self.times}, {self.part.describe()}, update={getattr(self.update, '__name__', 'update')}, "
+                f"output={self.output!r})")
+
+
 def _chain(a: Step, b: Step) -> Step:
     if isinstance(a, Chain):  # keep chains right-nested: t1 >> (t2 >> m)
         return Chain(a.first, _chain(a.second, b))
@@ -1069,6 +1206,23 @@ def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granular
     return _rnm(scale, noise, k, granularity=granularity)
 
 
+def map_records(fn: Callable, *, columns: int = 1) -> MapRecords:
+    """Map every record by ``fn`` (a number, or ``columns`` numbers, per record; inside
+    :func:`iterate` ``fn(state, record)``). Clip the result before aggregating it."""
+    return MapRecords(fn, columns)
+
+
+def clip_norm(bound: Any, *, norm: str = "l2") -> ClipNorm:
+    """Clip every record to norm at most ``bound`` (``norm`` "l1", "l2" or "linf"), exactly."""
+    return ClipNorm(bound, norm)
+
+
+def iterate(times: int, part: Step, *, init: Any, update: Callable, output: str = "state") -> Iterate:
+    """``times`` adaptive rounds of ``part`` (DP-SGD: ``dp.poisson_sample(q) >> dp.map_records(grad) >>
+    dp.clip_norm(C) >> dp.sum() >> dp.gaussian(sigma=σC)``, with ``update(θ, noisy_sum)`` the step)."""
+    return Iterate(times, part, init, update, output)
+
+
 def compose(*parts: Step) -> Compose:
     """Run every part on the same input (independent randomness); the output is their tuple."""
     return Compose(tuple(parts))
@@ -1202,14 +1356,15 @@ def measurement_leaves(step: Step) -> list:
         return [m for p in step.parts for m in measurement_leaves(p)]
     if isinstance(step, Parallel):
         return measurement_leaves(step.part)
-    if isinstance(step, Repeat):
+    if isinstance(step, (Repeat, Iterate)):
         return measurement_leaves(step.part) * step.times
     return []
 
 
 def has_sampling(step: Step) -> bool:
-    """Whether a random subsample feeds some part (its output law is then a mixture over subsamples)."""
-    return any(isinstance(n, PoissonSample) for n in walk_nodes(step))
+    """Whether a random subsample feeds some part, or rounds adapt to earlier releases (the output law
+    is then a mixture, not a product of fixed leaves)."""
+    return any(isinstance(n, (PoissonSample, Iterate)) for n in walk_nodes(step))
 
 
 def has_post(step: Step) -> bool:
@@ -1221,6 +1376,8 @@ def has_post(step: Step) -> bool:
         return any(has_post(p) for p in step.parts)
     if isinstance(step, (Parallel, Repeat)):
         return has_post(step.part)
+    if isinstance(step, Iterate):
+        return True  # the state update post-processes the releases
     return False
 
 
@@ -1245,6 +1402,13 @@ def check_structure(step: Step, space: Space) -> tuple[Space | None, int]:
         out, width = check_structure(step.part, space)
         if out is not None:
             raise ParameterError(f"repeat part {step.part.describe()} releases no noise; end it with a noise measurement.")
+        return None, -1 if width < 0 else width * step.times
+    if isinstance(step, Iterate):
+        out, width = check_structure(step.part, space)
+        if out is not None:
+            raise ParameterError(f"iterate part {step.part.describe()} releases no noise; end it with a noise measurement.")
+        if step.output == "state":
+            return None, len(step.init)
         return None, -1 if width < 0 else width * step.times
     if isinstance(step, Chain):
         mid, width = check_structure(step.first, space)
@@ -1290,6 +1454,8 @@ def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Gene
         return _subsampled(step.first, step.second, value, space, size, rng)
     if isinstance(step, Repeat):
         return _Tuple([execute(step.part, value, space, size, rng) for _ in range(step.times)])
+    if isinstance(step, Iterate):
+        return _iterated(step, value, space, size, rng)
     if isinstance(step, Chain):
         if isinstance(step.first, Transformation):
             return execute(step.second, step.first.apply(value), step.first.out_space(space), size, rng)
@@ -1311,6 +1477,29 @@ def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Gene
 
 class _Tuple(list):
     """Outputs of composed parts, before they are flattened into columns or passed to post."""
+
+
+def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` independent runs, each ``times`` rounds with its own state (the rounds of one run are
+    sequential: each round's map functions see the state the previous releases produced)."""
+    outs = []
+    for _ in range(size):
+        state = np.array(step.init)
+        releases = []
+        for _ in range(step.times):
+            token = _ITERATE_STATE.set(state)
+            try:
+                release = flatten(execute(step.part, value, space, 1, rng))[0]
+            finally:
+                _ITERATE_STATE.reset(token)
+            releases.append(np.atleast_1d(release))
+            state = np.asarray(step.update(state, release), dtype=float).reshape(-1)
+            if state.shape != step.init.shape or not np.all(np.isfinite(state)):
+                raise ParameterError(f"update returned a state of shape {state.shape} (or not finite); return "
+                                     f"{len(step.init)} finite numbers, like init.")
+        outs.append(state if step.output == "state" else np.concatenate(releases))
+    out = np.asarray(outs)
+    return out[:, 0] if out.shape[1] == 1 else out
 
 
 def _subsampled(sample: PoissonSample, rest: Step, value: Any, space: Space, size: int,
@@ -1496,7 +1685,7 @@ def _check_types(step: Any) -> None:
 
 _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, Histogram, GridLaplace, GridGaussian,
                          LocalRandomizedResponse, LocalWarner, LocalRappor, Chain, Compose, Post, Parallel,
-                         PoissonSample, Repeat})
+                         PoissonSample, Repeat, MapRecords, ClipNorm, Iterate})
 
 
 def _family_step_types() -> frozenset:
@@ -1522,6 +1711,10 @@ def _post_functions(step: Step) -> list:
         return [f for p in step.parts for f in _post_functions(p)]
     if isinstance(step, (Parallel, Repeat)):
         return _post_functions(step.part)
+    if isinstance(step, Iterate):
+        return [step.update] + _post_functions(step.part)
+    if isinstance(step, MapRecords):
+        return [step.fn]
     return []
 
 

@@ -80,10 +80,15 @@ class _Walk:
             return _parts_selection.stability(self, path, t, space, d)
         out = t.stability(space, d)
         rel = d.relation
-        if isinstance(t, (P.Clamp, P.Column)):
+        if isinstance(t, (P.Clamp, P.Column, P.MapRecords, P.ClipNorm)):
             self.fact(path, f"{t.describe()} maps each record on its own, so neighbouring data sets stay neighbouring "
                             f"({rel.describe() if rel else d.describe()})",
-                      "a record-wise map sends the one added/removed/substituted record to one record")
+                      "a record-wise map sends the one added/removed/substituted record to one record"
+                      + (" (whatever the function, and whatever state it is given)" if isinstance(t, P.MapRecords) else ""))
+            if isinstance(t, P.ClipNorm):
+                self.fact(path, f"{t.describe()}: every output record has {t.norm} norm <= {t.bound}, so each column lies in "
+                                f"[−{t.bound}, {t.bound}]", "checked exactly (rationals) by the sampler after the float "
+                                "scaling; one column: exactly clamp(−bound, bound)")
             return out
         if isinstance(t, P.Count):
             n = sym("n", nonnegative=True)
@@ -289,6 +294,8 @@ class _Walk:
             return self.subsample(path, step, space, d)
         if isinstance(step, P.Repeat):
             return self.repeat(path, step, space, d)
+        if isinstance(step, P.Iterate):
+            return self.iterate(path, step, space, d)
         if isinstance(step, P.Chain):
             first = self.walk(_join(path, _label(step.first)), step.first, space, d)
             if isinstance(first, Profile):  # what follows is post-processing
@@ -355,6 +362,17 @@ class _Walk:
         self.fact(path, f"repeat: {step.times} independent runs of the part on the same input, the sequential "
                         f"composition of {step.times} copies (ε and ρ multiply by {step.times}; the PLD self-composes)",
                   "Dwork & Roth 2014, Thm 3.16; Bun & Steinke 2016, Lemma 2.3; Zhu, Dong & Wang 2022, Thm 10")
+        return A.repeat(inner, step.times)
+
+    def iterate(self, path: str, step: P.Iterate, space: P.Space, d: P.Distance) -> Profile:
+        inner = self.walk(_join(path, f"each of {step.times} rounds"), step.part, space, d)
+        self.fact(path, f"iterate: {step.times} rounds, each round's account the part's whatever the state (the state reaches "
+                        "only record-wise maps, 1-stable for every function); adaptive sequential composition of "
+                        f"{step.times} rounds (ε and ρ multiply by {step.times}; the PLD self-composes)",
+                  "adaptive composition: Dwork & Roth 2014, Thm 3.16 (ε), Bun & Steinke 2016, Lemma 2.3 (zCDP), "
+                  "Zhu, Dong & Wang 2022, Thm 10 (dominating pairs, adaptively chosen mechanisms)")
+        self.fact(path, f"the state update {getattr(step.update, '__name__', 'update')} and the final state are "
+                        "post-processing of the releases", "Dwork & Roth 2014, Prop. 2.1")
         return A.repeat(inner, step.times)
 
     def parallel(self, path: str, step: P.Parallel, space: P.Space, d: P.Distance) -> Profile:
