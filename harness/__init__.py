@@ -35,11 +35,11 @@ __all__ = [
 ]
 
 
-def prove(mechanism: Mechanism):
+def prove(mechanism: Mechanism, *, distance: int = 1):
     """Derive the worst-case privacy loss of a catalog mechanism; see :mod:`dpharness.proofs`."""
     from .proofs import prove as _prove  # deferred: sympy/z3 are slow to import
 
-    return _prove(mechanism)
+    return _prove(mechanism, distance=distance)
 
 
 def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any):

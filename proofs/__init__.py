@@ -35,15 +35,21 @@ def unproven(mechanism: Mechanism, reason: str) -> Proof:
                  bound=float("nan"), assumptions=(), steps=(), witness=None, notes=(reason,))
 
 
-def prove(mechanism: Mechanism) -> Proof:
+def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
     """Derive the worst-case privacy loss of ``mechanism`` with the proof registered for its type,
-    and judge its claim; UNPROVEN with the reason when no registered proof covers it."""
+    and judge its claim; UNPROVEN with the reason when no registered proof covers it.
+
+    ``distance=k``: judge the claim for neighbours at distance k (data sets differing by k records,
+    the mechanism's relation applied k times: group privacy, and for scalar Laplace / Gaussian leaves
+    the privacy-loss distribution of a k-fold shift); answered for mechanisms declared from parts."""
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(
             f"mechanism={mechanism!r} is not a dpharness Mechanism; proofs exist for Mechanism values "
             "(built from dpharness.parts, or with a proof registered by @dpharness.proves); "
             "use dpharness.audit for arbitrary callables."
         )
+    if isinstance(distance, bool) or not isinstance(distance, int) or distance < 1:
+        raise ParameterError(f"distance={distance!r} must be an integer >= 1 (the number of records neighbours differ by).")
     coverage = find_proof(mechanism)
     if coverage.proof is None:
         return unproven(mechanism, f"no proof: {coverage.reason}")
@@ -51,9 +57,16 @@ def prove(mechanism: Mechanism) -> Proof:
         mechanism.validate()
     except ParameterError as exc:
         return unproven(mechanism, f"no proof: its parameters are refused now ({exc})")
+    if distance > 1:
+        from . import parts as _parts
+
+        if coverage.proof not in (_parts.prove, _parts.prove_composite):
+            return unproven(mechanism, f"no proof at distance {distance}: the proof of "
+                                       f"{coverage.written_for.__qualname__} is for neighbours at distance 1 (distances are "
+                                       "answered for mechanisms declared from dpharness.parts)")
     start = time.perf_counter()
     try:
-        proof = coverage.proof(mechanism)
+        proof = coverage.proof(mechanism) if distance == 1 else _parts.prove_at_distance(mechanism, distance)
     except (ArithmeticError, ParameterError) as exc:  # a numeric limit of the derivation at these parameters
         return unproven(mechanism, f"the proof of {coverage.written_for.__qualname__} could not be carried out at these "
                                    f"parameters ({type(exc).__name__}: {exc})")

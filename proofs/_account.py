@@ -30,7 +30,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-__all__ = ["Account", "leaf", "compose", "repeat", "poisson", "parallel_add_remove", "parallel_substitute",
+__all__ = ["Account", "leaf", "compose", "repeat", "poisson", "group", "parallel_add_remove", "parallel_substitute",
            "advanced_units"]
 
 
@@ -116,6 +116,24 @@ def poisson(inner: Account, rate: Fraction) -> Account:
         kind, scale, shift, *rest = inner.pld[0]
         pld = ((kind, scale, shift, (rest[0] if rest else 1) * rate),)
     return Account(eps, inner.rho, (eps,), None, pld)
+
+
+def group(account: Account, k: int, shifts_scale: bool) -> Account:
+    """The account for neighbours at distance k (k records added/removed, or substituted), from the
+    account at distance 1: pure ε → kε and every unit's ε → kε (group privacy, Dwork & Roth 2014,
+    Thm 2.2); ρ → k²ρ (Bun & Steinke 2016, Prop. 1.9); PLD entries: a scalar leaf's centres move by at
+    most k times their distance-1 bound along a path of k neighbours (the triangle inequality), so its
+    worst pair is the shift by k·D — only when ``shifts_scale`` (no parallel partitions, no subsampling:
+    there one leaf's pair at distance k is not a single shift) and only for Laplace / Gaussian leaves;
+    otherwise no PLD. The single-leaf exact profile is dropped."""
+    if k == 1:
+        return account
+    eps = None if account.eps is None else account.eps * k
+    units = tuple(None if u is None else u * k for u in account.units)
+    pld = None
+    if shifts_scale and account.pld is not None and all(e[0] in ("laplace", "gaussian") and len(e) == 3 for e in account.pld):
+        pld = tuple((kind, scale, shift * k) for kind, scale, shift in account.pld)
+    return Account(eps, account.rho * k * k, units, None, pld)
 
 
 def parallel_add_remove(part: Account) -> Account:

@@ -820,7 +820,13 @@ def _structure_refusal(subject: Any, m: Any) -> str | None:
     return None
 
 
-def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
+def prove_at_distance(subject: Any, distance: int) -> Proof:
+    """The proof of a parts mechanism (or a catalog class declared from parts) for neighbours at
+    ``distance`` (k records added/removed or substituted)."""
+    return _prove(subject, subject.parts if isinstance(subject, P.Composite) else subject, distance)
+
+
+def _prove(subject: Any, m: P.PartsMechanism, distance: int = 1) -> Proof:
     refusal = _structure_refusal(subject, m)
     if refusal is not None:
         from . import unproven
@@ -852,12 +858,15 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
                 "norm inequalities: ||v||₂ <= ||v||₁, ||v||₁ <= √dim ||v||₂, ||v||₁ <= dim ||v||∞")
     with pb.phase("derive"):
         prof = walk.walk("", m.steps, space, d0)
+        if distance > 1:
+            prof = _at_distance(pb, m, prof, distance)
     pb.postcondition(f"ε = {prof.eps} (pure)" if prof.eps is not None else f"ρ = {prof.rho} (zCDP)")
     with pb.phase("judge"):
         bound, delta_bound = _judge(pb, prof, m)
         witness = None
         local = m.shape == "record"
-        sampled = P.has_sampling(m.steps)  # the noise perturbs a random subsample: no fixed worst output here
+        # the noise perturbs a random subsample, or the pairs are k apart: no fixed distance-1 worst output here
+        sampled = P.has_sampling(m.steps) or distance > 1
         worst = None if sampled else (_local_worst_pair(m) if local else _worst_pair(m))
         if worst is not None:
             d, d2, y, loss = worst
@@ -879,10 +888,31 @@ def _prove(subject: Any, m: P.PartsMechanism) -> Proof:
             pb.note("no refutation attempted: a Gaussian measurement is not pure DP (the claim is not provable)")
         if isinstance(m.claim, PureDP) and P.has_post(m.steps) and prof.eps is not None and exceeds(prof.eps, exact(m.claim.epsilon)):
             pb.note("the derived bound exceeds the claim; not refuted, since post-processing may discard information")
-    if witness is None and pb.witness is None:
+    if witness is None and pb.witness is None and distance == 1:
         d, d2 = extreme_pairs(m)[0]
         witness = Witness(d, d2, None, None, None, "extreme neighbouring pair (the largest stability of the structure)")
     return pb.finish(bound, witness=witness, delta_bound=delta_bound)
+
+
+def _at_distance(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile, k: int) -> Profile:
+    if m.shape != "dataset":
+        pb.add([Obligation(f"neighbours at distance {k}", sp.false, "a distance counts records of a data set; this "
+                           "mechanism's input is one record or a vector (its relation already fixes how far apart "
+                           "inputs are)", "lemma", False, "distance applies to data sets only")])
+        return prof
+    nodes = P.walk_nodes(m.steps)
+    shifts = not any(isinstance(n, (P.Parallel, P.PoissonSample)) for n in nodes)
+    out = A.group(prof, k, shifts)
+    pb.precondition(f"neighbours at distance {k}: data sets that differ by {k} records "
+                    f"({m.relation.describe()} applied {k} times)")
+    pb.fact(f"group privacy at distance k = {k}: ε → kε = {out.eps}" if out.eps is not None else
+            f"group privacy at distance k = {k}", "Dwork & Roth 2014, Thm 2.2 (pure ε); Bun & Steinke 2016, Prop. 1.9 "
+            f"(ρ → k²ρ = {out.rho})")
+    if out.pld:
+        pb.fact(f"PLD at distance {k}: each scalar leaf's centres move by at most {k} times their distance-1 bound (the "
+                "triangle inequality along a path of neighbours): its worst pair is the shift by k·D",
+                "the walk's stability bounds are per neighbouring pair; the hockey-stick divergence grows with the shift")
+    return out
 
 
 def _gaussian_refutation(pb: ProofBuilder, m: P.PartsMechanism, prof: Profile) -> Witness | None:
