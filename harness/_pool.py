@@ -7,7 +7,12 @@ runs past ``limit`` seconds is killed with its worker — whatever it is doing, 
 that holds the GIL and ignores signals — and a worker that dies takes only its own task with it;
 both come back through ``lost(item, message, seconds)``, and the other tasks carry on. ``jobs == 1`` runs
 the tasks one after the other in this process (no isolation, no hard limit: the check's own
-per-phase deadlines still apply)."""
+per-phase deadlines still apply).
+
+Ctrl-C (SIGINT to this process): the queued tasks are cancelled, the running ones are killed with
+their workers and everything those started (each worker leads its own process group and ignores
+SIGINT, so the whole group is killed at once and a terminal's Ctrl-C reaches only this process), and
+:class:`Interrupted` is raised carrying the results of the tasks that had finished."""
 
 from __future__ import annotations
 
@@ -18,6 +23,15 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 R = TypeVar("R")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`run`: ``finished`` holds the results of the tasks that had finished (in
+    the order of ``items``), ``total`` the number of tasks asked for."""
+
+    def __init__(self, finished: list, total: int) -> None:
+        super().__init__(f"interrupted: {len(finished)} of {total} finished")
+        self.finished, self.total = finished, total
 
 
 def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit: float | None,
@@ -40,13 +54,45 @@ def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit
             tqdm.write(f"[{tqdm.format_interval(time.monotonic() - start)}] {item}: {label(result)}", file=sys.stderr)
             bar.update(1)
 
-        if jobs == 1:
-            for item in items:
-                done(item, task(item, **kwargs))
-        else:
-            _run_pool(task, items, min(jobs, len(items)), limit, lambda item, message: lost(
-                item, message, time.monotonic() - start), kwargs, done)
+        try:
+            if jobs == 1:
+                for item in items:
+                    done(item, task(item, **kwargs))
+            else:
+                _run_pool(task, items, min(jobs, len(items)), limit, lambda item, message: lost(
+                    item, message, time.monotonic() - start), kwargs, done)
+        except KeyboardInterrupt:
+            raise Interrupted([results[item] for item in items if item in results], len(items)) from None
     return [results[item] for item in items]
+
+
+def _worker_start(fraction: float) -> None:
+    """Worker initializer: lead a process group of its own (the parent kills the group, children the
+    worker starts included, on Ctrl-C), ignore SIGINT (inherited by those children: only the parent
+    decides what an interrupt stops), then cap memory (:func:`dpharness._run.limit_memory`)."""
+    import signal
+
+    from ._run import limit_memory
+
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    limit_memory(fraction)
+
+
+def _kill_workers() -> None:
+    """SIGKILL the process group of each worker process of this process that leads one (see
+    :func:`_worker_start`): the worker and every process it started."""
+    import multiprocessing
+    import signal
+
+    for child in multiprocessing.active_children():
+        pid = child.pid
+        try:
+            if pid is not None and hasattr(os, "killpg") and os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+        except OSError:  # already gone
+            pass
 
 
 def _run_pool(task, items, workers: int, limit, lost, kwargs, done) -> None:
@@ -56,10 +102,9 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done) -> None:
 
     from pebble import ProcessExpired, ProcessPool
 
-    from ._run import limit_memory
-
-    with ProcessPool(max_workers=workers, context=multiprocessing.get_context("spawn"),
-                     initializer=limit_memory, initargs=(0.8 / workers,)) as pool:
+    pool = ProcessPool(max_workers=workers, context=multiprocessing.get_context("spawn"),
+                       initializer=_worker_start, initargs=(0.8 / workers,))
+    try:
         futures = {pool.schedule(task, args=(item,), kwargs=kwargs, timeout=limit): item for item in items}
         for future in as_completed(futures):
             item = futures[future]
@@ -74,3 +119,10 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done) -> None:
             except Exception as exc:
                 result = lost(item, f"{type(exc).__name__}: {exc} (raised in the worker process)")
             done(item, result)
+    except BaseException:  # Ctrl-C (or an error here): cancel the queue, kill the running workers' groups
+        pool.stop()
+        _kill_workers()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()

@@ -13,7 +13,8 @@ noise parameter and keeps the claim: ``dpharness prove laplace --set scale=0.9``
 ε = 1 claim against the smaller scale (and fails), it never re-calibrates.
 
 Exit codes: 0 the claim holds / the gate passed; 1 a violation, a claim not proved, or a gate
-failure; 2 a usage or input error (the message says what to fix).
+failure; 2 a usage or input error (the message says what to fix); 130 interrupted (Ctrl-C: the gate
+stops its workers, keeps the checks that had finished in its cache and says how many there were).
 
 Thin and cheap to import: everything heavy is imported inside the command that needs it."""
 
@@ -34,7 +35,7 @@ GATE_TIMEOUT = 90.0         # seconds per phase (proof, audit) and mechanism
 AUDIT_SAMPLES = 1_000_000   # per side for `dpharness audit`
 DEFAULT_SEED = 0
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class _UsageError(Exception):
@@ -48,10 +49,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _positive_int(text: str) -> int:
+    """A positive whole number, also in scientific notation when it is exactly one (``1e12``, ``2.5e6``)."""
+    from decimal import Decimal, InvalidOperation
+
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass a positive whole number") from None
+        try:
+            exact = Decimal(text.strip())
+        except InvalidOperation:
+            exact = None
+        if exact is None or not exact.is_finite() or exact != exact.to_integral_value():
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass a positive whole number "
+                                             "(1000000 or 1e6)") from None
+        value = int(exact)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
     return value
@@ -94,7 +105,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpharness", parents=[common],
                      description="Prove and audit differential-privacy mechanisms.",
                      epilog="exit codes: 0 the claim holds / the gate passed; 1 a violation, a claim not proved "
-                            "or a gate failure; 2 a usage or input error. `--set` keeps the claim.")
+                            "or a gate failure; 2 a usage or input error; 130 interrupted (Ctrl-C). `--set` keeps the claim.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -625,7 +636,8 @@ def _cmd_gate(args) -> int:
 
         try:
             _check_writable("--cache-dir", args.cache_dir)
-        except ParameterError as exc:  # a read-only checkout still gates, uncached, and says so
+            signing = _cache.signing_key(args.cache_dir)  # kept outside the cache dir; entries are verified
+        except ParameterError as exc:  # a read-only checkout (or no usable key) still gates, uncached, and says so
             use_cache = False
             sys.stderr.write(f"dpharness: warning: {exc} Running without the cache.\n")
     if use_cache:
@@ -637,11 +649,10 @@ def _cmd_gate(args) -> int:
                                         environment=env, samples=args.samples, seed=args.seed, timeout=args.timeout)
             except Exception:  # a mechanism that cannot even be built runs (and reports its error)
                 continue
-            hit = _cache.load(args.cache_dir, keys[name])
-            if hit is not None:
-                cached[name] = hit
+        cached = _cache.load_all(args.cache_dir, keys, signing)  # an entry that fails its HMAC: warned, re-run
     todo = [n for n in names if n not in cached]
     fresh = []
+    interrupted = None
     if todo and args.samples >= _ESTIMATE_ABOVE:
         _print_estimate(_buildable(todo), args.samples, jobs=args.jobs or os.cpu_count() or 1)
     if todo:
@@ -651,18 +662,28 @@ def _cmd_gate(args) -> int:
         # longest first by the durations of earlier runs (a hint: results are the same in any order)
         todo = _cache.longest_first(todo, _cache.durations(args.cache_dir))
 
-        fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
-                          lost=Check.failed, label=_progress_tag, desc="gate",
-                          kwargs={"samples": args.samples, "seed": args.seed, "modules": tuple(args.modules),
-                                  "timeout": args.timeout, "report_dir": args.report,
-                                  "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1 else None})
+        try:
+            fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
+                              lost=Check.failed, label=_progress_tag, desc="gate",
+                              kwargs={"samples": args.samples, "seed": args.seed, "modules": tuple(args.modules),
+                                      "timeout": args.timeout, "report_dir": args.report,
+                                      "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1
+                                      else None})
+        except _pool.Interrupted as exc:  # Ctrl-C: keep what finished, say so in one line, exit 130
+            interrupted = exc
+            fresh = exc.finished
     if use_cache:
         for res in fresh:
             if res.name in keys:
-                _cache.store(args.cache_dir, keys[res.name], res)
+                _cache.store(args.cache_dir, keys[res.name], res, signing)
     if fresh:
         _cache.record_durations(args.cache_dir, {r.name: r.timings.total for r in fresh
                                                  if r.timings is not None and r.timings.total is not None})
+    if interrupted is not None:
+        kept = f" ({sum(1 for r in fresh if r.error is None and r.name in keys)} stored in the cache)" if use_cache else ""
+        sys.stderr.write(f"dpharness: interrupted: {len(cached) + len(fresh)} of {len(names)} checks finished{kept}; "
+                         "the others were stopped and the gate decided nothing.\n")
+        return EXIT_INTERRUPTED
     by_name = {**cached, **{r.name: r for r in fresh}}
     results = [by_name[n] for n in names]
     elapsed = time.perf_counter() - start
@@ -852,7 +873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `dpharness ... | head`: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
