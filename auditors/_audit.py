@@ -643,7 +643,7 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
                 raised[p][side] = raised[p][side] + more.raises[p][side]
                 observed[p][side] = observed[p][side] + more.probes[p][side]
         done = end
-        n = sum(size for _, size in plan[:end])
+        n = plan.samples(end)
         excluded = frozenset(p for p in range(len(pairs))
                              if not _output_events_sound(s.vectorized, bool(raised[p][0].raised or raised[p][1].raised)))
         h1, n1, h0, n0 = _observations(counts, chosen, slot, n, raising, observed, excluded)

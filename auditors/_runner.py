@@ -56,6 +56,7 @@ Without ``outcomes`` (the default) any exception is a :class:`MechanismError`, a
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import multiprocessing as _mp
 import os
@@ -67,10 +68,11 @@ import types
 import uuid
 import warnings
 import weakref
+from collections import abc as _abc
 from concurrent.futures import FIRST_COMPLETED
 from concurrent.futures import wait as _wait_futures
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -80,7 +82,7 @@ from dpharness.errors import MechanismError, ParameterError
 from . import _cluster
 from . import events as _events
 
-__all__ = ["Sampler", "Raises", "Drawn", "Counted", "Progress", "chunk_plan", "draw", "count_events",
+__all__ = ["Sampler", "Raises", "Drawn", "Counted", "Progress", "ChunkPlan", "chunk_plan", "draw", "count_events",
            "cluster_session"]
 
 TRAINING, CERTIFICATION, PROBE = 0, 1, 2  # the phases of the seed tree (PROBE: size-1 calls observing raises)
@@ -90,6 +92,7 @@ _MIN_TIMEOUT = 60.0       # seconds: no chunk finishing within this (or the scal
 _TIMEOUT_FACTOR = 20.0    # x the slowest chunk seen (or the measured pace) before giving up
 _UNKNOWN_TIMEOUT = 300.0  # seconds before the first chunk finishes when this sampler's pace is unknown
 _IDLE_SECONDS = 30        # the local pool's idle workers exit after this
+_WINDOW_PER_WORKER = 4    # tasks submitted at a time per worker (the rest wait in a generator, not in memory)
 
 
 def _takes_one_argument(fn: Callable) -> bool:
@@ -328,9 +331,43 @@ def rng_for(seed: int, phase: int, pair: int, side: int, chunk: int) -> np.rando
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(phase, pair, side, chunk)))
 
 
-def chunk_plan(total: int, chunk: int) -> list[tuple[int, int]]:
-    """(start, size) of consecutive chunks covering ``total`` samples."""
-    return [(s, min(chunk, total - s)) for s in range(0, total, chunk)]
+@dataclass(frozen=True)
+class ChunkPlan(_abc.Sequence):
+    """(start, size) of consecutive chunks of ``chunk`` samples covering ``total`` samples (the last one
+    shorter), computed on demand: the plan of 10^13 samples is two integers, not a list of 10^7 tuples
+    (memory does not depend on the sample count). Indexing and iterating give the same (start, size)
+    tuples as a list would; ``samples(stop)`` is the number of samples in chunks ``0..stop-1``."""
+
+    total: int
+    chunk: int
+
+    def __post_init__(self) -> None:
+        if self.total < 0 or self.chunk < 1:
+            raise ParameterError(f"a chunk plan needs total >= 0 and chunk >= 1, got total={self.total}, "
+                                 f"chunk={self.chunk}.")
+
+    def __len__(self) -> int:
+        return -(-self.total // self.chunk)
+
+    def __getitem__(self, c):  # type: ignore[override]
+        if isinstance(c, slice):
+            return [self[i] for i in range(*c.indices(len(self)))]
+        n = len(self)
+        if c < 0:
+            c += n
+        if not 0 <= c < n:
+            raise IndexError(f"chunk {c} of a plan of {n} chunks")
+        start = c * self.chunk
+        return start, min(self.chunk, self.total - start)
+
+    def samples(self, stop: int) -> int:
+        """Samples in the first ``stop`` chunks."""
+        return min(max(stop, 0) * self.chunk, self.total)
+
+
+def chunk_plan(total: int, chunk: int) -> ChunkPlan:
+    """(start, size) of consecutive chunks covering ``total`` samples, as a lazy :class:`ChunkPlan`."""
+    return ChunkPlan(int(total), int(chunk))
 
 
 # pace of each sampler (seconds per sample), measured while drawing: the hang detector's first limit
@@ -430,7 +467,7 @@ def _join(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _chunks_kept(plan: list[tuple[int, int]], row_elements: int, max_elements: int | None) -> int:
+def _chunks_kept(plan: ChunkPlan, row_elements: int, max_elements: int | None) -> int:
     """How many chunks the serial loop keeps: chunk c is drawn iff fewer than max_elements are held before it."""
     if max_elements is None:
         return len(plan)
@@ -442,13 +479,13 @@ def _chunks_kept(plan: list[tuple[int, int]], row_elements: int, max_elements: i
     return len(plan)
 
 
-def _draw_spread(sampler: Sampler, data: Any, plan: list[tuple[int, int]], *, seed: int, phase: int, pair: int,
+def _draw_spread(sampler: Sampler, data: Any, plan: ChunkPlan, *, seed: int, phase: int, pair: int,
                  side: int, ref: tuple | None, label: str, progress: "Progress | None", max_elements: int | None,
                  workers: int, cluster: Any, outcomes: bool = False) -> np.ndarray | Drawn:
-    job = _DrawJob(sampler, data, seed, phase, pair, side, tuple(plan), label, outcomes)
+    job = _DrawJob(sampler, data, seed, phase, pair, side, plan, label, outcomes)
     with _Tasks.open(job, workers=max(1, min(workers, len(plan))), cluster=cluster, what=f"drawing {label}") as tasks:
         if tasks is None:  # the job cannot be shipped: draw here (same outputs)
-            return draw(sampler, data, sum(s for _, s in plan), seed=seed, phase=phase, pair=pair, side=side,
+            return draw(sampler, data, plan.total, seed=seed, phase=phase, pair=pair, side=side,
                         chunk=plan[0][1], ref=ref, label=label, progress=progress, max_elements=max_elements,
                         outcomes=outcomes)
         results: dict[int, Any] = {}
@@ -482,7 +519,7 @@ def _draw_spread(sampler: Sampler, data: Any, plan: list[tuple[int, int]], *, se
         check_signature(arr, ref, sampler.name, f"{label} chunk {c}")
     if outcomes:
         kept = [arr for arr in ordered if arr is not None]
-        return Drawn(_join(kept) if kept else None, sum(size for _, size in plan[:keep]), tally)
+        return Drawn(_join(kept) if kept else None, plan.samples(keep), tally)
     return _join(ordered)
 
 
@@ -496,7 +533,7 @@ class _DrawJob:
     phase: int
     pair: int
     side: int
-    chunks: tuple          # (start, size) per chunk
+    chunks: ChunkPlan      # (start, size) per chunk
     label: str
     outcomes: bool = False  # a call that raises is recorded: run returns (outputs or None, Raises)
 
@@ -529,9 +566,9 @@ class _CountJob:
     events: tuple          # per pair: tuple of Events
     seed: int
     ref: tuple             # output signature from training
-    chunks: tuple          # (start, size) per chunk
+    chunks: ChunkPlan      # (start, size) per chunk
     outcomes: bool = False  # a call that raises is recorded: run returns (counts, Raises)
-    probe_chunks: tuple = ()
+    probe_chunks: tuple = ()  # per pair: a ChunkPlan of its probes (empty tuple: none)
 
     def run(self, task: tuple) -> np.ndarray | tuple[np.ndarray, Raises]:
         if len(task) == 4:
@@ -740,38 +777,52 @@ class _Tasks:
             return max(_MIN_TIMEOUT, _TIMEOUT_FACTOR * pace * size)
         return max(_MIN_TIMEOUT, _UNKNOWN_TIMEOUT)
 
-    def run(self, tasks: list[tuple]):
-        """Yield (task, result) as chunks finish (any order); raise MechanismError on a hang."""
-        if not tasks:
-            return
-        order = {t: i for i, t in enumerate(tasks)}
-        pending = {self.backend.submit(_run_chunk, self.token, self.payload, t): t for t in tasks}
-        size = max(s for _, s in self.job.chunks)
+    def run(self, tasks: Iterable[tuple]):
+        """Yield (task, result) as chunks finish (any order); raise MechanismError on a hang. ``tasks``
+        may be a generator: at most ``_WINDOW_PER_WORKER`` tasks per worker are submitted at a time, so
+        memory does not grow with the number of tasks. On Ctrl-C (or any other exception that is not
+        an ``Exception``) the workers are killed: a running chunk is not waited for."""
+        tasks = iter(tasks)
+        window = max(8, _WINDOW_PER_WORKER * self.workers)
+        pending: dict = {}  # future -> (submission number, task)
+        numbers = itertools.count()
+        size = self.job.chunks.chunk
+
+        def fill() -> None:
+            for task in itertools.islice(tasks, window - len(pending)):
+                pending[self.backend.submit(_run_chunk, self.token, self.payload, task)] = (next(numbers), task)
+
         try:
+            fill()
             while pending:
                 limit = self._limit(size)
                 done = self.backend.wait_first(list(pending), limit)
                 if not done:
-                    self._hang(pending, order, limit)
+                    self._hang(pending, limit)
                 for fut in done:
-                    task = pending.pop(fut)
+                    _number, task = pending.pop(fut)
                     _task, out, seconds = self.backend.result(fut, self.job.describe(task))
                     self.slowest = max(self.slowest, seconds)
                     samples = self.job.samples(task)
                     if samples is not None:
                         _note_pace(self.job.sampler, seconds, samples)
                     yield task, out
+                fill()
+        except (KeyboardInterrupt, SystemExit):
+            self.backend.abort()
+            pending.clear()
+            raise
         finally:
             if pending:
                 self.backend.cancel(list(pending))
 
-    def _hang(self, pending: dict, order: dict, limit: float) -> None:
-        oldest = min(pending.values(), key=order.__getitem__)
+    def _hang(self, pending: dict, limit: float) -> None:
+        _number, oldest = min(pending.values())
         self.backend.abort()
         raise MechanismError(
             f"no chunk finished within {limit:.0f} s while {self.where} with mechanism {self.job.sampler.name!r} "
             f"on {self.backend.describe(self.workers)}: {self.job.describe(oldest)} (the oldest of {len(pending)} "
-            "unfinished chunks) is still not done. The mechanism may block in a worker process (a lock, a network or "
+            "unfinished chunks submitted) is still not done. The mechanism may block in a worker process (a lock, a network or "
             "file call, a thread pool that does not survive in a child process) or be far slower than measured; "
             "check it for blocking calls, or run it in this process with workers=1 (no cluster)."
         )
@@ -963,54 +1014,69 @@ def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Seq
     _cluster.check_cluster(cluster)
     if probes and not outcomes:
         raise ParameterError("probes= observes raising calls; pass outcomes=True with it.")
-    chunks = tuple(chunk_plan(total, chunk))
+    chunks = chunk_plan(total, chunk)
     first, stop = (0, len(chunks)) if chunk_range is None else chunk_range
     probes = tuple(int(k) for k in probes) + (0,) * (len(inputs) - len(probes))
-    probe_chunks = tuple(tuple(chunk_plan(k, PROBE_CHUNK)) if sampler.vectorized else () for k in probes)
+    probe_chunks = tuple(chunk_plan(k, PROBE_CHUNK) if sampler.vectorized else () for k in probes)
     job = _CountJob(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks,
                     outcomes, probe_chunks)
     drawn = [bool(len(events[p])) or (probes[p] > 0 and not sampler.vectorized) for p in range(len(inputs))]
-    tasks = [(p, s, c) for p in range(len(inputs)) if drawn[p] for s in (0, 1) for c in range(first, stop)]
-    for p, plan in enumerate(probe_chunks):  # the probe chunks of this look: the same fraction as the chunks
-        lo, hi = (first * len(plan)) // max(1, len(chunks)), (stop * len(plan)) // max(1, len(chunks))
-        tasks += [(p, s, c, PROBE) for s in (0, 1) for c in range(lo, hi)]
+    # the probe chunks of this look: the same fraction of theirs as the chunks of the plan
+    probe_ranges = [((first * len(plan)) // max(1, len(chunks)), (stop * len(plan)) // max(1, len(chunks)))
+                    for plan in probe_chunks]
+    n_tasks = 2 * sum(drawn) * max(0, stop - first) + sum(2 * max(0, hi - lo) for lo, hi in probe_ranges)
+
+    def all_tasks():  # generated, never held: a plan of 10^7 chunks is not a list of 10^7 tasks
+        for p in range(len(inputs)):
+            if drawn[p]:
+                for s in (0, 1):
+                    yield from ((p, s, c) for c in range(first, stop))
+        for p, (lo, hi) in enumerate(probe_ranges):
+            for s in (0, 1):
+                yield from ((p, s, c, PROBE) for c in range(lo, hi))
+
     result = [[np.zeros(len(events[p]), dtype=np.int64) for _ in (0, 1)] for p in range(len(inputs))]
-    raised: dict[tuple, Raises] = {}
+    # tallies of raising calls, folded as chunks finish, whatever their order: sums, the union of the
+    # types, and ``first`` from the lowest chunk that raised (the tally of the chunks added in order)
+    tallies = [[Raises(), Raises()] for _ in inputs]
+    probed = [[Raises(), Raises()] for _ in inputs]
+    earliest: dict[tuple, int] = {}
 
     def add(task: tuple, out: Any) -> None:
         if outcomes:
-            out, raised[task] = out
+            out, got = out
+            table = tallies if len(task) == 3 else probed
+            p, s, c = task[:3]
+            have, key = table[p][s], (len(task), p, s)
+            where = have.first
+            if got.first and c < earliest.get(key, c + 1):
+                earliest[key], where = c, got.first
+            table[p][s] = Raises(have.calls + got.calls, have.raised + got.raised,
+                                 tuple(sorted(set(have.types) | set(got.types))), where)
         result[task[0]][task[1]] += out
         if progress:
             progress.update()
 
     use_pool = cluster is not None or (workers > 1 and not _mp.current_process().daemon)
-    workers = max(1, min(workers, len(tasks)))
+    workers = max(1, min(workers, n_tasks))
     pooled = False
-    if use_pool and tasks:
+    if use_pool and n_tasks:
         with _Tasks.open(job, workers=workers, cluster=cluster, what="counting certification samples") as running:
             if running is not None:
-                for t, out in running.run(tasks):
+                for t, out in running.run(all_tasks()):
                     add(t, out)
                 pooled = True
     if not pooled:
         seconds, counted = 0.0, 0
-        for t in tasks:
+        for t in all_tasks():
             t0 = time.perf_counter()
             out = job.run(t)
             if len(t) == 3:  # probes say nothing of the pace of a sampler's chunks
                 seconds, counted = seconds + time.perf_counter() - t0, counted + 1
             add(t, out)
-        _note_pace(sampler, seconds, counted * chunks[0][1] if chunks else 0)
+        _note_pace(sampler, seconds, counted * chunks[0][1] if len(chunks) else 0)
     if not outcomes:
         return result
-    tallies = [[Raises(), Raises()] for _ in inputs]
-    probed = [[Raises(), Raises()] for _ in inputs]
-    for t in tasks:  # in task order, whatever order they finished in
-        if len(t) == 3:
-            tallies[t[0]][t[1]] = tallies[t[0]][t[1]] + raised[t]
-        else:
-            probed[t[0]][t[1]] = probed[t[0]][t[1]] + raised[t]
     if not sampler.vectorized:
         probed = [[tallies[p][s] if probes[p] > 0 else Raises() for s in (0, 1)] for p in range(len(inputs))]
     return Counted(result, tallies, probed)
