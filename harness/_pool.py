@@ -36,11 +36,12 @@ class Interrupted(KeyboardInterrupt):
 
 def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit: float | None,
         lost: Callable[[str, str, float], R], label: Callable[[R], str], kwargs: dict | None = None,
-        desc: str = "checks") -> list[R]:
+        desc: str = "checks", stopped: Callable[[str, str, float], R] | None = None) -> list[R]:
     """``[task(item, **kwargs) for item in items]`` in up to ``jobs`` workers (default: CPU count).
     ``limit``: seconds a task may run before its worker is killed (None: no limit). ``lost(item,
     message, seconds)`` stands in for a task killed, died or raising; ``label(result)`` is the progress
-    line."""
+    line. ``stopped(item, message, seconds)`` (default ``lost``) stands in for a task killed at ``limit``:
+    a time limit, not a failure of the task."""
     from tqdm import tqdm
 
     kwargs = kwargs or {}
@@ -60,7 +61,8 @@ def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit
                     done(item, task(item, **kwargs))
             else:
                 _run_pool(task, items, min(jobs, len(items)), limit, lambda item, message: lost(
-                    item, message, time.monotonic() - start), kwargs, done)
+                    item, message, time.monotonic() - start), kwargs, done,
+                    lambda item, message: (stopped or lost)(item, message, time.monotonic() - start))
         except KeyboardInterrupt:
             raise Interrupted([results[item] for item in items if item in results], len(items)) from None
     return [results[item] for item in items]
@@ -95,7 +97,7 @@ def _kill_workers() -> None:
             pass
 
 
-def _run_pool(task, items, workers: int, limit, lost, kwargs, done) -> None:
+def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> None:
     import multiprocessing
     from concurrent.futures import TimeoutError as FutureTimeout
     from concurrent.futures import as_completed
@@ -111,9 +113,10 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done) -> None:
             try:
                 result = future.result()
             except FutureTimeout:
-                result = lost(item, f"timeout: did not finish within its hard limit of {limit:g} s and its worker "
-                                    "process was killed (a proof or audit stuck where the per-phase deadline cannot "
-                                    "interrupt it, e.g. a long C call); raise --timeout to allow more")
+                result = stopped(item, f"timeout: did not finish within its hard limit of {limit:g} s and its worker "
+                                       "process was killed (a proof or audit stuck where the per-phase deadline cannot "
+                                       "interrupt it, e.g. a long C call; or a very slow or loaded machine: raise "
+                                       "--timeout to allow more)")
             except ProcessExpired as exc:
                 result = lost(item, f"{type(exc).__name__}: {exc} (exit code {exc.exitcode}; the worker process died)")
             except Exception as exc:

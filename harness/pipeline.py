@@ -19,6 +19,14 @@ Time limits: ``timeout`` limits the proof and the audit separately through :func
 in the thread that runs the check: interrupts Python-level loops and keeps the proof when only the
 audit runs out). A proof or audit stuck in a C call ignores signals; the gate therefore runs checks
 in worker processes (:mod:`dpharness._pool`) that are killed at a hard limit (:func:`hard_limit`).
+
+A time limit is for hangs, never a verdict: a check that reached one (``Check.time_limit`` says which
+limit, with the value in force) is **not decided** (status ``TIMEOUT``) unless what did finish already
+decides it: a proof that does not accept the mechanism, or an audit that certified a violation,
+fails it (and catches a gallery bug) whatever ran out. A check that is not decided does not pass —
+the gate cannot vouch for what it did not check, so it exits 1 — but it is not a finding: it is not
+*caught*, its line says TIMEOUT (not FAIL, not VIOLATION), and the gate does not cache it, so the next
+run decides it. The default limit (the CLI's ``GATE_TIMEOUT``) is set for a loaded 2-core CI runner.
 """
 
 from __future__ import annotations
@@ -53,22 +61,31 @@ class Policy(str, enum.Enum):
 class Outcome(NamedTuple):
     passed: bool  # the gate's judgement
     caught: bool  # some check flagged the mechanism (the proof did not accept it, or the audit certified a violation)
+    decided: bool = True  # False: a time limit stopped a phase before the check could be judged (TIMEOUT)
 
 
-def pass_rule(*, buggy: bool, policy: Policy | None, audit_passed: bool | None, crashed: bool) -> Outcome:
+def pass_rule(*, buggy: bool, policy: Policy | None, audit_passed: bool | None, crashed: bool,
+              timed_out: bool = False) -> Outcome:
     """THE pass rule (the gate, JUnit, reports, the cache and ``assert_private`` all use it).
 
     A crash fails. A mechanism is *caught* when its proof does not accept it (any policy but
     ``proved``) or its audit certifies a violation. A correct mechanism passes when its policy is
     ``proved`` or ``audit-only`` and its audit passed (an audit that did not finish is not a pass); a
     gallery bug (``buggy``) passes when it is caught. ``policy`` None: the proof did not finish;
-    ``audit_passed`` None: the audit did not finish."""
+    ``audit_passed`` None: the audit did not finish.
+
+    ``timed_out``: a phase reached its time limit. The check is then *not decided* (``decided``
+    False) unless what finished decides it (a proof that fails it, a certified violation; for a gallery
+    bug, being caught): a check that is not decided does not pass (it is not
+    evidence the mechanism is private) and is not caught (it is not evidence of a privacy bug)."""
     if crashed:
         return Outcome(False, False)
     caught = (policy is not None and policy is not Policy.PROVED) or audit_passed is False
     if buggy:
-        return Outcome(caught, caught)
-    return Outcome(policy in (Policy.PROVED, Policy.AUDIT_ONLY) and audit_passed is True, caught)
+        return Outcome(caught, caught, caught or not timed_out)
+    passed = policy in (Policy.PROVED, Policy.AUDIT_ONLY) and audit_passed is True
+    fails_anyway = policy in (Policy.REFUTED, Policy.UNPROVEN, Policy.NO_PROOF) or audit_passed is False
+    return Outcome(passed, caught, passed or fails_anyway or not timed_out)
 
 
 def proof_policy(name: str, proof: Any) -> Policy:
@@ -205,7 +222,9 @@ class Check:
     """The outcome of checking one mechanism (see the module docstring). ``passed`` and ``caught``
     come from :func:`pass_rule`. Messages: ``error`` (a crash, or the worker killed at its hard
     limit: fails), ``proof_error``/``audit_error`` (the phase ran out of time), ``audit_note``
-    (the audit fell back to a fixed pair). ``cached``: read from the gate's cache.
+    (the audit fell back to a fixed pair). ``cached``: read from the gate's cache. ``time_limit``: the
+    first time limit a phase reached (or the hard limit its worker was killed at), with the value in
+    force; the check is then not decided unless what finished decides it (module docstring).
 
     ``mechanism`` and ``proof_object`` are the live values while in the process that ran the check;
     they are not part of the JSON form and are None after a round trip."""
@@ -225,6 +244,7 @@ class Check:
     audit_note: str | None = None
     timings: Timings = Timings()
     cached: bool = False
+    time_limit: str | None = None
     mechanism: Any = field(default=None, compare=False, repr=False)
     proof_object: Any = field(default=None, compare=False, repr=False)
 
@@ -232,7 +252,7 @@ class Check:
     def outcome(self) -> Outcome:
         return pass_rule(buggy=bool(self.buggy), policy=self.policy,
                          audit_passed=None if self.audit is None else bool(self.audit.passed),
-                         crashed=self.error is not None)
+                         crashed=self.error is not None, timed_out=self.time_limit is not None)
 
     @property
     def passed(self) -> bool:
@@ -243,13 +263,29 @@ class Check:
         return self.outcome.caught
 
     @property
+    def decided(self) -> bool:
+        """False when a time limit stopped the check before it could be judged (see :func:`pass_rule`)."""
+        return self.outcome.decided
+
+    @property
+    def status(self) -> str:
+        """``PASS``, ``FAIL`` or ``TIMEOUT`` (not decided: a time limit, not a finding)."""
+        return "PASS" if self.passed else ("FAIL" if self.decided else "TIMEOUT")
+
+    @property
     def messages(self) -> tuple[str, ...]:
-        return tuple(m for m in (self.error, self.proof_error, self.audit_error, self.audit_note) if m)
+        found = (self.error, self.proof_error, self.audit_error, self.audit_note)
+        return tuple(m for m in (*found, None if self.time_limit in found else self.time_limit) if m)
 
     @classmethod
     def failed(cls, name: str, error: str, seconds: float = 0.0) -> "Check":
-        """A check that could not run (or whose worker died or was killed)."""
+        """A check that could not run (or whose worker died)."""
         return cls(name=name, error=error, timings=Timings(total=seconds))
+
+    @classmethod
+    def stopped(cls, name: str, message: str, seconds: float = 0.0) -> "Check":
+        """A check whose worker was killed at its hard time limit: not decided (``message`` says the limit)."""
+        return cls(name=name, time_limit=message, timings=Timings(total=seconds))
 
     def to_json(self) -> dict:
         from ._json import jsonable
@@ -263,7 +299,7 @@ class Check:
             "sandwich": {k: _out(v) for k, v in vars(self.sandwich).items()},
             "error": self.error, "proof_error": self.proof_error, "audit_error": self.audit_error,
             "audit_note": self.audit_note, "timings": {k: _out(v) for k, v in vars(self.timings).items()},
-            "cached": self.cached,
+            "cached": self.cached, "time_limit": self.time_limit, "decided": self.decided, "status": self.status,
         }
 
     @classmethod
@@ -277,7 +313,7 @@ class Check:
                    error=d["error"], proof_error=d["proof_error"], audit_error=d["audit_error"],
                    audit_note=d["audit_note"],
                    timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
-                   cached=bool(d["cached"]))
+                   cached=bool(d["cached"]), time_limit=d.get("time_limit"))
 
     def __reduce__(self):  # pickled (to and from worker processes) through its JSON form
         return (Check.from_json, (self.to_json(),))
@@ -293,8 +329,10 @@ _REARM = 1.0  # seconds between repeated alarms (long enough for the cleanup a f
 
 
 @contextlib.contextmanager
-def deadline(seconds: float | None, what: str):
-    """Raise PhaseTimeout in the main thread after ``seconds`` (SIGALRM; a no-op where unavailable).
+def deadline(seconds: float | None, what: str, *, limit: float | None = None):
+    """Raise PhaseTimeout in the main thread after ``seconds`` (SIGALRM; a no-op where unavailable);
+    its message names ``what`` and the limit in force, ``limit`` (default ``seconds``: pass the whole
+    ``--timeout`` when ``seconds`` is what is left of it).
     Pure-Python work (sympy, the auditor's loops) is interrupted; a long C call ends first (the
     worker pool's hard limit covers that). The alarm repeats every ``_REARM`` seconds until the block
     is left, so an exception swallowed where it landed (a garbage-collector callback, a ``__del__``)
@@ -305,10 +343,12 @@ def deadline(seconds: float | None, what: str):
         yield
         return
     active = [True]
+    stated = float(seconds if limit is None else limit)
 
     def _raise(signum, frame):
         if active[0]:
-            raise PhaseTimeout(f"{what} gave up after {seconds:g} s (raise --timeout to allow more)")
+            raise PhaseTimeout(f"{what} did not finish within its time limit of {stated:g} s (a limit for hangs, "
+                               "not a finding: on a slow or loaded machine raise --timeout)")
 
     outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
     start = time.monotonic()
@@ -388,10 +428,12 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
             return audit(None, None), None
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
-        why = str(exc) if isinstance(exc, PhaseTimeout) else f"the neighbour search of {mechanism.name} ran out of memory"
+        why = (f"the neighbour search of {mechanism.name} did not finish within its half of the audit's time limit "
+               f"of {timeout:g} s" if isinstance(exc, PhaseTimeout)
+               else f"the neighbour search of {mechanism.name} ran out of memory")
         note = f"{why}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
-    with deadline(rest, f"the audit of {mechanism.name}"):
+    with deadline(rest, f"the audit of {mechanism.name}", limit=timeout):
         return audit(data, neighbor), note
 
 
@@ -441,14 +483,14 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     except Exception as exc:
         return Check.failed(name, _crash(exc), time.perf_counter() - start)
 
-    proof = policy = error = proof_error = audit_error = audit_note = result = None
+    proof = policy = error = proof_error = audit_error = audit_note = result = time_limit = None
     t0 = time.perf_counter()
     try:
         with deadline(timeout, f"the proof of {name}"):
             proof = run_proof(mechanism)
         policy = proof_policy(name, proof)
     except PhaseTimeout as exc:
-        proof_error = str(exc)
+        proof_error = time_limit = str(exc)
     except Exception as exc:  # a crash in the prover fails the check, with its traceback; the audit still runs
         error = _crash(exc)
     proof_seconds = time.perf_counter() - t0
@@ -458,6 +500,7 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
                                        sequential=True)
     except PhaseTimeout as exc:
         audit_error = str(exc)
+        time_limit = time_limit or audit_error
     except Exception as exc:
         audit_error = f"the auditor raised {type(exc).__name__}: {exc}"
         error = error or _crash(exc)
@@ -466,6 +509,6 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
         base, policy=policy, proof=None if proof is None else ProofSummary.of(proof), audit=result,
         sandwich=Sandwich(lower=None if result is None else float(result.epsilon_lower_bound),
                           proven=None if proof is None else float(proof.bound), claimed=claimed),
-        error=error, proof_error=proof_error, audit_error=audit_error, audit_note=audit_note,
+        error=error, proof_error=proof_error, audit_error=audit_error, audit_note=audit_note, time_limit=time_limit,
         timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),
         proof_object=proof)
