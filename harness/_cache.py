@@ -17,27 +17,49 @@ A result is stored under a SHA-256 key of everything that decides it:
 Any change is a miss (the mechanism is checked again); only results without an error are stored,
 as the :class:`~dpharness.pipeline.Check`'s JSON form (``Check.to_json``/``Check.from_json``).
 ``dpharness gate --no-cache`` ignores the cache; ``--report`` always runs (pages are written by runs).
+
+**Entries are authenticated.** Whoever can write the cache directory (a CI cache restored from storage
+other jobs write) must not be able to turn a gate green, so every entry carries an HMAC-SHA256 of its
+cache key and its Check under a secret kept *outside* the cache directory (:func:`signing_key`):
+
+* ``$DPHARNESS_CACHE_KEY`` when set and not empty (a CI secret; at least 16 characters), else
+* a per-user key file, ``$XDG_CONFIG_HOME/dpharness/cache-key`` (default ``~/.config/...``), made on
+  first use with 32 random bytes and mode 0600; refused when other users may read or write it, when it
+  is not the user's own, or when it lies inside the cache directory.
+
+An entry is used only when its HMAC verifies (``hmac.compare_digest``) over the key it is stored under,
+so an edited, truncated or unsigned entry, or one moved to another mechanism's key, is ignored and
+checked again, with one warning line naming it; entries signed under another key (a rotated or a new
+key: a CI job without the secret gets a fresh key file) are ignored too, in one warning line. A key that
+cannot be had makes the gate run without the cache (cold, not failing). The secret is never printed:
+:class:`SigningKey` shows where it came from and a key id (an HMAC of a constant, not the secret).
+``durations.json`` beside the entries is not authenticated: a scheduling hint that orders work and
+decides no result.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import platform
+import stat
 import sys
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-__all__ = ["DEFAULT_DIR", "environment_digest", "key", "load", "store"]
+__all__ = ["DEFAULT_DIR", "KEY_ENV", "SigningKey", "environment_digest", "key", "key_file_path", "load", "load_all",
+           "signing_key", "store"]
 
 DEFAULT_DIR = ".dpharness-cache"
-_FORMAT = 2  # 2: a Check's JSON form (dpharness.pipeline)
+_FORMAT = 3  # 2: a Check's JSON form (dpharness.pipeline); 3: the same, signed (format, key id, HMAC)
+KEY_ENV = "DPHARNESS_CACHE_KEY"
+_MIN_KEY_CHARS = 16  # a shorter secret could be guessed offline from any entry (HMAC of known content)
 
 
 def environment_digest() -> str:
     """Loaded module files (path, size, mtime) and installed distributions (name, version)."""
-    from importlib import metadata
-
     h = hashlib.sha256()
     h.update(f"format {_FORMAT}; python {platform.python_version()}".encode())
     import importlib
@@ -152,40 +174,226 @@ def _path(directory: str, k: str) -> str:
     return os.path.join(directory, "gate", k[:2], k + ".json")
 
 
-def load(directory: str, k: str) -> Any:
-    """The :class:`~dpharness.pipeline.Check` stored under ``k`` (marked ``cached``), or None: nothing
-    stored, unreadable, of another format, or a check with an error."""
+# --------------------------------------------------------------------------- the signing key
+
+@dataclass(frozen=True)
+class SigningKey:
+    """The secret that signs cache entries. ``source``: ``$DPHARNESS_CACHE_KEY`` or the key file's path;
+    ``id``: an HMAC of a constant under the secret (tells keys apart, reveals nothing of it). The secret
+    itself is in no repr, message or file beside the key file."""
+
+    source: str
+    secret: bytes = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"SigningKey(source={self.source!r}, id={self.id!r})"
+
+    @property
+    def id(self) -> str:
+        return hmac.new(self.secret, b"dpharness gate cache key id", hashlib.sha256).hexdigest()[:16]
+
+    def mac(self, k: str, check: Any) -> str:
+        """HMAC-SHA256 of the entry format, the cache key ``k`` and the Check's JSON form ``check``
+        (canonical: sorted keys, no spaces), so an entry verifies only under the key it was stored at."""
+        body = json.dumps(check, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        message = f"dpharness gate cache entry\0format {_FORMAT}\0{k}\0".encode() + body.encode()
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()
+
+
+def key_file_path() -> str:
+    """The per-user key file: ``$XDG_CONFIG_HOME/dpharness/cache-key`` (``~/.config`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "dpharness", "cache-key")
+
+
+def signing_key(directory: str) -> SigningKey:
+    """The key that signs and verifies the entries under the cache ``directory``: ``$DPHARNESS_CACHE_KEY``
+    when set and not empty, else the per-user key file (made on first use, mode 0600). Raises
+    :class:`~dpharness.errors.ParameterError` (the gate then runs without the cache) for a key shorter than
+    16 characters, a key file others may read or write, not the user's own, inside ``directory``, or that
+    cannot be made. No message contains the secret."""
+    from .errors import ParameterError
+
+    value = os.environ.get(KEY_ENV, "")
+    if value.strip():  # empty, as a CI secret is on a fork's pull request: the key file, never the empty key
+        if len(value) < _MIN_KEY_CHARS:
+            raise ParameterError(
+                f"${KEY_ENV} is shorter than {_MIN_KEY_CHARS} characters (its value is not shown): a short key "
+                "could be guessed from any cache entry. Set it to a long random secret, e.g. the output of "
+                "python -c 'import secrets; print(secrets.token_hex(32))'.")
+        return SigningKey(f"${KEY_ENV}", value.encode())
+    path = key_file_path()
+    real, cache = os.path.realpath(path), os.path.realpath(directory)
+    if real == cache or real.startswith(cache.rstrip(os.sep) + os.sep):
+        raise ParameterError(f"cache key file {path}: lies inside --cache-dir {directory}, where whoever writes the "
+                             f"cache could read or replace it; set ${KEY_ENV} or XDG_CONFIG_HOME elsewhere.")
+    try:
+        try:
+            secret = _read_key_file(path)
+        except FileNotFoundError:
+            _make_key_file(path)
+            secret = _read_key_file(path)
+    except OSError as exc:
+        raise ParameterError(f"cache key file {path}: cannot read or make it ({exc.strerror or exc}); set "
+                             f"${KEY_ENV} or make {os.path.dirname(path)} a writable folder.") from None
+    return SigningKey(path, secret)
+
+
+def _read_key_file(path: str) -> bytes:
+    from .errors import ParameterError
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        if os.name == "posix":
+            if st.st_uid != os.getuid():
+                raise ParameterError(f"cache key file {path}: owned by another user (uid {st.st_uid}); remove it "
+                                     f"(a new one is made) or set ${KEY_ENV}.")
+            if st.st_mode & 0o077:
+                raise ParameterError(f"cache key file {path}: other users may read or write it (mode "
+                                     f"{st.st_mode & 0o777:o}); run chmod 600 {path}, or remove it (a new one is "
+                                     "made and the cache starts cold).")
+        secret = os.read(fd, 4096).strip()
+    finally:
+        os.close(fd)
+    if len(secret) < 2 * _MIN_KEY_CHARS:
+        raise ParameterError(f"cache key file {path}: empty or too short; remove it (a new one is made) or set "
+                             f"${KEY_ENV}.")
+    return secret
+
+
+def _make_key_file(path: str) -> None:
+    """Write 32 random bytes (hex) to ``path``, mode 0600, without overwriting a key another process made
+    meanwhile (written beside it, then hard-linked into place)."""
+    import secrets
+
+    folder = os.path.dirname(path)
+    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, (secrets.token_hex(32) + "\n").encode())
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another gate made it first: use theirs
+        except OSError:  # no hard links on this file system: create in place, never over an existing key
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return
+            with open(tmp, "rb") as fh, os.fdopen(fd, "wb") as out:
+                out.write(fh.read())
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- entries
+
+_ANOTHER_KEY = "signed with another key"
+_MAX_ENTRY_BYTES = 64 << 20  # a stored Check is a few kB to a few MB (an audit's pairs and counts)
+
+
+def _read(directory: str, k: str, signing: SigningKey) -> tuple[Any, str | None]:
+    """(the Check stored under ``k``, None) when its signature verifies; (None, None) when there is no
+    entry (or an authentic one that cannot be used); (None, what is wrong) for an entry that fails."""
     from dataclasses import replace
 
     from .pipeline import Check
 
+    try:  # non-blocking: a FIFO or device planted at the entry's name must not hang the gate
+        fd = os.open(_path(directory, k), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ENTRY_BYTES:
+            return None, "is not a regular file of at most 64 MB"
+        try:
+            raw = fh.read()
+        except OSError as exc:
+            return None, f"cannot be read ({exc.strerror or exc})"
     try:
-        with open(_path(directory, k), encoding="utf-8") as fh:
-            stored = json.load(fh)
-        result = Check.from_json(stored["check"]) if stored.get("format") == _FORMAT else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return None if result is None or result.error is not None else replace(result, cached=True)
+        stored = json.loads(raw)
+    except ValueError:
+        return None, "is not valid JSON (truncated or edited)"
+    if not isinstance(stored, dict) or stored.get("format") != _FORMAT or not isinstance(stored.get("mac"), str):
+        return None, "carries no signature"
+    if stored.get("key_id") != signing.id:
+        return None, _ANOTHER_KEY
+    if not hmac.compare_digest(stored["mac"].encode(), signing.mac(k, stored.get("check")).encode()):
+        return None, "does not match its signature (changed after it was written)"
+    try:  # authentic from here on
+        result = Check.from_json(stored["check"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, None
+    return (None if result.error is not None else replace(result, cached=True)), None
 
 
-def store(directory: str, k: str, result: Any) -> None:
-    """Store the Check ``result`` under ``k`` (not when it has an error: a crash is re-run)."""
+def load(directory: str, k: str, signing: SigningKey) -> Any:
+    """The :class:`~dpharness.pipeline.Check` stored under ``k`` (marked ``cached``) when its signature
+    verifies under ``signing``, else None (nothing stored, or an entry that fails: see :func:`load_all`)."""
+    return _read(directory, k, signing)[0]
+
+
+def load_all(directory: str, keys: dict[str, str], signing: SigningKey,
+             warn: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """The verified Checks stored under ``keys`` (mechanism name -> cache key), by name. Every entry that
+    fails is left out (its mechanism is checked again) and said on ``warn`` (default: stderr): one line
+    per edited, truncated or unsigned entry, naming it; one line for all entries signed with another key."""
+    warn = warn or sys.stderr.write
+    found, other = {}, []
+    for name, k in keys.items():
+        result, problem = _read(directory, k, signing)
+        if result is not None:
+            found[name] = result
+        elif problem == _ANOTHER_KEY:
+            other.append(name)
+        elif problem is not None:
+            warn(f"dpharness: warning: cache entry for {name} ({_path(directory, k)}) {problem}: ignored, "
+                 f"{name} is checked again.\n")
+    if other:
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        warn(f"dpharness: warning: {len(other)} cache {'entry' if len(other) == 1 else 'entries'} ({shown}) "
+             f"signed with another key than {signing.source} (a new or changed key): ignored, checked again.\n")
+    return found
+
+
+def store(directory: str, k: str, result: Any, signing: SigningKey) -> None:
+    """Store the Check ``result`` under ``k``, signed with ``signing`` (not when it has an error: a crash is
+    re-run). The signature covers the JSON form as :func:`load` reads it back."""
     if result.error is not None:
         return
-    _write_json(_path(directory, k), {"format": _FORMAT, "check": result.to_json()})
+    check = json.loads(json.dumps(result.to_json()))  # e.g. integer dict keys become strings, as on reading
+    _write_json(_path(directory, k), {"format": _FORMAT, "key_id": signing.id, "mac": signing.mac(k, check),
+                                      "check": check})
 
 
 def _write_json(path: str, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (a temporary file, then a rename); a directory that
     cannot be written (a read-only checkout) is skipped: the gate runs without the cache."""
+    import secrets
+
+    tmp = path + f".{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + f".{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        # a new file, never through a link planted at the temporary name by whoever can write the cache
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w", encoding="utf-8") as fh:
             json.dump(obj, fh, sort_keys=True)
         os.replace(tmp, path)
     except OSError:
-        pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 # --------------------------------------------------------------------------- scheduling hints
