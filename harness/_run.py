@@ -132,17 +132,53 @@ def tool_versions() -> dict[str, str]:
 _FLOAT_FAMILIES = ("float structure", "rounding")
 
 
-def float_hint(result: Any) -> str | None:
+def float_hint(result: Any, *, exact_noise: bool | None = None, proven: float | None = None,
+               claimed: float | None = None) -> str | None:
     """One line on the likely cause and fix when a violation was certified by an event of a
     floating-point family (``result.extra["family"]``); None otherwise. Worded as "may": the same
-    families also certify plain magnitude differences, e.g. noise too small."""
+    families also certify plain magnitude differences, e.g. noise too small.
+
+    ``exact_noise`` (see :func:`exact_noise`): the mechanism's noise comes from exact samplers, so the
+    float implementation is not the suspect: the hint points to the calibration instead, with the
+    proof's derived bound ``proven`` when it exceeds ``claimed`` (a forgotten clamp, a wrong sensitivity)."""
     extra = getattr(result, "extra", None) or {}
     if result is None or getattr(result, "passed", True) or extra.get("family") not in _FLOAT_FAMILIES:
         return None
+    if exact_noise:
+        derived = ""
+        if proven is not None and claimed is not None and math.isfinite(proven) and proven > claimed:
+            derived = f"; the proof's derived bound ε ≤ {fmt(proven)} exceeds the claim {fmt(claimed)}"
+        return ("hint: the noise is exact (integer noise from exact samplers, dpharness.parts), so the leak is not in "
+                f"the float implementation{derived}: check the clamp bounds and the sensitivity the noise is "
+                "calibrated for (records outside the bounds the scale assumes reach the noise unclamped).")
     return ("hint: the certifying event reads the floating-point structure of the outputs (low-order bits, rounding "
             "cells): the leak may be in the float implementation (Mironov 2012). Check with --ideal-numerics "
             "(ideal_numerics=True): if that audit passes, release outputs on a grid from integer noise "
             "(dpharness.parts noise does) or use an exact sampler; if it still fails, the noise itself is too small.")
+
+
+def exact_noise(mechanism: Any) -> bool:
+    """Whether ``mechanism``'s samplers are exact, by what it is: the parts prover covers it (a
+    declaration from :mod:`dpharness.parts`, or a ``Composite`` that redefines none of its sealed
+    methods), whose numeric model is integer noise from exact samplers on exact grids. False for
+    anything else, hand-proved exact samplers included (they keep the float hint, worded "may")."""
+    from .core import Mechanism
+
+    if not isinstance(mechanism, Mechanism):
+        return False
+    try:
+        from dpharness.mechanisms.parts import Composite, PartsMechanism
+
+        if not isinstance(mechanism, (Composite, PartsMechanism)):
+            return False
+        import dpharness.proofs  # noqa: F401 - registers the proofs find_proof looks up
+
+        from .proof_registry import find_proof
+
+        coverage = find_proof(mechanism)
+    except Exception:  # noqa: BLE001 - no hint is better than a wrong one
+        return False
+    return coverage.proof is not None and coverage.written_for in (PartsMechanism, Composite)
 
 
 def short_repr(x: Any, limit: int = 40) -> str:

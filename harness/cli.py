@@ -335,9 +335,13 @@ def _cmd_prove(args) -> int:
     return EXIT_OK if proof.verdict.value == "PROVED" else EXIT_FAIL
 
 
-def _print_audit(mechanism, result, args=None) -> None:
+def _print_audit(mechanism, result, args=None, proof=None) -> None:
+    from ._run import audit_target, exact_noise
+
     print(mechanism.describe())
-    _print_audit_result(result, mechanism.name, args)
+    bound = None if proof is None or proof.bound is None else float(proof.bound)
+    _print_audit_result(result, mechanism.name, args, hint_about=dict(
+        exact_noise=exact_noise(mechanism), proven=bound, claimed=audit_target(mechanism.claim)[0]))
 
 
 def _result_flags(args) -> str:
@@ -358,7 +362,7 @@ def _result_flags(args) -> str:
     return flags
 
 
-def _print_audit_result(result, name: str, args=None) -> None:
+def _print_audit_result(result, name: str, args=None, hint_about: dict | None = None) -> None:
     """The audit's verdict, witness, the float hint, counts, method and how to reproduce it
     (``dpharness audit NAME``, with the ``--module`` that registered it and every option of ``args``
     that changes the result)."""
@@ -372,7 +376,7 @@ def _print_audit_result(result, name: str, args=None) -> None:
     if result.delta_lower_bound is not None:
         print(f"certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
     print(f"witness: {result.witness_description}")
-    hint = float_hint(result)
+    hint = float_hint(result, **(hint_about or {}))
     if hint:
         print(hint)
     if result.counts:
@@ -457,7 +461,8 @@ def _cmd_audit(args) -> int:
 
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate([mechanism], args.samples)
-    result, _ = run_audit(mechanism, _proof_for_witness(mechanism), samples=args.samples, seed=args.seed,
+    proof = _proof_for_witness(mechanism)
+    result, _ = run_audit(mechanism, proof, samples=args.samples, seed=args.seed,
                           ideal_numerics=args.ideal_numerics, cluster=args.scheduler, workers=args.workers,
                           sequential=args.sequential)
     if args.json:
@@ -467,7 +472,7 @@ def _cmd_audit(args) -> int:
         payload["claim"] = mechanism.claim.describe()
         _emit_json(payload)
     else:
-        _print_audit(mechanism, result, args)
+        _print_audit(mechanism, result, args, proof)
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
@@ -576,7 +581,7 @@ def _gate_line(c) -> str:
         audit = (f"audit ε_lb={fmt(a.epsilon_lower_bound)} vs claim {fmt(a.epsilon)} "
                  f"{'passed' if a.passed else 'VIOLATION'}")
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
-    hint = float_hint(a)
+    hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:
         note += f"\n      {hint}"
     if c.policy is Policy.AUDIT_ONLY:
@@ -795,7 +800,7 @@ def _failure_message(r, *, gallery: bool) -> str:
         why.append(f"audit not finished: {r.audit_error}")
     elif not r.audit.passed:
         why.append(f"audit certified ε ≥ {fmt(r.audit.epsilon_lower_bound)} > {fmt(r.audit.epsilon)}")
-        hint = float_hint(r.audit)
+        hint = float_hint(r.audit, exact_noise=r.exact_noise, proven=r.sandwich.proven, claimed=r.sandwich.claimed)
         if hint:
             why.append(hint)
     return "; ".join(why)

@@ -225,6 +225,9 @@ class Check:
     (the audit fell back to a fixed pair). ``cached``: read from the gate's cache. ``time_limit``: the
     first time limit a phase reached (or the hard limit its worker was killed at), with the value in
     force; the check is then not decided unless what finished decides it (module docstring).
+    ``exact_noise``: the mechanism's samplers are exact (:func:`dpharness._run.exact_noise`; None:
+    not known, or no violation to explain), which decides the hint of a violation certified on the
+    floats' structure.
 
     ``mechanism`` and ``proof_object`` are the live values while in the process that ran the check;
     they are not part of the JSON form and are None after a round trip."""
@@ -245,6 +248,7 @@ class Check:
     timings: Timings = Timings()
     cached: bool = False
     time_limit: str | None = None
+    exact_noise: bool | None = None
     mechanism: Any = field(default=None, compare=False, repr=False)
     proof_object: Any = field(default=None, compare=False, repr=False)
 
@@ -300,6 +304,7 @@ class Check:
             "error": self.error, "proof_error": self.proof_error, "audit_error": self.audit_error,
             "audit_note": self.audit_note, "timings": {k: _out(v) for k, v in vars(self.timings).items()},
             "cached": self.cached, "time_limit": self.time_limit, "decided": self.decided, "status": self.status,
+            "exact_noise": self.exact_noise,
         }
 
     @classmethod
@@ -313,7 +318,7 @@ class Check:
                    error=d["error"], proof_error=d["proof_error"], audit_error=d["audit_error"],
                    audit_note=d["audit_note"],
                    timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
-                   cached=bool(d["cached"]), time_limit=d.get("time_limit"))
+                   cached=bool(d["cached"]), time_limit=d.get("time_limit"), exact_noise=d.get("exact_noise"))
 
     def __reduce__(self):  # pickled (to and from worker processes) through its JSON form
         return (Check.from_json, (self.to_json(),))
@@ -459,7 +464,7 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     from . import _validate as v
     from . import registry
     from ._json import jsonable
-    from ._run import audit_target, load_modules
+    from ._run import audit_target, exact_noise, load_modules
     from .core import Mechanism
     from .errors import ParameterError
 
@@ -510,5 +515,5 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
         sandwich=Sandwich(lower=None if result is None else float(result.epsilon_lower_bound),
                           proven=None if proof is None else float(proof.bound), claimed=claimed),
         error=error, proof_error=proof_error, audit_error=audit_error, audit_note=audit_note, time_limit=time_limit,
-        timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),
+        exact_noise=None if result is None or result.passed else exact_noise(mechanism), timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),
         proof_object=proof)

@@ -429,7 +429,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
             items.append(f"Certified δ lower bound at ε = {fmt(a.epsilon)}: {fmt(a.delta_lower_bound)}")
         if c.audit_note:
             items.append(f"Note: {c.audit_note}")
-        hint = float_hint(a)
+        hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
         if hint:
             items.append(hint[0].upper() + hint[1:])
         seq = " --sequential" if "sequential" in (a.extra or {}) else ""

@@ -58,7 +58,7 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     mechanism a failure happens with probability at most 1 − ``confidence``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
     from . import audit
-    from ._run import float_hint, fmt
+    from ._run import exact_noise, float_hint, fmt
     from .pipeline import Policy, pass_rule
 
     seed = _DEFAULTS["seed"] if seed is None else seed
@@ -80,7 +80,7 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
             f"(pytest --dp-seed={result.seed} --dp-samples={result.samples})",
             f"  a correct mechanism fails this check with probability at most {fmt(1 - result.confidence, 3)}",
         ]
-        hint = float_hint(result)
+        hint = float_hint(result, exact_noise=exact_noise(mechanism))
         if hint:
             lines.insert(2, f"  {hint}")
         if result.delta_lower_bound is not None:
