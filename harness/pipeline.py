@@ -409,7 +409,8 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
 
     With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
     of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
-    says so. A pair given explicitly is audited within the whole ``timeout``. ``cluster``/``workers``:
+    says so. A pair given explicitly (or the ``fixed_pair`` of a function registered with its pair) is
+    audited within the whole ``timeout``. ``cluster``/``workers``:
     where the auditor runs; ``sequential``: stop once the verdict is certain (see
     :func:`dpharness.auditors.audit`)."""
     from . import auditors
@@ -424,6 +425,9 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
                               ideal_numerics=ideal_numerics, candidate_witnesses=witnesses, cluster=cluster,
                               workers=workers, sequential=sequential)
 
+    fixed = getattr(mechanism, "fixed_pair", None)  # a function registered with its pair (registry.register)
+    if data is None and neighbor is None and fixed is not None:
+        data, neighbor = fixed
     if data is not None or neighbor is not None:
         with deadline(timeout, f"the audit of {mechanism.name}"):
             return audit(data, neighbor), None

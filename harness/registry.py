@@ -3,12 +3,15 @@ project's own mechanisms (entry-point group ``dpharness.mechanisms`` or an impor
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib
-from collections.abc import Iterable
+import inspect
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Any, TypeVar
 
-from .core import Mechanism
+from .core import BoundedChange, Claim, Domain, InputSpec, Mechanism, RealInterval, Relation
 from .errors import ParameterError
 
 __all__ = ["register", "catalog", "get", "load_module", "audit_only", "ENTRY_POINT_GROUP", "AUDIT_ONLY"]
@@ -44,19 +47,135 @@ def _origin(entry: Any) -> tuple[str, str]:
     return entry.origin if isinstance(entry, _Value) else (entry.__module__, entry.__qualname__)
 
 
-def register(mechanism: M = None, *, proof: str | None = None) -> M:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _AuditedFunction(Mechanism):
+    """A plain function ``fn(data, size, rng) -> size outputs`` registered for audit only
+    (``register(fn, name=..., data=..., neighbor=..., relation=..., claim=...)``). Law: whatever ``fn``
+    draws from ``rng`` (opaque: no proof covers it, so it is never PROVED); neighbour relation and
+    claim: as given. Without ``records`` the audit is of the given pair only; with ``records`` (the
+    record domain) the auditor's neighbour search starts from that pair."""
+
+    label: str
+    fn: Callable
+    inputs: InputSpec
+    pair: tuple
+    searched: bool = False
+    source = "a function registered for audit only"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.label
+
+    @property
+    def input_spec(self) -> InputSpec:
+        return self.inputs
+
+    @property
+    def fixed_pair(self) -> tuple | None:
+        """The pair the audit takes as given (None: the neighbour search runs)."""
+        return None if self.searched else self.pair
+
+    def _sample(self, data, size, rng):
+        return self.fn(data, size, rng)
+
+    def _law(self, data):
+        raise NotImplementedError(f"{self.label} is a function audited only: its law is not known.")
+
+    def example_pair(self):
+        return self.pair
+
+    def noise_parameters(self) -> dict[str, Any]:
+        return {}  # nothing to --set: the function's parameters are in its code
+
+    def source_hash(self) -> str:
+        """SHA-256 of the function's module source (else its code), the pair, relation and claim."""
+        try:
+            text = inspect.getsource(inspect.getmodule(self.fn) or self.fn)
+        except (OSError, TypeError):
+            code = getattr(self.fn, "__code__", None)
+            text = repr(code.co_code if code is not None else self.fn)
+        h = hashlib.sha256(text.encode())
+        h.update(repr((self.inputs, self.pair, self.claim)).encode())
+        return h.hexdigest()
+
+    def describe(self) -> str:
+        return f"{self.label} (function {getattr(self.fn, '__qualname__', self.fn)!r}) claiming {self.claim.describe()}"
+
+
+def _audited_function(fn: Callable, *, name: Any, data: Any, neighbor: Any, relation: Any, claim: Any,
+                      records: Any, shape: Any) -> _AuditedFunction:
+    """Validate :func:`register`'s arguments for a plain function (each error names the argument)."""
+    import numpy as np
+
+    from ._validate import choice
+
+    missing = [k for k, v in (("name", name), ("data", data), ("neighbor", neighbor), ("relation", relation),
+                              ("claim", claim)) if v is None]
+    if missing:
+        raise ParameterError(f"{missing[0]}= is missing: a plain function is registered with name=, data=, neighbor=, "
+                             "relation= and claim= (e.g. register(fn, name='my_count', data=[1, 2], neighbor=[1], "
+                             "relation=AddRemove(), claim=PureDP(1))).")
+    if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
+        raise ParameterError(f"name={name!r} must be a lower_snake identifier; pass e.g. name='team_noisy_count'.")
+    if not isinstance(relation, Relation):
+        raise ParameterError(f"relation={relation!r} is not a Relation; pass AddRemove(), Substitute() or "
+                             "BoundedChange(sensitivity, norm).")
+    if not isinstance(claim, Claim):
+        raise ParameterError(f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
+    if records is not None and not isinstance(records, Domain):
+        raise ParameterError(f"records={records!r} is not a Domain; pass e.g. RealInterval(0, 100) or leave it out.")
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and len(params) < 3 and not any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise ParameterError(f"mechanism={getattr(fn, '__qualname__', fn)!r} takes {len(params)} positional "
+                             "argument(s); a function is registered as fn(data, size, rng) returning size outputs "
+                             "drawn from the numpy Generator rng.")
+    if shape is None:
+        shape = "vector" if isinstance(relation, BoundedChange) else ("record" if np.ndim(data) == 0 else "dataset")
+    choice("shape", shape, ("record", "dataset", "vector"))
+    inputs = InputSpec(records if records is not None else RealInterval(), relation, shape)
+    a, b = inputs.validate_pair(data, neighbor)
+    return _AuditedFunction(label=name, fn=fn, inputs=inputs, pair=(a, b), searched=records is not None, claim=claim)
+
+
+def register(mechanism: M = None, *, proof: str | None = None, name: str | None = None, data: Any = None,
+             neighbor: Any = None, relation: Relation | None = None, claim: Claim | None = None,
+             records: Domain | None = None, shape: str | None = None) -> M:
     """Add a mechanism to the registry under its ``name``: a ``Mechanism`` subclass (usable as a class
     decorator, registered at its defaults) or a ``Mechanism`` value (e.g. from ``dpharness.parts``).
 
     ``proof="audit-only"`` opts the mechanism into the gate without a proof: it passes when its audit
     passes and no proof refutes it. Without it, the gate requires PROVED.
 
+    A plain function ``fn(data, size, rng)`` (``size`` outputs drawn from the numpy Generator ``rng``)
+    is registered for audit only — never PROVED, whatever ``proof`` says — with its ``name``, the
+    neighbouring pair ``data``/``neighbor`` under ``relation`` and the ``claim``; ``records`` (a
+    Domain) lets the auditor search for a worse pair from there, ``shape`` (``"record"``,
+    ``"dataset"``, ``"vector"``) is inferred from ``data`` and ``relation`` when left out.
+
     >>> register(noisy_mean)                       # doctest: +SKIP
-    >>> register(MyMechanism, proof="audit-only")  # doctest: +SKIP"""
+    >>> register(MyMechanism, proof="audit-only")  # doctest: +SKIP
+    >>> register(noisy_count, name="noisy_count", data=[1, 2, 3], neighbor=[1, 2],
+    ...          relation=AddRemove(), claim=PureDP(1))  # doctest: +SKIP"""
     if mechanism is None:  # @register(proof="audit-only")
-        return lambda m: register(m, proof=proof)  # type: ignore[return-value]
+        return lambda m: register(m, proof=proof, name=name, data=data, neighbor=neighbor, relation=relation,
+                                  claim=claim, records=records, shape=shape)  # type: ignore[return-value]
     if proof not in (None, AUDIT_ONLY):
         raise ParameterError(f"proof={proof!r} is not a proof policy; pass proof='audit-only' or leave it out.")
+    function = None
+    if not isinstance(mechanism, (Mechanism, type)) and callable(mechanism):
+        function, mechanism = mechanism, _audited_function(mechanism, name=name, data=data, neighbor=neighbor,
+                                                           relation=relation, claim=claim, records=records,
+                                                           shape=shape)
+        proof = AUDIT_ONLY
+    elif any(v is not None for v in (name, data, neighbor, relation, claim, records, shape)):
+        given = next(k for k, v in (("name", name), ("data", data), ("neighbor", neighbor), ("relation", relation),
+                                    ("claim", claim), ("records", records), ("shape", shape)) if v is not None)
+        raise ParameterError(f"{given}= is for registering a plain function; a Mechanism carries its own name, "
+                             "inputs and claim: leave it out.")
     if isinstance(mechanism, Mechanism):
         entry: Any = _Value(mechanism)
         name = mechanism.name
@@ -79,7 +198,7 @@ def register(mechanism: M = None, *, proof: str | None = None) -> M:
         _AUDIT_ONLY.add(name)
     else:
         _AUDIT_ONLY.discard(name)
-    return mechanism
+    return function if function is not None else mechanism
 
 
 def audit_only(name: str) -> bool:
