@@ -198,7 +198,9 @@ class AboveThreshold(P.Measurement):
         return P._rhu(Fraction(self.threshold) / self.g)
 
     def describe(self) -> str:
-        n = "the coordinates" if self.queries is None else f"{len(self.queries)} queries"
+        # every query in full: the description keys the gate's cache and the source hash
+        n = "queries=coordinates" if self.queries is None else \
+            f"queries=[{', '.join(q.describe() for q in self.queries)}] ({len(self.queries)})"
         g = "" if self.granularity == 1 else f", granularity={self.granularity!r}"
         return (f"above_threshold({self.threshold!r}, {n}, scale={self.scale!r}, query_scale={self.query_scale!r}, "
                 f"c={self.c}{g})")
