@@ -170,9 +170,7 @@ def leaves(m: P.PartsMechanism, data: Any) -> list:
 
 def _walk(step: P.Step, value: Any, space: P.Space) -> list:
     if type(step) in P._family_step_types() and isinstance(step, P.Measurement):
-        from ._parts_selection import SelectionLeaf
-
-        return [SelectionLeaf(step, value, space)]
+        return [P.family_module(step).leaf(step, value, space)]
     if isinstance(step, P.LocalRandomizer):
         return [LocalLeaf(step, value, space)]
     if isinstance(step, (P.GridLaplace, P.GridGaussian)):
@@ -269,9 +267,9 @@ def _grid_log_prob(leaf: Leaf, cols: np.ndarray) -> np.ndarray:
 
 
 def _mixed_law(ls: list) -> FunctionLaw:
-    """The law of a structure with selection leaves (:class:`._parts_selection.SelectionLeaf`) and grid
-    noise: the product of the leaves' laws (independent randomness), numeric log-probabilities by blocks
-    of columns; the finite support listed when every leaf is a selection (at most 1024 outputs)."""
+    """The law of a structure with family leaves (:class:`._parts_selection.SelectionLeaf`,
+    :class:`._parts_threshold.ThresholdLeaf`) and grid noise: the product of the leaves' laws (independent randomness), numeric log-probabilities by blocks
+    of columns; the finite support listed when every leaf is a family leaf (at most 1024 outputs)."""
     import sympy as sp
 
     widths = [leaf.width if not isinstance(leaf, Leaf) else len(leaf.centres) for leaf in ls]
@@ -289,7 +287,10 @@ def _mixed_law(ls: list) -> FunctionLaw:
 
     outcomes = None
     if all(not isinstance(leaf, Leaf) for leaf in ls):
-        tables = [leaf.outputs() for leaf in ls]
+        try:
+            tables = [leaf.outputs() for leaf in ls]
+        except UnsupportedError:  # a leaf with too many outputs to list
+            tables = [range(_MAX_TABLE + 1)]
         if math.prod(len(t) for t in tables) <= _MAX_TABLE:
             rows = [sum(combo, ()) for combo in itertools.product(*tables)]
             outcomes = tuple(r[0] if width == 1 else r for r in rows)

@@ -413,6 +413,11 @@ class SelectionLeaf:
         return np.asarray([lookup.get(tuple(r.tolist()), -math.inf) for r in rows])
 
 
+def leaf(step: Any, value: Any, space: P.Space) -> SelectionLeaf:
+    """The family's leaf (read by :mod:`._parts_law`)."""
+    return SelectionLeaf(step, value, space)
+
+
 def _grid_laplace_max_probs(m: NoisyMaxLaplace, u: list[Fraction]) -> np.ndarray:
     """P(first argmax = i) for discrete Laplace noise on the rounded scores, summed over the noisy maximum y
     within 60t + 2 of the scores' range (the omitted mass is below e^{−60} relatively)."""

@@ -73,7 +73,7 @@ __all__ = [
     "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram",
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
     "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
-    "quantile", "quantile_score", "exponential", "report_noisy_max",
+    "quantile", "quantile_score", "exponential", "report_noisy_max", "above_threshold", "query",
     "compose", "post", "parallel", "repeat", "poisson_sample", "PoissonSample", "Repeat",
     "map_records", "clip_norm", "iterate", "MapRecords", "ClipNorm", "Iterate",
     "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
@@ -1223,6 +1223,28 @@ def iterate(times: int, part: Step, *, init: Any, update: Callable, output: str 
     return Iterate(times, part, init, update, output)
 
 
+def above_threshold(threshold: Any, *, queries: Sequence | None = None, scale: Any, query_scale: Any = None,
+                    c: int = 1, granularity: Any = 1) -> Step:
+    """Above threshold / sparse vector (Lyu, Su & Li 2017, Alg. 1) over ``queries`` (transformations giving
+    one number each, or :func:`query`; omitted on a vector input: its coordinates): for each in order, 1 if
+    its noisy answer reaches the noisy threshold, else 0; −1 for every query after the ``c``-th 1. Discrete
+    Laplace noise on the grid ``granularity·Z`` (``scale`` on the threshold, ``query_scale``, default
+    2c·scale, on each query). ε = D/t_ρ + 2cD/t_ν (monotone queries: D/t_ρ + cD/t_ν). See
+    :mod:`dpharness.mechanisms._parts_threshold`."""
+    from ._parts_threshold import above_threshold as _at
+
+    return _at(threshold, queries=queries, scale=scale, query_scale=query_scale, c=c, granularity=granularity)
+
+
+def query(fn: Callable, *, sensitivity: Any, increasing: bool = False) -> Step:
+    """A query for :func:`above_threshold` by a user function of the records, with a STATED
+    ``sensitivity`` (a precondition of the proof, tested by the audit); ``increasing``: adding a record
+    never decreases the answer."""
+    from ._parts_threshold import query as _query
+
+    return _query(fn, sensitivity=sensitivity, increasing=increasing)
+
+
 def compose(*parts: Step) -> Compose:
     """Run every part on the same input (independent randomness); the output is their tuple."""
     return Compose(tuple(parts))
@@ -1658,7 +1680,7 @@ class PartsMechanism(Mechanism):
         """SHA-256 of the structure and the source of every post-processing function."""
         h = hashlib.sha256(repr((self.label, self.steps.describe(), self.records, self.relation, self.shape,
                                  self.dim, self.size, self.claim)).encode())
-        for fn in _post_functions(self.steps):
+        for fn in _post_functions(self.steps) + _query_functions(self.steps):
             try:
                 h.update(inspect.getsource(fn).encode())
             except (OSError, TypeError):
@@ -1677,10 +1699,8 @@ def _check_types(step: Any) -> None:
         raise ParameterError(f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
                              "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "
                              "change code its lemma is about).")
-    for child in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
-                  *getattr(step, "parts", ())):
-        if child is not None:
-            _check_types(child)
+    for child in _children(step):
+        _check_types(child)
 
 
 _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, Histogram, GridLaplace, GridGaussian,
@@ -1688,18 +1708,36 @@ _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, His
                          PoissonSample, Repeat, MapRecords, ClipNorm, Iterate})
 
 
-def _family_step_types() -> frozenset:
-    """Step classes of the families kept in their own modules (selection)."""
-    from ._parts_selection import STEP_TYPES
+def _family_modules() -> tuple:
+    """The families kept in their own modules (selection, threshold); each lists its ``STEP_TYPES``."""
+    from . import _parts_selection, _parts_threshold
 
-    return STEP_TYPES
+    return (_parts_selection, _parts_threshold)
+
+
+def _family_step_types() -> frozenset:
+    """Step classes of the families kept in their own modules."""
+    return frozenset().union(*(f.STEP_TYPES for f in _family_modules()))
+
+
+def family_module(step: Any) -> Any:
+    """The family module whose ``STEP_TYPES`` holds ``type(step)``, or None."""
+    for f in _family_modules():
+        if type(step) in f.STEP_TYPES:
+            return f
+    return None
+
+
+def _children(step: Any) -> list:
+    """The nodes directly under ``step`` (a threshold part's queries included)."""
+    queries = getattr(step, "queries", None) if type(step) in _family_step_types() else None
+    return [c for c in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
+                        *getattr(step, "parts", ()), *(queries or ())) if c is not None]
 
 
 def walk_nodes(step: Step) -> list:
     """Every node of the structure, parents first."""
-    children = [c for c in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
-                            *getattr(step, "parts", ())) if c is not None]
-    return [step] + [n for c in children for n in walk_nodes(c)]
+    return [step] + [n for c in _children(step) for n in walk_nodes(c)]
 
 
 def _post_functions(step: Step) -> list:
@@ -1716,6 +1754,11 @@ def _post_functions(step: Step) -> list:
     if isinstance(step, MapRecords):
         return [step.fn]
     return []
+
+
+def _query_functions(step: Step) -> list:
+    """The user functions of family nodes (a threshold part's ``dp.query(fn, ...)``)."""
+    return [n.fn for n in walk_nodes(step) if type(n) in _family_step_types() and callable(getattr(n, "fn", None))]
 
 
 def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,

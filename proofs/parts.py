@@ -75,9 +75,7 @@ class _Walk:
     # --- stability -------------------------------------------------------------------
     def transformation(self, path: str, t: P.Transformation, space: P.Space, d: P.Distance) -> P.Distance:
         if type(t) in P._family_step_types():
-            from . import _parts_selection
-
-            return _parts_selection.stability(self, path, t, space, d)
+            return _family_proof(t).stability(self, path, t, space, d)
         out = t.stability(space, d)
         rel = d.relation
         if isinstance(t, (P.Clamp, P.Column, P.MapRecords, P.ClipNorm)):
@@ -261,9 +259,7 @@ class _Walk:
 
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
         if type(m) in P._family_step_types():
-            from . import _parts_selection
-
-            return _parts_selection.account(self, path, m, space, d)
+            return _family_proof(m).account(self, path, m, space, d)
         if isinstance(m, P.LocalRandomizer):
             return self.local(path, m, space)
         d1, d2 = self.grid_units(path, m, space, d)
@@ -487,6 +483,15 @@ def _pld_leaf(kind: str, param: sp.Expr, d1: sp.Expr, space: P.Space) -> tuple |
         return None
     shift = int(sp.floor(d1))
     return () if shift == 0 else ((kind, Fraction(int(param.p), int(param.q)), shift),)
+
+
+def _family_proof(step: P.Step) -> Any:
+    """The privacy map of a family kept in its own module: ``dpharness.proofs.<name>`` for the family module
+    ``dpharness.mechanisms.<name>`` whose ``STEP_TYPES`` holds the step's type (found by what it is)."""
+    import importlib
+
+    name = P.family_module(step).__name__.rsplit(".", 1)[1]
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 def _label(step: P.Step) -> str:
