@@ -152,6 +152,9 @@ class PartitionSelect:
         return f"partition_select(threshold={self.threshold!r}, scale={self.scale!r})"
 
 
+P.record_definition(PartitionSelect)  # a monkeypatch of it is caught by the prover (proof_registry.patched_code)
+
+
 def partition_select(*, threshold: Any, scale: Any) -> PartitionSelect:
     """Release a key only if its noisy count (discrete Laplace of ``scale``) reaches ``threshold``."""
     return PartitionSelect(threshold, scale)
@@ -190,7 +193,7 @@ class GroupBy(P.Measurement):
     def __post_init__(self) -> None:
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
         object.__setattr__(self, "keys", _encoding_keys(self.keys))
-        if not isinstance(self.select, PartitionSelect):
+        if type(self.select) is not PartitionSelect:  # a subclass could read its threshold or scale two ways
             raise ParameterError(f"select={self.select!r} is not a partition selection; pass "
                                  "select=dp.partition_select(threshold=..., scale=...).")
 
@@ -253,31 +256,37 @@ class BoundContributions(P.Step):
     by: int
     max_records: int
     max_per_partition: int
+    max_partitions: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "user", _v.integer("user", self.user, minimum=0))
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
         object.__setattr__(self, "max_records", _v.integer("max_records", self.max_records, minimum=1))
         object.__setattr__(self, "max_per_partition", _v.integer("max_per_partition", self.max_per_partition, minimum=1))
+        if self.max_partitions is not None:
+            object.__setattr__(self, "max_partitions", _v.integer("max_partitions", self.max_partitions, minimum=1))
         if self.user == self.by:
             raise ParameterError(f"user={self.user} and by={self.by} are the same column; pass the user id column and "
                                  "the key column.")
 
     @property
     def partitions(self) -> int:
-        """At most this many partitions per user after bounding (each kept record is in one)."""
-        return self.max_records
+        """At most this many partitions per user after bounding: min(max_partitions, max_records) (each kept
+        record is in one kept partition)."""
+        return self.max_records if self.max_partitions is None else min(self.max_partitions, self.max_records)
 
     def describe(self) -> str:
+        extra = "" if self.max_partitions is None else f", max_partitions={self.max_partitions}"
         return (f"bound_contributions(user=column {self.user}, by=column {self.by}, max_records={self.max_records}, "
-                f"max_per_partition={self.max_per_partition})")
+                f"max_per_partition={self.max_per_partition}{extra})")
 
 
-def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1) -> BoundContributions:
-    """Keep at most ``max_records`` records per user (column ``user``) and at most ``max_per_partition``
-    per (user, key of column ``by``), chosen in a uniformly random order per user; chain a
-    ``dp.group_by(by=...)`` after it."""
-    return BoundContributions(user, by, max_records, max_per_partition)
+def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
+                        max_partitions: int | None = None) -> BoundContributions:
+    """Keep at most ``max_records`` records per user (column ``user``), at most ``max_per_partition``
+    per (user, key of column ``by``) and records of at most ``max_partitions`` keys per user, chosen in a
+    uniformly random order per user; chain a ``dp.group_by(by=...)`` after it."""
+    return BoundContributions(user, by, max_records, max_per_partition, max_partitions)
 
 
 def group_by(*, by: int, keys: Sequence, select: PartitionSelect) -> GroupBy:
@@ -331,22 +340,29 @@ def _user_groups(arr: np.ndarray, b: BoundContributions) -> list[np.ndarray]:
 
 
 def _kept_deterministically(arr: np.ndarray, rows: np.ndarray, b: BoundContributions) -> bool:
-    """A user whose every record is kept whatever the order: at most m per key and k in all."""
+    """A user whose every record is kept whatever the order: at most m per key, k in all, ℓ keys."""
     if len(rows) > b.max_records:
         return False
     _, n = np.unique(arr[rows, b.by], return_counts=True)
-    return bool(n.max(initial=0) <= b.max_per_partition)
+    return bool(n.max(initial=0) <= b.max_per_partition) and (b.max_partitions is None or len(n) <= b.max_partitions)
 
 
 def _kept_in_order(keys: np.ndarray, rank: np.ndarray, b: BoundContributions) -> np.ndarray:
     """(size, n) mask: for each row of ``rank`` (the position of each record in that release's random
-    order), the records among the first m of their key, and of those the first k, in that order."""
+    order), the records whose key is among the first ℓ distinct keys met in that order (all keys when
+    ``max_partitions`` is None) and that are among the first m of their key, and of those the first k, in
+    that order: walking the order and keeping a record while all three bounds hold."""
     size, n = rank.shape
     eligible = np.zeros((size, n), dtype=bool)
-    for key in np.unique(keys):
+    distinct = np.unique(keys)
+    first_seen = np.stack([rank[:, keys == key].min(axis=1) for key in distinct], axis=1)  # (size, #keys)
+    key_order = np.argsort(np.argsort(first_seen, axis=1, kind="stable"), axis=1, kind="stable")
+    for j, key in enumerate(distinct):
         sub = np.flatnonzero(keys == key)
         within = np.argsort(np.argsort(rank[:, sub], axis=1, kind="stable"), axis=1, kind="stable")
         eligible[:, sub] = within < b.max_per_partition
+        if b.max_partitions is not None:
+            eligible[:, sub] &= (key_order[:, j] < b.max_partitions)[:, None]
     masked = np.where(eligible, rank, n + 1)
     overall = np.argsort(np.argsort(masked, axis=1, kind="stable"), axis=1, kind="stable")
     return eligible & (overall < b.max_records)

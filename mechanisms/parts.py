@@ -1070,14 +1070,17 @@ def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granular
     return _rnm(scale, noise, k, granularity=granularity)
 
 
-def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1) -> Step:
+def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
+                        max_partitions: int | None = None) -> Step:
     """Keep at most ``max_records`` records per user (id in column ``user``) and at most
-    ``max_per_partition`` per (user, key in column ``by``), in a uniformly random order per user;
+    ``max_per_partition`` per (user, key in column ``by``), of at most ``max_partitions`` keys per user
+    (default: no bound beyond ``max_records``), in a uniformly random order per user;
     declare ``relation=dp.AddRemoveUser(user=...)`` and chain ``>> dp.group_by(by=..., ...)``. See
     :mod:`dpharness.mechanisms._parts_grouping`."""
     from ._parts_grouping import bound_contributions as _bound
 
-    return _bound(user=user, by=by, max_records=max_records, max_per_partition=max_per_partition)
+    return _bound(user=user, by=by, max_records=max_records, max_per_partition=max_per_partition,
+                  max_partitions=max_partitions)
 
 
 def group_by(*, by: int, keys: Sequence, select: Any) -> Step:

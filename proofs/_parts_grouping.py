@@ -99,8 +99,10 @@ def _bounding_family() -> tuple[Obligation, ...]:
         _argued("bound_contributions: each user's kept records are a function of that user's records and that user's "
                 "own random order only; other users' kept records have the same law on D and D' = D + one user",
                 "the sampler (mechanisms._parts_grouping.user_counts: one permutation per user and release)"),
-        _argued("the added user keeps at most k = max_records records, so raises at most k keys' distinct-user counts, "
-                "each by exactly 1 (the user counts once per key)", "the kept set: first k in the user's order"),
+        _argued("the added user keeps at most k = max_records records of at most ℓ = max_partitions keys, so raises at "
+                "most min(k, ℓ) keys' distinct-user counts, each by exactly 1 (the user counts once per key)",
+                "the kept set: walking the user's order, a record is kept while its key is among the first ℓ keys met, "
+                "fewer than m of its key and fewer than k in all are kept"),
         _argued("the bound for every draw of the bounding gives the bound for the mixture: P_D'(S) − e^ε P_D(S) = "
                 "Σ_r w_r (P_{D',r}(S) − e^ε P_{D,r}(S)) with the same weights w_r (other users' draws) on both sides",
                 "the hockey-stick divergence is jointly convex (a mixture over a shared random draw)"),
@@ -116,6 +118,13 @@ def selection_delta(select: G.PartitionSelect, L: int) -> tuple[sp.Expr, sp.Expr
 
 
 def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str) -> A.Account:
+    from dpharness.proof_registry import patched_code
+
+    patched = patched_code(G.PartitionSelect)
+    if patched is not None:
+        walk.pb.add([Obligation(walk._tag(path, f"{patched} is the code as defined"), sp.false,
+                                "the family's lemma is about PartitionSelect as its class statement defined it",
+                                "lemma", False, "patched code")])
     walk._family("group-by with Laplace partition selection", _family())
     sel = g.select
     t = _F(sel.t)
@@ -154,12 +163,13 @@ def account_bounded(walk: Any, path: str, step: P.Chain, space: P.Space, d: P.Di
                                 "lemma", False, "not proved for this relation")])
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     walk._family("contribution bounding", _bounding_family())
-    L = min(b.max_records, len(g.keys))
+    L = min(b.partitions, len(g.keys))
+    ell = b.max_records if b.max_partitions is None else b.max_partitions
     walk.evaluate(_join(path, "bound_contributions"),
-                  f"{b.describe()}: at most k = {b.max_records} kept records per user, so at most L = min(k, |keys|) = "
-                  f"min({b.max_records}, {len(g.keys)}) = {L} encoded keys touched",
-                  sp.Eq(sp.Min(b.max_records, len(g.keys)), L), "exact")
-    return _leaf(walk, _join(path, "group_by"), g, L, f"one user, bounded to {b.max_records} records, counted once per key")
+                  f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
+                  f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
+                  sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L), "exact")
+    return _leaf(walk, _join(path, "group_by"), g, L, f"one user, bounded to {L} keys, counted once per key")
 
 
 def _join(path: str, part: str) -> str:

@@ -39,9 +39,9 @@ def _design_delta(threshold, scale, L):
     return -math.expm1(L * math.log1p(-p))
 
 
-def _users(claim, *, k=2, m=1, scale=1, threshold=5, keys=range(5)):
+def _users(claim, *, k=2, m=1, scale=1, threshold=5, keys=range(5), ell=None):
     return dp.mechanism(name="users_per_key", records=RealBox(0, 100, 2), relation=dp.AddRemoveUser(user=0),
-                        steps=dp.bound_contributions(user=0, by=1, max_records=k, max_per_partition=m)
+                        steps=dp.bound_contributions(user=0, by=1, max_records=k, max_per_partition=m, max_partitions=ell)
                         >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=threshold, scale=scale)),
                         claim=claim)
 
@@ -66,25 +66,22 @@ def test_user_level_relation_is_exact():
     assert not rel.is_neighbour(d, d)
 
 
-def test_bounding_keeps_at_most_k_records_and_m_per_key():
+@pytest.mark.parametrize("k, m, ell", [(3, 2, None), (4, 2, 2), (6, 1, 3)])
+def test_bounding_keeps_at_most_k_records_m_per_key_and_ell_keys(k, m, ell):
     from dpharness.mechanisms._parts_grouping import BoundContributions, _kept_in_order
 
-    b = BoundContributions(0, 1, 3, 2)
+    b = BoundContributions(0, 1, k, m, ell)
     keys = np.array([0, 0, 0, 1, 1, 2, 3.0])
     rng = np.random.default_rng(0)
     order = rng.permuted(np.tile(np.arange(7), (500, 1)), axis=1)
     kept = _kept_in_order(keys, np.argsort(order, axis=1), b)
-    assert (kept.sum(axis=1) == 3).all()
-    for k in (0, 1, 2, 3):
-        assert (kept[:, keys == k].sum(axis=1) <= 2).all()
-    # the same as walking the order and keeping while under both bounds
-    for s in range(20):
-        want, per, total = set(), {}, 0
-        for i in order[s]:
-            if per.get(keys[i], 0) < 2 and total < 3:
-                want.add(int(i))
-                per[keys[i]] = per.get(keys[i], 0) + 1
-                total += 1
+    assert (kept.sum(axis=1) <= k).all()
+    assert (np.stack([kept[:, keys == key].any(axis=1) for key in (0, 1, 2, 3)], 1).sum(axis=1) <= (ell or k)).all()
+    for key in (0, 1, 2, 3):
+        assert (kept[:, keys == key].sum(axis=1) <= m).all()
+    # the same as walking the order and keeping while under the three bounds
+    for s in range(50):
+        want = _kept_keys_and_rows([(0, key) for key in keys], order[s], k, m, ell)[1]
         assert set(np.flatnonzero(kept[s]).tolist()) == want
 
 
@@ -196,18 +193,23 @@ def _key_law(c, T, t, width):
     return law
 
 
-def _kept_keys(records, order, k, m):
-    per, total, keys = {}, 0, set()
+def _kept_keys_and_rows(records, order, k, m, ell=None):
+    """Walk the order; keep a record while its key is among the first ℓ keys met, fewer than m of its key and
+    fewer than k in all are kept."""
+    per, total, keys, rows, met = {}, 0, set(), set(), []
     for i in order:
         key = records[i][1]
-        if per.get(key, 0) < m and total < k:
+        if key not in met:
+            met.append(key)
+        if (ell is None or met.index(key) < ell) and per.get(key, 0) < m and total < k:
             per[key] = per.get(key, 0) + 1
             total += 1
             keys.add(key)
-    return keys
+            rows.add(int(i))
+    return keys, rows
 
 
-def _law(data, keys, k, m, T, t, width=40):
+def _law(data, keys, k, m, T, t, width=40, ell=None):
     """The exact output law over the encoded keys, written independently of the library: every random order of
     every user's records, then independent keys."""
     users = {}
@@ -218,7 +220,7 @@ def _law(data, keys, k, m, T, t, width=40):
         orders = list(itertools.permutations(range(len(recs))))
         outcome = {}
         for o in orders:
-            ks = frozenset(_kept_keys(recs, o, k, m))
+            ks = frozenset(_kept_keys_and_rows(recs, o, k, m, ell)[0])
             outcome[ks] = outcome.get(ks, 0) + 1 / len(orders)
         per_user.append(outcome)
     out = {}
@@ -236,23 +238,24 @@ def _hockey(a, b, eps):
     return sum(max(0.0, p - math.exp(eps) * b.get(y, 0.0)) for y, p in a.items())
 
 
-@pytest.mark.parametrize("k, m", [(1, 1), (2, 1), (2, 2)])
-def test_exact_delta_over_neighbouring_pairs_is_within_the_proof(k, m):
+@pytest.mark.parametrize("k, m, ell", [(1, 1, None), (2, 1, None), (2, 2, None), (3, 2, 1)])
+def test_exact_delta_over_neighbouring_pairs_is_within_the_proof(k, m, ell):
     """Users' records over keys {0, 1}, threshold 3, scale 1: every pair (D, D + one user) from a few small
     data sets, both directions: δ(ε_proven) <= δ_proven; the witness pair attains it."""
     keys, T, t = (0, 1), 3, 1.0
-    proof = prove(_users(ApproxDP(2, 0.5), k=k, m=m, scale=1, threshold=3, keys=keys))
+    proof = prove(_users(ApproxDP(3, 0.5), k=k, m=m, scale=1, threshold=3, keys=keys, ell=ell))
     eps, delta = proof.bound, proof.delta_bound
     bases = [[], [(1, 0)], [(1, 0), (1, 1)], [(1, 0), (2, 0), (3, 1)], [(1, 0), (1, 0), (1, 1), (2, 1)]]
     newcomers = [[(9, 0)], [(9, 0), (9, 1)], [(9, 0), (9, 0), (9, 1)], [(9, 1), (9, 1)]]
     worst = 0.0
     for base in bases:
         for new in newcomers:
-            a, b = _law(base, keys, k, m, T, t), _law(base + new, keys, k, m, T, t)
+            a, b = _law(base, keys, k, m, T, t, ell=ell), _law(base + new, keys, k, m, T, t, ell=ell)
             worst = max(worst, _hockey(a, b, eps), _hockey(b, a, eps))
     assert worst <= delta + 1e-12
-    L = min(k, 2)
-    attained = _hockey(_law([(9, key) for key in keys[:L]], keys, k, m, T, t), _law([], keys, k, m, T, t), eps)
+    L = min(k, ell or k, 2)
+    assert eps == L
+    attained = _hockey(_law([(9, key) for key in keys[:L]], keys, k, m, T, t, ell=ell), _law([], keys, k, m, T, t), eps)
     assert attained == pytest.approx(delta, rel=1e-9)
 
 
@@ -316,3 +319,15 @@ def test_audit_passes_at_the_proven_design():
     assert prove(m).verdict is Verdict.PROVED
     result = dpharness.audit(m, samples=200_000, seed=1)
     assert result.passed, result
+
+
+def test_a_subclassed_partition_selection_is_refused():
+    from dpharness.mechanisms._parts_grouping import PartitionSelect
+
+    class Lenient(PartitionSelect):
+        @property
+        def T(self):
+            return 0
+
+    with pytest.raises(ParameterError, match="select="):
+        dp.group_by(by=1, keys=[0, 1], select=Lenient(5, 1))
