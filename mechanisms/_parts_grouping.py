@@ -182,13 +182,20 @@ class GroupBy(P.Measurement):
         c = 0:  output 0 with probability 1                       (an absent key is never released)
         c >= 1: P(y) = P(K = y − c) for y >= T,  P(0) = P(K <= T − 1 − c),   T = ceil(threshold).
 
+    ``part`` (optional): per-key aggregates with their own noise, run on the key's (bounded) records and
+    released only with the key (zeros otherwise), each ``[dp.clamp(lo, hi) >>] [dp.column(j) >>]
+    dp.count() | dp.sum() >> dp.laplace(scale)``, or a ``dp.compose`` of such. Output per key, key after
+    key: the selection coordinate, then the part's coordinates.
+
     Privacy map (proved in :mod:`dpharness.proofs._parts_grouping`): when one neighbour changes the
     counts of at most ``L`` encoded keys by at most 1 each, (ε, δ) = (L/t, 1 − (1 − p)^L) with
-    p = P(K >= T − 1) = e^{−(T−1)/t}/(1 + e^{−1/t}); ``L = 1`` under add/remove of one record."""
+    p = P(K >= T − 1) = e^{−(T−1)/t}/(1 + e^{−1/t}); ``L = 1`` under add/remove of one record. Each part
+    adds D/t_part, D its total grid steps over the touched keys (at most L1 records in all, m per key)."""
 
     by: int
     keys: tuple
     select: PartitionSelect
+    part: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
@@ -196,17 +203,28 @@ class GroupBy(P.Measurement):
         if type(self.select) is not PartitionSelect:  # a subclass could read its threshold or scale two ways
             raise ParameterError(f"select={self.select!r} is not a partition selection; pass "
                                  "select=dp.partition_select(threshold=..., scale=...).")
+        if self.part is not None:
+            simple_parts(self.part)
+
+    @property
+    def part_width(self) -> int:
+        return 0 if self.part is None else len(simple_parts(self.part))
 
     def describe(self) -> str:
         k = self.keys
         shown = ", ".join(map(str, k)) if len(k) <= 4 else f"{k[0]}, {k[1]}, ..., {k[-1]}"
-        return f"group_by(by=column {self.by}, keys=[{shown}] ({len(k)}), select={self.select.describe()})"
+        part = "" if self.part is None else f", part={self.part.describe()}"
+        return f"group_by(by=column {self.by}, keys=[{shown}] ({len(k)}), select={self.select.describe()}{part})"
 
     def out_width(self, space: P.Space) -> int:
         P._need(space, "records", "group_by")
         if self.by >= space.dim:
             raise ParameterError(f"by={self.by} but records have {space.dim} column(s); pass by < {space.dim}.")
-        return len(self.keys)
+        if self.part is not None:
+            out, width = P.check_structure(self.part, space)
+            if out is not None or width != self.part_width:
+                raise ParameterError(f"part={self.part.describe()} must end every branch in noise (one number each).")
+        return len(self.keys) * (1 + self.part_width)
 
     def counts(self, value: Any, user: int | None = None, kept: np.ndarray | None = None) -> np.ndarray:
         """Per encoded key: the number of records (``user`` None) or of distinct users among the kept
@@ -224,8 +242,10 @@ class GroupBy(P.Measurement):
             out[i] = int(rows.sum()) if user is None else len(np.unique(arr[rows, user]))
         return out
 
-    def release(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats)."""
+    def release(self, counts: np.ndarray, rng: np.random.Generator, records: Any = None,
+                space: P.Space | None = None) -> np.ndarray:
+        """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
+        outputs on each key's ``records`` (zeros where the key is not released)."""
         from ._exact import discrete_laplace
 
         counts = np.asarray(counts, dtype=np.int64)
@@ -233,13 +253,25 @@ class GroupBy(P.Measurement):
         if noise.dtype == object:
             noisy = noise + counts.astype(object)
             out = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0)
-            return np.vectorize(float, otypes=[float])(out)
-        noisy = noise.astype(np.int64) + counts
-        return np.where((counts > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
+            sel = np.vectorize(float, otypes=[float])(out)
+        else:
+            noisy = noise.astype(np.int64) + counts
+            sel = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
+        if self.part is None:
+            return sel
+        size, w = len(sel), self.part_width
+        arr = np.asarray(records, dtype=float)
+        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        col = arr[:, self.by] if len(arr) else np.zeros(0)
+        blocks = []
+        for i, k in enumerate(self.keys):
+            vals = P.flatten(P.execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
+            blocks.append(np.concatenate([sel[:, i:i + 1], np.where(sel[:, i:i + 1] != 0, vals, 0.0)], axis=1))
+        return np.concatenate(blocks, axis=1)
 
     def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
         c = self.counts(value)
-        return self.release(np.tile(c, (size, 1)), rng)
+        return self.release(np.tile(c, (size, 1)), rng, value, space)
 
 
 # --------------------------------------------------------------------------- contribution bounding
@@ -281,6 +313,26 @@ class BoundContributions(P.Step):
                 f"max_per_partition={self.max_per_partition}{extra})")
 
 
+def simple_parts(step: Any) -> list[tuple[list, Any, Any]]:
+    """The per-key parts as (record-wise transformations, aggregate, noise) triples; refuses other forms
+    (their stability for several records of one user is not proved here)."""
+    if isinstance(step, P.Compose):
+        return [t for p in step.parts for t in simple_parts(p)]
+    steps = []
+    node = step
+    while isinstance(node, P.Chain):
+        steps.append(node.first)
+        node = node.second
+    steps.append(node)
+    *pre, agg, noise = steps if len(steps) >= 2 else (None, None)
+    if (len(steps) < 2 or type(noise) is not P.GridLaplace or type(agg) not in (P.Count, P.Sum)
+            or any(type(x) not in (P.Clamp, P.Column) for x in pre)):
+        raise ParameterError(f"part={step.describe() if isinstance(step, P.Step) else step!r} is not a per-key aggregate "
+                             "this family proves; pass [dp.clamp(lo, hi) >>] [dp.column(j) >>] dp.count() or dp.sum() "
+                             ">> dp.laplace(scale), or dp.compose(...) of such.")
+    return [(pre, agg, noise)]
+
+
 def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
                         max_partitions: int | None = None) -> BoundContributions:
     """Keep at most ``max_records`` records per user (column ``user``), at most ``max_per_partition``
@@ -289,10 +341,12 @@ def bound_contributions(*, user: int, by: int, max_records: int, max_per_partiti
     return BoundContributions(user, by, max_records, max_per_partition, max_partitions)
 
 
-def group_by(*, by: int, keys: Sequence, select: PartitionSelect) -> GroupBy:
+def group_by(*, by: int, keys: Sequence, select: PartitionSelect, part: Any = None) -> GroupBy:
     """Group by column ``by`` over keys from the data; release each key's noisy user count when it passes
-    ``select``; encoded over the universe ``keys`` (0: not released)."""
-    return GroupBy(by, tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys, select)
+    ``select`` (and ``part``'s noisy aggregates of its records); encoded over the universe ``keys`` (0: not
+    released)."""
+    keys = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys
+    return GroupBy(by, keys, select, part)
 
 
 STEP_TYPES = frozenset({GroupBy, BoundContributions})
@@ -395,9 +449,36 @@ def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: n
     return total
 
 
+def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """(size, n) mask of the records each release keeps (a fresh bounding draw per release)."""
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
+    mask = np.ones((size, len(arr)), dtype=bool)
+    for rows in _user_groups(arr, b):
+        if _kept_deterministically(arr, rows, b):
+            continue
+        order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (size, 1)), axis=1)
+        mask[:, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
+    return mask
+
+
 def execute_bounded(step: P.Chain, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
     b, g = step.first, step.second
-    return g.release(user_counts(b, g, value, size, rng), rng)
+    if g.part is None:
+        return g.release(user_counts(b, g, value, size, rng), rng)
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(0, space.dim) if arr.size == 0 else arr
+    out = np.zeros((size, g.out_width(space)))
+    for start in range(0, size, _CHUNK):
+        stop = min(size, start + _CHUNK)
+        mask = kept_rows(b, arr, stop - start, rng)
+        patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        for j, pattern in enumerate(patterns):   # releases that kept the same records run together
+            rows = start + np.flatnonzero(inverse == j)
+            data = arr[pattern]
+            out[rows] = g.release(np.tile(g.counts(data, user=b.user), (len(rows), 1)), rng, data, space)
+    return out
 
 
 # --------------------------------------------------------------------------- exact law (read by _parts_law)
@@ -406,21 +487,38 @@ class GroupLeaf:
     """One group-by and the exact per-key counts it perturbs on some input (deterministic bounding only);
     ``log_prob`` of its ``width`` encoded columns."""
 
-    def __init__(self, measurement: GroupBy, counts: np.ndarray) -> None:
+    def __init__(self, measurement: GroupBy, counts: np.ndarray, records: Any = None, space: P.Space | None = None) -> None:
+        from ._parts_law import _walk
+
         self.measurement = measurement
         self.counts = [int(c) for c in counts]
-        self.width = len(self.counts)
+        w = measurement.part_width
+        self.width = len(self.counts) * (1 + w)
+        self.part_leaves = []
+        if w:
+            arr = np.asarray(records, dtype=float)
+            arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+            col = arr[:, measurement.by] if len(arr) else np.zeros(0)
+            self.part_leaves = [_walk(measurement.part, arr[col == float(k)], space) for k in measurement.keys]
 
     def log_prob(self, cols: np.ndarray) -> np.ndarray:
         from ._noise import discrete_laplace_logpmf
 
         sel = self.measurement.select
         t, T = float(sel.t), sel.T
-        cols = np.asarray(cols, dtype=float).reshape(len(cols), -1)
-        total = np.zeros(len(cols))
+        from ._parts_law import _grid_log_prob
+
+        allcols = np.asarray(cols, dtype=float).reshape(len(cols), -1)
+        w = self.measurement.part_width
+        total = np.zeros(len(allcols))
         q = math.exp(-1 / t)
         for j, c in enumerate(self.counts):
-            y = cols[:, j]
+            y = allcols[:, j * (1 + w)]
+            if w:
+                rest = allcols[:, j * (1 + w) + 1:(j + 1) * (1 + w)]
+                zeros = np.all(rest == 0, axis=1)
+                part_lp = sum(_grid_log_prob(lf, rest[:, i:i + 1]) for i, lf in enumerate(self.part_leaves[j]))
+                total += np.where(y == 0, np.where(zeros, 0.0, -np.inf), part_lp)
             if c == 0:
                 total += np.where(y == 0, 0.0, -np.inf)
                 continue
@@ -433,18 +531,18 @@ class GroupLeaf:
         return total
 
 
-def leaf(step: P.Step, value: Any) -> GroupLeaf:
+def leaf(step: P.Step, value: Any, space: P.Space | None = None) -> GroupLeaf:
     """The exact leaf of a group-by (``step`` a GroupBy, or bound_contributions >> group_by whose bounding
     keeps every record on this input); UnsupportedError when the bounding is random here."""
     if isinstance(step, GroupBy):
-        return GroupLeaf(step, step.counts(value))
+        return GroupLeaf(step, step.counts(value), value, space)
     b, g = step.first, step.second
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     if not all(_kept_deterministically(arr, rows, b) for rows in _user_groups(arr, b)):
         raise UnsupportedError(f"{b.describe()} drops records at random on this input; its output law is a mixture over "
                                "the draws, not listed here (the proof covers every draw)")
-    return GroupLeaf(g, g.counts(arr, user=b.user))
+    return GroupLeaf(g, g.counts(arr, user=b.user), arr, space)
 
 
 # --------------------------------------------------------------------------- extreme pairs

@@ -172,7 +172,7 @@ def _walk(step: P.Step, value: Any, space: P.Space) -> list:
     from . import _parts_grouping as G
 
     if P.is_bounded_group(step) or type(step) is G.GroupBy:
-        return [G.leaf(step, value)]
+        return [G.leaf(step, value, space)]
     if type(step) in P._family_step_types() and isinstance(step, P.Measurement):
         from ._parts_selection import SelectionLeaf
 

@@ -1083,14 +1083,16 @@ def bound_contributions(*, user: int, by: int, max_records: int, max_per_partiti
                   max_partitions=max_partitions)
 
 
-def group_by(*, by: int, keys: Sequence, select: Any) -> Step:
+def group_by(*, by: int, keys: Sequence, select: Any, part: Step | None = None) -> Step:
     """Group records by column ``by`` over keys that come from the data; each present key's user count
     gets discrete Laplace noise and is released when it passes ``select`` (``dp.partition_select``);
     the release is encoded over the universe ``keys`` (the noisy count, or 0: not released). (ε, δ) =
-    (L/t, 1 − (1 − p)^L), p = P(K >= ceil(threshold) − 1), L keys touched by one neighbour."""
+    (L/t, 1 − (1 − p)^L), p = P(K >= ceil(threshold) − 1), L keys touched by one neighbour. ``part``:
+    per-key ``dp.count()`` / ``dp.sum()`` ``>> dp.laplace(scale)`` (after record-wise clamp/column, or a
+    ``dp.compose`` of such) on each key's records, released with the key."""
     from ._parts_grouping import group_by as _group_by
 
-    return _group_by(by=by, keys=keys, select=select)
+    return _group_by(by=by, keys=keys, select=select, part=part)
 
 
 def partition_select(*, threshold: Any, scale: Any) -> Any:

@@ -33,6 +33,7 @@ counts, each by exactly 1: L = min(k, |keys|) encoded keys.
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -117,7 +118,50 @@ def selection_delta(select: G.PartitionSelect, L: int) -> tuple[sp.Expr, sp.Expr
     return p, 1 - (1 - p) ** L
 
 
-def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str) -> A.Account:
+def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: P.Space, L: int, L1: int, m1: int) -> sp.Expr:
+    """Σ over the per-key parts of D/t: D the total grid steps the touched keys' aggregates move when one
+    unit adds at most L1 records over at most L keys, at most m1 in one key."""
+    total = sp.Integer(0)
+    for i, (pre, agg, noise) in enumerate(G.simple_parts(g.part)):
+        here = _join(path, f"part {i + 1}")
+        sp_, d = space, P.Distance(AddRemove())
+        for t in pre:
+            d = walk.transformation(_join(here, t.describe()), t, sp_, d)
+            sp_ = t.out_space(sp_)
+        one = walk.transformation(_join(here, agg.describe()), agg, sp_, d)
+        agg_space = agg.out_space(sp_)
+        c1 = one.l1
+        walk.fact(here, f"one unit adds at most {L1} records over at most {L} keys, at most {m1} in one key; the key's "
+                        f"{agg.describe()} is a sum of per-record contributions, each moving it by at most {c1} (above): "
+                        f"per key |Δ| <= {m1}·{c1}, over the keys Σ|Δ| <= {L1}·{c1}",
+                  "triangle inequality over the added records (group privacy of an additive aggregate)")
+        walk.laplace_family()
+        gq, tq = noise.g, noise.t
+        if agg_space.quantum is not None and (agg_space.quantum / gq).denominator == 1:
+            D = Fraction(L1) * c1 / gq
+            walk.fact(here, f"values are multiples of {agg_space.quantum}, a multiple of the grid g = {gq}: rounding is "
+                            f"exact, so the keys' centres move by Σ D_key <= {L1}·{c1}/g = {D} grid steps",
+                      "floor(v/g + 1/2) = v/g when v/g is an integer")
+        else:
+            walk.pb.add(walk._rounding())
+            D = Fraction(min(math.ceil(Fraction(L1) * c1 / gq) + L - 1, L * math.ceil(Fraction(m1) * c1 / gq)))
+            walk.evaluate(here, f"rounding to g = {gq}: each key's centre moves by at most ceil(|Δ_key|/g) < |Δ_key|/g + 1, "
+                                f"so Σ D_key <= min(ceil({L1}·{c1}/g) + L − 1, L·ceil({m1}·{c1}/g)) = {D} grid steps",
+                          sp.Eq(sp.Min(sp.ceiling(_F(Fraction(L1) * c1 / gq)) + L - 1,
+                                       L * sp.ceiling(_F(Fraction(m1) * c1 / gq))), _F(D)),
+                          "grid-rounding lemma per key; an integer below X + L is at most ceil(X) + L − 1")
+        walk.fact(here, "saturating each centre to [−2**52, 2**52] grid steps is 1-Lipschitz", "saturation")
+        eps = _F(D) / _F(tq)
+        walk.evaluate(here, f"{noise.describe()} on each released key, independent: ε = Σ D_key/t = {_F(D)}/{_F(tq)} = {eps}",
+                      sp.Eq(eps, _F(D / tq)), "grid Laplace privacy map per key, composed over the keys (independent)")
+        total += eps
+    walk.fact(path, "a part's outputs are released only with their key: on a key in N they are 0 on D and, outside the "
+                    "event R, on D' too, so R absorbs them; on a key in E they add their ε to the key's",
+              "the sampler zeroes the part where the selection coordinate is 0 (GroupBy.release)")
+    return total
+
+
+def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: P.Space, L1: int = 1, m1: int = 1) -> A.Account:
     from dpharness.proof_registry import patched_code
 
     patched = patched_code(G.PartitionSelect)
@@ -136,6 +180,11 @@ def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str) -> A.Account:
     p, delta = selection_delta(sel, L)
     eps = sp.Integer(L) / t
     walk.evaluate(path, f"{g.describe()}: ε = L/t = {L}/{t} = {eps}", sp.Eq(eps, L / t), "the family's map, exact")
+    if g.part is not None:
+        part_eps = _parts_epsilon(walk, path, g, space, L, L1, m1)
+        eps = eps + part_eps
+        walk.evaluate(path, f"selection and parts: ε = {eps}", sp.Eq(eps, sp.Integer(L) / t + part_eps),
+                      "basic composition per key (independent noise), exact")
     walk.evaluate(path, f"p = P(K >= T − 1) = e^(−{T - 1}/{t})/(1 + e^(−1/{t})) ≈ {float(sp.N(p, 15)):.6g} in (0, 1); "
                         f"δ = 1 − (1 − p)^{L} ≈ {float(sp.N(delta, 15)):.6g}",
                   sp.And(sp.Gt(p, 0), sp.Lt(p, 1)), "exact evaluation")
@@ -151,7 +200,7 @@ def account(walk: Any, path: str, g: G.GroupBy, space: P.Space, d: P.Distance) -
                                 "lemma", False, "not proved for this relation")])
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     return _leaf(walk, path, g, 1, "under add/remove one record, whose key is one key (a record-wise step before "
-                                   "keeps it one record)")
+                                   "keeps it one record)", space)
 
 
 def account_bounded(walk: Any, path: str, step: P.Chain, space: P.Space, d: P.Distance) -> A.Account:
@@ -169,7 +218,9 @@ def account_bounded(walk: Any, path: str, step: P.Chain, space: P.Space, d: P.Di
                   f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
                   f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
                   sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L), "exact")
-    return _leaf(walk, _join(path, "group_by"), g, L, f"one user, bounded to {L} keys, counted once per key")
+    m1 = min(b.max_per_partition, b.max_records)
+    L1 = min(b.max_records, L * m1)
+    return _leaf(walk, _join(path, "group_by"), g, L, f"one user, bounded to {L} keys, counted once per key", space, L1, m1)
 
 
 def _join(path: str, part: str) -> str:
@@ -228,7 +279,7 @@ def _delta_witness(m: P.PartsMechanism, prof: A.Account) -> tuple[Witness, sp.Ex
     d, d2 = pairs[0]
     new = np.asarray(d2, dtype=float)
     keys = {float(k) for k in (new[:, g.by] if new.ndim == 2 else new)}
-    cols = [i for i, k in enumerate(g.keys) if float(k) in keys]
+    cols = [i * (1 + g.part_width) for i, k in enumerate(g.keys) if float(k) in keys]
     if len(cols) != L:
         return None
     try:

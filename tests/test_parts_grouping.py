@@ -271,6 +271,67 @@ def test_exact_epsilon_is_attained():
     assert _hockey(a, b, proof.bound * 0.99) > proof.delta_bound
 
 
+def _law_with_count(data, keys, k, m, T, t, tp, width):
+    """As :func:`_law`, each released key also carrying its kept records' count plus discrete Laplace noise
+    of scale ``tp`` (granularity 1); zeros when not released."""
+    users = {}
+    for r in data:
+        users.setdefault(r[0], []).append(r)
+    per_user = []
+    for recs in users.values():
+        orders = list(itertools.permutations(range(len(recs))))
+        outcome = {}
+        for o in orders:
+            rows = _kept_keys_and_rows(recs, o, k, m)[1]
+            kept = tuple(sum(1 for i in rows if recs[i][1] == key) for key in keys)
+            outcome[kept] = outcome.get(kept, 0) + 1 / len(orders)
+        per_user.append(outcome)
+    out = {}
+    for combo in itertools.product(*[list(u.items()) for u in per_user]):
+        w = math.prod(p for _, p in combo)
+        laws = []
+        for j in range(len(keys)):
+            users_here = sum(1 for kept, _ in combo if kept[j] > 0)
+            records_here = sum(kept[j] for kept, _ in combo)
+            law = {}
+            for y, py in _key_law(users_here, T, t, width).items():
+                if y == 0:
+                    law[(0, 0)] = law.get((0, 0), 0) + py
+                else:
+                    for z in range(records_here - width, records_here + width + 1):
+                        law[(y, z)] = law.get((y, z), 0) + py * _dlap(z - records_here, tp)
+            laws.append(law)
+        for ys in itertools.product(*[list(l.items()) for l in laws]):
+            y = tuple(v for v, _ in ys)
+            out[y] = out.get(y, 0) + w * math.prod(p for _, p in ys)
+    return out
+
+
+def test_exact_delta_with_a_count_part_is_within_the_proof():
+    """A count part (discrete Laplace, scale 1/2) beside the selection (scale 1/2, threshold 2), k = 2, m = 2, two
+    keys: ε = L/t + L1/t_part = 4 + 4; every pair (D, D + one user) from small data sets, both directions:
+    δ(ε) <= the proven δ; and ε is attained: on existing keys, δ(0.99 ε) exceeds δ(ε) by more than 1e-3."""
+    keys, T, t, tp, width = (0, 1), 2, 0.5, 0.5, 14
+    m = _users(ApproxDP(9, 0.5), k=2, m=2, scale=Fraction(1, 2), threshold=2, keys=keys)
+    m = m.replace(steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=2)
+                  >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=2, scale=Fraction(1, 2)),
+                                 part=dp.count() >> dp.discrete_laplace(Fraction(1, 2))))
+    proof = prove(m)
+    assert proof.verdict is Verdict.PROVED and proof.bound == 8.0
+    eps, delta = proof.bound, proof.delta_bound
+    worst = 0.0
+    for base in ([], [(1, 0), (2, 1)], [(1, 0), (1, 1), (2, 0)]):
+        for new in ([(9, 0)], [(9, 0), (9, 1)], [(9, 0), (9, 0)], [(9, 0), (9, 0), (9, 1)]):
+            a = _law_with_count(base, keys, 2, 2, T, t, tp, width)
+            b = _law_with_count(base + new, keys, 2, 2, T, t, tp, width)
+            worst = max(worst, _hockey(a, b, eps), _hockey(b, a, eps))
+    assert worst <= delta + 1e-9
+    base = [(1, 0), (2, 0), (1, 1), (2, 1)]
+    a = _law_with_count(base, keys, 2, 2, T, t, tp, width)
+    b = _law_with_count(base + [(9, 0), (9, 1)], keys, 2, 2, T, t, tp, width)
+    assert _hockey(b, a, 0.99 * eps) - _hockey(b, a, eps) > 1e-3
+
+
 # --------------------------------------------------------------------------- statistical
 
 def _chi2(samples, law):
@@ -331,3 +392,40 @@ def test_a_subclassed_partition_selection_is_refused():
 
     with pytest.raises(ParameterError, match="select="):
         dp.group_by(by=1, keys=[0, 1], select=Lenient(5, 1))
+
+
+def test_a_part_other_than_a_noisy_count_or_sum_is_refused():
+    sel = dp.partition_select(threshold=5, scale=1)
+    for part in (dp.count() >> dp.gaussian(1), dp.histogram(categories=[0, 1]) >> dp.laplace(1), dp.count()):
+        with pytest.raises(ParameterError, match="part="):
+            dp.group_by(by=0, keys=[0, 1], select=sel, part=part)
+
+
+def test_record_level_with_parts_is_proved_at_its_exact_epsilon():
+    """ε = 1/t + 1/t_count + 10/t_sum (clamped to [0, 10], one grid step of rounding slack for the sum)."""
+    part = dp.compose(dp.count() >> dp.laplace(2), dp.column(1) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(20))
+    m = dp.mechanism(name="sums_per_key", records=RealBox(0, 10, 2), relation=AddRemove(),
+                     steps=dp.group_by(by=0, keys=range(11), select=dp.partition_select(threshold=3, scale=1), part=part),
+                     claim=ApproxDP(2.001, _design_delta(3, 1.0, 1) * (1 + 1e-9)))
+    proof = prove(m)
+    assert proof.verdict is Verdict.PROVED and proof.bound == pytest.approx(2.0, abs=1e-6)
+    assert prove(m.replace(claim=ApproxDP(1.98, 0.5))).verdict is not Verdict.PROVED
+    out = m.sample(np.array([[1.0, 4.0], [1.0, 6.0], [1.0, 9.0], [2.0, 1.0]]), 500, np.random.default_rng(2))
+    assert out.shape == (500, 33)
+    released = out[:, 3] != 0
+    assert released.any() and (out[~released, 4:6] == 0).all() and (out[:, 0:3] == 0).all()
+
+
+def test_library_law_with_a_count_part_matches_the_independent_law():
+    keys = (0, 1)
+    m = dp.mechanism(name="u", records=RealBox(0, 100, 2), relation=dp.AddRemoveUser(user=0),
+                     steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=2)
+                     >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=2, scale=Fraction(1, 2)),
+                                    part=dp.count() >> dp.discrete_laplace(Fraction(1, 2))),
+                     claim=ApproxDP(9, 0.5))
+    data = [(1, 0), (1, 0), (2, 0), (2, 1), (3, 1)]
+    law = _law_with_count(data, keys, 2, 2, 2, 0.5, 0.5, 14)
+    outs = [o for o in law if law[o] > 1e-10]
+    rows = np.array([[v for pair in o for v in pair] for o in outs], float)
+    got = np.exp(m.law(np.array(data, float)).log_prob(rows))
+    assert np.allclose(got, [law[o] for o in outs], rtol=1e-9, atol=1e-15)
