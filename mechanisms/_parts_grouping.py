@@ -354,18 +354,30 @@ STEP_TYPES = frozenset({GroupBy, BoundContributions})
 
 # --------------------------------------------------------------------------- structure hooks (parts.py)
 
+def split_bounded(step: P.Chain) -> tuple[BoundContributions, Any, P.Step | None]:
+    """``bound_contributions >> group_by [>> post ...]`` as (bounding, group-by, the post-processing or None)."""
+    rest = step.second
+    if isinstance(rest, P.Chain):
+        return step.first, rest.first, rest.second
+    return step.first, rest, None
+
+
 def check_bounded(step: P.Chain, space: P.Space) -> int:
-    """``bound_contributions(...) >> group_by(...)``: validated; returns the output width."""
-    b, g = step.first, step.second
+    """``bound_contributions(...) >> group_by(...) [>> dp.post(fn)]``: validated; returns the output width
+    (−1 when post-processing decides it)."""
+    b, g, post = split_bounded(step)
     P._need(space, "records", "bound_contributions")
-    if not isinstance(g, GroupBy):
+    if type(g) is not GroupBy:
         raise ParameterError(f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...); the bounded "
                              "records feed a group-by only.")
+    if post is not None and not all(type(n) in (P.Post, P.Chain) for n in P.walk_nodes(post)):
+        raise ParameterError(f"{post.describe()} follows the group-by; only dp.post(fn) may follow it.")
     if max(b.user, b.by) >= space.dim:
         raise ParameterError(f"{b.describe()} but records have {space.dim} column(s); pass columns below {space.dim}.")
     if g.by != b.by:
         raise ParameterError(f"group_by(by={g.by}) after bound_contributions(by={b.by}); pass the same key column.")
-    return g.out_width(space)
+    width = g.out_width(space)
+    return width if post is None else -1
 
 
 def check_user_level(relation: Relation, steps: P.Step, space: P.Space) -> None:
@@ -462,8 +474,14 @@ def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Gener
     return mask
 
 
-def execute_bounded(step: P.Chain, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
-    b, g = step.first, step.second
+def execute_bounded(step: P.Chain, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> Any:
+    b, g, post = split_bounded(step)
+    out = _execute_bounded(b, g, value, space, size, rng)
+    return out if post is None else P._post_chain(post, out)
+
+
+def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: P.Space, size: int,
+                     rng: np.random.Generator) -> np.ndarray:
     if g.part is None:
         return g.release(user_counts(b, g, value, size, rng), rng)
     arr = np.asarray(value, dtype=float)
@@ -536,7 +554,7 @@ def leaf(step: P.Step, value: Any, space: P.Space | None = None) -> GroupLeaf:
     keeps every record on this input); UnsupportedError when the bounding is random here."""
     if isinstance(step, GroupBy):
         return GroupLeaf(step, step.counts(value), value, space)
-    b, g = step.first, step.second
+    b, g, _ = split_bounded(step)
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     if not all(_kept_deterministically(arr, rows, b) for rows in _user_groups(arr, b)):

@@ -205,7 +205,9 @@ def account(walk: Any, path: str, g: G.GroupBy, space: P.Space, d: P.Distance) -
 
 def account_bounded(walk: Any, path: str, step: P.Chain, space: P.Space, d: P.Distance) -> A.Account:
     """``bound_contributions(...) >> group_by(...)`` under add/remove of one user."""
-    b, g = step.first, step.second
+    b, g, post = G.split_bounded(step)
+    if post is not None:
+        walk._post(path, post)
     if not isinstance(d.relation, G.AddRemoveUser) or d.relation.user != b.user:
         walk.pb.add([Obligation(walk._tag(path, f"{b.describe()} under {d.describe()}"), sp.false,
                                 "contribution bounding is proved for add/remove of one user in its user column",

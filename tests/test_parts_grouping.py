@@ -429,3 +429,31 @@ def test_library_law_with_a_count_part_matches_the_independent_law():
     rows = np.array([[v for pair in o for v in pair] for o in outs], float)
     got = np.exp(m.law(np.array(data, float)).log_prob(rows))
     assert np.allclose(got, [law[o] for o in outs], rtol=1e-9, atol=1e-15)
+
+
+def test_post_processing_after_a_user_level_group_by():
+    delta = _design_delta(5, 1.0, 2)
+    m = dp.mechanism(name="released_keys", records=RealBox(0, 100, 2), relation=dp.AddRemoveUser(user=0),
+                     steps=dp.bound_contributions(user=0, by=1, max_records=2)
+                     >> dp.group_by(by=1, keys=range(5), select=dp.partition_select(threshold=5, scale=1))
+                     >> dp.post(lambda v: float((np.asarray(v) > 0).sum())),
+                     claim=ApproxDP(2, delta * (1 + 1e-9)))
+    assert prove(m).verdict is Verdict.PROVED
+    assert prove(m.replace(claim=ApproxDP(2, delta * 0.99))).verdict is not Verdict.REFUTED  # post may discard
+    out = m.sample(np.array([[u, 0.0] for u in range(12)]), 100, np.random.default_rng(4))
+    assert out.shape == (100,) and set(np.unique(out)) <= {0.0, 1.0}
+
+
+def test_compositions_add_delta_repetitions_multiply_it():
+    delta = _design_delta(3, 1.0, 1)
+    g = dp.group_by(by=0, keys=range(10), select=dp.partition_select(threshold=3, scale=1))
+    twice = dp.mechanism(name="twice", records=IntegerRange(0, 9), relation=AddRemove(), steps=dp.compose(g, g),
+                         claim=ApproxDP(2, 2 * delta * (1 + 1e-9)))
+    assert prove(twice).verdict is Verdict.PROVED
+    assert prove(twice.replace(claim=ApproxDP(2, 1.9 * delta))).verdict is not Verdict.PROVED
+    rep = twice.replace(steps=dp.repeat(3, g), claim=ApproxDP(3, 3 * delta * (1 + 1e-9)))
+    assert prove(rep).verdict is Verdict.PROVED
+    assert prove(rep.replace(claim=ApproxDP(3, 2.9 * delta))).verdict is not Verdict.PROVED
+    sampled = twice.replace(steps=dp.poisson_sample(Fraction(1, 10)) >> g,
+                            claim=ApproxDP(math.log(1 + (math.e - 1) / 10) + 1e-12, delta / 10 * (1 + 1e-9)))
+    assert prove(sampled).verdict is Verdict.PROVED
