@@ -169,6 +169,10 @@ def leaves(m: P.PartsMechanism, data: Any) -> list:
 
 
 def _walk(step: P.Step, value: Any, space: P.Space) -> list:
+    from . import _parts_grouping as G
+
+    if P.is_bounded_group(step) or type(step) is G.GroupBy:
+        return [G.leaf(step, value, space)]
     if type(step) in P._family_step_types() and isinstance(step, P.Measurement):
         return [P.family_module(step).leaf(step, value, space)]
     if isinstance(step, P.LocalRandomizer):
@@ -286,7 +290,7 @@ def _mixed_law(ls: list) -> FunctionLaw:
         return total
 
     outcomes = None
-    if all(not isinstance(leaf, Leaf) for leaf in ls):
+    if all(hasattr(leaf, "outputs") for leaf in ls):
         try:
             tables = [leaf.outputs() for leaf in ls]
         except UnsupportedError:  # a leaf with too many outputs to list
@@ -400,7 +404,13 @@ def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
     """Neighbouring pairs built from the domain's extreme records, each accepted by the mechanism's
     own ``validate_pair``; the first is the default ``example_pair``."""
     pairs: list[tuple[Any, Any]] = []
-    if m.shape == "record":
+    from ._parts_grouping import AddRemoveUser, GroupBy, user_level_pairs
+
+    if any(type(n) is GroupBy for n in P.walk_nodes(m.steps)):
+        pairs.extend(user_level_pairs(m))  # keys of the encoding universe: where selection's δ and ε are attained
+    if isinstance(m.relation, AddRemoveUser):
+        pass
+    elif m.shape == "record":
         # every local randomizer's law is invariant under a joint relabelling of the categories, so
         # every ordered pair of distinct records is extreme; a few, the first two categories first
         cats = m.space.categories

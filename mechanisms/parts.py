@@ -74,6 +74,7 @@ __all__ = [
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
     "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
     "quantile", "quantile_score", "exponential", "report_noisy_max", "above_threshold", "query",
+    "bound_contributions", "group_by", "partition_select", "AddRemoveUser",
     "compose", "post", "parallel", "repeat", "poisson_sample", "PoissonSample", "Repeat",
     "map_records", "clip_norm", "iterate", "MapRecords", "ClipNorm", "Iterate",
     "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
@@ -1245,6 +1246,45 @@ def query(fn: Callable, *, sensitivity: Any, increasing: bool = False) -> Step:
     return _query(fn, sensitivity=sensitivity, increasing=increasing)
 
 
+def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
+                        max_partitions: int | None = None) -> Step:
+    """Keep at most ``max_records`` records per user (id in column ``user``) and at most
+    ``max_per_partition`` per (user, key in column ``by``), of at most ``max_partitions`` keys per user
+    (default: no bound beyond ``max_records``), in a uniformly random order per user;
+    declare ``relation=dp.AddRemoveUser(user=...)`` and chain ``>> dp.group_by(by=..., ...)``. See
+    :mod:`dpharness.mechanisms._parts_grouping`."""
+    from ._parts_grouping import bound_contributions as _bound
+
+    return _bound(user=user, by=by, max_records=max_records, max_per_partition=max_per_partition,
+                  max_partitions=max_partitions)
+
+
+def group_by(*, by: int, keys: Sequence, select: Any, part: Step | None = None) -> Step:
+    """Group records by column ``by`` over keys that come from the data; each present key's user count
+    gets discrete Laplace noise and is released when it passes ``select`` (``dp.partition_select``);
+    the release is encoded over the universe ``keys`` (the noisy count, or 0: not released). (ε, δ) =
+    (L/t, 1 − (1 − p)^L), p = P(K >= ceil(threshold) − 1), L keys touched by one neighbour. ``part``:
+    per-key ``dp.count()`` / ``dp.sum()`` ``>> dp.laplace(scale)`` (after record-wise clamp/column, or a
+    ``dp.compose`` of such) on each key's records, released with the key."""
+    from ._parts_grouping import group_by as _group_by
+
+    return _group_by(by=by, keys=keys, select=select, part=part)
+
+
+def partition_select(*, threshold: Any, scale: Any) -> Any:
+    """Laplace thresholding: release a key iff its count plus discrete Laplace noise of ``scale``
+    reaches ``threshold`` (>= 1). A parameter of :func:`group_by`."""
+    from ._parts_grouping import partition_select as _select
+
+    return _select(threshold=threshold, scale=scale)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AddRemoveUser":  # the user-level relation lives with its family (no import cycle at load)
+        return _grouping().AddRemoveUser
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def compose(*parts: Step) -> Compose:
     """Run every part on the same input (independent randomness); the output is their tuple."""
     return Compose(tuple(parts))
@@ -1410,6 +1450,10 @@ def check_structure(step: Step, space: Space) -> tuple[Space | None, int]:
         return step.out_space(space), 0
     if isinstance(step, Measurement):
         return None, step.out_width(space)
+    if is_bounded_group(step):
+        return None, _grouping().check_bounded(step, space)
+    if type(step) is _grouping().BoundContributions:
+        raise ParameterError(f"{step.describe()} must be followed by >> dp.group_by(by={step.by}, ...).")
     if isinstance(step, Chain) and isinstance(step.first, PoissonSample):
         _need(space, "records", "poisson_sample")
         out, width = check_structure(step.second, space)
@@ -1472,6 +1516,8 @@ def execute(step: Step, value: Any, space: Space, size: int, rng: np.random.Gene
     if isinstance(step, Measurement):
         out = step.run(value, space, size, rng)
         return out[:, 0] if out.shape[1] == 1 and space.kind in ("scalar", "record") else out
+    if is_bounded_group(step):
+        return _grouping().execute_bounded(step, value, space, size, rng)
     if isinstance(step, Chain) and isinstance(step.first, PoissonSample):
         return _subsampled(step.first, step.second, value, space, size, rng)
     if isinstance(step, Repeat):
@@ -1632,8 +1678,14 @@ class PartsMechanism(Mechanism):
                                      "(any two records are neighbours: local DP).")
             if self.dim is not None or self.size is not None:
                 raise ParameterError(f"dim={self.dim!r}, size={self.size!r}: a one-record input has neither; drop them.")
+        elif isinstance(self.relation, _grouping().AddRemoveUser):
+            _grouping().check_user_level(self.relation, self.steps, self.space)
         elif not isinstance(self.relation, (AddRemove, Substitute)):
             raise ParameterError(f"relation={self.relation!r} does not fit data-set input; pass AddRemove() or Substitute().")
+        if not isinstance(self.relation, _grouping().AddRemoveUser) and any(
+                type(n) is _grouping().BoundContributions for n in walk_nodes(self.steps)):
+            raise ParameterError("dp.bound_contributions(...) bounds each user's records for the add/remove-one-user "
+                                 "relation; declare relation=dp.AddRemoveUser(user=...).")
         if self.size is not None:
             _v.integer("size", self.size, minimum=1)
             if isinstance(self.relation, AddRemove):
@@ -1709,10 +1761,10 @@ _STEP_TYPES = frozenset({Clamp, Column, Count, Sum, SumSquares, SumProducts, His
 
 
 def _family_modules() -> tuple:
-    """The families kept in their own modules (selection, threshold); each lists its ``STEP_TYPES``."""
-    from . import _parts_selection, _parts_threshold
+    """The families kept in their own modules (selection, threshold, grouping); each lists its ``STEP_TYPES``."""
+    from . import _parts_grouping, _parts_selection, _parts_threshold
 
-    return (_parts_selection, _parts_threshold)
+    return (_parts_selection, _parts_threshold, _parts_grouping)
 
 
 def _family_step_types() -> frozenset:
@@ -1733,6 +1785,17 @@ def _children(step: Any) -> list:
     queries = getattr(step, "queries", None) if type(step) in _family_step_types() else None
     return [c for c in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
                         *getattr(step, "parts", ()), *(queries or ())) if c is not None]
+
+
+def _grouping():
+    from . import _parts_grouping
+
+    return _parts_grouping
+
+
+def is_bounded_group(step: Any) -> bool:
+    """``bound_contributions(...) >> group_by(...)``: a chain the grouping family runs and proves as one."""
+    return isinstance(step, Chain) and type(step.first) is _grouping().BoundContributions
 
 
 def walk_nodes(step: Step) -> list:

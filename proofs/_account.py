@@ -20,7 +20,11 @@ returns a complete account, so no child can drop out of any theorem applied late
   nothing), for the privacy-loss-distribution accountant (:mod:`._pld`); None when some leaf has no
   such pair here (a vector leaf, RAPPOR) or a combinator has no single dominating pair (parallel
   under substitution: two scenarios). The product of dominating pairs dominates the composition
-  (Zhu, Dong & Wang 2022, Thm 10).
+  (Zhu, Dong & Wang 2022, Thm 10);
+* ``delta``: the δ of (ε, δ) leaves (partition selection, :mod:`._parts_grouping`), exact; 0 for every
+  other node. Combinators add it (basic composition), multiply it (repeat), scale it by the rate
+  (Poisson subsampling) or take the worse scenario (parallel under substitution); an account with
+  δ > 0 is judged by basic composition only (its ``rho`` is ∞ and its ``pld`` None).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Account:
     units: tuple
     single: tuple | None = None
     pld: tuple | None = None
+    delta: sp.Expr = sp.Integer(0)
 
     def __post_init__(self) -> None:
         if not self.units:
@@ -66,10 +71,12 @@ class Account:
         return self.single[1:] if self.single is not None and self.single[0] == "rr" else None
 
 
-def leaf(eps: sp.Expr | None, rho: sp.Expr, single: tuple | None = None, pld: tuple | None = None) -> Account:
+def leaf(eps: sp.Expr | None, rho: sp.Expr, single: tuple | None = None, pld: tuple | None = None,
+         delta: sp.Expr = sp.Integer(0)) -> Account:
     """One noise measurement: one unit; ``pld`` its worst pair (a one-entry tuple, or empty when its
-    shift is 0), None when it has none here."""
-    return Account(eps, rho, (eps,), single, pld)
+    shift is 0), None when it has none here; ``delta`` > 0 for an (ε, δ) leaf (partition selection:
+    then ``rho`` is ∞ and ``pld`` None: only basic composition counts it)."""
+    return Account(eps, rho, (eps,), single, pld, delta)
 
 
 def compose(children: list[Account]) -> Account:
@@ -80,7 +87,8 @@ def compose(children: list[Account]) -> Account:
     eps = None if any(c.eps is None for c in children) else sp.Add(*[c.eps for c in children])
     rho = sp.Add(*[c.rho for c in children])
     pld = None if any(c.pld is None for c in children) else tuple(x for c in children for x in c.pld)
-    return Account(eps, rho, tuple(u for c in children for u in c.units), None, pld)
+    delta = sp.Add(*[c.delta for c in children])  # basic composition: δ adds (Dwork & Roth 2014 Thm 3.16)
+    return Account(eps, rho, tuple(u for c in children for u in c.units), None, pld, delta)
 
 
 def repeat(part: Account, times: int) -> Account:
@@ -90,7 +98,7 @@ def repeat(part: Account, times: int) -> Account:
         return part
     eps = None if part.eps is None else part.eps * times
     pld = None if part.pld is None else part.pld * times
-    return Account(eps, part.rho * times, part.units * times, None, pld)
+    return Account(eps, part.rho * times, part.units * times, None, pld, part.delta * times)
 
 
 def poisson(inner: Account, rate: Fraction) -> Account:
@@ -115,19 +123,25 @@ def poisson(inner: Account, rate: Fraction) -> Account:
     elif inner.pld is not None and len(inner.pld) == 1 and inner.pld[0][0] in ("laplace", "gaussian"):
         kind, scale, shift, *rest = inner.pld[0]
         pld = ((kind, scale, shift, (rest[0] if rest else 1) * rate),)
-    return Account(eps, inner.rho, (eps,), None, pld)
+    # (ε, δ) -> (ln(1 + q(e^ε − 1)), qδ) under Poisson subsampling, add/remove (Li, Qardaji & Su 2012;
+    # Balle, Barthe & Gaboardi 2018)
+    return Account(eps, inner.rho, (eps,), None, pld, q * inner.delta)
 
 
 def group(account: Account, k: int, shifts_scale: bool) -> Account:
     """The account for neighbours at distance k (k records added/removed, or substituted), from the
     account at distance 1: pure ε → kε and every unit's ε → kε (group privacy, Dwork & Roth 2014,
-    Thm 2.2); ρ → k²ρ (Bun & Steinke 2016, Prop. 1.9); PLD entries: a scalar leaf's centres move by at
+    Thm 2.2); an (ε, δ) account → (kε, k·e^{(k−1)ε}·δ); ρ → k²ρ (Bun & Steinke 2016, Prop. 1.9); PLD entries: a scalar leaf's centres move by at
     most k times their distance-1 bound along a path of k neighbours (the triangle inequality), so its
     worst pair is the shift by k·D — only when ``shifts_scale`` (no parallel partitions, no subsampling:
     there one leaf's pair at distance k is not a single shift) and only for Laplace / Gaussian leaves;
     otherwise no PLD. The single-leaf exact profile is dropped."""
     if k == 1:
         return account
+    if account.delta != 0:  # (ε, δ) -> (kε, k·e^{(k−1)ε}·δ) (Dwork & Roth 2014, Thm 2.2 and its (ε, δ) form)
+        eps = account.eps * k
+        return Account(eps, account.rho * k * k, tuple(None if u is None else u * k for u in account.units), None, None,
+                       k * sp.exp((k - 1) * account.eps) * account.delta)
     eps = None if account.eps is None else account.eps * k
     units = tuple(None if u is None else u * k for u in account.units)
     pld = None
@@ -140,7 +154,7 @@ def parallel_add_remove(part: Account) -> Account:
     """Parallel composition over disjoint partitions under add/remove: one record touches one
     partition, so the loss is that partition's part's (seen under add/remove): its account, without
     the single-leaf profile (the output has one coordinate per partition)."""
-    return Account(part.eps, part.rho, part.units, None, part.pld)
+    return Account(part.eps, part.rho, part.units, None, part.pld, part.delta)
 
 
 def parallel_substitute(inside: Account, across: Account) -> Account:
@@ -153,7 +167,7 @@ def parallel_substitute(inside: Account, across: Account) -> Account:
     k = max(len(inside.units), 2 * len(across.units))
     every = inside.units + across.units
     top = None if any(u is None for u in every) else sp.Max(*every)
-    return Account(eps, rho, (top,) * k)
+    return Account(eps, rho, (top,) * k, None, None, sp.Max(inside.delta, 2 * across.delta))
 
 
 def advanced_units(account: Account) -> tuple[int, sp.Expr] | None:

@@ -258,6 +258,12 @@ class _Walk:
         return A.leaf(eps, eps ** 2 / 2, None if rr is None else ("rr", *rr), None if rr is None else (("rr", *rr),))
 
     def measurement(self, path: str, m: Any, space: P.Space, d: P.Distance) -> Profile:
+        from dpharness.mechanisms._parts_grouping import GroupBy
+
+        if type(m) is GroupBy:
+            from . import _parts_grouping
+
+            return _parts_grouping.account(self, path, m, space, d)
         if type(m) in P._family_step_types():
             return _family_proof(m).account(self, path, m, space, d)
         if isinstance(m, P.LocalRandomizer):
@@ -286,6 +292,10 @@ class _Walk:
             return step.out_space(space), self.transformation(path, step, space, d)
         if isinstance(step, P.Measurement):
             return self.measurement(path, step, space, d)
+        if P.is_bounded_group(step):
+            from . import _parts_grouping
+
+            return _parts_grouping.account_bounded(self, path, step, space, d)
         if isinstance(step, P.Chain) and isinstance(step.first, P.PoissonSample):
             return self.subsample(path, step, space, d)
         if isinstance(step, P.Repeat):
@@ -567,6 +577,10 @@ _MAX_ENCLOSURE_SHIFT = 10 ** 4  # and it sums ~ d terms for a shift of d grid st
 
 def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -> tuple[sp.Expr | None, float | None]:
     claim = pb.claim
+    if prof.delta != 0:  # an (ε, δ) part (partition selection): basic composition with its exact δ
+        from . import _parts_grouping
+
+        return _parts_grouping.judge(pb, prof, m)
     if isinstance(claim, PureDP):
         if prof.eps is None:
             pb.add([Obligation("pure ε-DP: every noise is pure DP", sp.false,
@@ -865,7 +879,8 @@ def _prove(subject: Any, m: P.PartsMechanism, distance: int = 1) -> Proof:
         prof = walk.walk("", m.steps, space, d0)
         if distance > 1:
             prof = _at_distance(pb, m, prof, distance)
-    pb.postcondition(f"ε = {prof.eps} (pure)" if prof.eps is not None else f"ρ = {prof.rho} (zCDP)")
+    pb.postcondition(f"(ε, δ) = ({prof.eps}, {prof.delta})" if prof.delta != 0 else
+                     f"ε = {prof.eps} (pure)" if prof.eps is not None else f"ρ = {prof.rho} (zCDP)")
     with pb.phase("judge"):
         bound, delta_bound = _judge(pb, prof, m)
         witness = None

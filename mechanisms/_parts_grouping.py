@@ -1,0 +1,608 @@
+"""Grouping parts: a group-by over keys that come from the data, with partition selection (a partition
+is released only if its noisy count passes a threshold), and per-user contribution bounding under
+the add/remove-one-user relation. The privacy map is proved once in
+:mod:`dpharness.proofs._parts_grouping` and instantiated at each node.
+
+Used as::
+
+    from dpharness import parts as dp, ApproxDP, RealBox
+
+    # records (user id, key): count the distinct users per key, keys unknown in advance
+    per_key = dp.mechanism(
+        name="users_per_key", records=RealBox(0, 1000, 2), relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=4, max_per_partition=1)
+              >> dp.group_by(by=1, keys=range(0, 1001), select=dp.partition_select(threshold=40, scale=2)),
+        claim=ApproxDP(2, 1e-8),
+    )
+
+Design (as PipelineDP's count of privacy units per partition with Laplace thresholding and
+post-aggregation thresholding, Tumult's and OpenDP's group-by-id):
+
+* **Partition selection** (Korolova, Kenthapadi, Mishra & Ntoulas 2009, "Releasing search queries and
+  clicks privately", WWW; Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo & Gipson 2020,
+  "Differentially private SQL with bounded user contribution", PoPETs, §3.2 and §5): for every key
+  present in the (bounded) data, ``c`` = the number of distinct users with a record under that key
+  (under add/remove of one record every record is its own user: the number of records), a noisy count
+  ``c + K`` with ``K`` discrete Laplace, ``P(K = k) ∝ exp(−|k|/t)``, ``t = scale`` (exact sampler,
+  Canonne, Kamath & Steinke 2020), and the key is released with its noisy count iff ``c + K >= τ``
+  (``threshold``, read exactly; on the integers: ``c + K >= T = ceil(τ)``, ``T >= 1``). A key absent
+  from the data is never released.
+* **Output encoding** (fixed width, for audits): ``keys`` is a declared universe used only to encode
+  the release, one coordinate per key in the order given: the released noisy count, or ``0`` when the
+  key is not released (released counts are ``>= T >= 1``, so ``0`` is unambiguous). Keys outside the
+  universe are computed and dropped; partitions are independent, so this equals running the group-by
+  over every key and then discarding the coordinates outside ``keys`` (post-processing): the
+  universe plays no part in the selection or in the proof, except that a user can touch at most
+  ``|keys|`` encoded partitions.
+* **Contribution bounding** (:func:`bound_contributions`): records carry a user id (column ``user``);
+  the neighbour relation is :class:`AddRemoveUser` (all records of one user added or removed). For each
+  user, independently: draw a uniformly random order of that user's records (exact: ``numpy``'s
+  integer permutation), keep each record that is among the first ``max_per_partition`` of its
+  partition (key) in that order, and of those the first ``max_records`` in that order. So after
+  bounding one user has at most ``k = max_records`` records in all, at most ``m`` per partition, and
+  touches at most ``k`` partitions; what a user keeps depends only on that user's records and fresh
+  randomness (never on other users). The selection counts distinct users, so each touched partition's
+  count moves by exactly 1 (L0 <= k, L∞ = 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpharness import _validate as _v
+from dpharness.core import RealBox, Relation
+from dpharness.errors import ParameterError, UnsupportedError
+
+from . import parts as P
+
+__all__ = ["AddRemoveUser", "BoundContributions", "GroupBy", "PartitionSelect", "STEP_TYPES",
+           "bound_contributions", "group_by", "partition_select", "GroupLeaf", "user_level_pairs"]
+
+_MAX_KEYS = 2 ** 12        # encoded output coordinates
+_MAX_RECORDS_PER_USER = 2 ** 16
+_CHUNK = 50_000            # releases bounded at once (memory: chunk × a user's records)
+
+
+# --------------------------------------------------------------------------- the user-level relation
+
+def _key(row: Any) -> tuple:
+    return tuple(np.atleast_1d(np.asarray(row, dtype=float)).tolist())
+
+
+@dataclass(frozen=True)
+class AddRemoveUser(Relation):
+    """Data sets of records that differ by adding or removing ONE USER: every record whose column
+    ``user`` holds that user's id (user-level DP, PipelineDP's privacy unit, Tumult's and OpenDP's
+    group-by-id). Decided exactly on the records' float values: the larger data set, as a multiset of
+    rows, is the smaller plus a non-empty set of rows that all carry one user id that no row of the
+    smaller carries."""
+
+    user: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "user", _v.integer("user", self.user, minimum=0))
+
+    def is_neighbour(self, a, b) -> bool:
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or self.user >= a.shape[1] or len(a) == len(b):
+            return False
+        small, big = (a, b) if len(a) < len(b) else (b, a)
+        rest = {}
+        for row in map(_key, big):
+            rest[row] = rest.get(row, 0) + 1
+        for row in map(_key, small):
+            if rest.get(row, 0) == 0:
+                return False
+            rest[row] -= 1
+        added = [row for row, n in rest.items() for _ in range(n)]
+        ids = {row[self.user] for row in added}
+        if len(ids) != 1:
+            return False
+        (uid,) = ids
+        return not np.any(small[:, self.user] == uid) if len(small) else True
+
+    def describe(self) -> str:
+        return f"add/remove one user (all records with the same id in column {self.user})"
+
+
+# --------------------------------------------------------------------------- partition selection
+
+def _threshold(value: Any) -> Any:
+    value = P._plain("threshold", value)
+    if Fraction(value) < 1:
+        raise ParameterError(f"threshold={value!r} must be >= 1 (a key is released when its noisy count reaches it; "
+                             "below 1 most absent-looking keys pass); pass e.g. threshold=20.")
+    return value
+
+
+@dataclass(frozen=True)
+class PartitionSelect:
+    """Laplace thresholding: a present key is released iff ``c + K >= threshold``, ``K`` discrete
+    Laplace with scale ``t = scale`` (on the integers). Not a step: a parameter of :func:`group_by`."""
+
+    threshold: Any
+    scale: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "threshold", _threshold(self.threshold))
+        scale = P._plain("scale", self.scale)
+        if Fraction(scale) <= 0:
+            raise ParameterError(f"scale={scale!r} must be > 0; pass the discrete Laplace scale of the noisy count.")
+        P._check_scale_units("scale", scale, 1)
+        if Fraction(scale) < P.GridLaplace._min_units:
+            raise ParameterError(f"scale={scale!r} is below 2**-1000, the smallest scale the exact sampler draws; "
+                                 "pass a larger scale.")
+        object.__setattr__(self, "scale", scale)
+
+    @property
+    def t(self) -> Fraction:
+        return Fraction(self.scale)
+
+    @property
+    def T(self) -> int:
+        """The integer threshold: ``c + K >= threshold`` iff ``c + K >= ceil(threshold)``."""
+        return math.ceil(Fraction(self.threshold))
+
+    def describe(self) -> str:
+        return f"partition_select(threshold={self.threshold!r}, scale={self.scale!r})"
+
+
+P.record_definition(PartitionSelect)  # a monkeypatch of it is caught by the prover (proof_registry.patched_code)
+
+
+def partition_select(*, threshold: Any, scale: Any) -> PartitionSelect:
+    """Release a key only if its noisy count (discrete Laplace of ``scale``) reaches ``threshold``."""
+    return PartitionSelect(threshold, scale)
+
+
+# --------------------------------------------------------------------------- the group-by
+
+def _encoding_keys(keys: Any) -> tuple:
+    if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
+        raise ParameterError(f"keys={keys!r} is not a sequence; pass the key universe used to encode the release "
+                             "(e.g. keys=range(0, 100)).")
+    vals = tuple(P._float_exact("keys", k, "a partition key") for k in keys)
+    if not 1 <= len(vals) <= _MAX_KEYS or len({Fraction(k) for k in vals}) != len(vals):
+        raise ParameterError(f"keys has {len(vals)} values; pass between 1 and {_MAX_KEYS} distinct keys.")
+    return vals
+
+
+@dataclass(frozen=True)
+class GroupBy(P.Measurement):
+    """Group the records by column ``by`` (keys from the data) and release, per key, the noisy count of
+    its users if it passes ``select`` (:class:`PartitionSelect`), encoded over the universe ``keys``
+    (one coordinate per key: the noisy count, or 0 when not released). Law per encoded key with count
+    ``c`` (independent across keys)::
+
+        c = 0:  output 0 with probability 1                       (an absent key is never released)
+        c >= 1: P(y) = P(K = y − c) for y >= T,  P(0) = P(K <= T − 1 − c),   T = ceil(threshold).
+
+    ``part`` (optional): per-key aggregates with their own noise, run on the key's (bounded) records and
+    released only with the key (zeros otherwise), each ``[dp.clamp(lo, hi) >>] [dp.column(j) >>]
+    dp.count() | dp.sum() >> dp.laplace(scale)``, or a ``dp.compose`` of such. Output per key, key after
+    key: the selection coordinate, then the part's coordinates.
+
+    Privacy map (proved in :mod:`dpharness.proofs._parts_grouping`): when one neighbour changes the
+    counts of at most ``L`` encoded keys by at most 1 each, (ε, δ) = (L/t, 1 − (1 − p)^L) with
+    p = P(K >= T − 1) = e^{−(T−1)/t}/(1 + e^{−1/t}); ``L = 1`` under add/remove of one record. Each part
+    adds D/t_part, D its total grid steps over the touched keys (at most L1 records in all, m per key)."""
+
+    by: int
+    keys: tuple
+    select: PartitionSelect
+    part: Any = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
+        object.__setattr__(self, "keys", _encoding_keys(self.keys))
+        if type(self.select) is not PartitionSelect:  # a subclass could read its threshold or scale two ways
+            raise ParameterError(f"select={self.select!r} is not a partition selection; pass "
+                                 "select=dp.partition_select(threshold=..., scale=...).")
+        if self.part is not None:
+            simple_parts(self.part)
+
+    @property
+    def part_width(self) -> int:
+        return 0 if self.part is None else len(simple_parts(self.part))
+
+    def describe(self) -> str:
+        k = self.keys
+        shown = ", ".join(map(str, k)) if len(k) <= 4 else f"{k[0]}, {k[1]}, ..., {k[-1]}"
+        part = "" if self.part is None else f", part={self.part.describe()}"
+        return f"group_by(by=column {self.by}, keys=[{shown}] ({len(k)}), select={self.select.describe()}{part})"
+
+    def out_width(self, space: P.Space) -> int:
+        P._need(space, "records", "group_by")
+        if self.by >= space.dim:
+            raise ParameterError(f"by={self.by} but records have {space.dim} column(s); pass by < {space.dim}.")
+        if self.part is not None:
+            out, width = P.check_structure(self.part, space)
+            if out is not None or width != self.part_width:
+                raise ParameterError(f"part={self.part.describe()} must end every branch in noise (one number each).")
+        return len(self.keys) * (1 + self.part_width)
+
+    def counts(self, value: Any, user: int | None = None, kept: np.ndarray | None = None) -> np.ndarray:
+        """Per encoded key: the number of records (``user`` None) or of distinct users among the kept
+        records (``kept``: a boolean mask of rows, or None for all)."""
+        arr = np.asarray(value, dtype=float)
+        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        if kept is not None:
+            arr = arr[kept]
+        out = np.zeros(len(self.keys), dtype=np.int64)
+        if len(arr) == 0:
+            return out
+        col = arr[:, self.by]
+        for i, k in enumerate(self.keys):
+            rows = col == float(k)
+            out[i] = int(rows.sum()) if user is None else len(np.unique(arr[rows, user]))
+        return out
+
+    def release(self, counts: np.ndarray, rng: np.random.Generator, records: Any = None,
+                space: P.Space | None = None) -> np.ndarray:
+        """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
+        outputs on each key's ``records`` (zeros where the key is not released)."""
+        from ._exact import discrete_laplace
+
+        counts = np.asarray(counts, dtype=np.int64)
+        noise = discrete_laplace(self.select.t, counts.shape, rng)
+        if noise.dtype == object:
+            noisy = noise + counts.astype(object)
+            out = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0)
+            sel = np.vectorize(float, otypes=[float])(out)
+        else:
+            noisy = noise.astype(np.int64) + counts
+            sel = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
+        if self.part is None:
+            return sel
+        size, w = len(sel), self.part_width
+        arr = np.asarray(records, dtype=float)
+        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        col = arr[:, self.by] if len(arr) else np.zeros(0)
+        blocks = []
+        for i, k in enumerate(self.keys):
+            vals = P.flatten(P.execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
+            blocks.append(np.concatenate([sel[:, i:i + 1], np.where(sel[:, i:i + 1] != 0, vals, 0.0)], axis=1))
+        return np.concatenate(blocks, axis=1)
+
+    def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        c = self.counts(value)
+        return self.release(np.tile(c, (size, 1)), rng, value, space)
+
+
+# --------------------------------------------------------------------------- contribution bounding
+
+@dataclass(frozen=True)
+class BoundContributions(P.Step):
+    """Per-user contribution bounding before a :class:`GroupBy` on the same key column ``by``: each
+    user keeps at most ``max_records`` records in all and at most ``max_per_partition`` per key
+    (uniformly random order per user, see the module docstring), a fresh draw for every release. Under
+    :class:`AddRemoveUser` (column ``user``), one user's kept records touch at most ``max_records``
+    partitions."""
+
+    user: int
+    by: int
+    max_records: int
+    max_per_partition: int
+    max_partitions: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "user", _v.integer("user", self.user, minimum=0))
+        object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
+        object.__setattr__(self, "max_records", _v.integer("max_records", self.max_records, minimum=1))
+        object.__setattr__(self, "max_per_partition", _v.integer("max_per_partition", self.max_per_partition, minimum=1))
+        if self.max_partitions is not None:
+            object.__setattr__(self, "max_partitions", _v.integer("max_partitions", self.max_partitions, minimum=1))
+        if self.user == self.by:
+            raise ParameterError(f"user={self.user} and by={self.by} are the same column; pass the user id column and "
+                                 "the key column.")
+
+    @property
+    def partitions(self) -> int:
+        """At most this many partitions per user after bounding: min(max_partitions, max_records) (each kept
+        record is in one kept partition)."""
+        return self.max_records if self.max_partitions is None else min(self.max_partitions, self.max_records)
+
+    def describe(self) -> str:
+        extra = "" if self.max_partitions is None else f", max_partitions={self.max_partitions}"
+        return (f"bound_contributions(user=column {self.user}, by=column {self.by}, max_records={self.max_records}, "
+                f"max_per_partition={self.max_per_partition}{extra})")
+
+
+def simple_parts(step: Any) -> list[tuple[list, Any, Any]]:
+    """The per-key parts as (record-wise transformations, aggregate, noise) triples; refuses other forms
+    (their stability for several records of one user is not proved here)."""
+    if isinstance(step, P.Compose):
+        return [t for p in step.parts for t in simple_parts(p)]
+    steps = []
+    node = step
+    while isinstance(node, P.Chain):
+        steps.append(node.first)
+        node = node.second
+    steps.append(node)
+    *pre, agg, noise = steps if len(steps) >= 2 else (None, None)
+    if (len(steps) < 2 or type(noise) is not P.GridLaplace or type(agg) not in (P.Count, P.Sum)
+            or any(type(x) not in (P.Clamp, P.Column) for x in pre)):
+        raise ParameterError(f"part={step.describe() if isinstance(step, P.Step) else step!r} is not a per-key aggregate "
+                             "this family proves; pass [dp.clamp(lo, hi) >>] [dp.column(j) >>] dp.count() or dp.sum() "
+                             ">> dp.laplace(scale), or dp.compose(...) of such.")
+    return [(pre, agg, noise)]
+
+
+def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
+                        max_partitions: int | None = None) -> BoundContributions:
+    """Keep at most ``max_records`` records per user (column ``user``), at most ``max_per_partition``
+    per (user, key of column ``by``) and records of at most ``max_partitions`` keys per user, chosen in a
+    uniformly random order per user; chain a ``dp.group_by(by=...)`` after it."""
+    return BoundContributions(user, by, max_records, max_per_partition, max_partitions)
+
+
+def group_by(*, by: int, keys: Sequence, select: PartitionSelect, part: Any = None) -> GroupBy:
+    """Group by column ``by`` over keys from the data; release each key's noisy user count when it passes
+    ``select`` (and ``part``'s noisy aggregates of its records); encoded over the universe ``keys`` (0: not
+    released)."""
+    keys = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys
+    return GroupBy(by, keys, select, part)
+
+
+STEP_TYPES = frozenset({GroupBy, BoundContributions})
+
+
+# --------------------------------------------------------------------------- structure hooks (parts.py)
+
+def split_bounded(step: P.Chain) -> tuple[BoundContributions, Any, P.Step | None]:
+    """``bound_contributions >> group_by [>> post ...]`` as (bounding, group-by, the post-processing or None)."""
+    rest = step.second
+    if isinstance(rest, P.Chain):
+        return step.first, rest.first, rest.second
+    return step.first, rest, None
+
+
+def check_bounded(step: P.Chain, space: P.Space) -> int:
+    """``bound_contributions(...) >> group_by(...) [>> dp.post(fn)]``: validated; returns the output width
+    (−1 when post-processing decides it)."""
+    b, g, post = split_bounded(step)
+    P._need(space, "records", "bound_contributions")
+    if type(g) is not GroupBy:
+        raise ParameterError(f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...); the bounded "
+                             "records feed a group-by only.")
+    if post is not None and not all(type(n) in (P.Post, P.Chain) for n in P.walk_nodes(post)):
+        raise ParameterError(f"{post.describe()} follows the group-by; only dp.post(fn) may follow it.")
+    if max(b.user, b.by) >= space.dim:
+        raise ParameterError(f"{b.describe()} but records have {space.dim} column(s); pass columns below {space.dim}.")
+    if g.by != b.by:
+        raise ParameterError(f"group_by(by={g.by}) after bound_contributions(by={b.by}); pass the same key column.")
+    width = g.out_width(space)
+    return width if post is None else -1
+
+
+def check_user_level(relation: Relation, steps: P.Step, space: P.Space) -> None:
+    """Under :class:`AddRemoveUser` the structure must be ``bound_contributions(user=relation.user, ...)
+    >> group_by(...)`` (or a composition of such): no other step's stability is proved for one user."""
+    if isinstance(steps, P.Compose):
+        for p in steps.parts:
+            check_user_level(relation, p, space)
+        return
+    if not (isinstance(steps, P.Chain) and isinstance(steps.first, BoundContributions)):
+        raise ParameterError(f"relation={relation.describe()} needs steps = dp.bound_contributions(user={relation.user}, "
+                             "...) >> dp.group_by(...) (a user's records are bounded before anything else sees them); "
+                             f"got {steps.describe()}.")
+    if steps.first.user != relation.user:
+        raise ParameterError(f"bound_contributions(user={steps.first.user}) but the relation's user column is "
+                             f"{relation.user}; pass the same column.")
+    if space.kind != "records" or space.dim < 2:
+        raise ParameterError("user-level records need a user id column and a key column; declare records=RealBox(dim, ...).")
+
+
+def _user_groups(arr: np.ndarray, b: BoundContributions) -> list[np.ndarray]:
+    users = arr[:, b.user]
+    order = np.argsort(users, kind="stable")
+    _, starts = np.unique(users[order], return_index=True)
+    return np.split(order, starts[1:]) if len(order) else []
+
+
+def _kept_deterministically(arr: np.ndarray, rows: np.ndarray, b: BoundContributions) -> bool:
+    """A user whose every record is kept whatever the order: at most m per key, k in all, ℓ keys."""
+    if len(rows) > b.max_records:
+        return False
+    _, n = np.unique(arr[rows, b.by], return_counts=True)
+    return bool(n.max(initial=0) <= b.max_per_partition) and (b.max_partitions is None or len(n) <= b.max_partitions)
+
+
+def _kept_in_order(keys: np.ndarray, rank: np.ndarray, b: BoundContributions) -> np.ndarray:
+    """(size, n) mask: for each row of ``rank`` (the position of each record in that release's random
+    order), the records whose key is among the first ℓ distinct keys met in that order (all keys when
+    ``max_partitions`` is None) and that are among the first m of their key, and of those the first k, in
+    that order: walking the order and keeping a record while all three bounds hold."""
+    size, n = rank.shape
+    eligible = np.zeros((size, n), dtype=bool)
+    distinct = np.unique(keys)
+    first_seen = np.stack([rank[:, keys == key].min(axis=1) for key in distinct], axis=1)  # (size, #keys)
+    key_order = np.argsort(np.argsort(first_seen, axis=1, kind="stable"), axis=1, kind="stable")
+    for j, key in enumerate(distinct):
+        sub = np.flatnonzero(keys == key)
+        within = np.argsort(np.argsort(rank[:, sub], axis=1, kind="stable"), axis=1, kind="stable")
+        eligible[:, sub] = within < b.max_per_partition
+        if b.max_partitions is not None:
+            eligible[:, sub] &= (key_order[:, j] < b.max_partitions)[:, None]
+    masked = np.where(eligible, rank, n + 1)
+    overall = np.argsort(np.argsort(masked, axis=1, kind="stable"), axis=1, kind="stable")
+    return eligible & (overall < b.max_records)
+
+
+def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """(size, |keys|) distinct-user counts per encoded key after a fresh bounding draw per release."""
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
+    total = np.zeros((size, len(g.keys)), dtype=np.int64)
+    key_index = {float(k): i for i, k in enumerate(g.keys)}
+    for rows in _user_groups(arr, b):
+        if len(rows) > _MAX_RECORDS_PER_USER:
+            raise ParameterError(f"a user has {len(rows)} records, above {_MAX_RECORDS_PER_USER}; bound them upstream.")
+        keys = arr[rows, b.by]
+        if _kept_deterministically(arr, rows, b):
+            for k in np.unique(keys):
+                if float(k) in key_index:
+                    total[:, key_index[float(k)]] += 1
+            continue
+        n = len(rows)
+        for start in range(0, size, _CHUNK):
+            stop = min(size, start + _CHUNK)
+            order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
+            rank = np.argsort(order, axis=1, kind="stable")   # rank[s, i] = position of record i in order s
+            kept = _kept_in_order(keys, rank, b)
+            for k in np.unique(keys):
+                if float(k) in key_index:
+                    total[start:stop, key_index[float(k)]] += kept[:, keys == k].any(axis=1)
+    return total
+
+
+def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """(size, n) mask of the records each release keeps (a fresh bounding draw per release)."""
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
+    mask = np.ones((size, len(arr)), dtype=bool)
+    for rows in _user_groups(arr, b):
+        if _kept_deterministically(arr, rows, b):
+            continue
+        order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (size, 1)), axis=1)
+        mask[:, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
+    return mask
+
+
+def execute_bounded(step: P.Chain, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> Any:
+    b, g, post = split_bounded(step)
+    out = _execute_bounded(b, g, value, space, size, rng)
+    return out if post is None else P._post_chain(post, out)
+
+
+def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: P.Space, size: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    if g.part is None:
+        return g.release(user_counts(b, g, value, size, rng), rng)
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(0, space.dim) if arr.size == 0 else arr
+    out = np.zeros((size, g.out_width(space)))
+    for start in range(0, size, _CHUNK):
+        stop = min(size, start + _CHUNK)
+        mask = kept_rows(b, arr, stop - start, rng)
+        patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        for j, pattern in enumerate(patterns):   # releases that kept the same records run together
+            rows = start + np.flatnonzero(inverse == j)
+            data = arr[pattern]
+            out[rows] = g.release(np.tile(g.counts(data, user=b.user), (len(rows), 1)), rng, data, space)
+    return out
+
+
+# --------------------------------------------------------------------------- exact law (read by _parts_law)
+
+class GroupLeaf:
+    """One group-by and the exact per-key counts it perturbs on some input (deterministic bounding only);
+    ``log_prob`` of its ``width`` encoded columns."""
+
+    def __init__(self, measurement: GroupBy, counts: np.ndarray, records: Any = None, space: P.Space | None = None) -> None:
+        from ._parts_law import _walk
+
+        self.measurement = measurement
+        self.counts = [int(c) for c in counts]
+        w = measurement.part_width
+        self.width = len(self.counts) * (1 + w)
+        self.part_leaves = []
+        if w:
+            arr = np.asarray(records, dtype=float)
+            arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+            col = arr[:, measurement.by] if len(arr) else np.zeros(0)
+            self.part_leaves = [_walk(measurement.part, arr[col == float(k)], space) for k in measurement.keys]
+
+    def log_prob(self, cols: np.ndarray) -> np.ndarray:
+        from ._noise import discrete_laplace_logpmf
+
+        sel = self.measurement.select
+        t, T = float(sel.t), sel.T
+        from ._parts_law import _grid_log_prob
+
+        allcols = np.asarray(cols, dtype=float).reshape(len(cols), -1)
+        w = self.measurement.part_width
+        total = np.zeros(len(allcols))
+        q = math.exp(-1 / t)
+        for j, c in enumerate(self.counts):
+            y = allcols[:, j * (1 + w)]
+            if w:
+                rest = allcols[:, j * (1 + w) + 1:(j + 1) * (1 + w)]
+                zeros = np.all(rest == 0, axis=1)
+                part_lp = sum(_grid_log_prob(lf, rest[:, i:i + 1]) for i, lf in enumerate(self.part_leaves[j]))
+                total += np.where(y == 0, np.where(zeros, 0.0, -np.inf), part_lp)
+            if c == 0:
+                total += np.where(y == 0, 0.0, -np.inf)
+                continue
+            a = T - 1 - c   # P(0) = P(K <= a)
+            # P(K <= a) = 1 − q^{a+1}/(1 + q) for a >= 0; q^{−a}/(1 + q) for a < 0
+            log_unreleased = (math.log1p(-q ** (a + 1) / (1 + q)) if a >= 0 else -a * math.log(q) - math.log1p(q))
+            whole = (y == np.round(y)) & (y >= T)
+            lp = np.where(whole, discrete_laplace_logpmf(np.where(whole, y, c) - c, t), -np.inf)
+            total += np.where(y == 0, log_unreleased, lp)
+        return total
+
+
+def leaf(step: P.Step, value: Any, space: P.Space | None = None) -> GroupLeaf:
+    """The exact leaf of a group-by (``step`` a GroupBy, or bound_contributions >> group_by whose bounding
+    keeps every record on this input); UnsupportedError when the bounding is random here."""
+    if isinstance(step, GroupBy):
+        return GroupLeaf(step, step.counts(value), value, space)
+    b, g, _ = split_bounded(step)
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
+    if not all(_kept_deterministically(arr, rows, b) for rows in _user_groups(arr, b)):
+        raise UnsupportedError(f"{b.describe()} drops records at random on this input; its output law is a mixture over "
+                               "the draws, not listed here (the proof covers every draw)")
+    return GroupLeaf(g, g.counts(arr, user=b.user), arr, space)
+
+
+# --------------------------------------------------------------------------- extreme pairs
+
+def user_level_pairs(m: P.PartsMechanism) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Neighbouring pairs for the audit: the empty data set against one user with records under
+    L = min(k, |keys|) distinct encoded keys (the pair where δ is attained), and a data set where those
+    keys already hold T users against it plus one more user (the pair where ε is attained)."""
+    nodes = P.walk_nodes(m.steps)
+    g = next(n for n in nodes if type(n) is GroupBy)
+    b = next((n for n in nodes if type(n) is BoundContributions), None)
+    dim = m.space.dim
+    lo, hi = float(m.space.lo[0]), float(m.space.hi[0])
+    user_col = b.user if b is not None else None
+    width = min(b.max_records if b is not None else 1, len(g.keys))
+    keys = [float(k) for k in g.keys[:width] if Fraction(lo) <= Fraction(k) <= Fraction(hi)]
+    if not keys:
+        return []
+    ids = [v for v in (hi, lo, (lo + hi) / 2) if Fraction(lo) <= Fraction(v) <= Fraction(hi)]
+
+    def row(uid: float, key: float) -> np.ndarray:
+        r = np.full(dim, lo)
+        if user_col is not None:
+            r[user_col] = uid
+        r[g.by] = key
+        return r
+
+    if user_col is None:
+        one = np.array([row(0, keys[0])])
+        return [(np.zeros((0, dim)), one) if m.space.dim > 1 or isinstance(m.records, RealBox) else (np.zeros(0), one[:, 0])]
+    new_user = np.array([row(ids[0], k) for k in keys])
+    pairs = [(np.zeros((0, dim)), new_user)]
+    # existing partitions: T distinct other users under each key (ids spread between lo and hi)
+    T = g.select.T
+    others = [lo + (hi - lo) * (i + 1) / (T + 2) for i in range(T)]
+    others = [u for u in others if u != ids[0]]
+    if len(set(others)) == len(others) and others:
+        base = np.array([row(u, k) for u in others for k in keys])
+        pairs.append((base, np.concatenate([base, new_user])))
+    return pairs
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)
