@@ -738,8 +738,8 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
 
     classname = "dpharness.gallery" if gallery else "dpharness.gate"
     suite = ET.Element("testsuite", name=classname, tests=str(len(results)),
-                       failures=str(sum(1 for r in results if not r.passed and not r.error)),
-                       errors=str(sum(1 for r in results if r.error)), time=f"{elapsed:.3f}")
+                       failures=str(sum(1 for r in results if not r.passed and not r.error and r.decided)),
+                       errors=str(sum(1 for r in results if r.error or not r.decided)), time=f"{elapsed:.3f}")
     for r in results:
         case = ET.SubElement(suite, "testcase", classname=classname, name=r.name, time=f"{r.timings.total:.3f}")
         props = ET.SubElement(case, "properties")

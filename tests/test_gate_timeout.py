@@ -87,6 +87,13 @@ def test_a_timed_out_check_is_not_decided_not_caught_and_not_cached(fakes, capsy
     (res,) = json.loads(capsys.readouterr().out)["mechanisms"]
     assert res["status"] == "TIMEOUT" and res["decided"] is False and res["caught"] is False
     assert "time limit of 0.4 s" in res["time_limit"]
+    junit = tmp_path / "gate.xml"
+    assert cli.main([*argv, "--junit", str(junit)]) == 1
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("failures"), suite.get("errors")) == ("0", "1")
+    assert suite.find("testcase/error").get("message").startswith("not decided (TIMEOUT): the audit of fake_coin")
 
 
 def test_a_worker_killed_at_its_hard_limit_is_not_decided():
