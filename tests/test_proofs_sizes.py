@@ -4,8 +4,10 @@ a lemma on one generic query/pair), k-ary randomized response and the exponentia
 generic pair of categories / one generic candidate).
 
 Deterministic (sympy, z3, exact evaluation; the independent confirmations use the mechanisms' own
-laws, by quadrature). Each proof is asserted to finish within ``BUDGET_S`` seconds and to have the
-same obligations whatever the size, so that a regression to enumeration fails here."""
+laws, by quadrature). Each proof is asserted to have the same obligations whatever the size and to
+rest on the all-sizes lemma, so that a regression to enumeration fails here; its time (the budget
+``BUDGET_S`` seconds) is measured by benchmarks/bench_proofs.py, not asserted (a loaded machine would
+turn a timing into a false failure)."""
 
 from __future__ import annotations
 
@@ -86,8 +88,7 @@ def test_svt_lemma_agrees_with_the_fixed_n_z3_check(n):
 def test_calibrated_is_proved_within_budget_at_every_size(cls, field, size):
     m = _calibrated(cls, field, size)
     p = prove(m)
-    assert p.verdict is Verdict.PROVED, p.notes
-    assert p.timings["total"] < BUDGET_S
+    assert p.verdict is Verdict.PROVED, p.notes  # its time is a benchmark (benchmarks/bench_proofs.py), not asserted
     assert p.bound <= float(m.claim.epsilon) + 1e-12
     assert any("EVERY number" in o.statement and o.checker == "lemma" and o.discharged for o in p.steps)
     assert not any("[n=" in o.statement for o in p.steps)   # the verdict rests on the lemma, not a fixed-n check
@@ -240,7 +241,7 @@ def test_rnm_value_gallery_stays_refuted_at_k_17(name):
 def test_randomized_response_k_1000_proved_within_budget():
     m = RandomizedResponse.calibrated(1, k=1000)
     p = prove(m)
-    assert p.verdict is Verdict.PROVED and p.timings["total"] < BUDGET_S
+    assert p.verdict is Verdict.PROVED  # its time: benchmarks/bench_proofs.py
     assert p.bound == pytest.approx(1.0)
     p = prove(m.replace(claim=PureDP(Fraction(9, 10))))
     assert p.verdict is Verdict.REFUTED
@@ -250,7 +251,7 @@ def test_randomized_response_k_1000_proved_within_budget():
 def test_exponential_mechanism_proved_within_budget(n):
     m = ExponentialMechanism.calibrated(1, n_candidates=n)
     p = prove(m)
-    assert p.verdict is Verdict.PROVED and p.timings["total"] < BUDGET_S
+    assert p.verdict is Verdict.PROVED  # its time: benchmarks/bench_proofs.py
     assert any("any number of terms" in o.statement and o.discharged for o in p.steps)
     assert prove(m.replace(beta=Fraction(1, 2) / Fraction(9, 10))).verdict is Verdict.REFUTED
 
