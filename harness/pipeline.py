@@ -400,6 +400,56 @@ def _fallback_pair(mechanism: Any, proof: Any = None) -> tuple[Any, Any]:
     return mechanism.example_pair()
 
 
+# an iterated parts mechanism is audited on this many rounds, at most this many samples a side: its
+# rounds run one release at a time (each round's maps see that release's state)
+_AUDIT_ROUNDS = 3
+_AUDIT_ITERATED_SAMPLES = 20_000
+
+
+def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
+    """What the audit runs: the mechanism itself, or for a parts mechanism that repeats or iterates
+    more than ``_AUDIT_ROUNDS`` rounds, the same declaration with that many rounds (the same code per
+    round; fewer rounds can only lose less privacy, so its claim still bounds it) and at most
+    ``_AUDIT_ITERATED_SAMPLES`` samples a side for iterated rounds; the note says so."""
+    import dataclasses
+
+    from .mechanisms import parts as P
+
+    if type(mechanism) is not P.PartsMechanism:
+        return mechanism, samples, None
+    nodes = P.walk_nodes(mechanism.steps)
+    long = [n for n in nodes if isinstance(n, (P.Repeat, P.Iterate)) and n.times > _AUDIT_ROUNDS]
+    iterated = any(isinstance(n, P.Iterate) for n in nodes)
+    if not long and not iterated:
+        return mechanism, samples, None
+
+    def shorter(step: Any) -> Any:
+        if not dataclasses.is_dataclass(step) or not isinstance(step, P.Step):
+            return step
+        changes = {}
+        for f in ("first", "second", "part"):
+            child = getattr(step, f, None)
+            if isinstance(child, P.Step) and shorter(child) is not child:
+                changes[f] = shorter(child)
+        if type(step) is P.Compose:
+            parts = tuple(shorter(c) for c in step.parts)
+            if any(a is not b for a, b in zip(parts, step.parts)):
+                changes["parts"] = parts
+        if isinstance(step, (P.Repeat, P.Iterate)) and step.times > _AUDIT_ROUNDS:
+            changes["times"] = _AUDIT_ROUNDS
+        return dataclasses.replace(step, **changes) if changes else step
+
+    view = dataclasses.replace(mechanism, steps=shorter(mechanism.steps)) if long else mechanism
+    cut = min(samples, _AUDIT_ITERATED_SAMPLES) if iterated else samples
+    said = []
+    if long:
+        said.append(f"audited {_AUDIT_ROUNDS} rounds of each repetition longer than that (the proof covers all of them; "
+                    "the rounds run the same code)")
+    if cut < samples:
+        said.append(f"at {cut} samples a side (iterated rounds run one release at a time)")
+    return view, cut, "; ".join(said) if said else None
+
+
 def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, data: Any = None,
               neighbor: Any = None, ideal_numerics: bool = False, timeout: float | None = None,
               cluster: Any = None, workers: int | None = None, sequential: bool = False) -> tuple[Any, str | None]:
@@ -419,6 +469,7 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
 
     epsilon, delta = audit_target(mechanism.claim)
     witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
+    mechanism, samples, view_note = _audit_view(mechanism, samples)
 
     def audit(data, neighbor):
         return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
@@ -430,17 +481,18 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
         data, neighbor = fixed
     if data is not None or neighbor is not None:
         with deadline(timeout, f"the audit of {mechanism.name}"):
-            return audit(data, neighbor), None
+            return audit(data, neighbor), view_note
     t0 = time.perf_counter()
     try:
         with deadline(None if timeout is None else timeout / 2, f"the audit (neighbour search) of {mechanism.name}"):
-            return audit(None, None), None
+            return audit(None, None), view_note
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
         why = (f"the neighbour search of {mechanism.name} did not finish within its half of the audit's time limit "
                f"of {timeout:g} s" if isinstance(exc, PhaseTimeout)
                else f"the neighbour search of {mechanism.name} ran out of memory")
         note = f"{why}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
+        note = note if view_note is None else f"{view_note}; {note}"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
     with deadline(rest, f"the audit of {mechanism.name}", limit=timeout):
         return audit(data, neighbor), note
