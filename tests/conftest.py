@@ -18,3 +18,5 @@ def pytest_configure(config):
 def _fresh_gate_cache(tmp_path, monkeypatch):
     """Each test gets its own gate cache directory: a result cached by one test is never reused by another."""
     monkeypatch.setenv("DPHARNESS_CACHE_DIR", str(tmp_path / "dpharness-cache"))
+    # the cache's signing key file lives under $XDG_CONFIG_HOME: a test never writes the real home
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
