@@ -204,22 +204,34 @@ def _direction(name: str, d: int) -> tuple[np.ndarray, np.ndarray]:
     h = max(1, d // 2)
     zero = np.zeros(d)
     if name == "one above":
-        v = zero.copy(); v[0] = 1; return zero, v
+        v = zero.copy()
+        v[0] = 1
+        return zero, v
     if name == "one below":
-        v = zero.copy(); v[0] = -1; return zero, v
+        v = zero.copy()
+        v[0] = -1
+        return zero, v
     if name == "one above rest below":
-        v = -np.ones(d); v[0] = 1; return zero, v
+        v = -np.ones(d)
+        v[0] = 1
+        return zero, v
     if name == "one below rest above":
-        v = np.ones(d); v[0] = -1; return zero, v
+        v = np.ones(d)
+        v[0] = -1
+        return zero, v
     if name == "half half":
-        v = -np.ones(d); v[:h] = 1; return zero, v
+        v = -np.ones(d)
+        v[:h] = 1
+        return zero, v
     if name == "all above":
         return zero, np.ones(d)
     if name == "all below":
         return zero, -np.ones(d)
     # x shape: D = [1..1, 0..0], D' = [0..0, 1..1]
-    base = zero.copy(); base[:h] = 1
-    other = zero.copy(); other[h:] = 1
+    base = zero.copy()
+    base[:h] = 1
+    other = zero.copy()
+    other[h:] = 1
     return base, other - base
 
 

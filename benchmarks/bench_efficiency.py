@@ -27,7 +27,6 @@ import os
 import platform
 import resource
 import sys
-import time
 
 import numpy as np
 

@@ -166,6 +166,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", parents=[common, modules], help="write proof/audit reports (Markdown + HTML)")
     report.add_argument("names", nargs="*", metavar="NAME", help="mechanisms (default: every built-in)")
+    report.add_argument("--own", action="store_true",
+                        help="report only the mechanisms the --module packages register (not the built-ins)")
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
     report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
     report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
@@ -808,10 +810,20 @@ def _failure_message(r, *, gallery: bool) -> str:
 
 def _cmd_report(args) -> int:
     from . import registry, report
+    from .errors import ParameterError
 
     _check_writable("--out", args.out)
 
-    names = args.names or list(registry.catalog(gallery=None))
+    if args.own and not args.modules:
+        raise ParameterError("--own reports the mechanisms of the --module packages; pass --module PKG as well.")
+    if args.names:
+        names = list(dict.fromkeys(args.names))
+    elif args.own:
+        from ._run import load_modules
+
+        names = load_modules(args.modules)  # the names they registered (remembered from the first import)
+    else:
+        names = list(registry.catalog(gallery=None))
     for name in names:
         registry.get(name)  # unknown names: ParameterError before any work
     if not names:

@@ -307,6 +307,25 @@ def _shows_formula(ob: Any) -> bool:
 
 # --------------------------------------------------------------------------- HTML
 
+_Z3_DETAIL = "; z3:"
+
+
+def _shown_detail(ob: Any) -> str:
+    """The checkers' words on an obligation: all of them when it is not discharged; when it is, only
+    the words of the checker(s) that discharged it (the kernel writes ``"<sympy's>; z3: <z3's>"``),
+    never the other one's failure to decide."""
+    detail = str(getattr(ob, "detail", "") or "")
+    if not ob.discharged or _Z3_DETAIL not in detail:
+        return detail
+    cut = detail.rindex(_Z3_DETAIL)
+    sympy_words, z3_words = detail[:cut].strip(), detail[cut + 2:].strip()
+    checker = str(getattr(ob, "checker", ""))
+    if checker == "z3":
+        return z3_words
+    if checker == "sympy":
+        return sympy_words
+    return detail
+
 def _esc(text: Any) -> str:
     return xml_text(str(text))
 
@@ -339,8 +358,9 @@ def _node_html(node: Node, levels: int) -> str:
         if _shows_formula(ob):
             body.append(f"<div>checked: {to_mathml(ob.formula, display='inline')}</div>")
         body.append(f"<div>justification: {_esc(ob.justification)}</div>")
-        if getattr(ob, "detail", ""):
-            body.append(f'<div class="dp-detail">{_esc(ob.detail)}</div>')
+        detail = _shown_detail(ob)
+        if detail:
+            body.append(f'<div class="dp-detail">{_esc(detail)}</div>')
         summary = (head + " " if head else "") + title + status
         return (f'<li><details class="{cls}"{opened}><summary>{summary}</summary>'
                 f'<div class="dp-body">{"".join(body)}</div></details></li>')

@@ -206,7 +206,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _expression_source(tokens: list[tuple[str, str]], names: dict[str, str]) -> str:
+def _expression_source(tokens: list[tuple[str, str]], names: dict[str, str], any_names: bool = False) -> str:
     """Python source for one side of a comparison, from whitelisted tokens only: identifiers become
     placeholders (``names``: placeholder -> original), ``|a|`` becomes ``Abs(a)``, ``^`` ``**``,
     ``{}`` brackets, and juxtaposition after a number or a closing bracket becomes ``*``. Two names
@@ -244,7 +244,7 @@ def _expression_source(tokens: list[tuple[str, str]], names: dict[str, str]) -> 
             src.append(_FUNCTION_ALIASES.get(tok, tok))
             role = "operator"  # a call: no implicit product before its bracket
         elif kind == "name":
-            if not _SYMBOLIC.match(tok) or tok.split("_")[0] in _WORDS:
+            if not any_names and (not _SYMBOLIC.match(tok) or tok.split("_")[0] in _WORDS):
                 raise _NotAFormula(f"{tok!r} is a word, not a symbol")
             ph = next((p for p, n in names.items() if n == tok), None)
             if ph is None:
@@ -276,10 +276,13 @@ def _expression_source(tokens: list[tuple[str, str]], names: dict[str, str]) -> 
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_formula(text: str) -> tuple | None:
+def parse_formula(text: str, *, any_names: bool = False) -> tuple | None:
     """A textual formula as sympy: a tuple ``(side, rel, side, rel, ...)`` of sympy expressions
     and the comparison operators between them (a chain ``y <= x <= x'`` has two), or None when
-    the text is not a formula built from the whitelisted tokens (see the module docstring)."""
+    the text is not a formula built from the whitelisted tokens (see the module docstring).
+
+    ``any_names``: accept every identifier (``loss``), not only the short symbolic ones; for text
+    that sympy printed, which holds no prose."""
     if not isinstance(text, str) or not text.strip() or len(text) > _MAX_TEXT:
         return None
     try:
@@ -309,7 +312,7 @@ def parse_formula(text: str) -> tuple | None:
         return None
     names: dict[str, str] = {}
     try:
-        sources = [_expression_source(s, names) for s in sides]
+        sources = [_expression_source(s, names, any_names) for s in sides]
     except _NotAFormula:
         return None
     exprs = []
@@ -343,12 +346,74 @@ def _parse_source(src: str, names: dict[str, str]):
 def _text_body(text: str) -> str:
     parsed = parse_formula(text)
     if parsed is None:
-        return _mtext(text)
+        printed = _printed_body(text)
+        return _mtext(text) if printed is None else printed
+    return _parsed_body(parsed)
+
+
+def _parsed_body(parsed: tuple) -> str:
     parts = [_sympy_body(parsed[0])]
     for rel, e in zip(parsed[1::2], parsed[2::2]):
         parts.append(f"<mo>{_REL_MO[rel]}</mo>")
         parts.append(_sympy_body(e))
     return "<mrow>" + "".join(parts) + "</mrow>"
+
+
+def _split_top(text: str, sep: str) -> list[str] | None:
+    """``text`` split on ``sep`` outside brackets; None when the brackets do not balance."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and text.startswith(sep, i):
+            out.append(text[start:i])
+            i = start = i + len(sep)
+            continue
+        i += 1
+    if depth:
+        return None
+    out.append(text[start:])
+    return out
+
+
+_PRINTED_REL = re.compile(r"(Eq|Ne)\((.*)\)", re.S)
+
+
+def _printed_relational(text: str) -> tuple | None:
+    """One relational as sympy prints it (``Eq(a, b)``, ``Ne(a, b)``, ``(a <= b)``), parsed."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")") and _split_top(text[1:-1], "\0") is not None:
+        text = text[1:-1].strip()
+    m = _PRINTED_REL.fullmatch(text)
+    if m is not None:
+        args = _split_top(m.group(2), ", ")
+        if args is None or len(args) != 2:
+            return None
+        text = f"{args[0]} {'=' if m.group(1) == 'Eq' else '!='} {args[1]}"
+    parsed = parse_formula(text, any_names=True)
+    return parsed if parsed is not None and len(parsed) > 1 else None
+
+
+def _printed_body(text: str) -> str | None:
+    """MathML for a checked formula as sympy printed it (a proof step keeps ``str(formula)``):
+    a relational or a conjunction ``a & b`` of them; None for anything else."""
+    if not isinstance(text, str) or len(text) > _MAX_TEXT or not text.strip():
+        return None
+    conjuncts = _split_top(text, " & ")
+    if conjuncts is None:
+        return None
+    parts = []
+    for c in conjuncts:
+        parsed = _printed_relational(c)
+        if parsed is None:
+            return None
+        parts.append(_parsed_body(parsed))
+    return parts[0] if len(parts) == 1 else "<mrow>" + "<mo>&#x2227;</mo>".join(parts) + "</mrow>"
 
 
 def split_formula(text: str) -> tuple[str, str | None]:
@@ -358,7 +423,7 @@ def split_formula(text: str) -> tuple[str, str | None]:
     if not isinstance(text, str) or len(text) > _MAX_TEXT:
         return text, None
     starts = [0] + [m.end() for m in re.finditer(r"(?<=\S)(?:: |\s+)", text)
-                     if not text[:m.start()].split()[-1].rstrip(":,") in _FUNCTIONS]
+                     if text[:m.start()].split()[-1].rstrip(":,") not in _FUNCTIONS]
     for start in sorted(set(starts)):
         tail = text[start:].strip()
         if not tail:

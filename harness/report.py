@@ -295,11 +295,28 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
 
 # --------------------------------------------------------------------------- rendering
 
+# a Sphinx cross-reference (":func:`mechanism`", ":class:`~dpharness.Check`", ":meth:`title <a.b>`")
+_SPHINX_ROLE = re.compile(r":(?:[A-Za-z]+:)?[A-Za-z]+:`(?:~?([^`<>]*?)\s*(?:<[^`>]*>)?)`")
+
+
+def _plain_roles(text: str) -> str:
+    """Sphinx roles and reST double backticks as Markdown code: ":func:`x`" -> "`x`", "``y``" -> "`y`"
+    (``~a.b`` shows ``b``, ``title <target>`` shows ``title``)."""
+    def code(m: re.Match) -> str:
+        shown = m.group(1).strip()
+        if m.group(0).find("~") >= 0:
+            shown = shown.rsplit(".", 1)[-1]
+        return f"`{shown}`"
+
+    return re.sub(r"``([^`]+)``", r"`\1`", _SPHINX_ROLE.sub(code, text))
+
+
 def _first_paragraph(text: str | None) -> str:
+    """A docstring's first paragraph on one line, its Sphinx roles shown as code."""
     if not text:
         return ""
     para = text.strip().split("\n\n")[0]
-    return " ".join(line.strip() for line in para.splitlines())
+    return _plain_roles(" ".join(line.strip() for line in para.splitlines()))
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,7 @@ class QuantileScore(P.Transformation):
         lt = np.searchsorted(x, c, side="left")           # #{x < c}, exact float comparisons
         gt = len(x) - np.searchsorted(x, c, side="right")  # #{x > c}
         a = self.alpha_exact
-        return tuple(-abs((1 - a) * int(l) - a * int(g)) for l, g in zip(lt.tolist(), gt.tolist()))
+        return tuple(-abs((1 - a) * int(lo) - a * int(g)) for lo, g in zip(lt.tolist(), gt.tolist()))
 
 
 # --------------------------------------------------------------------------- selections on a vector

@@ -74,7 +74,7 @@ __all__ = [
     "laplace", "discrete_laplace", "gaussian", "discrete_gaussian", "geometric", "truncated_geometric",
     "LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner", "rappor",
     "quantile", "quantile_score", "exponential", "report_noisy_max", "above_threshold", "query",
-    "bound_contributions", "group_by", "partition_select", "AddRemoveUser",
+    "bound_contributions", "group_by", "partition_select", "AddRemoveUser",  # noqa: F822 (module __getattr__)
     "compose", "post", "parallel", "repeat", "poisson_sample", "PoissonSample", "Repeat",
     "map_records", "clip_norm", "iterate", "MapRecords", "ClipNorm", "Iterate",
     "mechanism", "PartsMechanism", "Composite", "COMPOSITE_SEALED",
@@ -1729,8 +1729,9 @@ class PartsMechanism(Mechanism):
                 "relation": self.relation.describe()}
 
     def source_hash(self) -> str:
-        """SHA-256 of the structure and the source of every post-processing function."""
-        h = hashlib.sha256(repr((self.label, self.steps.describe(), self.records, self.relation, self.shape,
+        """SHA-256 of the structure (every field of every node, in full: a description may abbreviate,
+        e.g. a long candidate list) and the source of every user function."""
+        h = hashlib.sha256(repr((self.label, _canonical(self.steps), self.records, self.relation, self.shape,
                                  self.dim, self.size, self.claim)).encode())
         for fn in _post_functions(self.steps) + _query_functions(self.steps):
             try:
@@ -1741,6 +1742,27 @@ class PartsMechanism(Mechanism):
 
     def describe(self) -> str:
         return f"{self.label}: {self.steps.describe()} claiming {self.claim.describe()}"
+
+
+def _canonical(value: Any) -> Any:
+    """A full, deterministic description of a structure for hashing: every dataclass field of every
+    node (functions by name only: their source is hashed separately), arrays and sequences in full."""
+    import dataclasses
+
+    if callable(value) and not isinstance(value, Step):
+        return ("fn", getattr(value, "__qualname__", type(value).__qualname__))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__qualname__,
+                tuple((f.name, _canonical(getattr(value, f.name))) for f in dataclasses.fields(value)))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(repr(_canonical(v)) for v in value)))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), repr(_canonical(v))) for k, v in value.items())))
+    return repr(value)
 
 
 def _check_types(step: Any) -> None:

@@ -148,7 +148,8 @@ def report_noisy_max(n: int, scale: Any, sensitivity: Any, epsilon: Any, *, nois
     exponential noise in its support; cost ``|s_i|/b <= 2Δ/b``."""
     t0 = time.perf_counter()
     b, d, eps = sp.sympify(scale), sp.sympify(sensitivity), sp.sympify(epsilon)
-    bz, dz, ez = _rv(b), _rv(d), _rv(eps)
+    bz, dz = _rv(b), _rv(d)
+    _rv(eps)  # refuses an irrational ε
     cost_bound = 2 * d / b
     obligations: list[Obligation] = [triangle_lemma()] if noise == "laplace" else []
     holds = True
@@ -231,7 +232,8 @@ def sparse_vector(n: int, c: int, rho_scale: Any, nu_scale: Any, sensitivity: An
     <= Δ/rho_scale + c(2Δ/nu_scale + Δ/value_scale)``."""
     t0 = time.perf_counter()
     d, eps = sp.sympify(sensitivity), sp.sympify(epsilon)
-    dz, ez = _rv(d), _rv(eps)
+    dz = _rv(d)
+    _rv(eps)  # refuses an irrational ε
     brho = sp.sympify(rho_scale)
     answers = c if cutoff else n
     per_top = (0 if nu_zero else 2 * d / sp.sympify(nu_scale))

@@ -278,7 +278,7 @@ class LaplaceProfile:
         if not confirm_violation(p, q, eps, delta):
             return None
         w = Witness(data=data, neighbor=neighbor, event=ev, loss=float(sp.N(sp.log(p) - sp.log(q), 20)),
-                    description=f"the half-line {{loss > ε}} of the dominating pair")
+                    description="the half-line {loss > ε} of the dominating pair")
         return w, f"P_D(S) - e^ε P_D'(S) = {_show(d_expr)} > δ = {fmt(delta)} for S = {ev.description}"
 
 

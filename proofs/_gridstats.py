@@ -27,7 +27,7 @@ from dpharness.core import AddRemove, Substitute, exact
 
 from . import _lemmas as lemmas
 from ._common import LaplaceProfile, judge_pure
-from ._kernel import ProofBuilder, discharge, exact_sign, sym
+from ._kernel import ProofBuilder, discharge, sym
 from ._model import Proof
 from .laplace import laplace_l1_steps
 

@@ -37,7 +37,6 @@ import contextlib
 import itertools
 import time
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Iterable, Iterator, Sequence
 
 import mpmath

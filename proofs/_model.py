@@ -8,11 +8,9 @@ undischarged obligation is at best UNPROVEN."""
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy as sp
 
 from dpharness._json import jsonable as _jsonable
 from dpharness.core import Claim, Mechanism, Witness

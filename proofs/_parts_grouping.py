@@ -245,7 +245,8 @@ def judge(pb: Any, prof: A.Account, m: P.PartsMechanism) -> tuple[sp.Expr | None
             w, p_release = witness
             pb.refute(w, f"P_D(S) = 0 and P_D'(S) = {p_release} > 0 for S = {w.event.description}: no finite ε")
         return None, None
-    eps_c, delta_c = exact(claim.epsilon), exact(claim.delta)
+    exact(claim.epsilon)  # read exactly (raises on a non-exact claim)
+    delta_c = exact(claim.delta)
     if prof.eps is None:
         pb.add([Obligation("every part beside the partition selection is pure DP", sp.false,
                            "(ε, δ) parts are composed here by basic composition of pure parts and selections only",

@@ -373,12 +373,12 @@ def _build(noise: _Noise, D: int, q: Fraction, w: float, pessimistic: bool = Tru
         q0, pd = noise.masses(a[keep], c[keep]), noise.masses(a[keep] - D, c[keep] - D)
         bw.groups(idx[keep], q0, mixer.mix(q0, pd))
     for L, q0, pd in noise.points():
-        l = loss(L)
+        loss_y = loss(L)
         q0a = (np.array([_down(q0[0])]), np.array([_up(q0[1])]))
         pda = (np.array([_down(pd[0])]), np.array([_up(pd[1])]))
         m = mixer.mix(q0a, pda)
-        fw.groups(np.array([int(mpmath.floor(l / wm))]), m, q0a)
-        bw.groups(np.array([int(mpmath.floor(-l / wm))]), q0a, m)
+        fw.groups(np.array([int(mpmath.floor(loss_y / wm))]), m, q0a)
+        bw.groups(np.array([int(mpmath.floor(-loss_y / wm))]), q0a, m)
     (q0_below, pd_below), (q0_above, pd_above) = noise.tails()
     if q0_below or q0_above:
         seg_lo, seg_hi = noise.segments()[0], noise.segments()[-1]

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from dpharness.core import AddRemove, Substitute, exact
+from dpharness.core import AddRemove, exact
 
 from . import _lemmas as lemmas
 from ._common import check_law_ratio, judge_pure

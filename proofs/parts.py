@@ -148,7 +148,7 @@ class _Walk:
         g = m.g
         d1, d2, how = P.grid_steps(space, d, g)
         if d.l1 != 0:
-            self.fact(path, f"the sampler saturates each rounded centre to [−2**52, 2**52] grid steps: "
+            self.fact(path, "the sampler saturates each rounded centre to [−2**52, 2**52] grid steps: "
                             "|sat(c) − sat(c')| <= |c − c'| per coordinate, so the bounds below hold for the saturated centres",
                       "saturation (clamping to an interval) is 1-Lipschitz")
         if how == "zero":

@@ -49,7 +49,7 @@ def prove(m: Mechanism) -> Proof:
     lname, lam_v = _lam(m)
     lam, B = param(lam_v), param(m.B)
     delta = param(getattr(m, "sensitivity", 1))
-    eps = param(m.claim.epsilon)
+    param(m.claim.epsilon)  # read exactly (raises on a non-exact claim)
     # the smallest power of two >= λ, exactly
     k = int(sp.floor(sp.log(lam, 2)))
     while sp.Integer(2) ** k < lam:
@@ -69,7 +69,7 @@ def prove(m: Mechanism) -> Proof:
     with pb.phase("side conditions"):
         pb.evaluate("Λ is the smallest power of two >= λ", sp.And(sp.Ge(Lam, lam), sp.Lt(Lam / 2, lam)), "exact")
         pb.evaluate(f"side condition λ < B (in units of Δ: {lam_u} < {B_u})", sp.Lt(lam_u, B_u), "exact")
-        pb.evaluate(f"side condition B < 2^46 λ (in units of Δ)", sp.Lt(B_u, sp.Integer(2) ** 46 * lam_u), "exact")
+        pb.evaluate("side condition B < 2^46 λ (in units of Δ)", sp.Lt(B_u, sp.Integer(2) ** 46 * lam_u), "exact")
         mLam = getattr(m, "Lam", None) or getattr(m, "Lambda", None) or getattr(m, "big_lambda", None)
         if mLam is not None:
             mv = mLam() if callable(mLam) else mLam

@@ -235,7 +235,7 @@ def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: boo
             c1 = float(np.log(probs(data[:a], codes))[0])
             c2 = float(np.log(probs(neighbor[:a], codes))[0])
         agree = abs(c1 - float(log_mpf(P1))) < 1e-6 * max(1.0, abs(c1))
-        pb.note(f"witness cross-check with the mechanism's pattern probabilities (quadrature"
+        pb.note("witness cross-check with the mechanism's pattern probabilities (quadrature"
                 + (f", n_queries = {a}" if a < n else "") + "): pattern loss ≈ "
                 f"{c1 - c2:.6g}" + ("" if agree else " -- DISAGREES with the closed form"))
         if not agree:

@@ -50,7 +50,7 @@ def prove(m: Mechanism) -> Proof:
     b = param(m.scale)
     d = param(getattr(m, "sensitivity", 1))
     dim = int(getattr(m, "dim", 1) or 1)
-    eps = param(m.claim.epsilon)
+    param(m.claim.epsilon)  # read exactly (raises on a non-exact claim)
     pb.precondition(f"neighbour relation: {m.input_spec.relation.describe()}")
     pb.precondition(f"parameters: scale b = {b}, sensitivity Δ = {d}, dim = {dim}")
     pb.precondition("numeric model of the IMPLEMENTATION: IEEE-754 binary64 (Mironov 2012); the ideal-reals "

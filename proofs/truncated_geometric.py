@@ -17,7 +17,7 @@ from dpharness.core import exact
 
 from . import _lemmas as lemmas
 from ._common import check_law, judge_pure
-from ._kernel import ProofBuilder, bounded_by, slack, sym
+from ._kernel import ProofBuilder, bounded_by, sym
 from ._model import Proof
 from dpharness.mechanisms import truncated_geometric as _mechs
 from dpharness.proof_registry import proves
@@ -62,7 +62,6 @@ def prove(mechanism) -> Proof:
         pb.add(lemmas.triangle_inequality())
         d, _ = bounded_by(1, "s")
         pb.check("with |x - x'| = 1 - s (s >= 0): L·|x - x'| <= L", sp.Le(L * d, L), "slack substitution, L > 0")
-        t = slack("t")
         pb.check("y = 0: ln P(0|x) - ln P(0|x') = L(x' - x) <= L·|x - x'|",
                  sp.Eq(sp.expand_log(sp.log(a ** x / (1 + a)) - sp.log(a ** x2 / (1 + a))), L * (x2 - x)), "expand_log")
         pb.check("y = n: ln P(n|x) - ln P(n|x') = L(x - x') <= L·|x - x'|",

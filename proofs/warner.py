@@ -11,7 +11,7 @@ import sympy as sp
 from dpharness.core import exact
 
 from ._common import check_law, judge_pure
-from ._kernel import ProofBuilder, exact_sign, slack, sym
+from ._kernel import ProofBuilder, exact_sign, slack
 from ._model import Proof
 from dpharness.mechanisms import warner as _mechs
 from dpharness.proof_registry import proves

@@ -69,7 +69,6 @@ def fake_prove(mechanism: Coin) -> Proof:
     L = exact(mechanism.log_odds)
     eps = exact(mechanism.claim.epsilon)
     holds = bool(L <= eps)
-    x = sp.Symbol("x")
     steps = (
         Obligation("privacy loss at output x", sp.Abs(sp.log(sp.exp(L) / 1)), "algebra: ratio of pmfs", "sympy", True),
         Obligation("bound <= claimed ε", sp.Le(L, eps), "comparison of exact rationals", "exact", holds,

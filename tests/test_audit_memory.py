@@ -12,7 +12,6 @@ import pickle
 import tracemalloc
 from concurrent.futures import Future
 
-import numpy as np
 import pytest
 
 from dpharness.auditors import _runner

@@ -6,7 +6,6 @@ auditor, over the seed) in its docstring and failure message."""
 
 from __future__ import annotations
 
-import io
 import math
 import random
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dpharness
-from dpharness import AddRemove, ApproxDP, ParameterError, PureDP, Substitute
+from dpharness import ApproxDP, ParameterError, PureDP, Substitute
 from dpharness.mechanisms.clamped import ClampedCount, ClampedMean, ClampedSum, ClampedSumUnclamped
 from dpharness.mechanisms.discrete_laplace import DiscreteLaplace
 from dpharness.mechanisms.histogram import NoisyHistogram, NoisyHistogramScaleBug

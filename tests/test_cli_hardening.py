@@ -9,8 +9,6 @@ import re
 import shlex
 import subprocess
 import sys
-import textwrap
-from fractions import Fraction
 
 import pytest
 
@@ -256,7 +254,7 @@ def test_cache_key_follows_the_numeric_libraries(monkeypatch):
 def test_list_marks_audit_only_entries(fakes, capsys, monkeypatch):
     monkeypatch.setattr(registry, "_AUDIT_ONLY", {"fake_coin"})
     _, out, _ = run(capsys, "list")
-    line = next(l for l in out.splitlines() if l.startswith("fake_coin "))
+    line = next(ln for ln in out.splitlines() if ln.startswith("fake_coin "))
     assert "audit-only" in line
     _, out, _ = run(capsys, "--json", "list")
     import json

@@ -13,7 +13,7 @@ import pytest
 import sympy as sp
 
 import dpharness
-from dpharness import ApproxDP, BoundedChange, PureDP, exact, prove
+from dpharness import ApproxDP, BoundedChange, exact, prove
 from dpharness.errors import ParameterError
 from dpharness.mechanisms import _noise
 from dpharness.mechanisms.clamped import ClampedCount, ClampedSum

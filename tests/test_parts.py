@@ -513,3 +513,24 @@ def test_local_extreme_pairs_are_valid_neighbours():
 def test_bad_local_declarations_name_the_argument(build, match):
     with pytest.raises(dpharness.ParameterError, match=match):
         build()
+
+
+def test_the_source_hash_reads_every_parameter_in_full():
+    """Two candidate lists that a description abbreviates alike must not share a gate-cache key (a stale
+    verdict would be reused); the same declaration hashes the same in any process (no object addresses)."""
+    import subprocess
+    import sys
+
+    def m(c):
+        return dp.mechanism(name="q", records=RealInterval(0, 120), relation=AddRemove(),
+                            steps=dp.clamp(0, 120) >> dp.quantile(0.5, candidates=c, scale=2), claim=PureDP(1))
+
+    a, b = m([0, 1, 2, 50, 119, 120]), m([0, 1, 3, 50, 119, 120])
+    assert a.steps.describe() == b.steps.describe()
+    assert a.source_hash() != b.source_hash()
+    code = ("from dpharness import AddRemove, PureDP, RealInterval, parts as dp\n"
+            "m = dp.mechanism(name='q', records=RealInterval(0, 120), relation=AddRemove(), steps=dp.clamp(0, 120) >> "
+            "dp.quantile(0.5, candidates=[0, 1, 2, 50, 119, 120], scale=2) >> dp.post(round), claim=PureDP(1))\n"
+            "print(m.source_hash())")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    assert len(runs) == 1

@@ -228,7 +228,7 @@ def _law(data, keys, k, m, T, t, width=40, ell=None):
         w = math.prod(p for _, p in combo)
         counts = [sum(1 for ks, _ in combo if key in ks) for key in keys]
         laws = [_key_law(c, T, t, width) for c in counts]
-        for ys in itertools.product(*[list(l.items()) for l in laws]):
+        for ys in itertools.product(*[list(law.items()) for law in laws]):
             y = tuple(v for v, _ in ys)
             out[y] = out.get(y, 0) + w * math.prod(p for _, p in ys)
     return out
@@ -301,7 +301,7 @@ def _law_with_count(data, keys, k, m, T, t, tp, width):
                     for z in range(records_here - width, records_here + width + 1):
                         law[(y, z)] = law.get((y, z), 0) + py * _dlap(z - records_here, tp)
             laws.append(law)
-        for ys in itertools.product(*[list(l.items()) for l in laws]):
+        for ys in itertools.product(*[list(law.items()) for law in laws]):
             y = tuple(v for v, _ in ys)
             out[y] = out.get(y, 0) + w * math.prod(p for _, p in ys)
     return out

@@ -14,7 +14,6 @@ prover walks.
 from __future__ import annotations
 
 import itertools
-import math
 from fractions import Fraction
 
 import numpy as np

@@ -28,7 +28,7 @@ def _atoms_delta(atoms, eps) -> mpmath.mpf:
     """δ(ε) = Σ p·max(0, 1 − e^{ε − l}) over (loss l, P-mass p) atoms, at 50 digits."""
     with mpmath.workdps(50):
         e = mpmath.mpf(eps)
-        return mpmath.fsum(p * (1 - mpmath.exp(e - l)) for l, p in atoms if l > e)
+        return mpmath.fsum(p * (1 - mpmath.exp(e - lo)) for lo, p in atoms if lo > e)
 
 
 def _dl_pmf(t: Fraction, K: int):
@@ -78,9 +78,9 @@ def _merge(atoms):
     """Merge atoms of equal loss (to 30 digits) to keep brute-force convolutions small."""
     acc: dict = {}
     with mpmath.workdps(50):
-        for l, p in atoms:
-            key = mpmath.nstr(l, 30)
-            acc[key] = (l, acc.get(key, (l, 0))[1] + p)
+        for loss, p in atoms:
+            key = mpmath.nstr(loss, 30)
+            acc[key] = (loss, acc.get(key, (loss, 0))[1] + p)
     return list(acc.values())
 
 

@@ -4,9 +4,17 @@ Deterministic (sympy, z3, exact evaluation); no statistical tests here."""
 
 from __future__ import annotations
 
-import sympy as sp
-import pytest
+import dataclasses
+import math
+from fractions import Fraction
 
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings, strategies as st
+
+from dpharness.core import ApproxDP, PureDP, RenyiDP, Substitute
+from dpharness.proofs import prove
 from dpharness.proofs import _kernel as K
 from dpharness.proofs import _lemmas as L
 from dpharness.proofs._model import Verdict
@@ -153,14 +161,6 @@ def test_gaussian_profile_matches_balle_wang_numerically():
 
 # --------------------------------------------------------------------------- proofs of the simple mechanisms
 
-import dataclasses
-import math
-
-import numpy as np
-
-from dpharness.core import ApproxDP, PureDP, RenyiDP, Substitute, AddRemove
-from dpharness.proofs import prove
-
 
 def _simple():
     """(id, factory, noise mutations) — a mutation is (field, factor) making the noise 10% weaker."""
@@ -288,10 +288,6 @@ def test_laplace_grid_rounding_accounted_in_dimension_two():
 
 
 # --------------------------------------------------------------------------- property tests
-
-from fractions import Fraction
-
-from hypothesis import given, settings, strategies as st
 
 _rationals = st.fractions(min_value=Fraction(1, 20), max_value=Fraction(5), max_denominator=40)
 

@@ -13,7 +13,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import dpharness
 from dpharness import (
     AddRemove, ApproxDP, Finite, IntegerRange, Mechanism, ParameterError, PureDP, RealBox, RealInterval, RenyiDP,
     Substitute, parts as dp, prove,
