@@ -1,5 +1,5 @@
 """Property test of the accounting (issue 15): random compositions of Laplace and Gaussian counts,
-Poisson-subsampled or not and repeated, proved against an independent accountant, Google's
+Poisson-subsampled or not and repeated, and of k-ary randomized response on one record, proved against an independent accountant, Google's
 dp_accounting (installed by the test extra): its pessimistic PLD (connect the dots) bounds ε(δ) from
 above and its optimistic PLD (privacy buckets) from below, both at discretisation 1e-4. The proven
 ε(δ) must be PROVED at 1% above the pessimistic reference and never at 0.5% below the optimistic one.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dpharness import AddRemove, ApproxDP, RealInterval, parts as dp, prove
+from dpharness import AddRemove, ApproxDP, Finite, RealInterval, Substitute, parts as dp, prove
 from dpharness.proofs import Verdict
 
 dp_accounting = pytest.importorskip("dp_accounting", reason="the test extra installs dp-accounting")
@@ -70,3 +70,47 @@ def test_random_compositions_agree_with_an_independent_accountant(leaves, delta)
 @given(_COMPOSITIONS, st.sampled_from([1e-5, 1e-6, 1e-3]))
 def test_many_random_compositions_agree_with_an_independent_accountant(leaves, delta):
     _check(leaves, delta)
+
+
+_RR = st.tuples(st.sampled_from([2, 4, 10]),
+                st.lists(st.tuples(st.sampled_from([0.9, 0.6, 0.3]), st.sampled_from([1, 3, 20])), min_size=1, max_size=2))
+
+
+def _rr_check(drawn, delta):
+    """k-ary randomized response composed on one record (local DP, any two records neighbours):
+    dp_accounting's RR with noise parameter p (true value w.p. 1 − p + p/k) is ours with log-odds
+    L = ln((1 − p + p/k)·k/p), the float nearest it."""
+    import math
+
+    k, leaves = drawn
+    refs = []
+    for pessimistic in (False, True):
+        total = None
+        for p, times in leaves:
+            one = pldm.from_randomized_response(p, k, pessimistic_estimate=pessimistic, value_discretization_interval=1e-4)
+            one = one.self_compose(times) if times > 1 else one
+            total = one if total is None else total.compose(one)
+        refs.append(total.get_epsilon_for_delta(delta))
+    lo, hi = refs
+
+    def mech(eps):
+        parts = [dp.randomized_response(math.log((1 - p + p / k) * k / p)) for p, _ in leaves]
+        parts = [dp.repeat(times, part) if times > 1 else part for part, (_, times) in zip(parts, leaves)]
+        return dp.mechanism(name="rr_drawn", records=Finite(tuple(range(k))), relation=Substitute(), input="record",
+                            steps=dp.compose(*parts) if len(parts) > 1 else parts[0], claim=ApproxDP(eps, delta))
+
+    assert prove(mech(hi * 1.01 + 1e-3)).verdict is Verdict.PROVED, f"{drawn}: not PROVED 1% above {hi}"
+    assert prove(mech(lo * 0.995)).verdict is not Verdict.PROVED, f"{drawn}: PROVED below {lo}"
+
+
+@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(_RR, st.sampled_from([1e-5, 1e-3]))
+def test_randomized_response_compositions_agree_with_an_independent_accountant(leaves, delta):
+    _rr_check(leaves, delta)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(_RR, st.sampled_from([1e-5, 1e-6, 1e-3]))
+def test_many_randomized_response_compositions_agree_with_an_independent_accountant(leaves, delta):
+    _rr_check(leaves, delta)
