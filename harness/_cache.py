@@ -377,23 +377,43 @@ def store(directory: str, k: str, result: Any, signing: SigningKey) -> None:
                                       "check": check})
 
 
+_WARNED_DIRS: set[str] = set()  # directories already warned about in this process (one line each)
+
+
+def _warn_unwritable(directory: str, exc: OSError) -> None:
+    """One warning line per directory per process: the cache could not be written there, and why."""
+    where = os.path.abspath(directory)
+    if where in _WARNED_DIRS:
+        return
+    _WARNED_DIRS.add(where)
+    why = exc.strerror or (os.strerror(exc.errno) if exc.errno else "") or str(exc) or type(exc).__name__
+    sys.stderr.write(f"dpharness: warning: cannot write the cache in {where} ({why}): results are not cached; "
+                     "the gate goes on.\n")
+
+
 def _write_json(path: str, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (a temporary file, then a rename); a directory that
-    cannot be written (a read-only checkout) is skipped: the gate runs without the cache."""
+    cannot be written (read-only, a full disk) is skipped with one warning line: the gate runs without
+    the cache. The temporary file never outlives the call, whatever the write raised."""
     import secrets
 
     tmp = path + f".{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    replaced = False
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         # a new file, never through a link planted at the temporary name by whoever can write the cache
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w", encoding="utf-8") as fh:
             json.dump(obj, fh, sort_keys=True)
         os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        replaced = True
+    except OSError as exc:
+        _warn_unwritable(os.path.dirname(path) or ".", exc)
+    finally:
+        if not replaced:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 # --------------------------------------------------------------------------- scheduling hints

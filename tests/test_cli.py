@@ -485,3 +485,36 @@ def test_report_module_in_worker_processes(capsys, tmp_path, monkeypatch):
     assert code == 0, out + err
     assert (out_dir / "project_count.md").exists() and (out_dir / "project_count.html").exists()
     assert "PROVED" in (out_dir / "project_count.md").read_text()
+
+
+def test_report_own_reports_only_the_module_mechanisms(fakes, capsys, tmp_path, monkeypatch):
+    """`report --own --module PKG`: the mechanisms PKG registers, not the built-ins (as `gate --own`);
+    `--own` without `--module` is a usage error."""
+    from dpharness import report
+
+    monkeypatch.setattr(report, "CURVE_SIZES", (500,))
+    monkeypatch.setattr(report, "PLOT_SAMPLES", 500)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "own_report_pkg.py").write_text(textwrap.dedent('''
+        from dataclasses import dataclass
+        from typing import ClassVar
+
+        import dp_fakes
+        from dpharness import register
+
+
+        @register
+        @dataclass(frozen=True, kw_only=True)
+        class OwnCoin(dp_fakes.Coin):
+            """The fake coin under the project's own name."""
+
+            name: ClassVar[str] = "own_coin"
+    '''))
+    monkeypatch.syspath_prepend(str(src))
+    code, out, err = run(capsys, "--json", "report", "--own", "--module", "own_report_pkg", "--out",
+                         str(tmp_path / "r"), "--jobs", "1", "--samples", "1000")
+    assert code == 0, err
+    assert [r["name"] for r in json.loads(out)["reports"]] == ["own_coin"]
+    code, _, err = run(capsys, "report", "--own", "--out", str(tmp_path / "r2"))
+    assert code == 2 and "--module" in err

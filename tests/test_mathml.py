@@ -154,3 +154,30 @@ def test_import_is_lazy():
             "assert 'sympy' not in sys.modules, 'sympy imported'; "
             "dpharness.mathml.to_mathml('x <= 1'); assert 'sympy' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_d, _e, _x, _y, _loss, _xp = sp.symbols("delta_total eps_total x y loss x'")
+
+
+@pytest.mark.parametrize("expr", [
+    sp.And(sp.Eq(_d, 0), sp.Eq(_e, 1)),
+    sp.And(sp.Le(-1, _x * _y), sp.Le(_x * _y, 1)),
+    sp.Eq(_loss, sp.Rational(9, 2)),
+    sp.Eq(sp.log(sp.exp(-sp.Abs(_x - _y))) - sp.log(sp.exp(-sp.Abs(_xp - _y))), sp.Abs(_xp - _y) - sp.Abs(_x - _y),
+          evaluate=False),
+    sp.Ne(_x, _y),
+])
+def test_a_formula_as_sympy_printed_it_is_mathml(expr):
+    """A proof step keeps its checked formula as ``str(formula)`` (the cache's JSON form): that text is
+    rendered as maths, the same as the expression itself, never as raw sympy in ``<mtext>``."""
+    markup = to_mathml(str(expr), display="inline")
+    assert "<mtext>" not in markup, markup
+    assert "Eq(" not in markup and "&amp;" not in markup
+    _parse(markup)
+    if isinstance(expr, sp.And):
+        assert "&#x2227;" in markup  # ∧ between the conjuncts
+
+
+@pytest.mark.parametrize("text", ["Eq(a, b, c)", "Eq(x, 1) & prose here", "(x <= 1", "Eq(__import__('os'), 1)"])
+def test_printed_form_that_is_not_a_formula_stays_text(text):
+    assert "<mtext>" in to_mathml(text)

@@ -143,3 +143,40 @@ def test_committed_reports_have_no_orphans_and_an_index():
     html_index = open(os.path.join(REPORTS, "index.html"), encoding="utf-8").read()
     for name in names:
         assert f"]({name}.md)" in index and f'href="{name}.html"' in html_index, name
+
+
+@pytest.mark.parametrize("doc, shown", [
+    ("A mechanism declared from parts (:func:`mechanism`). Its sampler", "(`mechanism`). Its sampler"),
+    ("See :class:`~dpharness.pipeline.Check` and :py:meth:`the run <a.b>`.", "See `Check` and `the run`."),
+    ("Uses ``rng`` only.", "Uses `rng` only."),
+])
+def test_docstring_roles_are_shown_as_code(doc, shown):
+    """A Sphinx role in a mechanism's docstring reaches the page as code, never as ":func:`...`"."""
+    got = report._first_paragraph(doc)
+    assert shown in got and ":func:" not in got and ":class:" not in got
+
+
+def test_discharged_obligation_shows_only_the_checker_that_discharged_it():
+    from types import SimpleNamespace
+
+    from dpharness.derivation import _shown_detail
+
+    detail = "sympy could not decide the sign of c - m (None is a failure); z3: negation unsat"
+    assert _shown_detail(SimpleNamespace(discharged=True, checker="z3", detail=detail)) == "z3: negation unsat"
+    both = "sympy: sign of 1 is 1; z3: negation unsat"
+    assert _shown_detail(SimpleNamespace(discharged=True, checker="sympy+z3", detail=both)) == both
+    bad = "NOT DISCHARGED: sympy could not decide x (None is a failure); z3: unknown (timeout)"
+    assert _shown_detail(SimpleNamespace(discharged=False, checker="sympy", detail=bad)) == bad
+
+
+def test_committed_reports_show_no_raw_sympy_roles_or_checker_chatter():
+    """The committed pages: checked formulas as MathML (no ``<mtext>Eq(``), no Sphinx role, and no
+    checker's failure to decide on an obligation another checker discharged."""
+    for page in sorted(os.listdir(REPORTS)):
+        if not page.endswith(".html"):
+            continue
+        text = open(os.path.join(REPORTS, page), encoding="utf-8").read()
+        assert "<mtext>Eq(" not in text and "<mtext>Ne(" not in text, page
+        assert ":func:`" not in text and ":class:`" not in text, page
+        for detail in re.findall(r'<div class="dp-detail">([^<]*)</div>', text):
+            assert "None is a failure" not in detail or detail.startswith("NOT DISCHARGED"), (page, detail)
