@@ -351,3 +351,27 @@ def test_exponential_mechanism_sampler_is_exact_categorical():
     assert stats.chi2.sf(chi2, 4) > 1e-4
     one = categorical_exp([Fraction(0)], 10, np.random.default_rng(1))
     assert (one == 0).all()
+
+
+@pytest.mark.statistical
+def test_the_truncated_acceptance_step_accepts_with_exactly_e_to_the_minus_x():
+    """The discrete Laplace's second geometric accepts B with probability e^{-B/t} through a 10-bit coin
+    and, when the coin is 1023, V < p' = 1 + 1024·expm1(−x). At x = 1023/2^20 (just below the step's
+    2^-10 bound) p' = 0.001464: 2·10^5 draws with the coin at 1023 accept about 293 times (sd 17);
+    accepting with e^{-1.01x} instead would make p' negative and accept none. Bounds 200..400: the
+    false-failure rate is below 1e-7 (fixed seed)."""
+    from fractions import Fraction
+
+    from dpharness.mechanisms._exact import _truncated_accept
+
+    n = 200_000
+    t = Fraction(2 ** 20)
+    b = np.full(n, 1023, dtype=np.int64)
+    coin = np.full(n, 1023, dtype=np.int64)
+    accepted = int(_truncated_accept(b, coin, t, np.random.default_rng(20261126)).sum())
+    x = 1023 / 2 ** 20
+    expected = n * (1 + 1024 * math.expm1(-x))
+    assert abs(expected - 292.8) < 1
+    assert 200 <= accepted <= 400, f"{accepted} acceptances, expected about {expected:.0f} (false-failure rate < 1e-7)"
+    # a coin below 1023 always accepts (U < 1 − 2^-10 < e^{-x})
+    assert _truncated_accept(b[:1000], np.full(1000, 1022, dtype=np.int64), t, np.random.default_rng(1)).all()
