@@ -252,6 +252,27 @@ class Check:
     mechanism: Any = field(default=None, compare=False, repr=False)
     proof_object: Any = field(default=None, compare=False, repr=False)
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the gate's judgement and the sandwich (audit lower bound <= proven <= claimed)."""
+        from ._html import card
+
+        o = self.outcome
+        badge = "PASS" if o.passed else ("TIMEOUT" if not o.decided else "FAIL")
+        s = self.sandwich
+
+        def num(x: float | None) -> str:
+            return "?" if x is None else f"{x:.6g}"
+
+        return card(f"check of {self.name}", badge, "good" if o.passed else "bad", [
+            ("claim", self.claim),
+            ("sandwich", f"audit {num(s.lower)} <= proven {num(s.proven)} <= claimed {num(s.claimed)}"),
+            ("proof", None if self.proof is None else self.proof.verdict),
+            ("audit", None if self.audit is None else ("passed" if self.audit.passed else "violation certified")),
+            ("error", self.error or self.proof_error or self.audit_error),
+            ("note", self.audit_note), ("cached", self.cached or None),
+            ("seconds", f"{self.timings.total:.3g}"),
+        ])
+
     @property
     def outcome(self) -> Outcome:
         return pass_rule(buggy=bool(self.buggy), policy=self.policy,

@@ -71,6 +71,21 @@ class Proof:
     def holds(self) -> bool:
         return self.verdict is Verdict.PROVED
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, the bounds and the derivation (every obligation, how it was checked)."""
+        from dpharness._html import card
+
+        tone = {Verdict.PROVED: "good", Verdict.REFUTED: "bad"}.get(self.verdict, "neutral")
+        steps = [f"{'✓' if o.discharged else '✗'} {o.statement} — {o.checker}: {o.justification}" for o in self.steps]
+        w = self.witness
+        return card(f"proof of {self.mechanism.name}", self.verdict.value, tone, [
+            ("claim", self.claim.describe()),
+            ("derived bound", None if self.bound != self.bound else f"{self.bound:.6g} ({self.bound_expr})"),
+            ("derived δ", self.delta_bound),
+            ("witness", None if w is None else w.description),
+            ("seconds", None if "total" not in self.timings else f"{self.timings['total']:.3g}"),
+        ], [("assumptions", self.assumptions), ("derivation", steps), ("notes", self.notes)])
+
     def to_dict(self) -> dict:
         w = self.witness
         return {
