@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpharness.core import AddRemove, BoundedChange, Deferred, DiscreteLaw, FunctionLaw, RealBox
+from dpharness.core import AddRemove, BoundedChange, Deferred, DiscreteLaw, FunctionLaw, IntegerRange, RealBox
 from dpharness.errors import UnsupportedError
 
 from . import parts as P
@@ -420,11 +420,19 @@ def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
         dim = int(m.dim)
         delta = Fraction(m.relation.sensitivity)
         x = np.zeros(dim)
-        y = np.zeros(dim)
+        if isinstance(m.records, IntegerRange):
+            # integer coordinates: the largest whole step within the sensitivity (>= 1, refused below),
+            # from a point of the domain, towards its inside
+            lo, hi = int(m.records.lo), int(m.records.hi)
+            x[:] = min(max(0, lo), hi)
+            delta = Fraction(math.floor(delta))
+            if x[0] + delta > hi:
+                delta = -delta
+        y = x.copy()
         if m.relation.norm == "linf":
-            y[:] = float(delta)
+            y[:] = x + float(delta)
         else:
-            y[0] = float(delta)
+            y[0] = x[0] + float(delta)
         grids = {Fraction(leaf.granularity) for leaf in P.measurement_leaves(m.steps)}
         if m.relation.norm == "l1" and m.space.quantum is None and len(grids) == 1:
             pairs.append(_l1_rounding_pair(delta, grids.pop(), dim))  # rounding attains its bound here

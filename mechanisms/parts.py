@@ -1672,6 +1672,11 @@ class PartsMechanism(Mechanism):
             if not isinstance(self.relation, BoundedChange):
                 raise ParameterError(f"relation={self.relation!r} does not fit vector input; pass BoundedChange(sensitivity, norm).")
             _v.integer("dim", self.dim, minimum=1)
+            if isinstance(self.records, IntegerRange) and _frac("sensitivity", self.relation.sensitivity) < 1:
+                # distinct integer vectors are at least 1 apart in every norm: no two inputs would be neighbours
+                raise ParameterError(f"relation={self.relation!r} on integer vectors ({self.records.describe()}): no two "
+                                     "distinct integer vectors are within a sensitivity below 1; pass a sensitivity >= 1 "
+                                     "or a RealInterval domain.")
         elif self.shape == "record":
             if not isinstance(self.relation, Substitute):
                 raise ParameterError(f"relation={self.relation!r} does not fit a one-record input; pass Substitute() "

@@ -534,3 +534,14 @@ def test_the_source_hash_reads_every_parameter_in_full():
             "print(m.source_hash())")
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
     assert len(runs) == 1
+
+
+def test_integer_vectors_with_a_sensitivity_below_one_are_refused():
+    """No two distinct integer vectors are within 1/2 of each other: the relation is refused at
+    construction (it crashed the prover's pair search before)."""
+    with pytest.raises(dpharness.errors.ParameterError, match="sensitivity >= 1"):
+        dp.mechanism(name="v", records=IntegerRange(0, 10), relation=BoundedChange(0.5, "l1"), input="vector", dim=2,
+                     steps=dp.laplace(scale=1), claim=PureDP(1))
+    ok = dp.mechanism(name="v", records=IntegerRange(0, 10), relation=BoundedChange(1.5, "l1"), input="vector", dim=2,
+                      steps=dp.laplace(scale=1.5), claim=PureDP(1))
+    assert prove(ok).verdict is Verdict.PROVED
