@@ -213,19 +213,11 @@ class PLD:
             raise ParameterError(f"delta={delta!r} must be in [0, 1]")
         x = self.losses
         lo_e, hi_e = float(x[0]) - 1.0, float(x[-1]) + 1.0
-        # δ(ε) is non-increasing in ε; bracket with the fast evaluator, then certify
+        # δ(ε) is non-increasing in ε: bracket with the fast evaluator, then certify by stepping away
         if self.pessimistic:
             if self.delta(hi_e) > delta:
                 return math.inf
-            for _ in range(200):
-                mid = (lo_e + hi_e) / 2
-                if mid in (lo_e, hi_e) or hi_e - lo_e < 1e-12 * max(1.0, abs(hi_e)):
-                    break
-                if self._delta_fast(mid) > delta:
-                    lo_e = mid
-                else:
-                    hi_e = mid
-            e = hi_e
+            e = self._bracket(lo_e, hi_e, delta)[1]
             step = 1e-10 * max(1.0, abs(e))
             while self.delta(e) > delta:  # certify; step up if the fast guess was a hair too low
                 e += step
@@ -233,6 +225,15 @@ class PLD:
             return e
         if self.delta(lo_e) <= delta:
             return -math.inf
+        e = self._bracket(lo_e, hi_e, delta)[0]
+        step = 1e-10 * max(1.0, abs(e))
+        while self.delta(e) <= delta:
+            e -= step
+            step *= 2
+        return e
+
+    def _bracket(self, lo_e: float, hi_e: float, delta: float) -> tuple[float, float]:
+        """Bisection on the uncertified δ(ε): (lo, hi) with fast δ(lo) > delta >= fast δ(hi), to ~1e-12."""
         for _ in range(200):
             mid = (lo_e + hi_e) / 2
             if mid in (lo_e, hi_e) or hi_e - lo_e < 1e-12 * max(1.0, abs(hi_e)):
@@ -241,12 +242,7 @@ class PLD:
                 lo_e = mid
             else:
                 hi_e = mid
-        e = lo_e
-        step = 1e-10 * max(1.0, abs(e))
-        while self.delta(e) <= delta:
-            e -= step
-            step *= 2
-        return e
+        return lo_e, hi_e
 
 
 @dataclass(frozen=True, eq=False)

@@ -89,7 +89,16 @@ class _Noise:
     y_hi: int
 
     def mass(self, a: int, c: int) -> tuple:  # pragma: no cover - interface
+        """Enclosure (mpmath) of the normalised Q0 mass of the integers [a, c]."""
         raise NotImplementedError
+
+    def masses(self, a: np.ndarray, c: np.ndarray) -> tuple:
+        """Float enclosures of Q0([a_k, c_k]) for every k: :meth:`mass`, rounded outward."""
+        lo, hi = np.zeros(len(a)), np.zeros(len(a))
+        for k in range(len(a)):
+            m_lo, m_hi = self.mass(int(a[k]), int(c[k]))
+            lo[k], hi[k] = _down(m_lo), _up(m_hi)
+        return lo, hi
 
     def segments(self) -> list[tuple[int, int, Fraction, Fraction]]:  # pragma: no cover - interface
         """Integer ranges [a, c] on which L(y) = α + β·y (β > 0)."""
@@ -193,9 +202,7 @@ class _Gaussian(_Noise):
         n = c - a + 1
         narrow = np.flatnonzero(n <= _NARROW)
         wide = np.flatnonzero(n > _NARROW)
-        for k in wide:
-            m_lo, m_hi = self.mass(int(a[k]), int(c[k]))
-            lo[k], hi[k] = _down(m_lo), _up(m_hi)
+        lo[wide], hi[wide] = super().masses(a[wide], c[wide])
         t2f = float(2 * self.tau2)
         z_lo, z_hi = _down(self.z[0]), _up(self.z[1])
         start = 0
@@ -261,14 +268,6 @@ class _Laplace(_Noise):
         else:
             v = self._geo(0, -a) + self._geo(1, c)
         return _widen((v, v))
-
-    def masses(self, a: np.ndarray, c: np.ndarray) -> tuple:
-        """Float enclosures of Q0([a_k, c_k]) (closed forms in mpmath, rounded outward)."""
-        lo, hi = np.zeros(len(a)), np.zeros(len(a))
-        for k in range(len(a)):
-            m_lo, m_hi = self.mass(int(a[k]), int(c[k]))
-            lo[k], hi[k] = _down(m_lo), _up(m_hi)
-        return lo, hi
 
     def segments(self) -> list:
         if self.D < 2:

@@ -25,19 +25,29 @@ _LEAF = st.tuples(st.sampled_from(["laplace", "gaussian"]), st.sampled_from([0.5
 _COMPOSITIONS = st.lists(_LEAF, min_size=1, max_size=3)
 
 
-def _reference(leaves, delta):
-    """(optimistic, pessimistic) ε(δ) by dp_accounting for the product of the leaves."""
+def _composed_reference(leaves, delta, make):
+    """(optimistic, pessimistic) ε(δ) by dp_accounting for the product of the leaves: ``make(leaf,
+    pessimistic)`` builds one leaf's PLD, ``leaf[-1]`` is how many times it repeats."""
     out = []
     for pessimistic in (False, True):
         total = None
-        for kind, scale, rate, times in leaves:
-            make = pldm.from_laplace_mechanism if kind == "laplace" else pldm.from_gaussian_mechanism
-            one = make(scale, sampling_prob=rate, value_discretization_interval=1e-4, pessimistic_estimate=pessimistic,
-                       use_connect_dots=pessimistic)
-            one = one.self_compose(times) if times > 1 else one
+        for leaf in leaves:
+            one = make(leaf, pessimistic)
+            one = one.self_compose(leaf[-1]) if leaf[-1] > 1 else one
             total = one if total is None else total.compose(one)
         out.append(total.get_epsilon_for_delta(delta))
     return tuple(out)
+
+
+def _reference(leaves, delta):
+    """(optimistic, pessimistic) ε(δ) of Laplace / Gaussian leaves (kind, scale, rate, times)."""
+    def make(leaf, pessimistic):
+        kind, scale, rate, _ = leaf
+        build = pldm.from_laplace_mechanism if kind == "laplace" else pldm.from_gaussian_mechanism
+        return build(scale, sampling_prob=rate, value_discretization_interval=1e-4, pessimistic_estimate=pessimistic,
+                     use_connect_dots=pessimistic)
+
+    return _composed_reference(leaves, delta, make)
 
 
 def _mechanism(leaves, eps, delta):
@@ -83,15 +93,8 @@ def _rr_check(drawn, delta):
     import math
 
     k, leaves = drawn
-    refs = []
-    for pessimistic in (False, True):
-        total = None
-        for p, times in leaves:
-            one = pldm.from_randomized_response(p, k, pessimistic_estimate=pessimistic, value_discretization_interval=1e-4)
-            one = one.self_compose(times) if times > 1 else one
-            total = one if total is None else total.compose(one)
-        refs.append(total.get_epsilon_for_delta(delta))
-    lo, hi = refs
+    lo, hi = _composed_reference(leaves, delta, lambda leaf, pessimistic: pldm.from_randomized_response(
+        leaf[0], k, pessimistic_estimate=pessimistic, value_discretization_interval=1e-4))
 
     def mech(eps):
         parts = [dp.randomized_response(math.log((1 - p + p / k) * k / p)) for p, _ in leaves]
