@@ -117,3 +117,22 @@ def pool_task(name: str, *, crash: str = "") -> dict:
     if name == crash:
         os._exit(3)
     return {"name": name, "ok": True, "pid": os.getpid(), "error": None}
+
+
+def install(monkeypatch, entries: dict | None = None):
+    """The tests' stand-ins in place: a private registry holding ``entries`` (the built-ins loaded
+    first so nothing reloads them), the prover and the auditor replaced, the audit call log cleared.
+    ``entries=None`` leaves the registry alone. Returns this module."""
+    import sys
+
+    import dpharness
+    import dpharness.auditors
+    from dpharness import registry
+
+    if entries is not None:
+        registry._load_builtins()
+        monkeypatch.setattr(registry, "_REGISTRY", dict(entries))
+    monkeypatch.setattr(dpharness, "prove", fake_prove)
+    monkeypatch.setattr(dpharness.auditors, "audit", fake_audit, raising=False)
+    CALLS.clear()
+    return sys.modules[__name__]

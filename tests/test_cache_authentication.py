@@ -18,7 +18,6 @@ import threading
 
 import pytest
 
-import dpharness
 from dpharness import _cache, cli, registry
 from dpharness.errors import ParameterError
 from dpharness.pipeline import Check, Policy, Timings
@@ -266,11 +265,7 @@ def test_a_key_that_cannot_be_trusted_is_refused_without_showing_it(tmp_path, mo
 
 @pytest.fixture
 def fakes(monkeypatch):
-    registry._load_builtins()
-    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin})
-    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
-    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
-    return dp_fakes
+    return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin})
 
 
 def test_a_changed_key_makes_the_gate_cold_not_failing(fakes, tmp_path, monkeypatch, capsys):

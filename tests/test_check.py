@@ -42,11 +42,7 @@ def _wrong_proof(mechanism):
 
 @pytest.fixture
 def fakes(monkeypatch):
-    registry._load_builtins()
-    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin, "fake_leaky": Leaky})
-    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
-    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
-    return dp_fakes
+    return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin, "fake_leaky": Leaky})
 
 
 @pytest.mark.parametrize("buggy, policy, audit_passed, crashed, expected", [

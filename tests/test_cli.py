@@ -28,12 +28,7 @@ import dp_fakes
 def fakes(monkeypatch):
     """A private registry copy holding the fake coin (correct) and its buggy twin, with the
     prover and auditor replaced by the stand-ins."""
-    registry._load_builtins()
-    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
-    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
-    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
-    dp_fakes.CALLS.clear()
-    return dp_fakes
+    return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
 
 
 def run(capsys, *argv):

@@ -12,8 +12,6 @@ import sys
 
 import pytest
 
-import dpharness
-import dpharness.auditors
 from dpharness import registry
 from dpharness.cli import main
 
@@ -28,12 +26,7 @@ def run(capsys, *argv):
 
 @pytest.fixture
 def fakes(monkeypatch):
-    registry._load_builtins()
-    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
-    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
-    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
-    dp_fakes.CALLS.clear()
-    return dp_fakes
+    return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
 
 
 # --------------------------------------------------------------------------- 1. --module errors

@@ -14,18 +14,13 @@ import pytest
 import dpharness
 import dpharness.auditors
 import dp_fakes
-from dpharness import cli, registry
+from dpharness import cli
 from dpharness.pipeline import Check, PhaseTimeout, Policy, deadline, pass_rule, run_audit
 
 
 @pytest.fixture
 def fakes(monkeypatch):
-    registry._load_builtins()
-    monkeypatch.setattr(registry, "_REGISTRY", {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
-    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
-    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
-    dp_fakes.CALLS.clear()
-    return dp_fakes
+    return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
 
 
 @pytest.mark.parametrize("buggy, policy, audit_passed, expect", [

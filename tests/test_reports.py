@@ -24,9 +24,7 @@ REPORTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture
 def fakes(monkeypatch):
-    monkeypatch.setattr(dpharness, "prove", dp_fakes.fake_prove)
-    monkeypatch.setattr(dpharness.auditors, "audit", dp_fakes.fake_audit, raising=False)
-    return dp_fakes
+    return dp_fakes.install(monkeypatch)
 
 
 def _build(mechanism):
