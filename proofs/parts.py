@@ -654,7 +654,7 @@ def _judge(pb: ProofBuilder, prof: Profile, m: P.PartsMechanism | None = None) -
             pb.claim_bound(e_tot)
             return e_tot, float(delta_c)
     # (e) privacy-loss distributions: the product of the leaves' worst pairs, composed with certified error
-    pld = _pld_route(pb, prof, eps_c, delta_c)
+    pld = _pld_route(pb, prof, eps_c, delta_c, m)
     if pld is not None:
         return eps_c, pld
     pb.add([zc])
@@ -722,7 +722,8 @@ def _leaf_text(entry: tuple) -> str:
     return text + (f", Poisson-subsampled at rate {entry[3]}" if len(entry) == 4 else "")
 
 
-def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr) -> float | None:
+def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr,
+               m: P.PartsMechanism | None = None) -> float | None:
     """δ(ε) of the composition by privacy-loss distributions (:mod:`._pld`, :mod:`._pld_shift`): each
     leaf's worst pair (centres 0 and D grid steps; the hockey-stick divergence of discrete Laplace,
     discrete Gaussian and randomized response grows with the shift; a Poisson-subsampled leaf's
@@ -730,7 +731,8 @@ def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr
     discretised pessimistically (losses rounded up, or split between neighbouring grid losses by
     connecting the dots) with every rounding, truncation and floating-point error bounded upward.
     Repeated leaves are self-composed by squaring. Adds the obligation and returns the certified δ when
-    it is within the claim, else None (and a note with the bracket)."""
+    it is within the claim, else None (and a note with the bracket); a claim below the certified lower
+    end is refuted when one neighbouring pair attains every leaf's worst pair (:mod:`._pld_witness`)."""
     if not prof.pld or len(prof.pld) > _MAX_PLD_TOTAL:
         return None
     counted: dict = {}
@@ -762,6 +764,10 @@ def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr
                 f"[{lo_delta}, {hi:.6g}], above the claimed δ = {float(delta_c):.6g}; the same accounting brackets "
                 f"{bracket} (the lower end is certified for these worst pairs; it bounds the true δ from below when one "
                 "neighbouring pair attains every leaf's worst shift)")
+        if lower is not None and eps_c.is_Rational:
+            from . import _pld_witness
+
+            _pld_witness.refute(pb, m, counted, lower, Fraction(int(eps_c.p), int(eps_c.q)), claimed)
         return None
     pb.add([Obligation(f"privacy-loss distribution of the composition ({leaves_text}): δ(ε = {eps_f:.6g}) <= {hi:.6g} "
                        f"<= claimed δ = {float(delta_c):.6g}; bracket {bracket}", sp.Le(sym("delta_pld"), delta_c),
