@@ -670,7 +670,8 @@ class _GridNoise(Measurement):
     def describe(self) -> str:
         g = self.granularity
         return (f"{self._word}({self._amount}={getattr(self, self._amount)!r}"
-                + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")")
+                + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")"
+                + (f" [{self.derived}]" if self.derived else ""))
 
     def out_width(self, space: Space) -> int:
         if space.kind not in ("scalar", "vector"):
@@ -702,6 +703,7 @@ class GridLaplace(_GridNoise):
 
     scale: Any
     granularity: Any = DEFAULT_GRANULARITY
+    derived: str = ""  # how the scale was derived from a budget (dp.laplace(epsilon=...)); shown, never read
     _min_units: ClassVar[Fraction] = Fraction(1, 2 ** 1000)  # t >= 2**-1000 (mechanisms._exact.discrete_laplace)
     _min_units_text: ClassVar[str] = "2**-1000"
     _amount: ClassVar[str] = "scale"
@@ -732,6 +734,7 @@ class GridGaussian(_GridNoise):
 
     sigma: Any
     granularity: Any = DEFAULT_GRANULARITY
+    derived: str = ""  # how sigma was derived from a budget (dp.gaussian(rho=...)); shown, never read
     _min_units: ClassVar[Fraction] = Fraction(1, 2 ** 16)  # τ² >= 2**-32 (mechanisms._exact.discrete_gaussian)
     _min_units_text: ClassVar[str] = "2**-16"
     _amount: ClassVar[str] = "sigma"
@@ -1109,27 +1112,47 @@ def histogram(edges: Sequence | None = None, *, categories: Sequence | None = No
     return Histogram(None if edges is None else tuple(edges), None if categories is None else tuple(categories))
 
 
-def laplace(scale: Any, *, granularity: Any = DEFAULT_GRANULARITY) -> GridLaplace:
-    """Laplace noise of ``scale`` on the grid ``granularity * Z`` (exact discrete Laplace)."""
-    return GridLaplace(scale, granularity)
+def _noise_or_budget(family: str, amount: str, value: Any, granularity: Any, **budget: Any) -> Step:
+    given = {k: v for k, v in budget.items() if v is not None}
+    if value is not None and given:
+        named = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise ParameterError(f"{family}({amount}={value!r}, {named}): pass the noise {amount}= or the budget it should "
+                             f"spend ({', '.join(k + '=' for k in budget)}), not both.")
+    if value is not None:
+        return (GridLaplace if family == "laplace" else GridGaussian)(value, granularity)
+    from ._budget import NoiseBudget
+
+    return NoiseBudget(family, granularity, **budget)
 
 
-def discrete_laplace(scale: Any) -> GridLaplace:
+def laplace(scale: Any = None, *, epsilon: Any = None, granularity: Any = DEFAULT_GRANULARITY) -> Step:
+    """Laplace noise of ``scale`` on the grid ``granularity * Z`` (exact discrete Laplace). Or give the
+    budget instead, ``epsilon=``: ``dp.mechanism`` derives the scale from the stability of what precedes
+    it (``scale = D·g/ε`` for centres at most D grid steps apart); with neither, the scale comes from
+    the enclosing ``dp.compose(..., epsilon=...)``'s split."""
+    return _noise_or_budget("laplace", "scale", scale, granularity, epsilon=epsilon)
+
+
+def discrete_laplace(scale: Any = None, *, epsilon: Any = None) -> Step:
     """Discrete Laplace (two-sided geometric) noise on the integers: ``laplace(scale, granularity=1)``."""
-    return GridLaplace(scale, 1)
+    return _noise_or_budget("laplace", "scale", scale, 1, epsilon=epsilon)
 
 
 geometric = discrete_laplace
 
 
-def gaussian(sigma: Any, *, granularity: Any = DEFAULT_GRANULARITY) -> GridGaussian:
-    """Gaussian noise of standard deviation ``sigma`` on the grid (exact discrete Gaussian)."""
-    return GridGaussian(sigma, granularity)
+def gaussian(sigma: Any = None, *, rho: Any = None, epsilon: Any = None, delta: Any = None,
+             granularity: Any = DEFAULT_GRANULARITY) -> Step:
+    """Gaussian noise of standard deviation ``sigma`` on the grid (exact discrete Gaussian). Or give the
+    budget instead: ``rho=`` (zCDP: ``σ = g·D₂/√(2ρ)``, rounded up) or ``epsilon=`` with ``delta=`` (the
+    smallest σ whose proven δ(ε) is within ``delta``); ``dp.mechanism`` derives σ from the stability of
+    what precedes it. With none, σ comes from the enclosing ``dp.compose(...)``'s split."""
+    return _noise_or_budget("gaussian", "sigma", sigma, granularity, rho=rho, epsilon=epsilon, delta=delta)
 
 
-def discrete_gaussian(sigma: Any) -> GridGaussian:
+def discrete_gaussian(sigma: Any = None, *, rho: Any = None, epsilon: Any = None, delta: Any = None) -> Step:
     """The discrete Gaussian on the integers: ``gaussian(sigma, granularity=1)``."""
-    return GridGaussian(sigma, 1)
+    return _noise_or_budget("gaussian", "sigma", sigma, 1, rho=rho, epsilon=epsilon, delta=delta)
 
 
 def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
@@ -1285,9 +1308,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def compose(*parts: Step) -> Compose:
-    """Run every part on the same input (independent randomness); the output is their tuple."""
-    return Compose(tuple(parts))
+def compose(*parts: Step, epsilon: Any = None, delta: Any = None, rho: Any = None,
+            weights: Sequence | None = None) -> Step:
+    """Run every part on the same input (independent randomness); the output is their tuple. With a
+    total budget (``epsilon=``, with ``delta=`` when a part is Gaussian, or ``rho=``), it is split over
+    the parts by ``weights`` (equal by default) and each part's noise, declared without a scale
+    (``dp.laplace()``, ``dp.gaussian()``), is calibrated to its share by ``dp.mechanism``."""
+    if epsilon is None and delta is None and rho is None and weights is None:
+        return Compose(tuple(parts))
+    from ._budget import SplitBudget
+
+    return SplitBudget(tuple(parts), epsilon, delta, rho, None if weights is None else tuple(weights))
 
 
 def post(fn: Callable) -> Post:
@@ -1774,6 +1805,9 @@ def _check_types(step: Any) -> None:
     """Every node must be exactly one of this module's step classes (not a subclass, wherever it is
     defined): the prover's lemmas are about these classes' code. Checked at construction and again by
     the prover (a structure swapped in after construction is caught there)."""
+    if type(step).__module__ == f"{__package__}._budget":
+        raise ParameterError(f"{step.describe()} is a budget, not yet a scale; declare the mechanism with "
+                             "dpharness.parts.mechanism(...), which derives the scale (or pass scale=/sigma=).")
     if type(step) not in _STEP_TYPES and type(step) not in _family_step_types():
         raise ParameterError(f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
                              "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "

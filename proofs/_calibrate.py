@@ -1,0 +1,260 @@
+"""Calibration: the scale of each noise part derived from the budget it may spend.
+
+This module inverts the proof's own privacy maps (:mod:`dpharness.proofs.parts`). It reads the
+stability of the transformations before a noise part exactly as the proof does, and the grid
+rounding rule ``dpharness.mechanisms.parts.grid_steps`` gives the distance D of the rounded centres
+in grid steps. From them:
+
+* **Laplace**, ε: ``t = D₁/ε`` grid steps, ``scale = t·g``. This is exact, so the proof derives ε
+  again.
+* **Gaussian**, ρ: ``τ² >= D₂²/(2ρ)``. σ is the smallest float with ``(σ/g)² >= D₂²/(2ρ)``, checked in
+  rationals.
+* **Gaussian**, (ε, δ):
+  - For a scalar leaf, σ is the smallest float found whose *certified* δ(ε) is within δ. The bound
+    is the same rigorous evaluation the proof makes of the exact discrete-Gaussian profile
+    (Canonne, Kamath & Steinke 2020, Thm 7).
+  - For a vector leaf, the largest ρ whose zCDP conversion (CKS 2020, Prop. 12, as the proof
+    evaluates it) is within δ, then σ from ρ.
+
+Like OpenDP's ``binary_search_param``, this is a search. It finds a scale; the claim is then proved
+for that scale like any other.
+
+Budgets split as :mod:`dpharness.mechanisms._budget` states: shares of ε and ρ by weight, δ among the
+branches that hold a Gaussian, equal shares inside plain compositions, 1/n per repetition. Structures
+the walk cannot see through (subsampling, iteration, partitions, group-by, selections) keep their
+explicit scales: a budget under them is refused, naming the node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from typing import Any
+
+import sympy as sp
+
+from dpharness.errors import ParameterError
+from dpharness.mechanisms import _budget as B
+from dpharness.mechanisms import parts as P
+
+__all__ = ["calibrate"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Share:
+    """What one part may spend: ε (and δ), or ρ; exact."""
+
+    epsilon: Fraction | None = None
+    delta: Fraction | None = None
+    rho: Fraction | None = None
+
+    def times(self, w: Fraction, delta_w: Fraction | None) -> "_Share":
+        return _Share(None if self.epsilon is None else self.epsilon * w,
+                      None if (self.delta is None or delta_w is None) else self.delta * delta_w,
+                      None if self.rho is None else self.rho * w)
+
+    def describe(self) -> str:
+        if self.rho is not None:
+            return f"ρ = {self.rho}"
+        return f"ε = {self.epsilon}" + (f", δ = {float(self.delta):.6g}" if self.delta is not None else "")
+
+
+def _exact(value: Any) -> Fraction | None:
+    return None if value is None else Fraction(value)
+
+
+def calibrate(steps: P.Step, *, records: Any, relation: Any, shape: str, dim: int | None) -> P.Step:
+    """``steps`` with every budget placeholder replaced by the concrete noise it calibrates to."""
+    if shape == "record":
+        raise ParameterError("budgets calibrate grid noise on aggregates; a one-record input (input='record') takes "
+                             "local randomizers with their own parameters (e.g. dp.randomized_response(log_odds=...)).")
+    space = P.input_space(records, shape, dim)
+    d0 = P.input_distance(relation, space)
+    return _walk(steps, space, d0, None)
+
+
+def _holds_gaussian(step: P.Step) -> bool:
+    return any(isinstance(n, B.NoiseBudget) and n.family == "gaussian" for n in P.walk_nodes(step))
+
+
+def _split(parts: tuple, share: _Share, weights: tuple | None, where: str) -> list[_Share]:
+    w = [Fraction(x) for x in (weights or (1,) * len(parts))]
+    total = sum(w)
+    gauss = [_holds_gaussian(p) for p in parts]
+    g_total = sum(x for x, g in zip(w, gauss) if g)
+    if share.rho is None and share.delta is None and any(gauss):
+        i = gauss.index(True) + 1
+        raise ParameterError(f"{where}: part {i} holds Gaussian noise, which is not pure DP; give the composition "
+                             "delta= with epsilon= (or rho=).")
+    return [share.times(x / total, (x / g_total) if g else None) for x, g in zip(w, gauss)]
+
+
+def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
+    if not B.has_budget(step) and share is None:
+        return step
+    if isinstance(step, B.NoiseBudget):
+        return _leaf(step, space, d, share)
+    if isinstance(step, B.SplitBudget):
+        if share is not None:
+            raise ParameterError(f"{step.describe()} splits its own total inside a split composition; give the budget at "
+                                 "one level (the outer dp.compose(..., epsilon=...) or this one).")
+        total = _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
+        shares = _split(step.parts, total, step.weights, "dp.compose(..., " + total.describe() + ")")
+        return P.Compose(tuple(_walk(p, space, d, s) for p, s in zip(step.parts, shares)))
+    if type(step) is P.Compose:
+        if share is None:
+            return P.Compose(tuple(_walk(p, space, d, None) for p in step.parts))
+        shares = _split(step.parts, share, None, step.describe())
+        return P.Compose(tuple(_walk(p, space, d, s) for p, s in zip(step.parts, shares)))
+    if type(step) is P.Repeat:
+        inner = None if share is None else share.times(Fraction(1, step.times), Fraction(1, step.times))
+        return dataclasses.replace(step, part=_walk(step.part, space, d, inner))
+    if type(step) is P.Chain:
+        first = step.first
+        if isinstance(first, P.Transformation) and type(first) not in P._family_step_types():
+            mid, d_mid = first.out_space(space), first.stability(space, d)
+            return P.Chain(first, _walk(step.second, mid, d_mid, share))
+        if not isinstance(first, P.Transformation) and not B.has_budget(step.second):
+            return P.Chain(_walk(first, space, d, share), step.second)
+    node = step.first if type(step) is P.Chain else step
+    raise ParameterError(f"a budget under {node.describe()}: calibration follows the stability of clamp, column, count, sum, "
+                         "histogram, map_records, clip_norm through compose and repeat; give the noise here an explicit "
+                         "scale= / sigma= (its privacy is still proved).")
+
+
+def _leaf(step: B.NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
+    if step.budgeted and share is not None:
+        raise ParameterError(f"{step.describe()} has its own budget inside a split composition; drop its epsilon=/rho= (the "
+                             "split gives it a share) or take it out of the split.")
+    if not step.budgeted and share is None:
+        raise ParameterError(f"{step.family}() has neither a scale nor a budget; pass "
+                             + ("scale= or epsilon=" if step.family == "laplace" else "sigma=, rho= or epsilon= with delta=")
+                             + ", or put it in dp.compose(..., epsilon=...) to take a share of a total.")
+    budget = share or _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
+    if space.kind not in ("scalar", "vector"):
+        raise ParameterError(f"{step.describe()} follows {space.describe()}; aggregate first (dp.count(), dp.sum(), ...).")
+    g = Fraction(step.granularity)
+    d1, d2sq, _ = P.grid_steps(space, d, g)
+    if d1 == 0:
+        raise ParameterError(f"{step.describe()}: the value it perturbs is the same on neighbouring inputs (sensitivity 0), "
+                             "so no scale follows from a budget; pass an explicit scale.")
+    if step.family == "laplace":
+        eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
+        t = d1 / eps
+        return P.GridLaplace(_plain(t * g), step.granularity,
+                             f"scale from {budget.describe()}: centres at most D = {d1} grid steps of g = {g} apart, "
+                             f"t = D/ε = {t} steps, scale = t·g")
+    if budget.rho is not None:
+        sigma = _sigma_for_rho(d2sq, budget.rho, g)
+        how = f"σ from {budget.describe()}: τ² >= D₂²/(2ρ) = {d2sq / (2 * budget.rho)} grid steps² (g = {g}), rounded up"
+    elif space.dim == 1:
+        sigma = _sigma_for_eps_delta(int(d1), budget.epsilon, budget.delta, g)
+        how = (f"σ from {budget.describe()}: the smallest σ found whose certified δ(ε) of the discrete Gaussian at shift "
+               f"D = {d1} grid steps (g = {g}) is within δ")
+    else:
+        rho = _rho_for_eps_delta(budget.epsilon, budget.delta)
+        sigma = _sigma_for_rho(d2sq, rho, g)
+        how = (f"σ from {budget.describe()} via ρ = {float(rho):.6g} (the largest ρ whose zCDP conversion gives δ(ε)) and "
+               f"τ² >= D₂²/(2ρ) = {float(d2sq / (2 * rho)):.6g} grid steps² (g = {g})")
+    return P.GridGaussian(sigma, step.granularity, how)
+
+
+def _plain(x: Fraction) -> int | float | Fraction:
+    """The exact value in its plainest type (an int, a float equal to it, else the Fraction)."""
+    if x.denominator == 1:
+        return int(x)
+    return float(x) if Fraction(float(x)) == x else x
+
+
+def _eps_within_rho(rho: Fraction) -> Fraction:
+    """An exact ε with ε²/2 <= ρ (pure ε-DP is ε²/2-zCDP), within a float's rounding of √(2ρ)."""
+    e = Fraction(math.sqrt(float(2 * rho)))
+    while e * e / 2 > rho:
+        e = Fraction(math.nextafter(float(e), 0.0))
+    return e
+
+
+def _sigma_for_rho(d2sq: Fraction, rho: Fraction, g: Fraction) -> float:
+    """The smallest float σ with (σ/g)² >= D₂²/(2ρ), exactly."""
+    need = g * g * d2sq / (2 * rho)
+    s = math.sqrt(float(need))
+    while Fraction(s) ** 2 < need:
+        s = math.nextafter(s, math.inf)
+    while s > 0 and Fraction(math.nextafter(s, 0.0)) ** 2 >= need:
+        s = math.nextafter(s, 0.0)
+    return s
+
+
+def _continuous_delta(eps: float, shift: float, sigma: float) -> float:
+    """δ(ε) of the continuous Gaussian shift pair (Balle & Wang 2018, Thm 8): a starting point only."""
+    from scipy.special import log_ndtr
+
+    a = shift / (2 * sigma) - eps * sigma / shift
+    b = -shift / (2 * sigma) - eps * sigma / shift
+    return math.exp(log_ndtr(a)) - math.exp(eps + log_ndtr(b))
+
+
+def _certified_delta(eps: Fraction, shift: int, tau2: Fraction) -> float:
+    """The upper end of the proof's rigorous enclosure of the discrete Gaussian's δ(ε) at ``shift``."""
+    from . import parts as proof
+
+    e = sp.Rational(eps.numerator, eps.denominator)
+    if tau2 <= proof._MAX_ENCLOSURE_TAU2 and shift <= proof._MAX_ENCLOSURE_SHIFT:
+        from .discrete_gaussian import delta_enclosure
+
+        return delta_enclosure(e, shift, sp.Rational(tau2.numerator, tau2.denominator))[1]
+    return proof._dg_delta_bounds(e, shift, tau2)[1]
+
+
+def _sigma_for_eps_delta(shift: int, eps: Fraction, delta: Fraction, g: Fraction) -> float:
+    """A float σ (in the data's units) whose certified δ(ε) at ``shift`` grid steps is <= δ, near the
+    smallest: bisection on τ between the continuous Gaussian's answer and a certified upper end."""
+    e, dl = float(eps), float(delta)
+    lo, hi = 1e-6, 1.0
+    while _continuous_delta(e, shift, hi) > dl:
+        hi *= 2
+        if hi > 2 ** 60:
+            raise ParameterError(f"no σ below 2**60 grid steps gives δ(ε = {eps}) <= {delta}; pass a larger budget.")
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _continuous_delta(e, shift, mid) > dl else (lo, mid)
+
+    def ok(tau: float) -> bool:
+        return Fraction(_certified_delta(eps, shift, Fraction(tau) ** 2)) <= delta
+
+    up = hi
+    step = 1e-9
+    while not ok(up):
+        up = hi * (1 + step)
+        step *= 4
+        if step > 1e3:
+            raise ParameterError(f"no σ with a certified δ(ε = {eps}) <= {delta} was found; pass sigma= explicitly.")
+    down = hi * (1 - 1e-3)
+    for _ in range(24):  # the certified bound is within a hair of the continuous one: tighten toward it
+        mid = (down + up) / 2
+        down, up = (down, mid) if ok(mid) else (mid, up)
+    return float(Fraction(up) * g) if Fraction(float(Fraction(up) * g)) >= Fraction(up) * g else \
+        math.nextafter(float(Fraction(up) * g), math.inf)
+
+
+def _rho_for_eps_delta(eps: Fraction, delta: Fraction) -> Fraction:
+    """The largest ρ found (exact) whose zCDP conversion, as the proof evaluates it, gives δ(ε) <= δ."""
+    from . import parts as proof
+    from ._kernel import exact_sign
+
+    e = sp.Rational(eps.numerator, eps.denominator)
+    target = sp.log(sp.Rational(delta.numerator, delta.denominator))
+
+    def ok(rho: Fraction) -> bool:
+        log_delta, _ = proof._zcdp_log_delta(sp.Rational(rho.numerator, rho.denominator), e)
+        return exact_sign(target - log_delta) in (0, 1)
+
+    lo, hi = 0.0, float(eps)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(Fraction(mid)) else (lo, mid)
+    rho = Fraction(lo)
+    if rho == 0 or not ok(rho):
+        raise ParameterError(f"no ρ gives δ(ε = {eps}) <= {delta} by the zCDP conversion; pass sigma= explicitly.")
+    return rho
