@@ -9,7 +9,7 @@ in grid steps. From them:
   again.
 * **Gaussian**, ρ: ``τ² >= D₂²/(2ρ)``. σ is the smallest float with ``(σ/g)² >= D₂²/(2ρ)``, checked in
   rationals.
-* **Gaussian**, (ε, δ):
+* **Gaussian**, (ε, δ) given to one part:
   - For a scalar leaf, σ is the smallest float found whose *certified* δ(ε) is within δ. The bound
     is the same rigorous evaluation the proof makes of the exact discrete-Gaussian profile
     (Canonne, Kamath & Steinke 2020, Thm 7).
@@ -19,8 +19,10 @@ in grid steps. From them:
 Like OpenDP's ``binary_search_param``, this is a search. It finds a scale; the claim is then proved
 for that scale like any other.
 
-Budgets split as :mod:`dpharness.mechanisms._budget` states: shares of ε and ρ by weight, δ among the
-branches that hold a Gaussian, equal shares inside plain compositions, 1/n per repetition. Structures
+Budgets split as :mod:`dpharness.mechanisms._budget` states. Shares of ε or ρ go by weight, with
+equal shares inside plain compositions and 1/n per repetition. An (ε, δ) total over Gaussian parts
+is first converted to the largest ρ whose zCDP conversion gives it, then ρ is split; a Laplace part
+then gets ε = √(2ρ_i). Structures
 the walk cannot see through (subsampling, iteration, partitions, group-by, selections) keep their
 explicit scales: a budget under them is refused, naming the node.
 """
@@ -48,15 +50,16 @@ class _Share:
     epsilon: Fraction | None = None
     delta: Fraction | None = None
     rho: Fraction | None = None
+    origin: str = ""  # where a ρ share came from (a split (ε, δ) total converted to zCDP)
 
-    def times(self, w: Fraction, delta_w: Fraction | None) -> "_Share":
-        return _Share(None if self.epsilon is None else self.epsilon * w,
-                      None if (self.delta is None or delta_w is None) else self.delta * delta_w,
-                      None if self.rho is None else self.rho * w)
+    def times(self, w: Fraction) -> "_Share":
+        """The share ``w`` of this budget (ε and ρ add under composition; a split never carries δ)."""
+        return _Share(None if self.epsilon is None else self.epsilon * w, None,
+                      None if self.rho is None else self.rho * w, self.origin)
 
     def describe(self) -> str:
         if self.rho is not None:
-            return f"ρ = {self.rho}"
+            return f"ρ = {float(self.rho):.6g}" + (f" ({self.origin})" if self.origin else "")
         return f"ε = {self.epsilon}" + (f", δ = {float(self.delta):.6g}" if self.delta is not None else "")
 
 
@@ -82,12 +85,11 @@ def _split(parts: tuple, share: _Share, weights: tuple | None, where: str) -> li
     w = [Fraction(x) for x in (weights or (1,) * len(parts))]
     total = sum(w)
     gauss = [_holds_gaussian(p) for p in parts]
-    g_total = sum(x for x, g in zip(w, gauss) if g)
-    if share.rho is None and share.delta is None and any(gauss):
+    if share.rho is None and any(gauss):
         i = gauss.index(True) + 1
         raise ParameterError(f"{where}: part {i} holds Gaussian noise, which is not pure DP; give the composition "
                              "delta= with epsilon= (or rho=).")
-    return [share.times(x / total, (x / g_total) if g else None) for x, g in zip(w, gauss)]
+    return [share.times(x / total) for x in w]
 
 
 def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
@@ -100,6 +102,11 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
             raise ParameterError(f"{step.describe()} splits its own total inside a split composition; give the budget at "
                                  "one level (the outer dp.compose(..., epsilon=...) or this one).")
         total = _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
+        if any(_holds_gaussian(p) for p in step.parts) and total.delta is not None:
+            # Gaussians compose exactly in zCDP (ρ adds), far tighter than splitting ε and δ (basic composition)
+            rho = _rho_for_eps_delta(total.epsilon, total.delta)
+            total = _Share(rho=rho, origin=f"a share of ρ = {float(rho):.6g}, the zCDP budget of (ε, δ) = "
+                                           f"({total.epsilon}, {float(total.delta):.6g})")
         shares = _split(step.parts, total, step.weights, "dp.compose(..., " + total.describe() + ")")
         return P.Compose(tuple(_walk(p, space, d, s) for p, s in zip(step.parts, shares)))
     if type(step) is P.Compose:
@@ -108,7 +115,7 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
         shares = _split(step.parts, share, None, step.describe())
         return P.Compose(tuple(_walk(p, space, d, s) for p, s in zip(step.parts, shares)))
     if type(step) is P.Repeat:
-        inner = None if share is None else share.times(Fraction(1, step.times), Fraction(1, step.times))
+        inner = None if share is None else share.times(Fraction(1, step.times))
         return dataclasses.replace(step, part=_walk(step.part, space, d, inner))
     if type(step) is P.Chain:
         first = step.first

@@ -94,14 +94,29 @@ def test_a_split_composition_gives_exact_shares_and_proves_the_total():
     assert proof.verdict is Verdict.PROVED and float(proof.bound) == 1.0
 
 
-def test_delta_goes_only_to_the_gaussian_branches_and_the_total_is_proved():
+def test_an_epsilon_delta_total_over_gaussians_is_split_in_zcdp_and_proved():
+    """Ten Gaussian counts sharing (1, 1e-6): one ρ split ten ways. σ = 14.33 each, whose exact
+    ε(1e-6) is 0.927 (dp_accounting); splitting ε and δ by basic composition would give σ = 41.3
+    (exact ε 0.298)."""
+    steps = dp.compose(*[dp.count() >> dp.gaussian() for _ in range(10)], epsilon=1, delta=1e-6)
+    m = _mech(steps, ApproxDP(1, 1e-6), records=IntegerRange(0, 1))
+    sigmas = {leaf.sigma for leaf in _leaves(m)}
+    assert len(sigmas) == 1 and 14.2 < sigmas.pop() < 14.5
+    assert "the zCDP budget of (ε, δ) = (1, 1e-06)" in m.steps.describe()
+    assert prove(m).verdict is Verdict.PROVED
+
+
+def test_a_mixed_split_gives_laplace_its_root_share_and_repetitions_a_third():
     steps = dp.clamp(0, 10) >> dp.compose(dp.sum() >> dp.gaussian(), dp.count() >> dp.laplace(),
                                           dp.repeat(3, dp.count() >> dp.gaussian()), epsilon=1.5, delta=1e-6)
     m = _mech(steps, ApproxDP(1.5, 1e-6), records=RealInterval(0, 10))
-    text = m.steps.describe()
-    assert "ε = 1/2, δ = 5e-07" in text  # the first Gaussian: half of δ (two Gaussian branches)
-    assert "ε = 1/6, δ = 1.66667e-07" in text  # each of the three repetitions: a third of its branch's share
-    assert "scale from ε = 1/2" in text  # the Laplace branch: ε only
+    sum_leaf, count_leaf, *rounds = _leaves(m)
+    assert len(rounds) == 3
+    rho = (Fraction(1, 2) / Fraction(sum_leaf.sigma) ** 2) * 100  # ρ_i = Δ²/(2σ²), sum sensitivity 10
+    # the Laplace count spends ε = √(2ρ_i) of the same share ρ_i
+    assert abs(float(1 / Fraction(count_leaf.scale)) - (2 * float(rho)) ** 0.5) < 1e-6
+    # each of the three repetitions (sensitivity 1) spends a third of the same share ρ_i: σ² = 3/(2ρ_i)
+    assert abs(rounds[0].sigma - 3 ** 0.5 * sum_leaf.sigma / 10) < 1e-6 * rounds[0].sigma
     assert prove(m).verdict is Verdict.PROVED
 
 
