@@ -687,8 +687,11 @@ def _typical_loss(entry: tuple) -> float:
 _MAX_PLD_TOTAL = 10 ** 6
 
 
+@functools.lru_cache(maxsize=16)
 def _leaf_pair(entry: tuple, pessimistic: bool):
-    """The certified PLD pair of one leaf entry of the account, or None when none is built here."""
+    """The certified PLD pair of one leaf entry of the account, or None when none is built here. Cached:
+    a deterministic function of the entry, and the pairs are never modified (the privacy profile and a
+    report re-read the pairs a proof built)."""
     from . import _pld, _pld_shift
 
     kind, a, b = entry[:3]
