@@ -45,7 +45,7 @@ probability is never rounded) and releases category values (RAPPOR: 0/1 bits)::
                           steps=dp.randomized_response(log_odds=1), claim=PureDP(1))
 
 
-Layout: one module per family, and a family is one module here, its privacy map under the same name in
+Layout: a family of parts is one module here, its privacy map under the same module name in
 :mod:`dpharness.proofs.parts`, and one test file. Families import only the base modules (:mod:`._base`:
 spaces, distances, the step types, ``>>`` and post-processing, the interpreter, the registry;
 :mod:`._grid`: the rounding grid), never each other:
@@ -72,8 +72,8 @@ Adding a family ``F``:
    measurement (its family lemma, proved once, instantiated at the node), ``@node(Class)`` for a
    structural step, ``@head(Class)`` for a step that governs its chain (see
    :mod:`dpharness.proofs.parts._walk`); import it in ``proofs/parts/__init__.py``.
-3. ``tests/test_parts_F.py``; ``tests/test_layout.py`` checks that the new modules import no other
-   family.
+3. ``tests/test_parts_F.py``, and ``"F"`` added to ``FAMILIES`` in ``tests/test_layout.py``, which checks
+   that the two modules import no other family and that the packages have no import cycle.
 """
 
 from __future__ import annotations

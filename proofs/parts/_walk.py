@@ -61,6 +61,9 @@ def _F(x: Fraction) -> sp.Rational:
 
 
 class _Walk:
+    """One derivation: the proof builder the obligations go to, and the families whose lemma it already
+    holds. ``walk`` is called once on the whole structure and recursively by the family modules."""
+
     def __init__(self, pb: ProofBuilder) -> None:
         self.pb = pb
         self.families: set[str] = set()
@@ -160,8 +163,3 @@ def _label(step: Step) -> str:
 
 def _join(path: str, part: str) -> str:
     return f"{path} › {part}" if path else part
-
-
-from dpharness.core import record_module as _record_module  # noqa: E402
-
-_record_module(__name__)
