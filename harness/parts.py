@@ -6,14 +6,12 @@ be given the budget it should spend instead of a scale (``dp.laplace(epsilon=...
 ``dp.gaussian(rho=...)``, ``dp.compose(..., epsilon=..., delta=...)``): :func:`mechanism` derives
 each scale (:mod:`dpharness.proofs._calibrate`) before anything is sampled or proved."""
 
-from typing import Any
-
 from dpharness.core import Claim, Domain, Relation
-from dpharness.mechanisms._budget import has_budget as _has_budget
 from dpharness.mechanisms.parts import *  # noqa: F401,F403 - the curated public surface
 from dpharness.mechanisms.parts import __all__  # noqa: F401
 from dpharness.mechanisms.parts import PartsMechanism, Step
 from dpharness.mechanisms.parts import mechanism as _declare
+from dpharness.mechanisms.parts._structure import has_budget as _has_budget
 
 
 def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,
@@ -33,5 +31,3 @@ mechanism.__doc__ = (_declare.__doc__ or "") + """
     (Gaussian), or a share of ``dp.compose(..., epsilon=..., delta=..., rho=..., weights=...)``, is
     replaced here by the noise whose scale that budget gives, from the stability of what precedes it;
     ``describe()`` and the proof show the derived scale and where it came from."""
-
-_ = Any

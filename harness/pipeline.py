@@ -435,10 +435,11 @@ def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
     import dataclasses
 
     from .mechanisms import parts as P
+    from .mechanisms.parts._base import walk_nodes
 
     if type(mechanism) is not P.PartsMechanism:
         return mechanism, samples, None
-    nodes = P.walk_nodes(mechanism.steps)
+    nodes = walk_nodes(mechanism.steps)
     long = [n for n in nodes if isinstance(n, (P.Repeat, P.Iterate)) and n.times > _AUDIT_ROUNDS]
     iterated = any(isinstance(n, P.Iterate) for n in nodes)
     if not long and not iterated:

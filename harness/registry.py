@@ -292,7 +292,8 @@ def rerun_flags(names: Iterable[str]) -> str:
 def _value_module(entry: "_Value") -> str:
     import inspect
 
-    from dpharness.mechanisms.parts import PartsMechanism, _post_functions
+    from dpharness.mechanisms.parts import PartsMechanism
+    from dpharness.mechanisms.parts._structure import _post_functions
 
     m = entry()
     if isinstance(m, PartsMechanism):

@@ -32,15 +32,12 @@ from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
 __all__ = [
-    "PerStatisticScales",
     "bound_units",
     "DEFAULT_GRANULARITY",
     "check_granularity",
     "round_half_up",
     "to_units",
     "grid_sensitivity",
-    "grid_distance",
-    "fit_granularity",
     "discrete_laplace",
     "discrete_laplace_logpmf",
     "two_sided_geometric",
@@ -252,59 +249,6 @@ def log_up(x: Any) -> float:
         while mpmath.mpf(f) <= target:
             f = math.nextafter(f, math.inf)
     return f
-
-
-def grid_distance(delta: Any, granularity: Any, dim: int = 1, quantum: Any = None) -> Fraction:
-    """The distance (exact, in value units) of two values at L1 distance ``delta`` after each
-    coordinate is rounded to the grid ``granularity * Z``, by the rule the parts prover states
-    (:func:`dpharness.mechanisms.parts.grid_steps`): ``delta`` itself when every value is a multiple
-    of ``quantum`` and ``quantum`` a multiple of the grid (rounding is exact), else
-    ``(ceil(delta/g) + dim - 1) * g``. A catalog class calibrates a noise scale as
-    ``grid_distance(...) / epsilon``, so the parts proof proves exactly the claimed ε."""
-    from .parts import Distance, Space, grid_steps
-
-    d, g = Fraction(delta), Fraction(granularity)
-    space = Space("vector" if dim > 1 else "scalar", dim, quantum=None if quantum is None else Fraction(quantum))
-    steps, _, _ = grid_steps(space, Distance(None, d, d * d, d), g)
-    return steps * g
-
-
-def fit_granularity(granularity: Any, scales_at: Any) -> float:
-    """The grid a catalog class declared from parts uses: ``granularity`` itself when given (a
-    power of two, validated), else (``None``) :data:`DEFAULT_GRANULARITY` or the finest coarser
-    power of two at which every noise scale ``scales_at(g)`` is at most 2**45 grid steps (the
-    limit of :mod:`dpharness.mechanisms.parts`, above which outputs stop being exact grid floats)."""
-    if granularity is not None:
-        return check_granularity("granularity", granularity)
-    from .parts import _MAX_SCALE_UNITS
-
-    g = DEFAULT_GRANULARITY
-    while g < 2.0 ** 30 and any(Fraction(s) / Fraction(g) > _MAX_SCALE_UNITS for s in scales_at(g)):
-        g *= 2
-    return g
-
-
-class PerStatisticScales:
-    """For a catalog class releasing several statistics, each with noise ``scale`` per unit of its
-    stability: :meth:`statistics` lists ``(stability, quantum)`` per statistic (``quantum``: every value
-    is a multiple of it, or None); the grid and the noise scales follow by the parts prover's rule
-    (:func:`grid_distance`, :func:`fit_granularity`). Needs the fields ``scale`` and ``granularity``."""
-
-    def statistics(self) -> tuple:
-        raise NotImplementedError
-
-    def _scales_at(self, g: float) -> tuple:
-        return tuple(ratio_up(Fraction(self.scale) * grid_distance(d, g, quantum=q), 1) for d, q in self.statistics())
-
-    @property
-    def grid(self) -> float:
-        """The granularity used (``granularity``, or the automatic choice when it is None)."""
-        return fit_granularity(self.granularity, self._scales_at)
-
-    @property
-    def noise_scales(self) -> tuple:
-        """Scale of each statistic's noise, ``scale·(its stability after rounding to the grid)`` rounded up."""
-        return self._scales_at(self.grid)
 
 
 # --------------------------------------------------------------------------- grid Laplace: sampler and law

@@ -7,7 +7,7 @@ Records are clamped to ``[lo, hi]`` exactly, the statistic is computed exactly, 
 grid ``g*Z`` and released with discrete Laplace noise on the grid (``dp.laplace``). Stabilities
 follow from the clamp bounds: a sum moves by ``max(|lo|, |hi|)`` under add/remove and ``hi - lo``
 under substitution, a count by 1 and 0. The calibrations divide the rounded distance
-(:func:`~dpharness.mechanisms._noise.grid_distance`: the stability itself when it is a multiple of
+(:func:`~dpharness.mechanisms.parts.noise.grid_distance`: the stability itself when it is a multiple of
 ``g``, else ``ceil(Δ/g)·g``) by ε, so the parts proof proves exactly the claimed ε.
 
 ``granularity=None`` (the default) is ``2**-20``, or the finest coarser power of two at which every
@@ -34,10 +34,11 @@ from dpharness.registry import register
 
 from . import parts as dp
 from ._noise import (
-    DEFAULT_GRANULARITY, PerStatisticScales, bound_units, check_granularity, check_units, exact_sum, fit_granularity, grid_distance,
-    grid_laplace_law, grid_laplace_sample, ratio_up, to_units,
+    DEFAULT_GRANULARITY, bound_units, check_granularity, check_units, exact_sum, grid_laplace_law, grid_laplace_sample,
+    ratio_up, to_units,
 )
 from .parts import Composite, PartsMechanism
+from .parts.noise import PerStatisticScales, fit_granularity, grid_distance
 
 __all__ = ["ClampedCount", "ClampedSum", "ClampedMean", "ClampedSumUnclamped"]
 

@@ -20,7 +20,8 @@ from dpharness.registry import register
 
 from . import parts as dp
 from ._noise import ratio_up
-from .parts import Composite, PartsMechanism, _MAX_SCALE_UNITS
+from .parts import Composite, PartsMechanism
+from .parts._grid import _MAX_SCALE_UNITS
 
 __all__ = ["DiscreteLaplace", "INTEGER_LIMIT"]
 

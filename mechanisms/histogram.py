@@ -32,10 +32,10 @@ from dpharness.registry import register
 from . import parts as dp
 from ._literature import exact_ratio
 from ._noise import (
-    DEFAULT_GRANULARITY, check_granularity, discrete_laplace, discrete_laplace_logpmf, fit_granularity,
-    grid_distance, on_grid_units, to_units,
+    DEFAULT_GRANULARITY, check_granularity, discrete_laplace, discrete_laplace_logpmf, on_grid_units, to_units,
 )
 from .parts import Composite, PartsMechanism
+from .parts.noise import fit_granularity, grid_distance
 
 __all__ = ["NoisyHistogram", "NoisyHistogramScaleBug"]
 

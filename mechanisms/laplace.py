@@ -20,8 +20,9 @@ from dpharness.core import BoundedChange, Claim, PureDP, RealInterval
 from dpharness.registry import register
 
 from . import parts as dp
-from ._noise import check_granularity, fit_granularity, grid_distance, ratio_up
+from ._noise import check_granularity, ratio_up
 from .parts import Composite, PartsMechanism
+from .parts.noise import fit_granularity, grid_distance
 
 __all__ = ["Laplace"]
 

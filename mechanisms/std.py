@@ -21,8 +21,9 @@ from dpharness.core import AddRemove, Claim, PureDP, RealInterval
 from dpharness.registry import register
 
 from . import parts as dp
-from ._noise import PerStatisticScales, check_granularity, ratio_up
+from ._noise import check_granularity, ratio_up
 from .parts import Composite, PartsMechanism
+from .parts.noise import PerStatisticScales
 
 __all__ = ["NoisyStd", "sum_stabilities"]
 

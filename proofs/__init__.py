@@ -20,19 +20,13 @@ from dpharness.errors import ParameterError
 from dpharness.proof_registry import find_proof, proves
 
 from ._kernel import ProofBuilder
-from ._model import Obligation, Proof, Verdict
+from ._model import Obligation, Proof, Verdict, unproven
 
 __all__ = ["prove", "proves", "Proof", "Obligation", "Verdict", "ProofBuilder", "unproven"]
 
 for _info in pkgutil.iter_modules(__path__):
     if not _info.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_info.name}")
-
-
-def unproven(mechanism: Mechanism, reason: str) -> Proof:
-    """An UNPROVEN proof value carrying only ``reason`` (no derivation was attempted)."""
-    return Proof(mechanism=mechanism, claim=mechanism.claim, verdict=Verdict.UNPROVEN, bound_expr=None,
-                 bound=float("nan"), assumptions=(), steps=(), witness=None, notes=(reason,))
 
 
 def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:

@@ -21,7 +21,7 @@ returns a complete account, so no child can drop out of any theorem applied late
   such pair here (a vector leaf, RAPPOR) or a combinator has no single dominating pair (parallel
   under substitution: two scenarios). The product of dominating pairs dominates the composition
   (Zhu, Dong & Wang 2022, Thm 10);
-* ``delta``: the δ of (ε, δ) leaves (partition selection, :mod:`._parts_grouping`), exact; 0 for every
+* ``delta``: the δ of (ε, δ) leaves (partition selection, :mod:`dpharness.proofs.parts.grouping`), exact; 0 for every
   other node. Combinators add it (basic composition), multiply it (repeat), scale it by the rate
   (Poisson subsampling) or take the worse scenario (parallel under substitution); an account with
   δ > 0 is judged by basic composition only (its ``rho`` is ∞ and its ``pld`` None).

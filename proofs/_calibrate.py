@@ -19,7 +19,7 @@ in grid steps. From them:
 Like OpenDP's ``binary_search_param``, this is a search. It finds a scale; the claim is then proved
 for that scale like any other.
 
-Budgets split as :mod:`dpharness.mechanisms._budget` states. Shares of ε or ρ go by weight, with
+Budgets split as :class:`dpharness.mechanisms.parts.combinators.SplitBudget` states. Shares of ε or ρ go by weight, with
 equal shares inside plain compositions and 1/n per repetition. An (ε, δ) total over Gaussian parts
 is first converted to the largest ρ whose zCDP conversion gives it, then ρ is split; a Laplace part
 then gets ε = √(2ρ_i). Structures
@@ -37,8 +37,12 @@ from typing import Any
 import sympy as sp
 
 from dpharness.errors import ParameterError
-from dpharness.mechanisms import _budget as B
+from dpharness.core import PureDP
 from dpharness.mechanisms import parts as P
+from dpharness.mechanisms.parts._base import walk_nodes
+from dpharness.mechanisms.parts._structure import has_budget
+from dpharness.mechanisms.parts.noise import NoiseBudget
+from dpharness.mechanisms.parts.combinators import SplitBudget
 
 __all__ = ["calibrate"]
 
@@ -78,7 +82,7 @@ def calibrate(steps: P.Step, *, records: Any, relation: Any, shape: str, dim: in
 
 
 def _holds_gaussian(step: P.Step) -> bool:
-    return any(isinstance(n, B.NoiseBudget) and n.family == "gaussian" for n in P.walk_nodes(step))
+    return any(type(n) is NoiseBudget and n.family == "gaussian" for n in walk_nodes(step))
 
 
 def _split(parts: tuple, share: _Share, weights: tuple | None, where: str) -> list[_Share]:
@@ -93,11 +97,11 @@ def _split(parts: tuple, share: _Share, weights: tuple | None, where: str) -> li
 
 
 def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
-    if not B.has_budget(step) and share is None:
+    if not has_budget(step) and share is None:
         return step
-    if isinstance(step, B.NoiseBudget):
+    if type(step) is NoiseBudget:
         return _leaf(step, space, d, share)
-    if isinstance(step, B.SplitBudget):
+    if type(step) is SplitBudget:
         if share is not None:
             raise ParameterError(f"{step.describe()} splits its own total inside a split composition; give the budget at "
                                  "one level (the outer dp.compose(..., epsilon=...) or this one).")
@@ -119,10 +123,11 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
         return dataclasses.replace(step, part=_walk(step.part, space, d, inner))
     if type(step) is P.Chain:
         first = step.first
-        if isinstance(first, P.Transformation) and type(first) not in P._family_step_types():
-            mid, d_mid = first.out_space(space), first.stability(space, d)
+        if isinstance(first, P.Transformation):
+            # the stability the proof derives (its walk's own lemma for this transformation)
+            mid, d_mid = first.out_space(space), _stability_walk().transformation("", first, space, d)
             return P.Chain(first, _walk(step.second, mid, d_mid, share))
-        if not isinstance(first, P.Transformation) and not B.has_budget(step.second):
+        if not isinstance(first, P.Transformation) and not has_budget(step.second):
             return P.Chain(_walk(first, space, d, share), step.second)
     node = step.first if type(step) is P.Chain else step
     raise ParameterError(f"a budget under {node.describe()}: calibration follows the stability of clamp, column, count, sum, "
@@ -130,7 +135,15 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
                          "scale= / sigma= (its privacy is still proved).")
 
 
-def _leaf(step: B.NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
+def _stability_walk() -> Any:
+    """A proof walk whose obligations are discarded: only the distances its stability lemmas return are read."""
+    from ._kernel import ProofBuilder
+    from .parts._walk import _Walk
+
+    return _Walk(ProofBuilder(None, PureDP(1)))
+
+
+def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
     if step.budgeted and share is not None:
         raise ParameterError(f"{step.describe()} has its own budget inside a split composition; drop its epsilon=/rho= (the "
                              "split gives it a share) or take it out of the split.")
@@ -204,7 +217,7 @@ def _continuous_delta(eps: float, shift: float, sigma: float) -> float:
 
 def _certified_delta(eps: Fraction, shift: int, tau2: Fraction) -> float:
     """The upper end of the proof's rigorous enclosure of the discrete Gaussian's δ(ε) at ``shift``."""
-    from . import parts as proof
+    from .parts import _prove as proof
 
     e = sp.Rational(eps.numerator, eps.denominator)
     if tau2 <= proof._MAX_ENCLOSURE_TAU2 and shift <= proof._MAX_ENCLOSURE_SHIFT:
@@ -247,8 +260,8 @@ def _sigma_for_eps_delta(shift: int, eps: Fraction, delta: Fraction, g: Fraction
 
 def _rho_for_eps_delta(eps: Fraction, delta: Fraction) -> Fraction:
     """The largest ρ found (exact) whose zCDP conversion, as the proof evaluates it, gives δ(ε) <= δ."""
-    from . import parts as proof
     from ._kernel import exact_sign
+    from .parts import _prove as proof
 
     e = sp.Rational(eps.numerator, eps.denominator)
     target = sp.log(sp.Rational(delta.numerator, delta.denominator))

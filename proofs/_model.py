@@ -105,3 +105,9 @@ class Proof:
             "notes": list(self.notes),
             "timings": dict(self.timings),
         }
+
+
+def unproven(mechanism: Mechanism, reason: str) -> Proof:
+    """An UNPROVEN proof value carrying only ``reason`` (no derivation was attempted)."""
+    return Proof(mechanism=mechanism, claim=mechanism.claim, verdict=Verdict.UNPROVEN, bound_expr=None,
+                 bound=float("nan"), assumptions=(), steps=(), witness=None, notes=(reason,))

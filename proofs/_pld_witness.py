@@ -41,12 +41,12 @@ _MAX_PAIRS = 64
 
 
 def _leaf_entry(leaf: Any, shift: int) -> tuple | None:
-    from dpharness.mechanisms import parts as P
+    from dpharness.mechanisms.parts.noise import GridGaussian, GridLaplace
 
     m = leaf.measurement
-    if type(m) is P.GridLaplace:
+    if type(m) is GridLaplace:
         return ("laplace", Fraction(m.t), shift)
-    if type(m) is P.GridGaussian:
+    if type(m) is GridGaussian:
         return ("gaussian", Fraction(m.tau2), shift)
     return None
 
@@ -76,7 +76,7 @@ class _LossAbove:
 def _matching_pair(m: Any, wanted: Counter) -> tuple | None:
     """The first extreme pair whose moving leaves' (noise, parameter, |shift|) multiset is ``wanted``,
     with the moving columns; None when no examined pair attains every leaf's worst pair."""
-    from dpharness.mechanisms._parts_law import extreme_pairs, leaves
+    from dpharness.mechanisms.parts._law import extreme_pairs, leaves
 
     for d, d2 in extreme_pairs(m)[:_MAX_PAIRS]:
         a, b = leaves(m, d), leaves(m, d2)
@@ -104,11 +104,12 @@ def refute(pb: Any, m: Any, counted: dict, lower: Any, eps_claim: Fraction, delt
     """Refute the (ε, δ) claim when some extreme pair attains every leaf's worst pair and the certified
     lower end of that product's δ(ε) exceeds the claimed δ. ``counted``: the PLD route's leaf entries
     with their multiplicities; ``lower``: its optimistic composition. Returns whether it refuted."""
-    from dpharness.mechanisms import parts as P
+    from dpharness.mechanisms.parts._structure import has_post, has_sampling, measurement_leaves
+    from dpharness.mechanisms.parts.noise import GridGaussian, GridLaplace
 
-    if m is None or m.shape != "dataset" or P.has_sampling(m.steps) or P.has_post(m.steps):
+    if m is None or m.shape != "dataset" or has_sampling(m.steps) or has_post(m.steps):
         return False
-    if any(type(x) not in (P.GridLaplace, P.GridGaussian) for x in P.measurement_leaves(m.steps)):
+    if any(type(x) not in (GridLaplace, GridGaussian) for x in measurement_leaves(m.steps)):
         return False
     if any(len(e) != 3 for e in counted):
         return False

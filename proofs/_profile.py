@@ -61,16 +61,17 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
     """ε(δ) at each of ``deltas`` for a mechanism declared from parts (or a catalog class built from
     parts), or None when the structure has no account the profile can read (local randomizers,
     iterated or adaptive structures with no PLD)."""
-    from dpharness.mechanisms import parts as P
+    from dpharness.mechanisms.parts import PartsMechanism, input_distance
 
-    from . import parts as proof
     from ._kernel import ProofBuilder
+    from .parts import _prove as proof
+    from .parts._walk import _Walk
 
     m = getattr(mechanism, "parts", mechanism)
-    if not isinstance(m, P.PartsMechanism) or m.shape == "record":
+    if not isinstance(m, PartsMechanism) or m.shape == "record":
         return None
-    walk = proof._Walk(ProofBuilder(m))
-    prof = walk.walk("", m.steps, m.space, P.input_distance(m.relation, m.space))
+    walk = _Walk(ProofBuilder(m))
+    prof = walk.walk("", m.steps, m.space, input_distance(m.relation, m.space))
     delta0 = float(prof.delta)
     pure = None if prof.eps is None else float(prof.eps)
     rho = float(prof.rho) if prof.rho is not None and math.isfinite(float(prof.rho)) else None

@@ -2,10 +2,10 @@
 
 Test support for the soundness property tests (``tests/test_soundness_property.py``): the oracle a
 PROVED verdict is checked against. It shares no code with the library's law
-(``dpharness.mechanisms._parts_law``) or prover (``dpharness.proofs.parts``): it reads the public
+(``dpharness.mechanisms.parts._law``) or prover (``dpharness.proofs.parts``): it reads the public
 fields of the step structure (``lo``, ``hi``, ``j``, ``edges``, ``scale``, ``granularity``, ``part``,
 ``by``, ``keys``, ...) and is its own small interpreter of what the sampler executes
-(``mechanisms/parts.py``):
+(``mechanisms/parts/``):
 
 * records are exact binary floats, read as Fractions; ``clamp`` clamps every column; ``column(j)``
   keeps column j; ``count`` is the number of records; ``sum``, ``sum_squares``, ``sum_products(i, j)``

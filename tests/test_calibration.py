@@ -13,6 +13,7 @@ from dpharness import prove
 from dpharness.core import AddRemove, ApproxDP, BoundedChange, IntegerRange, PureDP, RealInterval, RenyiDP
 from dpharness.errors import ParameterError
 from dpharness.mechanisms import parts as mechanism_parts
+from dpharness.mechanisms.parts._structure import measurement_leaves
 from dpharness.proofs import Verdict
 
 
@@ -21,7 +22,7 @@ def _mech(steps, claim, records=RealInterval(0, 100), relation=AddRemove(), **kw
 
 
 def _leaves(m):
-    return mechanism_parts.measurement_leaves(m.steps)
+    return measurement_leaves(m.steps)
 
 
 def test_laplace_from_epsilon_is_exact_and_proved_at_that_epsilon():

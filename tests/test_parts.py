@@ -27,7 +27,7 @@ import dpharness
 from dpharness import AddRemove, ApproxDP, BoundedChange, IntegerRange, PureDP, RealInterval, RenyiDP, Substitute
 from dpharness import Finite
 from dpharness import parts as dp
-from dpharness.mechanisms._parts_law import leaves
+from dpharness.mechanisms.parts._law import leaves
 from dpharness.proofs import prove
 from dpharness.proofs._model import Verdict
 
@@ -482,7 +482,7 @@ def test_randomized_response_at_log_odds_37_lies_with_the_exact_probability(monk
 
 
 def test_local_extreme_pairs_are_valid_neighbours():
-    from dpharness.mechanisms._parts_law import extreme_pairs
+    from dpharness.mechanisms.parts._law import extreme_pairs
 
     for records in (Finite((2, 5, 7)), IntegerRange(-1, 1), Finite((0.25, 1.5))):
         m = _local(dp.randomized_response(1), PureDP(1), records)

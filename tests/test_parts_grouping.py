@@ -68,7 +68,7 @@ def test_user_level_relation_is_exact():
 
 @pytest.mark.parametrize("k, m, ell", [(3, 2, None), (4, 2, 2), (6, 1, 3)])
 def test_bounding_keeps_at_most_k_records_m_per_key_and_ell_keys(k, m, ell):
-    from dpharness.mechanisms._parts_grouping import BoundContributions, _kept_in_order
+    from dpharness.mechanisms.parts.grouping import BoundContributions, _kept_in_order
 
     b = BoundContributions(0, 1, k, m, ell)
     keys = np.array([0, 0, 0, 1, 1, 2, 3.0])
@@ -383,7 +383,7 @@ def test_audit_passes_at_the_proven_design():
 
 
 def test_a_subclassed_partition_selection_is_refused():
-    from dpharness.mechanisms._parts_grouping import PartitionSelect
+    from dpharness.mechanisms.parts.grouping import PartitionSelect
 
     class Lenient(PartitionSelect):
         @property

@@ -132,7 +132,7 @@ def test_laplace_noisy_max_rounds_fractional_scores_up_to_whole_steps():
 
 
 def test_a_subclassed_selection_is_refused():
-    from dpharness.mechanisms._parts_selection import ExponentialSelection
+    from dpharness.mechanisms.parts.selection import ExponentialSelection
 
     class Tweaked(ExponentialSelection):
         pass

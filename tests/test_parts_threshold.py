@@ -26,7 +26,7 @@ import dpharness
 from dpharness import AddRemove, BoundedChange, IntegerRange, PureDP, RealInterval, Substitute
 from dpharness import parts as dp
 from dpharness.errors import ParameterError
-from dpharness.mechanisms._parts_threshold import ThresholdLeaf
+from dpharness.mechanisms.parts.threshold import ThresholdLeaf
 from dpharness.proofs import prove
 from dpharness.proofs._model import Verdict
 
@@ -94,7 +94,7 @@ def test_bad_parameters_name_the_argument(call, name):
 
 
 def test_a_subclassed_part_is_refused():
-    from dpharness.mechanisms._parts_threshold import AboveThreshold, UserQuery
+    from dpharness.mechanisms.parts.threshold import AboveThreshold, UserQuery
 
     class Tweaked(AboveThreshold):
         pass

@@ -430,7 +430,7 @@ def test_the_brute_force_reads_the_structure_as_the_sampler_runs_it(drawn, rnd):
     """The oracle's own interpreter gives the same rounded centres as the library's law reader
     (``leaves``: the values the sampler adds noise to) on data sets from the brute-force grid; a
     disagreement would make the oracle's truth a different mechanism's."""
-    from dpharness.mechanisms._parts_law import leaves
+    from dpharness.mechanisms.parts._law import leaves
 
     try:
         m = drawn.mechanism(PureDP(1))

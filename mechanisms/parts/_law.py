@@ -20,8 +20,15 @@ import numpy as np
 from dpharness.core import AddRemove, BoundedChange, Deferred, DiscreteLaw, FunctionLaw, IntegerRange, RealBox
 from dpharness.errors import UnsupportedError
 
-from . import parts as P
-from ._noise import discrete_laplace_logpmf, on_grid_units
+from dpharness.mechanisms._noise import discrete_laplace_logpmf, on_grid_units
+
+from ._base import LEAVES, Chain, heads_chain, Space, Step, Transformation, record_value, walk_nodes
+from ._grid import _centres
+from ._structure import _domain_bounds, has_post, has_sampling, measurement_leaves
+from .combinators import Compose, Iterate, Parallel, Repeat
+from .local import _MAX_CATEGORIES, LocalRandomizedResponse, LocalRandomizer, LocalRappor, LocalWarner, category_index, category_values
+from .noise import GridGaussian, GridLaplace
+from .transformations import Clamp
 
 __all__ = ["leaves", "law", "extreme_pairs", "Leaf", "LocalLeaf"]
 
@@ -29,28 +36,32 @@ __all__ = ["leaves", "law", "extreme_pairs", "Leaf", "LocalLeaf"]
 class Leaf:
     """One noise measurement, the exact value it perturbs on some input, and its rounded centres."""
 
-    def __init__(self, measurement: Any, value: Any, space: P.Space) -> None:
+    def __init__(self, measurement: Any, value: Any, space: Space) -> None:
         self.measurement = measurement
         self.value = value
         self.space = space
         self.g = Fraction(measurement.granularity)
-        self.centres = P._centres(value, self.g)
+        self.centres = _centres(value, self.g)
+
+    def log_prob(self, cols: np.ndarray) -> np.ndarray:
+        """ln P of the leaf's output columns (shape (n, len(centres)))."""
+        return _grid_log_prob(self, cols)
 
 
 class LocalLeaf:
     """One local randomizer (:class:`~dpharness.mechanisms.parts.LocalRandomizer`), the record it
     randomizes and that record's category index ``index`` among the ``k`` categories."""
 
-    def __init__(self, measurement: Any, value: Any, space: P.Space) -> None:
+    def __init__(self, measurement: Any, value: Any, space: Space) -> None:
         self.measurement = measurement
         self.value = value
         self.space = space
         self.k = len(space.categories)
-        self.index = P.category_index(space, value)
+        self.index = category_index(space, value)
 
     @property
     def width(self) -> int:
-        return self.k if isinstance(self.measurement, P.LocalRappor) else 1
+        return self.k if isinstance(self.measurement, LocalRappor) else 1
 
     def probabilities(self) -> tuple[Any, Any]:
         """Exact (sympy) per-coordinate probabilities (truth, other): RR P(y = x) = e^L/(e^L + k − 1)
@@ -61,10 +72,10 @@ class LocalLeaf:
         from dpharness.core import exact
 
         m = self.measurement
-        if isinstance(m, P.LocalRandomizedResponse):
+        if isinstance(m, LocalRandomizedResponse):
             e_l = sp.exp(exact(m.L))
             return e_l / (e_l + self.k - 1), 1 / (e_l + self.k - 1)
-        if isinstance(m, P.LocalWarner):
+        if isinstance(m, LocalWarner):
             p = exact(m.p_exact)
             return p, 1 - p
         half = exact(m.f_exact) / 2
@@ -77,11 +88,11 @@ class LocalLeaf:
 
         m = self.measurement
         with mpmath.workdps(50):
-            if isinstance(m, P.LocalRandomizedResponse):
+            if isinstance(m, LocalRandomizedResponse):
                 L = mpmath.mpf(m.L.numerator) / m.L.denominator
                 t = mpmath.log1p((self.k - 1) * mpmath.exp(-L))
                 return float(-t), float(-L - t)
-            q = m.p_exact if isinstance(m, P.LocalWarner) else 1 - m.f_exact / 2
+            q = m.p_exact if isinstance(m, LocalWarner) else 1 - m.f_exact / 2
             q_mp = mpmath.mpf(q.numerator) / q.denominator
             return float(mpmath.log(q_mp)), float(mpmath.log(1 - q_mp))
 
@@ -90,7 +101,7 @@ class LocalLeaf:
         2**10 outputs (RAPPOR with k > 10)."""
         truth, other = self.probabilities()
         cats = self.space.categories
-        if not isinstance(self.measurement, P.LocalRappor):
+        if not isinstance(self.measurement, LocalRappor):
             return [((c,), truth if j == self.index else other) for j, c in enumerate(cats)]
         if self.k > _MAX_ENUMERATED_BITS:
             return None
@@ -106,7 +117,7 @@ class LocalLeaf:
         import sympy as sp
 
         truth, other = self.probabilities()
-        if isinstance(self.measurement, P.LocalRappor):
+        if isinstance(self.measurement, LocalRappor):
             if any(b not in (0, 1) for b in y) or len(y) != self.k:
                 return sp.Integer(0)
             agree = sum(1 for j, b in enumerate(y) if b == int(j == self.index))
@@ -117,21 +128,21 @@ class LocalLeaf:
 
     def truthful_output(self) -> tuple:
         """The output that reports the record unchanged (its category; RAPPOR: its one-hot bits)."""
-        if isinstance(self.measurement, P.LocalRappor):
+        if isinstance(self.measurement, LocalRappor):
             return tuple(int(j == self.index) for j in range(self.k))
         return (self.space.categories[self.index],)
 
     def log_prob(self, cols: np.ndarray) -> np.ndarray:
         """ln P of the rows of ``cols`` (shape (n, width)); −inf off the support."""
         lt, lo = self.log_probabilities()
-        if isinstance(self.measurement, P.LocalRappor):
+        if isinstance(self.measurement, LocalRappor):
             onehot = np.zeros(self.k)
             onehot[self.index] = 1
             valid = np.all((cols == 0) | (cols == 1), axis=1)
             agree = (cols == onehot).sum(axis=1)
             return np.where(valid, agree * lt + (self.k - agree) * lo, -np.inf)
         c = cols[:, 0]
-        cats = P.category_values(self.space).astype(float)
+        cats = category_values(self.space).astype(float)
         return np.where(c == cats[self.index], lt, np.where(np.isin(c, cats), lo, -np.inf))
 
     def expr(self, symbols: tuple) -> Any:
@@ -141,7 +152,7 @@ class LocalLeaf:
         from dpharness.core import exact
 
         truth, other = self.probabilities()
-        if isinstance(self.measurement, P.LocalRappor):
+        if isinstance(self.measurement, LocalRappor):
             return sp.Mul(*[sp.Piecewise((truth, sp.Eq(s, int(j == self.index))), (other, sp.Eq(s, int(j != self.index))),
                                          (0, True)) for j, s in enumerate(symbols)])
         (s,) = symbols
@@ -153,43 +164,41 @@ _MAX_ENUMERATED_BITS = 10   # RAPPOR laws list every output up to 2**10
 _MAX_TABLE = 1024           # outputs of a product law listed as a DiscreteLaw (exact probabilities)
 
 
-def leaves(m: P.PartsMechanism, data: Any) -> list:
+def leaves(m: Any, data: Any) -> list:
     """Each noise measurement with the exact value it perturbs on ``data``, in output order
     (:class:`Leaf` for grid noise, :class:`LocalLeaf` for a local randomizer). A structure with a
     random subsample has none (its noise perturbs a random subsample's value)."""
-    if P.has_sampling(m.steps):
+    if has_sampling(m.steps):
         raise UnsupportedError(f"{m.name} draws a random subsample; its noise leaves perturb a random value, so there is "
                                "no fixed leaf per data set")
     if m.shape == "record":
-        return _walk(m.steps, P.record_value(data), m.space)
+        return _walk(m.steps, record_value(data), m.space)
     value = np.asarray(data, dtype=float)
     if m.shape == "dataset" and value.ndim == 1 and m.space.dim > 1:
         value = value.reshape(-1, m.space.dim)
     return _walk(m.steps, value, m.space)
 
 
-def _walk(step: P.Step, value: Any, space: P.Space) -> list:
-    from . import _parts_grouping as G
-
-    if P.is_bounded_group(step) or type(step) is G.GroupBy:
-        return [G.leaf(step, value, space)]
-    if type(step) in P._family_step_types() and isinstance(step, P.Measurement):
-        return [P.family_module(step).leaf(step, value, space)]
-    if isinstance(step, P.LocalRandomizer):
+def _walk(step: Step, value: Any, space: Space) -> list:
+    if isinstance(step, Chain) and heads_chain(step.first) and type(step.first) in LEAVES:  # e.g. contribution bounding
+        return [LEAVES[type(step.first)](step, value, space, _walk)]
+    if type(step) in LEAVES:
+        return [LEAVES[type(step)](step, value, space, _walk)]
+    if isinstance(step, LocalRandomizer):
         return [LocalLeaf(step, value, space)]
-    if isinstance(step, (P.GridLaplace, P.GridGaussian)):
+    if isinstance(step, (GridLaplace, GridGaussian)):
         return [Leaf(step, value, space)]
-    if isinstance(step, P.Chain):
-        if isinstance(step.first, P.Transformation):
+    if isinstance(step, Chain):
+        if isinstance(step.first, Transformation):
             return _walk(step.second, step.first.apply(value), step.first.out_space(space))
         return _walk(step.first, value, space)  # what follows is post-processing
-    if isinstance(step, P.Compose):
+    if isinstance(step, Compose):
         return [leaf for p in step.parts for leaf in _walk(p, value, space)]
-    if isinstance(step, P.Repeat):
+    if isinstance(step, Repeat):
         return _walk(step.part, value, space) * step.times
-    if isinstance(step, P.Iterate):
+    if isinstance(step, Iterate):
         raise UnsupportedError("an iterated structure's leaves perturb values that depend on earlier releases")
-    if isinstance(step, P.Parallel):
+    if isinstance(step, Parallel):
         arr = np.asarray(value, dtype=float)
         key_col = arr[:, step.by] if arr.ndim == 2 else arr
         return [leaf for key in step.keys for leaf in _walk(step.part, arr[key_col == float(key)], space)]
@@ -206,12 +215,12 @@ def _gaussian_log_norm(tau2: Fraction) -> float:
     return float(np.log(np.exp(-k * k / (2 * t2)).sum()))
 
 
-def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
+def law(m: Any, data: Any) -> FunctionLaw | DiscreteLaw:
     """The exact law of the output (when no post-processing follows the noise)."""
-    if P.has_post(m.steps):
+    if has_post(m.steps):
         raise UnsupportedError(f"{m.name} post-processes its noisy outputs; its output law has no closed form here "
                                "(the proof works on the law before post-processing).")
-    if P.has_sampling(m.steps):
+    if has_sampling(m.steps):
         raise UnsupportedError(f"{m.name} draws a random subsample per release; its output law is a mixture over the "
                                "subsamples, not listed here (the proof accounts for it by amplification).")
     import sympy as sp
@@ -232,7 +241,7 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
         for j, (leaf, i) in enumerate(coords):
             units, ok = on_grid_units(out[:, j], float(leaf.g))
             k = units - leaf.centres[i]
-            if isinstance(leaf.measurement, P.GridLaplace):
+            if isinstance(leaf.measurement, GridLaplace):
                 lp = discrete_laplace_logpmf(k, float(leaf.measurement.t))
             else:
                 lp = -k * k / (2 * float(leaf.measurement.tau2)) - _gaussian_log_norm(leaf.measurement.tau2)
@@ -246,7 +255,7 @@ def law(m: P.PartsMechanism, data: Any) -> FunctionLaw | DiscreteLaw:
         for sym_, (leaf, i) in zip(symbols, coords):
             g = exact(leaf.g)
             k = sym_ / g - leaf.centres[i]
-            if isinstance(leaf.measurement, P.GridLaplace):
+            if isinstance(leaf.measurement, GridLaplace):
                 t = exact(leaf.measurement.t)
                 expr = expr * sp.tanh(1 / (2 * t)) * sp.exp(-sp.Abs(k) / t)
             else:
@@ -262,7 +271,7 @@ def _grid_log_prob(leaf: Leaf, cols: np.ndarray) -> np.ndarray:
     for i, c in enumerate(leaf.centres):
         units, ok = on_grid_units(cols[:, i], float(leaf.g))
         k = units - c
-        if isinstance(leaf.measurement, P.GridLaplace):
+        if isinstance(leaf.measurement, GridLaplace):
             lp = discrete_laplace_logpmf(k, float(leaf.measurement.t))
         else:
             lp = -k * k / (2 * float(leaf.measurement.tau2)) - _gaussian_log_norm(leaf.measurement.tau2)
@@ -271,8 +280,8 @@ def _grid_log_prob(leaf: Leaf, cols: np.ndarray) -> np.ndarray:
 
 
 def _mixed_law(ls: list) -> FunctionLaw:
-    """The law of a structure with family leaves (:class:`._parts_selection.SelectionLeaf`,
-    :class:`._parts_threshold.ThresholdLeaf`) and grid noise: the product of the leaves' laws (independent randomness), numeric log-probabilities by blocks
+    """The law of a structure with family leaves (:class:`.selection.SelectionLeaf`,
+    :class:`.threshold.ThresholdLeaf`) and grid noise: the product of the leaves' laws (independent randomness), numeric log-probabilities by blocks
     of columns; the finite support listed when every leaf is a family leaf (at most 1024 outputs)."""
     import sympy as sp
 
@@ -330,7 +339,7 @@ def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
             probs = tuple(p for _, p in rows)
             if all(float(p) > 0 for p in probs):
                 return DiscreteLaw(outcomes=outcomes, probs=probs, symbols=symbols, expr=expr)
-        elif count <= P._MAX_CATEGORIES:
+        elif count <= _MAX_CATEGORIES:
             outcomes = tuple(sum(combo, ()) for combo in itertools.product(*[[o for o, _ in t] for t in tables]))
             outcomes = tuple(o[0] for o in outcomes) if width == 1 else outcomes
 
@@ -345,20 +354,20 @@ def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
     return FunctionLaw("discrete", log_prob, symbols, expr, outcomes=outcomes)
 
 
-def _clamp_bounds(step: P.Step) -> list:
+def _clamp_bounds(step: Step) -> list:
     """The bounds of every clamp in the structure (where a record's contribution is extreme)."""
-    if isinstance(step, P.Clamp):
+    if isinstance(step, Clamp):
         return [step.lo, step.hi]
-    if isinstance(step, P.Chain):
+    if isinstance(step, Chain):
         return _clamp_bounds(step.first) + _clamp_bounds(step.second)
-    if isinstance(step, P.Compose):
+    if isinstance(step, Compose):
         return [b for p in step.parts for b in _clamp_bounds(p)]
-    if isinstance(step, (P.Parallel, P.Repeat, P.Iterate)):
+    if isinstance(step, (Parallel, Repeat, Iterate)):
         return _clamp_bounds(step.part)
     return []
 
 
-def _record_extremes(m: P.PartsMechanism) -> list:
+def _record_extremes(m: Any) -> list:
     dom = m.records
     if isinstance(dom, RealBox):
         lo, hi = float(dom.lo), float(dom.hi)
@@ -367,7 +376,7 @@ def _record_extremes(m: P.PartsMechanism) -> list:
             corners.append(np.array([lo if (bits >> j) & 1 else hi for j in range(dom.dim)]))
         return corners
     vals = [float(v) for v in dom.extremes()]
-    lo, hi = P._domain_bounds(dom)
+    lo, hi = _domain_bounds(dom)
     for b in _clamp_bounds(m.steps):  # clamp bounds inside the domain (e.g. an unbounded domain clamped)
         if lo <= Fraction(b) <= hi and float(b) not in vals:
             vals.append(float(b))
@@ -400,13 +409,13 @@ def _l1_rounding_pair(delta: Fraction, g: Fraction, dim: int) -> tuple[np.ndarra
     return np.array([float(v) for v in x]), np.array([float(v) for v in x2])
 
 
-def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
+def extreme_pairs(m: Any) -> list[tuple[Any, Any]]:
     """Neighbouring pairs built from the domain's extreme records, each accepted by the mechanism's
     own ``validate_pair``; the first is the default ``example_pair``."""
     pairs: list[tuple[Any, Any]] = []
-    from ._parts_grouping import AddRemoveUser, GroupBy, user_level_pairs
+    from .grouping import AddRemoveUser, GroupBy, user_level_pairs
 
-    if any(type(n) is GroupBy for n in P.walk_nodes(m.steps)):
+    if any(type(n) is GroupBy for n in walk_nodes(m.steps)):
         pairs.extend(user_level_pairs(m))  # keys of the encoding universe: where selection's δ and ε are attained
     if isinstance(m.relation, AddRemoveUser):
         pass
@@ -433,7 +442,7 @@ def extreme_pairs(m: P.PartsMechanism) -> list[tuple[Any, Any]]:
             y[:] = x + float(delta)
         else:
             y[0] = x[0] + float(delta)
-        grids = {Fraction(leaf.granularity) for leaf in P.measurement_leaves(m.steps)}
+        grids = {Fraction(leaf.granularity) for leaf in measurement_leaves(m.steps)}
         if m.relation.norm == "l1" and m.space.quantum is None and len(grids) == 1:
             pairs.append(_l1_rounding_pair(delta, grids.pop(), dim))  # rounding attains its bound here
         pairs.append((x, y))

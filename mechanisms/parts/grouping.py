@@ -1,7 +1,7 @@
 """Grouping parts: a group-by over keys that come from the data, with partition selection (a partition
 is released only if its noisy count passes a threshold), and per-user contribution bounding under
 the add/remove-one-user relation. The privacy map is proved once in
-:mod:`dpharness.proofs._parts_grouping` and instantiated at each node.
+:mod:`dpharness.proofs.parts.grouping` and instantiated at each node.
 
 Used as::
 
@@ -55,10 +55,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from dpharness import _validate as _v
-from dpharness.core import RealBox, Relation
+from dpharness.core import RealBox, Relation, record_definition
 from dpharness.errors import ParameterError, UnsupportedError
 
-from . import parts as P
+from ._base import (
+    Chain, Measurement, Post, Space, Step, _float_exact, _need, _plain, _post_chain, check_structure, execute, flatten,
+    register, walk_nodes,
+)
+from ._grid import LAPLACE_MIN_UNITS, _check_scale_units
 
 __all__ = ["AddRemoveUser", "BoundContributions", "GroupBy", "PartitionSelect", "STEP_TYPES",
            "bound_contributions", "group_by", "partition_select", "GroupLeaf", "user_level_pairs"]
@@ -113,7 +117,7 @@ class AddRemoveUser(Relation):
 # --------------------------------------------------------------------------- partition selection
 
 def _threshold(value: Any) -> Any:
-    value = P._plain("threshold", value)
+    value = _plain("threshold", value)
     if Fraction(value) < 1:
         raise ParameterError(f"threshold={value!r} must be >= 1 (a key is released when its noisy count reaches it; "
                              "below 1 most absent-looking keys pass); pass e.g. threshold=20.")
@@ -130,11 +134,11 @@ class PartitionSelect:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "threshold", _threshold(self.threshold))
-        scale = P._plain("scale", self.scale)
+        scale = _plain("scale", self.scale)
         if Fraction(scale) <= 0:
             raise ParameterError(f"scale={scale!r} must be > 0; pass the discrete Laplace scale of the noisy count.")
-        P._check_scale_units("scale", scale, 1)
-        if Fraction(scale) < P.GridLaplace._min_units:
+        _check_scale_units("scale", scale, 1)
+        if Fraction(scale) < LAPLACE_MIN_UNITS:
             raise ParameterError(f"scale={scale!r} is below 2**-1000, the smallest scale the exact sampler draws; "
                                  "pass a larger scale.")
         object.__setattr__(self, "scale", scale)
@@ -152,11 +156,12 @@ class PartitionSelect:
         return f"partition_select(threshold={self.threshold!r}, scale={self.scale!r})"
 
 
-P.record_definition(PartitionSelect)  # a monkeypatch of it is caught by the prover (proof_registry.patched_code)
+record_definition(PartitionSelect)  # a monkeypatch of it is caught by the prover (proof_registry.patched_code)
 
 
 def partition_select(*, threshold: Any, scale: Any) -> PartitionSelect:
-    """Release a key only if its noisy count (discrete Laplace of ``scale``) reaches ``threshold``."""
+    """Laplace thresholding: release a key iff its count plus discrete Laplace noise of ``scale``
+    reaches ``threshold`` (>= 1). A parameter of :func:`group_by`."""
     return PartitionSelect(threshold, scale)
 
 
@@ -166,14 +171,14 @@ def _encoding_keys(keys: Any) -> tuple:
     if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
         raise ParameterError(f"keys={keys!r} is not a sequence; pass the key universe used to encode the release "
                              "(e.g. keys=range(0, 100)).")
-    vals = tuple(P._float_exact("keys", k, "a partition key") for k in keys)
+    vals = tuple(_float_exact("keys", k, "a partition key") for k in keys)
     if not 1 <= len(vals) <= _MAX_KEYS or len({Fraction(k) for k in vals}) != len(vals):
         raise ParameterError(f"keys has {len(vals)} values; pass between 1 and {_MAX_KEYS} distinct keys.")
     return vals
 
 
 @dataclass(frozen=True)
-class GroupBy(P.Measurement):
+class GroupBy(Measurement):
     """Group the records by column ``by`` (keys from the data) and release, per key, the noisy count of
     its users if it passes ``select`` (:class:`PartitionSelect`), encoded over the universe ``keys``
     (one coordinate per key: the noisy count, or 0 when not released). Law per encoded key with count
@@ -187,7 +192,7 @@ class GroupBy(P.Measurement):
     dp.count() | dp.sum() >> dp.laplace(scale)``, or a ``dp.compose`` of such. Output per key, key after
     key: the selection coordinate, then the part's coordinates.
 
-    Privacy map (proved in :mod:`dpharness.proofs._parts_grouping`): when one neighbour changes the
+    Privacy map (proved in :mod:`dpharness.proofs.parts.grouping`): when one neighbour changes the
     counts of at most ``L`` encoded keys by at most 1 each, (ε, δ) = (L/t, 1 − (1 − p)^L) with
     p = P(K >= T − 1) = e^{−(T−1)/t}/(1 + e^{−1/t}); ``L = 1`` under add/remove of one record. Each part
     adds D/t_part, D its total grid steps over the touched keys (at most L1 records in all, m per key)."""
@@ -216,12 +221,12 @@ class GroupBy(P.Measurement):
         part = "" if self.part is None else f", part={self.part.describe()}"
         return f"group_by(by=column {self.by}, keys=[{shown}] ({len(k)}), select={self.select.describe()}{part})"
 
-    def out_width(self, space: P.Space) -> int:
-        P._need(space, "records", "group_by")
+    def out_width(self, space: Space) -> int:
+        _need(space, "records", "group_by")
         if self.by >= space.dim:
             raise ParameterError(f"by={self.by} but records have {space.dim} column(s); pass by < {space.dim}.")
         if self.part is not None:
-            out, width = P.check_structure(self.part, space)
+            out, width = check_structure(self.part, space)
             if out is not None or width != self.part_width:
                 raise ParameterError(f"part={self.part.describe()} must end every branch in noise (one number each).")
         return len(self.keys) * (1 + self.part_width)
@@ -243,10 +248,10 @@ class GroupBy(P.Measurement):
         return out
 
     def release(self, counts: np.ndarray, rng: np.random.Generator, records: Any = None,
-                space: P.Space | None = None) -> np.ndarray:
+                space: Space | None = None) -> np.ndarray:
         """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
         outputs on each key's ``records`` (zeros where the key is not released)."""
-        from ._exact import discrete_laplace
+        from dpharness.mechanisms._exact import discrete_laplace
 
         counts = np.asarray(counts, dtype=np.int64)
         noise = discrete_laplace(self.select.t, counts.shape, rng)
@@ -265,11 +270,11 @@ class GroupBy(P.Measurement):
         col = arr[:, self.by] if len(arr) else np.zeros(0)
         blocks = []
         for i, k in enumerate(self.keys):
-            vals = P.flatten(P.execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
+            vals = flatten(execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
             blocks.append(np.concatenate([sel[:, i:i + 1], np.where(sel[:, i:i + 1] != 0, vals, 0.0)], axis=1))
         return np.concatenate(blocks, axis=1)
 
-    def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         c = self.counts(value)
         return self.release(np.tile(c, (size, 1)), rng, value, space)
 
@@ -277,7 +282,7 @@ class GroupBy(P.Measurement):
 # --------------------------------------------------------------------------- contribution bounding
 
 @dataclass(frozen=True)
-class BoundContributions(P.Step):
+class BoundContributions(Step):
     """Per-user contribution bounding before a :class:`GroupBy` on the same key column ``by``: each
     user keeps at most ``max_records`` records in all and at most ``max_per_partition`` per key
     (uniformly random order per user, see the module docstring), a fresh draw for every release. Under
@@ -312,22 +317,40 @@ class BoundContributions(P.Step):
         return (f"bound_contributions(user=column {self.user}, by=column {self.by}, max_records={self.max_records}, "
                 f"max_per_partition={self.max_per_partition}{extra})")
 
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        raise ParameterError(f"{self.describe()} must be followed by >> dp.group_by(by={self.by}, ...).")
+
+    def check_head(self, chain: Chain, space: Space) -> tuple[Space | None, int]:
+        """``bound_contributions(...) >> group_by(...)``: a chain the family runs and proves as one."""
+        return None, check_bounded(chain, space)
+
+    def execute_head(self, chain: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+        return execute_bounded(chain, value, space, size, rng)
+
+
+def _role(step: Any, inherited: bool = False) -> str | None:
+    """A step's ``per_key_role`` (see :class:`~._base.Step`): declared by its own class (a subclass of a part
+    is not a part the proof covers), or for ``inherited`` also by a base class."""
+    if inherited:
+        return getattr(type(step), "per_key_role", None)
+    return vars(type(step)).get("per_key_role") if isinstance(step, Step) else None
+
 
 def simple_parts(step: Any) -> list[tuple[list, Any, Any]]:
     """The per-key parts as (record-wise transformations, aggregate, noise) triples; refuses other forms
     (their stability for several records of one user is not proved here)."""
-    if isinstance(step, P.Compose):
+    if _role(step, inherited=True) == "compose":
         return [t for p in step.parts for t in simple_parts(p)]
     steps = []
     node = step
-    while isinstance(node, P.Chain):
+    while isinstance(node, Chain):
         steps.append(node.first)
         node = node.second
     steps.append(node)
     *pre, agg, noise = steps if len(steps) >= 2 else (None, None)
-    if (len(steps) < 2 or type(noise) is not P.GridLaplace or type(agg) not in (P.Count, P.Sum)
-            or any(type(x) not in (P.Clamp, P.Column) for x in pre)):
-        raise ParameterError(f"part={step.describe() if isinstance(step, P.Step) else step!r} is not a per-key aggregate "
+    if (len(steps) < 2 or _role(noise) != "noise" or _role(agg) != "aggregate"
+            or any(_role(x) != "record-wise" for x in pre)):
+        raise ParameterError(f"part={step.describe() if isinstance(step, Step) else step!r} is not a per-key aggregate "
                              "this family proves; pass [dp.clamp(lo, hi) >>] [dp.column(j) >>] dp.count() or dp.sum() "
                              ">> dp.laplace(scale), or dp.compose(...) of such.")
     return [(pre, agg, noise)]
@@ -335,16 +358,21 @@ def simple_parts(step: Any) -> list[tuple[list, Any, Any]]:
 
 def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
                         max_partitions: int | None = None) -> BoundContributions:
-    """Keep at most ``max_records`` records per user (column ``user``), at most ``max_per_partition``
-    per (user, key of column ``by``) and records of at most ``max_partitions`` keys per user, chosen in a
-    uniformly random order per user; chain a ``dp.group_by(by=...)`` after it."""
+    """Keep at most ``max_records`` records per user (id in column ``user``) and at most
+    ``max_per_partition`` per (user, key in column ``by``), of at most ``max_partitions`` keys per user
+    (default: no bound beyond ``max_records``), in a uniformly random order per user;
+    declare ``relation=dp.AddRemoveUser(user=...)`` and chain ``>> dp.group_by(by=..., ...)``. See
+    :mod:`dpharness.mechanisms.parts.grouping`."""
     return BoundContributions(user, by, max_records, max_per_partition, max_partitions)
 
 
 def group_by(*, by: int, keys: Sequence, select: PartitionSelect, part: Any = None) -> GroupBy:
-    """Group by column ``by`` over keys from the data; release each key's noisy user count when it passes
-    ``select`` (and ``part``'s noisy aggregates of its records); encoded over the universe ``keys`` (0: not
-    released)."""
+    """Group records by column ``by`` over keys that come from the data; each present key's user count
+    gets discrete Laplace noise and is released when it passes ``select`` (``dp.partition_select``);
+    the release is encoded over the universe ``keys`` (the noisy count, or 0: not released). (ε, δ) =
+    (L/t, 1 − (1 − p)^L), p = P(K >= ceil(threshold) − 1), L keys touched by one neighbour. ``part``:
+    per-key ``dp.count()`` / ``dp.sum()`` ``>> dp.laplace(scale)`` (after record-wise clamp/column, or a
+    ``dp.compose`` of such) on each key's records, released with the key."""
     keys = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys
     return GroupBy(by, keys, select, part)
 
@@ -352,25 +380,25 @@ def group_by(*, by: int, keys: Sequence, select: PartitionSelect, part: Any = No
 STEP_TYPES = frozenset({GroupBy, BoundContributions})
 
 
-# --------------------------------------------------------------------------- structure hooks (parts.py)
+# --------------------------------------------------------------------------- structure hooks (check_head/execute_head)
 
-def split_bounded(step: P.Chain) -> tuple[BoundContributions, Any, P.Step | None]:
+def split_bounded(step: Chain) -> tuple[BoundContributions, Any, Step | None]:
     """``bound_contributions >> group_by [>> post ...]`` as (bounding, group-by, the post-processing or None)."""
     rest = step.second
-    if isinstance(rest, P.Chain):
+    if isinstance(rest, Chain):
         return step.first, rest.first, rest.second
     return step.first, rest, None
 
 
-def check_bounded(step: P.Chain, space: P.Space) -> int:
+def check_bounded(step: Chain, space: Space) -> int:
     """``bound_contributions(...) >> group_by(...) [>> dp.post(fn)]``: validated; returns the output width
     (−1 when post-processing decides it)."""
     b, g, post = split_bounded(step)
-    P._need(space, "records", "bound_contributions")
+    _need(space, "records", "bound_contributions")
     if type(g) is not GroupBy:
         raise ParameterError(f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...); the bounded "
                              "records feed a group-by only.")
-    if post is not None and not all(type(n) in (P.Post, P.Chain) for n in P.walk_nodes(post)):
+    if post is not None and not all(type(n) in (Post, Chain) for n in walk_nodes(post)):
         raise ParameterError(f"{post.describe()} follows the group-by; only dp.post(fn) may follow it.")
     if max(b.user, b.by) >= space.dim:
         raise ParameterError(f"{b.describe()} but records have {space.dim} column(s); pass columns below {space.dim}.")
@@ -380,14 +408,14 @@ def check_bounded(step: P.Chain, space: P.Space) -> int:
     return width if post is None else -1
 
 
-def check_user_level(relation: Relation, steps: P.Step, space: P.Space) -> None:
+def check_user_level(relation: Relation, steps: Step, space: Space) -> None:
     """Under :class:`AddRemoveUser` the structure must be ``bound_contributions(user=relation.user, ...)
     >> group_by(...)`` (or a composition of such): no other step's stability is proved for one user."""
-    if isinstance(steps, P.Compose):
+    if _role(steps, inherited=True) == "compose":
         for p in steps.parts:
             check_user_level(relation, p, space)
         return
-    if not (isinstance(steps, P.Chain) and isinstance(steps.first, BoundContributions)):
+    if not (isinstance(steps, Chain) and isinstance(steps.first, BoundContributions)):
         raise ParameterError(f"relation={relation.describe()} needs steps = dp.bound_contributions(user={relation.user}, "
                              "...) >> dp.group_by(...) (a user's records are bounded before anything else sees them); "
                              f"got {steps.describe()}.")
@@ -474,13 +502,13 @@ def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Gener
     return mask
 
 
-def execute_bounded(step: P.Chain, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> Any:
+def execute_bounded(step: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
     b, g, post = split_bounded(step)
     out = _execute_bounded(b, g, value, space, size, rng)
-    return out if post is None else P._post_chain(post, out)
+    return out if post is None else _post_chain(post, out)
 
 
-def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: P.Space, size: int,
+def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: Space, size: int,
                      rng: np.random.Generator) -> np.ndarray:
     if g.part is None:
         return g.release(user_counts(b, g, value, size, rng), rng)
@@ -499,15 +527,14 @@ def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: P.Spa
     return out
 
 
-# --------------------------------------------------------------------------- exact law (read by _parts_law)
+# --------------------------------------------------------------------------- exact law (read by _law)
 
 class GroupLeaf:
     """One group-by and the exact per-key counts it perturbs on some input (deterministic bounding only);
     ``log_prob`` of its ``width`` encoded columns."""
 
-    def __init__(self, measurement: GroupBy, counts: np.ndarray, records: Any = None, space: P.Space | None = None) -> None:
-        from ._parts_law import _walk
-
+    def __init__(self, measurement: GroupBy, counts: np.ndarray, records: Any = None, space: Space | None = None,
+                 walk: Any = None) -> None:
         self.measurement = measurement
         self.counts = [int(c) for c in counts]
         w = measurement.part_width
@@ -517,15 +544,13 @@ class GroupLeaf:
             arr = np.asarray(records, dtype=float)
             arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
             col = arr[:, measurement.by] if len(arr) else np.zeros(0)
-            self.part_leaves = [_walk(measurement.part, arr[col == float(k)], space) for k in measurement.keys]
+            self.part_leaves = [walk(measurement.part, arr[col == float(k)], space) for k in measurement.keys]
 
     def log_prob(self, cols: np.ndarray) -> np.ndarray:
-        from ._noise import discrete_laplace_logpmf
+        from dpharness.mechanisms._noise import discrete_laplace_logpmf
 
         sel = self.measurement.select
         t, T = float(sel.t), sel.T
-        from ._parts_law import _grid_log_prob
-
         allcols = np.asarray(cols, dtype=float).reshape(len(cols), -1)
         w = self.measurement.part_width
         total = np.zeros(len(allcols))
@@ -535,7 +560,7 @@ class GroupLeaf:
             if w:
                 rest = allcols[:, j * (1 + w) + 1:(j + 1) * (1 + w)]
                 zeros = np.all(rest == 0, axis=1)
-                part_lp = sum(_grid_log_prob(lf, rest[:, i:i + 1]) for i, lf in enumerate(self.part_leaves[j]))
+                part_lp = sum(lf.log_prob(rest[:, i:i + 1]) for i, lf in enumerate(self.part_leaves[j]))
                 total += np.where(y == 0, np.where(zeros, 0.0, -np.inf), part_lp)
             if c == 0:
                 total += np.where(y == 0, 0.0, -np.inf)
@@ -549,27 +574,30 @@ class GroupLeaf:
         return total
 
 
-def leaf(step: P.Step, value: Any, space: P.Space | None = None) -> GroupLeaf:
+def leaf(step: Step, value: Any, space: Space | None = None, walk: Any = None) -> GroupLeaf:
     """The exact leaf of a group-by (``step`` a GroupBy, or bound_contributions >> group_by whose bounding
     keeps every record on this input); UnsupportedError when the bounding is random here."""
     if isinstance(step, GroupBy):
-        return GroupLeaf(step, step.counts(value), value, space)
+        return GroupLeaf(step, step.counts(value), value, space, walk)
     b, g, _ = split_bounded(step)
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     if not all(_kept_deterministically(arr, rows, b) for rows in _user_groups(arr, b)):
         raise UnsupportedError(f"{b.describe()} drops records at random on this input; its output law is a mixture over "
                                "the draws, not listed here (the proof covers every draw)")
-    return GroupLeaf(g, g.counts(arr, user=b.user), arr, space)
+    return GroupLeaf(g, g.counts(arr, user=b.user), arr, space, walk)
+
+
+register(GroupBy, BoundContributions, leaf=leaf)
 
 
 # --------------------------------------------------------------------------- extreme pairs
 
-def user_level_pairs(m: P.PartsMechanism) -> list[tuple[np.ndarray, np.ndarray]]:
+def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Neighbouring pairs for the audit: the empty data set against one user with records under
     L = min(k, |keys|) distinct encoded keys (the pair where δ is attained), and a data set where those
     keys already hold T users against it plus one more user (the pair where ε is attained)."""
-    nodes = P.walk_nodes(m.steps)
+    nodes = walk_nodes(m.steps)
     g = next(n for n in nodes if type(n) is GroupBy)
     b = next((n for n in nodes if type(n) is BoundContributions), None)
     dim = m.space.dim

@@ -1,4 +1,4 @@
-"""Privacy map of the threshold parts (:mod:`dpharness.mechanisms._parts_threshold`): above threshold / the
+"""Privacy map of the threshold parts (:mod:`dpharness.mechanisms.parts.threshold`): above threshold / the
 sparse vector technique of Lyu, Su & Li 2017 (Alg. 1) with discrete Laplace noise on a grid, proved once
 per family and instantiated at the node's parameters by the walk of :mod:`dpharness.proofs.parts`:
 
@@ -27,12 +27,12 @@ from typing import Any
 import sympy as sp
 
 from dpharness.core import AddRemove
-from dpharness.mechanisms import _parts_threshold as T
-from dpharness.mechanisms import parts as P
+from dpharness.mechanisms.parts import threshold as T
+from dpharness.mechanisms.parts._base import Distance, Space, _scalar_distance
 
-from . import _account as A
-from ._kernel import discharge, slack, sym
-from ._model import Obligation
+from .. import _account as A
+from .._kernel import discharge, slack, sym
+from .._model import Obligation
 
 __all__ = ["account", "STEP_TYPES"]
 
@@ -61,17 +61,17 @@ _INTEGERS = _argued(
 _UNUSED = _argued(
     "the sampler draws ν_i for every query, also after the c-th ⊤; those draws are never read (the answer is −1), "
     "so the output's law is that of the algorithm that stops",
-    "independent unused randomness does not change the law (mechanisms._parts_threshold.AboveThreshold.run)")
+    "independent unused randomness does not change the law (mechanisms.parts.threshold.AboveThreshold.run)")
 
 
 @functools.lru_cache(maxsize=None)
 def _general_family() -> tuple[Obligation, ...]:
-    from ._alignment import sparse_vector_all_n
+    from .._alignment import sparse_vector_all_n
 
     lemma = sparse_vector_all_n(2, 1, sym("b_rho", positive=True), sym("b_nu", positive=True), sym("Delta", positive=True))
     return tuple(lemma.obligations) + (
         _argued("the lemma's comparison is the sampler's: ⊤ iff c_i + ν_i >= T_g + ρ (non-strict), read with Δ = D grid "
-                "steps, b_ρ = t_ρ and b_ν = t_ν", "mechanisms._parts_threshold.AboveThreshold.run"),
+                "steps, b_ρ = t_ρ and b_ν = t_ν", "mechanisms.parts.threshold.AboveThreshold.run"),
         _INTEGERS, _UNUSED)
 
 
@@ -119,7 +119,7 @@ def _monotone_family() -> tuple[Obligation, ...]:
 
 # --------------------------------------------------------------------------- the walk's hook
 
-def _steps(q_space: P.Space, dist: P.Distance, g: Fraction) -> tuple[Fraction, str]:
+def _steps(q_space: Space, dist: Distance, g: Fraction) -> tuple[Fraction, str]:
     """Grid steps D_i of one query's rounded answer, and how."""
     if dist.linf == 0:
         return Fraction(0), "zero"
@@ -129,7 +129,7 @@ def _steps(q_space: P.Space, dist: P.Distance, g: Fraction) -> tuple[Fraction, s
     return Fraction(math.ceil(dist.linf / g)), "rounded"
 
 
-def account(walk: Any, path: str, m: T.AboveThreshold, space: P.Space, d: P.Distance) -> A.Account:
+def account(walk: Any, path: str, m: T.AboveThreshold, space: Space, d: Distance) -> A.Account:
     g = m.g
     tr, tn = _F(m.t_rho), _F(m.t_nu)
     rows: list[tuple[Fraction, str]] = []
@@ -147,7 +147,7 @@ def account(walk: Any, path: str, m: T.AboveThreshold, space: P.Space, d: P.Dist
         for i, (q, q_space) in enumerate(zip(m.queries, m.query_spaces(space))):
             qpath = f"{path or 'above_threshold'} › query {i + 1}"
             if isinstance(q, T.UserQuery):
-                dist = P._scalar_distance(Fraction(q.sensitivity))
+                dist = _scalar_distance(Fraction(q.sensitivity))
                 walk.pb.precondition(f"[{qpath}] STATED (not derived): the user function {q.describe()} moves by at most "
                                      f"{q.sensitivity} between neighbouring data sets ({d.describe()})"
                                      + ("; adding a record never decreases it, removing never increases it"
@@ -196,3 +196,8 @@ def account(walk: Any, path: str, m: T.AboveThreshold, space: P.Space, d: P.Dist
                         f"ε = {text}", sp.Eq(eps, Ds / tr + (1 if monotone else 2) * mm * Ds / tn),
                   "the family's privacy map at D, exact arithmetic")
     return A.leaf(eps, eps ** 2 / 2)
+
+
+from . import _walk as W  # noqa: E402
+
+W.account(*T.MEASUREMENT_TYPES)(account)

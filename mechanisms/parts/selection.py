@@ -1,7 +1,7 @@
 """Selection parts: a quantile score over candidates, the exponential mechanism (= report noisy max with
 Gumbel noise, and its one-shot top-k), and report noisy max with exponential noise (= permute-and-flip)
 or with Laplace noise on a grid. Each samples its law exactly; each privacy map is proved once in
-:mod:`dpharness.proofs._parts_selection` and instantiated at the node's input distance.
+:mod:`dpharness.proofs.parts.selection` and instantiated at the node's input distance.
 
 Used as::
 
@@ -36,8 +36,10 @@ from dpharness import _validate as _v
 from dpharness.core import AddRemove
 from dpharness.errors import ParameterError, UnsupportedError
 
-from . import parts as P
-from ._noise import check_granularity
+from dpharness.mechanisms._noise import check_granularity
+
+from ._base import Distance, Measurement, Space, Step, Transformation, _chain, _float_exact, _need, _plain, register
+from ._grid import LAPLACE_MIN_UNITS, _centres, _check_scale_units
 
 __all__ = [
     "QuantileScore", "ExponentialSelection", "NoisyMaxExponential", "NoisyMaxLaplace", "STEP_TYPES",
@@ -49,7 +51,7 @@ _INF = math.inf
 
 
 def _scale(name: str, value: Any) -> Any:
-    value = P._plain(name, value)
+    value = _plain(name, value)
     if Fraction(value) <= 0:
         raise ParameterError(f"{name}={value!r} must be > 0; pass a positive noise scale.")
     return value
@@ -63,7 +65,7 @@ def _labels(name: str, values: Any) -> tuple:
         vals = tuple(values)
     except TypeError:
         raise ParameterError(f"{name}={values!r} is not a sequence; pass a list of numbers.") from None
-    vals = tuple(P._float_exact(name, v, "a candidate") for v in vals)
+    vals = tuple(_float_exact(name, v, "a candidate") for v in vals)
     if not 1 <= len(vals) <= _MAX_CANDIDATES:
         raise ParameterError(f"{name} has {len(vals)} values; pass between 1 and {_MAX_CANDIDATES}.")
     return vals
@@ -72,7 +74,7 @@ def _labels(name: str, values: Any) -> tuple:
 # --------------------------------------------------------------------------- the quantile score
 
 @dataclass(frozen=True)
-class QuantileScore(P.Transformation):
+class QuantileScore(Transformation):
     """The quantile utility of each candidate (OpenDP's ``make_quantile_score_candidates``, Smith 2011),
     on one-column records, exactly in rational arithmetic::
 
@@ -92,7 +94,7 @@ class QuantileScore(P.Transformation):
     candidates: tuple
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", P._plain("alpha", self.alpha))
+        object.__setattr__(self, "alpha", _plain("alpha", self.alpha))
         if not 0 <= Fraction(self.alpha) <= 1:
             raise ParameterError(f"alpha={self.alpha!r} must be in [0, 1]; pass e.g. alpha=0.5 for the median.")
         cands = _labels("candidates", self.candidates)
@@ -113,17 +115,17 @@ class QuantileScore(P.Transformation):
         shown = ", ".join(map(str, c)) if len(c) <= 4 else f"{c[0]}, {c[1]}, ..., {c[-1]}"
         return f"quantile_score(alpha={self.alpha!r}, candidates=[{shown}] ({len(c)}))"
 
-    def out_space(self, space: P.Space) -> P.Space:
-        P._need(space, "records", "quantile_score")
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "quantile_score")
         if space.dim != 1:
             raise ParameterError(f"quantile_score takes one-column records, got {space.dim}; put dp.column(j) before it.")
         k = len(self.candidates)
-        return P.Space("vector", k, (-_INF,) * k, (Fraction(0),) * k, Fraction(1, self.alpha_exact.denominator))
+        return Space("vector", k, (-_INF,) * k, (Fraction(0),) * k, Fraction(1, self.alpha_exact.denominator))
 
-    def stability(self, space: P.Space, d: P.Distance) -> P.Distance:
+    def stability(self, space: Space, d: Distance) -> Distance:
         delta = self.sensitivity(d.relation)
         k = len(self.candidates)
-        return P.Distance(None, k * delta, k * delta * delta, delta)
+        return Distance(None, k * delta, k * delta * delta, delta)
 
     def apply(self, value: Any) -> Any:
         x = np.sort(np.asarray(value, dtype=float).ravel())
@@ -136,7 +138,7 @@ class QuantileScore(P.Transformation):
 
 # --------------------------------------------------------------------------- selections on a vector
 
-def _vector_in(space: P.Space, what: str) -> int:
+def _vector_in(space: Space, what: str) -> int:
     if space.kind != "vector":
         raise ParameterError(f"{what} selects among the coordinates of a vector of scores, but the previous step gives "
                              f"{space.describe()}; put a vector-valued step before it (e.g. dp.histogram(categories=...) "
@@ -152,7 +154,7 @@ def _utilities(value: Any) -> list[Fraction]:
 
 
 @dataclass(frozen=True)
-class ExponentialSelection(P.Measurement):
+class ExponentialSelection(Measurement):
     """The exponential mechanism over the coordinates of a score vector u (McSherry & Talwar 2007), which is
     report noisy max with Gumbel noise of ``scale`` (the argmax of u_i + Gumbel(scale) has this law)::
 
@@ -188,7 +190,7 @@ class ExponentialSelection(P.Measurement):
             extra += f", labels=({len(self.labels)} values)"
         return f"exponential(scale={self.scale!r}{extra})"
 
-    def out_width(self, space: P.Space) -> int:
+    def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
         if self.k > dim:
             raise ParameterError(f"k={self.k} but the score vector has {dim} coordinates; pass k <= {dim}.")
@@ -201,7 +203,7 @@ class ExponentialSelection(P.Measurement):
         s = self.scale_exact
         return [u / s for u in _utilities(value)]
 
-    def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         idx = _peel(self.log_weights(value), self.k, size, rng)
         return _emit(idx, self.labels)
 
@@ -209,7 +211,7 @@ class ExponentialSelection(P.Measurement):
 def _categorical(log_weights: list[Fraction], size: int, rng: np.random.Generator) -> np.ndarray:
     """Exact draws of i with probability e^{a_i}/Σ e^{a_j}; the heaviest indices are tried first (the same
     law, fewer stages)."""
-    from ._exact import categorical_exp
+    from dpharness.mechanisms._exact import categorical_exp
 
     order = sorted(range(len(log_weights)), key=lambda i: -log_weights[i])
     picked = categorical_exp([log_weights[i] for i in order], size, rng)
@@ -242,7 +244,7 @@ def _emit(idx: np.ndarray, labels: tuple | None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class NoisyMaxExponential(P.Measurement):
+class NoisyMaxExponential(Measurement):
     """Report noisy max with one-sided exponential noise: the index of the largest u_i + E_i, E_i i.i.d.
     exponential with mean ``scale``; this is permute-and-flip (McKenna & Sheldon 2020; Ding, Kifer et al.
     2021): visit the indices in a uniformly random order and stop at i with probability
@@ -269,14 +271,14 @@ class NoisyMaxExponential(P.Measurement):
     def describe(self) -> str:
         return f"report_noisy_max(scale={self.scale!r}, noise='exponential')"
 
-    def out_width(self, space: P.Space) -> int:
+    def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
         if self.labels is not None and len(self.labels) != dim:
             raise ParameterError(f"labels has {len(self.labels)} values but the score vector has {dim}.")
         return 1
 
-    def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
-        from ._exact import bernoulli_exp
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from dpharness.mechanisms._exact import bernoulli_exp
 
         u = _utilities(value)
         top = max(u)
@@ -297,7 +299,7 @@ class NoisyMaxExponential(P.Measurement):
 
 
 @dataclass(frozen=True)
-class NoisyMaxLaplace(P.Measurement):
+class NoisyMaxLaplace(Measurement):
     """Report noisy max with Laplace noise on the grid ``g·Z``: each score is rounded to the grid,
     c_i = floor(u_i/g + 1/2) (saturated to ±2**52 steps), discrete Laplace noise K_i with P(k) ∝ exp(−|k|/t),
     t = scale/g, is added, and the first index of the largest c_i + K_i is released (ties, which have positive
@@ -317,10 +319,10 @@ class NoisyMaxLaplace(P.Measurement):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", _scale("scale", self.scale))
-        object.__setattr__(self, "granularity", P._plain("granularity", self.granularity))
+        object.__setattr__(self, "granularity", _plain("granularity", self.granularity))
         check_granularity("granularity", self.granularity)
-        P._check_scale_units("scale", self.scale, self.granularity)
-        if Fraction(self.scale) / Fraction(self.granularity) < P.GridLaplace._min_units:
+        _check_scale_units("scale", self.scale, self.granularity)
+        if Fraction(self.scale) / Fraction(self.granularity) < LAPLACE_MIN_UNITS:
             raise ParameterError(f"scale={self.scale!r} is below 2**-1000 grid steps; pass a larger scale.")
         object.__setattr__(self, "labels", _labels("labels", self.labels))
 
@@ -336,16 +338,16 @@ class NoisyMaxLaplace(P.Measurement):
         g = self.granularity
         return f"report_noisy_max(scale={self.scale!r}, noise='laplace'" + ("" if g == 1 else f", granularity={g!r}") + ")"
 
-    def out_width(self, space: P.Space) -> int:
+    def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
         if self.labels is not None and len(self.labels) != dim:
             raise ParameterError(f"labels has {len(self.labels)} values but the score vector has {dim}.")
         return 1
 
-    def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
-        from ._exact import discrete_laplace
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from dpharness.mechanisms._exact import discrete_laplace
 
-        c = P._centres(value if isinstance(value, tuple) else tuple(_utilities(value)), self.g)
+        c = _centres(value if isinstance(value, tuple) else tuple(_utilities(value)), self.g)
         noise = discrete_laplace(self.t, (size, len(c)), rng)
         noisy = noise.astype(object) + np.asarray(c, dtype=object) if noise.dtype == object else \
             noise.astype(np.int64) + np.asarray(c, dtype=np.int64)
@@ -356,15 +358,16 @@ class NoisyMaxLaplace(P.Measurement):
 
 STEP_TYPES = frozenset({QuantileScore, ExponentialSelection, NoisyMaxExponential, NoisyMaxLaplace})
 MEASUREMENT_TYPES = frozenset({ExponentialSelection, NoisyMaxExponential, NoisyMaxLaplace})
+register(QuantileScore)
 
 
-# --------------------------------------------------------------------------- exact laws (read by _parts_law)
+# --------------------------------------------------------------------------- exact laws (read by _law)
 
 class SelectionLeaf:
     """One selection measurement and the exact score vector it selects from on some input; ``log_prob``
     of its ``width`` output columns (float, for audits), ``outcomes`` its finite support."""
 
-    def __init__(self, measurement: Any, value: Any, space: P.Space) -> None:
+    def __init__(self, measurement: Any, value: Any, space: Space) -> None:
         self.measurement = measurement
         self.value = value
         self.space = space
@@ -394,7 +397,7 @@ class SelectionLeaf:
                 table[combo] = lp
             return table
         if isinstance(m, NoisyMaxExponential):
-            from .report_noisy_max import rnm_exponential_probs
+            from dpharness.mechanisms.report_noisy_max import rnm_exponential_probs
 
             p = rnm_exponential_probs(np.asarray([float(x) for x in u]), float(m.scale_exact))
             return {(i,): math.log(v) if v > 0 else -math.inf for i, v in enumerate(p)}
@@ -413,15 +416,18 @@ class SelectionLeaf:
         return np.asarray([lookup.get(tuple(r.tolist()), -math.inf) for r in rows])
 
 
-def leaf(step: Any, value: Any, space: P.Space) -> SelectionLeaf:
-    """The family's leaf (read by :mod:`._parts_law`)."""
+def leaf(step: Any, value: Any, space: Space, walk: Any = None) -> SelectionLeaf:
+    """The family's leaf (read by :mod:`._law`)."""
     return SelectionLeaf(step, value, space)
+
+
+register(*MEASUREMENT_TYPES, leaf=leaf)
 
 
 def _grid_laplace_max_probs(m: NoisyMaxLaplace, u: list[Fraction]) -> np.ndarray:
     """P(first argmax = i) for discrete Laplace noise on the rounded scores, summed over the noisy maximum y
     within 60t + 2 of the scores' range (the omitted mass is below e^{−60} relatively)."""
-    c = np.asarray(P._centres(tuple(u), m.g), dtype=float)
+    c = np.asarray(_centres(tuple(u), m.g), dtype=float)
     t = float(m.t)
     w = math.ceil(60 * t) + 2
     if (c.max() - c.min()) + 2 * w > 2_000_000:
@@ -451,7 +457,7 @@ def _grid_laplace_max_probs(m: NoisyMaxLaplace, u: list[Fraction]) -> np.ndarray
 # --------------------------------------------------------------------------- public constructors
 
 def quantile_score(alpha: Any, *, candidates: Sequence) -> QuantileScore:
-    """The quantile utility u(c) = −|(1 − α)#{x < c} − α#{x > c}| of each candidate (a vector)."""
+    """The vector of quantile utilities u(c) = −|(1 − α)#{x < c} − α#{x > c}| over ``candidates``."""
     return QuantileScore(alpha, _sequence("candidates", candidates))
 
 
@@ -462,24 +468,24 @@ def _sequence(name: str, values: Any) -> tuple:
 
 
 def exponential(scale: Any, *, k: int = 1, labels: Sequence | None = None) -> ExponentialSelection:
-    """The exponential mechanism on a vector of scores: index i with probability ∝ exp(u_i/scale)
-    (``k`` > 1: the ordered one-shot Gumbel top-k)."""
+    """The exponential mechanism on a vector of scores u: index i with probability ∝ exp(u_i/scale)
+    (``labels[i]`` when given; ``k`` > 1: the ordered one-shot Gumbel top-k). ε = 2kΔ/scale (kΔ/scale
+    on monotone scores)."""
     return ExponentialSelection(scale, k, None if labels is None else _sequence("labels", labels))
 
 
-def quantile(alpha: Any, *, candidates: Sequence, scale: Any) -> P.Step:
-    """The α-quantile of one-column records by the exponential mechanism over ``candidates``:
-    ``quantile_score(alpha, candidates) >> exponential(scale, labels=candidates)``; releases the chosen
-    candidate. ε = 2Δ/scale with Δ = max(α, 1 − α) (add/remove) or 1 (substitution)."""
+def quantile(alpha: Any, *, candidates: Sequence, scale: Any) -> Step:
+    """The ``alpha``-quantile of one-column records by the exponential mechanism over ``candidates``
+    (the quantile score of OpenDP's ``make_quantile_score_candidates``, then P(c) ∝ exp(u(c)/scale));
+    releases the chosen candidate. ε = 2Δ/scale, Δ = max(α, 1 − α) (add/remove) or 1 (substitution).
+    See :mod:`dpharness.mechanisms.parts.selection`."""
     cands = _sequence("candidates", candidates)
-    return P._chain(QuantileScore(alpha, cands), ExponentialSelection(scale, 1, cands))
+    return _chain(QuantileScore(alpha, cands), ExponentialSelection(scale, 1, cands))
 
 
-def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granularity: Any = 1) -> P.Step:
-    """The index of the largest noisy score: ``noise="gumbel"`` (the exponential mechanism; ``k`` > 1: the
-    ordered one-shot top-k), ``"exponential"`` (permute-and-flip) or ``"laplace"`` (discrete Laplace on the
-    grid ``granularity·Z``, default the integers, ties to the smallest index). ε = 2Δ/scale (k·2Δ/scale for top-k; Gumbel on
-    monotone scores: k·Δ/scale)."""
+def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granularity: Any = 1) -> Step:
+    """The index of the largest noisy score (``noise`` "laplace" on a grid, "gumbel" (``k`` > 1: one-shot
+    top-k) or "exponential" (permute-and-flip)). See :mod:`dpharness.mechanisms.parts.selection`."""
     _v.choice("noise", noise, ("laplace", "gumbel", "exponential"))
     k = _v.integer("k", k, minimum=1)
     if noise != "gumbel" and k != 1:

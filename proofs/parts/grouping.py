@@ -1,4 +1,4 @@
-"""Privacy map of the grouping parts (:mod:`dpharness.mechanisms._parts_grouping`): a group-by over keys
+"""Privacy map of the grouping parts (:mod:`dpharness.mechanisms.parts.grouping`): a group-by over keys
 from the data with Laplace partition selection, after per-user contribution bounding or under add/remove
 of one record, proved once and instantiated at each node by the walk of :mod:`dpharness.proofs.parts`.
 
@@ -41,12 +41,13 @@ import numpy as np
 import sympy as sp
 
 from dpharness.core import AddRemove, ApproxDP, Event, PureDP, Witness, exact
-from dpharness.mechanisms import _parts_grouping as G
-from dpharness.mechanisms import parts as P
+from dpharness.mechanisms.parts import grouping as G
+from dpharness.mechanisms.parts._base import Chain, Distance, Space, walk_nodes
+from dpharness.mechanisms.parts._structure import has_compose, has_post, has_sampling
 
-from . import _account as A
-from ._kernel import discharge, exact_sign, sym
-from ._model import Obligation
+from .. import _account as A
+from .._kernel import discharge, exact_sign, sym
+from .._model import Obligation
 
 __all__ = ["account", "account_bounded", "judge", "selection_delta"]
 
@@ -79,7 +80,7 @@ def _family() -> tuple[Obligation, ...]:
                 "Dwork & Roth 2014 Thm 2.1 (post-processing) and Thm 3.16 (composition of independent parts)"),
         _argued("[key in N] on D the key is absent (count 0) and encoded 0 surely; on D' its count is 1 and it is "
                 "released iff 1 + K >= T, with probability p = P(K >= T − 1) = q^{T−1}/(1 + q) (T >= 1)",
-                "the sampler: an absent key is never released (mechanisms._parts_grouping.GroupBy.release)"),
+                "the sampler: an absent key is never released (mechanisms.parts.grouping.GroupBy.release)"),
         _argued("[adding] R = 'some key of N released' has P_D(R) = 0 and P_D'(R) = 1 − (1 − p)^{|N|} (independent keys); "
                 "P_D'(S) <= P_D'(S ∖ R) + P_D'(R) <= e^{|E|/t} P_D(S) + 1 − (1 − p)^{|N|}",
                 "on the complement of R the N keys are 0 as on D; then (i)"),
@@ -99,7 +100,7 @@ def _bounding_family() -> tuple[Obligation, ...]:
     return (
         _argued("bound_contributions: each user's kept records are a function of that user's records and that user's "
                 "own random order only; other users' kept records have the same law on D and D' = D + one user",
-                "the sampler (mechanisms._parts_grouping.user_counts: one permutation per user and release)"),
+                "the sampler (mechanisms.parts.grouping.user_counts: one permutation per user and release)"),
         _argued("the added user keeps at most k = max_records records of at most ℓ = max_partitions keys, so raises at "
                 "most min(k, ℓ) keys' distinct-user counts, each by exactly 1 (the user counts once per key)",
                 "the kept set: walking the user's order, a record is kept while its key is among the first ℓ keys met, "
@@ -118,13 +119,13 @@ def selection_delta(select: G.PartitionSelect, L: int) -> tuple[sp.Expr, sp.Expr
     return p, 1 - (1 - p) ** L
 
 
-def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: P.Space, L: int, L1: int, m1: int) -> sp.Expr:
+def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1: int, m1: int) -> sp.Expr:
     """Σ over the per-key parts of D/t: D the total grid steps the touched keys' aggregates move when one
     unit adds at most L1 records over at most L keys, at most m1 in one key."""
     total = sp.Integer(0)
     for i, (pre, agg, noise) in enumerate(G.simple_parts(g.part)):
         here = _join(path, f"part {i + 1}")
-        sp_, d = space, P.Distance(AddRemove())
+        sp_, d = space, Distance(AddRemove())
         for t in pre:
             d = walk.transformation(_join(here, t.describe()), t, sp_, d)
             sp_ = t.out_space(sp_)
@@ -161,7 +162,7 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: P.Space, L: int, L
     return total
 
 
-def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: P.Space, L1: int = 1, m1: int = 1) -> A.Account:
+def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: Space, L1: int = 1, m1: int = 1) -> A.Account:
     from dpharness.proof_registry import patched_code
 
     patched = patched_code(G.PartitionSelect)
@@ -191,7 +192,7 @@ def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: P.Space, 
     return A.leaf(eps, sp.oo, ("partition_select", L), None, delta)
 
 
-def account(walk: Any, path: str, g: G.GroupBy, space: P.Space, d: P.Distance) -> A.Account:
+def account(walk: Any, path: str, g: G.GroupBy, space: Space, d: Distance) -> A.Account:
     """A group-by on records under add/remove of one record (each record its own user)."""
     if not isinstance(d.relation, AddRemove):
         walk.pb.add([Obligation(walk._tag(path, f"{g.describe()} under {d.describe()}"), sp.false,
@@ -203,7 +204,7 @@ def account(walk: Any, path: str, g: G.GroupBy, space: P.Space, d: P.Distance) -
                                    "keeps it one record)", space)
 
 
-def account_bounded(walk: Any, path: str, step: P.Chain, space: P.Space, d: P.Distance) -> A.Account:
+def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance) -> A.Account:
     """``bound_contributions(...) >> group_by(...)`` under add/remove of one user."""
     b, g, post = G.split_bounded(step)
     if post is not None:
@@ -231,7 +232,7 @@ def _join(path: str, part: str) -> str:
 
 # --------------------------------------------------------------------------- judging an (ε, δ) account
 
-def judge(pb: Any, prof: A.Account, m: P.PartsMechanism) -> tuple[sp.Expr | None, float | None]:
+def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | None]:
     """The verdict for an account with δ > 0 (partition selection), by basic composition only."""
     claim = pb.claim
     delta = prof.delta
@@ -266,13 +267,13 @@ def judge(pb: Any, prof: A.Account, m: P.PartsMechanism) -> tuple[sp.Expr | None
     return prof.eps, float(sp.N(delta, 20))
 
 
-def _delta_witness(m: P.PartsMechanism, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
+def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
     """For a structure that is exactly one group-by: the pair (empty, one unit on L new encoded keys) and the
     event 'one of those keys released', of probability 0 on D and exactly 1 − (1 − p)^L on D'."""
     if prof.single is None or prof.single[0] != "partition_select":
         return None
-    nodes = P.walk_nodes(m.steps)
-    if P.has_post(m.steps) or P.has_sampling(m.steps) or any(isinstance(n, P.Compose) for n in nodes):
+    nodes = walk_nodes(m.steps)
+    if has_post(m.steps) or has_sampling(m.steps) or has_compose(m.steps):
         return None
     g = next(n for n in nodes if type(n) is G.GroupBy)
     L = prof.single[1]
@@ -298,3 +299,9 @@ def _delta_witness(m: P.PartsMechanism, prof: A.Account) -> tuple[Witness, sp.Ex
     _, delta = selection_delta(g.select, L)
     return Witness(d2, d, event, None, float("inf"), "a unit on L new keys: released with probability δ on D', "
                                                       "never on D"), delta
+
+
+from . import _walk as W  # noqa: E402
+
+W.account(G.GroupBy)(account)
+W.head(G.BoundContributions)(account_bounded)

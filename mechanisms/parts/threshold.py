@@ -1,6 +1,6 @@
 """Threshold parts: above threshold / the sparse vector technique over a sequence of queries on the records,
 with discrete Laplace noise on a grid, stopping after ``c`` answers above the threshold. The sampler is
-exact; the privacy map is proved once in :mod:`dpharness.proofs._parts_threshold` and instantiated at the
+exact; the privacy map is proved once in :mod:`dpharness.proofs.parts.threshold` and instantiated at the
 queries' derived sensitivity.
 
 Used as::
@@ -53,8 +53,12 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness.errors import ParameterError, UnsupportedError
 
-from . import parts as P
-from ._noise import check_granularity
+from dpharness.mechanisms._noise import check_granularity
+
+from ._base import (
+    Chain, Measurement, Space, Step, Transformation, _plain, _rhu, check_structure, execute, register, walk_nodes,
+)
+from ._grid import LAPLACE_MIN_UNITS, _centres, _check_scale_units
 
 __all__ = ["UserQuery", "AboveThreshold", "ThresholdLeaf", "STEP_TYPES", "MEASUREMENT_TYPES", "above_threshold",
            "query", "leaf", "add_direction"]
@@ -67,7 +71,7 @@ _MAX_UNITS = 2 ** 52
 # --------------------------------------------------------------------------- a user query
 
 @dataclass(frozen=True)
-class UserQuery(P.Step):
+class UserQuery(Step):
     """A query given by a user function ``fn(records) -> number`` with a STATED ``sensitivity`` Δ: on
     neighbouring data sets (the mechanism's relation) its answers differ by at most Δ. ``increasing``: adding
     a record never decreases the answer (removing never increases it), as for counts; the queries then get
@@ -82,7 +86,7 @@ class UserQuery(P.Step):
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of the records returning a number.")
-        object.__setattr__(self, "sensitivity", P._plain("sensitivity", self.sensitivity))
+        object.__setattr__(self, "sensitivity", _plain("sensitivity", self.sensitivity))
         if Fraction(self.sensitivity) < 0:
             raise ParameterError(f"sensitivity={self.sensitivity!r} must be >= 0; pass the most the answer can move "
                                  "between neighbouring data sets.")
@@ -109,23 +113,23 @@ class UserQuery(P.Step):
 # --------------------------------------------------------------------------- the measurement
 
 def _positive_scale(name: str, value: Any, g: Fraction) -> Any:
-    value = P._plain(name, value)
+    value = _plain(name, value)
     if Fraction(value) <= 0:
         raise ParameterError(f"{name}={value!r} must be > 0; pass a positive noise scale.")
-    P._check_scale_units(name, value, g)
-    if Fraction(value) / g < P.GridLaplace._min_units:
+    _check_scale_units(name, value, g)
+    if Fraction(value) / g < LAPLACE_MIN_UNITS:
         raise ParameterError(f"{name}={value!r} is below 2**-1000 grid steps; pass a larger {name}.")
     return value
 
 
-def _query_space(q: Any, space: P.Space, i: int) -> P.Space:
+def _query_space(q: Any, space: Space, i: int) -> Space:
     """The space of query ``q``'s answer on records of ``space``: one number."""
     if isinstance(q, UserQuery):
-        return P.Space("scalar", 1, (-math.inf,), (math.inf,), None)
-    if not isinstance(q, (P.Transformation, P.Chain)):
+        return Space("scalar", 1, (-math.inf,), (math.inf,), None)
+    if not isinstance(q, (Transformation, Chain)):
         raise ParameterError(f"queries[{i}]={q!r} is not a query; pass transformations such as dp.count() or "
                              "dp.histogram(edges=[k, hi]), or dp.query(fn, sensitivity=...).")
-    out, _ = P.check_structure(q, space)
+    out, _ = check_structure(q, space)
     if out is None:
         raise ParameterError(f"queries[{i}]={q.describe()} releases noise; a query is a transformation only.")
     if out.kind not in ("scalar", "vector") or out.dim != 1:
@@ -135,13 +139,13 @@ def _query_space(q: Any, space: P.Space, i: int) -> P.Space:
 
 
 def _transformations_only(q: Any, i: int) -> None:
-    for node in P.walk_nodes(q):
-        if not isinstance(node, (P.Transformation, P.Chain, UserQuery)):
+    for node in walk_nodes(q):
+        if not isinstance(node, (Transformation, Chain, UserQuery)):
             raise ParameterError(f"queries[{i}] contains {node.describe()}; a query is made of transformations only.")
 
 
 @dataclass(frozen=True)
-class AboveThreshold(P.Measurement):
+class AboveThreshold(Measurement):
     """Above threshold / sparse vector (Lyu, Su & Li 2017, Alg. 1) with discrete Laplace noise on the grid
     ``granularity·Z``: see the module docstring for the algorithm, its law and its privacy map.
 
@@ -158,13 +162,13 @@ class AboveThreshold(P.Measurement):
     granularity: Any = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "granularity", P._plain("granularity", self.granularity))
+        object.__setattr__(self, "granularity", _plain("granularity", self.granularity))
         check_granularity("granularity", self.granularity)
         g = Fraction(self.granularity)
         object.__setattr__(self, "c", _v.integer("c", self.c, minimum=1))
         object.__setattr__(self, "scale", _positive_scale("scale", self.scale, g))
         object.__setattr__(self, "query_scale", _positive_scale("query_scale", self.query_scale, g))
-        object.__setattr__(self, "threshold", P._plain("threshold", self.threshold))
+        object.__setattr__(self, "threshold", _plain("threshold", self.threshold))
         if abs(Fraction(self.threshold) / g) > _MAX_UNITS:
             raise ParameterError(f"threshold={self.threshold!r} is beyond 2**52 grid steps; pass a smaller threshold or "
                                  "a coarser granularity.")
@@ -173,7 +177,7 @@ class AboveThreshold(P.Measurement):
             if not 1 <= len(qs) <= _MAX_QUERIES:
                 raise ParameterError(f"queries has {len(qs)} entries; pass between 1 and {_MAX_QUERIES}.")
             for i, q in enumerate(qs):
-                if not isinstance(q, P.Step):
+                if not isinstance(q, Step):
                     raise ParameterError(f"queries[{i}]={q!r} is not a query; pass transformations such as dp.count() "
                                          "or dp.query(fn, sensitivity=...).")
                 _transformations_only(q, i)
@@ -194,7 +198,7 @@ class AboveThreshold(P.Measurement):
 
     @property
     def threshold_units(self) -> int:
-        return P._rhu(Fraction(self.threshold) / self.g)
+        return _rhu(Fraction(self.threshold) / self.g)
 
     def describe(self) -> str:
         # every query in full: the description keys the gate's cache and the source hash
@@ -204,10 +208,10 @@ class AboveThreshold(P.Measurement):
         return (f"above_threshold({self.threshold!r}, {n}, scale={self.scale!r}, query_scale={self.query_scale!r}, "
                 f"c={self.c}{g})")
 
-    def query_spaces(self, space: P.Space) -> list[P.Space]:
+    def query_spaces(self, space: Space) -> list[Space]:
         return [_query_space(q, space, i) for i, q in enumerate(self.queries)]
 
-    def out_width(self, space: P.Space) -> int:
+    def out_width(self, space: Space) -> int:
         if self.queries is None:
             if space.kind not in ("scalar", "vector"):
                 raise ParameterError(f"{self.describe()} on {space.describe()}: pass queries=[...] (transformations of "
@@ -219,7 +223,7 @@ class AboveThreshold(P.Measurement):
         self.query_spaces(space)
         return len(self.queries)
 
-    def answers(self, value: Any, space: P.Space) -> list[Fraction]:
+    def answers(self, value: Any, space: Space) -> list[Fraction]:
         """The exact answers q_1..q_n on ``value``."""
         if self.queries is None:
             if isinstance(value, tuple):
@@ -231,17 +235,17 @@ class AboveThreshold(P.Measurement):
             if isinstance(q, UserQuery):
                 out.append(q.answer(value))
                 continue
-            a = P.execute(q, value, space, 1, None)
+            a = execute(q, value, space, 1, None)
             if isinstance(a, tuple):
                 (a,) = a
             out.append(Fraction(a) if not isinstance(a, np.ndarray) else Fraction(float(a.reshape(-1)[0])))
         return out
 
-    def centres(self, value: Any, space: P.Space) -> list[int]:
-        return P._centres(tuple(self.answers(value, space)), self.g)
+    def centres(self, value: Any, space: Space) -> list[int]:
+        return _centres(tuple(self.answers(value, space)), self.g)
 
-    def run(self, value: Any, space: P.Space, size: int, rng: np.random.Generator) -> np.ndarray:
-        from ._exact import discrete_laplace
+    def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+        from dpharness.mechanisms._exact import discrete_laplace
 
         c = self.centres(value, space)
         n = len(c)
@@ -265,26 +269,23 @@ MEASUREMENT_TYPES = frozenset({AboveThreshold})
 
 # --------------------------------------------------------------------------- monotonicity (read by the prover)
 
-def add_direction(q: Any, space: P.Space) -> int | None:
+def add_direction(q: Any, space: Space) -> int | None:
     """Under add/remove: +1 when adding a record never decreases the query's answer (and removing never
     increases it), −1 for the reverse, None when neither is known. Read off the query's structure: counts,
     one-bin histograms and sums of squares go up; a sum (of products) goes up when every contribution is
     >= 0 and down when every one is <= 0; record-wise steps (clamp, column) keep the records' bounds."""
     if isinstance(q, UserQuery):
         return 1 if q.increasing else None
-    if isinstance(q, P.Chain):
-        if isinstance(q.first, P.Transformation) and not isinstance(q.second, UserQuery):
+    if isinstance(q, Chain):
+        if isinstance(q.first, Transformation) and not isinstance(q.second, UserQuery):
             return add_direction(q.second, q.first.out_space(space))
         return None
-    if isinstance(q, (P.Count, P.Histogram)):
-        return 1
-    if isinstance(q, (P.Sum, P.SumSquares, P.SumProducts)):
-        lo, hi = q.contribution(space)
-        return 1 if lo >= 0 else -1 if hi <= 0 else None
+    if isinstance(q, Transformation):
+        return q.add_direction(space)
     return None
 
 
-# --------------------------------------------------------------------------- exact law (read by _parts_law)
+# --------------------------------------------------------------------------- exact law (read by _law)
 
 def answer_patterns(n: int, c: int) -> np.ndarray:
     """Every answer vector the algorithm can output (rows over {1, 0, −1}), when there are at most 2**14."""
@@ -328,7 +329,7 @@ class ThresholdLeaf:
     w = 60(t_ρ + t_ν) + 2: beyond the breakpoints every factor but one kind is within e^{−60} of its limit and
     the rest decays at least as e^{−|r|/t_ρ}, so the omitted mass is below about e^{−60} of the sum."""
 
-    def __init__(self, measurement: AboveThreshold, value: Any, space: P.Space) -> None:
+    def __init__(self, measurement: AboveThreshold, value: Any, space: Space) -> None:
         self.measurement = measurement
         self.centres = measurement.centres(value, space)
         self.width = len(self.centres)
@@ -372,24 +373,34 @@ class ThresholdLeaf:
         return out
 
 
-def leaf(step: Any, value: Any, space: P.Space) -> ThresholdLeaf:
+def leaf(step: Any, value: Any, space: Space, walk: Any = None) -> ThresholdLeaf:
     return ThresholdLeaf(step, value, space)
+
+
+register(UserQuery)
+register(*MEASUREMENT_TYPES, leaf=leaf)
 
 
 # --------------------------------------------------------------------------- public constructors
 
 def query(fn: Callable, *, sensitivity: Any, increasing: bool = False) -> UserQuery:
-    """A query by a user function of the records with a STATED sensitivity (see :class:`UserQuery`)."""
+    """A query for :func:`above_threshold` by a user function of the records, with a STATED
+    ``sensitivity`` (a precondition of the proof, tested by the audit); ``increasing``: adding a record
+    never decreases the answer."""
     return UserQuery(fn, sensitivity, increasing)
 
 
 def above_threshold(threshold: Any, *, queries: Sequence | None = None, scale: Any, query_scale: Any = None,
                     c: int = 1, granularity: Any = 1) -> AboveThreshold:
-    """Answer, for each query in order, whether its noisy answer reaches the noisy threshold; stop after
-    ``c`` answers above (see :class:`AboveThreshold`)."""
+    """Above threshold / sparse vector (Lyu, Su & Li 2017, Alg. 1) over ``queries`` (transformations giving
+    one number each, or :func:`query`; omitted on a vector input: its coordinates): for each in order, 1 if
+    its noisy answer reaches the noisy threshold, else 0; −1 for every query after the ``c``-th 1. Discrete
+    Laplace noise on the grid ``granularity·Z`` (``scale`` on the threshold, ``query_scale``, default
+    2c·scale, on each query). ε = D/t_ρ + 2cD/t_ν (monotone queries: D/t_ρ + cD/t_ν). See
+    :mod:`dpharness.mechanisms.parts.threshold`."""
     c = _v.integer("c", c, minimum=1)
     if query_scale is None:
-        scale = P._plain("scale", scale)
+        scale = _plain("scale", scale)
         query_scale = 2 * c * (Fraction(scale) if isinstance(scale, Fraction) else scale)
         if isinstance(query_scale, float) and Fraction(query_scale) != 2 * c * Fraction(scale):
             query_scale = 2 * c * Fraction(scale)

@@ -1,4 +1,4 @@
-"""Privacy maps of the selection parts (:mod:`dpharness.mechanisms._parts_selection`), each proved once per
+"""Privacy maps of the selection parts (:mod:`dpharness.mechanisms.parts.selection`), each proved once per
 family from the existing lemmas and instantiated at the node's input distance by the walk of
 :mod:`dpharness.proofs.parts`:
 
@@ -27,13 +27,13 @@ from typing import Any
 import sympy as sp
 
 from dpharness.core import AddRemove
-from dpharness.mechanisms import _parts_selection as S
-from dpharness.mechanisms import parts as P
+from dpharness.mechanisms.parts import selection as S
+from dpharness.mechanisms.parts._base import Distance, Space
 
-from . import _account as A
-from . import _lemmas as lemmas
-from ._kernel import discharge, slack, sym
-from ._model import Obligation
+from .. import _account as A
+from .. import _lemmas as lemmas
+from .._kernel import discharge, slack, sym
+from .._model import Obligation
 
 __all__ = ["stability", "account"]
 
@@ -104,7 +104,7 @@ def _quantile_family() -> tuple[Obligation, ...]:
 @functools.lru_cache(maxsize=None)
 def _exponential_family() -> tuple[Obligation, ...]:
     """ln P_u(r) − ln P_u'(r) <= 2βΔ for ||u − u'||_∞ <= Δ (the existing derivation, symbolic β and Δ)."""
-    from ._expmech import derive_bound
+    from .._expmech import derive_bound
 
     col = _Collect()
     b, d = sym("beta", positive=True), sym("Delta", positive=True)
@@ -146,7 +146,7 @@ def _peeling_family() -> tuple[Obligation, ...]:
         _argued("top-k by peeling: step m draws i_m from the candidates not yet drawn with P ∝ e^{β u_i}, an exponential "
                 "mechanism whose candidate set depends only on the earlier outputs; restricting the scores to a subset "
                 "keeps their L∞ distance (and monotonicity)",
-                "the sampler (mechanisms._parts_selection._peel); Durfee & Rogers 2019 Lemma 4.2: this is the law of the "
+                "the sampler (mechanisms.parts.selection._peel); Durfee & Rogers 2019 Lemma 4.2: this is the law of the "
                 "ordered one-shot Gumbel top-k"),
         _argued("pure ε_m-DP steps composed adaptively give Σ_m ε_m-DP: P(i_1..i_k) = Π_m P(i_m | i_<m) and each "
                 "factor's ratio is at most e^{ε_m}",
@@ -160,7 +160,7 @@ def _tagged(walk: Any, name: str, obligations: tuple) -> None:
 
 # --------------------------------------------------------------------------- the walk's hooks
 
-def stability(walk: Any, path: str, t: S.QuantileScore, space: P.Space, d: P.Distance) -> P.Distance:
+def stability(walk: Any, path: str, t: S.QuantileScore, space: Space, d: Distance) -> Distance:
     out = t.stability(space, d)
     _tagged(walk, "quantile score", _quantile_family())
     a = _F(t.alpha_exact)
@@ -177,7 +177,7 @@ def stability(walk: Any, path: str, t: S.QuantileScore, space: P.Space, d: P.Dis
     return out
 
 
-def account(walk: Any, path: str, m: Any, space: P.Space, d: P.Distance) -> A.Account:
+def account(walk: Any, path: str, m: Any, space: Space, d: Distance) -> A.Account:
     if isinstance(m, S.ExponentialSelection):
         return _exponential(walk, path, m, d)
     if isinstance(m, S.NoisyMaxExponential):
@@ -189,7 +189,7 @@ def _leaf(eps: sp.Expr) -> A.Account:
     return A.leaf(eps, eps ** 2 / 2)
 
 
-def _exponential(walk: Any, path: str, m: S.ExponentialSelection, d: P.Distance) -> A.Account:
+def _exponential(walk: Any, path: str, m: S.ExponentialSelection, d: Distance) -> A.Account:
     beta = 1 / _F(m.scale_exact)
     delta = _F(d.linf)
     if d.monotone:
@@ -216,8 +216,8 @@ def _exponential(walk: Any, path: str, m: S.ExponentialSelection, d: P.Distance)
     return _leaf(eps)
 
 
-def _pf(walk: Any, path: str, m: S.NoisyMaxExponential, d: P.Distance) -> A.Account:
-    from ._alignment import report_noisy_max_all_n
+def _pf(walk: Any, path: str, m: S.NoisyMaxExponential, d: Distance) -> A.Account:
+    from .._alignment import report_noisy_max_all_n
 
     b = _F(m.scale_exact)
     delta = _F(d.linf)
@@ -233,8 +233,8 @@ def _pf(walk: Any, path: str, m: S.NoisyMaxExponential, d: P.Distance) -> A.Acco
     return _leaf(eps)
 
 
-def _laplace(walk: Any, path: str, m: S.NoisyMaxLaplace, space: P.Space, d: P.Distance) -> A.Account:
-    from ._alignment import report_noisy_max_all_n
+def _laplace(walk: Any, path: str, m: S.NoisyMaxLaplace, space: Space, d: Distance) -> A.Account:
+    from .._alignment import report_noisy_max_all_n
 
     g, t = _F(m.g), _F(m.t)
     q = space.quantum
@@ -269,3 +269,9 @@ def _laplace(walk: Any, path: str, m: S.NoisyMaxLaplace, space: P.Space, d: P.Di
     walk.evaluate(path, f"{m.describe()}: t = scale/g = {t}, D = {steps} grid steps: ε = 2D/t = {eps}",
                   sp.Eq(eps, lemma.cost_bound), "the family's privacy map (randomness alignment) at D and t")
     return _leaf(eps)
+
+
+from . import _walk as W  # noqa: E402
+
+W.stability(S.QuantileScore)(stability)
+W.account(*S.MEASUREMENT_TYPES)(account)

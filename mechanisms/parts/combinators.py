@@ -1,0 +1,296 @@
+"""Combinators: sequential composition (:func:`compose`), post-processing (:func:`post`), parallel
+composition over disjoint partitions (:func:`parallel`), and composition over rounds: :func:`repeat`
+(``times`` independent copies: the sequential composition of identical parts) and :func:`iterate`
+(``times`` adaptive rounds whose record-wise maps see a state updated from the releases). ``>>``
+(:class:`~._base.Chain`) and the :class:`~._base.Post` node live in :mod:`._base`: every step builds a
+chain, and every family's output may be post-processed. Accounting in
+:mod:`dpharness.proofs.parts.combinators`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+
+from dpharness import _validate as _v
+from dpharness.errors import ParameterError
+
+from ._base import (
+    _ITERATE_STATE, Post, Space, Step, _float_exact, _need, _plain, _Tuple, check_structure, execute, flatten, register,
+)
+
+__all__ = ["Compose", "Parallel", "Repeat", "Iterate", "SplitBudget", "compose", "post", "parallel", "repeat", "iterate"]
+
+
+@dataclass(frozen=True)
+class Compose(Step):
+    """Sequential composition: every part runs on the same input with independent randomness; the
+    output is the tuple of their outputs. Accounting: basic (ε and δ add), zCDP/Rényi (ρ adds), or
+    advanced composition, whichever proves the claim."""
+
+    parts: tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if len(self.parts) < 1:
+            raise ParameterError("compose() needs at least one part; pass e.g. dp.compose(dp.sum() >> dp.laplace(2), ...).")
+        for p in self.parts:
+            if not isinstance(p, Step):
+                raise ParameterError(f"part={p!r} is not a dpharness.parts step; build parts with dp.sum() >> dp.laplace(...).")
+
+    def describe(self) -> str:
+        return "compose(" + ", ".join(p.describe() for p in self.parts) + ")"
+
+    per_key_role = "compose"
+
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        total = 0
+        for p in self.parts:
+            out, width = check_structure(p, space)
+            if out is not None:
+                raise ParameterError(f"compose part {p.describe()} releases no noise; end every part with a noise "
+                                     "measurement (e.g. >> dp.laplace(scale)).")
+            total = -1 if (width < 0 or total < 0) else total + width
+        return None, total
+
+    def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+        outs = [execute(p, value, space, size, rng) for p in self.parts]
+        return _Tuple(outs)
+
+
+@dataclass(frozen=True)
+class Parallel(Step):
+    """Parallel composition over disjoint partitions: records are split by the value of column
+    ``by`` (exactly equal to one of ``keys``; others dropped) and ``part`` runs on each partition with
+    independent randomness; the output concatenates the parts' outputs in the order of ``keys``.
+    Under add/remove one record touches one partition (the part's loss under add/remove); under
+    substitution it may move between two partitions (twice the add/remove loss) or change inside one
+    (the part's substitution loss): the larger is taken."""
+
+    part: Step
+    by: int
+    keys: tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
+        # records are matched to keys as floats: each key is exactly a float, and distinct
+        keys = tuple(_float_exact("keys", k, "a partition key") for k in self.keys)
+        if not keys or len({Fraction(k) for k in keys}) != len(keys):
+            raise ParameterError(f"keys={self.keys!r} must be distinct numbers; pass the partition keys.")
+        object.__setattr__(self, "keys", keys)
+        if not isinstance(self.part, Step):
+            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step.")
+
+    def describe(self) -> str:
+        return f"parallel({self.part.describe()}, by=column {self.by}, keys={list(self.keys)})"
+
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        _need(space, "records", "parallel")
+        if self.by >= space.dim:
+            raise ParameterError(f"by={self.by} but records have {space.dim} column(s); pass by < {space.dim}.")
+        out, width = check_structure(self.part, space)
+        if out is not None:
+            raise ParameterError(f"parallel part {self.part.describe()} releases no noise; end it with a noise measurement.")
+        return None, -1 if width < 0 else width * len(self.keys)
+
+    def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+        arr = np.asarray(value, dtype=float)
+        key_col = arr[:, self.by] if arr.ndim == 2 else arr
+        outs = []
+        for key in self.keys:
+            part_data = arr[key_col == float(key)]
+            outs.append(execute(self.part, part_data, space, size, rng))
+        return _Tuple(outs)
+
+
+@dataclass(frozen=True)
+class Repeat(Step):
+    """``times`` independent runs of ``part`` on the same input (fresh randomness each), outputs
+    concatenated in order: sequential composition of ``times`` copies (ε and ρ multiply by ``times``;
+    the privacy-loss distribution is the ``times``-fold self-composition)."""
+
+    times: int
+    part: Step
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
+        if not isinstance(self.part, Step):
+            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step; pass e.g. dp.count() >> dp.gaussian(sigma=1).")
+
+    def describe(self) -> str:
+        return f"repeat({self.times}, {self.part.describe()})"
+
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        out, width = check_structure(self.part, space)
+        if out is not None:
+            raise ParameterError(f"repeat part {self.part.describe()} releases no noise; end it with a noise measurement.")
+        return None, -1 if width < 0 else width * self.times
+
+    def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+        return _Tuple([execute(self.part, value, space, size, rng) for _ in range(self.times)])
+
+
+@dataclass(frozen=True)
+class Iterate(Step):
+    """Adaptive iteration: ``times`` rounds of ``part`` on the same input, each with fresh randomness;
+    every :func:`map_records` in ``part`` receives the current state, and after each round
+    ``state = update(state, release)`` (``release``: the round's noisy output). Releases the final
+    state (``output="state"``) or every round's noisy output (``output="releases"``). Privacy: adaptive
+    sequential composition of ``times`` rounds, each round's account the part's whatever the state
+    (a record-wise map is 1-stable for every function); ``update`` is post-processing of the releases.
+    ``update`` and the map functions must be pure functions of their arguments (no data access, no
+    state kept between calls); the proof states it."""
+
+    times: int
+    part: Step
+    init: Any = field(compare=False, default=None)
+    update: Callable | None = field(compare=False, default=None)
+    output: str = "state"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
+        if not isinstance(self.part, Step):
+            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step.")
+        if self.update is None or not callable(self.update):
+            raise ParameterError(f"update={self.update!r} is not callable; pass update(state, release) -> the next state.")
+        init = np.array(self.init, dtype=float).reshape(-1) if self.init is not None else None
+        if init is None or len(init) == 0 or not np.all(np.isfinite(init)):
+            raise ParameterError(f"init={self.init!r} must be a non-empty sequence of finite numbers (the first state).")
+        init.setflags(write=False)
+        object.__setattr__(self, "init", init)
+        _v.choice("output", self.output, ("state", "releases"))
+
+    def describe(self) -> str:
+        return (f"iterate({self.times}, {self.part.describe()}, update={getattr(self.update, '__name__', 'update')}, "
+                f"output={self.output!r})")
+
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        out, width = check_structure(self.part, space)
+        if out is not None:
+            raise ParameterError(f"iterate part {self.part.describe()} releases no noise; end it with a noise measurement.")
+        if self.output == "state":
+            return None, len(self.init)
+        return None, -1 if width < 0 else width * self.times
+
+    def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+        return _iterated(self, value, space, size, rng)
+
+
+def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` independent runs, each ``times`` rounds with its own state (the rounds of one run are
+    sequential: each round's map functions see the state the previous releases produced)."""
+    outs = []
+    for _ in range(size):
+        state = np.array(step.init)
+        releases = []
+        for _ in range(step.times):
+            token = _ITERATE_STATE.set(state)
+            try:
+                release = flatten(execute(step.part, value, space, 1, rng))[0]
+            finally:
+                _ITERATE_STATE.reset(token)
+            releases.append(np.atleast_1d(release))
+            state = np.asarray(step.update(state, release), dtype=float).reshape(-1)
+            if state.shape != step.init.shape or not np.all(np.isfinite(state)):
+                raise ParameterError(f"update returned a state of shape {state.shape} (or not finite); return "
+                                     f"{len(step.init)} finite numbers, like init.")
+        outs.append(state if step.output == "state" else np.concatenate(releases))
+    out = np.asarray(outs)
+    return out[:, 0] if out.shape[1] == 1 else out
+
+
+register(Compose, Parallel, Repeat, Iterate)
+
+
+# --------------------------------------------------------------------------- public constructors
+
+@dataclass(frozen=True)
+class SplitBudget(Step):
+    """``dp.compose(*parts, epsilon=, delta=, rho=, weights=)``: every part runs on the same input (as
+    :class:`Compose`) and the total budget is split over them by ``weights`` (equal by default).
+
+    A placeholder, never a registered step: ``dpharness.parts.mechanism`` resolves it into a plain
+    :class:`Compose` of parts whose noise is calibrated to their shares (:mod:`dpharness.proofs._calibrate`):
+    shares of ε or ρ by weight (basic and zCDP composition add them); when a part holds a Gaussian, an
+    (ε, δ) total is first converted to the largest ρ whose zCDP conversion gives it and ρ is split
+    (Gaussians compose exactly in zCDP; splitting ε and δ by basic composition would cost about 3× the
+    noise over ten parts), a Laplace part then spending ε_i = √(2ρ_i). Inside a part, a plain compose
+    splits its share equally and ``repeat(n, ...)`` gives each run 1/n. The proof of the whole may be
+    tighter than the split (PLD), so the calibration is conservative (ten Gaussians at (1, 1e-6): exact
+    ε(1e-6) = 0.927), as budget splits are in OpenDP and Tumult."""
+
+    parts: tuple
+    epsilon: Any = None
+    delta: Any = None
+    rho: Any = None
+    weights: tuple | None = None
+    is_budget: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        Compose(tuple(self.parts))  # the same validation of the parts
+        object.__setattr__(self, "parts", tuple(self.parts))
+        for name in ("epsilon", "delta", "rho"):
+            value = getattr(self, name)
+            if value is not None:
+                value = _plain(name, value)
+                if not Fraction(value) > 0:
+                    raise ParameterError(f"{name}={value!r} must be > 0; pass the positive budget the parts may spend.")
+                object.__setattr__(self, name, value)
+        if self.epsilon is None and self.rho is None:
+            raise ParameterError(f"compose(delta={self.delta!r}) splits no budget: pass epsilon= (with delta= when a part is "
+                                 "Gaussian) or rho=.")
+        if self.rho is not None and (self.epsilon is not None or self.delta is not None):
+            raise ParameterError("compose(rho=..., epsilon=...): pass a zCDP total (rho=) or an (ε, δ) total, not both.")
+        if self.delta is not None and not Fraction(self.delta) < 1:
+            raise ParameterError(f"delta={self.delta!r} must be < 1; pass a small δ such as 1e-6.")
+        if self.weights is not None:
+            w = tuple(_plain("weights", x) for x in self.weights)
+            if len(w) != len(self.parts) or any(not Fraction(x) > 0 for x in w):
+                raise ParameterError(f"weights={self.weights!r}: pass one positive weight per part ({len(self.parts)}).")
+            object.__setattr__(self, "weights", w)
+
+    def describe(self) -> str:
+        total = ", ".join(f"{n}={getattr(self, n)!r}" for n in ("epsilon", "delta", "rho") if getattr(self, n) is not None)
+        return "compose(" + ", ".join(p.describe() for p in self.parts) + f"; split {total})"
+
+
+def compose(*parts: Step, epsilon: Any = None, delta: Any = None, rho: Any = None,
+            weights: Sequence | None = None) -> Step:
+    """Run every part on the same input (independent randomness); the output is their tuple. With a
+    total budget (``epsilon=``, with ``delta=`` when a part is Gaussian, or ``rho=``), it is split over
+    the parts by ``weights`` (equal by default) and each part's noise, declared without a scale
+    (``dp.laplace()``, ``dp.gaussian()``), is calibrated to its share by ``dp.mechanism``
+    (:class:`SplitBudget`)."""
+    if epsilon is None and delta is None and rho is None and weights is None:
+        return Compose(tuple(parts))
+    return SplitBudget(tuple(parts), epsilon, delta, rho, None if weights is None else tuple(weights))
+
+
+def post(fn: Callable) -> Post:
+    """Post-process the noisy outputs with ``fn``: called once per run with that run's outputs as
+    positional arguments (one per composed part). The proof assumes ``fn`` is a pure function of
+    them (no state kept between calls, no access to the data)."""
+    return Post(fn, False)
+
+
+def parallel(part: Step, *, by: int, keys: Sequence) -> Parallel:
+    """Run ``part`` on each partition of the records by column ``by``'s value in ``keys``."""
+    return Parallel(part, by, tuple(keys))
+
+
+def repeat(times: int, part: Step) -> Repeat:
+    """``times`` independent runs of ``part`` (e.g. rounds of a subsampled Gaussian)."""
+    return Repeat(times, part)
+
+
+def iterate(times: int, part: Step, *, init: Any, update: Callable, output: str = "state") -> Iterate:
+    """``times`` adaptive rounds of ``part`` (DP-SGD: ``dp.poisson_sample(q) >> dp.map_records(grad) >>
+    dp.clip_norm(C) >> dp.sum() >> dp.gaussian(sigma=σC)``, with ``update(θ, noisy_sum)`` the step)."""
+    return Iterate(times, part, init, update, output)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)

@@ -1,0 +1,459 @@
+"""Transformations: exact data maps with stability maps (OpenDP's transformations). Record-wise maps
+(:func:`clamp`, :func:`column`, :func:`map_records`, :func:`clip_norm`: 1-stable under add/remove and
+substitution) and aggregates computed exactly in rational arithmetic (:func:`count`, :func:`sum`,
+:func:`sum_squares`, :func:`sum_products`, :func:`histogram`), with their stability under add/remove
+and substitution. Proved in :mod:`dpharness.proofs.parts.transformations`."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dpharness import _validate as _v
+from dpharness.core import AddRemove
+from dpharness.errors import ParameterError
+
+from ._base import (
+    _INF, _ITERATE_STATE, Distance, Space, Transformation, _float_exact, _frac, _need, _scalar_distance, _show, register,
+)
+
+__all__ = ["Clamp", "MapRecords", "ClipNorm", "Column", "Count", "Sum", "SumSquares", "SumProducts", "Histogram",
+           "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram", "map_records", "clip_norm"]
+
+
+@dataclass(frozen=True)
+class Clamp(Transformation):
+    """Record-wise clamp of every column to ``[lo, hi]`` (exact on floats). 1-stable: a record-wise
+    map keeps neighbouring data sets neighbouring under add/remove and substitution."""
+
+    per_key_role = "record-wise"
+
+    lo: Any
+    hi: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lo", _float_exact("lo", self.lo, "a clamp bound"))
+        object.__setattr__(self, "hi", _float_exact("hi", self.hi, "a clamp bound"))
+        if not Fraction(self.lo) < Fraction(self.hi):
+            raise ParameterError(f"lo={self.lo!r} must be below hi={self.hi!r}; pass clamp(lo, hi) with lo < hi.")
+
+    def describe(self) -> str:
+        return f"clamp({self.lo}, {self.hi})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "clamp")
+        lo, hi = _frac("lo", self.lo), _frac("hi", self.hi)
+        los = tuple(max(lo, a) if a != -_INF else lo for a in space.lo)
+        his = tuple(min(hi, b) if b != _INF else hi for b in space.hi)
+        if any(a > b for a, b in zip(los, his)):
+            raise ParameterError(f"clamp({self.lo}, {self.hi}) does not meet the record domain; pass bounds inside it.")
+        return Space("records", space.dim, los, his, None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        lo, hi = float(self.lo), float(self.hi)
+        return np.clip(np.asarray(value, dtype=float), lo, hi)
+
+
+@dataclass(frozen=True)
+class MapRecords(Transformation):
+    """Record-wise map by a user function: each record ``r`` becomes ``fn(r)`` (inside
+    :func:`iterate`: ``fn(state, r)``, the current state as its first argument), a number or
+    ``columns`` numbers. 1-stable under add/remove and substitution: the added, removed or substituted
+    record maps to one record, every other record to itself. The values are unbounded: clip them
+    (:func:`clip_norm`, :func:`clamp`) before an aggregate. ``fn`` must be a pure function of its
+    arguments (no state kept between calls, no access to other records); the proof states it."""
+
+    fn: Callable = field(compare=False)
+    columns: int = 1
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of one record (inside dp.iterate: of "
+                                 "the state and one record).")
+        object.__setattr__(self, "columns", _v.integer("columns", self.columns, minimum=1))
+
+    def describe(self) -> str:
+        return f"map_records({getattr(self.fn, '__name__', 'fn')}" + (f", columns={self.columns})" if self.columns > 1 else ")")
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "map_records")
+        return Space("records", self.columns, (-_INF,) * self.columns, (_INF,) * self.columns, None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float)
+        state = _ITERATE_STATE.get(None)
+        rows = [self.fn(r) if state is None else self.fn(state, r) for r in arr]
+        out = np.asarray(rows, dtype=float).reshape(len(arr), -1) if rows else np.zeros((0, self.columns))
+        if out.shape[1] != self.columns:
+            raise ParameterError(f"map_records fn returned {out.shape[1]} value(s) per record, not columns={self.columns}; "
+                                 "pass columns= the number of values it returns.")
+        if not np.all(np.isfinite(out)):
+            raise ParameterError(f"map_records fn returned a value that is not finite (record {int(np.argmin(np.isfinite(out).all(axis=1)))}); "
+                                 "return finite numbers.")
+        return out[:, 0] if self.columns == 1 else out
+
+
+@dataclass(frozen=True)
+class ClipNorm(Transformation):
+    """Record-wise norm clipping: a record ``v`` (one or more columns) becomes ``v·min(1, bound/‖v‖)``
+    in the ``norm`` ("l1", "l2", "linf"), computed in floats and then checked exactly (rationals): a
+    record whose clipped norm still exceeds ``bound`` is shrunk by one part in 2^50 until it does not,
+    so ‖output‖ <= bound holds exactly. One column: exactly ``clamp(−bound, bound)``. 1-stable
+    (record-wise); every output column lies in ``[−bound, bound]``, the box the aggregates that follow
+    read (for several columns this box is looser than the norm ball)."""
+
+    bound: Any
+    norm: str = "l2"
+
+    def __post_init__(self) -> None:
+        bound = _float_exact("bound", self.bound, "a clipping bound")
+        if not Fraction(bound) > 0:
+            raise ParameterError(f"bound={self.bound!r} must be > 0; pass the largest norm a record may keep.")
+        object.__setattr__(self, "bound", bound)
+        _v.choice("norm", self.norm, ("l1", "l2", "linf"))
+
+    def describe(self) -> str:
+        return f"clip_norm({self.bound}, norm={self.norm!r})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "clip_norm")
+        b = _frac("bound", self.bound)
+        return Space("records", space.dim, tuple(max(-b, a) for a in space.lo), tuple(min(b, c) for c in space.hi), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float)
+        b = float(self.bound)
+        if arr.ndim == 1 or self.norm == "linf":
+            return np.clip(arr, -b, b)
+        order = 1 if self.norm == "l1" else 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            norms = np.linalg.norm(arr, ord=order, axis=1)
+            scale = np.where(norms > b, b / norms, 1.0)
+        out = arr * scale[:, None]
+        bq = Fraction(b)
+        for i in np.flatnonzero(norms > b):  # the float scaling may overshoot by an ulp: check exactly
+            while _norm_exceeds(out[i], bq, order):
+                out[i] = out[i] * (1 - 2.0 ** -50)
+        return out
+
+
+def _norm_exceeds(v: np.ndarray, bound: Fraction, order: int) -> bool:
+    values = [Fraction(x) for x in v.tolist()]
+    if order == 1:
+        return builtins.sum(abs(x) for x in values) > bound
+    return builtins.sum(x * x for x in values) > bound * bound
+
+
+@dataclass(frozen=True)
+class Column(Transformation):
+    """Record-wise: keep column ``j`` of multi-column records (1-stable)."""
+
+    per_key_role = "record-wise"
+
+    j: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "j", _v.integer("j", self.j, minimum=0))
+
+    def describe(self) -> str:
+        return f"column({self.j})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "column")
+        if self.j >= space.dim:
+            raise ParameterError(f"j={self.j} but records have {space.dim} column(s); pass j < {space.dim}.")
+        return Space("records", 1, (space.lo[self.j],), (space.hi[self.j],), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return d
+
+    def apply(self, value: Any) -> Any:
+        return np.asarray(value)[:, self.j]
+
+
+@dataclass(frozen=True)
+class Count(Transformation):
+    """The number of records. Stability: 1 under add/remove, 0 under substitution."""
+
+    per_key_role = "aggregate"
+
+    def describe(self) -> str:
+        return "count()"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "count")
+        return Space("scalar", 1, (Fraction(0),), (_INF,), Fraction(1))
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        return _scalar_distance(Fraction(1) if isinstance(d.relation, AddRemove) else Fraction(0))
+
+    def apply(self, value: Any) -> Any:
+        return Fraction(len(np.asarray(value)))
+
+    def add_direction(self, space: Space) -> int | None:
+        return 1
+
+
+def _bounded(space: Space, what: str) -> tuple[Fraction, Fraction]:
+    lo, hi = space.lo[0], space.hi[0]
+    if lo == -_INF or hi == _INF:
+        raise ParameterError(f"{what} needs bounded records, but they are in [{_show(lo)}, {_show(hi)}]; "
+                             "put dp.clamp(lo, hi) before it or declare bounded records.")
+    return lo, hi
+
+
+def _exact_values(arr: np.ndarray) -> list[Fraction]:
+    return [Fraction(v) for v in np.asarray(arr, dtype=float).ravel().tolist()]
+
+
+def _contribution(lo: Fraction, hi: Fraction, d: Distance) -> Fraction:
+    """Stability of a sum of per-record contributions in [lo, hi]: max(|lo|, |hi|) under add/remove
+    (one contribution appears or vanishes), hi − lo under substitution (one contribution changes)."""
+    return max(abs(lo), abs(hi)) if isinstance(d.relation, AddRemove) else hi - lo
+
+
+@dataclass(frozen=True)
+class Sum(Transformation):
+    """The exact sum of one-column records in ``[L, U]``. Stability: ``max(|L|, |U|)`` (add/remove),
+    ``U − L`` (substitution)."""
+
+    per_key_role = "aggregate"
+
+    def describe(self) -> str:
+        return "sum()"
+
+    def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
+        _need(space, "records", "sum")
+        if space.dim != 1:
+            raise ParameterError(f"sum() takes one-column records, got {space.dim}; put dp.column(j) before it.")
+        return _bounded(space, "sum()")
+
+    def out_space(self, space: Space) -> Space:
+        lo, hi = self.contribution(space)
+        return Space("scalar", 1, (-_INF if lo < 0 else Fraction(0),), (_INF if hi > 0 else Fraction(0),), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        lo, hi = self.contribution(space)
+        return _scalar_distance(_contribution(lo, hi, d))
+
+    def apply(self, value: Any) -> Any:
+        return builtins.sum(_exact_values(value), Fraction(0))
+
+    def add_direction(self, space: Space) -> int | None:
+        lo, hi = self.contribution(space)
+        return 1 if lo >= 0 else -1 if hi <= 0 else None
+
+
+@dataclass(frozen=True)
+class SumSquares(Transformation):
+    """The exact sum of squares of one-column records in ``[L, U]``; each square lies in
+    ``[m, M]`` with ``M = max(L², U²)``, ``m = 0`` if ``L <= 0 <= U`` else ``min(L², U²)``.
+    Stability: ``M`` (add/remove), ``M − m`` (substitution)."""
+
+    def describe(self) -> str:
+        return "sum_squares()"
+
+    def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
+        _need(space, "records", "sum_squares")
+        if space.dim != 1:
+            raise ParameterError(f"sum_squares() takes one-column records, got {space.dim}; put dp.column(j) before it.")
+        lo, hi = _bounded(space, "sum_squares()")
+        top = max(lo * lo, hi * hi)
+        bottom = Fraction(0) if lo <= 0 <= hi else min(lo * lo, hi * hi)
+        return bottom, top
+
+    def out_space(self, space: Space) -> Space:
+        self.contribution(space)
+        return Space("scalar", 1, (Fraction(0),), (_INF,), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        lo, hi = self.contribution(space)
+        return _scalar_distance(_contribution(lo, hi, d))
+
+    def apply(self, value: Any) -> Any:
+        return builtins.sum((v * v for v in _exact_values(value)), Fraction(0))
+
+    def add_direction(self, space: Space) -> int | None:
+        lo, hi = self.contribution(space)
+        return 1 if lo >= 0 else -1 if hi <= 0 else None
+
+
+@dataclass(frozen=True)
+class SumProducts(Transformation):
+    """The exact sum over records of ``x_i * x_j`` (columns ``i`` and ``j``); each product lies in the
+    interval spanned by the four corner products of the columns' bounds (interval arithmetic).
+    Stability as for :class:`Sum` on that interval."""
+
+    i: int = 0
+    j: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "i", _v.integer("i", self.i, minimum=0))
+        object.__setattr__(self, "j", _v.integer("j", self.j, minimum=0))
+
+    def describe(self) -> str:
+        return f"sum_products({self.i}, {self.j})"
+
+    def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
+        _need(space, "records", "sum_products")
+        if max(self.i, self.j) >= space.dim:
+            raise ParameterError(f"sum_products({self.i}, {self.j}) but records have {space.dim} column(s); "
+                                 f"pass columns below {space.dim}.")
+        for c in (self.i, self.j):
+            if space.lo[c] == -_INF or space.hi[c] == _INF:
+                raise ParameterError(f"sum_products needs bounded columns; column {c} is unbounded. Put dp.clamp(lo, hi) before it.")
+        corners = [a * b for a in (space.lo[self.i], space.hi[self.i]) for b in (space.lo[self.j], space.hi[self.j])]
+        if self.i == self.j:
+            lo, hi = space.lo[self.i], space.hi[self.i]
+            corners.append(Fraction(0) if lo <= 0 <= hi else min(lo * lo, hi * hi))
+            return min(corners[-1], lo * lo, hi * hi), max(lo * lo, hi * hi)
+        return min(corners), max(corners)
+
+    def out_space(self, space: Space) -> Space:
+        lo, hi = self.contribution(space)
+        return Space("scalar", 1, (-_INF if lo < 0 else Fraction(0),), (_INF if hi > 0 else Fraction(0),), None)
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        lo, hi = self.contribution(space)
+        return _scalar_distance(_contribution(lo, hi, d))
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float)
+        if arr.size == 0:
+            return Fraction(0)
+        a, b = _exact_values(arr[:, self.i]), _exact_values(arr[:, self.j])
+        return builtins.sum((x * y for x, y in zip(a, b)), Fraction(0))
+
+    def add_direction(self, space: Space) -> int | None:
+        lo, hi = self.contribution(space)
+        return 1 if lo >= 0 else -1 if hi <= 0 else None
+
+
+@dataclass(frozen=True)
+class Histogram(Transformation):
+    """Counts of one-column records per bin: ``edges`` (bins ``[e_k, e_{k+1})``, the last one closed)
+    or ``categories`` (exact equality). Records in no bin are not counted. Each record is in at most
+    one bin, so the count vector moves by L1 1 (add/remove) or 2 (substitution), L∞ 1, L2² 1 or 2."""
+
+    edges: tuple | None = None
+    categories: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if (self.edges is None) == (self.categories is None):
+            raise ParameterError("histogram needs exactly one of edges=... or categories=...; pass e.g. "
+                                 "dp.histogram(edges=[0, 10, 20]) or dp.histogram(categories=[0, 1, 2]).")
+        # every edge and category is a value a float represents exactly, since records are compared with it as
+        # floats: distinct (increasing) as numbers is then distinct (increasing) as the floats the sampler compares
+        if self.edges is not None:
+            e = tuple(_float_exact("edges", x, "a bin edge") for x in self.edges)
+            if len(e) < 2 or any(Fraction(a) >= Fraction(b) for a, b in zip(e, e[1:])):
+                raise ParameterError(f"edges={self.edges!r} must be at least 2 increasing numbers; pass sorted bin edges.")
+            object.__setattr__(self, "edges", e)
+        else:
+            cats = tuple(_float_exact("categories", c, "a category") for c in self.categories)
+            if len(cats) < 1 or len({Fraction(c) for c in cats}) != len(cats):
+                raise ParameterError(f"categories={self.categories!r} must be distinct values; pass a list of categories.")
+            object.__setattr__(self, "categories", cats)
+
+    @property
+    def bins(self) -> int:
+        return len(self.edges) - 1 if self.edges is not None else len(self.categories)
+
+    def describe(self) -> str:
+        return f"histogram(edges={list(self.edges)})" if self.edges is not None else f"histogram(categories={list(self.categories)})"
+
+    def out_space(self, space: Space) -> Space:
+        _need(space, "records", "histogram")
+        if space.dim != 1:
+            raise ParameterError(f"histogram takes one-column records, got {space.dim}; put dp.column(j) before it.")
+        m = self.bins
+        return Space("vector", m, (Fraction(0),) * m, (_INF,) * m, Fraction(1))
+
+    def stability(self, space: Space, d: Distance) -> Distance:
+        if isinstance(d.relation, AddRemove):  # one bin gains (add) or loses (remove) one: monotone
+            return Distance(None, Fraction(1), Fraction(1), Fraction(1), monotone=True)
+        return Distance(None, Fraction(2), Fraction(2), Fraction(1))
+
+    def apply(self, value: Any) -> Any:
+        arr = np.asarray(value, dtype=float).ravel()
+        if self.edges is not None:
+            e = np.asarray([float(x) for x in self.edges])
+            idx = np.searchsorted(e, arr, side="right") - 1
+            idx[arr == e[-1]] = len(e) - 2
+            ok = (idx >= 0) & (idx < len(e) - 1)
+            counts = np.bincount(idx[ok], minlength=len(e) - 1)
+        else:
+            counts = np.array([int(np.sum(arr == float(c))) for c in self.categories])
+        return tuple(Fraction(int(c)) for c in counts)
+
+    def add_direction(self, space: Space) -> int | None:
+        return 1
+
+
+register(Clamp, MapRecords, ClipNorm, Column, Count, Sum, SumSquares, SumProducts, Histogram)
+
+
+# --------------------------------------------------------------------------- public constructors
+
+def clamp(lo: Any, hi: Any) -> Clamp:
+    """Clamp every record (every column) to ``[lo, hi]``."""
+    return Clamp(lo, hi)
+
+
+def column(j: int) -> Column:
+    """Keep column ``j`` of multi-column records."""
+    return Column(j)
+
+
+def count() -> Count:
+    """The number of records (stability 1 under add/remove, 0 under substitution)."""
+    return Count()
+
+
+def sum() -> Sum:  # noqa: A001 - the natural name in this namespace
+    """The exact sum of bounded one-column records."""
+    return Sum()
+
+
+def sum_squares() -> SumSquares:
+    """The exact sum of squares of bounded one-column records."""
+    return SumSquares()
+
+
+def sum_products(i: int = 0, j: int = 1) -> SumProducts:
+    """The exact sum over records of column i times column j."""
+    return SumProducts(i, j)
+
+
+def histogram(edges: Sequence | None = None, *, categories: Sequence | None = None) -> Histogram:
+    """Counts per bin (``edges``) or per category (``categories``)."""
+    return Histogram(None if edges is None else tuple(edges), None if categories is None else tuple(categories))
+
+
+def map_records(fn: Callable, *, columns: int = 1) -> MapRecords:
+    """Map every record by ``fn`` (a number, or ``columns`` numbers, per record; inside
+    :func:`iterate` ``fn(state, record)``). Clip the result before aggregating it."""
+    return MapRecords(fn, columns)
+
+
+def clip_norm(bound: Any, *, norm: str = "l2") -> ClipNorm:
+    """Clip every record to norm at most ``bound`` (``norm`` "l1", "l2" or "linf"), exactly."""
+    return ClipNorm(bound, norm)
+
+
+from dpharness.core import record_module as _record_module  # noqa: E402
+
+_record_module(__name__)
