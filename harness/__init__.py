@@ -10,7 +10,7 @@ Together: empirical lower bound <= true ε <= proven bound <= claimed ε.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import (
     AddRemove, ApproxDP, BoundedChange, Claim, DiscreteLaw, Domain, Event, Finite, FunctionLaw,
@@ -21,6 +21,10 @@ from .errors import DPHarnessError, MechanismError, ParameterError, UnsupportedE
 from .pipeline import Check, check
 from .proof_registry import proves
 from .registry import catalog, get, register
+
+if TYPE_CHECKING:  # the result types live in the subpackages, imported only when called
+    from .auditors import AuditResult
+    from .proofs import Proof
 
 __version__ = "0.1.0"
 
@@ -35,14 +39,14 @@ __all__ = [
 ]
 
 
-def prove(mechanism: Mechanism, *, distance: int = 1):
+def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
     """Derive the worst-case privacy loss of a catalog mechanism; see :mod:`dpharness.proofs`."""
     from .proofs import prove as _prove  # deferred: sympy/z3 are slow to import
 
     return _prove(mechanism, distance=distance)
 
 
-def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any):
+def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any) -> AuditResult:
     """Certified empirical lower bound on ε; see :func:`dpharness.auditors.audit` for the options.
 
     For a catalog mechanism audited without a pair, the proof's witness pair (when the prover has

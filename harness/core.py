@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _validate as _v
 from .errors import ParameterError
@@ -308,7 +309,7 @@ class Relation(abc.ABC):
 class AddRemove(Relation):
     """Data sets that differ by adding or removing one record (unbounded DP)."""
 
-    def is_neighbour(self, a, b) -> bool:
+    def is_neighbour(self, a: ArrayLike, b: ArrayLike) -> bool:
         a, b = np.asarray(a), np.asarray(b)
         if abs(len(a) - len(b)) != 1:
             return False
@@ -333,7 +334,7 @@ class AddRemove(Relation):
 class Substitute(Relation):
     """Data sets of equal size that differ in one record (bounded DP). For a ``record`` input: any two records."""
 
-    def is_neighbour(self, a, b) -> bool:
+    def is_neighbour(self, a: ArrayLike, b: ArrayLike) -> bool:
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape:
             return False
@@ -358,12 +359,12 @@ class BoundedChange(Relation):
         object.__setattr__(self, "sensitivity", _v.positive("sensitivity", self.sensitivity))
         _v.choice("norm", self.norm, ("l1", "l2", "linf"))
 
-    def distance(self, a, b) -> float:
+    def distance(self, a: ArrayLike, b: ArrayLike) -> float:
         """The distance as a float, for reports (:meth:`is_neighbour` decides exactly)."""
         d = np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).ravel()
         return float({"l1": d.sum(), "l2": math.sqrt(float((d * d).sum())), "linf": d.max(initial=0.0)}[self.norm])
 
-    def is_neighbour(self, a, b) -> bool:
+    def is_neighbour(self, a: ArrayLike, b: ArrayLike) -> bool:
         """Exactly ``||a - b|| <= sensitivity``, with every entry and the sensitivity read as the exact
         value the code uses (floats as their binary value, via Fractions); no tolerance. For L2 the
         squared distance is compared with the squared sensitivity."""
@@ -393,7 +394,7 @@ def _exact_fraction(value: Any) -> Fraction:
     return Fraction(value)
 
 
-def _row_key(row) -> tuple:
+def _row_key(row: ArrayLike) -> tuple:
     return tuple(np.atleast_1d(np.asarray(row)).tolist())
 
 

@@ -37,6 +37,7 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -341,7 +342,7 @@ class Check:
                    timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
                    cached=bool(d["cached"]), time_limit=d.get("time_limit"), exact_noise=d.get("exact_noise"))
 
-    def __reduce__(self):  # pickled (to and from worker processes) through its JSON form
+    def __reduce__(self) -> tuple[Any, tuple[dict]]:  # pickled (to and from worker processes) through its JSON form
         return (Check.from_json, (self.to_json(),))
 
 
@@ -355,7 +356,7 @@ _REARM = 1.0  # seconds between repeated alarms (long enough for the cleanup a f
 
 
 @contextlib.contextmanager
-def deadline(seconds: float | None, what: str, *, limit: float | None = None):
+def deadline(seconds: float | None, what: str, *, limit: float | None = None) -> Iterator[None]:
     """Raise PhaseTimeout in the main thread after ``seconds`` (SIGALRM; a no-op where unavailable);
     its message names ``what`` and the limit in force, ``limit`` (default ``seconds``: pass the whole
     ``--timeout`` when ``seconds`` is what is left of it).
@@ -371,7 +372,7 @@ def deadline(seconds: float | None, what: str, *, limit: float | None = None):
     active = [True]
     stated = float(seconds if limit is None else limit)
 
-    def _raise(signum, frame):
+    def _raise(signum: int, frame: Any) -> None:
         if active[0]:
             raise PhaseTimeout(f"{what} did not finish within its time limit of {stated:g} s (a limit for hangs, "
                                "not a finding: on a slow or loaded machine raise --timeout)")
@@ -493,7 +494,7 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
     witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
     mechanism, samples, view_note = _audit_view(mechanism, samples)
 
-    def audit(data, neighbor):
+    def audit(data: Any, neighbor: Any) -> Any:
         return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
                               ideal_numerics=ideal_numerics, candidate_witnesses=witnesses, cluster=cluster,
                               workers=workers, sequential=sequential)

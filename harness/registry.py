@@ -9,10 +9,13 @@ import importlib
 import inspect
 from collections.abc import Callable, Iterable
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from .core import BoundedChange, Claim, Domain, InputSpec, Mechanism, RealInterval, Relation
 from .errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["register", "catalog", "get", "load_module", "audit_only", "ENTRY_POINT_GROUP", "AUDIT_ONLY"]
 
@@ -75,13 +78,13 @@ class _AuditedFunction(Mechanism):
         """The pair the audit takes as given (None: the neighbour search runs)."""
         return None if self.searched else self.pair
 
-    def _sample(self, data, size, rng):
+    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> Any:
         return self.fn(data, size, rng)
 
-    def _law(self, data):
+    def _law(self, data: Any) -> NoReturn:
         raise NotImplementedError(f"{self.label} is a function audited only: its law is not known.")
 
-    def example_pair(self):
+    def example_pair(self) -> tuple[Any, Any]:
         return self.pair
 
     def noise_parameters(self) -> dict[str, Any]:

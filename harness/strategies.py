@@ -27,6 +27,7 @@ true (and, for a single-record input, two different records):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,7 @@ def neighboring_records(records: Any) -> st.SearchStrategy:
 
 
 @st.composite
-def _add_remove(draw, rec, min_size, max_size):
+def _add_remove(draw: st.DrawFn, rec: st.SearchStrategy, min_size: int, max_size: int) -> tuple[np.ndarray, np.ndarray]:
     base = draw(st.lists(rec, min_size=min_size, max_size=max_size))
     extra = draw(rec)
     pos = draw(st.integers(0, len(base)))
@@ -102,7 +103,7 @@ def _add_remove(draw, rec, min_size, max_size):
 
 
 @st.composite
-def _substitute(draw, rec, min_size, max_size):
+def _substitute(draw: st.DrawFn, rec: st.SearchStrategy, min_size: int, max_size: int) -> tuple[np.ndarray, np.ndarray]:
     base = draw(st.lists(rec, min_size=max(min_size, 1), max_size=max(max_size, 1)))
     i = draw(st.integers(0, len(base) - 1))
     new = draw(rec.filter(lambda r: not _same(r, base[i])))
@@ -113,7 +114,8 @@ def _substitute(draw, rec, min_size, max_size):
 
 
 @st.composite
-def _bounded_change(draw, rec, relation: BoundedChange, dim: int, integral: bool, contains):
+def _bounded_change(draw: st.DrawFn, rec: st.SearchStrategy, relation: BoundedChange, dim: int, integral: bool,
+                    contains: Callable[[Any], bool]) -> tuple[np.ndarray, np.ndarray]:
     x = np.array([draw(rec) for _ in range(dim)])
     sens = float(relation.sensitivity)
     if integral:
@@ -188,7 +190,7 @@ def neighboring_datasets(records: Any = None, relation: Relation | None = None, 
         if isinstance(domain, Finite):
             raise ParameterError("records=Finite(...) with BoundedChange is not supported; pass IntegerRange or RealInterval.")
 
-        def contains(y, _d=domain):
+        def contains(y: Any, _d: Domain | None = domain) -> bool:
             return True if _d is None else bool(np.all(_d.contains(y)))
 
         pairs = _bounded_change(rec, relation, dim, integral, contains)

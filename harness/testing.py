@@ -16,7 +16,10 @@ seed is printed in the report header and in every failure, so a failure reproduc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .auditors import AuditResult
 
 __all__ = ["assert_private", "PrivacyViolation"]
 
@@ -41,7 +44,7 @@ def _configure(*, seed: int, samples: int) -> None:
 
 def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: float | None = None,
                    delta: float = 0.0, samples: int | None = None, seed: int | None = None,
-                   confidence: float = 0.95, **options: Any):
+                   confidence: float = 0.95, **options: Any) -> AuditResult:
     """Audit ``mechanism`` (a catalog Mechanism or a callable ``fn(data, size, rng)``; see
     :func:`dpharness.audit`) on ``(data, neighbor)`` and raise :class:`PrivacyViolation` (an
     AssertionError) when a violation of ``(epsilon, delta)`` is certified at ``confidence``. The
