@@ -74,7 +74,7 @@ assert not bug_ideal.passed
 assert proof.holds and all(o.discharged for o in proof.steps)
 assert refuted.verdict.value == "REFUTED" and refuted.witness is not None
 assert pld.verdict.value == "PROVED" and "privacy-loss distribution" in pld.steps[-1].statement
-assert too_low.verdict.value == "UNPROVEN"
+assert too_low.verdict.value == "REFUTED" and too_low.witness.event is not None
 assert c.passed and c.sandwich.ordered and c.sandwich.lower <= c.sandwich.proven <= c.sandwich.claimed
 """,
 }
