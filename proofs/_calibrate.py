@@ -43,6 +43,7 @@ from dpharness.mechanisms.parts._base import walk_nodes
 from dpharness.mechanisms.parts._structure import has_budget
 from dpharness.mechanisms.parts.noise import NoiseBudget
 from dpharness.mechanisms.parts.combinators import SplitBudget
+from dpharness.mechanisms.parts.selection import SelectionBudget
 
 __all__ = ["calibrate"]
 
@@ -101,6 +102,8 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
         return step
     if type(step) is NoiseBudget:
         return _leaf(step, space, d, share)
+    if type(step) is SelectionBudget:
+        return _selection(step, space, d, share)
     if type(step) is SplitBudget:
         if share is not None:
             raise ParameterError(f"{step.describe()} splits its own total inside a split composition; give the budget at "
@@ -178,6 +181,38 @@ def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None
         how = (f"σ from {budget.describe()} via ρ = {float(rho):.6g} (the largest ρ whose zCDP conversion gives δ(ε)) and "
                f"τ² >= D₂²/(2ρ) = {float(d2sq / (2 * rho)):.6g} grid steps² (g = {g})")
     return P.GridGaussian(sigma, step.granularity, how)
+
+
+def _selection(step: SelectionBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
+    """The selection's scale from its family's privacy map (:mod:`dpharness.proofs.parts.selection`) at the
+    scores' L∞ distance Δ: exponential mechanism ε = c·k·Δ/scale (c = 1 on monotone scores, else 2),
+    permute-and-flip ε = 2Δ/scale, grid-Laplace noisy max ε = 2D/t with D the distance in grid steps."""
+    if step.budgeted and share is not None:
+        raise ParameterError(f"{step.describe()} has its own budget inside a split composition; drop its epsilon= (the "
+                             "split gives it a share) or take it out of the split.")
+    if not step.budgeted and share is None:
+        raise ParameterError(f"{step.describe()} has neither a scale nor a budget; pass scale= or epsilon=, or put it in "
+                             "dp.compose(..., epsilon=...) to take a share of a total.")
+    budget = share or _Share(_exact(step.epsilon))
+    eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
+    delta = d.linf
+    if delta == 0:
+        raise ParameterError(f"{step.describe()}: the scores are the same on neighbouring inputs (sensitivity 0), so no "
+                             "scale follows from a budget; pass an explicit scale.")
+    if step.kind == "exponential":
+        c = 1 if d.monotone else 2
+        scale = c * step.k * delta / eps
+        how = (f"scale from {budget.describe()}: scores at L∞ distance Δ = {delta}" + (", monotone" if d.monotone else "")
+               + f", scale = {c}·{step.k}·Δ/ε")
+        return step.resolve(_plain(scale), how)
+    if step.kind == "exponential_noise":
+        return step.resolve(_plain(2 * delta / eps), f"scale from {budget.describe()}: Δ = {delta}, scale = 2Δ/ε")
+    g = Fraction(step.granularity)
+    q = space.quantum
+    steps = delta / g if q is not None and (q / g).denominator == 1 else Fraction(math.ceil(delta / g))
+    t = 2 * steps / eps
+    return step.resolve(_plain(t * g), f"scale from {budget.describe()}: D = {steps} grid steps of g = {g}, t = 2D/ε, "
+                                       "scale = t·g")
 
 
 def _plain(x: Fraction) -> int | float | Fraction:

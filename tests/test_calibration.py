@@ -158,3 +158,27 @@ def test_the_derived_scale_is_part_of_the_gate_cache_key():
     a = _mech(dp.count() >> dp.laplace(epsilon=1), PureDP(1))
     b = _mech(dp.count() >> dp.laplace(epsilon=0.5), PureDP(1))
     assert a.source_hash() != b.source_hash()
+
+
+def test_selections_from_epsilon_follow_their_family_maps_and_are_proved():
+    median = _mech(dp.clamp(0, 120) >> dp.quantile(0.5, candidates=range(121), epsilon=1), PureDP(1),
+                   records=RealInterval(0, 120))
+    (leaf,) = _leaves(median)
+    assert leaf.scale == 1  # 2·Δ/ε with Δ = max(α, 1 − α) = 1/2
+    assert prove(median).verdict is Verdict.PROVED
+    hist = dp.histogram(categories=[1, 2, 3, 4, 5])
+    for noise, k, scale in (("gumbel", 3, 6), ("exponential", 1, 4), ("laplace", 1, 4)):
+        m = _mech(hist >> dp.report_noisy_max(noise=noise, k=k, epsilon=0.5), PureDP(0.5), records=IntegerRange(1, 5))
+        (leaf,) = _leaves(m)
+        assert leaf.scale == scale, noise  # Gumbel top-3 on monotone counts: kΔ/ε; the others 2Δ/ε
+        assert prove(m).verdict is Verdict.PROVED, noise
+
+
+def test_a_median_and_a_count_split_one_budget():
+    steps = dp.compose(dp.clamp(0, 120) >> dp.quantile(0.5, candidates=range(121)), dp.count() >> dp.laplace(),
+                       epsilon=1)
+    m = _mech(steps, PureDP(1), records=RealInterval(0, 120))
+    assert [leaf.scale for leaf in _leaves(m)] == [2, 2]
+    assert prove(m).verdict is Verdict.PROVED
+    with pytest.raises(ParameterError, match="not both"):
+        dp.quantile(0.5, candidates=range(3), scale=1, epsilon=1)

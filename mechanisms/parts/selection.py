@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from ._base import Distance, Measurement, Space, Step, Transformation, _chain, _
 from ._grid import LAPLACE_MIN_UNITS, _centres, _check_scale_units
 
 __all__ = [
-    "QuantileScore", "ExponentialSelection", "NoisyMaxExponential", "NoisyMaxLaplace", "STEP_TYPES",
+    "QuantileScore", "ExponentialSelection", "NoisyMaxExponential", "NoisyMaxLaplace", "SelectionBudget", "STEP_TYPES",
     "quantile_score", "exponential", "quantile", "report_noisy_max", "SelectionLeaf",
 ]
 
@@ -174,6 +174,7 @@ class ExponentialSelection(Measurement):
     scale: Any
     k: int = 1
     labels: tuple | None = None
+    derived: str = ""  # how the scale was derived from a budget (dp.exponential(epsilon=...)); shown, never read
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", _scale("scale", self.scale))
@@ -188,7 +189,7 @@ class ExponentialSelection(Measurement):
         extra = "" if self.k == 1 else f", k={self.k}"
         if self.labels is not None:
             extra += f", labels=({len(self.labels)} values)"
-        return f"exponential(scale={self.scale!r}{extra})"
+        return f"exponential(scale={self.scale!r}{extra})" + (f" [{self.derived}]" if self.derived else "")
 
     def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
@@ -258,6 +259,7 @@ class NoisyMaxExponential(Measurement):
     ``labels[i]``)."""
 
     scale: Any
+    derived: str = ""  # how the scale was derived from a budget; shown, never read
     labels: tuple | None = None
 
     def __post_init__(self) -> None:
@@ -269,7 +271,7 @@ class NoisyMaxExponential(Measurement):
         return Fraction(self.scale)
 
     def describe(self) -> str:
-        return f"report_noisy_max(scale={self.scale!r}, noise='exponential')"
+        return f"report_noisy_max(scale={self.scale!r}, noise='exponential')" + (f" [{self.derived}]" if self.derived else "")
 
     def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
@@ -315,6 +317,7 @@ class NoisyMaxLaplace(Measurement):
 
     scale: Any
     granularity: Any = 1
+    derived: str = ""  # how the scale was derived from a budget; shown, never read
     labels: tuple | None = None
 
     def __post_init__(self) -> None:
@@ -336,7 +339,8 @@ class NoisyMaxLaplace(Measurement):
 
     def describe(self) -> str:
         g = self.granularity
-        return f"report_noisy_max(scale={self.scale!r}, noise='laplace'" + ("" if g == 1 else f", granularity={g!r}") + ")"
+        return (f"report_noisy_max(scale={self.scale!r}, noise='laplace'" + ("" if g == 1 else f", granularity={g!r}") + ")"
+                + (f" [{self.derived}]" if self.derived else ""))
 
     def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
@@ -467,23 +471,83 @@ def _sequence(name: str, values: Any) -> tuple:
     return tuple(values)
 
 
-def exponential(scale: Any, *, k: int = 1, labels: Sequence | None = None) -> ExponentialSelection:
+@dataclass(frozen=True)
+class SelectionBudget(Step):
+    """A selection given the budget it may spend instead of its scale: ``kind`` ``"exponential"``
+    (Gumbel / the exponential mechanism, ``k`` indices, ``labels``), ``"exponential_noise"``
+    (permute-and-flip) or ``"laplace"`` (grid Laplace noisy max, ``granularity``); ``epsilon`` None: its
+    share of the enclosing ``dp.compose(..., epsilon=...)``.
+
+    A placeholder, never a registered step: ``dpharness.parts.mechanism`` replaces it with the selection
+    whose scale the family's privacy map gives at the scores' distance (``scale = c·k·Δ/ε`` with c = 2, or
+    1 on monotone scores; ``2Δ/ε``; ``t = 2D/ε`` grid steps), before anything is sampled or proved."""
+
+    kind: str
+    epsilon: Any = None
+    k: int = 1
+    labels: tuple | None = None
+    granularity: Any = 1
+    is_budget: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.epsilon is not None:
+            eps = _plain("epsilon", self.epsilon)
+            if not Fraction(eps) > 0:
+                raise ParameterError(f"epsilon={self.epsilon!r} must be > 0; pass the positive budget this part may spend.")
+            object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "k", _v.integer("k", self.k, minimum=1))
+        object.__setattr__(self, "labels", _labels("labels", self.labels))
+        object.__setattr__(self, "granularity", _plain("granularity", self.granularity))
+        check_granularity("granularity", self.granularity)
+
+    @property
+    def budgeted(self) -> bool:
+        return self.epsilon is not None
+
+    def describe(self) -> str:
+        what = f"epsilon={self.epsilon!r}" if self.epsilon is not None else "budget from the enclosing compose"
+        return f"{'exponential' if self.kind == 'exponential' else 'report_noisy_max'}({what}, kind={self.kind!r})"
+
+    def resolve(self, scale: Any, derived: str) -> Measurement:
+        """The concrete selection at ``scale`` (validated by its own constructor)."""
+        if self.kind == "exponential":
+            return ExponentialSelection(scale, self.k, self.labels, derived)
+        if self.kind == "exponential_noise":
+            return NoisyMaxExponential(scale, derived)
+        return NoisyMaxLaplace(scale, self.granularity, derived)
+
+
+def _one_of(scale: Any, epsilon: Any, what: str) -> None:
+    if scale is not None and epsilon is not None:
+        raise ParameterError(f"{what}(scale={scale!r}, epsilon={epsilon!r}): pass the scale= or the budget epsilon= it "
+                             "should spend, not both.")
+
+
+def exponential(scale: Any = None, *, k: int = 1, labels: Sequence | None = None, epsilon: Any = None) -> Step:
     """The exponential mechanism on a vector of scores u: index i with probability ∝ exp(u_i/scale)
     (``labels[i]`` when given; ``k`` > 1: the ordered one-shot Gumbel top-k). ε = 2kΔ/scale (kΔ/scale
-    on monotone scores)."""
-    return ExponentialSelection(scale, k, None if labels is None else _sequence("labels", labels))
+    on monotone scores). Or ``epsilon=``: ``dp.mechanism`` derives the scale from the scores' distance."""
+    _one_of(scale, epsilon, "exponential")
+    labels = None if labels is None else _sequence("labels", labels)
+    if scale is None:
+        return SelectionBudget("exponential", epsilon, k, labels)
+    return ExponentialSelection(scale, k, labels)
 
 
-def quantile(alpha: Any, *, candidates: Sequence, scale: Any) -> Step:
+def quantile(alpha: Any, *, candidates: Sequence, scale: Any = None, epsilon: Any = None) -> Step:
     """The ``alpha``-quantile of one-column records by the exponential mechanism over ``candidates``
     (the quantile score of OpenDP's ``make_quantile_score_candidates``, then P(c) ∝ exp(u(c)/scale));
     releases the chosen candidate. ε = 2Δ/scale, Δ = max(α, 1 − α) (add/remove) or 1 (substitution).
-    See :mod:`dpharness.mechanisms.parts.selection`."""
+    Or ``epsilon=``: ``dp.mechanism`` derives the scale (2Δ/ε). See :mod:`dpharness.mechanisms.parts.selection`."""
+    _one_of(scale, epsilon, "quantile")
     cands = _sequence("candidates", candidates)
-    return _chain(QuantileScore(alpha, cands), ExponentialSelection(scale, 1, cands))
+    score = QuantileScore(alpha, cands)  # validates the candidates first (its messages name candidates=)
+    chosen = SelectionBudget("exponential", epsilon, 1, cands) if scale is None else ExponentialSelection(scale, 1, cands)
+    return _chain(score, chosen)
 
 
-def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granularity: Any = 1) -> Step:
+def report_noisy_max(scale: Any = None, noise: str = "laplace", k: int = 1, *, granularity: Any = 1,
+                     epsilon: Any = None) -> Step:
     """The index of the largest noisy score (``noise`` "laplace" on a grid, "gumbel" (``k`` > 1: one-shot
     top-k) or "exponential" (permute-and-flip)). See :mod:`dpharness.mechanisms.parts.selection`."""
     _v.choice("noise", noise, ("laplace", "gumbel", "exponential"))
@@ -493,6 +557,10 @@ def report_noisy_max(scale: Any, noise: str = "laplace", k: int = 1, *, granular
                              "noise='gumbel' or k=1.")
     if noise != "laplace" and granularity != 1:
         raise ParameterError(f"granularity={granularity!r} applies to noise='laplace' only; drop it.")
+    _one_of(scale, epsilon, "report_noisy_max")
+    if scale is None:
+        kind = {"gumbel": "exponential", "exponential": "exponential_noise", "laplace": "laplace"}[noise]
+        return SelectionBudget(kind, epsilon, k, None, granularity)
     if noise == "gumbel":
         return ExponentialSelection(scale, k)
     if noise == "exponential":
