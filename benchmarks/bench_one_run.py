@@ -175,7 +175,7 @@ def main() -> None:
     many = [_row(many_header), _row(["---"] * len(many_header))]
     small_t = 3
     small_claim, _ = _proved_claim(rate, sigma, small_t)
-    samples = 2000 if args.quick else 10_000
+    samples = 2000 if args.quick else 4000
     for s in (sigma, sigma / 10):
         t0 = time.perf_counter()
         res = dpharness.audit(_scalar_dpsgd(small_t, rate, s, small_claim), samples=samples, seed=SEED, progress=False)

@@ -15,11 +15,12 @@ Targets:
   0 and loss ``sum_i w·x_i``, so record ``x_i``'s gradient is ``x_i``; the output is minus the weight
   after one SGD step with learning rate 1, i.e. the noisy sum of clipped gradients the optimizer
   applied.
-* :func:`one_run_training` (not a registered target: it trains once with canaries): logistic
-  regression trained with ``PrivacyEngine``, audited in ONE run by :func:`dpharness.one_run_audit`.
 * ``opacus:gaussian``: the optimizer's noise primitive (``opacus.optimizers.optimizer._generate_noise``,
   a private helper that ``DPOptimizer.add_noise`` calls) on the clipped sum, vectorised over a tensor
   of ``size`` entries. Private API: it may move between Opacus versions.
+
+One-run auditing (not a registered target: it trains once, with canaries): :func:`one_run_training`,
+logistic regression trained with ``PrivacyEngine``, audited by :func:`dpharness.one_run_audit`.
 
 Randomness: both use a ``torch.Generator`` seeded from the auditor's ``rng`` per chunk
 (``generator=``), so audits are reproducible and forked workers draw independent streams
