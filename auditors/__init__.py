@@ -21,12 +21,14 @@ the true ε:
    workers) and each kept event's hits are turned into exact Clopper-Pearson bounds with a
    Bonferroni union bound over every kept candidate (:mod:`.stats`).
 
-The statistics are pure functions of counts and are public here too."""
+The statistics are pure functions of counts and are public here too. :func:`one_run_audit`
+(:mod:`.one_run`) gives an ε lower bound from ONE run with canaries (Steinke, Nasr & Jagielski 2023)."""
 
 from __future__ import annotations
 
 from ._model import AuditResult
 from ._audit import audit
+from .one_run import OneRunBound, OneRunResult, OneRunTarget, one_run_audit, one_run_epsilon_lower_bound, one_run_p_value
 from .stats import (
     DeltaBound, EpsilonBound, ProportionBound, bonferroni_level, clopper_pearson_interval,
     clopper_pearson_lower, clopper_pearson_upper, delta_lower_bound, epsilon_lower_bound,
@@ -34,6 +36,7 @@ from .stats import (
 
 __all__ = [
     "audit", "AuditResult",
+    "one_run_audit", "OneRunResult", "OneRunTarget", "OneRunBound", "one_run_epsilon_lower_bound", "one_run_p_value",
     "clopper_pearson_lower", "clopper_pearson_upper", "clopper_pearson_interval", "bonferroni_level",
     "epsilon_lower_bound", "delta_lower_bound", "ProportionBound", "EpsilonBound", "DeltaBound",
 ]

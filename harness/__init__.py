@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the result types live in the subpackages, imported only whe
 __version__ = "0.1.0"
 
 __all__ = [
-    "audit", "prove", "check", "Check",
+    "audit", "one_run_audit", "prove", "check", "Check",
     "Mechanism", "Claim", "PureDP", "ApproxDP", "RenyiDP",
     "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
     "Relation", "AddRemove", "Substitute", "BoundedChange", "InputSpec",
@@ -62,3 +62,11 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any
         if proof is not None and getattr(proof, "witness", None) is not None:
             witnesses.append(proof.witness)
     return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)
+
+
+def one_run_audit(target: Any, canaries: Any = None, **options: Any):
+    """ε lower bound from one run with canaries (Steinke, Nasr & Jagielski 2023); see
+    :func:`dpharness.auditors.one_run_audit` for the arguments."""
+    from .auditors import one_run_audit as _one_run  # deferred: keeps `import dpharness` cheap
+
+    return _one_run(target, canaries, **options)
