@@ -4,6 +4,8 @@
   (PROVED / REFUTED / UNPROVEN) with the obligations that justify it.
 * :func:`audit` runs a mechanism (a catalog entry or any Python callable) on neighbouring inputs
   and returns a certified empirical lower bound on ε.
+* :func:`timing_audit` does the same for a per-call ``fn(data)`` whose release is (value, duration):
+  timing as an output channel.
 
 Together: empirical lower bound <= true ε <= proven bound <= claimed ε.
 """
@@ -25,7 +27,7 @@ from .registry import catalog, get, register
 __version__ = "0.1.0"
 
 __all__ = [
-    "audit", "prove", "check", "Check",
+    "audit", "timing_audit", "prove", "check", "Check",
     "Mechanism", "Claim", "PureDP", "ApproxDP", "RenyiDP",
     "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
     "Relation", "AddRemove", "Substitute", "BoundedChange", "InputSpec",
@@ -58,3 +60,11 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any
         if proof is not None and getattr(proof, "witness", None) is not None:
             witnesses.append(proof.witness)
     return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)
+
+
+def timing_audit(fn: Any, data: Any, neighbor: Any, **options: Any):
+    """Certified empirical lower bound on ε when each call's duration is released with its value;
+    see :func:`dpharness.auditors.timing.timing_audit` for the options."""
+    from .auditors.timing import timing_audit as _timing_audit  # deferred: keeps `import dpharness` cheap
+
+    return _timing_audit(fn, data, neighbor, **options)

@@ -1,0 +1,209 @@
+"""Timing as an output channel (issue 16 §3): leaky samplers flagged, constant-time ones passed, and
+the false-alarm rate under this machine's timing noise.
+
+Jin, McMurtry, Rubinstein and Ohrimenko (IEEE S&P 2022) show that samplers whose loop count depends
+on the input or on the sampled value leak through time. Four per-call samplers, each ``fn(d)`` on
+d ∈ {0, 1} (data 0, neighbour 1), audited by :func:`dpharness.timing_audit` as (value, duration):
+
+* ``uniform by rejection`` (leaky, loop count depends on the input): a uniform draw on {0..7} by
+  rejection from {0..m−1} with m = 8 on d = 0 (one round always) and m = 64 on d = 1 (acceptance
+  1/8, 8 rounds on average); each round costs one unit of work (the score a rejection sampler of
+  the exponential mechanism computes). Outputs are uniform on {0..7} on both inputs: only time leaks.
+* ``uniform, constant time``: the same output law (``rng.integers(8)``) after 8 units of work on
+  either input.
+* ``discrete Laplace by Bernoulli trials`` (leaky, loop count depends on the sampled value): the
+  count d plus two-sided geometric noise of ε = 1 drawn by a textbook loop, one Bernoulli(e^{−1})
+  trial (one unit of work) per step of |noise|; the outputs are exactly 1-DP, the time reveals
+  |output − d| (Jin et al. §IV-A).
+* ``discrete Laplace, constant time``: the same law from numpy's geometric draws after 8 units of
+  work on either input.
+
+The claimed ε is 1 for all four. (a)/(b): R seeded audits of each; (c) false alarms: the constant-time
+samplers audited at the strictest claim ε = 0 (any positive certified bound is a false alarm) over
+F seeded audits each; (d) seconds per audit.
+
+Run: ``python benchmarks/bench_timing.py [--reps R] [--false-alarm F] [--samples N] [--write]``
+(``--write`` writes ``benchmarks/results/timing.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import subprocess
+import time
+from statistics import median
+
+import numpy as np
+import scipy
+
+import dpharness as dp
+
+_P = math.exp(-1.0)  # Bernoulli parameter of the discrete Laplace loop (ε = 1)
+
+
+def _unit() -> int:
+    """One unit of real work (about 0.3 µs of interpreted Python here)."""
+    return sum(range(40))
+
+
+def uniform_by_rejection(seed: int):
+    rng = np.random.default_rng(seed)
+
+    def fn(d):
+        m = 8 if d == 0 else 64
+        while True:
+            _unit()
+            x = int(rng.integers(m))
+            if x < 8:
+                return x
+    return fn
+
+
+def uniform_constant_time(seed: int):
+    rng = np.random.default_rng(seed)
+
+    def fn(d):
+        for _ in range(8):
+            _unit()
+        return int(rng.integers(8))
+    return fn
+
+
+def laplace_by_bernoulli(seed: int):
+    rng = np.random.default_rng(seed)
+
+    def fn(d):
+        while True:
+            negative = rng.random() < 0.5
+            g = 0
+            while True:  # g = number of successes before the first failure: P(g) ∝ e^{-g}
+                _unit()
+                if rng.random() >= _P:
+                    break
+                g += 1
+            if not (negative and g == 0):  # zero is drawn once, not from both signs
+                return d + (-g if negative else g)
+    return fn
+
+
+def laplace_constant_time(seed: int):
+    rng = np.random.default_rng(seed)
+
+    def fn(d):
+        for _ in range(8):
+            _unit()
+        # difference of two geometric draws on {0, 1, ...} with parameter 1 − e^{-1}: discrete Laplace(1)
+        return d + int(rng.geometric(1 - _P)) - int(rng.geometric(1 - _P))
+    return fn
+
+
+SAMPLERS = [
+    ("uniform by rejection", "depends on the input", uniform_by_rejection, True),
+    ("uniform, constant time", "8 units always", uniform_constant_time, False),
+    ("discrete Laplace by Bernoulli trials", "depends on the sampled value", laplace_by_bernoulli, True),
+    ("discrete Laplace, constant time", "8 units always", laplace_constant_time, False),
+]
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _audits(make, seeds, *, epsilon: float, samples: int) -> list:
+    out = []
+    for s in seeds:
+        out.append(dp.timing_audit(make(10_000 + s), 0, 1, epsilon=epsilon, samples=samples, seed=s))
+    return out
+
+
+def _row(name, loop, rs, claim) -> str:
+    bounds = [r.epsilon_lower_bound for r in rs]
+    flagged = sum(not r.passed for r in rs)
+    fams = sorted({r.family for r in rs if not r.passed and r.family})
+    med_d = median(r.median_ns_data for r in rs) / 1e3
+    med_n = median(r.median_ns_neighbor for r in rs) / 1e3
+    secs = sum(r.elapsed for r in rs) / len(rs)
+    return (f"| {name} | {loop} | {claim:g} | {len(rs)} | {flagged} | {median(bounds):.3f} "
+            f"({min(bounds):.3f}–{max(bounds):.3f}) | {', '.join(fams) or '-'} | {med_d:.1f} / {med_n:.1f} | {secs:.2f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=20, help="seeded audits of each sampler at claim ε = 1")
+    ap.add_argument("--false-alarm", type=int, default=100, help="seeded audits of each constant-time sampler at ε = 0")
+    ap.add_argument("--samples", type=int, default=2000, help="calls a side per audit (half train, half certify)")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+
+    load_start = _uptime()
+    t0 = time.perf_counter()
+    head = ["| sampler | loop count | claim ε | audits | flagged | certified ε lower bound: median (min–max) "
+            "| certifying family | median duration data / neighbour (µs) | s / audit |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    rows = []
+    for name, loop, make, _leaky in SAMPLERS:
+        rs = _audits(make, range(args.reps), epsilon=1.0, samples=args.samples)
+        rows.append(_row(name, loop, rs, 1.0))
+        print(rows[-1], flush=True)
+    load_mid = _uptime()
+    fa_rows = []
+    fa_total = fa_alarms = 0
+    for name, loop, make, leaky in SAMPLERS:
+        if leaky:
+            continue
+        rs = _audits(make, range(1000, 1000 + args.false_alarm), epsilon=0.0, samples=args.samples)
+        fa_rows.append(_row(name, loop, rs, 0.0))
+        fa_total += len(rs)
+        fa_alarms += sum(not r.passed for r in rs)
+        print(fa_rows[-1], flush=True)
+    load_end = _uptime()
+    wall = time.perf_counter() - t0
+    info = time.get_clock_info("perf_counter")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+
+    lines = [
+        "# Timing as an output channel (issue 16 §3)",
+        "",
+        f"`python benchmarks/bench_timing.py --reps {args.reps} --false-alarm {args.false_alarm} --samples "
+        f"{args.samples} --write` — {args.samples} calls a side per audit ({args.samples // 2} train, "
+        f"{args.samples - args.samples // 2} certify, after 100 warm-up calls a side), calls interleaved in a random "
+        "order within batches of 50 a side, max_events 16, confidence 0.95, one process. "
+        f"Audit seeds 0..{args.reps - 1} (claim ε = 1) and 1000..{999 + args.false_alarm} (claim ε = 0); "
+        "sampler seeds 10 000 + audit seed.",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other busy processes, "
+        f"{platform.system()} {platform.release()}; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scipy {scipy.__version__}, dpharness {dp.__version__} (commit {commit}). Timer "
+        f"time.perf_counter_ns ({info.implementation}, stated resolution {info.resolution * 1e9:g} ns).",
+        "",
+        f"Load (`uptime`): at the start `{load_start}`; after (a)/(b) `{load_mid}`; at the end `{load_end}`. "
+        f"Wall time {wall:.0f} s.",
+        "",
+        "## (a) leaky samplers flagged, (b) constant-time samplers passed (claim ε = 1)",
+        "",
+        *head, *rows,
+        "",
+        "## (c) false alarms under this machine's timing noise (claim ε = 0: any positive bound is an alarm)",
+        "",
+        *head, *fa_rows,
+        "",
+        f"False alarms: {fa_alarms} of {fa_total} audits of constant-time samplers (soundness bounds the rate by "
+        "1 − confidence = 0.05 per audit).",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "timing.md")
+        with open(out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
