@@ -131,7 +131,7 @@ class TimingAuditResult:
     of the (value, duration) channel; ``passed`` is False iff it exceeds the claimed ``epsilon``
     (a certified violation). ``event``/``event_description``: the certifying event (None when no
     candidate was positive), ``data_over_neighbor``: its direction (True: more likely on ``data``);
-    ``hits_data``/``hits_neighbor`` its hits among ``certification_samples`` calls a side;
+    ``hits_data``/``hits_neighbor`` its hits among ``certification_samples`` calls a side (0 without one);
     ``family``: ``"duration"``, ``"value"``, ``"joint"`` or None. ``samples`` calls a side in all
     (``train_samples`` + ``certification_samples``, after ``warmup`` discarded calls a side).
     ``timer``: the clock read around each call; ``timer_resolution_ns``: its resolution as the
@@ -464,15 +464,15 @@ def _certify(chosen, cert: _Sides, *, epsilon, delta, confidence, samples, n_tra
     h1, h0 = np.where(fwd, ha, hb), np.where(fwd, hb, ha)
     bound = _stats.epsilon_lower_bound(h1, n_cert, h0, n_cert, confidence=confidence, delta=delta,
                                        candidates=len(chosen))
-    best = bound.index if bound.index >= 0 else 0
-    event, forward = chosen[best]
     eps = bound.epsilon
+    found = bound.index >= 0
+    event, forward = chosen[bound.index] if found else (None, None)
     return TimingAuditResult(
-        epsilon_lower_bound=eps, passed=not eps > epsilon, event=event if bound.index >= 0 else None,
-        event_description=event.description if bound.index >= 0 else "",
-        data_over_neighbor=bool(forward) if bound.index >= 0 else None,
-        hits_data=int(ha[best]), hits_neighbor=int(hb[best]),
-        family=event.family if bound.index >= 0 else None, elapsed=elapsed,
+        epsilon_lower_bound=eps, passed=not eps > epsilon, event=event,
+        event_description=event.description if event is not None else "",
+        data_over_neighbor=bool(forward) if found else None,
+        hits_data=int(ha[bound.index]) if found else 0, hits_neighbor=int(hb[bound.index]) if found else 0,
+        family=event.family if event is not None else None, elapsed=elapsed,
         method=(f"timing channel (value, duration in ns by {timer}); calls interleaved in random order within "
                 f"batches of {batch} a side after {warmup} warm-up calls a side; {len(chosen)} (event, direction) "
                 f"candidate(s) chosen on {n_train} training calls a side among {events_tested} events (duration "
