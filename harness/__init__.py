@@ -4,6 +4,8 @@
   (PROVED / REFUTED / UNPROVEN) with the obligations that justify it.
 * :func:`audit` runs a mechanism (a catalog entry or any Python callable) on neighbouring inputs
   and returns a certified empirical lower bound on ε.
+* :func:`timing_audit` does the same for a per-call ``fn(data)`` whose release is (value, duration):
+  timing as an output channel.
 
 Together: empirical lower bound <= true ε <= proven bound <= claimed ε.
 """
@@ -24,12 +26,14 @@ from .registry import catalog, get, register
 
 if TYPE_CHECKING:  # the result types live in the subpackages, imported only when called
     from .auditors import AuditResult
+    from .auditors.one_run import OneRunResult
+    from .auditors.timing import TimingAuditResult
     from .proofs import Proof
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "audit", "one_run_audit", "prove", "check", "Check",
+    "audit", "one_run_audit", "timing_audit", "prove", "check", "Check",
     "Mechanism", "Claim", "PureDP", "ApproxDP", "RenyiDP",
     "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
     "Relation", "AddRemove", "Substitute", "BoundedChange", "InputSpec",
@@ -64,9 +68,17 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any
     return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)
 
 
-def one_run_audit(target: Any, canaries: Any = None, **options: Any):
+def one_run_audit(target: Any, canaries: Any = None, **options: Any) -> OneRunResult:
     """ε lower bound from one run with canaries (Steinke, Nasr & Jagielski 2023); see
     :func:`dpharness.auditors.one_run_audit` for the arguments."""
     from .auditors import one_run_audit as _one_run  # deferred: keeps `import dpharness` cheap
 
     return _one_run(target, canaries, **options)
+
+
+def timing_audit(fn: Any, data: Any, neighbor: Any, **options: Any) -> TimingAuditResult:
+    """Certified empirical lower bound on ε when each call's duration is released with its value;
+    see :func:`dpharness.auditors.timing.timing_audit` for the options."""
+    from .auditors.timing import timing_audit as _timing_audit  # deferred: keeps `import dpharness` cheap
+
+    return _timing_audit(fn, data, neighbor, **options)

@@ -14,7 +14,7 @@ from dpharness.mechanisms.parts import mechanism as _declare
 from dpharness.mechanisms.parts._structure import has_budget as _has_budget
 
 
-def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,
+def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,  # type: ignore[no-redef]
               input: str = "dataset", dim: int | None = None, size: int | None = None,
               description: str = "") -> PartsMechanism:
     if _has_budget(steps):
