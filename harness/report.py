@@ -216,7 +216,9 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
                          "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
                          "legend.framealpha": 0.85, "lines.linewidth": 1.8, "axes.grid": True, "grid.alpha": 0.3,
                          "axes.formatter.useoffset": False})
-    fig, axes = plt.subplots(4, 1, figsize=(10, 16), dpi=100)  # stacked: legible at 1000 px, shown unscaled
+    fig = plt.figure(figsize=(10, 16), dpi=100)  # stacked: legible at 1000 px, shown unscaled
+    grid = fig.add_gridspec(4, 2)
+    axes = [fig.add_subplot(grid[i, :]) for i in range(3)] + [fig.add_subplot(grid[3, 0]), fig.add_subplot(grid[3, 1])]
     ax = axes[0]
     cats = _labels(x, y)
     if cats is not None:
@@ -290,7 +292,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         ax.legend()
     ax.set_title("certified ε lower bound versus samples")
 
-    _tradeoff_panel(report, axes[3])
+    _tradeoff_panel(report, axes[3], axes[4])
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
@@ -325,9 +327,11 @@ def _reference_curve(m: Mechanism) -> tuple[str, Any] | None:
     return None
 
 
-def _tradeoff_panel(report: Report, ax: Any) -> None:
-    """The certified trade-off points of the audit's best pair for μ, their envelope, the claim's
-    f_{ε,δ} and (when known) the mechanism's own curve."""
+def _tradeoff_panel(report: Report, ax: Any, ax_log: Any) -> None:
+    """The certified trade-off points of every audited pair, the envelope of the best pair for μ, the
+    claim's f_{ε,δ} and (when known) the mechanism's own curve; on ``ax_log`` the same as power
+    1 − β against α on log axes, both orders of each point (the corners, where tail events certify,
+    are unreadable on linear axes)."""
     from .auditors import tradeoff as _t
 
     a = report.audit
@@ -358,14 +362,43 @@ def _tradeoff_panel(report: Report, ax: Any) -> None:
         if t.mu > 0:
             ax.plot(grid, _t.gaussian_curve(grid, t.mu), color="#d9822b", lw=1, ls="-.",
                     label=f"G_μ at the certified μ lower bound {fmt(t.mu)}")
-        ax.set_title(f"certified trade-off curve T(M(D), M(D')) (confidence {fmt(a.confidence, 6)})")
+        ax.set_title(f"certified trade-off T(M(D), M(D')), confidence {fmt(a.confidence, 6)}")
     else:
         ax.set_title("trade-off curve (no certified points recorded)")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("type I error α")
     ax.set_ylabel("type II error β")
-    ax.legend(loc="upper right")
+    ax.legend(loc="upper right", fontsize=8)
+
+    # log axes: power 1 − β against α, both orders (the claims plotted are symmetric)
+    lo = 1e-6
+    if t is not None:
+        pa = np.concatenate([t.points()[0], t.points(order="neighbor, data")[0]])
+        pb = np.concatenate([t.points()[1], t.points(order="neighbor, data")[1]])
+        power = 1.0 - pb
+        keep = (pa > 0) & (power > 0)
+        if np.any(keep):
+            lo = min(lo, float(np.min(pa[keep])) / 3)
+        bad = pb < _t.epsilon_delta_curve(pa, a.epsilon, a.delta)
+        ax_log.plot(pa[keep & ~bad], power[keep & ~bad], "o", color="#3b6ea5", ms=4, label="certified points")
+        if np.any(keep & bad):
+            ax_log.plot(pa[keep & bad], power[keep & bad], "o", color="#cf222e", ms=5, label="above the claim")
+    xs = np.logspace(math.log10(lo), 0, 400)
+    if claimed is not None:
+        ax_log.plot(xs, 1 - _t.epsilon_delta_curve(xs, a.epsilon, a.delta), color="black", ls="--", lw=1.2,
+                    label="claim: 1 − f_ε,δ")
+    if ref is not None:
+        ax_log.plot(xs, 1 - ref[1](xs), color="green", ls=":", lw=1.8, label="mechanism")
+    ax_log.plot(xs, xs, color="#999999", lw=0.8, label="no privacy loss")
+    ax_log.set_xscale("log")
+    ax_log.set_yscale("log")
+    ax_log.set_xlim(lo, 1)
+    ax_log.set_ylim(lo, 1.05)
+    ax_log.set_xlabel("type I error α")
+    ax_log.set_ylabel("power 1 − β")
+    ax_log.set_title("the same, power on log axes (both orders)")
+    ax_log.legend(loc="lower right", fontsize=8)
 
 
 def _tradeoff_words(r: Report) -> str | None:
@@ -556,11 +589,12 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
             cap.append("Right: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
                        + " (same pair, same seed).")
         if r.tradeoff is not None:
-            cap.append("Bottom: the certified trade-off points (type I error α, type II error β of the audit's events "
-                       "as tests, upper confidence bounds) and their convex envelope, which the true trade-off curve "
-                       "lies below, against the claim's f_ε,δ"
+            cap.append("Bottom left: the certified trade-off points (type I error α, type II error β of the audit's "
+                       "events as tests, upper confidence bounds) and their convex envelope, which the true trade-off "
+                       "curve lies below, against the claim's f_ε,δ"
                        + (f" and the mechanism's own curve ({r.tradeoff_reference})" if r.tradeoff_reference else "")
-                       + "; a point below the claim certifies a violation.")
+                       + "; a point below the claim certifies a violation. Bottom right: the same points in both "
+                       "orders of their pair as power 1 − β against α on log axes, where tail events show.")
         caption = " ".join(cap)
     v = r.meta["versions"]
     return _Page(
