@@ -749,6 +749,19 @@ def _raise_notes(pairs: list[tuple], train_raises: list, cert: _Certified, vecto
     return out
 
 
+def _certification_record(chosen: list[_Candidate], cert: _Certified, eb: Any) -> dict:
+    """Every certified candidate's counts, for :mod:`.tradeoff` (JSON-able): ``events`` rows
+    ``[pair, numerator is data, numerator hits, numerator n, denominator hits, denominator n, family]``
+    (output events, then raise events); ``confidence``/``candidates``: what the bounds were computed
+    at (a sequential audit: the last look's share of α), so each one-sided bound is at eb.level."""
+    h1, n1, h0, n0 = _observations(cert.counts, chosen, cert.slot, cert.n, cert.raising, cert.observed, cert.excluded)
+    who = [(p, c.forward, c.source) for c, (p, _i) in zip(chosen, cert.slot)]
+    who += [(rc.pair, rc.forward, _RAISES) for rc in cert.raising]
+    rows = [[int(p), bool(f), int(a), int(b), int(c), int(d), src]
+            for (p, f, src), a, b, c, d in zip(who, h1, n1, h0, n0)]
+    return {"confidence": float(eb.confidence), "candidates": int(eb.candidates), "events": rows}
+
+
 def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candidate], cert: _Certified,
             training_kind: str | None, train_used: int, proposed: int, notes: list[str], t0: float,
             train_raises: list | None = None) -> AuditResult:
@@ -797,6 +810,8 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         "p1_low": None if best < 0 else float(eb.p1_low[best]), "p0_high": None if best < 0 else float(eb.p0_high[best]),
         "per_event_level": None if eb is None else eb.level,
     }
+    if eb is not None:
+        extra["certification"] = _certification_record(chosen, cert, eb)
     if cert.looks:
         extra["sequential"] = {"looks": [{"samples": n, "confidence": c} for n, c in cert.looks], "stopped": cert.stop,
                                "planned_samples": s.cert_n}

@@ -27,7 +27,8 @@ class AuditResult:
     did; ``"raises"`` for the event "one release raises", whose ``counts`` are raised calls among
     calls), ``output_kind``, ``train_samples``, ``certification_samples``, ``proposed_events``,
     ``one_sided_events`` (kept candidates ranked as seen on one side only), ``direction``, ``p1_low``,
-    ``p0_high``, ``per_event_level``, and ``pairs``/``notes`` when there are any."""
+    ``p0_high``, ``per_event_level``, ``certification`` (every certified candidate's counts, read by
+    :meth:`tradeoff`), and ``pairs``/``notes`` when there are any."""
 
     epsilon_lower_bound: float
     passed: bool
@@ -46,6 +47,15 @@ class AuditResult:
     elapsed: float = 0.0
     extra: dict = field(default_factory=dict)
 
+    def tradeoff(self) -> Any:
+        """The certified trade-off points, envelope and μ-GDP lower bound of this audit
+        (:class:`dpharness.auditors.tradeoff.TradeoffBound`), from the certification counts in
+        ``extra["certification"]``; they hold together with ``epsilon_lower_bound`` at ``confidence``.
+        None when no event was certified or the result predates the record (an old cache entry)."""
+        from .tradeoff import tradeoff_from_audit
+
+        return tradeoff_from_audit(self)
+
     def _repr_html_(self) -> str:
         """Jupyter: the certified lower bound against the claim, the witness and the method."""
         from dpharness._html import card
@@ -54,6 +64,7 @@ class AuditResult:
             ("certified ε lower bound", f"{self.epsilon_lower_bound:.6g} (confidence {self.confidence:g})"),
             ("claim", f"ε = {self.epsilon:g}" + (f", δ = {self.delta:g}" if self.delta else "")),
             ("certified δ lower bound", self.delta_lower_bound),
+            ("certified μ-GDP lower bound", _mu_words(self)),
             ("samples a side", self.samples), ("seed", self.seed),
             ("witness", self.witness_description or None),
             ("seconds", f"{self.elapsed:.3g}"),
@@ -83,3 +94,8 @@ class AuditResult:
             "elapsed": self.elapsed,
             "extra": {k: _jsonable(v) for k, v in self.extra.items()},
         }
+
+
+def _mu_words(result: AuditResult) -> str | None:
+    t = result.tradeoff()
+    return None if t is None else f"{t.mu:.4g} (trade-off curve: {len(t.alpha)} certified point(s))"

@@ -30,6 +30,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,8 @@ class Report:
     plot_note: str = ""
     loss_source: str = ""
     pair: tuple | None = None
+    tradeoff: Any = None          # the audit's TradeoffBound (None: no certified points recorded)
+    tradeoff_reference: str = ""  # the mechanism's own curve plotted beside the claim's, in words
 
     @property
     def proof(self) -> Any:
@@ -213,7 +216,9 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
                          "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
                          "legend.framealpha": 0.85, "lines.linewidth": 1.8, "axes.grid": True, "grid.alpha": 0.3,
                          "axes.formatter.useoffset": False})
-    fig, axes = plt.subplots(3, 1, figsize=(10, 12), dpi=100)  # stacked: legible at 1000 px, shown unscaled
+    fig = plt.figure(figsize=(10, 16), dpi=100)  # stacked: legible at 1000 px, shown unscaled
+    grid = fig.add_gridspec(4, 2)
+    axes = [fig.add_subplot(grid[i, :]) for i in range(3)] + [fig.add_subplot(grid[3, 0]), fig.add_subplot(grid[3, 1])]
     ax = axes[0]
     cats = _labels(x, y)
     if cats is not None:
@@ -286,11 +291,130 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         ax.set_xlabel("samples per side")
         ax.legend()
     ax.set_title("certified ε lower bound versus samples")
+
+    _tradeoff_panel(report, axes[3], axes[4])
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
+
+
+def _reference_curve(m: Mechanism) -> tuple[str, Any] | None:
+    """The trade-off curve of the mechanism's own law for its worst neighbouring pair, when its type
+    says which (exactly these types: a subclass may override the sampler or the law), else None.
+    Laplace (one coordinate): the exact curve of the discrete Laplace on its grid, shifted by the
+    effective sensitivity. Gaussian (one coordinate): G_μ at μ = (sensitivity in grid steps)·g/σ,
+    the continuous Gaussian's curve (Dong, Roth & Su 2022), a reference for the discrete one."""
+    from .auditors import tradeoff as _t
+    from .mechanisms._noise import grid_distance
+    from .mechanisms.gaussian import Gaussian
+    from .mechanisms.laplace import Laplace
+
+    if type(m) is Laplace and m.dim == 1:
+        steps, s = Fraction(m.effective_sensitivity) / Fraction(m.grid), float(m.grid) / float(m.scale)
+        if steps.denominator == 1:
+            k = int(steps)
+            g = Fraction(m.grid)
+            grid = f"2^{g.denominator.bit_length() - 1}" if g.numerator == 1 and g.denominator & (g.denominator - 1) == 0 \
+                else f"{m.grid:g}"
+            grid = grid.replace("2^", "2^-") if g < 1 else grid
+            return (f"discrete Laplace, exact (shift {fmt(float(m.effective_sensitivity))}, scale {fmt(float(m.scale))}, "
+                    f"grid {grid})", lambda a: _t.discrete_laplace_curve(a, k, s))
+    if type(m) is Gaussian and m.dim == 1:
+        mu = float(grid_distance(m.sensitivity, m.granularity, 1)) / float(m.sigma)
+        return f"Gaussian G_μ, μ = Δ/σ = {fmt(mu)} (continuous law)", lambda a: _t.gaussian_curve(a, mu)
+    return None
+
+
+def _tradeoff_panel(report: Report, ax: Any, ax_log: Any) -> None:
+    """The certified trade-off points of every audited pair, the envelope of the best pair for μ, the
+    claim's f_{ε,δ} and (when known) the mechanism's own curve; on ``ax_log`` the same as power
+    1 − β against α on log axes, both orders of each point (the corners, where tail events certify,
+    are unreadable on linear axes)."""
+    from .auditors import tradeoff as _t
+
+    a = report.audit
+    t = None if a is None else a.tradeoff()
+    report.tradeoff = t
+    grid = np.linspace(0.0, 1.0, 1001)
+    claimed = _t.epsilon_delta_curve(grid, a.epsilon, a.delta) if a is not None else None
+    ax.plot([0, 1], [1, 0], color="#999999", lw=0.8, ls="-", label="no privacy loss: 1 − α")
+    if claimed is not None:
+        ax.plot(grid, claimed, color="black", ls="--", lw=1.2,
+                label=f"claim f_ε,δ (ε = {fmt(a.epsilon)}" + (f", δ = {fmt(a.delta, 6)})" if a.delta else ")"))
+    ref = _reference_curve(report.mechanism)
+    report.tradeoff_reference = "" if ref is None else ref[0]
+    if ref is not None:
+        ax.plot(grid, ref[1](grid), color="green", ls=":", lw=1.8, label=f"mechanism: {ref[0]}")
+    if t is not None:
+        pair = int(t.pair[t.mu_index]) if t.mu_index >= 0 else int(t.pair[0])
+        pa, pb = t.points()  # every pair's points: each is certified for its own pair's curve
+        ea, eb = t.envelope(pair)
+        several = a.pairs_tested > 1
+        ax.plot(ea, eb, color="#3b6ea5", lw=1.5,
+                label="certified envelope" + (f" of pair {pair}" if several else "") + ": the true curve lies below")
+        bad = pb < _t.epsilon_delta_curve(pa, a.epsilon, a.delta)
+        ax.plot(pa[~bad], pb[~bad], "o", color="#3b6ea5", ms=5,
+                label="certified points (α, β)" + (" of every audited pair" if several else ""))
+        if np.any(bad):
+            ax.plot(pa[bad], pb[bad], "o", color="#cf222e", ms=6, label="certified points below the claim")
+        if t.mu > 0:
+            ax.plot(grid, _t.gaussian_curve(grid, t.mu), color="#d9822b", lw=1, ls="-.",
+                    label=f"G_μ at the certified μ lower bound {fmt(t.mu)}")
+        ax.set_title(f"certified trade-off T(M(D), M(D')), confidence {fmt(a.confidence, 6)}")
+    else:
+        ax.set_title("trade-off curve (no certified points recorded)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("type I error α")
+    ax.set_ylabel("type II error β")
+    ax.legend(loc="upper right", fontsize=8)
+
+    # log axes: power 1 − β against α, both orders (the claims plotted are symmetric)
+    lo = 1e-6
+    if t is not None:
+        pa = np.concatenate([t.points()[0], t.points(order="neighbor, data")[0]])
+        pb = np.concatenate([t.points()[1], t.points(order="neighbor, data")[1]])
+        power = 1.0 - pb
+        keep = (pa > 0) & (power > 0)
+        if np.any(keep):
+            lo = min(lo, float(np.min(pa[keep])) / 3)
+        bad = pb < _t.epsilon_delta_curve(pa, a.epsilon, a.delta)
+        ax_log.plot(pa[keep & ~bad], power[keep & ~bad], "o", color="#3b6ea5", ms=4, label="certified points")
+        if np.any(keep & bad):
+            ax_log.plot(pa[keep & bad], power[keep & bad], "o", color="#cf222e", ms=5, label="above the claim")
+    xs = np.logspace(math.log10(lo), 0, 400)
+    if claimed is not None:
+        ax_log.plot(xs, 1 - _t.epsilon_delta_curve(xs, a.epsilon, a.delta), color="black", ls="--", lw=1.2,
+                    label="claim: 1 − f_ε,δ")
+    if ref is not None:
+        ax_log.plot(xs, 1 - ref[1](xs), color="green", ls=":", lw=1.8, label="mechanism")
+    ax_log.plot(xs, xs, color="#999999", lw=0.8, label="no privacy loss")
+    ax_log.set_xscale("log")
+    ax_log.set_yscale("log")
+    ax_log.set_xlim(lo, 1)
+    ax_log.set_ylim(lo, 1.05)
+    ax_log.set_xlabel("type I error α")
+    ax_log.set_ylabel("power 1 − β")
+    ax_log.set_title("the same, power on log axes (both orders)")
+    ax_log.legend(loc="lower right", fontsize=8)
+
+
+def _tradeoff_words(r: Report) -> str | None:
+    """One audit item on the certified trade-off curve (None when the audit recorded no points)."""
+    a = r.audit
+    t = None if a is None else a.tradeoff()
+    if t is None:
+        return None
+    from .auditors import tradeoff as _t
+
+    below = 0
+    for p in np.unique(t.pair):
+        below += int(np.count_nonzero(t.below(lambda x: _t.epsilon_delta_curve(x, a.epsilon, a.delta), int(p))))
+    return (f"Certified trade-off curve: {len(t.alpha)} point(s) (α, β) with T(α) <= β, from the same counts and "
+            f"intervals as the ε bound; μ-GDP lower bound {fmt(t.mu)}; ε lower bound from the curve at δ = "
+            f"{fmt(t.delta, 6)}: {fmt(t.epsilon)}; points below the claimed curve f_ε,δ: {below}")
 
 
 # --------------------------------------------------------------------------- rendering
@@ -444,6 +568,9 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
             items.append(said)
         if a.delta_lower_bound is not None:
             items.append(f"Certified δ lower bound at ε = {fmt(a.epsilon)}: {fmt(a.delta_lower_bound)}")
+        said = _tradeoff_words(r)
+        if said:
+            items.append(said)
         if c.audit_note:
             items.append(f"Note: {c.audit_note}")
         hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
@@ -461,6 +588,13 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         if r.curve:
             cap.append("Right: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
                        + " (same pair, same seed).")
+        if r.tradeoff is not None:
+            cap.append("Bottom left: the certified trade-off points (type I error α, type II error β of the audit's "
+                       "events as tests, upper confidence bounds) and their convex envelope, which the true trade-off "
+                       "curve lies below, against the claim's f_ε,δ"
+                       + (f" and the mechanism's own curve ({r.tradeoff_reference})" if r.tradeoff_reference else "")
+                       + "; a point below the claim certifies a violation. Bottom right: the same points in both "
+                       "orders of their pair as power 1 − β against α on log axes, where tail events show.")
         caption = " ".join(cap)
     v = r.meta["versions"]
     return _Page(
