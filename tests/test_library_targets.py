@@ -268,6 +268,8 @@ def test_diffprivlib_model_and_statistic_targets_declare_their_records_and_claim
     # an explicit pair is audited as given (no search), and must lie in the box
     t = get_target("diffprivlib:gaussian_nb", {"data": [[0.0, 0.0]], "neighbor": [[0.0, 1.0]]})
     assert t.inputs is None and t.data == [[0.0, 0.0]]
+    with pytest.raises(ParameterError, match="inputs= is fixed by the target"):
+        get_target("diffprivlib:gaussian_nb").audit(inputs=None)
     with pytest.raises(ParameterError, match=r"data=.*records in real 2-vectors in \[0.0, 1.0\]"):
         get_target("diffprivlib:gaussian_nb", {"data": [[0.0, 2.0]], "neighbor": [[0.0, 1.0]]})
 

@@ -66,7 +66,10 @@ class LibraryTarget:
         pairs) and claim; ``kwargs`` go through (samples, seed, ...)."""
         from dpharness.auditors import audit  # deferred: the auditor imports this package's parent
 
-        for fixed in ("epsilon", "delta", "vectorized", "data", "neighbor", "inputs"):
+        if "inputs" in kwargs:
+            raise ParameterError("inputs= is fixed by the target (the records of the bounds it passes to the library); "
+                                 "build the target with get_target(name, {'data': ..., 'neighbor': ...}) to audit one pair.")
+        for fixed in ("epsilon", "delta", "vectorized", "data", "neighbor"):
             if fixed in kwargs:
                 raise ParameterError(f"{fixed}= is fixed by the target; build the target with get_target(name, "
                                      f"{{{fixed!r}: ...}}) to change it.")
