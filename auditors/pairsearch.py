@@ -9,8 +9,10 @@ A callable carries no input spec, so the user states the space:
   ``dim`` with entries in [lo, hi]; neighbours ``||v − v'||_norm <= sensitivity``;
 * :class:`Datasets` ``(records, relation, size)``: ``fn(records)`` for a list of records of a
   domain (:class:`~dpharness.core.RealInterval`, :class:`~dpharness.core.IntegerRange`,
-  :class:`~dpharness.core.Finite`) with ``size[0] <= len <= size[1]``; neighbours per
-  :class:`~dpharness.core.AddRemove` or :class:`~dpharness.core.Substitute`.
+  :class:`~dpharness.core.Finite`) with ``size[0] <= len <= size[1]``, or for multi-column records
+  (:class:`~dpharness.core.RealBox` ``(lo, hi, dim)``: the rows of a model's training set) a float64
+  array of shape ``(len, dim)``; neighbours per :class:`~dpharness.core.AddRemove` or
+  :class:`~dpharness.core.Substitute`.
 
 Every relation is decided exactly: floats are read as their binary values (``Fraction(x)``), so a
 pair is a neighbour pair of the declared space with no tolerance.
@@ -26,6 +28,12 @@ pair is a neighbour pair of the declared space with no tolerance.
    Violations of Differential Privacy", CCS 2018, Table 1; :func:`.neighbours.statdp_patterns`),
    for data sets also records at 0, 1, powers of two and the domain's ends added or substituted;
 6. *random*: seeded pairs over the space.
+
+Multi-column records (``RealBox``) get their own groups, on small data sets (sizes 1, 2, 3, 5 and 10,
+where sensitivity bugs show; 0 too for add/remove): *box corners* (data sets of corners of the
+declared box, one record changed to another corner), *outliers at the bounds* (records at the
+box's centre, or 0, with a corner added or substituted), *duplicates* (a record added that is
+already there n times, or substituted by a copy of another) and *random* rows in the box.
 
 Floating-point bugs are what such audits find: textbook ``x + Laplace(b)`` in doubles leaks x
 through the set of reachable doubles (Mironov 2012, "On significance of the least significant
@@ -50,6 +58,7 @@ counts every returned pair. Deterministic for a seed when the sampler is vectori
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -60,7 +69,7 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness._run import short_repr
 from dpharness.core import (
-    AddRemove, BoundedChange, Domain, Finite, InputSpec, IntegerRange, RealInterval, Substitute,
+    AddRemove, BoundedChange, Domain, Finite, InputSpec, IntegerRange, RealBox, RealInterval, Substitute,
 )
 from dpharness.errors import MechanismError, ParameterError
 
@@ -79,6 +88,9 @@ _MAX_COLUMNS = 8           # output coordinates screened one by one
 _LARGE_N = 1_000           # the largest data set the search builds (unless the size range forces more)
 _RANDOM_PAIRS = 8
 _MAX_DIM = 10_000           # exact (Fraction) validation of every candidate stays cheap up to here
+_BOX_SIZES = (1, 10, 2, 5, 3)  # data set sizes of the RealBox groups (small: where sensitivity bugs show), in screen order
+_MAX_CORNERS = 16          # corners of a RealBox enumerated in full up to 2^4; beyond, a structured subset
+_MAX_BOX_DIM = 1_000       # columns of a RealBox record the search accepts
 
 
 # --------------------------------------------------------------------------- exact arithmetic
@@ -236,7 +248,9 @@ class Vectors:
 class Datasets:
     """Lists of records: ``fn(records)`` with ``size[0] <= len(records) <= size[1]`` and each record in
     ``records`` (a RealInterval, IntegerRange or Finite domain; candidates hold Python floats, ints or
-    the Finite values themselves).
+    the Finite values themselves; or a RealBox of multi-column records with finite bounds: candidates
+    are float64 arrays of shape ``(len, dim)``, one row a record, and a data set is any sequence of
+    such rows).
 
     Neighbours: ``relation`` exactly (AddRemove: one record added or removed, as multisets;
     Substitute: same length, one position changed)."""
@@ -246,9 +260,14 @@ class Datasets:
     size: tuple
 
     def __post_init__(self) -> None:
-        if not isinstance(self.records, (RealInterval, IntegerRange, Finite)):
+        if not isinstance(self.records, (RealInterval, IntegerRange, Finite, RealBox)):
             raise ParameterError(f"records={self.records!r:.80} is not a supported record domain; pass RealInterval(lo, hi), "
-                                 "IntegerRange(lo, hi) or Finite(values).")
+                                 "IntegerRange(lo, hi), Finite(values) or RealBox(lo, hi, dim).")
+        if isinstance(self.records, RealBox):  # RealBox itself refuses infinite bounds and lo >= hi
+            box = self.records
+            if box.dim > _MAX_BOX_DIM:
+                raise ParameterError(f"records={box!r:.80} has dim={box.dim} columns; the search takes at most "
+                                     f"{_MAX_BOX_DIM}: pass fewer columns, or data and neighbor explicitly.")
         if not isinstance(self.relation, (AddRemove, Substitute)):
             raise ParameterError(f"relation={self.relation!r:.80} is not a data set relation; pass AddRemove() or Substitute().")
         if not isinstance(self.size, (tuple, list)) or len(self.size) != 2:
@@ -322,10 +341,28 @@ def _number(r: Any) -> int | float | Fraction | None:
     return r
 
 
+def _row_values(r: Any) -> tuple | None:
+    """A multi-column record (a 1-D numeric array, list or tuple) as a tuple of exact numbers; None
+    for anything else (bools, objects, non-finite entries, nested rows)."""
+    if isinstance(r, np.ndarray):
+        if r.ndim != 1 or r.dtype == bool or not (np.issubdtype(r.dtype, np.integer) or (
+                np.issubdtype(r.dtype, np.floating) and r.dtype.itemsize <= 8)):
+            return None
+        r = r.tolist()
+    elif not isinstance(r, (list, tuple)):
+        return None
+    vals = tuple(_number(x) for x in r)
+    return None if any(v is None for v in vals) else vals
+
+
 def _record_key(r: Any) -> tuple:
-    """Numbers by their exact value (as the core relations compare them), anything else by repr."""
+    """Numbers by their exact value (as the core relations compare them), rows of numbers by their
+    exact values, anything else by repr."""
     q = _number(r)
-    return ("n", q) if q is not None else ("o", repr(r))
+    if q is not None:
+        return ("n", q)
+    row = _row_values(r)
+    return ("v", row) if row is not None else ("o", repr(r))
 
 
 def _same_record(x: Any, y: Any) -> bool:
@@ -336,6 +373,9 @@ def _record_in(domain: Domain, r: Any) -> bool:
     """Exact membership of one record (mixed int/float/Fraction comparisons are exact in Python)."""
     if isinstance(domain, Finite):
         return any(_same_record(r, v) or (type(r) is type(v) and r == v) for v in domain.values)
+    if isinstance(domain, RealBox):
+        row = _row_values(r)
+        return row is not None and len(row) == domain.dim and all(domain.lo <= q <= domain.hi for q in row)
     q = _number(r)
     if q is None:
         return False
@@ -503,8 +543,97 @@ def _as_records(domain: Domain, rows) -> list:
     return vals
 
 
+def _box_sizes(space: Datasets) -> list[int]:
+    """Sizes of the RealBox groups' data sets (the smaller side's under add/remove): 1, 10, 2, 5, 3
+    where allowed, 0 last under add/remove; the smallest allowed size when none of these is."""
+    lo, hi = space.size
+    if isinstance(space.relation, AddRemove):
+        sizes = [n for n in _BOX_SIZES if lo <= n <= hi - 1] + ([0] if lo == 0 else [])
+        return sizes or [lo]
+    sizes = [n for n in _BOX_SIZES if max(lo, 1) <= n <= hi]
+    return sizes or [max(lo, 1)]
+
+
+def _box_corners(box: RealBox) -> list[np.ndarray]:
+    """Corners of the box as float64 rows exactly inside it: all low, all high, then the rest (every
+    corner up to 2^4 of them; beyond, one coordinate high, one coordinate low and the alternating
+    patterns)."""
+    lo_q, hi_q = Fraction(box.lo), Fraction(box.hi)
+    lo, hi, d = _float_inside(lo_q, lo_q, hi_q), _float_inside(hi_q, lo_q, hi_q), box.dim
+    if 2 ** d <= _MAX_CORNERS:
+        bits = [np.array(b, bool) for b in itertools.product((False, True), repeat=d)]
+    else:
+        eye = np.eye(d, dtype=bool)
+        alt = np.arange(d) % 2 == 0
+        bits = [np.zeros(d, bool), np.ones(d, bool), alt, ~alt, *eye[:4], *~eye[:4]]
+    bits.sort(key=lambda b: (0 if not b.any() else 1 if b.all() else 2))
+    out: list[np.ndarray] = []
+    for b in bits:
+        row = np.where(b, hi, lo)
+        if not any(np.array_equal(row, o) for o in out):
+            out.append(row)
+    return out
+
+
+def _box_candidates(space: Datasets, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
+    """Candidate pairs of data sets of multi-column records (float64 arrays of shape (n, dim)), in
+    the groups *box corners*, *outliers at the bounds*, *duplicates* and *random* (module docstring).
+    Unvalidated: the caller keeps exact neighbours only."""
+    box, rel = space.records, space.relation
+    d = box.dim
+    lo_q, hi_q = Fraction(box.lo), Fraction(box.hi)
+    corners = _box_corners(box)
+    c_lo, c_hi = corners[0], corners[min(1, len(corners) - 1)]
+    others = corners[2:6]
+    centre = np.full(d, _float_inside((lo_q + hi_q) / 2, lo_q, hi_q))
+    interior = [centre] + ([np.zeros(d)] if lo_q < 0 < hi_q else [])
+    add = isinstance(rel, AddRemove)
+    out: list[tuple[Any, Any, str]] = []
+
+    def ds(rows: list) -> np.ndarray:
+        return np.array(rows, dtype=np.float64).reshape(len(rows), d)
+
+    def pair(rows: list, new: np.ndarray, group: str, at: int = -1) -> None:
+        if add:
+            out.append((ds(rows), ds(rows + [new]), group))
+        elif rows and not np.array_equal(rows[at], new):
+            changed = list(rows)
+            changed[at] = new
+            out.append((ds(rows), ds(changed), group))
+
+    sizes = _box_sizes(space)
+    for n in sizes:
+        # box corners: n copies of one corner and the opposite one; distinct corners in turn
+        pair([c_lo] * n, c_hi, "box corners")
+        pair([c_hi] * n, c_lo, "box corners")
+        cycle = [corners[i % len(corners)] for i in range(n)]
+        pair(cycle, c_hi if add else corners[(n - 1 + len(corners) // 2) % len(corners)], "box corners")
+        for c in others:
+            pair([c_lo] * n, c, "box corners")
+        # outliers at the bounds: interior records, a corner added or substituted
+        for base in interior:
+            for c in [c_hi, c_lo, *others]:
+                pair([base] * n, c, "outliers at the bounds")
+        # duplicates: a record added that is there already (n copies), or one substituted by a copy of another
+        if add and n >= 1:
+            for r in (c_hi, c_lo, centre):
+                pair([r] * n, r, "duplicates")
+            pair([c_lo] * (n - 1) + [c_hi], c_hi, "duplicates")
+        elif n >= 2:  # one of two corners among interior records becomes a copy of the other
+            pair([centre] * (n - 2) + [c_hi, c_lo], c_hi, "duplicates")
+            pair([centre] * (n - 2) + [c_lo, c_hi], c_lo, "duplicates")
+    for i in range(_RANDOM_PAIRS):
+        n = sizes[i % len(sizes)]
+        rows = list(_draw_records(box, rng, n)) if n else []
+        new = corners[int(rng.integers(0, len(corners)))] if i % 2 == 0 else _draw_records(box, rng, 1)[0]
+        pair(rows, new, "random", at=int(rng.integers(0, n)) if n else -1)
+    return out
+
+
 def _dataset_candidates(space: Datasets, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
     dom, rel = space.records, space.relation
+    if isinstance(dom, RealBox):
+        return _box_candidates(space, rng)
     out: list[tuple[Any, Any, str]] = []
     vals = _record_values(dom)
     base_vals = vals[:2]
@@ -582,8 +711,8 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
             continue
         seen.add(key)
         groups.setdefault(g, []).append((a, b, g))
-    order = [g for g in ("boundary", "zero and one", "StatDP patterns", "powers of two", "tiny steps", "random")
-             if g in groups]
+    order = [g for g in ("boundary", "zero and one", "box corners", "outliers at the bounds", "duplicates",
+                         "StatDP patterns", "powers of two", "tiny steps", "random") if g in groups]
     out: list[tuple[Any, Any, str]] = []
     queues = [list(groups[g]) for g in order]
     while any(queues):
@@ -795,6 +924,10 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
     chosen = [i for i in order if signature(drawn[i][0]) == ref][:max_pairs]
     pairs = [(cands[i][0], cands[i][1]) for i in chosen]
     groups = list(dict.fromkeys(g for _a, _b, g in cands[:k]))
+    if isinstance(space, Datasets):
+        sizes = sorted({min(len(a), len(b)) for a, b, _g in cands})
+        groups.append(f"data sets of {_sizes_text(sizes)} records{' and one more' if isinstance(space.relation, AddRemove) else ''}; "
+                      f"{space.relation.describe()}")
     how = (f"screened {k} of {len(cands)} candidate pairs ({', '.join(groups)}) on {used} samples of the callable "
            f"({n1} a side each, {n1 + max(n2, 0)} for the best {len(finalists)}) and ranked them by the bound that "
            "threshold, histogram or float-cell events would be expected to certify (a ranking only; nothing is "
@@ -806,6 +939,12 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
     if not sampler.vectorized:
         how += "; the per-call callable draws its own randomness, so this ranking may differ between runs"
     return pairs, how
+
+
+def _sizes_text(sizes: list[int]) -> str:
+    if len(sizes) <= 6:
+        return ", ".join(map(str, sizes))
+    return f"{sizes[0]}..{sizes[-1]} ({len(sizes)} sizes)"
 
 
 def _safe_score(xa: np.ndarray, xb: np.ndarray, shifts: tuple) -> float:

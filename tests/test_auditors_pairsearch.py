@@ -180,7 +180,7 @@ def test_data_sets_of_every_length_in_range_are_lists():
     (lambda: Scalars(0, "1", 1), "hi="),
     (lambda: Vectors(0, 0, 1, 1), "dim=0"),
     (lambda: Vectors(2, 0, 1, 1, "l3"), "norm="),
-    (lambda: Datasets(records=RealBox(0, 1, 2), relation=AddRemove(), size=(0, 3)), "records="),
+    (lambda: Datasets(records=RealBox(0, 1, 2_000), relation=AddRemove(), size=(0, 3)), "records="),
     (lambda: Datasets(records=RealInterval(0, 1), relation=BoundedChange(1), size=(0, 3)), "relation="),
     (lambda: Datasets(records=RealInterval(0, 1), relation=AddRemove(), size=(3, 1)), "min_n=3"),
     (lambda: Datasets(records=RealInterval(0, 1), relation=AddRemove(), size=(2, 2)), "size="),

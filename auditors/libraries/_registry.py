@@ -39,7 +39,11 @@ class LibraryTarget:
     (``claim_source`` says where it was read); ``library``/``version``: the distribution audited.
     ``unseeded``: why the outputs do not follow the audit's seed (the library draws from a generator of
     its own that takes no seed), empty when they do; an audit's result then says so in
-    ``extra["notes"]``: "not reproducible by seed: ..." (the seed still fixes the events and pairs)."""
+    ``extra["notes"]``: "not reproducible by seed: ..." (the seed still fixes the events and pairs).
+    ``inputs``: the declared input space (:class:`dpharness.auditors.pairsearch.Datasets`) when the
+    audit searches its pairs there (the model and statistics targets: their records are a box of the
+    bounds the target passes to the library), None when it audits ``data``/``neighbor``; a target
+    built with an explicit ``data`` or ``neighbor`` parameter audits that pair instead."""
 
     fn: Callable
     vectorized: bool
@@ -55,17 +59,26 @@ class LibraryTarget:
     neighbor_relation: Relation | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     unseeded: str = ""
+    inputs: Any = None
 
     def audit(self, **kwargs: Any):
-        """``dpharness.auditors.audit`` on this target's pair and claim; ``kwargs`` go through (samples, seed, ...)."""
+        """``dpharness.auditors.audit`` on this target's pair (or its input space ``inputs``, searched for
+        pairs) and claim; ``kwargs`` go through (samples, seed, ...)."""
         from dpharness.auditors import audit  # deferred: the auditor imports this package's parent
 
+        if "inputs" in kwargs:
+            raise ParameterError("inputs= is fixed by the target (the records of the bounds it passes to the library); "
+                                 "build the target with get_target(name, {'data': ..., 'neighbor': ...}) to audit one pair.")
         for fixed in ("epsilon", "delta", "vectorized", "data", "neighbor"):
             if fixed in kwargs:
                 raise ParameterError(f"{fixed}= is fixed by the target; build the target with get_target(name, "
                                      f"{{{fixed!r}: ...}}) to change it.")
-        result = audit(self.fn, self.data, self.neighbor, epsilon=self.epsilon, delta=self.delta,
-                       vectorized=self.vectorized, **kwargs)
+        if self.inputs is not None:
+            result = audit(self.fn, inputs=self.inputs, epsilon=self.epsilon, delta=self.delta,
+                           vectorized=self.vectorized, **kwargs)
+        else:
+            result = audit(self.fn, self.data, self.neighbor, epsilon=self.epsilon, delta=self.delta,
+                           vectorized=self.vectorized, **kwargs)
         if not self.unseeded:
             return result
         notes = [*result.extra.get("notes", ()), f"not reproducible by seed: {self.unseeded}"]
@@ -78,7 +91,8 @@ class Param:
 
     ``kind``: ``"positive"``, ``"nonnegative"``, ``"probability"`` (open interval (0, 1)),
     ``"int"``, ``"positive_int"``, ``"value"`` (a number or a list of numbers, JSON from strings),
-    ``"bool"``."""
+    ``"rows"`` (a list of records, each a list of numbers of one length: a data set of multi-column
+    records, JSON from strings), ``"bool"``."""
 
     name: str
     default: Any
@@ -144,6 +158,17 @@ def _parse(p: Param, value: Any) -> Any:
         if not isinstance(value, (bool, np.bool_)):
             raise ParameterError(f"{name}={value!r} is not a bool; pass true or false.")
         return bool(value)
+    if p.kind == "rows":
+        try:
+            arr = np.asarray(value)
+        except ValueError:
+            arr = np.asarray(value, dtype=object)
+        if arr.dtype == object or arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.ndim != 2:
+            raise ParameterError(f"{name}={value!r:.60} is not a list of records of equal length; pass e.g. "
+                                 f"{name}=[[0.0, 1.0], [1.0, 0.0]].")
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError(f"{name}={value!r:.60} has NaN or infinite entries; pass finite numbers.")
+        return arr.astype(np.float64).tolist()
     if p.kind == "value":
         arr = np.asarray(value)
         if arr.dtype == object or arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.ndim > 1:
@@ -227,12 +252,17 @@ def get_target(name: str, params: Mapping[str, Any] | None = None) -> LibraryTar
         else:
             values[p.name] = p.default
     fields = spec.build(values)
+    space = fields.get("inputs")
+    if space is not None and ("data" in params or "neighbor" in params):
+        fields["inputs"] = None  # the caller fixed the pair: audit it rather than search the space
     target = LibraryTarget(library=spec.library, version=version_of(spec.library), name=name,
                            params=dict(values), **fields)
     rel = target.neighbor_relation
     if rel is not None and not rel.is_neighbour(np.asarray(target.data), np.asarray(target.neighbor)):
         raise ParameterError(f"data={target.data!r:.60}, neighbor={target.neighbor!r:.60} are not neighbours under "
                              f"{name!r}'s relation ({target.relation}); pass a neighbouring pair.")
+    if space is not None:  # the pair, given or default, lies in the declared records (the box of the bounds)
+        space.validate_pair(target.data, target.neighbor)
     return target
 
 
