@@ -70,6 +70,7 @@ class Report:
     pair: tuple | None = None
     tradeoff: Any = None          # the audit's TradeoffBound (None: no certified points recorded)
     tradeoff_reference: str = ""  # the mechanism's own curve plotted beside the claim's, in words
+    profile: Any = None           # the privacy profile ε(δ) the proof accounts, for (ε, δ) claims on parts structures
 
     @property
     def proof(self) -> Any:
@@ -216,8 +217,10 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
                          "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
                          "legend.framealpha": 0.85, "lines.linewidth": 1.8, "axes.grid": True, "grid.alpha": 0.3,
                          "axes.formatter.useoffset": False})
-    fig = plt.figure(figsize=(10, 16), dpi=100)  # stacked: legible at 1000 px, shown unscaled
-    grid = fig.add_gridspec(4, 2)
+    report.profile = _privacy_profile(m)
+    rows = 5 if report.profile is not None else 4
+    fig = plt.figure(figsize=(10, 4 * rows), dpi=100)  # stacked: legible at 1000 px, shown unscaled
+    grid = fig.add_gridspec(rows, 2)
     axes = [fig.add_subplot(grid[i, :]) for i in range(3)] + [fig.add_subplot(grid[3, 0]), fig.add_subplot(grid[3, 1])]
     ax = axes[0]
     cats = _labels(x, y)
@@ -293,11 +296,46 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     ax.set_title("certified ε lower bound versus samples")
 
     _tradeoff_panel(report, axes[3], axes[4])
+    if report.profile is not None:
+        _profile_panel(report.profile, m.claim, fig.add_subplot(grid[4, :]))
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
+
+
+def _privacy_profile(m: Mechanism) -> Any:
+    """The privacy profile the proof accounts (:mod:`dpharness.proofs._profile`) for an (ε, δ) claim on a
+    structure declared from parts, else None."""
+    from .core import ApproxDP
+
+    if not isinstance(m.claim, ApproxDP):
+        return None
+    from .proofs._profile import privacy_profile
+
+    return privacy_profile(m)
+
+
+def _profile_panel(profile: Any, claim: Any, ax: Any) -> None:
+    """ε(δ) as the proof accounts it (the smallest of its routes at each δ), the certified lower end where
+    the PLD gives one, and the claim (ε, δ) marked."""
+    pts = [(d, e, lo) for d, e, lo in profile.points if math.isfinite(e)]
+    if not pts:
+        ax.set_title("privacy profile: no finite ε at the profiled δ")
+        return
+    ds = np.array([p[0] for p in pts])
+    ax.plot(ds, [p[1] for p in pts], "o-", color="#3b6ea5", ms=3, label="proven ε(δ) (upper)")
+    lows = [(d, lo) for d, _, lo in pts if lo is not None]
+    if lows:
+        ax.plot([d for d, _ in lows], [lo for _, lo in lows], "--", color="#7a9cc6", label="certified lower end (PLD)")
+    ax.plot([float(claim.delta)], [float(claim.epsilon)], "*", color="black", ms=14,
+            label=f"claim (ε, δ) = ({fmt(float(claim.epsilon))}, {float(claim.delta):.3g})")
+    ax.set_xscale("log")
+    ax.set_xlabel("δ")
+    ax.set_ylabel("ε")
+    ax.set_title("privacy profile as proved: the claim holds on or above the curve")
+    ax.legend()
 
 
 def _reference_curve(m: Mechanism) -> tuple[str, Any] | None:
@@ -307,7 +345,7 @@ def _reference_curve(m: Mechanism) -> tuple[str, Any] | None:
     effective sensitivity. Gaussian (one coordinate): G_μ at μ = (sensitivity in grid steps)·g/σ,
     the continuous Gaussian's curve (Dong, Roth & Su 2022), a reference for the discrete one."""
     from .auditors import tradeoff as _t
-    from .mechanisms._noise import grid_distance
+    from .mechanisms.parts.noise import grid_distance
     from .mechanisms.gaussian import Gaussian
     from .mechanisms.laplace import Laplace
 
@@ -583,10 +621,10 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
     caption = ""
     if r.png is not None:
         pair = "" if r.pair is None else f" (D = `{jsonable(r.pair[0])}`, D' = `{jsonable(r.pair[1])}`)"
-        cap = [f"Left: outputs on D and D'{pair}. Middle: privacy-loss distribution in both directions, from "
+        cap = [f"Top: outputs on D and D'{pair}. Second: privacy-loss distribution in both directions, from "
                + (r.loss_source or "—") + "."]
         if r.curve:
-            cap.append("Right: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
+            cap.append("Third: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
                        + " (same pair, same seed).")
         if r.tradeoff is not None:
             cap.append("Bottom left: the certified trade-off points (type I error α, type II error β of the audit's "
@@ -595,6 +633,14 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
                        + (f" and the mechanism's own curve ({r.tradeoff_reference})" if r.tradeoff_reference else "")
                        + "; a point below the claim certifies a violation. Bottom right: the same points in both "
                        "orders of their pair as power 1 − β against α on log axes, where tail events show.")
+        if r.profile is not None:
+            at = r.profile.epsilon(float(r.mechanism.claim.delta))
+            how = dict(zip([d for d, _, _ in r.profile.points], r.profile.methods))
+            cap.append("Last row: the privacy profile ε(δ) the proof accounts (at each δ the smallest ε of its routes: "
+                       + ", ".join(sorted(set(r.profile.methods) - {"none"})) + "), the PLD's certified lower end where "
+                       f"it has one, and the claim marked; at the claimed δ the profile gives ε <= {fmt(at)}"
+                       + (f" ({how[float(r.mechanism.claim.delta)]})" if float(r.mechanism.claim.delta) in how else "")
+                       + ".")
         caption = " ".join(cap)
     v = r.meta["versions"]
     return _Page(

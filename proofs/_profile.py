@@ -105,7 +105,8 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
             methods.append("none")
             continue
         e, how = min(options)
-        lo = lower.epsilon(d) if lower is not None else None
+        e = max(e, 0.0)  # δ(0) <= δ already: every ε >= 0 holds (a PLD's ε(δ) may read below 0 there)
+        lo = max(lower.epsilon(d), 0.0) if lower is not None else None
         points.append((d, e, lo))
         methods.append(how)
     return PrivacyProfile(tuple(points), tuple(methods), pure)

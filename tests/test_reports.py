@@ -178,3 +178,20 @@ def test_committed_reports_show_no_raw_sympy_roles_or_checker_chatter():
         assert ":func:`" not in text and ":class:`" not in text, page
         for detail in re.findall(r'<div class="dp-detail">([^<]*)</div>', text):
             assert "None is a failure" not in detail or detail.startswith("NOT DISCHARGED"), (page, detail)
+
+
+def test_an_epsilon_delta_parts_mechanism_gets_its_privacy_profile_panel(tmp_path):
+    """The report of an (ε, δ) claim on a structure declared from parts plots the profile the proof
+    accounts, with the claim marked, and says the profile's ε at the claimed δ."""
+    from dpharness import parts as dp
+    from dpharness.core import AddRemove, ApproxDP, IntegerRange
+    from dpharness.report import build
+
+    m = dp.mechanism(name="profiled", records=IntegerRange(0, 5), relation=AddRemove(),
+                     steps=dp.compose(dp.count() >> dp.discrete_gaussian(sigma=2), dp.count() >> dp.discrete_gaussian(sigma=3)),
+                     claim=ApproxDP(2, 1e-6))
+    r = build(m, samples=2000, seed=0)
+    assert r.profile is not None and r.png is not None
+    assert all(e >= 0 for _, e, _ in r.profile.points)
+    text = render_markdown(r, str(tmp_path))
+    assert "Last row: the privacy profile ε(δ) the proof accounts" in text
