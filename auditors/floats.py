@@ -46,13 +46,19 @@ def float_cells(x: np.ndarray) -> np.ndarray:
     """Key ``sign << 20 | exponent << 8 | trailing_zero_bits`` of each double (int64)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
-    sign = (b >> np.uint64(63)).astype(np.int64)
-    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    mant = b & _MANT
+    sign = (b >> np.uint64(63)).view(np.int64)
+    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).view(np.int64)
+    tz = _trailing_zeros(b & _MANT)
+    return (sign << 20) | (expo << 8) | tz
+
+
+def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
+    """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the lowest set bit ``2^t`` is a
+    double exactly, and ``t`` is its unbiased exponent."""
     with np.errstate(over="ignore"):
         low = mant & (~mant + np.uint64(1))
-    tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
-    return (sign << 20) | (expo << 8) | tz
+    low[mant == 0] = np.uint64(1) << np.uint64(52)
+    return (low.astype(np.float64).view(np.uint64) >> np.uint64(52)).view(np.int64) - 1023
 
 
 _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
@@ -62,11 +68,8 @@ def lowest_bit(x: np.ndarray) -> np.ndarray:
     """Exponent v of the weight 2^v of the lowest set bit of each double (int64; 2000 for 0.0)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
-    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    mant = b & _MANT
-    with np.errstate(over="ignore"):
-        low = mant & (~mant + np.uint64(1))
-    tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
+    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).view(np.int64)
+    tz = _trailing_zeros(b & _MANT)
     out = np.where(expo == 0, -1074 + tz, expo - 1075 + tz)
     return np.where(v == 0, _ZERO_BIT, out).astype(np.int64)
 
