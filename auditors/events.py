@@ -26,6 +26,7 @@ __all__ = [
     "output_kind", "row_keys", "propose_discrete", "propose_thresholds", "propose_intervals",
     "propose_atoms", "propose_coordinates", "propose_projections", "propose_pattern_features", "set_event",
     "one_sided_events", "best_single_keys", "KeyMembership", "key_histogram", "histogram_counts", "pattern_codes",
+    "distinct_outputs",
 ]
 
 _MAX_DISTINCT = 200_000  # outcomes seen in training beyond which the histogram keeps repeated ones only
@@ -125,6 +126,81 @@ def _hash_rows(rows: np.ndarray) -> np.ndarray:
         for j in range(rows.shape[1]):
             h = _mix(h ^ (_as_u64(rows[:, j]) + np.uint64(j) * _GOLD))
     return h
+
+
+_DISTINCT_SHARE = 4        # a chunk is read as distinct outputs with weights when it has at most 1/this as many
+_DISTINCT_RANGE = 1 << 22  # integer (or grid) values spanning at most this many steps are counted by np.bincount
+_PROBE = 4096              # outputs that suggest the grid of float outputs
+
+
+def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct outputs of a chunk and how many rows hold each — ``(values, weights)`` with
+    ``values`` of the chunk's dtype and trailing shape — when they are few (at most a quarter of the
+    rows); None otherwise, or when finding them would cost a sort.
+
+    An event is a set of outputs: whether a row is in it depends on that row alone, so its hits on
+    the chunk are ``weights[event.contains(values)].sum()``, the same integer as on the rows. Found
+    without sorting: integer scalars by ``np.bincount`` over their range; float scalars on a grid
+    ``k·2^e`` (``e`` read from the lowest set bit of the first :data:`_PROBE` nonzero outputs, then
+    checked exactly on every output; a chunk holding -0.0 is left alone, since ``k·2^e`` would give
+    +0.0 back); integer vectors by their packed pattern codes (:func:`pattern_codes`)."""
+    arr = np.asarray(out)
+    n = len(arr)
+    if n < 2 or arr.dtype == object:
+        return None
+    limit = n // _DISTINCT_SHARE
+    if arr.ndim > 1:
+        packed = cached(pattern_codes, arr)
+        if packed is None:
+            return None
+        _code, _table, counts = packed
+        present = np.flatnonzero(counts)
+        if len(present) > limit:
+            return None
+        rows = arr.reshape(n, -1)
+        k, lo = rows.shape[1], int(rows.min())
+        base = int(rows.max()) - lo + 1
+        digits = np.empty((len(present), k), dtype=np.int64)
+        rest = present.copy()
+        for j in range(k):
+            digits[:, j] = rest % base + lo
+            rest //= base
+        return digits.astype(arr.dtype).reshape((len(present), *arr.shape[1:])), counts[present]
+    flat = arr.reshape(-1)
+    if np.issubdtype(flat.dtype, np.integer) or flat.dtype == bool:
+        q, scale = flat.astype(np.int64, copy=False), None
+    elif flat.dtype == np.float64:
+        probe = flat[:_PROBE]
+        probe = probe[probe != 0]
+        if len(probe) == 0:
+            return None
+        from .floats import lowest_bit  # floats imports this module
+
+        e = int(lowest_bit(probe).min())
+        if not -1000 < e < 1000:
+            return None
+        scale = 2.0 ** e
+        s = flat * (1.0 / scale)  # exact: a power of two, far from overflow and underflow
+        lo_f, hi_f = float(s.min()), float(s.max())
+        if hi_f - lo_f > _DISTINCT_RANGE or abs(lo_f) > 2.0 ** 52 or abs(hi_f) > 2.0 ** 52:
+            return None
+        q = s.astype(np.int64)
+        if not np.array_equal(q, s):
+            return None  # not all on the grid
+        if lo_f <= 0 <= hi_f and np.any(np.signbit(flat[q == 0])):
+            return None
+    else:
+        return None
+    lo, hi = int(q.min()), int(q.max())
+    if hi - lo > _DISTINCT_RANGE:
+        return None
+    counts = np.bincount(q - lo, minlength=hi - lo + 1)
+    present = np.flatnonzero(counts)
+    if len(present) > limit:
+        return None
+    values = present + lo
+    values = values.astype(flat.dtype) if scale is None else values.astype(np.float64) * scale
+    return values, counts[present]
 
 
 class _ObjectKeys:

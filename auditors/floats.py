@@ -55,10 +55,14 @@ def float_cells(x: np.ndarray) -> np.ndarray:
 def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
     """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the lowest set bit ``2^t`` is a
     double exactly, and ``t`` is its unbiased exponent."""
-    with np.errstate(over="ignore"):
-        low = mant & (~mant + np.uint64(1))
-    low[mant == 0] = np.uint64(1) << np.uint64(52)
-    return (low.astype(np.float64).view(np.uint64) >> np.uint64(52)).view(np.int64) - 1023
+    low = np.negative(mant)                 # two's complement: ~mant + 1 (wrapping)
+    low &= mant                             # the lowest set bit
+    low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
+    tz = low.astype(np.float64).view(np.uint64)
+    tz >>= np.uint64(52)
+    out = tz.view(np.int64)
+    out -= 1023
+    return out
 
 
 _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
