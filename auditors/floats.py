@@ -46,10 +46,16 @@ def float_cells(x: np.ndarray) -> np.ndarray:
     """Key ``sign << 20 | exponent << 8 | trailing_zero_bits`` of each double (int64)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
-    sign = (b >> np.uint64(63)).view(np.int64)
-    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).view(np.int64)
     tz = _trailing_zeros(b & _MANT)
-    return (sign << 20) | (expo << 8) | tz
+    b >>= np.uint64(52)                     # sign and exponent (v is this function's own copy)
+    key = b & np.uint64(0x7FF)
+    key <<= np.uint64(8)                    # exponent << 8
+    b >>= np.uint64(11)
+    b <<= np.uint64(20)                     # sign << 20
+    key |= b
+    out = key.view(np.int64)
+    out |= tz
+    return out
 
 
 def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
@@ -72,10 +78,15 @@ def lowest_bit(x: np.ndarray) -> np.ndarray:
     """Exponent v of the weight 2^v of the lowest set bit of each double (int64; 2000 for 0.0)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
-    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).view(np.int64)
-    tz = _trailing_zeros(b & _MANT)
-    out = np.where(expo == 0, -1074 + tz, expo - 1075 + tz)
-    return np.where(v == 0, _ZERO_BIT, out).astype(np.int64)
+    out = _trailing_zeros(b & _MANT)
+    expo = b >> np.uint64(52)
+    expo &= np.uint64(0x7FF)
+    expo = expo.view(np.int64)
+    np.maximum(expo, 1, out=expo)           # subnormals: the weight of the last bit is 2^-1074, as for exponent 1
+    out += expo
+    out -= 1075
+    out[v == 0] = _ZERO_BIT
+    return out
 
 
 def _describe_lowest(key: int) -> str:

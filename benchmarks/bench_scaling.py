@@ -95,6 +95,10 @@ def _one(spec: dict) -> dict:
 
     mech, a, b, kwargs, _fn = _case(spec["case"])
     cluster = "local" if spec.get("dask") else None
+    if spec.get("warm"):  # the same audit once before: the pool is up and its workers have imported the modules
+        audit(mech, a, b, samples=spec["samples"], seed=spec.get("seed", 0), workers=spec["workers"], progress=False,
+              cluster=cluster, **kwargs)
+    base_cpu, _ = _descendants_cpu_and_peak()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -107,7 +111,7 @@ def _one(spec: dict) -> dict:
     parent = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     reaped = (k1.ru_utime - k0.ru_utime) + (k1.ru_stime - k0.ru_stime)
     return {
-        "wall": wall, "parent_cpu": parent, "worker_cpu": kids_cpu + reaped, "parent_peak_mb": r1.ru_maxrss / 1024,
+        "wall": wall, "parent_cpu": parent, "worker_cpu": kids_cpu - base_cpu + reaped, "parent_peak_mb": r1.ru_maxrss / 1024,
         "worker_peak_mb": kids_peak, "bound": r.epsilon_lower_bound, "counts": r.counts, "family": r.extra.get("family"),
         "train": r.extra.get("train_samples"), "events": r.events_tested, "used_workers": r.extra.get("workers"),
         "method": r.method, "witness": r.witness_description,
@@ -168,6 +172,9 @@ def main(argv=None) -> None:
     ap.add_argument("--all", action="store_true", help="also issue 20's other five catalog mechanisms")
     ap.add_argument("--only", nargs="*", default=None, help="only these cases")
     ap.add_argument("--dask", action="store_true", help="also a dask LocalCluster of 2 workers (laplace, numpy callable)")
+    ap.add_argument("--warm", nargs="*", type=float, default=[],
+                    help="at these sizes, also a row per worker count > 1 measuring a second identical audit in "
+                         "the same process (the pool already up, its workers' imports done)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "scaling.md"))
     ap.add_argument("--label", default="", help="a line saying which code was measured")
     args = ap.parse_args(argv)
@@ -180,16 +187,18 @@ def main(argv=None) -> None:
         sizes = args.per_call_sizes if case == "per_call" else args.sizes
         for n in (int(x) for x in sizes):
             samp = _run("--sampling", {"case": case, "samples": n})["sampling_cpu"]
-            configs = [(w, False) for w in args.workers]
+            configs = [(w, False, False) for w in args.workers]
+            if n in {int(x) for x in args.warm} and case != "per_call":
+                configs += [(w, False, True) for w in args.workers if w > 1]
             if args.dask and case in ("laplace", "numpy_callable"):
-                configs.append((2, True))
-            for w, dask in configs:
+                configs.append((2, True, False))
+            for w, dask, warm in configs:
                 load = _load()
-                res = _run("--one", {"case": case, "samples": n, "workers": w, "dask": dask})
-                res.update(case=case, samples=n, workers=w, dask=dask, sampling_cpu=samp, load=load)
+                res = _run("--one", {"case": case, "samples": n, "workers": w, "dask": dask, "warm": warm})
+                res.update(case=case, samples=n, workers=w, dask=dask, warm=warm, sampling_cpu=samp, load=load)
                 rows.append(res)
                 cpu = res["parent_cpu"] + res["worker_cpu"]
-                print(f"{case:26s} n={n:>11,} w={w}{' dask' if dask else '     '} wall {res['wall']:7.2f} s  "
+                print(f"{case:26s} n={n:>11,} w={w}{' dask' if dask else ' warm' if warm else '     '} wall {res['wall']:7.2f} s  "
                       f"parent {res['parent_cpu']:6.2f} s  workers {res['worker_cpu']:6.2f} s  share "
                       f"{res['parent_cpu'] / cpu:.2f}  audit/sampling {cpu / samp:6.1f}  bound {res['bound']:.6f}  "
                       f"load {load}", flush=True)
@@ -218,7 +227,8 @@ def _write(args, rows: list[dict], load_start: str) -> None:
         "CPU: parent = RUSAGE_SELF; workers = user + system time of the live descendants (psutil) at the end plus "
         "RUSAGE_CHILDREN. Sampling = the mechanism drawing the same outputs (samples a side on both inputs) in "
         "chunks of 10^6 in one process, one BLAS thread, median of 3. Amdahl: 1 / (f + (1 - f) / k) with f the "
-        "parent share.",
+        "parent share. A row marked (warm) measures the second of two identical audits in one process: the pool is "
+        "already up and its workers have imported the modules (the other rows start cold).",
         "",
         "| case | samples a side | workers | wall s | parent CPU s | worker CPU s | parent share | audit / sampling "
         "CPU | Amdahl ×16 | Amdahl ×64 | parent peak MB | worker peak MB | bound | load |",
@@ -227,7 +237,7 @@ def _write(args, rows: list[dict], load_start: str) -> None:
     for r in rows:
         cpu = r["parent_cpu"] + r["worker_cpu"]
         f = r["parent_cpu"] / cpu if cpu else 1.0
-        where = f"{r['workers']} (dask)" if r["dask"] else str(r["workers"])
+        where = f"{r['workers']} (dask)" if r["dask"] else f"{r['workers']} (warm)" if r.get("warm") else str(r["workers"])
         amd = (f"{_amdahl(f, 16):.1f}", f"{_amdahl(f, 64):.1f}") if r["workers"] > 1 else ("", "")
         lines.append(
             f"| {r['case']} | {r['samples']:,} | {where} | {r['wall']:.2f} | {r['parent_cpu']:.2f} | "
