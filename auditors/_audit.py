@@ -34,6 +34,7 @@ on both inputs of every pair raising is still a :class:`MechanismError`: nothing
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import time
@@ -412,19 +413,45 @@ def _rank(pair: int, proposals: list[_families.Proposal], train_a, train_b, *, c
     numerator side only): the bound projected with no denominator hits, unshaded — shading would
     drop them, yet an event impossible on one side certifies a large ε from a handful of hits."""
     na, nb = len(train_a), len(train_b)
+    # few distinct outputs: each event is evaluated once per distinct output, hits weighted by their
+    # rows; its membership on the distinct outputs tells the same duplicates as on the rows
+    rows_a, w_a = _ev.distinct_outputs(train_a) or (train_a, None)
+    rows_b, w_b = _ev.distinct_outputs(train_b) or (train_b, None)
+    # otherwise the events that are sets of keys are counted on one histogram of the keys per key function
+    events = [prop.event for prop in proposals]
+    known_a = _ev.histogram_counts(events, train_a) if w_a is None else {}
+    known_b = _ev.histogram_counts(events, train_b) if w_b is None else {}
+
+    def masks(event: Event) -> tuple[np.ndarray, np.ndarray]:
+        return (np.asarray(event.contains(rows_a), dtype=bool), np.asarray(event.contains(rows_b), dtype=bool))
+
+    def signature(ma: np.ndarray, mb: np.ndarray) -> int:
+        return hash((np.packbits(ma).tobytes(), np.packbits(mb).tobytes()))
+
     kept, ha, hb, sigs = [], [], [], []
-    for prop in proposals:
-        ma = np.asarray(prop.event.contains(train_a), dtype=bool)
-        mb = np.asarray(prop.event.contains(train_b), dtype=bool)
-        ka, kb = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
+    for i, prop in enumerate(proposals):
+        if i in known_a and i in known_b:
+            ka, kb, sig = known_a[i], known_b[i], None
+        else:
+            ma, mb = masks(prop.event)
+            ka = int(np.count_nonzero(ma)) if w_a is None else int(w_a[ma].sum())
+            kb = int(np.count_nonzero(mb)) if w_b is None else int(w_b[mb].sum())
+            sig = signature(ma, mb)
         if (ka == 0 and kb == 0) or (ka == na and kb == nb):
             continue  # empty or full on both sides: carries no information
         kept.append(prop)
         ha.append(ka)
         hb.append(kb)
-        sigs.append(hash((np.packbits(ma).tobytes(), np.packbits(mb).tobytes())))
+        sigs.append(sig)
     if not kept:
         return []
+    # the signature tells events of the same membership on the training outputs apart (deduplication);
+    # events whose hit counts no other kept event shares cannot share a membership, so only the others'
+    # memberships are evaluated
+    shared = collections.Counter(zip(ha, hb))
+    for j, prop in enumerate(kept):
+        if sigs[j] is None:
+            sigs[j] = signature(*masks(prop.event)) if shared[ha[j], hb[j]] > 1 else hash(("hits", ha[j], hb[j]))
     ka, kb = np.array(ha), np.array(hb)
     pa, pb = ka / na, kb / nb
     sa, sb = np.sqrt(pa * (1 - pa) / na), np.sqrt(pb * (1 - pb) / nb)
@@ -887,8 +914,12 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
                   max_events=max_events, train_fraction=train_fraction, cluster=cluster, sequential=sequential)
     notes: list[str] = []
     pairs, pair_how, sampler = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
-    # a cluster given by address or "local" is opened once for the whole audit (a Client is used as is)
-    with _runner.cluster_session(cluster, s.workers) as open_cluster:
+    from threadpoolctl import threadpool_limits
+
+    # a cluster given by address or "local" is opened once for the whole audit (a Client is used as is);
+    # one BLAS thread here as in the workers (the fits then give the same events on any machine, and the
+    # parent does not take the workers' cores)
+    with threadpool_limits(limits=1), _runner.cluster_session(cluster, s.workers) as open_cluster:
         s = dataclasses.replace(s, cluster=open_cluster)
         training, ref, train_used = _train(sampler, pairs, s, notes)
         proposals = _propose(training, pairs, s)

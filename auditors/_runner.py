@@ -592,12 +592,21 @@ class _CountJob:
     def _count(self, pair: int, out: np.ndarray, where: str) -> np.ndarray:
         check_signature(out, self.ref, self.sampler.name, where)
         counts = np.empty(len(self.events[pair]), dtype=np.int64)
+        # an event is a set of outputs: on a chunk of few distinct outputs it is evaluated once per distinct
+        # output and its hits weighted by their rows; otherwise the events that are sets of keys are read
+        # off one histogram of the chunk's keys. Either way, the same counts as row by row.
+        distinct = _events.distinct_outputs(out)
+        rows, weights = (out, None) if distinct is None else distinct
+        known = _events.histogram_counts(self.events[pair], out) if distinct is None else {}
         for i, ev in enumerate(self.events[pair]):
-            hit = np.asarray(ev.contains(out), dtype=bool)
-            if hit.shape != (len(out),):
+            if i in known:
+                counts[i] = known[i]
+                continue
+            hit = np.asarray(ev.contains(rows), dtype=bool)
+            if hit.shape != (len(rows),):
                 raise MechanismError(f"event {ev.description!r} returned shape {hit.shape} on {where}; "
-                                     f"expected ({len(out)},).")
-            counts[i] = int(hit.sum())
+                                     f"expected ({len(rows)},).")
+            counts[i] = int(hit.sum()) if weights is None else int(weights[hit].sum())
         _events.clear_cache()
         return counts
 

@@ -15,7 +15,7 @@ so certification stays sound.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,7 +25,8 @@ from dpharness.errors import MechanismError
 __all__ = [
     "output_kind", "row_keys", "propose_discrete", "propose_thresholds", "propose_intervals",
     "propose_atoms", "propose_coordinates", "propose_projections", "propose_pattern_features", "set_event",
-    "one_sided_events", "best_single_keys",
+    "one_sided_events", "best_single_keys", "KeyMembership", "key_histogram", "histogram_counts", "pattern_codes",
+    "distinct_outputs",
 ]
 
 _MAX_DISTINCT = 200_000  # outcomes seen in training beyond which the histogram keeps repeated ones only
@@ -67,18 +68,139 @@ def _as_u64(col: np.ndarray) -> np.ndarray:
 
 
 def row_keys(out: np.ndarray) -> np.ndarray:
-    """One key per sample: int64 values for integer scalars, uint64 hashes of the row otherwise."""
+    """One key per sample: int64 values for integer scalars, uint64 hashes of the row otherwise.
+
+    Integer rows whose patterns fit in :data:`_MAX_CODES` codes (bit vectors, answer patterns) are
+    hashed once per distinct pattern (:func:`pattern_codes`): the same keys, at the cost of packing."""
     arr = np.asarray(out)
     if arr.ndim <= 1:
         if np.issubdtype(arr.dtype, np.floating):
             return _as_u64(arr.reshape(-1))
         return arr.reshape(-1).astype(np.int64)
+    packed = cached(pattern_codes, arr)
+    if packed is not None:
+        code, table, _counts = packed
+        return table[code]
+    return _hash_rows(arr.reshape(len(arr), -1))
+
+
+_MAX_CODES = 1 << 20  # integer row patterns are packed into codes when there are at most this many
+
+
+def pattern_codes(out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Integer rows packed into one code each, ``sum_j (x_j - lo) * base^j`` (mixed radix, ``base``
+    the rows' value range), when at most :data:`_MAX_CODES` codes exist: (code of each row, the
+    :func:`row_keys` hash of each code's pattern — filled for the codes that occur —, rows per code).
+    None for other outputs. The hash of a pattern is computed once, on the pattern itself, so
+    ``table[code]`` is exactly the row's key."""
+    arr = np.asarray(out)
+    if arr.ndim <= 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool) or arr.size == 0:
+        return None
     rows = arr.reshape(len(arr), -1)
+    k = rows.shape[1]
+    lo, hi = int(rows.min()), int(rows.max())
+    base = hi - lo + 1
+    if k > 40 or base ** k > _MAX_CODES:
+        return None
+    code = np.zeros(len(rows), dtype=np.int64)
+    for j in reversed(range(k)):
+        code *= base
+        code += rows[:, j]
+        if lo:
+            code -= lo
+    counts = np.bincount(code, minlength=base ** k)
+    present = np.flatnonzero(counts)
+    digits = np.empty((len(present), k), dtype=np.int64)
+    rest = present.copy()
+    for j in range(k):
+        digits[:, j] = rest % base + lo
+        rest //= base
+    table = np.zeros(base ** k, dtype=np.uint64)
+    table[present] = _hash_rows(digits)
+    return code, table, counts
+
+
+def _hash_rows(rows: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         h = np.full(len(rows), np.uint64(rows.shape[1]) * _GOLD, dtype=np.uint64)
         for j in range(rows.shape[1]):
             h = _mix(h ^ (_as_u64(rows[:, j]) + np.uint64(j) * _GOLD))
     return h
+
+
+_DISTINCT_SHARE = 4        # a chunk is read as distinct outputs with weights when it has at most 1/this as many
+_DISTINCT_RANGE = 1 << 22  # integer (or grid) values spanning at most this many steps are counted by np.bincount
+_PROBE = 4096              # outputs that suggest the grid of float outputs
+
+
+def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct outputs of a chunk and how many rows hold each — ``(values, weights)`` with
+    ``values`` of the chunk's dtype and trailing shape — when they are few (at most a quarter of the
+    rows); None otherwise, or when finding them would cost a sort.
+
+    An event is a set of outputs: whether a row is in it depends on that row alone, so its hits on
+    the chunk are ``weights[event.contains(values)].sum()``, the same integer as on the rows. Found
+    without sorting: integer scalars by ``np.bincount`` over their range; float scalars on a grid
+    ``k·2^e`` (``e`` read from the lowest set bit of the first :data:`_PROBE` nonzero outputs, then
+    checked exactly on every output; a chunk holding -0.0 is left alone, since ``k·2^e`` would give
+    +0.0 back); integer vectors by their packed pattern codes (:func:`pattern_codes`)."""
+    arr = np.asarray(out)
+    n = len(arr)
+    if n < 2 or arr.dtype == object:
+        return None
+    limit = n // _DISTINCT_SHARE
+    if arr.ndim > 1:
+        packed = cached(pattern_codes, arr)
+        if packed is None:
+            return None
+        _code, _table, counts = packed
+        present = np.flatnonzero(counts)
+        if len(present) > limit:
+            return None
+        rows = arr.reshape(n, -1)
+        k, lo = rows.shape[1], int(rows.min())
+        base = int(rows.max()) - lo + 1
+        digits = np.empty((len(present), k), dtype=np.int64)
+        rest = present.copy()
+        for j in range(k):
+            digits[:, j] = rest % base + lo
+            rest //= base
+        return digits.astype(arr.dtype).reshape((len(present), *arr.shape[1:])), counts[present]
+    flat = arr.reshape(-1)
+    if np.issubdtype(flat.dtype, np.integer) or flat.dtype == bool:
+        q, scale = flat.astype(np.int64, copy=False), None
+    elif flat.dtype == np.float64:
+        probe = flat[:_PROBE]
+        probe = probe[probe != 0]
+        if len(probe) == 0:
+            return None
+        from .floats import lowest_bit  # floats imports this module
+
+        e = int(lowest_bit(probe).min())
+        if not -1000 < e < 1000:
+            return None
+        scale = 2.0 ** e
+        s = flat * (1.0 / scale)  # exact: a power of two, far from overflow and underflow
+        lo_f, hi_f = float(s.min()), float(s.max())
+        if hi_f - lo_f > _DISTINCT_RANGE or abs(lo_f) > 2.0 ** 52 or abs(hi_f) > 2.0 ** 52:
+            return None
+        q = s.astype(np.int64)
+        if not np.array_equal(q, s):
+            return None  # not all on the grid
+        if lo_f <= 0 <= hi_f and np.any(np.signbit(flat[q == 0])):
+            return None
+    else:
+        return None
+    lo, hi = int(q.min()), int(q.max())
+    if hi - lo > _DISTINCT_RANGE:
+        return None
+    counts = np.bincount(q - lo, minlength=hi - lo + 1)
+    present = np.flatnonzero(counts)
+    if len(present) > limit:
+        return None
+    values = present + lo
+    values = values.astype(flat.dtype) if scale is None else values.astype(np.float64) * scale
+    return values, counts[present]
 
 
 class _ObjectKeys:
@@ -129,13 +251,84 @@ def set_event(keys, *, object_kind: bool, label: str = "output",
         def contains(out, _s=keyset):
             return np.fromiter((k in _s for k in _ObjectKeys.keys(out)), dtype=bool, count=len(out))
     else:
-        karr = KeySet(keys)
-
-        def contains(out, _k=karr, _t=transform):
-            feats = out if _t is None else cached(_t, out)
-            return member(cached(row_keys, feats), _k)
-
+        contains = KeyMembership(KeySet(keys), transform)
     return Event(contains, words)
+
+
+class KeyMembership:
+    """Membership in ``{outputs whose key — of ``transform(output)`` when a transform is given — is
+    in keys}``, the set events of the histogram families. Being a set of keys, such an event is
+    counted on a histogram of a chunk's keys (:func:`histogram_counts`)."""
+
+    def __init__(self, keys: "KeySet", transform: Callable[[np.ndarray], np.ndarray] | None) -> None:
+        self.keys, self.transform = keys, transform
+
+    def __call__(self, out) -> np.ndarray:
+        feats = out if self.transform is None else cached(self.transform, out)
+        return member(cached(row_keys, feats), self.keys)
+
+
+_SORT_GROUP = 12  # set events of one key function from which a chunk's keys are sorted for a histogram
+
+
+def key_histogram(out, transform, *, allow_sort: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct keys of ``row_keys(transform(out))`` (``out`` when no transform) and how many
+    rows of ``out`` have each: packed row patterns or small-range integer keys by ``np.bincount``,
+    other keys by ``np.unique`` (only with ``allow_sort``; otherwise None)."""
+    feats = out if transform is None else cached(transform, out)
+    arr = np.asarray(feats)
+    if arr.ndim > 1:
+        packed = cached(pattern_codes, arr)
+        if packed is not None:
+            _code, table, counts = packed
+            present = np.flatnonzero(counts)
+            return table[present], counts[present]
+    keys = cached(row_keys, feats)
+    if keys.size and keys.dtype == np.int64:
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < max(2 * keys.size, 1 << 16):
+            counts = np.bincount(keys - lo, minlength=hi - lo + 1)
+            present = np.flatnonzero(counts)
+            return present + lo, counts[present]
+    if not allow_sort:
+        return None
+    return np.unique(keys, return_counts=True)
+
+
+def histogram_counts(events, out) -> dict[int, int]:
+    """Hits on ``out`` (one chunk of outputs) of the events among ``events`` that are sets of keys
+    (:class:`KeyMembership`), their complements and half-lines of integer keys, read off one
+    histogram of the chunk's keys per key function (shared by two or more such events; sorting the
+    keys only for :data:`_SORT_GROUP` or more): {index in ``events``: hits}. Exactly the number of
+    rows each event's membership function accepts; the other events are left to the caller."""
+    groups: dict[int, tuple[Any, list]] = {}
+    for i, ev in enumerate(events):
+        f = getattr(ev, "contains", ev)
+        inner = f.inside if isinstance(f, _Outside) else f
+        if isinstance(inner, KeyMembership):
+            t = inner.transform
+        elif isinstance(f, _Beyond):
+            t = f.transform
+        else:
+            continue
+        groups.setdefault(id(t), (t, []))[1].append((i, f))
+    hits: dict[int, int] = {}
+    n = len(out)
+    for transform, members in groups.values():
+        if len(members) < 2:
+            continue
+        hist = key_histogram(out, transform, allow_sort=len(members) >= _SORT_GROUP)
+        if hist is None:
+            continue
+        uniq, counts = hist
+        for i, f in members:
+            if isinstance(f, _Beyond):
+                hits[i] = int(counts[uniq < f.bound].sum() if f.below else counts[uniq > f.bound].sum())
+            elif isinstance(f, _Outside):
+                hits[i] = n - int(counts[f.inside.keys(uniq)].sum())
+            else:
+                hits[i] = int(counts[f.keys(uniq)].sum())
+    return hits
 
 
 _CACHE: list[tuple] = []  # (function, argument, result): features of the current chunk, shared by events

@@ -46,13 +46,29 @@ def float_cells(x: np.ndarray) -> np.ndarray:
     """Key ``sign << 20 | exponent << 8 | trailing_zero_bits`` of each double (int64)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
-    sign = (b >> np.uint64(63)).astype(np.int64)
-    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    mant = b & _MANT
-    with np.errstate(over="ignore"):
-        low = mant & (~mant + np.uint64(1))
-    tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
-    return (sign << 20) | (expo << 8) | tz
+    tz = _trailing_zeros(b & _MANT)
+    b >>= np.uint64(52)                     # sign and exponent (v is this function's own copy)
+    key = b & np.uint64(0x7FF)
+    key <<= np.uint64(8)                    # exponent << 8
+    b >>= np.uint64(11)
+    b <<= np.uint64(20)                     # sign << 20
+    key |= b
+    out = key.view(np.int64)
+    out |= tz
+    return out
+
+
+def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
+    """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the lowest set bit ``2^t`` is a
+    double exactly, and ``t`` is its unbiased exponent."""
+    low = np.negative(mant)                 # two's complement: ~mant + 1 (wrapping)
+    low &= mant                             # the lowest set bit
+    low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
+    tz = low.astype(np.float64).view(np.uint64)
+    tz >>= np.uint64(52)
+    out = tz.view(np.int64)
+    out -= 1023
+    return out
 
 
 _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
@@ -62,13 +78,15 @@ def lowest_bit(x: np.ndarray) -> np.ndarray:
     """Exponent v of the weight 2^v of the lowest set bit of each double (int64; 2000 for 0.0)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
-    expo = ((b >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    mant = b & _MANT
-    with np.errstate(over="ignore"):
-        low = mant & (~mant + np.uint64(1))
-    tz = np.where(mant == 0, 52, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))).astype(np.int64)
-    out = np.where(expo == 0, -1074 + tz, expo - 1075 + tz)
-    return np.where(v == 0, _ZERO_BIT, out).astype(np.int64)
+    out = _trailing_zeros(b & _MANT)
+    expo = b >> np.uint64(52)
+    expo &= np.uint64(0x7FF)
+    expo = expo.view(np.int64)
+    np.maximum(expo, 1, out=expo)           # subnormals: the weight of the last bit is 2^-1074, as for exponent 1
+    out += expo
+    out -= 1075
+    out[v == 0] = _ZERO_BIT
+    return out
 
 
 def _describe_lowest(key: int) -> str:

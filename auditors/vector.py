@@ -43,8 +43,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize as _opt
-from scipy import stats as _st
 
 from dpharness.core import Event
 from dpharness.errors import ParameterError
@@ -341,6 +339,8 @@ def _fit_logistic(x: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> np.ndarr
         g[p] = r.mean()
         return val.mean() + ridge * float(w[:p] @ w[:p]), g
 
+    from scipy import optimize as _opt  # deferred: worker processes that only count events never load it
+
     res = _opt.minimize(loss, np.zeros(p + 1), jac=True, method="L-BFGS-B",
                         options={"maxiter": 200, "gtol": 1e-7, "ftol": 1e-11})  # proposals only: no need to polish
     w = res.x[:p] / sd
@@ -485,7 +485,9 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confi
     fa, ha = a[:n_fit_a], a[n_fit_a:]
     fb, hb = b[:n_fit_b], b[n_fit_b:]
     m = max(4 * max_events, 8)
-    z = float(_st.norm.isf((1 - confidence) / (2 * m)))
+    from scipy import special as _sp  # deferred, as scipy.optimize
+
+    z = float(-_sp.ndtri((1 - confidence) / (2 * m)))  # the upper (1 - confidence) / (2m) quantile of N(0, 1)
     scored: list[tuple[float, str, Event]] = []
 
     coder = _PatternCoder(fa, fb)

@@ -43,11 +43,11 @@ def float_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     """Key ``(sign, exponent, top k mantissa bits, low b mantissa bits)`` of each double (int64)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     bits = v.view(np.uint64)
-    head = (bits >> np.uint64(52)).astype(np.int64)               # sign and exponent, 12 bits
-    mant = bits & _MANT
-    top = (mant >> np.uint64(52 - k)).astype(np.int64)
-    low = (mant & np.uint64((1 << b) - 1)).astype(np.int64)
-    return (head << (k + b)) | (top << b) | low
+    key = bits >> np.uint64(52 - k)        # sign, exponent (12 bits) and the top k mantissa bits
+    key <<= np.uint64(b)
+    bits &= np.uint64((1 << b) - 1)        # the low b bits of the mantissa (v is this function's own copy)
+    key |= bits
+    return key.view(np.int64)
 
 
 def _describe_float(key: int, k: int, b: int) -> str:
