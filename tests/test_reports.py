@@ -185,7 +185,7 @@ def test_an_epsilon_delta_parts_mechanism_gets_its_privacy_profile_panel(tmp_pat
     accounts, with the claim marked, and says the profile's ε at the claimed δ."""
     from dpharness import parts as dp
     from dpharness.core import AddRemove, ApproxDP, IntegerRange
-    from dpharness.report import build
+    from dpharness.report import build, render_markdown
 
     m = dp.mechanism(name="profiled", records=IntegerRange(0, 5), relation=AddRemove(),
                      steps=dp.compose(dp.count() >> dp.discrete_gaussian(sigma=2), dp.count() >> dp.discrete_gaussian(sigma=3)),
