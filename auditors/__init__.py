@@ -28,15 +28,42 @@ from __future__ import annotations
 
 from ._model import AuditResult
 from ._audit import audit
-from .one_run import OneRunBound, OneRunResult, OneRunTarget, one_run_audit, one_run_epsilon_lower_bound, one_run_p_value
+from .one_run import (
+    OneRunBound,
+    OneRunResult,
+    OneRunTarget,
+    one_run_audit,
+    one_run_epsilon_lower_bound,
+    one_run_p_value,
+)
 from .stats import (
-    DeltaBound, EpsilonBound, ProportionBound, bonferroni_level, clopper_pearson_interval,
-    clopper_pearson_lower, clopper_pearson_upper, delta_lower_bound, epsilon_lower_bound,
+    DeltaBound,
+    EpsilonBound,
+    ProportionBound,
+    bonferroni_level,
+    clopper_pearson_interval,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    delta_lower_bound,
+    epsilon_lower_bound,
 )
 
 __all__ = [
-    "audit", "AuditResult",
-    "one_run_audit", "OneRunResult", "OneRunTarget", "OneRunBound", "one_run_epsilon_lower_bound", "one_run_p_value",
-    "clopper_pearson_lower", "clopper_pearson_upper", "clopper_pearson_interval", "bonferroni_level",
-    "epsilon_lower_bound", "delta_lower_bound", "ProportionBound", "EpsilonBound", "DeltaBound",
+    "audit",
+    "AuditResult",
+    "one_run_audit",
+    "OneRunResult",
+    "OneRunTarget",
+    "OneRunBound",
+    "one_run_epsilon_lower_bound",
+    "one_run_p_value",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "clopper_pearson_interval",
+    "bonferroni_level",
+    "epsilon_lower_bound",
+    "delta_lower_bound",
+    "ProportionBound",
+    "EpsilonBound",
+    "DeltaBound",
 ]

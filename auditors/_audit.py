@@ -63,15 +63,15 @@ DEFAULT_MAX_EVENTS = 20
 _RENYI_DELTA = 1e-6
 _MAX_PAIRS = 4
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
-_CHUNK = 1_000_000      # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
-_LOOP_CHUNK = 10_000    # samples per chunk for fn(data) called in a loop
+_CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
+_LOOP_CHUNK = 10_000  # samples per chunk for fn(data) called in a loop
 _POOL_MIN_SECONDS = 3.0  # certification draws expected to take this long in one process start a worker pool,
 _POOL_MIN_DRAWS = 20_000_000  # as do this many draws (both sides, every pair; starting the pool costs 1-3 s)
-_RANK_Z = 1.0          # standard errors by which training estimates are shaded when ranking events
+_RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
 _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
-_ONE_SIDED_SHARE = 2    # up to max_events // this slots go to events seen on one side only
+_ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
 
 
 @dataclass(frozen=True)
@@ -126,14 +126,15 @@ class _RaiseCandidate:
 class _Candidate:
     pair: int
     event: Event
-    forward: bool   # True: the event is likelier on the data (numerator = data side)
-    score: float    # projected bound on training data (ranking only)
-    source: str     # the event family
+    forward: bool  # True: the event is likelier on the data (numerator = data side)
+    score: float  # projected bound on training data (ranking only)
+    source: str  # the event family
     signature: int = 0  # hash of the event's membership on the training samples (deduplication)
     one_sided_score: float = -math.inf  # projected bound with no hits on the other side (one-sided events)
 
 
 # --------------------------------------------------------------------------- validation
+
 
 def _check_epsilon(epsilon) -> float:
     if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
@@ -162,23 +163,44 @@ def _mechanism_name(mechanism: Any) -> str:
     return getattr(mechanism, "__qualname__", None) or getattr(mechanism, "__name__", None) or repr(mechanism)[:60]
 
 
-def _settings(mechanism, *, epsilon, delta, samples, seed, confidence, vectorized, ideal_numerics, progress,
-              workers, max_events, train_fraction, cluster, sequential=False) -> _Settings:
+def _settings(
+    mechanism,
+    *,
+    epsilon,
+    delta,
+    samples,
+    seed,
+    confidence,
+    vectorized,
+    ideal_numerics,
+    progress,
+    workers,
+    max_events,
+    train_fraction,
+    cluster,
+    sequential=False,
+) -> _Settings:
     """Validate every option once, at the boundary, and read the claim."""
     if not callable(mechanism):
-        raise ParameterError(f"mechanism={mechanism!r:.60} is not callable; pass a catalog Mechanism or fn(data, size, rng).")
+        raise ParameterError(
+            f"mechanism={mechanism!r:.60} is not callable; pass a catalog Mechanism or fn(data, size, rng)."
+        )
     samples = _v.integer("samples", samples, minimum=20)
     seed = _v.integer("seed", seed, minimum=0)
     confidence = float(_v.probability("confidence", confidence, open_left=True, open_right=True))
     max_events = _v.integer("max_events", max_events, minimum=1, maximum=10_000)
     train_fraction = float(_v.probability("train_fraction", train_fraction, open_left=True, open_right=True))
     if not isinstance(vectorized, bool):
-        raise ParameterError(f"vectorized={vectorized!r} is not a bool; pass True (fn(data, size, rng)) or False (fn(data)).")
+        raise ParameterError(
+            f"vectorized={vectorized!r} is not a bool; pass True (fn(data, size, rng)) or False (fn(data))."
+        )
     if not isinstance(ideal_numerics, bool):
         raise ParameterError(f"ideal_numerics={ideal_numerics!r} is not a bool; pass True or False.")
     if not isinstance(sequential, bool):
-        raise ParameterError(f"sequential={sequential!r} is not a bool; pass True (stop once the verdict is "
-                             "certain) or False (certify on every sample).")
+        raise ParameterError(
+            f"sequential={sequential!r} is not a bool; pass True (stop once the verdict is "
+            "certain) or False (certify on every sample)."
+        )
     if progress is not None and not isinstance(progress, bool):
         raise ParameterError(f"progress={progress!r} is not a bool; pass True, False or None (auto).")
     workers = _runner.default_workers() if workers is None else _v.integer("workers", workers, minimum=1)
@@ -194,11 +216,15 @@ def _settings(mechanism, *, epsilon, delta, samples, seed, confidence, vectorize
         if delta is None:
             delta = float(claim.delta) if not isinstance(claim, RenyiDP) else _RENYI_DELTA
         if not vectorized:
-            raise ParameterError("vectorized=False is for callables fn(data); catalog mechanisms sample vectorised — drop the argument.")
+            raise ParameterError(
+                "vectorized=False is for callables fn(data); catalog mechanisms sample vectorised — drop the argument."
+            )
     else:
         if epsilon is None:
-            raise ParameterError("epsilon=None: a callable carries no claim; pass the ε to test, e.g. "
-                                 "audit(fn, data, neighbor, epsilon=1.0).")
+            raise ParameterError(
+                "epsilon=None: a callable carries no claim; pass the ε to test, e.g. "
+                "audit(fn, data, neighbor, epsilon=1.0)."
+            )
         delta = 0.0 if delta is None else delta
     epsilon = _check_epsilon(epsilon)
     delta = float(_v.probability("delta", delta, open_right=True))
@@ -206,32 +232,64 @@ def _settings(mechanism, *, epsilon, delta, samples, seed, confidence, vectorize
     cert_n = samples - train_n
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
-    return _Settings(_mechanism_name(mechanism), catalog, epsilon, delta, samples, seed, confidence, vectorized,
-                     ideal_numerics, workers, max_events, train_n, cert_n, _runner.progress_enabled(progress), cluster,
-                     sequential)
+    return _Settings(
+        _mechanism_name(mechanism),
+        catalog,
+        epsilon,
+        delta,
+        samples,
+        seed,
+        confidence,
+        vectorized,
+        ideal_numerics,
+        workers,
+        max_events,
+        train_n,
+        cert_n,
+        _runner.progress_enabled(progress),
+        cluster,
+        sequential,
+    )
 
 
 # --------------------------------------------------------------------------- stage 1: pairs
 
-def _pairs_for_catalog(mechanism: Mechanism, data, neighbor, *, seed: int, budget: int,
-                       candidate_witnesses: Sequence[Witness], notes: list[str]) -> tuple[list[tuple], str]:
+
+def _pairs_for_catalog(
+    mechanism: Mechanism,
+    data,
+    neighbor,
+    *,
+    seed: int,
+    budget: int,
+    candidate_witnesses: Sequence[Witness],
+    notes: list[str],
+) -> tuple[list[tuple], str]:
     spec = mechanism.input_spec
     if data is not None or neighbor is not None:
         if data is None or neighbor is None:
             missing = "data" if data is None else "neighbor"
-            raise ParameterError(f"{missing}=None while the other input is given; pass both data and neighbor, or neither to search pairs.")
+            raise ParameterError(
+                f"{missing}=None while the other input is given; pass both data and neighbor, or neither to search pairs."
+            )
         return [spec.validate_pair(data, neighbor)], "given pair"
     proposed: list[tuple] = []
     how = "candidate witnesses and the example pair"
     try:
-        proposed.extend(_neighbours.search_pairs(mechanism, seed=seed, budget=budget,
-                                                 candidate_witnesses=tuple(candidate_witnesses)))
+        proposed.extend(
+            _neighbours.search_pairs(
+                mechanism, seed=seed, budget=budget, candidate_witnesses=tuple(candidate_witnesses)
+            )
+        )
         how = "neighbour search"
     except (MemoryError, ArithmeticError, UnsupportedError) as exc:
         # the search failed on this mechanism: audit the witnesses and the example pair instead
         notes.append(f"neighbour search failed ({type(exc).__name__}: {str(exc)[:120]}); used the example pair")
-        warnings.warn(f"neighbour search failed for {mechanism.name!r} ({exc!r:.120}); auditing the example pair.",
-                      RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"neighbour search failed for {mechanism.name!r} ({exc!r:.120}); auditing the example pair.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
     for w in candidate_witnesses:
         if getattr(w, "data", None) is not None and getattr(w, "neighbor", None) is not None:
             proposed.append((w.data, w.neighbor))
@@ -257,7 +315,9 @@ def _pairs_for_catalog(mechanism: Mechanism, data, neighbor, *, seed: int, budge
     if witness is not None:
         how += " (the proof's witness pair included)"
     if not pairs:
-        raise ParameterError(f"mechanism={mechanism.name!r} yielded no valid neighbouring pair; pass data and neighbor explicitly.")
+        raise ParameterError(
+            f"mechanism={mechanism.name!r} yielded no valid neighbouring pair; pass data and neighbor explicitly."
+        )
     return pairs, how
 
 
@@ -271,22 +331,28 @@ def _first_valid_witness(spec, candidate_witnesses: Sequence[Witness]) -> tuple 
     return None
 
 
-def _pairs_for_callable(sampler: _runner.Sampler, data, neighbor, inputs, *, seed: int,
-                        budget: int) -> tuple[list[tuple], str]:
+def _pairs_for_callable(
+    sampler: _runner.Sampler, data, neighbor, inputs, *, seed: int, budget: int
+) -> tuple[list[tuple], str]:
     if inputs is not None:
         if data is not None or neighbor is not None:
-            raise ParameterError("inputs= was given together with data/neighbor; pass either the pair (data, neighbor) "
-                                 "or an input space inputs= to search pairs in, not both.")
+            raise ParameterError(
+                "inputs= was given together with data/neighbor; pass either the pair (data, neighbor) "
+                "or an input space inputs= to search pairs in, not both."
+            )
         from . import pairsearch  # deferred: only callables audited over an input space need it
 
         if not sampler.vectorized:  # the screen's budget is calls to fn(data): keep it small
             budget = min(budget, _PER_CALL_SEARCH_BUDGET)
-        found, how = pairsearch.callable_pairs(sampler, inputs, seed=seed, budget=max(budget, pairsearch.MIN_BUDGET),
-                                               max_pairs=_MAX_PAIRS)
+        found, how = pairsearch.callable_pairs(
+            sampler, inputs, seed=seed, budget=max(budget, pairsearch.MIN_BUDGET), max_pairs=_MAX_PAIRS
+        )
         pairs = [(a, b) for a, b in found if not _same(a, b)][:_MAX_PAIRS]
         if not pairs:
-            raise ParameterError(f"inputs={inputs!r:.60} yielded no pair of different inputs; pass a larger input "
-                                 "space, or data and neighbor explicitly.")
+            raise ParameterError(
+                f"inputs={inputs!r:.60} yielded no pair of different inputs; pass a larger input "
+                "space, or data and neighbor explicitly."
+            )
         return pairs, how
     if data is None or neighbor is None:
         raise ParameterError(
@@ -294,19 +360,25 @@ def _pairs_for_callable(sampler: _runner.Sampler, data, neighbor, inputs, *, see
             "or an input space inputs= to search pairs in (see dpharness.auditors.pairsearch)."
         )
     if _same(data, neighbor):
-        raise ParameterError(f"data={data!r:.60} and neighbor are identical; pass two inputs that differ (a neighbouring pair).")
+        raise ParameterError(
+            f"data={data!r:.60} and neighbor are identical; pass two inputs that differ (a neighbouring pair)."
+        )
     return [(data, neighbor)], "given pair"
 
 
-def _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s: _Settings,
-                  notes: list[str]) -> tuple[list[tuple], str, _runner.Sampler]:
+def _choose_pairs(
+    mechanism, data, neighbor, inputs, candidate_witnesses, s: _Settings, notes: list[str]
+) -> tuple[list[tuple], str, _runner.Sampler]:
     budget = max(100, min(s.train_n, 100_000))
     if s.catalog:
         if inputs is not None:
-            raise ParameterError(f"inputs={inputs!r:.60} is for plain callables; a catalog mechanism's pairs come from "
-                                 "its input_spec — drop inputs=, or pass data and neighbor.")
-        pairs, how = _pairs_for_catalog(mechanism, data, neighbor, seed=s.seed, budget=budget,
-                                        candidate_witnesses=candidate_witnesses, notes=notes)
+            raise ParameterError(
+                f"inputs={inputs!r:.60} is for plain callables; a catalog mechanism's pairs come from "
+                "its input_spec — drop inputs=, or pass data and neighbor."
+            )
+        pairs, how = _pairs_for_catalog(
+            mechanism, data, neighbor, seed=s.seed, budget=budget, candidate_witnesses=candidate_witnesses, notes=notes
+        )
         # the public sample (what users call: it validates the input and calls _sample), so a subclass
         # that overrides sample is audited as it runs; the wrapper keeps the Sampler hashable
         public = mechanism.sample
@@ -317,6 +389,7 @@ def _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s: _Se
 
 
 # --------------------------------------------------------------------------- stage 2: training
+
 
 def _output_events_sound(vectorized: bool, raised: bool) -> bool:
     """Whether output events certify on a pair whose calls raised (``raised``) or not.
@@ -331,27 +404,56 @@ def _output_events_sound(vectorized: bool, raised: bool) -> bool:
     return not vectorized or not raised
 
 
-def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings,
-           notes: list[str]) -> tuple[list[_Training], tuple | None, int]:
+def _train(
+    sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str]
+) -> tuple[list[_Training], tuple | None, int]:
     """Training outputs of every pair, split in halves; the output signature; training samples a side.
 
     A call that raises is an outcome (recorded in the pair's tallies), not an error, unless every
     training call on both sides of every pair raised: the mechanism never produced an output."""
     chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
-    bar = _runner.Progress(2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized,
-                           f"training {s.name}")
+    bar = _runner.Progress(
+        2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
+    )
     ref = None
     out: list[_Training] = []
     used = 0
     for p, (a, b) in enumerate(pairs):
-        da = _runner.draw(sampler, a, s.train_n, seed=s.seed, phase=_runner.TRAINING, pair=p, side=0, chunk=chunk,
-                          ref=ref, label=f"training (data side of pair {p})", progress=bar,
-                          max_elements=_TRAIN_ELEMENTS, cluster=s.cluster, workers=s.workers, outcomes=True)
+        da = _runner.draw(
+            sampler,
+            a,
+            s.train_n,
+            seed=s.seed,
+            phase=_runner.TRAINING,
+            pair=p,
+            side=0,
+            chunk=chunk,
+            ref=ref,
+            label=f"training (data side of pair {p})",
+            progress=bar,
+            max_elements=_TRAIN_ELEMENTS,
+            cluster=s.cluster,
+            workers=s.workers,
+            outcomes=True,
+        )
         if da.outputs is not None:
             ref = _runner.signature(da.outputs)
-        db = _runner.draw(sampler, b, da.requested, seed=s.seed, phase=_runner.TRAINING, pair=p, side=1, chunk=chunk,
-                          ref=ref, label=f"training (neighbor side of pair {p})", progress=bar, cluster=s.cluster,
-                          workers=s.workers, outcomes=True)
+        db = _runner.draw(
+            sampler,
+            b,
+            da.requested,
+            seed=s.seed,
+            phase=_runner.TRAINING,
+            pair=p,
+            side=1,
+            chunk=chunk,
+            ref=ref,
+            label=f"training (neighbor side of pair {p})",
+            progress=bar,
+            cluster=s.cluster,
+            workers=s.workers,
+            outcomes=True,
+        )
         if ref is None and db.outputs is not None:
             ref = _runner.signature(db.outputs)
         ta, tb = da.outputs, db.outputs
@@ -370,8 +472,11 @@ def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings,
     if len(silent) == len(out):
         first = out[0].raises_a
         types = sorted({name for t in out for name in (*t.raises_a.types, *t.raises_b.types)})
-        calls = (f"{first.calls} training call(s) a side of up to {chunk} samples each" if s.vectorized
-                 else f"{first.calls} training calls a side")
+        calls = (
+            f"{first.calls} training call(s) a side of up to {chunk} samples each"
+            if s.vectorized
+            else f"{first.calls} training calls a side"
+        )
         raise MechanismError(
             f"mechanism {s.name!r} raised {' / '.join(types)} on every call on both inputs of every pair audited "
             f"({calls}; first: {first.first}); it never produced an output, so there is nothing to audit (the "
@@ -379,12 +484,15 @@ def _train(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings,
             f"to see it). {sampler.hint(types)}"
         )
     if silent:
-        notes.append(f"{len(silent)} of {len(out)} pairs left out: the mechanism raised on every training call on "
-                     "both of their inputs")
+        notes.append(
+            f"{len(silent)} of {len(out)} pairs left out: the mechanism raised on every training call on "
+            "both of their inputs"
+        )
     return out, ref, used
 
 
 # --------------------------------------------------------------------------- stage 3: proposals
+
 
 def _propose(training: list[_Training], pairs: list[tuple], s: _Settings) -> list[list[_families.Proposal]]:
     """Every applicable family's proposals, per pair."""
@@ -394,17 +502,28 @@ def _propose(training: list[_Training], pairs: list[tuple], s: _Settings) -> lis
             out.append([])
             continue
         ctx = _families.ProposalContext(
-            kind=t.kind, max_events=2 * s.max_events, candidates=s.max_events, certification_samples=s.cert_n,
-            confidence=s.confidence, epsilon=s.epsilon, delta=s.delta, ideal_numerics=s.ideal_numerics,
-            shifts=_fl.shifts_from_pair(a, b), data=a, neighbor=b)
+            kind=t.kind,
+            max_events=2 * s.max_events,
+            candidates=s.max_events,
+            certification_samples=s.cert_n,
+            confidence=s.confidence,
+            epsilon=s.epsilon,
+            delta=s.delta,
+            ideal_numerics=s.ideal_numerics,
+            shifts=_fl.shifts_from_pair(a, b),
+            data=a,
+            neighbor=b,
+        )
         out.append(_families.propose(t.propose_a, t.propose_b, ctx))
     return out
 
 
 # --------------------------------------------------------------------------- stage 4: ranking
 
-def _rank(pair: int, proposals: list[_families.Proposal], train_a, train_b, *, cert_n: int, level: float,
-          delta: float) -> list[_Candidate]:
+
+def _rank(
+    pair: int, proposals: list[_families.Proposal], train_a, train_b, *, cert_n: int, level: float, delta: float
+) -> list[_Candidate]:
     """Both directions of every proposal, scored on the ranking half of the training outputs.
 
     ``score``: the bound the event is projected to certify, from training frequencies shaded by
@@ -459,8 +578,12 @@ def _rank(pair: int, proposals: list[_families.Proposal], train_a, train_b, *, c
     # the denominator's shading includes z² / n (Wilson): an event with no hits on one side is not
     # projected as if that side's probability were known to be 0 (many narrow cells have a few hits
     # on one side and none on the other by chance alone)
-    fwd = _stats.projected_epsilon(np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb + z * z / nb, 1), cert_n, level, delta)
-    bwd = _stats.projected_epsilon(np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa + z * z / na, 1), cert_n, level, delta)
+    fwd = _stats.projected_epsilon(
+        np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb + z * z / nb, 1), cert_n, level, delta
+    )
+    bwd = _stats.projected_epsilon(
+        np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa + z * z / na, 1), cert_n, level, delta
+    )
     hint = np.array([p.one_sided for p in kept])
     zero = np.zeros(len(kept))
     fwd1 = np.where(hint & (kb == 0) & (ka > 0), _stats.projected_epsilon(pa, zero, cert_n, level, delta), -np.inf)
@@ -503,8 +626,9 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     return chosen
 
 
-def _rank_all(proposals: list[list[_families.Proposal]], training: list[_Training], s: _Settings,
-              slots: int | None = None) -> list[_Candidate]:
+def _rank_all(
+    proposals: list[list[_families.Proposal]], training: list[_Training], s: _Settings, slots: int | None = None
+) -> list[_Candidate]:
     """The output events to certify: the best of every pair's proposals, in ``slots`` slots
     (``max_events`` less the slots the raise events took)."""
     level = _stats.bonferroni_level(s.confidence, s.max_events)
@@ -533,19 +657,20 @@ def _raise_candidates(training: list[_Training], s: _Settings) -> list[_RaiseCan
 
 # --------------------------------------------------------------------------- stage 5: certification
 
+
 @dataclass(frozen=True)
 class _Certified:
-    counts: list            # [pair][side][event] hits on the certification samples
-    slot: list              # (pair, index in that pair's event list) of each chosen candidate
-    eps: Any                # EpsilonBound or None (candidates: the chosen output events, then the raise events)
-    delta: Any              # DeltaBound or None
+    counts: list  # [pair][side][event] hits on the certification samples
+    slot: list  # (pair, index in that pair's event list) of each chosen candidate
+    eps: Any  # EpsilonBound or None (candidates: the chosen output events, then the raise events)
+    delta: Any  # DeltaBound or None
     workers: int
-    n: int                  # certification samples a side counted (fewer than cert_n: a sequential audit stopped early)
-    looks: tuple = ()       # sequential audits: (samples a side, confidence) of each look taken
-    stop: str = ""          # sequential audits: why it stopped
-    raising: tuple = ()     # the raise events certified (_RaiseCandidate), after the output events
+    n: int  # certification samples a side counted (fewer than cert_n: a sequential audit stopped early)
+    looks: tuple = ()  # sequential audits: (samples a side, confidence) of each look taken
+    stop: str = ""  # sequential audits: why it stopped
+    raising: tuple = ()  # the raise events certified (_RaiseCandidate), after the output events
     observed: list | None = None  # [pair][side] Raises: observations of "one release raises" (probes or calls)
-    raised: list | None = None    # [pair][side] Raises: certification calls that raised
+    raised: list | None = None  # [pair][side] Raises: certification calls that raised
     excluded: frozenset = frozenset()  # pairs whose output events certified nothing (vectorised calls raised)
 
 
@@ -571,8 +696,15 @@ def _hits(counts: list, chosen: list[_Candidate], slot: list) -> tuple[np.ndarra
     return h1, h0
 
 
-def _observations(counts: list, chosen: list[_Candidate], slot: list, n: int, raising: Sequence[_RaiseCandidate],
-                  observed: list, excluded: frozenset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _observations(
+    counts: list,
+    chosen: list[_Candidate],
+    slot: list,
+    n: int,
+    raising: Sequence[_RaiseCandidate],
+    observed: list,
+    excluded: frozenset,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(hits, calls) on the numerator side and on the denominator side of every candidate: the
     output events on ``n`` samples a side, then the raise events on their observations.
 
@@ -590,8 +722,12 @@ def _observations(counts: list, chosen: list[_Candidate], slot: list, n: int, ra
         num, den = observed[rc.pair][0 if rc.forward else 1], observed[rc.pair][1 if rc.forward else 0]
         rows.append((num.raised, num.calls, den.raised, den.calls) if num.calls and den.calls else (0, 1, 1, 1))
     extra = np.array(rows, dtype=np.int64).reshape(len(rows), 4)
-    return (np.concatenate([h1, extra[:, 0]]), np.concatenate([n1, extra[:, 1]]),
-            np.concatenate([h0, extra[:, 2]]), np.concatenate([n0, extra[:, 3]]))
+    return (
+        np.concatenate([h1, extra[:, 0]]),
+        np.concatenate([n1, extra[:, 1]]),
+        np.concatenate([h0, extra[:, 2]]),
+        np.concatenate([n0, extra[:, 3]]),
+    )
 
 
 def _bounds(h1: np.ndarray, h0: np.ndarray, n1, confidence: float, s: _Settings, *, n0=None) -> tuple[Any, Any]:
@@ -600,8 +736,11 @@ def _bounds(h1: np.ndarray, h0: np.ndarray, n1, confidence: float, s: _Settings,
     n0 = n1 if n0 is None else n0
     m = len(h1)
     eb = _stats.epsilon_lower_bound(h1, n1, h0, n0, confidence=confidence, delta=s.delta, candidates=m)
-    db = (_stats.delta_lower_bound(h1, n1, h0, n0, epsilon=s.epsilon, confidence=confidence, candidates=m)
-          if math.isfinite(s.epsilon) else None)
+    db = (
+        _stats.delta_lower_bound(h1, n1, h0, n0, epsilon=s.epsilon, confidence=confidence, candidates=m)
+        if math.isfinite(s.epsilon)
+        else None
+    )
     return eb, db
 
 
@@ -619,8 +758,14 @@ def _all_within_claim(h1: np.ndarray, h0: np.ndarray, n1, alpha: float, s: _Sett
     return bool(np.all(p1_high - s.delta <= math.exp(s.epsilon) * p0_low))
 
 
-def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candidate], ref: tuple | None,
-             s: _Settings, raising: Sequence[_RaiseCandidate] = ()) -> _Certified:
+def _certify(
+    sampler: _runner.Sampler,
+    pairs: list[tuple],
+    chosen: list[_Candidate],
+    ref: tuple | None,
+    s: _Settings,
+    raising: Sequence[_RaiseCandidate] = (),
+) -> _Certified:
     events_per_pair: list[list[Event]] = [[] for _ in pairs]
     slot: list[tuple[int, int]] = []
     for c in chosen:
@@ -661,9 +806,21 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
     observed = [[_runner.Raises(), _runner.Raises()] for _ in pairs]
     done, taken, stop = 0, [], ""
     for end, a in looks:
-        more = _runner.count_events(sampler, pairs, events_per_pair, seed=s.seed, total=s.cert_n, chunk=chunk,
-                                    ref=ref, workers=workers, progress=bar, cluster=s.cluster, chunk_range=(done, end),
-                                    outcomes=True, probes=probes)
+        more = _runner.count_events(
+            sampler,
+            pairs,
+            events_per_pair,
+            seed=s.seed,
+            total=s.cert_n,
+            chunk=chunk,
+            ref=ref,
+            workers=workers,
+            progress=bar,
+            cluster=s.cluster,
+            chunk_range=(done, end),
+            outcomes=True,
+            probes=probes,
+        )
         for p in range(len(pairs)):
             for side in (0, 1):
                 counts[p][side] = counts[p][side] + more.hits[p][side]
@@ -671,8 +828,11 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
                 observed[p][side] = observed[p][side] + more.probes[p][side]
         done = end
         n = plan.samples(end)
-        excluded = frozenset(p for p in range(len(pairs))
-                             if not _output_events_sound(s.vectorized, bool(raised[p][0].raised or raised[p][1].raised)))
+        excluded = frozenset(
+            p
+            for p in range(len(pairs))
+            if not _output_events_sound(s.vectorized, bool(raised[p][0].raised or raised[p][1].raised))
+        )
         h1, n1, h0, n0 = _observations(counts, chosen, slot, n, raising, observed, excluded)
         eb, db = _bounds(h1, h0, n1, 1.0 - a, s, n0=n0)
         taken.append((n, 1.0 - a))
@@ -687,8 +847,20 @@ def _certify(sampler: _runner.Sampler, pairs: list[tuple], chosen: list[_Candida
     else:
         stop = "all certification samples were used"
     bar.close()
-    return _Certified(counts, slot, eb, db, workers, n, tuple(taken) if s.sequential else (), stop,
-                      tuple(raising), observed, raised, excluded)
+    return _Certified(
+        counts,
+        slot,
+        eb,
+        db,
+        workers,
+        n,
+        tuple(taken) if s.sequential else (),
+        stop,
+        tuple(raising),
+        observed,
+        raised,
+        excluded,
+    )
 
 
 # --------------------------------------------------------------------------- the result
@@ -723,23 +895,29 @@ def _certified_on(s: _Settings, chosen: list[_Candidate], cert: _Certified) -> s
     return f"certified on {cert.n} fresh samples a side and {probes}" if chosen else f"certified {probes}"
 
 
-def _raise_witness(s: _Settings, pairs: list[tuple], cert: _Certified, best: int,
-                   eps_lb: float) -> tuple[Witness, str, dict]:
+def _raise_witness(
+    s: _Settings, pairs: list[tuple], cert: _Certified, best: int, eps_lb: float
+) -> tuple[Witness, str, dict]:
     """Witness, words and counts when the event "one release raises" certified the bound."""
     eb = cert.eps
     rc = cert.raising[best - len(cert.slot)]  # the raise events follow the output events
     a, b = pairs[rc.pair]
     num, den = ("data", "neighbor") if rc.forward else ("neighbor", "data")
     on_num, on_den = cert.observed[rc.pair][0 if rc.forward else 1], cert.observed[rc.pair][1 if rc.forward else 0]
-    so = (f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}" if not s.delta else
-          f"so at δ = {s.delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}")
+    so = (
+        f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}"
+        if not s.delta
+        else f"so at δ = {s.delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}"
+    )
     where = "" if len(pairs) == 1 else f" on pair {rc.pair} (data={short_repr(a)}, neighbor={short_repr(b)})"
     types = sorted({*on_num.types, *on_den.types})
     word = _calls_word(s.vectorized)
-    words = (f"S = {{the call raises ({' / '.join(types)})}}{where}: {on_num.raised} of {on_num.calls} {word} on the "
-             f"{num} raised and {on_den.raised} of {on_den.calls} on the {den}, so Pr[M({num}) raises] >= "
-             f"{eb.p1_low[best]:.4g} and Pr[M({den}) raises] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), "
-             f"{so} (event from {_RAISES}: whether the mechanism raises is an output)")
+    words = (
+        f"S = {{the call raises ({' / '.join(types)})}}{where}: {on_num.raised} of {on_num.calls} {word} on the "
+        f"{num} raised and {on_den.raised} of {on_den.calls} on the {den}, so Pr[M({num}) raises] >= "
+        f"{eb.p1_low[best]:.4g} and Pr[M({den}) raises] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), "
+        f"{so} (event from {_RAISES}: whether the mechanism raises is an output)"
+    )
     witness = Witness(data=a, neighbor=b, event=None, loss=eps_lb, description=words)
     on_a, on_b = cert.observed[rc.pair]
     cnt = {"hits_data": on_a.raised, "hits_neighbor": on_b.raised, "n_data": on_a.calls, "n_neighbor": on_b.calls}
@@ -757,7 +935,9 @@ def _raise_notes(pairs: list[tuple], train_raises: list, cert: _Certified, vecto
             kinds.append(("certification calls", cert.raised[p]))
         if vectorized and cert.observed is not None:
             kinds.append(("size-1 calls", cert.observed[p]))
-        sides = [[(label, pair_tally[side]) for label, pair_tally in kinds if pair_tally[side].calls] for side in (0, 1)]
+        sides = [
+            [(label, pair_tally[side]) for label, pair_tally in kinds if pair_tally[side].calls] for side in (0, 1)
+        ]
         raised = [sum(t.raised for _label, t in sides[side]) for side in (0, 1)]
         if not any(raised):
             continue
@@ -765,13 +945,19 @@ def _raise_notes(pairs: list[tuple], train_raises: list, cert: _Certified, vecto
         which = "one input" if 0 in raised else "both inputs"
         counts = "; ".join(
             f"{name} side: " + (", ".join(f"{t.raised} of {t.calls} {label}" for label, t in sides[side]) or "no calls")
-            for side, name in ((0, "data"), (1, "neighbor")))
-        what = (" — the event 'one release raises' was certified with the other events" if p in raising else
-                " — the event 'one release raises' was not certified on this pair (on its training calls neither "
-                "side raised more often than the other, so no direction was chosen in advance)")
+            for side, name in ((0, "data"), (1, "neighbor"))
+        )
+        what = (
+            " — the event 'one release raises' was certified with the other events"
+            if p in raising
+            else " — the event 'one release raises' was not certified on this pair (on its training calls neither "
+            "side raised more often than the other, so no direction was chosen in advance)"
+        )
         if p in cert.excluded:
-            what += ("; its output events certified nothing (a vectorised call that raised loses its chunk: the outputs "
-                     "of the calls that returned are not a count of the mechanism's releases)")
+            what += (
+                "; its output events certified nothing (a vectorised call that raised loses its chunk: the outputs "
+                "of the calls that returned are not a count of the mechanism's releases)"
+            )
         out.append(f"the mechanism raised ({' / '.join(types)}) on {which} of pair {p}: {counts}{what}")
     return out
 
@@ -784,14 +970,25 @@ def _certification_record(chosen: list[_Candidate], cert: _Certified, eb: Any) -
     h1, n1, h0, n0 = _observations(cert.counts, chosen, cert.slot, cert.n, cert.raising, cert.observed, cert.excluded)
     who = [(p, c.forward, c.source) for c, (p, _i) in zip(chosen, cert.slot)]
     who += [(rc.pair, rc.forward, _RAISES) for rc in cert.raising]
-    rows = [[int(p), bool(f), int(a), int(b), int(c), int(d), src]
-            for (p, f, src), a, b, c, d in zip(who, h1, n1, h0, n0)]
+    rows = [
+        [int(p), bool(f), int(a), int(b), int(c), int(d), src] for (p, f, src), a, b, c, d in zip(who, h1, n1, h0, n0)
+    ]
     return {"confidence": float(eb.confidence), "candidates": int(eb.candidates), "events": rows}
 
 
-def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candidate], cert: _Certified,
-            training_kind: str | None, train_used: int, proposed: int, notes: list[str], t0: float,
-            train_raises: list | None = None) -> AuditResult:
+def _result(
+    s: _Settings,
+    pairs: list[tuple],
+    pair_how: str,
+    chosen: list[_Candidate],
+    cert: _Certified,
+    training_kind: str | None,
+    train_used: int,
+    proposed: int,
+    notes: list[str],
+    t0: float,
+    train_raises: list | None = None,
+) -> AuditResult:
     train_raises = train_raises or [(_runner.Raises(), _runner.Raises()) for _ in pairs]
     eb = cert.eps
     if eb is not None:
@@ -806,61 +1003,111 @@ def _result(s: _Settings, pairs: list[tuple], pair_how: str, chosen: list[_Candi
         p, i = cert.slot[best]
         a, b = pairs[p]
         num, den = ("data", "neighbor") if c.forward else ("neighbor", "data")
-        so = (f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}" if not s.delta else
-              f"so at δ = {s.delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}")
+        so = (
+            f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}"
+            if not s.delta
+            else f"so at δ = {s.delta:g}, ε >= ln(({eb.p1_low[best]:.4g} - δ) / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}"
+        )
         where = "" if len(pairs) == 1 else f" on pair {p} (data={short_repr(a)}, neighbor={short_repr(b)})"
-        words = (f"S = {{{c.event.description}}}{where}: Pr[M({num}) ∈ S] >= {eb.p1_low[best]:.4g} and "
-                 f"Pr[M({den}) ∈ S] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), {so} (event from {c.source})")
+        words = (
+            f"S = {{{c.event.description}}}{where}: Pr[M({num}) ∈ S] >= {eb.p1_low[best]:.4g} and "
+            f"Pr[M({den}) ∈ S] <= {eb.p0_high[best]:.4g} (confidence {s.confidence:g}), {so} (event from {c.source})"
+        )
         witness = Witness(data=a, neighbor=b, event=c.event, loss=eps_lb, description=words)
-        cnt = {"hits_data": int(cert.counts[p][0][i]), "hits_neighbor": int(cert.counts[p][1][i]),
-               "n_data": cert.n, "n_neighbor": cert.n}
+        cnt = {
+            "hits_data": int(cert.counts[p][0][i]),
+            "hits_neighbor": int(cert.counts[p][1][i]),
+            "n_data": cert.n,
+            "n_neighbor": cert.n,
+        }
     sources = sorted({c.source for c in chosen} | ({_RAISES} if cert.raising else set()))
-    method = (f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
-              f"{_certified_on(s, chosen, cert)}: {stat_method}")
+    method = (
+        f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
+        f"{_certified_on(s, chosen, cert)}: {stat_method}"
+    )
     raise_notes = _raise_notes(pairs, train_raises, cert, s.vectorized)
     if raise_notes:
         method += "; " + "; ".join(raise_notes)
         notes = [*notes, *raise_notes]
     if cert.looks:
-        method += (f"; sequential: {len(cert.looks)} look(s) of up to {len(_LOOK_FRACTIONS)} at "
-                   f"{', '.join(f'{n} a side (confidence {c:.4g})' for n, c in cert.looks)}, stopped because {cert.stop} "
-                   f"(union bound over the looks: confidence {s.confidence:g} in all)")
+        method += (
+            f"; sequential: {len(cert.looks)} look(s) of up to {len(_LOOK_FRACTIONS)} at "
+            f"{', '.join(f'{n} a side (confidence {c:.4g})' for n, c in cert.looks)}, stopped because {cert.stop} "
+            f"(union bound over the looks: confidence {s.confidence:g} in all)"
+        )
     extra = {
-        "output_kind": training_kind, "train_samples": train_used,
+        "output_kind": training_kind,
+        "train_samples": train_used,
         "certification_samples": cert.n if chosen or not s.vectorized else 0,
-        "workers": cert.workers, "ideal_numerics": s.ideal_numerics, "proposed_events": proposed,
+        "workers": cert.workers,
+        "ideal_numerics": s.ideal_numerics,
+        "proposed_events": proposed,
         "family": None if best < 0 else _best_source(chosen, best),
         "best_pair": None if best < 0 else _best_pair(chosen, cert, best),
         "one_sided_events": sum(1 for c in chosen if c.one_sided_score > 0),
-        "direction": None if best < 0 else ("data over neighbor" if _best_forward(chosen, cert, best)
-                                            else "neighbor over data"),
-        "p1_low": None if best < 0 else float(eb.p1_low[best]), "p0_high": None if best < 0 else float(eb.p0_high[best]),
+        "direction": None
+        if best < 0
+        else ("data over neighbor" if _best_forward(chosen, cert, best) else "neighbor over data"),
+        "p1_low": None if best < 0 else float(eb.p1_low[best]),
+        "p0_high": None if best < 0 else float(eb.p0_high[best]),
         "per_event_level": None if eb is None else eb.level,
     }
     if eb is not None:
         extra["certification"] = _certification_record(chosen, cert, eb)
     if cert.looks:
-        extra["sequential"] = {"looks": [{"samples": n, "confidence": c} for n, c in cert.looks], "stopped": cert.stop,
-                               "planned_samples": s.cert_n}
+        extra["sequential"] = {
+            "looks": [{"samples": n, "confidence": c} for n, c in cert.looks],
+            "stopped": cert.stop,
+            "planned_samples": s.cert_n,
+        }
     if notes:
         extra["notes"] = notes
     if len(pairs) > 1 or pair_how != "given pair":
         extra["pairs"] = [(a, b) for a, b in pairs]
     return AuditResult(
-        epsilon_lower_bound=eps_lb, passed=not (eps_lb > s.epsilon), epsilon=s.epsilon, delta=s.delta,
-        confidence=s.confidence, samples=s.samples, seed=s.seed, method=method, witness=witness,
-        witness_description=words, counts=cnt, delta_lower_bound=None if cert.delta is None else cert.delta.delta,
-        events_tested=len(chosen) + len(cert.raising), pairs_tested=len(pairs), elapsed=time.perf_counter() - t0, extra=extra,
+        epsilon_lower_bound=eps_lb,
+        passed=not (eps_lb > s.epsilon),
+        epsilon=s.epsilon,
+        delta=s.delta,
+        confidence=s.confidence,
+        samples=s.samples,
+        seed=s.seed,
+        method=method,
+        witness=witness,
+        witness_description=words,
+        counts=cnt,
+        delta_lower_bound=None if cert.delta is None else cert.delta.delta,
+        events_tested=len(chosen) + len(cert.raising),
+        pairs_tested=len(pairs),
+        elapsed=time.perf_counter() - t0,
+        extra=extra,
     )
 
 
 # --------------------------------------------------------------------------- the audit
 
-def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: float | None = None,
-          delta: float | None = None, samples: int = 1_000_000, seed: int = 0, confidence: float = 0.95,
-          vectorized: bool = True, ideal_numerics: bool = False, candidate_witnesses: Sequence[Witness] = (),
-          progress: bool | None = None, workers: int | None = None, max_events: int = DEFAULT_MAX_EVENTS,
-          train_fraction: float = 0.1, cluster: Any = None, inputs: Any = None, sequential: bool = False) -> AuditResult:
+
+def audit(
+    mechanism: Any,
+    data: Any = None,
+    neighbor: Any = None,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    samples: int = 1_000_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    vectorized: bool = True,
+    ideal_numerics: bool = False,
+    candidate_witnesses: Sequence[Witness] = (),
+    progress: bool | None = None,
+    workers: int | None = None,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    train_fraction: float = 0.1,
+    cluster: Any = None,
+    inputs: Any = None,
+    sequential: bool = False,
+) -> AuditResult:
     """Certified empirical lower bound on the ε of ``mechanism`` on neighbouring inputs.
 
     ``mechanism``: a catalog :class:`~dpharness.core.Mechanism` or a callable ``fn(data, size, rng)``
@@ -909,9 +1156,22 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
     on which inputs it raised, the exception types and the counts per side (never the messages).
     Raises :class:`MechanismError` when every call on both inputs of every pair raised."""
     t0 = time.perf_counter()
-    s = _settings(mechanism, epsilon=epsilon, delta=delta, samples=samples, seed=seed, confidence=confidence,
-                  vectorized=vectorized, ideal_numerics=ideal_numerics, progress=progress, workers=workers,
-                  max_events=max_events, train_fraction=train_fraction, cluster=cluster, sequential=sequential)
+    s = _settings(
+        mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        samples=samples,
+        seed=seed,
+        confidence=confidence,
+        vectorized=vectorized,
+        ideal_numerics=ideal_numerics,
+        progress=progress,
+        workers=workers,
+        max_events=max_events,
+        train_fraction=train_fraction,
+        cluster=cluster,
+        sequential=sequential,
+    )
     notes: list[str] = []
     pairs, pair_how, sampler = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
     from threadpoolctl import threadpool_limits
@@ -929,5 +1189,6 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: fl
         train_raises = [(t.raises_a, t.raises_b) for t in training]
         del training  # training outputs are not needed past ranking
         cert = _certify(sampler, pairs, chosen, ref, s, raising)
-    return _result(s, pairs, pair_how, chosen, cert, kind, train_used, sum(len(x) for x in proposals), notes, t0,
-                   train_raises)
+    return _result(
+        s, pairs, pair_how, chosen, cert, kind, train_used, sum(len(x) for x in proposals), notes, t0, train_raises
+    )

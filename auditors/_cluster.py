@@ -31,8 +31,9 @@ __all__ = ["check_cluster", "is_client", "session", "DaskBackend"]
 
 _CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler before giving up
 _ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
-_FORMS = ('None, "local" (a dask LocalCluster on this machine), an address "tcp://HOST:PORT", '
-          "or a dask.distributed.Client")
+_FORMS = (
+    'None, "local" (a dask LocalCluster on this machine), an address "tcp://HOST:PORT", or a dask.distributed.Client'
+)
 _EXTRA = "pip install 'dpharness[dask]'"
 
 
@@ -62,12 +63,15 @@ def check_cluster(cluster: Any) -> None:
         return
     if isinstance(cluster, str):
         if cluster != "local" and not _ADDRESS.match(cluster):
-            hint = (f' (did you mean "tcp://{cluster}"?)' if re.match(r"^[^\s/:]+:\d+$", cluster) else "")
+            hint = f' (did you mean "tcp://{cluster}"?)' if re.match(r"^[^\s/:]+:\d+$", cluster) else ""
             raise ParameterError(f"cluster={cluster!r} is not a cluster{hint}; pass {_FORMS}.")
         _distributed()
         return
-    hint = (f" (for a dask cluster object, pass Client(cluster) or its address {cluster.scheduler_address!r})"
-            if isinstance(getattr(cluster, "scheduler_address", None), str) else "")
+    hint = (
+        f" (for a dask cluster object, pass Client(cluster) or its address {cluster.scheduler_address!r})"
+        if isinstance(getattr(cluster, "scheduler_address", None), str)
+        else ""
+    )
     raise ParameterError(f"cluster={cluster!r:.80} ({type(cluster).__name__}) is not a cluster{hint}; pass {_FORMS}.")
 
 
@@ -78,8 +82,13 @@ def _open(cluster: Any, workers: int) -> tuple[Any, Callable[[], None]]:
     if is_client(cluster):
         return cluster, lambda: None
     if cluster == "local":
-        local = distributed.LocalCluster(n_workers=max(1, int(workers)), threads_per_worker=1, processes=True,
-                                         dashboard_address=None, silence_logs=logging.ERROR)
+        local = distributed.LocalCluster(
+            n_workers=max(1, int(workers)),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
         try:
             client = distributed.Client(local, set_as_default=False)
         except BaseException:
@@ -145,9 +154,11 @@ class DaskBackend:
         try:
             return fut.result()
         except self._distributed.KilledWorker as exc:
-            raise MechanismError(f"dask workers died running {where} ({str(exc)[:300]}); the mechanism may crash the "
-                                 "interpreter or exhaust a worker's memory: try workers=1 without a cluster to see "
-                                 "its error.") from exc
+            raise MechanismError(
+                f"dask workers died running {where} ({str(exc)[:300]}); the mechanism may crash the "
+                "interpreter or exhaust a worker's memory: try workers=1 without a cluster to see "
+                "its error."
+            ) from exc
 
     def cancel(self, futures: list) -> None:
         self.client.cancel(futures)

@@ -60,15 +60,22 @@ class AuditResult:
         """Jupyter: the certified lower bound against the claim, the witness and the method."""
         from dpharness._html import card
 
-        return card("audit", "passed" if self.passed else "VIOLATION", "good" if self.passed else "bad", [
-            ("certified ε lower bound", f"{self.epsilon_lower_bound:.6g} (confidence {self.confidence:g})"),
-            ("claim", f"ε = {self.epsilon:g}" + (f", δ = {self.delta:g}" if self.delta else "")),
-            ("certified δ lower bound", self.delta_lower_bound),
-            ("certified μ-GDP lower bound", _mu_words(self)),
-            ("samples a side", self.samples), ("seed", self.seed),
-            ("witness", self.witness_description or None),
-            ("seconds", f"{self.elapsed:.3g}"),
-        ], [("method", [self.method]), ("notes", [str(n) for n in self.extra.get("notes", ())])])
+        return card(
+            "audit",
+            "passed" if self.passed else "VIOLATION",
+            "good" if self.passed else "bad",
+            [
+                ("certified ε lower bound", f"{self.epsilon_lower_bound:.6g} (confidence {self.confidence:g})"),
+                ("claim", f"ε = {self.epsilon:g}" + (f", δ = {self.delta:g}" if self.delta else "")),
+                ("certified δ lower bound", self.delta_lower_bound),
+                ("certified μ-GDP lower bound", _mu_words(self)),
+                ("samples a side", self.samples),
+                ("seed", self.seed),
+                ("witness", self.witness_description or None),
+                ("seconds", f"{self.elapsed:.3g}"),
+            ],
+            [("method", [self.method]), ("notes", [str(n) for n in self.extra.get("notes", ())])],
+        )
 
     def to_dict(self) -> dict:
         def num(x: Any) -> Any:

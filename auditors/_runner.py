@@ -82,17 +82,27 @@ from dpharness.errors import MechanismError, ParameterError
 from . import _cluster
 from . import events as _events
 
-__all__ = ["Sampler", "Raises", "Drawn", "Counted", "Progress", "ChunkPlan", "chunk_plan", "draw", "count_events",
-           "cluster_session"]
+__all__ = [
+    "Sampler",
+    "Raises",
+    "Drawn",
+    "Counted",
+    "Progress",
+    "ChunkPlan",
+    "chunk_plan",
+    "draw",
+    "count_events",
+    "cluster_session",
+]
 
 TRAINING, CERTIFICATION, PROBE = 0, 1, 2  # the phases of the seed tree (PROBE: size-1 calls observing raises)
-PROBE_CHUNK = 1_000       # size-1 probe calls per task
+PROBE_CHUNK = 1_000  # size-1 probe calls per task
 
-_MIN_TIMEOUT = 60.0       # seconds: no chunk finishing within this (or the scaled limit) is a hang
-_TIMEOUT_FACTOR = 20.0    # x the slowest chunk seen (or the measured pace) before giving up
+_MIN_TIMEOUT = 60.0  # seconds: no chunk finishing within this (or the scaled limit) is a hang
+_TIMEOUT_FACTOR = 20.0  # x the slowest chunk seen (or the measured pace) before giving up
 _UNKNOWN_TIMEOUT = 300.0  # seconds before the first chunk finishes when this sampler's pace is unknown
-_IDLE_SECONDS = 30        # the local pool's idle workers exit after this
-_WINDOW_PER_WORKER = 4    # tasks submitted at a time per worker (the rest wait in a generator, not in memory)
+_IDLE_SECONDS = 30  # the local pool's idle workers exit after this
+_WINDOW_PER_WORKER = 4  # tasks submitted at a time per worker (the rest wait in a generator, not in memory)
 
 
 def _takes_one_argument(fn: Callable) -> bool:
@@ -124,8 +134,12 @@ class Raises:
     first: str = ""
 
     def __add__(self, other: "Raises") -> "Raises":
-        return Raises(self.calls + other.calls, self.raised + other.raised,
-                      tuple(sorted(set(self.types) | set(other.types))), self.first or other.first)
+        return Raises(
+            self.calls + other.calls,
+            self.raised + other.raised,
+            tuple(sorted(set(self.types) | set(other.types))),
+            self.first or other.first,
+        )
 
     @property
     def always(self) -> bool:
@@ -178,8 +192,10 @@ class Sampler:
             except Exception as exc:  # noqa: BLE001 - the mechanism under audit may raise anything
                 hint = "fix the mechanism or the inputs."
                 if isinstance(exc, TypeError) and _takes_one_argument(self.fn):
-                    hint = ("it takes one argument: a per-call function fn(data) returning one output is audited "
-                            "with vectorized=False (dpharness audit calls fn(data, size, rng) by default).")
+                    hint = (
+                        "it takes one argument: a per-call function fn(data) returning one output is audited "
+                        "with vectorized=False (dpharness audit calls fn(data, size, rng) by default)."
+                    )
                 raise MechanismError(
                     f"mechanism {self.name!r} raised {type(exc).__name__}: {exc} while drawing {where} "
                     f"(samples {start}..{start + size - 1}); {hint}"
@@ -196,8 +212,9 @@ class Sampler:
                 ) from exc
         return _as_outputs(_stack(outs, self.name, where), size, self.name, where)
 
-    def outcome(self, data: Any, size: int, rng: np.random.Generator, *, where: str,
-                start: int = 0) -> tuple[np.ndarray | None, Raises]:
+    def outcome(
+        self, data: Any, size: int, rng: np.random.Generator, *, where: str, start: int = 0
+    ) -> tuple[np.ndarray | None, Raises]:
         """Like calling the sampler, but a call that raises is recorded, not an error (module
         docstring): the outputs of the calls that returned (None when none did) and the tally."""
         if self.vectorized:
@@ -244,17 +261,22 @@ class Sampler:
     def hint(self, types: Sequence[str]) -> str:
         """What to do about a mechanism that raised ``types`` on every call."""
         if self.vectorized and "TypeError" in types and _takes_one_argument(self.fn):
-            return ("it takes one argument: a per-call function fn(data) returning one output is audited "
-                    "with vectorized=False (dpharness audit calls fn(data, size, rng) by default).")
+            return (
+                "it takes one argument: a per-call function fn(data) returning one output is audited "
+                "with vectorized=False (dpharness audit calls fn(data, size, rng) by default)."
+            )
         return "fix the mechanism or the inputs."
 
 
 def _stack(outs: list, name: str, where: str) -> np.ndarray:
     first = outs[0]
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
-            isinstance(o, (bool, int, float, np.number, np.bool_)) for o in outs):
+        isinstance(o, (bool, int, float, np.number, np.bool_)) for o in outs
+    ):
         return np.asarray(outs)
-    if isinstance(first, np.ndarray) or (isinstance(first, (list, tuple)) and all(isinstance(x, (int, float, bool, np.number)) for x in first)):
+    if isinstance(first, np.ndarray) or (
+        isinstance(first, (list, tuple)) and all(isinstance(x, (int, float, bool, np.number)) for x in first)
+    ):
         try:
             arrs = [np.asarray(o) for o in outs]
             shapes = {a.shape for a in arrs}
@@ -287,7 +309,9 @@ def _as_outputs(out: Any, size: int, name: str, where: str) -> np.ndarray:
         try:
             arr = np.asarray(out)
         except Exception as exc:  # noqa: BLE001
-            raise MechanismError(f"mechanism {name!r} returned {type(out).__name__}, not an array; return `size` outputs.") from exc
+            raise MechanismError(
+                f"mechanism {name!r} returned {type(out).__name__}, not an array; return `size` outputs."
+            ) from exc
     if arr.ndim == 0 or arr.shape[0] != size:
         got = "a scalar" if arr.ndim == 0 else f"{arr.shape[0]} rows (shape {arr.shape})"
         raise MechanismError(
@@ -343,8 +367,9 @@ class ChunkPlan(_abc.Sequence):
 
     def __post_init__(self) -> None:
         if self.total < 0 or self.chunk < 1:
-            raise ParameterError(f"a chunk plan needs total >= 0 and chunk >= 1, got total={self.total}, "
-                                 f"chunk={self.chunk}.")
+            raise ParameterError(
+                f"a chunk plan needs total >= 0 and chunk >= 1, got total={self.total}, chunk={self.chunk}."
+            )
 
     def __len__(self) -> int:
         return -(-self.total // self.chunk)
@@ -392,10 +417,24 @@ def expected_seconds(sampler: Sampler, samples: int) -> float | None:
     return None if pace is None else pace * samples
 
 
-def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair: int, side: int, chunk: int,
-         ref: tuple | None = None, label: str = "", progress: "Progress | None" = None,
-         max_elements: int | None = None, workers: int = 1, cluster: Any = None,
-         outcomes: bool = False) -> np.ndarray | Drawn:
+def draw(
+    sampler: Sampler,
+    data: Any,
+    total: int,
+    *,
+    seed: int,
+    phase: int,
+    pair: int,
+    side: int,
+    chunk: int,
+    ref: tuple | None = None,
+    label: str = "",
+    progress: "Progress | None" = None,
+    max_elements: int | None = None,
+    workers: int = 1,
+    cluster: Any = None,
+    outcomes: bool = False,
+) -> np.ndarray | Drawn:
     """All ``total`` outputs of one side (training: kept in memory), drawn chunk by chunk; stops
     early once ``max_elements`` output entries are held (wide vector outputs).
 
@@ -417,9 +456,22 @@ def draw(sampler: Sampler, data: Any, total: int, *, seed: int, phase: int, pair
     pool = workers > 1 and not _mp.current_process().daemon
     spread = (not sampler.vectorized and (pool or cluster is not None)) or _cluster.is_client(cluster)
     if spread and plan:
-        return _draw_spread(sampler, data, plan, seed=seed, phase=phase, pair=pair, side=side, ref=ref, label=label,
-                            progress=progress, max_elements=max_elements, workers=workers, cluster=cluster,
-                            outcomes=outcomes)
+        return _draw_spread(
+            sampler,
+            data,
+            plan,
+            seed=seed,
+            phase=phase,
+            pair=pair,
+            side=side,
+            ref=ref,
+            label=label,
+            progress=progress,
+            max_elements=max_elements,
+            workers=workers,
+            cluster=cluster,
+            outcomes=outcomes,
+        )
     parts = []
     held = 0
     tally, requested, width = Raises(), 0, None
@@ -461,7 +513,7 @@ def _join(parts: list[np.ndarray]) -> np.ndarray:
         out = np.empty(sum(len(p) for p in parts), dtype=object)
         i = 0
         for p in parts:
-            out[i:i + len(p)] = p
+            out[i : i + len(p)] = p
             i += len(p)
         return out
     return np.concatenate(parts)
@@ -479,15 +531,41 @@ def _chunks_kept(plan: ChunkPlan, row_elements: int, max_elements: int | None) -
     return len(plan)
 
 
-def _draw_spread(sampler: Sampler, data: Any, plan: ChunkPlan, *, seed: int, phase: int, pair: int,
-                 side: int, ref: tuple | None, label: str, progress: "Progress | None", max_elements: int | None,
-                 workers: int, cluster: Any, outcomes: bool = False) -> np.ndarray | Drawn:
+def _draw_spread(
+    sampler: Sampler,
+    data: Any,
+    plan: ChunkPlan,
+    *,
+    seed: int,
+    phase: int,
+    pair: int,
+    side: int,
+    ref: tuple | None,
+    label: str,
+    progress: "Progress | None",
+    max_elements: int | None,
+    workers: int,
+    cluster: Any,
+    outcomes: bool = False,
+) -> np.ndarray | Drawn:
     job = _DrawJob(sampler, data, seed, phase, pair, side, plan, label, outcomes)
     with _Tasks.open(job, workers=max(1, min(workers, len(plan))), cluster=cluster, what=f"drawing {label}") as tasks:
         if tasks is None:  # the job cannot be shipped: draw here (same outputs)
-            return draw(sampler, data, plan.total, seed=seed, phase=phase, pair=pair, side=side,
-                        chunk=plan[0][1], ref=ref, label=label, progress=progress, max_elements=max_elements,
-                        outcomes=outcomes)
+            return draw(
+                sampler,
+                data,
+                plan.total,
+                seed=seed,
+                phase=phase,
+                pair=pair,
+                side=side,
+                chunk=plan[0][1],
+                ref=ref,
+                label=label,
+                progress=progress,
+                max_elements=max_elements,
+                outcomes=outcomes,
+            )
         results: dict[int, Any] = {}
         first = None
         if max_elements is not None:  # the first chunk that returns tells the row width, hence how many chunks to keep
@@ -525,6 +603,7 @@ def _draw_spread(sampler: Sampler, data: Any, plan: ChunkPlan, *, seed: int, pha
 
 # --------------------------------------------------------------------------- jobs shipped to workers
 
+
 @dataclass(frozen=True)
 class _DrawJob:
     sampler: Sampler
@@ -533,7 +612,7 @@ class _DrawJob:
     phase: int
     pair: int
     side: int
-    chunks: ChunkPlan      # (start, size) per chunk
+    chunks: ChunkPlan  # (start, size) per chunk
     label: str
     outcomes: bool = False  # a call that raises is recorded: run returns (outputs or None, Raises)
 
@@ -562,11 +641,11 @@ class _CountJob:
     ``(pair, side, chunk, PROBE)`` (``probe_chunks[pair]``: (start, calls) per probe chunk)."""
 
     sampler: Sampler
-    inputs: tuple          # per pair: (data, neighbor)
-    events: tuple          # per pair: tuple of Events
+    inputs: tuple  # per pair: (data, neighbor)
+    events: tuple  # per pair: tuple of Events
     seed: int
-    ref: tuple             # output signature from training
-    chunks: ChunkPlan      # (start, size) per chunk
+    ref: tuple  # output signature from training
+    chunks: ChunkPlan  # (start, size) per chunk
     outcomes: bool = False  # a call that raises is recorded: run returns (counts, Raises)
     probe_chunks: tuple = ()  # per pair: a ChunkPlan of its probes (empty tuple: none)
 
@@ -575,8 +654,9 @@ class _CountJob:
             pair, side, c, _probe = task
             _start, calls = self.probe_chunks[pair][c]
             counts = np.zeros(len(self.events[pair]), dtype=np.int64)
-            return counts, self.sampler.probe(self.inputs[pair][side], calls,
-                                              rng_for(self.seed, PROBE, pair, side, c), where=self.describe(task))
+            return counts, self.sampler.probe(
+                self.inputs[pair][side], calls, rng_for(self.seed, PROBE, pair, side, c), where=self.describe(task)
+            )
         pair, side, c = task
         start, size = self.chunks[c]
         where = self.describe(task)
@@ -604,8 +684,9 @@ class _CountJob:
                 continue
             hit = np.asarray(ev.contains(rows), dtype=bool)
             if hit.shape != (len(rows),):
-                raise MechanismError(f"event {ev.description!r} returned shape {hit.shape} on {where}; "
-                                     f"expected ({len(rows)},).")
+                raise MechanismError(
+                    f"event {ev.description!r} returned shape {hit.shape} on {where}; expected ({len(rows)},)."
+                )
             counts[i] = int(hit.sum()) if weights is None else int(weights[hit].sum())
         _events.clear_cache()
         return counts
@@ -629,7 +710,7 @@ class _CountJob:
 # --------------------------------------------------------------------------- worker side
 
 _RNG_TYPES = (_random.Random, np.random.Generator, np.random.RandomState)
-_WALK_LIMIT = 20_000          # objects visited when looking for the random generators a function holds
+_WALK_LIMIT = 20_000  # objects visited when looking for the random generators a function holds
 _WORKER_JOBS: dict[str, tuple[Any, list]] = {}  # token -> (job, generators it holds); a few recent jobs
 _WORKER_LOCK = threading.RLock()  # a dask worker may run several tasks in threads of one process
 
@@ -648,8 +729,21 @@ def _hidden_rngs(root: Any) -> list:
     seen: set[int] = set()
     stack = [root]
     visited = 0
-    skip = (str, bytes, bytearray, int, float, complex, bool, type(None), np.ndarray, np.generic, type,
-            types.ModuleType, types.CodeType)
+    skip = (
+        str,
+        bytes,
+        bytearray,
+        int,
+        float,
+        complex,
+        bool,
+        type(None),
+        np.ndarray,
+        np.generic,
+        type,
+        types.ModuleType,
+        types.CodeType,
+    )
     while stack and visited < _WALK_LIMIT:
         obj = stack.pop()
         if id(obj) in seen or isinstance(obj, skip):
@@ -708,6 +802,7 @@ def _seed_int(seq: np.random.SeedSequence) -> int:
 
 def _reseed(rngs: list, key: tuple, seed: int) -> None:
     """Give this chunk its own streams: global random states and the sampler's generators (see module doc)."""
+
     def seq(k: int) -> np.random.SeedSequence:
         return np.random.SeedSequence(seed, spawn_key=(*key, k))
 
@@ -759,6 +854,7 @@ def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, flo
 
 
 # --------------------------------------------------------------------------- running tasks
+
 
 def _pickle_job(job: Any) -> bytes:
     import cloudpickle
@@ -854,20 +950,32 @@ class _TasksContext:
 
     def __enter__(self) -> "_Tasks | None":
         if self.cluster is None and not _loky_installed():
-            warnings.warn(f"workers={self.workers} needs the loky package for its worker processes, which is not "
-                          "installed; running in this process instead (pip install loky, or pass workers=1 to silence "
-                          "this).", RuntimeWarning, stacklevel=4)
+            warnings.warn(
+                f"workers={self.workers} needs the loky package for its worker processes, which is not "
+                "installed; running in this process instead (pip install loky, or pass workers=1 to silence "
+                "this).",
+                RuntimeWarning,
+                stacklevel=4,
+            )
             return None
         try:
             payload = _pickle_job(self.job)
         except Exception as exc:  # noqa: BLE001 - cloudpickle raises many types on unpicklable state
-            msg = (f"mechanism {self.job.sampler.name!r} (or an event) cannot be sent to worker processes: cloudpickle "
-                   f"raised {type(exc).__name__}: {str(exc)[:200]}")
+            msg = (
+                f"mechanism {self.job.sampler.name!r} (or an event) cannot be sent to worker processes: cloudpickle "
+                f"raised {type(exc).__name__}: {str(exc)[:200]}"
+            )
             if self.cluster is not None:
-                raise MechanismError(msg + "; make it picklable (no open files, locks or sockets in its closure) "
-                                           "or audit without a cluster.") from exc
-            warnings.warn(msg + "; drawing in this process instead (same outputs for a vectorised sampler; pass "
-                                "workers=1 to silence this).", RuntimeWarning, stacklevel=4)
+                raise MechanismError(
+                    msg + "; make it picklable (no open files, locks or sockets in its closure) "
+                    "or audit without a cluster."
+                ) from exc
+            warnings.warn(
+                msg + "; drawing in this process instead (same outputs for a vectorised sampler; pass "
+                "workers=1 to silence this).",
+                RuntimeWarning,
+                stacklevel=4,
+            )
             return None
         token = uuid.uuid4().hex
         if self.cluster is not None:
@@ -913,8 +1021,9 @@ class _LocalPool:
         self._loky = loky
         # workers start fresh (fork+exec): give them this process's import path, so a mechanism defined in a
         # module imported from a path added at run time (a project's --module, a test's tmp dir) unpickles there
-        self.executor = loky.get_reusable_executor(max_workers=workers, timeout=_IDLE_SECONDS,
-                                                   initializer=_use_import_path, initargs=(tuple(sys.path),))
+        self.executor = loky.get_reusable_executor(
+            max_workers=workers, timeout=_IDLE_SECONDS, initializer=_use_import_path, initargs=(tuple(sys.path),)
+        )
 
     def submit(self, fn: Callable, *args: Any) -> Any:
         return self.executor.submit(fn, *args)
@@ -926,10 +1035,14 @@ class _LocalPool:
     def result(self, fut: Any, where: str) -> Any:
         try:
             return fut.result()
-        except (self._loky.process_executor.TerminatedWorkerError,
-                self._loky.process_executor.BrokenProcessPool) as exc:
-            raise MechanismError(f"a worker process died while running {where} ({str(exc)[:300]}); the mechanism may "
-                                 "crash the interpreter or exhaust memory: try workers=1 to see its error.") from exc
+        except (
+            self._loky.process_executor.TerminatedWorkerError,
+            self._loky.process_executor.BrokenProcessPool,
+        ) as exc:
+            raise MechanismError(
+                f"a worker process died while running {where} ({str(exc)[:300]}); the mechanism may "
+                "crash the interpreter or exhaust memory: try workers=1 to see its error."
+            ) from exc
 
     def cancel(self, futures: list) -> None:
         for f in futures:
@@ -1000,10 +1113,22 @@ def cluster_session(cluster: Any, workers: int):
     return _cluster.session(cluster, workers)
 
 
-def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Sequence[Event]], *, seed: int,
-                 total: int, chunk: int, ref: tuple, workers: int, progress: Progress | None = None,
-                 cluster: Any = None, chunk_range: tuple[int, int] | None = None, outcomes: bool = False,
-                 probes: Sequence[int] = ()) -> np.ndarray | Counted:
+def count_events(
+    sampler: Sampler,
+    inputs: Sequence[tuple],
+    events: Sequence[Sequence[Event]],
+    *,
+    seed: int,
+    total: int,
+    chunk: int,
+    ref: tuple,
+    workers: int,
+    progress: Progress | None = None,
+    cluster: Any = None,
+    chunk_range: tuple[int, int] | None = None,
+    outcomes: bool = False,
+    probes: Sequence[int] = (),
+) -> np.ndarray | Counted:
     """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list).
 
     ``workers > 1``: chunks run in the local worker pool (vectorised and per-call samplers alike).
@@ -1027,12 +1152,21 @@ def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Seq
     first, stop = (0, len(chunks)) if chunk_range is None else chunk_range
     probes = tuple(int(k) for k in probes) + (0,) * (len(inputs) - len(probes))
     probe_chunks = tuple(chunk_plan(k, PROBE_CHUNK) if sampler.vectorized else () for k in probes)
-    job = _CountJob(sampler, tuple(tuple(p) for p in inputs), tuple(tuple(e) for e in events), seed, ref, chunks,
-                    outcomes, probe_chunks)
+    job = _CountJob(
+        sampler,
+        tuple(tuple(p) for p in inputs),
+        tuple(tuple(e) for e in events),
+        seed,
+        ref,
+        chunks,
+        outcomes,
+        probe_chunks,
+    )
     drawn = [bool(len(events[p])) or (probes[p] > 0 and not sampler.vectorized) for p in range(len(inputs))]
     # the probe chunks of this look: the same fraction of theirs as the chunks of the plan
-    probe_ranges = [((first * len(plan)) // max(1, len(chunks)), (stop * len(plan)) // max(1, len(chunks)))
-                    for plan in probe_chunks]
+    probe_ranges = [
+        ((first * len(plan)) // max(1, len(chunks)), (stop * len(plan)) // max(1, len(chunks))) for plan in probe_chunks
+    ]
     n_tasks = 2 * sum(drawn) * max(0, stop - first) + sum(2 * max(0, hi - lo) for lo, hi in probe_ranges)
 
     def all_tasks():  # generated, never held: a plan of 10^7 chunks is not a list of 10^7 tasks
@@ -1060,8 +1194,9 @@ def count_events(sampler: Sampler, inputs: Sequence[tuple], events: Sequence[Seq
             where = have.first
             if got.first and c < earliest.get(key, c + 1):
                 earliest[key], where = c, got.first
-            table[p][s] = Raises(have.calls + got.calls, have.raised + got.raised,
-                                 tuple(sorted(set(have.types) | set(got.types))), where)
+            table[p][s] = Raises(
+                have.calls + got.calls, have.raised + got.raised, tuple(sorted(set(have.types) | set(got.types))), where
+            )
         result[task[0]][task[1]] += out
         if progress:
             progress.update()

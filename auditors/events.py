@@ -23,9 +23,22 @@ from dpharness.core import Event
 from dpharness.errors import MechanismError
 
 __all__ = [
-    "output_kind", "row_keys", "propose_discrete", "propose_thresholds", "propose_intervals",
-    "propose_atoms", "propose_coordinates", "propose_projections", "propose_pattern_features", "set_event",
-    "one_sided_events", "best_single_keys", "KeyMembership", "key_histogram", "histogram_counts", "pattern_codes",
+    "output_kind",
+    "row_keys",
+    "propose_discrete",
+    "propose_thresholds",
+    "propose_intervals",
+    "propose_atoms",
+    "propose_coordinates",
+    "propose_projections",
+    "propose_pattern_features",
+    "set_event",
+    "one_sided_events",
+    "best_single_keys",
+    "KeyMembership",
+    "key_histogram",
+    "histogram_counts",
+    "pattern_codes",
     "distinct_outputs",
 ]
 
@@ -33,6 +46,7 @@ _MAX_DISTINCT = 200_000  # outcomes seen in training beyond which the histogram 
 
 
 # --------------------------------------------------------------------------- output kinds and keys
+
 
 def output_kind(out: np.ndarray) -> str:
     """``"object"``, ``"discrete"`` (bool/int scalars), ``"discrete-vector"``, ``"float"`` or ``"float-vector"``."""
@@ -100,7 +114,7 @@ def pattern_codes(out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] 
     k = rows.shape[1]
     lo, hi = int(rows.min()), int(rows.max())
     base = hi - lo + 1
-    if k > 40 or base ** k > _MAX_CODES:
+    if k > 40 or base**k > _MAX_CODES:
         return None
     code = np.zeros(len(rows), dtype=np.int64)
     for j in reversed(range(k)):
@@ -108,14 +122,14 @@ def pattern_codes(out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] 
         code += rows[:, j]
         if lo:
             code -= lo
-    counts = np.bincount(code, minlength=base ** k)
+    counts = np.bincount(code, minlength=base**k)
     present = np.flatnonzero(counts)
     digits = np.empty((len(present), k), dtype=np.int64)
     rest = present.copy()
     for j in range(k):
         digits[:, j] = rest % base + lo
         rest //= base
-    table = np.zeros(base ** k, dtype=np.uint64)
+    table = np.zeros(base**k, dtype=np.uint64)
     table[present] = _hash_rows(digits)
     return code, table, counts
 
@@ -128,9 +142,9 @@ def _hash_rows(rows: np.ndarray) -> np.ndarray:
     return h
 
 
-_DISTINCT_SHARE = 4        # a chunk is read as distinct outputs with weights when it has at most 1/this as many
+_DISTINCT_SHARE = 4  # a chunk is read as distinct outputs with weights when it has at most 1/this as many
 _DISTINCT_RANGE = 1 << 22  # integer (or grid) values spanning at most this many steps are counted by np.bincount
-_PROBE = 4096              # outputs that suggest the grid of float outputs
+_PROBE = 4096  # outputs that suggest the grid of float outputs
 
 
 def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
@@ -179,10 +193,10 @@ def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
         e = int(lowest_bit(probe).min())
         if not -1000 < e < 1000:
             return None
-        scale = 2.0 ** e
+        scale = 2.0**e
         s = flat * (1.0 / scale)  # exact: a power of two, far from overflow and underflow
         lo_f, hi_f = float(s.min()), float(s.max())
-        if hi_f - lo_f > _DISTINCT_RANGE or abs(lo_f) > 2.0 ** 52 or abs(hi_f) > 2.0 ** 52:
+        if hi_f - lo_f > _DISTINCT_RANGE or abs(lo_f) > 2.0**52 or abs(hi_f) > 2.0**52:
             return None
         q = s.astype(np.int64)
         if not np.array_equal(q, s):
@@ -232,8 +246,15 @@ def _show_key_value(kind: str, example) -> str:
 
 # --------------------------------------------------------------------------- discrete histograms
 
-def set_event(keys, *, object_kind: bool, label: str = "output",
-              transform: Callable[[np.ndarray], np.ndarray] | None = None, shown: list | None = None) -> Event:
+
+def set_event(
+    keys,
+    *,
+    object_kind: bool,
+    label: str = "output",
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    shown: list | None = None,
+) -> Event:
     """An event ``{outputs whose key is in keys}``; ``shown`` are example outcomes for the words."""
     shown = shown or []
     n = len(keys)
@@ -423,12 +444,12 @@ def _histogram(keys_a, keys_b, object_kind: bool):
         if span < max(4 * allk.size, 1 << 16):  # keys in a small range: count by offset, no sort
             off = (allk - lo).astype(np.int64)
             ca = np.bincount(off[: len(keys_a)], minlength=span + 1)
-            cb = np.bincount(off[len(keys_a):], minlength=span + 1)
+            cb = np.bincount(off[len(keys_a) :], minlength=span + 1)
             seen = np.flatnonzero(ca + cb)
             return lo + seen.astype(allk.dtype), ca[seen].astype(np.int64), cb[seen].astype(np.int64)
     uniq, inv = np.unique(allk, return_inverse=True)
     ca = np.bincount(inv[: len(keys_a)], minlength=len(uniq)).astype(np.int64)
-    cb = np.bincount(inv[len(keys_a):], minlength=len(uniq)).astype(np.int64)
+    cb = np.bincount(inv[len(keys_a) :], minlength=len(uniq)).astype(np.int64)
     return uniq, ca, cb
 
 
@@ -438,11 +459,14 @@ def _lr_sets(ca: np.ndarray, cb: np.ndarray, na: int, nb: int, max_events: int) 
     la = np.log((ca + 0.5) / na) - np.log((cb + 0.5) / nb)
     order = np.lexsort((-(ca + cb), -la))  # by ratio, ties: more mass first
     m = len(order)
-    sizes = sorted({j for j in list(range(1, min(m, 24) + 1)) + [int(round(1.5 ** i)) for i in range(1, 80)] if 1 <= j < m} | ({m - 1} if m > 1 else set()))
+    sizes = sorted(
+        {j for j in list(range(1, min(m, 24) + 1)) + [int(round(1.5**i)) for i in range(1, 80)] if 1 <= j < m}
+        | ({m - 1} if m > 1 else set())
+    )
     sets: list[np.ndarray] = []
     for j in sizes:
-        sets.append(order[:j])          # the outcomes most favouring the data
-        sets.append(order[::-1][:j])    # the outcomes most favouring the neighbour
+        sets.append(order[:j])  # the outcomes most favouring the data
+        sets.append(order[::-1][:j])  # the outcomes most favouring the neighbour
     # single outcomes with the most mass and an extreme ratio
     mass = (ca + cb).astype(float)
     single_score = np.abs(la) * np.sqrt(mass)
@@ -479,8 +503,9 @@ def fast_score(k1, n1, k0, n0, z: float = 3.0) -> np.ndarray:
         return np.where(lo > 0, np.log(np.maximum(lo, 1e-300)) - np.log(hi), -np.inf)
 
 
-def _discrete_events(keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_kind: bool, label: str,
-                     transform=None, describe=None) -> list[Event]:
+def _discrete_events(
+    keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_kind: bool, label: str, transform=None, describe=None
+) -> list[Event]:
     uniq, ca, cb = _histogram(keys_a, keys_b, object_kind)
     if len(uniq) == 0:
         return []
@@ -512,8 +537,17 @@ def _discrete_events(keys_a, keys_b, outs_a, outs_b, *, max_events: int, object_
     return events
 
 
-def one_sided_events(keys_a, keys_b, *, object_kind: bool = False, label: str = "output", transform=None,
-                     describe=None, max_keys: int = 100_000, max_singles: int = 4) -> list[tuple[Event, bool]]:
+def one_sided_events(
+    keys_a,
+    keys_b,
+    *,
+    object_kind: bool = False,
+    label: str = "output",
+    transform=None,
+    describe=None,
+    max_keys: int = 100_000,
+    max_singles: int = 4,
+) -> list[tuple[Event, bool]]:
     """Events ``{key in K_a}`` and ``{key in K_b}``, with ``K_a`` the keys seen on the data side only
     and ``K_b`` those seen on the neighbour side only (and the ``max_singles`` keys of each seen most
     often, one by one: the union may hold keys seen by chance on one side only), and
@@ -533,7 +567,7 @@ def one_sided_events(keys_a, keys_b, *, object_kind: bool = False, label: str = 
         # the union, and the keys seen most often on their own (a chance key in the union dilutes it)
         idx = idx[np.argsort(-mine[idx], kind="stable")]
         # (smallest first: when two of them hold the same training outputs, ranking keeps the first)
-        groups = [idx[j:j + 1] for j in range(min(max_singles, len(idx)))]
+        groups = [idx[j : j + 1] for j in range(min(max_singles, len(idx)))]
         groups += [idx[:j] for j in (2, 3) if j < len(idx)] + ([idx] if len(idx) > 1 else [])
         side = "data" if favours_a else "neighbor"
         for g in groups:
@@ -586,8 +620,9 @@ class _Outside:
         return ~np.asarray(self.inside(out), dtype=bool)
 
 
-def best_single_keys(keys_a, keys_b, *, max_events: int, label: str = "output", transform=None,
-                     describe=None) -> list[Event]:
+def best_single_keys(
+    keys_a, keys_b, *, max_events: int, label: str = "output", transform=None, describe=None
+) -> list[Event]:
     """Events ``{key = k}`` for the keys whose two sides' training frequencies differ by the largest
     conservative ratio (:func:`fast_score`, either direction): a narrow cell with a moderate ratio
     and many hits, which likelihood-ratio prefix sets dilute with rare noisy keys."""
@@ -597,8 +632,16 @@ def best_single_keys(keys_a, keys_b, *, max_events: int, label: str = "output", 
     na, nb = max(len(keys_a), 1), max(len(keys_b), 1)
     score = np.maximum(fast_score(ca, na, cb, nb), fast_score(cb, nb, ca, na))
     top = [i for i in np.argsort(-score, kind="stable")[:max_events] if np.isfinite(score[i])]
-    return [set_event(uniq[[i]], object_kind=False, label=label, transform=transform,
-                      shown=[describe(uniq[i]) if describe else repr(uniq[i].item())]) for i in top]
+    return [
+        set_event(
+            uniq[[i]],
+            object_kind=False,
+            label=label,
+            transform=transform,
+            shown=[describe(uniq[i]) if describe else repr(uniq[i].item())],
+        )
+        for i in top
+    ]
 
 
 def propose_discrete(train_a, train_b, *, max_events: int) -> list[Event]:
@@ -624,11 +667,13 @@ def propose_atoms(train_a, train_b, *, max_events: int) -> list[Event]:
         return []
     ina, inb = np.isin(a, atoms), np.isin(b, atoms)
     # the histogram over atoms (non-atoms fall out of every event)
-    return _discrete_events(row_keys(a[ina]), row_keys(b[inb]), a[ina], b[inb],
-                            max_events=max_events, object_kind=False, label="output")
+    return _discrete_events(
+        row_keys(a[ina]), row_keys(b[inb]), a[ina], b[inb], max_events=max_events, object_kind=False, label="output"
+    )
 
 
 # --------------------------------------------------------------------------- continuous scalars
+
 
 def _grid(a: np.ndarray, b: np.ndarray, points: int) -> np.ndarray:
     pooled = np.concatenate([a, b])
@@ -676,15 +721,19 @@ def propose_intervals(train_a, train_b, *, max_events: int, points: int = 128) -
 
 
 def _interval(lo: float, hi: float) -> Event:
-    return Event(lambda out, lo=lo, hi=hi: (np.asarray(out) >= lo) & (np.asarray(out) < hi), f"output in [{lo!r}, {hi!r})")
+    return Event(
+        lambda out, lo=lo, hi=hi: (np.asarray(out) >= lo) & (np.asarray(out) < hi), f"output in [{lo!r}, {hi!r})"
+    )
 
 
 # --------------------------------------------------------------------------- vectors
+
 
 def _coord_event(j: int, inner: Event) -> Event:
     def contains(out, j=j, f=inner.contains):
         arr = np.asarray(out)
         return f(arr.reshape(len(arr), -1)[:, j])
+
     return Event(contains, f"coordinate {j}: {inner.description}")
 
 
@@ -719,7 +768,7 @@ def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
     ]
     diff = a2.mean(axis=0) - b2.mean(axis=0)
     scale = np.sqrt(0.5 * (a2.var(axis=0) + b2.var(axis=0))) + 1e-12
-    w = diff / scale ** 2
+    w = diff / scale**2
     if np.all(np.isfinite(w)) and np.any(w != 0):
         w = w / np.max(np.abs(w))
         wf = w.copy()
@@ -748,7 +797,8 @@ def propose_pattern_features(train_a, train_b, *, max_events: int) -> list[Event
     per = max(2, max_events // 2)
     for name, f in feats:
         fa, fb = f(a), f(b)
-        for e in _discrete_events(row_keys(fa), row_keys(fb), fa, fb, max_events=per, object_kind=False,
-                                  label=name, transform=f):
+        for e in _discrete_events(
+            row_keys(fa), row_keys(fb), fa, fb, max_events=per, object_kind=False, label=name, transform=f
+        ):
             out.append(e)
     return out

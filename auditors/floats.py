@@ -36,8 +36,14 @@ from dpharness.core import Event
 
 from . import events as _ev
 
-__all__ = ["float_cells", "lowest_bit", "round_trip_cells", "shifts_from_pair", "propose_float_structure",
-           "float_structure_proposals"]
+__all__ = [
+    "float_cells",
+    "lowest_bit",
+    "round_trip_cells",
+    "shifts_from_pair",
+    "propose_float_structure",
+    "float_structure_proposals",
+]
 
 _MANT = np.uint64((1 << 52) - 1)
 
@@ -47,11 +53,11 @@ def float_cells(x: np.ndarray) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     tz = _trailing_zeros(b & _MANT)
-    b >>= np.uint64(52)                     # sign and exponent (v is this function's own copy)
+    b >>= np.uint64(52)  # sign and exponent (v is this function's own copy)
     key = b & np.uint64(0x7FF)
-    key <<= np.uint64(8)                    # exponent << 8
+    key <<= np.uint64(8)  # exponent << 8
     b >>= np.uint64(11)
-    b <<= np.uint64(20)                     # sign << 20
+    b <<= np.uint64(20)  # sign << 20
     key |= b
     out = key.view(np.int64)
     out |= tz
@@ -61,8 +67,8 @@ def float_cells(x: np.ndarray) -> np.ndarray:
 def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
     """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the lowest set bit ``2^t`` is a
     double exactly, and ``t`` is its unbiased exponent."""
-    low = np.negative(mant)                 # two's complement: ~mant + 1 (wrapping)
-    low &= mant                             # the lowest set bit
+    low = np.negative(mant)  # two's complement: ~mant + 1 (wrapping)
+    low &= mant  # the lowest set bit
     low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
     tz = low.astype(np.float64).view(np.uint64)
     tz >>= np.uint64(52)
@@ -82,7 +88,7 @@ def lowest_bit(x: np.ndarray) -> np.ndarray:
     expo = b >> np.uint64(52)
     expo &= np.uint64(0x7FF)
     expo = expo.view(np.int64)
-    np.maximum(expo, 1, out=expo)           # subnormals: the weight of the last bit is 2^-1074, as for exponent 1
+    np.maximum(expo, 1, out=expo)  # subnormals: the weight of the last bit is 2^-1074, as for exponent 1
     out += expo
     out -= 1075
     out[v == 0] = _ZERO_BIT
@@ -141,8 +147,9 @@ def shifts_from_pair(data: Any, neighbor: Any, limit: int = 6) -> tuple[float, .
 def _histogram_proposals(fa, fb, *, per: int, label: str, what: str, transform, describe) -> list[tuple[Event, bool]]:
     """Likelihood-ratio histogram events over keys, and unions of the keys seen on one side only."""
     out: list[tuple[Event, bool]] = []
-    for e in _ev._discrete_events(fa, fb, None, None, max_events=per, object_kind=False, label=label,
-                                  transform=transform, describe=describe):
+    for e in _ev._discrete_events(
+        fa, fb, None, None, max_events=per, object_kind=False, label=label, transform=transform, describe=describe
+    ):
         out.append((Event(e.contains, e.description.replace(label, f"{what} of the {label}", 1)), False))
     for e, _favours_a in _ev.one_sided_events(fa, fb, label=label, transform=transform, describe=describe):
         out.append((Event(e.contains, e.description.replace(label, f"{what} of the {label}", 1)), True))
@@ -161,15 +168,28 @@ class _Picked:
         return self.feature(col, *self.args)
 
 
-def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Sequence[float],
-                   label: str, column: int | None) -> list[tuple[Event, bool]]:
+def _scalar_events(
+    a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Sequence[float], label: str, column: int | None
+) -> list[tuple[Event, bool]]:
     per = max(2, max_events // 3)
-    out = _histogram_proposals(float_cells(a), float_cells(b), per=per, label=label,
-                               what="float cell (sign, exponent, trailing zero bits)",
-                               transform=_Picked(float_cells, column), describe=describe_cell)
-    out += _histogram_proposals(lowest_bit(a), lowest_bit(b), per=per, label=label,
-                                what="weight of the lowest set bit", transform=_Picked(lowest_bit, column),
-                                describe=_describe_lowest)
+    out = _histogram_proposals(
+        float_cells(a),
+        float_cells(b),
+        per=per,
+        label=label,
+        what="float cell (sign, exponent, trailing zero bits)",
+        transform=_Picked(float_cells, column),
+        describe=describe_cell,
+    )
+    out += _histogram_proposals(
+        lowest_bit(a),
+        lowest_bit(b),
+        per=per,
+        label=label,
+        what="weight of the lowest set bit",
+        transform=_Picked(lowest_bit, column),
+        describe=_describe_lowest,
+    )
     if shifts:
         sh = tuple(shifts)
 
@@ -182,14 +202,21 @@ def _scalar_events(a: np.ndarray, b: np.ndarray, *, max_events: int, shifts: Seq
             trip = f"x-c+c != x for c in [{', '.join(fails)}]" if fails else "x-c+c == x for every shift c"
             return f"(sign {s}, exponent {e - 1023}, {trip})"
 
-        out += _histogram_proposals(round_trip_cells(a, sh), round_trip_cells(b, sh), per=per, label=label,
-                                    what="float round-trip pattern", transform=_Picked(round_trip_cells, column, sh),
-                                    describe=words)
+        out += _histogram_proposals(
+            round_trip_cells(a, sh),
+            round_trip_cells(b, sh),
+            per=per,
+            label=label,
+            what="float round-trip pattern",
+            transform=_Picked(round_trip_cells, column, sh),
+            describe=words,
+        )
     return out
 
 
-def float_structure_proposals(train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0),
-                              max_coords: int = 8) -> list[tuple[Event, bool]]:
+def float_structure_proposals(
+    train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0), max_coords: int = 8
+) -> list[tuple[Event, bool]]:
     """Float-structure events with a flag each: True for the unions of cells seen on one side only
     (candidates for outputs one input never produces), False for likelihood-ratio histogram sets."""
     a = np.asarray(train_a)
@@ -197,19 +224,28 @@ def float_structure_proposals(train_a, train_b, *, max_events: int, shifts: Sequ
     if not np.issubdtype(a.dtype, np.floating):
         return []
     if a.ndim <= 1:
-        return _scalar_events(a.reshape(-1), b.reshape(-1), max_events=max_events, shifts=shifts, label="output",
-                              column=None)
+        return _scalar_events(
+            a.reshape(-1), b.reshape(-1), max_events=max_events, shifts=shifts, label="output", column=None
+        )
     a2, b2 = a.reshape(len(a), -1), b.reshape(len(b), -1)
     k = min(a2.shape[1], max_coords)
     out: list[tuple[Event, bool]] = []
     for j in range(k):
-        out.extend(_scalar_events(a2[:, j], b2[:, j], max_events=max(2, max_events // k), shifts=shifts,
-                                  label=f"coordinate {j}", column=j))
+        out.extend(
+            _scalar_events(
+                a2[:, j], b2[:, j], max_events=max(2, max_events // k), shifts=shifts, label=f"coordinate {j}", column=j
+            )
+        )
     return out
 
 
-def propose_float_structure(train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0),
-                            max_coords: int = 8) -> list[Event]:
+def propose_float_structure(
+    train_a, train_b, *, max_events: int, shifts: Sequence[float] = (1.0, -1.0), max_coords: int = 8
+) -> list[Event]:
     """Float-structure events for float scalars or the first ``max_coords`` coordinates of float vectors."""
-    return [e for e, _ in float_structure_proposals(train_a, train_b, max_events=max_events, shifts=shifts,
-                                                    max_coords=max_coords)]
+    return [
+        e
+        for e, _ in float_structure_proposals(
+            train_a, train_b, max_events=max_events, shifts=shifts, max_coords=max_coords
+        )
+    ]

@@ -35,7 +35,14 @@ from typing import Any, Iterable
 import numpy as np
 
 from dpharness.core import (
-    BoundedChange, Finite, IntegerRange, Mechanism, RealBox, RealInterval, Substitute, Witness,
+    BoundedChange,
+    Finite,
+    IntegerRange,
+    Mechanism,
+    RealBox,
+    RealInterval,
+    Substitute,
+    Witness,
 )
 from dpharness.errors import DPHarnessError, ParameterError
 
@@ -43,22 +50,36 @@ from .vector import _choose_thresholds, _projected
 
 __all__ = ["search_pairs", "statdp_patterns"]
 
-_REF_SAMPLES = 1_000_000     # screens rank pairs by the bound expected at this many samples a side
-_Z = 3.0                     # normal quantile standing in for the driver's union-bounded level
+_REF_SAMPLES = 1_000_000  # screens rank pairs by the bound expected at this many samples a side
+_Z = 3.0  # normal quantile standing in for the driver's union-bounded level
 _MAX_EXACT_SUPPORT = 100_000
 # A law slower than this per output (best of three timings on 64 outputs) is too slow for a cheap
 # screen (e.g. quadrature per output: ~2 ms); the catalog's vectorised laws take <= ~30 µs. The wide
 # margin on both sides keeps the choice, hence the ranking, the same under any machine load.
 _SLOW_LAW_SECONDS = 3e-4
-_LAW_OUTPUTS = 4_000         # outputs a side on which the screen evaluates a law, at most
+_LAW_OUTPUTS = 4_000  # outputs a side on which the screen evaluates a law, at most
 
 # StatDP's patterns as difference directions on a vector of length d (Ding et al. 2018, Table 1)
-_PATTERNS = ("one above", "one below", "one above rest below", "one below rest above",
-             "half half", "all above", "all below", "x shape")
+_PATTERNS = (
+    "one above",
+    "one below",
+    "one above rest below",
+    "one below rest above",
+    "half half",
+    "all above",
+    "all below",
+    "x shape",
+)
 
 
-def search_pairs(mechanism: Mechanism, *, seed: int, budget: int = 40_000,
-                 candidate_witnesses: Iterable[Any] = (), max_pairs: int = 5) -> list[tuple[Any, Any]]:
+def search_pairs(
+    mechanism: Mechanism,
+    *,
+    seed: int,
+    budget: int = 40_000,
+    candidate_witnesses: Iterable[Any] = (),
+    max_pairs: int = 5,
+) -> list[tuple[Any, Any]]:
     """A handful of neighbouring pairs ``(data, neighbor)`` of ``mechanism``, most promising first.
 
     ``seed``: makes the random candidates and the screening samples reproducible. ``budget``: the
@@ -66,8 +87,10 @@ def search_pairs(mechanism: Mechanism, *, seed: int, budget: int = 40_000,
     ``candidate_witnesses``: proof witnesses (``Witness`` or ``(data, neighbor)`` tuples), tried
     first. Every returned pair satisfies ``mechanism.input_spec.validate_pair``."""
     if not isinstance(mechanism, Mechanism):
-        raise ParameterError(f"mechanism={mechanism!r:.80} is not a catalog Mechanism; pass data and "
-                             "neighbor explicitly to audit a plain callable.")
+        raise ParameterError(
+            f"mechanism={mechanism!r:.80} is not a catalog Mechanism; pass data and "
+            "neighbor explicitly to audit a plain callable."
+        )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ParameterError(f"seed={seed!r} is not an int; pass an integer seed.")
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 100:
@@ -78,7 +101,9 @@ def search_pairs(mechanism: Mechanism, *, seed: int, budget: int = 40_000,
     spec = mechanism.input_spec
     candidates = _valid_unique(spec, _candidates(mechanism, rng, candidate_witnesses))
     if not candidates:
-        raise ParameterError(f"no valid neighbouring pair found for {mechanism.name}; pass data and neighbor explicitly.")
+        raise ParameterError(
+            f"no valid neighbouring pair found for {mechanism.name}; pass data and neighbor explicitly."
+        )
     per = max(50, int(budget) // (2 * len(candidates)))
     state = {"law": True}  # turned off when the exact law is too slow to evaluate for a cheap screen
     scores = []
@@ -95,6 +120,7 @@ def search_pairs(mechanism: Mechanism, *, seed: int, budget: int = 40_000,
 
 
 # --------------------------------------------------------------------------- candidates
+
 
 def _candidates(mech: Mechanism, rng: np.random.Generator, witnesses) -> list[tuple[Any, Any, str]]:
     out: list[tuple[Any, Any, str]] = []
@@ -130,8 +156,13 @@ def _hypothesis_pairs(mech: Mechanism, seed: int, count: int) -> list[tuple[Any,
         found: list = []
 
         @_seed(seed)
-        @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=count,
+            database=None,
+            phases=[Phase.generate],
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(mechanism_inputs(mech))
         def _collect(pair):
             found.append(pair)
@@ -172,9 +203,13 @@ def _levels(domain) -> list:
         return list(dict.fromkeys(vals))
     if isinstance(domain, RealBox):
         lo, hi, d = float(domain.lo), float(domain.hi), domain.dim
-        return [np.full(d, lo), np.full(d, hi), np.full(d, (lo + hi) / 2),
-                np.array([hi if i % 2 == 0 else lo for i in range(d)]),
-                np.array([lo if i % 2 == 0 else hi for i in range(d)])]
+        return [
+            np.full(d, lo),
+            np.full(d, hi),
+            np.full(d, (lo + hi) / 2),
+            np.array([hi if i % 2 == 0 else lo for i in range(d)]),
+            np.array([lo if i % 2 == 0 else hi for i in range(d)]),
+        ]
     if isinstance(domain, RealInterval):
         lo, hi = float(domain.lo), float(domain.hi)
         if math.isfinite(lo) and math.isfinite(hi):
@@ -193,7 +228,7 @@ def statdp_patterns(spec, *, example=None) -> list[tuple[Any, Any]]:
         vals = _levels(spec.domain)
         if isinstance(spec.domain, Finite) and len(vals) > 8:
             vals = vals[:2] + vals[-2:]
-        return [(x, y) for i, x in enumerate(vals) for y in vals[i + 1:]]
+        return [(x, y) for i, x in enumerate(vals) for y in vals[i + 1 :]]
     if spec.shape == "vector":
         return _vector_patterns(spec, example)
     return _dataset_patterns(spec, example)
@@ -244,13 +279,15 @@ def _vector_patterns(spec, example) -> list[tuple[Any, Any]]:
     bases = [sens, 0.0]
     if isinstance(spec.domain, (IntegerRange, RealInterval)):
         lo, hi = float(spec.domain.lo), float(spec.domain.hi)
-        bases = [min(max(c, lo + (sens if math.isfinite(lo) else 0)), hi - (sens if math.isfinite(hi) else 0))
-                 for c in bases]
+        bases = [
+            min(max(c, lo + (sens if math.isfinite(lo) else 0)), hi - (sens if math.isfinite(hi) else 0)) for c in bases
+        ]
     for c in dict.fromkeys(bases):
         for name in _PATTERNS:
             base, diff = _direction(name, d)
-            norm = {"l1": np.abs(diff).sum(), "l2": math.sqrt(float((diff * diff).sum())),
-                    "linf": np.abs(diff).max()}[rel.norm]
+            norm = {"l1": np.abs(diff).sum(), "l2": math.sqrt(float((diff * diff).sum())), "linf": np.abs(diff).max()}[
+                rel.norm
+            ]
             step = diff * sens / norm
             if integral:
                 step = np.trunc(step)
@@ -275,7 +312,9 @@ def _dataset_patterns(spec, example) -> list[tuple[Any, Any]]:
         return np.array(rows, dtype=np.asarray(lo).dtype) if len(rows) else np.empty((0,) + np.shape(lo))
 
     bases = {
-        "all low": [lo] * n, "all high": [hi] * n, "all middle": [mid] * n,
+        "all low": [lo] * n,
+        "all high": [hi] * n,
+        "all middle": [mid] * n,
         "half half": [lo] * h + [hi] * (n - h),
     }
     out = []
@@ -344,6 +383,7 @@ def _random_pairs(spec, rng: np.random.Generator, count: int, example) -> list[t
 
 # --------------------------------------------------------------------------- screening
 
+
 def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator, state: dict | None = None) -> float:
     """Bound a likelihood-ratio threshold event on (a, b) is expected to certify at 10^6 samples a side."""
     state = {"law": True} if state is None else state
@@ -389,7 +429,7 @@ def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator, state: dict
         fa, fb = xa.astype(float), xb.astype(float)
         sd = np.sqrt((fa.var(axis=0) + fb.var(axis=0)) / 2)
         sd[sd == 0] = 1.0
-        direction = (fa.mean(axis=0) - fb.mean(axis=0)) / sd ** 2
+        direction = (fa.mean(axis=0) - fb.mean(axis=0)) / sd**2
         best = _best(fa @ direction, fb @ direction)
         for j in range(min(fa.shape[1], 32)):
             best = max(best, _best(fa[:, j], fb[:, j]))
@@ -431,8 +471,10 @@ def _law_seconds_per_output(law, outputs: np.ndarray) -> float:
 
 def _bound(pa: float, pb: float, n_screen: int) -> float:
     n_eff = 1.0 / (1.0 / _REF_SAMPLES + 1.0 / n_screen)
-    vals = [_projected(np.array([pa]), np.array([pb]), n_eff, _Z)[0],
-            _projected(np.array([pb]), np.array([pa]), n_eff, _Z)[0]]
+    vals = [
+        _projected(np.array([pa]), np.array([pb]), n_eff, _Z)[0],
+        _projected(np.array([pb]), np.array([pa]), n_eff, _Z)[0],
+    ]
     return max(0.0, max(vals))
 
 

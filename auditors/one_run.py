@@ -51,8 +51,14 @@ from dpharness import _validate as _v
 from dpharness.core import AddRemove, Mechanism, RenyiDP
 from dpharness.errors import MechanismError, ParameterError
 
-__all__ = ["OneRunBound", "OneRunResult", "OneRunTarget", "one_run_audit", "one_run_epsilon_lower_bound",
-           "one_run_p_value"]
+__all__ = [
+    "OneRunBound",
+    "OneRunResult",
+    "OneRunTarget",
+    "one_run_audit",
+    "one_run_epsilon_lower_bound",
+    "one_run_p_value",
+]
 
 _METHOD = "one-run audit (Steinke, Nasr & Jagielski 2023, main theorem): exact binomial tail"
 _GRID_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -60,6 +66,7 @@ _REL_MARGIN, _ABS_MARGIN = 1e-9, 1e-12
 
 
 # --------------------------------------------------------------------------- the statistic (pure)
+
 
 @dataclass(frozen=True)
 class OneRunBound:
@@ -92,9 +99,11 @@ def _counts(m: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
 def _delta(m: int, delta: Any) -> float:
     delta = float(_v.probability("delta", delta, open_right=True))
     if 2 * m * delta > 1:
-        raise ParameterError(f"delta={delta!r} with m={m}: 2·m·δ = {2 * m * delta:.3g} > 1, where the one-run bound is "
-                             f"not monotone in ε (and nearly vacuous); pass fewer canaries (m <= {int(1 / (2 * delta))}) "
-                             "or a smaller delta.")
+        raise ParameterError(
+            f"delta={delta!r} with m={m}: 2·m·δ = {2 * m * delta:.3g} > 1, where the one-run bound is "
+            f"not monotone in ε (and nearly vacuous); pass fewer canaries (m <= {int(1 / (2 * delta))}) "
+            "or a smaller delta."
+        )
     return delta
 
 
@@ -104,11 +113,11 @@ def _p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
         return 1.0
     q = 1.0 / (1.0 + math.exp(-eps)) if eps < 700 else 1.0
     vs = np.arange(1, v + 1)
-    tail = _st.binom.sf(vs - 1, r, q)                       # f(v') = P[X >= v'], v' = 1..v
+    tail = _st.binom.sf(vs - 1, r, q)  # f(v') = P[X >= v'], v' = 1..v
     bound = tail
     if delta > 0:
-        pmf = _st.binom.pmf(np.arange(0, v), r, q)          # P[X = k], k = 0..v−1
-        cum = np.concatenate(([0.0], np.cumsum(pmf)))       # cum[k] = P[X < k]
+        pmf = _st.binom.pmf(np.arange(0, v), r, q)  # P[X = k], k = 0..v−1
+        cum = np.concatenate(([0.0], np.cumsum(pmf)))  # cum[k] = P[X < k]
         # window(v', i) = P[v'−i <= X < v'] = cum[v'] − cum[v'−i], i = 1..v'
         i = np.arange(1, v + 1)
         lo = vs[:, None] - i[None, :]
@@ -130,8 +139,9 @@ def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: f
     return _p_value(m, r, v, eps, _delta(m, delta))
 
 
-def one_run_epsilon_lower_bound(m: int, guesses: int, correct: int, *, delta: float = 0.0,
-                                confidence: float = 0.95) -> OneRunBound:
+def one_run_epsilon_lower_bound(
+    m: int, guesses: int, correct: int, *, delta: float = 0.0, confidence: float = 0.95
+) -> OneRunBound:
     """The largest ε whose p-value (:func:`one_run_p_value`) is below ``1 − confidence`` (bisection to
     1e-6 from below; 0 when even ε = 0 is not rejected). A pure function of the counts."""
     m, r, v = _counts(m, guesses, correct)
@@ -160,6 +170,7 @@ def _bound(m: int, r: int, v: int, delta: float, level: float, confidence: float
 
 
 # --------------------------------------------------------------------------- targets and the audit
+
 
 @dataclass(frozen=True)
 class OneRunTarget:
@@ -230,15 +241,18 @@ def _grid(m: int, guesses: Any) -> tuple[tuple[int, int], ...]:
     except TypeError:
         pts = []
     if not pts or any(len(p) != 2 for p in pts):
-        raise ParameterError(f"guesses={guesses!r:.80} is not k, (k_plus, k_minus) or a list of such pairs; pass e.g. "
-                             "guesses=[(50, 50), (100, 100)] or leave it out for the default grid.")
+        raise ParameterError(
+            f"guesses={guesses!r:.80} is not k, (k_plus, k_minus) or a list of such pairs; pass e.g. "
+            "guesses=[(50, 50), (100, 100)] or leave it out for the default grid."
+        )
     out = []
     for kp, km in pts:
         kp = _v.integer("k_plus", kp, minimum=0)
         km = _v.integer("k_minus", km, minimum=0)
         if kp + km < 1 or kp + km > m:
-            raise ParameterError(f"guesses=({kp}, {km}) makes {kp + km} guesses on m={m} canaries; pass 1 <= k_plus + "
-                                 f"k_minus <= {m}.")
+            raise ParameterError(
+                f"guesses=({kp}, {km}) makes {kp + km} guesses on m={m} canaries; pass 1 <= k_plus + k_minus <= {m}."
+            )
         out.append((kp, km))
     return tuple(dict.fromkeys(out))
 
@@ -254,26 +268,31 @@ def _scores(score: Callable, output: Any, canaries: np.ndarray) -> np.ndarray:
     try:
         arr = np.asarray(s, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError(f"score returned {type(s).__name__} that is not an array of numbers; score(output, "
-                             f"canaries) must return one number per canary, shape ({m},).") from None
+        raise ParameterError(
+            f"score returned {type(s).__name__} that is not an array of numbers; score(output, "
+            f"canaries) must return one number per canary, shape ({m},)."
+        ) from None
     if arr.shape != (m,):
-        raise ParameterError(f"score returned shape {getattr(arr, 'shape', None)}; score(output, canaries) must return "
-                             f"one number per canary, shape ({m},).")
+        raise ParameterError(
+            f"score returned shape {getattr(arr, 'shape', None)}; score(output, canaries) must return "
+            f"one number per canary, shape ({m},)."
+        )
     if not np.all(np.isfinite(arr)):
         raise ParameterError("score returned NaN or infinite scores; return finite numbers, one per canary.")
     return arr
 
 
-def _guess_counts(scores: np.ndarray, included: np.ndarray, grid: Sequence[tuple[int, int]],
-                  rng: np.random.Generator) -> list[tuple[int, int, int]]:
+def _guess_counts(
+    scores: np.ndarray, included: np.ndarray, grid: Sequence[tuple[int, int]], rng: np.random.Generator
+) -> list[tuple[int, int, int]]:
     """For each (k+, k−): (k+, k−, correct). Ties are broken by a random order drawn from ``rng``
     (independent of the inclusion vector)."""
     perm = rng.permutation(len(scores))
-    order = perm[np.argsort(-scores[perm], kind="stable")]   # highest first
+    order = perm[np.argsort(-scores[perm], kind="stable")]  # highest first
     inc = included[order]
     out = []
     for kp, km in grid:
-        correct = int(np.sum(inc[:kp])) + int(np.sum(~inc[len(inc) - km:])) if km else int(np.sum(inc[:kp]))
+        correct = int(np.sum(inc[:kp])) + int(np.sum(~inc[len(inc) - km :])) if km else int(np.sum(inc[:kp]))
         out.append((kp, km, correct))
     return out
 
@@ -286,9 +305,18 @@ def _claim(epsilon: Any, delta: Any) -> tuple[float, float]:
     return eps, d
 
 
-def one_run_audit(target: Any, canaries: Any = None, *, data: Any = None, score: Callable | None = None,
-                  epsilon: float | None = None, delta: float | None = None, confidence: float = 0.95,
-                  guesses: Any = None, rng: np.random.Generator) -> OneRunResult:
+def one_run_audit(
+    target: Any,
+    canaries: Any = None,
+    *,
+    data: Any = None,
+    score: Callable | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    confidence: float = 0.95,
+    guesses: Any = None,
+    rng: np.random.Generator,
+) -> OneRunResult:
     """One-run audit (Steinke, Nasr & Jagielski 2023): an ε lower bound from a single run.
 
     ``target``: a mechanism declared from parts whose steps are ``dp.iterate(...)`` (relation
@@ -317,11 +345,18 @@ def one_run_audit(target: Any, canaries: Any = None, *, data: Any = None, score:
     claim_source = ""
     name = getattr(target, "name", getattr(target, "__name__", "target"))
     if isinstance(target, OneRunTarget):
-        for fixed, value in (("canaries", canaries), ("data", data), ("score", score), ("epsilon", epsilon),
-                             ("delta", delta)):
+        for fixed, value in (
+            ("canaries", canaries),
+            ("data", data),
+            ("score", score),
+            ("epsilon", epsilon),
+            ("delta", delta),
+        ):
             if value is not None:
-                raise ParameterError(f"{fixed}= is fixed by the target {target.name!r}; build the target with the "
-                                     f"value you want instead.")
+                raise ParameterError(
+                    f"{fixed}= is fixed by the target {target.name!r}; build the target with the "
+                    f"value you want instead."
+                )
         run, score, white_box = target.run, target.score, target.white_box
         canaries, data = np.asarray(target.canaries), np.asarray(target.data)
         eps, dlt = _claim(target.epsilon, target.delta)
@@ -330,16 +365,20 @@ def one_run_audit(target: Any, canaries: Any = None, *, data: Any = None, score:
         run, default_score, white_box, canaries, data = _parts_target(target, canaries, data)
         if score is None:
             if default_score is None:
-                raise ParameterError(f"target={target.name!r} is not a DP-SGD-shaped iterate (see one_run_audit's "
-                                     "docstring), so there is no default score; pass score(output, canaries).")
+                raise ParameterError(
+                    f"target={target.name!r} is not a DP-SGD-shaped iterate (see one_run_audit's "
+                    "docstring), so there is no default score; pass score(output, canaries)."
+                )
             score = default_score
         else:
             white_box = target.steps.output == "releases"
         claim = target.claim
         if epsilon is None:
             if isinstance(claim, RenyiDP):
-                raise ParameterError(f"the claim of {target.name!r} is {claim.describe()}; pass epsilon= and delta= "
-                                     "(an (ε, δ) claim to hold it to).")
+                raise ParameterError(
+                    f"the claim of {target.name!r} is {claim.describe()}; pass epsilon= and delta= "
+                    "(an (ε, δ) claim to hold it to)."
+                )
             epsilon = claim.epsilon
             claim_source = f"{target.name}'s claim {claim.describe()}"
         if delta is None and not isinstance(claim, RenyiDP):
@@ -347,23 +386,28 @@ def one_run_audit(target: Any, canaries: Any = None, *, data: Any = None, score:
         eps, dlt = _claim(epsilon, delta)
     elif callable(target):
         if canaries is None or data is None or score is None:
-            raise ParameterError("a callable target needs canaries=, data= and score=; pass all three (or a "
-                                 "OneRunTarget).")
+            raise ParameterError(
+                "a callable target needs canaries=, data= and score=; pass all three (or a OneRunTarget)."
+            )
         run = target
         canaries, data = _records("canaries", canaries), _records("data", data, allow_empty=True)
         eps, dlt = _claim(epsilon, delta)
     else:
-        raise ParameterError(f"target={target!r:.80} is not a dp.iterate mechanism, a OneRunTarget or a callable "
-                             "fn(records, rng); pass one of them.")
+        raise ParameterError(
+            f"target={target!r:.80} is not a dp.iterate mechanism, a OneRunTarget or a callable "
+            "fn(records, rng); pass one of them."
+        )
     if not callable(score):
-        raise ParameterError(f"score={score!r:.60} is not callable; pass score(output, canaries) -> one score per canary.")
+        raise ParameterError(
+            f"score={score!r:.60} is not callable; pass score(output, canaries) -> one score per canary."
+        )
     m = len(canaries)
     if m < 1:
         raise ParameterError(f"m={m}: canaries is empty; pass at least one canary record (one-run audits want many).")
     grid = _grid(m, guesses)
     dlt = _delta(m, dlt)
 
-    included = rng.random(m) < 0.5                     # S: each canary in with probability 1/2
+    included = rng.random(m) < 0.5  # S: each canary in with probability 1/2
     records = _join(data, canaries[included])
     output = run(records, rng)
     scores = _scores(score, output, canaries)
@@ -375,21 +419,40 @@ def one_run_audit(target: Any, canaries: Any = None, *, data: Any = None, score:
             best = (b, kp, km)
     assert best is not None
     b, kp, km = best
-    method = (f"{b.method}; guesses on the k+ highest / k− lowest of {m} canary scores "
-              f"({'white-box: every round' if white_box else 'black-box: final output'}); "
-              + (f"union bound over {len(grid)} (k+, k−)" if len(grid) > 1 else "(k+, k−) fixed in advance"))
+    method = (
+        f"{b.method}; guesses on the k+ highest / k− lowest of {m} canary scores "
+        f"({'white-box: every round' if white_box else 'black-box: final output'}); "
+        + (f"union bound over {len(grid)} (k+, k−)" if len(grid) > 1 else "(k+, k−) fixed in advance")
+    )
     return OneRunResult(
-        epsilon_lower_bound=b.epsilon, passed=b.epsilon <= eps, epsilon=eps, delta=dlt, confidence=confidence, m=m,
-        included=int(included.sum()), guesses=kp + km, correct=b.correct, k_plus=kp, k_minus=km, grid=grid,
-        white_box=white_box, method=method, claim_source=claim_source, name=str(name),
-        elapsed=time.perf_counter() - t0, extra={"p_value": b.p_value, "level_per_grid_point": level})
+        epsilon_lower_bound=b.epsilon,
+        passed=b.epsilon <= eps,
+        epsilon=eps,
+        delta=dlt,
+        confidence=confidence,
+        m=m,
+        included=int(included.sum()),
+        guesses=kp + km,
+        correct=b.correct,
+        k_plus=kp,
+        k_minus=km,
+        grid=grid,
+        white_box=white_box,
+        method=method,
+        claim_source=claim_source,
+        name=str(name),
+        elapsed=time.perf_counter() - t0,
+        extra={"p_value": b.p_value, "level_per_grid_point": level},
+    )
 
 
 def _records(name: str, value: Any, *, allow_empty: bool = False) -> np.ndarray:
     arr = np.asarray(value, dtype=float) if not isinstance(value, np.ndarray) else value
     if arr.dtype == object or arr.ndim < 1 or (len(arr) == 0 and not allow_empty):
-        raise ParameterError(f"{name}={value!r:.60} is not an array of records (first axis: records); pass e.g. a "
-                             "numpy array of shape (records, columns).")
+        raise ParameterError(
+            f"{name}={value!r:.60} is not an array of records (first axis: records); pass e.g. a "
+            "numpy array of shape (records, columns)."
+        )
     return arr
 
 
@@ -397,12 +460,15 @@ def _join(data: np.ndarray, extra: np.ndarray) -> np.ndarray:
     if len(data) == 0:
         return extra.copy()
     if data.shape[1:] != extra.shape[1:]:
-        raise ParameterError(f"data records have shape {data.shape[1:]} but canaries {extra.shape[1:]}; pass canaries "
-                             "that are records of the same domain as the data.")
+        raise ParameterError(
+            f"data records have shape {data.shape[1:]} but canaries {extra.shape[1:]}; pass canaries "
+            "that are records of the same domain as the data."
+        )
     return np.concatenate([data, extra], axis=0)
 
 
 # --------------------------------------------------------------------------- dp.iterate declarations
+
 
 def _links(step: Any, chain_type: type) -> list:
     if isinstance(step, chain_type):
@@ -414,14 +480,20 @@ def _parts_target(mech: Mechanism, canaries: Any, data: Any):
     from dpharness import parts as dp  # public parts API only
 
     if not isinstance(mech, dp.PartsMechanism) or not isinstance(mech.steps, dp.Iterate):
-        raise ParameterError(f"target={mech.name!r} is not declared as dp.mechanism(steps=dp.iterate(...)); pass a "
-                             "dp.iterate mechanism, a OneRunTarget or a callable fn(records, rng).")
+        raise ParameterError(
+            f"target={mech.name!r} is not declared as dp.mechanism(steps=dp.iterate(...)); pass a "
+            "dp.iterate mechanism, a OneRunTarget or a callable fn(records, rng)."
+        )
     if not isinstance(mech.relation, AddRemove):
-        raise ParameterError(f"relation={mech.relation!r}: the one-run theorem bounds add/remove-one-record privacy; "
-                             "declare relation=AddRemove().")
+        raise ParameterError(
+            f"relation={mech.relation!r}: the one-run theorem bounds add/remove-one-record privacy; "
+            "declare relation=AddRemove()."
+        )
     if canaries is None or data is None:
-        raise ParameterError("canaries= and data= are required: the canary records and the base records (records of "
-                             f"{mech.records.describe()}).")
+        raise ParameterError(
+            "canaries= and data= are required: the canary records and the base records (records of "
+            f"{mech.records.describe()})."
+        )
     canaries = mech.records.validate("canaries", _records("canaries", canaries))
     data = _records("data", data, allow_empty=True)
     if len(data):
@@ -429,7 +501,9 @@ def _parts_target(mech: Mechanism, canaries: Any, data: Any):
     else:
         data = np.zeros((0, *canaries.shape[1:]))
     if canaries.ndim != 2 and mech.space.dim > 1:
-        raise ParameterError(f"canaries has shape {canaries.shape}; pass one record of {mech.space.dim} columns per row.")
+        raise ParameterError(
+            f"canaries has shape {canaries.shape}; pass one record of {mech.space.dim} columns per row."
+        )
 
     def run(records: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(mech.sample(records, 1, rng))[0]
@@ -460,8 +534,13 @@ def _dpsgd_shape(it: Any, dp: Any):
     if len(tail) == 1 and isinstance(tail[0], dp.Compose) and len(tail[0].parts) == d:
         for j, part in enumerate(tail[0].parts):
             p = _links(part, dp.Chain)
-            if not (len(p) == 3 and type(p[0]) is col_type and p[0].j == j and type(p[1]) is sum_type
-                    and isinstance(p[2], noise_types)):
+            if not (
+                len(p) == 3
+                and type(p[0]) is col_type
+                and p[0].j == j
+                and type(p[1]) is sum_type
+                and isinstance(p[2], noise_types)
+            ):
                 return None
         return it, mapping, clip, d
     return None
@@ -502,8 +581,9 @@ def _black_box_score(it: Any, mapping: Any, clip: Any, width: int) -> Callable:
         moved = np.asarray(output, dtype=float).reshape(-1) - theta0
         g = _clipped_grads(mapping, clip, theta0, canaries, width)
         base = np.asarray(it.update(theta0, _release_arg(np.zeros(width), width)), dtype=float).reshape(-1)
-        steps = np.array([np.asarray(it.update(theta0, _release_arg(gi, width)), dtype=float).reshape(-1) - base
-                          for gi in g])
+        steps = np.array(
+            [np.asarray(it.update(theta0, _release_arg(gi, width)), dtype=float).reshape(-1) - base for gi in g]
+        )
         return steps @ moved
 
     return score

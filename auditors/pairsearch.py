@@ -69,7 +69,15 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness._run import short_repr
 from dpharness.core import (
-    AddRemove, BoundedChange, Domain, Finite, InputSpec, IntegerRange, RealBox, RealInterval, Substitute,
+    AddRemove,
+    BoundedChange,
+    Domain,
+    Finite,
+    InputSpec,
+    IntegerRange,
+    RealBox,
+    RealInterval,
+    Substitute,
 )
 from dpharness.errors import MechanismError, ParameterError
 
@@ -80,20 +88,27 @@ from .neighbours import _best, _draw_records, _projected, _random_pairs, _REF_SA
 
 __all__ = ["Scalars", "Vectors", "Datasets", "callable_pairs", "MIN_BUDGET"]
 
-MIN_BUDGET = 2_000        # the smallest screening budget accepted (samples in all)
-_MIN_PER_SIDE = 100        # stage-1 samples a side per screened candidate, at least
+MIN_BUDGET = 2_000  # the smallest screening budget accepted (samples in all)
+_MIN_PER_SIDE = 100  # stage-1 samples a side per screened candidate, at least
 _SEARCH_STREAM = 0x5EA4C4  # first spawn key of the screen's seeds (audit phases use 0 and 1)
-_SHADE = 1.0               # standard errors by which screen estimates are shaded before projecting
-_MAX_COLUMNS = 8           # output coordinates screened one by one
-_LARGE_N = 1_000           # the largest data set the search builds (unless the size range forces more)
+_SHADE = 1.0  # standard errors by which screen estimates are shaded before projecting
+_MAX_COLUMNS = 8  # output coordinates screened one by one
+_LARGE_N = 1_000  # the largest data set the search builds (unless the size range forces more)
 _RANDOM_PAIRS = 8
-_MAX_DIM = 10_000           # exact (Fraction) validation of every candidate stays cheap up to here
-_BOX_SIZES = (1, 10, 2, 5, 3)  # data set sizes of the RealBox groups (small: where sensitivity bugs show), in screen order
-_MAX_CORNERS = 16          # corners of a RealBox enumerated in full up to 2^4; beyond, a structured subset
-_MAX_BOX_DIM = 1_000       # columns of a RealBox record the search accepts
+_MAX_DIM = 10_000  # exact (Fraction) validation of every candidate stays cheap up to here
+_BOX_SIZES = (
+    1,
+    10,
+    2,
+    5,
+    3,
+)  # data set sizes of the RealBox groups (small: where sensitivity bugs show), in screen order
+_MAX_CORNERS = 16  # corners of a RealBox enumerated in full up to 2^4; beyond, a structured subset
+_MAX_BOX_DIM = 1_000  # columns of a RealBox record the search accepts
 
 
 # --------------------------------------------------------------------------- exact arithmetic
+
 
 def _frac(value: Any) -> Fraction:
     """An exact Fraction of a finite real (floats: their binary value)."""
@@ -121,7 +136,7 @@ def _within(a: list, b: list, norm: str, bound: Fraction) -> bool:
     if norm == "l1":
         return sum(diffs) * bound.denominator <= bound.numerator * den
     if norm == "l2":
-        return sum(d * d for d in diffs) * bound.denominator ** 2 <= bound.numerator ** 2 * den * den
+        return sum(d * d for d in diffs) * bound.denominator**2 <= bound.numerator**2 * den * den
     return max(diffs) * bound.denominator <= bound.numerator * den
 
 
@@ -138,6 +153,7 @@ def _float_inside(value: Fraction | float, lo: Fraction, hi: Fraction) -> float:
 
 
 # --------------------------------------------------------------------------- input spaces
+
 
 @dataclass(frozen=True)
 class Scalars:
@@ -174,11 +190,15 @@ class Scalars:
         """``(data, neighbor)`` unchanged, or ParameterError saying what is wrong."""
         for name, x in (("data", data), ("neighbor", neighbor)):
             if not self.contains(x):
-                raise ParameterError(f"{name}={x!r:.60} is not a real number in [{self.lo}, {self.hi}]; "
-                                     "pass a number inside the declared range.")
+                raise ParameterError(
+                    f"{name}={x!r:.60} is not a real number in [{self.lo}, {self.hi}]; "
+                    "pass a number inside the declared range."
+                )
         if not self.is_neighbour(data, neighbor):
-            raise ParameterError(f"data={data!r} and neighbor={neighbor!r} are not neighbours (need 0 < |data - neighbor| "
-                                 f"<= sensitivity={self.sensitivity}); pass two different numbers at most that far apart.")
+            raise ParameterError(
+                f"data={data!r} and neighbor={neighbor!r} are not neighbours (need 0 < |data - neighbor| "
+                f"<= sensitivity={self.sensitivity}); pass two different numbers at most that far apart."
+            )
         return data, neighbor
 
     def describe(self) -> str:
@@ -216,8 +236,9 @@ class Vectors:
     def contains(self, v: Any) -> bool:
         """A real vector of shape ``(dim,)`` with every entry exactly in [lo, hi]."""
         arr = np.asarray(v)
-        if arr.shape != (self.dim,) or not (np.issubdtype(arr.dtype, np.integer) or (
-                np.issubdtype(arr.dtype, np.floating) and arr.dtype.itemsize <= 8)):
+        if arr.shape != (self.dim,) or not (
+            np.issubdtype(arr.dtype, np.integer) or (np.issubdtype(arr.dtype, np.floating) and arr.dtype.itemsize <= 8)
+        ):
             return False  # bools, objects, complex and extended precision are not vectors of this space
         if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
             return False
@@ -232,16 +253,22 @@ class Vectors:
         """``(data, neighbor)`` unchanged, or ParameterError saying what is wrong."""
         for name, x in (("data", data), ("neighbor", neighbor)):
             if not self.contains(x):
-                raise ParameterError(f"{name}={x!r:.60} is not a real vector of shape ({self.dim},) with entries in "
-                                     f"[{self.lo}, {self.hi}]; pass a vector of the declared space.")
+                raise ParameterError(
+                    f"{name}={x!r:.60} is not a real vector of shape ({self.dim},) with entries in "
+                    f"[{self.lo}, {self.hi}]; pass a vector of the declared space."
+                )
         if not self.is_neighbour(data, neighbor):
-            raise ParameterError(f"data and neighbor are not neighbours under '{self._relation.describe()}'; "
-                                 "pass two different vectors within the sensitivity.")
+            raise ParameterError(
+                f"data and neighbor are not neighbours under '{self._relation.describe()}'; "
+                "pass two different vectors within the sensitivity."
+            )
         return data, neighbor
 
     def describe(self) -> str:
-        return (f"{self.dim}-vectors in [{self.lo}, {self.hi}]^{self.dim}, neighbours at "
-                f"{self.norm.upper()} distance <= {self.sensitivity}")
+        return (
+            f"{self.dim}-vectors in [{self.lo}, {self.hi}]^{self.dim}, neighbours at "
+            f"{self.norm.upper()} distance <= {self.sensitivity}"
+        )
 
 
 @dataclass(frozen=True)
@@ -261,15 +288,21 @@ class Datasets:
 
     def __post_init__(self) -> None:
         if not isinstance(self.records, (RealInterval, IntegerRange, Finite, RealBox)):
-            raise ParameterError(f"records={self.records!r:.80} is not a supported record domain; pass RealInterval(lo, hi), "
-                                 "IntegerRange(lo, hi), Finite(values) or RealBox(lo, hi, dim).")
+            raise ParameterError(
+                f"records={self.records!r:.80} is not a supported record domain; pass RealInterval(lo, hi), "
+                "IntegerRange(lo, hi), Finite(values) or RealBox(lo, hi, dim)."
+            )
         if isinstance(self.records, RealBox):  # RealBox itself refuses infinite bounds and lo >= hi
             box = self.records
             if box.dim > _MAX_BOX_DIM:
-                raise ParameterError(f"records={box!r:.80} has dim={box.dim} columns; the search takes at most "
-                                     f"{_MAX_BOX_DIM}: pass fewer columns, or data and neighbor explicitly.")
+                raise ParameterError(
+                    f"records={box!r:.80} has dim={box.dim} columns; the search takes at most "
+                    f"{_MAX_BOX_DIM}: pass fewer columns, or data and neighbor explicitly."
+                )
         if not isinstance(self.relation, (AddRemove, Substitute)):
-            raise ParameterError(f"relation={self.relation!r:.80} is not a data set relation; pass AddRemove() or Substitute().")
+            raise ParameterError(
+                f"relation={self.relation!r:.80} is not a data set relation; pass AddRemove() or Substitute()."
+            )
         if not isinstance(self.size, (tuple, list)) or len(self.size) != 2:
             raise ParameterError(f"size={self.size!r:.60} is not a (min_n, max_n) pair; pass e.g. size=(0, 100).")
         lo = _v.integer("size[0]", self.size[0], minimum=0)
@@ -277,11 +310,15 @@ class Datasets:
         if lo > hi:
             raise ParameterError(f"size={tuple(self.size)!r}: min_n={lo} exceeds max_n={hi}; pass min_n <= max_n.")
         if isinstance(self.relation, AddRemove) and lo == hi:
-            raise ParameterError(f"size={tuple(self.size)!r} allows one length only, so no two data sets differ by one "
-                                 "record; widen it to (min_n, max_n) with max_n > min_n, or use Substitute().")
+            raise ParameterError(
+                f"size={tuple(self.size)!r} allows one length only, so no two data sets differ by one "
+                "record; widen it to (min_n, max_n) with max_n > min_n, or use Substitute()."
+            )
         if isinstance(self.relation, Substitute) and hi < 1:
-            raise ParameterError(f"size={tuple(self.size)!r} allows only empty data sets, which have no substitution "
-                                 "neighbours; pass max_n >= 1.")
+            raise ParameterError(
+                f"size={tuple(self.size)!r} allows only empty data sets, which have no substitution "
+                "neighbours; pass max_n >= 1."
+            )
         object.__setattr__(self, "size", (lo, hi))
 
     def contains(self, data: Any) -> bool:
@@ -317,16 +354,22 @@ class Datasets:
         """``(data, neighbor)`` unchanged, or ParameterError saying what is wrong."""
         for name, x in (("data", data), ("neighbor", neighbor)):
             if not self.contains(x):
-                raise ParameterError(f"{name}={x!r:.60} is not a list of {self.size[0]}..{self.size[1]} records in "
-                                     f"{self.records.describe()}; pass a data set of the declared space.")
+                raise ParameterError(
+                    f"{name}={x!r:.60} is not a list of {self.size[0]}..{self.size[1]} records in "
+                    f"{self.records.describe()}; pass a data set of the declared space."
+                )
         if not self.is_neighbour(data, neighbor):
-            raise ParameterError(f"data and neighbor are not neighbours under '{self.relation.describe()}'; "
-                                 "change exactly what the relation allows.")
+            raise ParameterError(
+                f"data and neighbor are not neighbours under '{self.relation.describe()}'; "
+                "change exactly what the relation allows."
+            )
         return data, neighbor
 
     def describe(self) -> str:
-        return (f"data sets of {self.size[0]}..{self.size[1]} records in {self.records.describe()}, "
-                f"neighbours: {self.relation.describe()}")
+        return (
+            f"data sets of {self.size[0]}..{self.size[1]} records in {self.records.describe()}, "
+            f"neighbours: {self.relation.describe()}"
+        )
 
 
 def _number(r: Any) -> int | float | Fraction | None:
@@ -345,8 +388,13 @@ def _row_values(r: Any) -> tuple | None:
     """A multi-column record (a 1-D numeric array, list or tuple) as a tuple of exact numbers; None
     for anything else (bools, objects, non-finite entries, nested rows)."""
     if isinstance(r, np.ndarray):
-        if r.ndim != 1 or r.dtype == bool or not (np.issubdtype(r.dtype, np.integer) or (
-                np.issubdtype(r.dtype, np.floating) and r.dtype.itemsize <= 8)):
+        if (
+            r.ndim != 1
+            or r.dtype == bool
+            or not (
+                np.issubdtype(r.dtype, np.integer) or (np.issubdtype(r.dtype, np.floating) and r.dtype.itemsize <= 8)
+            )
+        ):
             return None
         r = r.tolist()
     elif not isinstance(r, (list, tuple)):
@@ -385,6 +433,7 @@ def _record_in(domain: Domain, r: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- candidates
+
 
 def _scalar_pairs(lo_q: Fraction, hi_q: Fraction, s_q: Fraction) -> list[tuple[float, float, str]]:
     """Curated scalar pairs (possibly invalid or repeated: callers validate), grouped by kind."""
@@ -454,8 +503,9 @@ def _powers_of_two(L: float, H: float, S: float) -> list[float]:
     return out[:8]
 
 
-def _random_scalars(lo_q: Fraction, hi_q: Fraction, s_q: Fraction, rng: np.random.Generator,
-                    count: int) -> list[tuple[float, float, str]]:
+def _random_scalars(
+    lo_q: Fraction, hi_q: Fraction, s_q: Fraction, rng: np.random.Generator, count: int
+) -> list[tuple[float, float, str]]:
     L, H, S = float(lo_q), float(hi_q), float(s_q)
     out = []
     for i in range(count):
@@ -463,7 +513,7 @@ def _random_scalars(lo_q: Fraction, hi_q: Fraction, s_q: Fraction, rng: np.rando
             u = float(rng.random())
             a = L * (1.0 - u) + H * u  # no overflow for ranges wider than the largest double
         else:  # a log-uniform magnitude: lands in binades a uniform draw rarely visits
-            top = max(abs(L), abs(H), 2.0 ** -20)
+            top = max(abs(L), abs(H), 2.0**-20)
             mag = float(2.0 ** rng.uniform(-20, math.log2(top)))
             negative = H <= 0 or (L < 0 and rng.random() < 0.5)
             a = -mag if negative else mag
@@ -486,7 +536,9 @@ def _vector_candidates(space: Vectors, rng: np.random.Generator) -> list[tuple[A
         b[0] = b0
         out.append((a, b, group))
     out += [(np.asarray(a, float), np.asarray(b, float), "StatDP patterns") for a, b in statdp_patterns(spec)]
-    out += [(np.asarray(a, float), np.asarray(b, float), "random") for a, b in _random_pairs(spec, rng, _RANDOM_PAIRS, None)]
+    out += [
+        (np.asarray(a, float), np.asarray(b, float), "random") for a, b in _random_pairs(spec, rng, _RANDOM_PAIRS, None)
+    ]
     return out
 
 
@@ -495,10 +547,12 @@ def _repair_vector(space: Vectors, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
     beyond the sensitivity, shrink the step slightly; None when no nearby valid pair is found."""
     if not space.contains(a):
         return None
-    lo, hi = float(_float_inside(_frac(space.lo), _frac(space.lo), _frac(space.hi))), \
-        float(_float_inside(_frac(space.hi), _frac(space.lo), _frac(space.hi)))
+    lo, hi = (
+        float(_float_inside(_frac(space.lo), _frac(space.lo), _frac(space.hi))),
+        float(_float_inside(_frac(space.hi), _frac(space.lo), _frac(space.hi))),
+    )
     b = np.clip(np.asarray(b, float), lo, hi)
-    for shrink in (0.0, 2.0 ** -50, 2.0 ** -40, 2.0 ** -30):
+    for shrink in (0.0, 2.0**-50, 2.0**-40, 2.0**-30):
         c = b if shrink == 0.0 else a + (b - a) * (1.0 - shrink)
         if space.is_neighbour(a, c):
             return a, c
@@ -524,7 +578,7 @@ def _record_values(domain: Domain) -> list:
         cand = [domain.lo, domain.hi, 0, 1, -1, (domain.lo + domain.hi) // 2]
         return [int(v) for v in dict.fromkeys(cand) if domain.lo <= v <= domain.hi]
     lo, hi = float(domain.lo), float(domain.hi)
-    cand = [0.0, 1.0, 0.5, 2.0 ** -30]
+    cand = [0.0, 1.0, 0.5, 2.0**-30]
     if math.isfinite(lo):
         cand.append(lo)
     if math.isfinite(hi):
@@ -560,13 +614,13 @@ def _box_corners(box: RealBox) -> list[np.ndarray]:
     patterns)."""
     lo_q, hi_q = Fraction(box.lo), Fraction(box.hi)
     lo, hi, d = _float_inside(lo_q, lo_q, hi_q), _float_inside(hi_q, lo_q, hi_q), box.dim
-    if 2 ** d <= _MAX_CORNERS:
+    if 2**d <= _MAX_CORNERS:
         bits = [np.array(b, bool) for b in itertools.product((False, True), repeat=d)]
     else:
         eye = np.eye(d, dtype=bool)
         alt = np.arange(d) % 2 == 0
         bits = [np.zeros(d, bool), np.ones(d, bool), alt, ~alt, *eye[:4], *~eye[:4]]
-    bits.sort(key=lambda b: (0 if not b.any() else 1 if b.all() else 2))
+    bits.sort(key=lambda b: 0 if not b.any() else 1 if b.all() else 2)
     out: list[np.ndarray] = []
     for b in bits:
         row = np.where(b, hi, lo)
@@ -711,8 +765,21 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
             continue
         seen.add(key)
         groups.setdefault(g, []).append((a, b, g))
-    order = [g for g in ("boundary", "zero and one", "box corners", "outliers at the bounds", "duplicates",
-                         "StatDP patterns", "powers of two", "tiny steps", "random") if g in groups]
+    order = [
+        g
+        for g in (
+            "boundary",
+            "zero and one",
+            "box corners",
+            "outliers at the bounds",
+            "duplicates",
+            "StatDP patterns",
+            "powers of two",
+            "tiny steps",
+            "random",
+        )
+        if g in groups
+    ]
     out: list[tuple[Any, Any, str]] = []
     queues = [list(groups[g]) for g in order]
     while any(queues):
@@ -723,6 +790,7 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
 
 
 # --------------------------------------------------------------------------- the screen
+
 
 def _shaded_projection(pa: np.ndarray, na: int, pb: np.ndarray, nb: int) -> np.ndarray:
     """The bound an event hit with frequencies ``pa`` / ``pb`` (estimated on ``na`` / ``nb`` samples)
@@ -755,8 +823,10 @@ def _split_histogram(ka: np.ndarray, kb: np.ndarray) -> float:
     ea, eb = _count_in(keys, ka[ha:]), _count_in(keys, kb[hb:])
     na, nb = len(ka) - ha, len(kb) - hb
     best = 0.0
-    for num, n_num, den, n_den, order in ((ea, na, eb, nb, np.argsort(-lr, kind="stable")),
-                                          (eb, nb, ea, na, np.argsort(lr, kind="stable"))):
+    for num, n_num, den, n_den, order in (
+        (ea, na, eb, nb, np.argsort(-lr, kind="stable")),
+        (eb, nb, ea, na, np.argsort(lr, kind="stable")),
+    ):
         cn = np.cumsum(num[order]) / n_num
         cd = np.cumsum(den[order]) / n_den
         vals = _shaded_projection(cn, n_num, cd, n_den)
@@ -792,8 +862,10 @@ def _score(xa: np.ndarray, xb: np.ndarray, shifts: tuple) -> float:
     """Best shaded projected bound over the cheap features of one pair's samples."""
     kind = _ev.output_kind(xa)
     if kind == "object" or _ev.output_kind(xb) == "object":
-        ka, kb = _object_keys(xa.reshape(len(xa), -1).tolist() if xa.dtype != object else xa,
-                              xb.reshape(len(xb), -1).tolist() if xb.dtype != object else xb)
+        ka, kb = _object_keys(
+            xa.reshape(len(xa), -1).tolist() if xa.dtype != object else xa,
+            xb.reshape(len(xb), -1).tolist() if xb.dtype != object else xb,
+        )
         return _split_histogram(ka, kb)
     if xa.dtype == bool:
         xa, xb = xa.astype(np.int64), xb.astype(np.int64)
@@ -806,7 +878,7 @@ def _score(xa: np.ndarray, xb: np.ndarray, shifts: tuple) -> float:
     ga, gb = fa.astype(float), fb.astype(float)
     sd = np.sqrt((ga.var(axis=0) + gb.var(axis=0)) / 2)
     sd[sd == 0] = 1.0
-    direction = (ga.mean(axis=0) - gb.mean(axis=0)) / sd ** 2
+    direction = (ga.mean(axis=0) - gb.mean(axis=0)) / sd**2
     if np.any(direction):
         best = max(best, _best(ga @ direction, gb @ direction))
     return best
@@ -819,16 +891,18 @@ def _rng(seed: int, stage: int, index: int, side: int) -> np.random.Generator:
 def _concat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype == object or y.dtype == object:
         out = np.empty(len(x) + len(y), dtype=object)
-        out[:len(x)] = list(x)
-        out[len(x):] = list(y)
+        out[: len(x)] = list(x)
+        out[len(x) :] = list(y)
         return out
     return np.concatenate([x, y])
 
 
 # --------------------------------------------------------------------------- the search
 
-def callable_pairs(sampler: Sampler, inputs: Scalars | Vectors | Datasets, *, seed: int, budget: int,
-                   max_pairs: int = 4) -> tuple[list[tuple[Any, Any]], str]:
+
+def callable_pairs(
+    sampler: Sampler, inputs: Scalars | Vectors | Datasets, *, seed: int, budget: int, max_pairs: int = 4
+) -> tuple[list[tuple[Any, Any]], str]:
     """Up to ``max_pairs`` neighbouring pairs ``(data, neighbor)`` of ``inputs``, most promising first,
     and a sentence saying how they were found.
 
@@ -843,11 +917,15 @@ def callable_pairs(sampler: Sampler, inputs: Scalars | Vectors | Datasets, *, se
     Raises ParameterError for bad arguments and the sampler's MechanismError when the callable
     fails on every screened candidate (a failure on some is reported in the sentence)."""
     if not isinstance(sampler, Sampler):
-        raise ParameterError(f"sampler={sampler!r:.80} is not a Sampler; wrap the callable as "
-                             "dpharness.auditors._runner.Sampler(fn, name, vectorized).")
+        raise ParameterError(
+            f"sampler={sampler!r:.80} is not a Sampler; wrap the callable as "
+            "dpharness.auditors._runner.Sampler(fn, name, vectorized)."
+        )
     if not isinstance(inputs, (Scalars, Vectors, Datasets)):
-        raise ParameterError(f"inputs={inputs!r:.80} is not an input space; pass Scalars(lo, hi, sensitivity), "
-                             "Vectors(dim, lo, hi, sensitivity, norm) or Datasets(records, relation, size).")
+        raise ParameterError(
+            f"inputs={inputs!r:.80} is not an input space; pass Scalars(lo, hi, sensitivity), "
+            "Vectors(dim, lo, hi, sensitivity, norm) or Datasets(records, relation, size)."
+        )
     seed = _v.integer("seed", seed, minimum=0)
     budget = _v.integer("budget", budget, minimum=MIN_BUDGET)
     max_pairs = _v.integer("max_pairs", max_pairs, minimum=1)
@@ -857,9 +935,11 @@ def callable_pairs(sampler: Sampler, inputs: Scalars | Vectors | Datasets, *, se
 def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> tuple[list[tuple[Any, Any]], str]:
     cands = _candidates(space, _rng(seed, 0, 0, 0))
     if not cands:  # e.g. a sensitivity below the spacing of doubles: no two distinct doubles are neighbours
-        raise ParameterError(f"inputs={space!r:.100} has no neighbouring pair of distinct doubles the search could find "
-                             "(is the sensitivity below the spacing of doubles in the range?); pass a larger "
-                             "sensitivity, or data and neighbor explicitly.")
+        raise ParameterError(
+            f"inputs={space!r:.100} has no neighbouring pair of distinct doubles the search could find "
+            "(is the sensitivity below the spacing of doubles in the range?); pass a larger "
+            "sensitivity, or data and neighbor explicitly."
+        )
     k = min(len(cands), (budget // 2) // (2 * _MIN_PER_SIDE))
     n1 = (budget // 2) // (2 * k)
     drawn: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -873,7 +953,9 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
         a, b, _g = cands[i]
         try:
             xa = sampler(a, n, _rng(seed, stage, i, 0), where=f"pair search (stage {stage}, candidate {i}, data side)")
-            xb = sampler(b, n, _rng(seed, stage, i, 1), where=f"pair search (stage {stage}, candidate {i}, neighbor side)")
+            xb = sampler(
+                b, n, _rng(seed, stage, i, 1), where=f"pair search (stage {stage}, candidate {i}, neighbor side)"
+            )
         except MechanismError as exc:
             first_error = first_error or exc
             # the callable's own exception by its type only: its message may contain the data, and this
@@ -884,8 +966,10 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
         finally:
             used += 2 * n
         if signature(xa) != signature(xb):
-            failures.append(f"data={short_repr(a)}, neighbor={short_repr(b)}: outputs of different shapes or types "
-                            f"({signature(xa)} vs {signature(xb)})")
+            failures.append(
+                f"data={short_repr(a)}, neighbor={short_repr(b)}: outputs of different shapes or types "
+                f"({signature(xa)} vs {signature(xb)})"
+            )
             return None
         return xa, xb
 
@@ -926,12 +1010,16 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
     groups = list(dict.fromkeys(g for _a, _b, g in cands[:k]))
     if isinstance(space, Datasets):
         sizes = sorted({min(len(a), len(b)) for a, b, _g in cands})
-        groups.append(f"data sets of {_sizes_text(sizes)} records{' and one more' if isinstance(space.relation, AddRemove) else ''}; "
-                      f"{space.relation.describe()}")
-    how = (f"screened {k} of {len(cands)} candidate pairs ({', '.join(groups)}) on {used} samples of the callable "
-           f"({n1} a side each, {n1 + max(n2, 0)} for the best {len(finalists)}) and ranked them by the bound that "
-           "threshold, histogram or float-cell events would be expected to certify (a ranking only; nothing is "
-           "certified here)")
+        groups.append(
+            f"data sets of {_sizes_text(sizes)} records{' and one more' if isinstance(space.relation, AddRemove) else ''}; "
+            f"{space.relation.describe()}"
+        )
+    how = (
+        f"screened {k} of {len(cands)} candidate pairs ({', '.join(groups)}) on {used} samples of the callable "
+        f"({n1} a side each, {n1 + max(n2, 0)} for the best {len(finalists)}) and ranked them by the bound that "
+        "threshold, histogram or float-cell events would be expected to certify (a ranking only; nothing is "
+        "certified here)"
+    )
     if failures:
         how += f"; {len(failures)} candidate(s) skipped because the callable failed on them (first: {failures[0]})"
     if other_shapes:
@@ -954,5 +1042,3 @@ def _safe_score(xa: np.ndarray, xb: np.ndarray, shifts: tuple) -> float:
     except (ArithmeticError, ValueError, TypeError, MemoryError):
         return 0.0  # the screen cannot judge these outputs: rank by the prior order alone
     return s if math.isfinite(s) else (1e6 if s > 0 else 0.0)
-
-

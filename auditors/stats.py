@@ -28,9 +28,16 @@ from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
 __all__ = [
-    "ProportionBound", "EpsilonBound", "DeltaBound",
-    "clopper_pearson_lower", "clopper_pearson_upper", "clopper_pearson_interval",
-    "bonferroni_level", "epsilon_lower_bound", "delta_lower_bound", "projected_epsilon",
+    "ProportionBound",
+    "EpsilonBound",
+    "DeltaBound",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "clopper_pearson_interval",
+    "bonferroni_level",
+    "epsilon_lower_bound",
+    "delta_lower_bound",
+    "projected_epsilon",
 ]
 
 
@@ -85,24 +92,36 @@ class DeltaBound:
 
 # --------------------------------------------------------------------------- validation
 
+
 def _counts(hits, n, name: str) -> tuple[np.ndarray, np.ndarray]:
     k = np.asarray(hits)
     m = np.asarray(n)
-    if k.dtype == object or m.dtype == object or not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(m.dtype, np.integer)):
+    if (
+        k.dtype == object
+        or m.dtype == object
+        or not (np.issubdtype(k.dtype, np.integer) and np.issubdtype(m.dtype, np.integer))
+    ):
         # allow integral floats such as 3.0 from callers' arithmetic
         try:
             kf = np.asarray(hits, dtype=float)
             mf = np.asarray(n, dtype=float)
         except (TypeError, ValueError) as exc:
             raise ParameterError(f"{name}={hits!r:.60} is not a count; pass non-negative integers.") from exc
-        if not (np.all(np.isfinite(kf)) and np.all(kf == np.floor(kf)) and np.all(np.isfinite(mf)) and np.all(mf == np.floor(mf))):
+        if not (
+            np.all(np.isfinite(kf))
+            and np.all(kf == np.floor(kf))
+            and np.all(np.isfinite(mf))
+            and np.all(mf == np.floor(mf))
+        ):
             raise ParameterError(f"{name}={hits!r:.60} (n={n!r:.60}) are not whole numbers; pass integer counts.")
         k, m = kf.astype(np.int64), mf.astype(np.int64)
     k, m = np.broadcast_arrays(k.astype(np.int64), m.astype(np.int64))
     if np.any(m < 1):
         raise ParameterError(f"n={n!r:.60} must be >= 1; pass positive sample sizes.")
     if np.any(k < 0) or np.any(k > m):
-        raise ParameterError(f"{name}={hits!r:.60} must lie in 0..n (n={n!r:.60}); pass counts of hits among n samples.")
+        raise ParameterError(
+            f"{name}={hits!r:.60} must lie in 0..n (n={n!r:.60}); pass counts of hits among n samples."
+        )
     return k, m
 
 
@@ -120,6 +139,7 @@ def _scalar_or_array(x: np.ndarray, like) -> np.ndarray | float:
 
 
 # --------------------------------------------------------------------------- Clopper-Pearson
+
 
 def clopper_pearson_lower(hits, n, level: float) -> np.ndarray | float:
     """Exact one-sided lower bound L with Pr[p < L] <= ``level``: the ``level`` quantile of Beta(k, n−k+1)
@@ -149,8 +169,12 @@ def clopper_pearson_interval(hits, n, confidence: float = 0.95) -> ProportionBou
     tail = (1.0 - confidence) / 2.0
     k, m = _counts(hits, n, "hits")
     return ProportionBound(
-        low=clopper_pearson_lower(hits, n, tail), high=clopper_pearson_upper(hits, n, tail),
-        hits=hits, n=n, level=tail, method="Clopper-Pearson exact (two-sided)",
+        low=clopper_pearson_lower(hits, n, tail),
+        high=clopper_pearson_upper(hits, n, tail),
+        hits=hits,
+        n=n,
+        level=tail,
+        method="Clopper-Pearson exact (two-sided)",
     )
 
 
@@ -176,8 +200,10 @@ def _paired_bounds(hits1, n1, hits0, n0, confidence: float, candidates: int | No
     p0 = np.atleast_1d(clopper_pearson_upper(k0, m0, level))
     return p1, p0, m, level
 
-def epsilon_lower_bound(hits1, n1, hits0, n0, *, confidence: float = 0.95, delta: float = 0.0,
-                        candidates: int | None = None) -> EpsilonBound:
+
+def epsilon_lower_bound(
+    hits1, n1, hits0, n0, *, confidence: float = 0.95, delta: float = 0.0, candidates: int | None = None
+) -> EpsilonBound:
     """Certified lower bound on ε from m candidates' counts (arrays of length m, or scalars).
 
     ``hits1``/``n1``: hits of each candidate event on the side where it should be *more* likely
@@ -197,14 +223,22 @@ def epsilon_lower_bound(hits1, n1, hits0, n0, *, confidence: float = 0.95, delta
         idx, eps = -1, 0.0
     what = "ln(p1_lo / p0_hi)" if delta == 0 else f"ln((p1_lo - {delta:g}) / p0_hi)"
     return EpsilonBound(
-        epsilon=eps, index=idx, per_candidate=per, p1_low=p1, p0_high=p0, delta=delta,
-        confidence=confidence, candidates=m, level=level,
+        epsilon=eps,
+        index=idx,
+        per_candidate=per,
+        p1_low=p1,
+        p0_high=p0,
+        delta=delta,
+        confidence=confidence,
+        candidates=m,
+        level=level,
         method=f"Clopper-Pearson exact one-sided bounds, Bonferroni over {m} candidate(s) (each tail {level:.3g}); {what}",
     )
 
 
-def delta_lower_bound(hits1, n1, hits0, n0, *, epsilon: float, confidence: float = 0.95,
-                      candidates: int | None = None) -> DeltaBound:
+def delta_lower_bound(
+    hits1, n1, hits0, n0, *, epsilon: float, confidence: float = 0.95, candidates: int | None = None
+) -> DeltaBound:
     """Certified lower bound on δ at ``epsilon``: max over candidates of p1_lo − e^ε p0_hi (>= 0)."""
     confidence = _confidence(confidence)
     epsilon = float(_v.nonnegative("epsilon", epsilon))
@@ -216,7 +250,13 @@ def delta_lower_bound(hits1, n1, hits0, n0, *, epsilon: float, confidence: float
     else:
         idx, d = -1, 0.0
     return DeltaBound(
-        delta=d, index=idx, per_candidate=per, epsilon=epsilon, confidence=confidence, candidates=m, level=level,
+        delta=d,
+        index=idx,
+        per_candidate=per,
+        epsilon=epsilon,
+        confidence=confidence,
+        candidates=m,
+        level=level,
         method=f"Clopper-Pearson exact one-sided bounds, Bonferroni over {m} candidate(s); p1_lo - e^{epsilon:g} p0_hi",
     )
 
@@ -286,5 +326,6 @@ def projected_delta(p1_hat, p0_hat, n: int, level: float, epsilon: float) -> np.
     epsilon = float(_v.nonnegative("epsilon", epsilon))
     lo, hi = _projected_bounds(p1_hat, p0_hat, n, level)
     return lo - math.exp(min(epsilon, 700.0)) * hi
+
 
 # =========================================================================== end of the block for tail events

@@ -44,13 +44,13 @@ from . import stats as _stats
 
 __all__ = ["TailCandidate", "tail_candidates", "propose_tail_events"]
 
-_MIN_SIDE = 100          # training outputs a side below which no tail is extrapolated
+_MIN_SIDE = 100  # training outputs a side below which no tail is extrapolated
 _TAIL_FRACTION = 0.2
 _TAIL_MIN, _TAIL_MAX = 25, 50_000
-_MIN_DISTINCT = 3        # distinct exceedance values needed to fit a tail (else: empirical only)
-_GRID = 800              # thresholds scanned per tail (continuous outputs)
-_A_RANGE = 40.0          # standardised truncation point of the truncated Gaussian is kept in ±this
-_FAR_HITS = 0.5          # the scan stops where the larger fitted tail expects this many certification hits
+_MIN_DISTINCT = 3  # distinct exceedance values needed to fit a tail (else: empirical only)
+_GRID = 800  # thresholds scanned per tail (continuous outputs)
+_A_RANGE = 40.0  # standardised truncation point of the truncated Gaussian is kept in ±this
+_FAR_HITS = 0.5  # the scan stops where the larger fitted tail expects this many certification hits
 
 
 @dataclass(frozen=True)
@@ -77,18 +77,19 @@ class TailCandidate:
 
 # --------------------------------------------------------------------------- tail model
 
+
 @dataclass(frozen=True)
 class _Tail:
     """Fitted upper tail of one side: P(X >= t) = mass · G(t − origin) for t > u."""
 
     u: float
-    origin: float       # u for continuous outputs, u + 1 for integers (dequantised)
-    mass: float         # share of the side's outputs beyond u
-    gaussian: bool      # truncated Gaussian (True) or exponential (False) exceedances
-    m: float            # truncated Gaussian: mean and sd of the untruncated law of Y
+    origin: float  # u for continuous outputs, u + 1 for integers (dequantised)
+    mass: float  # share of the side's outputs beyond u
+    gaussian: bool  # truncated Gaussian (True) or exponential (False) exceedances
+    m: float  # truncated Gaussian: mean and sd of the untruncated law of Y
     s: float
-    mean: float         # exponential: mean of Y
-    log_norm: float     # log Φ(m/s), the truncated mass (truncated Gaussian)
+    mean: float  # exponential: mean of Y
+    log_norm: float  # log Φ(m/s), the truncated mass (truncated Gaussian)
 
     def log_sf(self, t: np.ndarray) -> np.ndarray:
         y = np.maximum(np.asarray(t, dtype=float) - self.origin, 0.0)
@@ -134,11 +135,11 @@ def _fit_tail(x: np.ndarray, n_total: int, lattice: bool) -> _Tail | None:
         return None
     k = int(min(max(round(_TAIL_FRACTION * n), _TAIL_MIN), _TAIL_MAX, n - 1))
     u = float(x[n - k - 1])
-    exceed = x[np.searchsorted(x, u, side="right"):]
+    exceed = x[np.searchsorted(x, u, side="right") :]
     if len(exceed) < _TAIL_MIN // 2 or len(np.unique(exceed)) < _MIN_DISTINCT:
         return None
     if lattice:
-        y = exceed - (u + 1.0)               # integers >= 0; dequantised Y = y + U(0, 1)
+        y = exceed - (u + 1.0)  # integers >= 0; dequantised Y = y + U(0, 1)
         mean_y = float(np.mean(y)) + 0.5
         mean_y2 = float(np.mean(y * y)) + float(np.mean(y)) + 1.0 / 3.0
         origin = u + 1.0
@@ -149,8 +150,9 @@ def _fit_tail(x: np.ndarray, n_total: int, lattice: bool) -> _Tail | None:
     if not (mean_y > 0 and math.isfinite(mean_y2)):
         return None
     gaussian, m, s, mean, log_norm = _fit_moments(mean_y, mean_y2)
-    return _Tail(u=u, origin=origin, mass=len(exceed) / n_total, gaussian=gaussian, m=m, s=s, mean=mean,
-                 log_norm=log_norm)
+    return _Tail(
+        u=u, origin=origin, mass=len(exceed) / n_total, gaussian=gaussian, m=m, s=s, mean=mean, log_norm=log_norm
+    )
 
 
 def _survival(x: np.ndarray, n_total: int, p_plus_inf: float, tail: _Tail | None, t: np.ndarray) -> np.ndarray:
@@ -163,6 +165,7 @@ def _survival(x: np.ndarray, n_total: int, p_plus_inf: float, tail: _Tail | None
 
 
 # --------------------------------------------------------------------------- thresholds
+
 
 def _scan_end(tails: list[_Tail | None], x_max: float, scale: float, cert_n: int, lattice: bool) -> float:
     """Where the larger fitted tail expects about ``_FAR_HITS`` certification hits (the scan's end)."""
@@ -205,9 +208,21 @@ def _round(t: float, res: float, lattice: bool) -> float:
     return float(round(round(t / res) * res, digits))
 
 
-def _upper_tail_candidates(a: np.ndarray, b: np.ndarray, na: int, nb: int, inf_a: float, inf_b: float, *,
-                           lattice: bool, scale: float, delta: float, epsilon: float | None, cert_n: int,
-                           level: float) -> list[tuple]:
+def _upper_tail_candidates(
+    a: np.ndarray,
+    b: np.ndarray,
+    na: int,
+    nb: int,
+    inf_a: float,
+    inf_b: float,
+    *,
+    lattice: bool,
+    scale: float,
+    delta: float,
+    epsilon: float | None,
+    cert_n: int,
+    level: float,
+) -> list[tuple]:
     """(t, forward, objective, proj_eps, proj_delta, p1, p0) for the upper tail of sorted finite a, b."""
     ta, tb = _fit_tail(a, na, lattice), _fit_tail(b, nb, lattice)
     pooled = np.concatenate([a, b])
@@ -232,7 +247,11 @@ def _upper_tail_candidates(a: np.ndarray, b: np.ndarray, na: int, nb: int, inf_a
         if eps_target is None and delta > 0:
             # the fitted tails' own ε at δ: the supremum over the scan of ln((p1 − δ)/p0)
             with np.errstate(divide="ignore", invalid="ignore"):
-                pop = np.where((p1 > delta) & (p0 > 0), np.log(np.maximum(p1 - delta, 1e-300)) - np.log(np.maximum(p0, 1e-300)), -np.inf)
+                pop = np.where(
+                    (p1 > delta) & (p0 > 0),
+                    np.log(np.maximum(p1 - delta, 1e-300)) - np.log(np.maximum(p0, 1e-300)),
+                    -np.inf,
+                )
             eps_target = float(np.max(pop)) if np.any(np.isfinite(pop)) else None
             if eps_target is not None:
                 eps_target = max(eps_target, 0.0)
@@ -242,19 +261,29 @@ def _upper_tail_candidates(a: np.ndarray, b: np.ndarray, na: int, nb: int, inf_a
         if jd is not None:
             j = int(np.argmax(jd))
             if jd[j] > 0 and j != i:
-                out.append((float(t[j]), forward, "delta at epsilon", float(je[j]), float(jd[j]), float(p1[j]), float(p0[j])))
+                out.append(
+                    (float(t[j]), forward, "delta at epsilon", float(je[j]), float(jd[j]), float(p1[j]), float(p0[j]))
+                )
     return out
 
 
 # --------------------------------------------------------------------------- public
 
+
 def _scalar(name: str, train) -> tuple[np.ndarray, bool]:
     arr = np.asarray(train)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
-            or np.issubdtype(arr.dtype, np.complexfloating):
-        raise ParameterError(f"{name} has dtype {arr.dtype}; tail events need real scalar outputs (floats or integers).")
+    if (
+        arr.dtype == object
+        or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool)
+        or np.issubdtype(arr.dtype, np.complexfloating)
+    ):
+        raise ParameterError(
+            f"{name} has dtype {arr.dtype}; tail events need real scalar outputs (floats or integers)."
+        )
     if arr.ndim > 1 and int(np.prod(arr.shape[1:])) != 1:
-        raise ParameterError(f"{name} has shape {arr.shape}; tail events need one scalar output per sample (shape (n,)).")
+        raise ParameterError(
+            f"{name} has shape {arr.shape}; tail events need one scalar output per sample (shape (n,))."
+        )
     lattice = not np.issubdtype(arr.dtype, np.floating)
     x = arr.reshape(-1).astype(float)
     if len(x) == 0:
@@ -262,8 +291,9 @@ def _scalar(name: str, train) -> tuple[np.ndarray, bool]:
     return x, lattice
 
 
-def tail_candidates(train_a, train_b, *, max_events: int, delta: float, cert_n: int, confidence: float,
-                    epsilon: float | None = None) -> list[TailCandidate]:
+def tail_candidates(
+    train_a, train_b, *, max_events: int, delta: float, cert_n: int, confidence: float, epsilon: float | None = None
+) -> list[TailCandidate]:
     """Tail events with the projection each was chosen by, best projected ε first (see the module doc).
 
     ``train_a``/``train_b``: training outputs of the two sides (scalars: floats or integers);
@@ -279,15 +309,34 @@ def tail_candidates(train_a, train_b, *, max_events: int, delta: float, cert_n: 
     if epsilon is not None:
         epsilon = float(_v.nonnegative("epsilon", epsilon))
         if not math.isfinite(epsilon):
-            raise ParameterError(f"epsilon={epsilon!r} is not finite; pass the finite ε at which to project δ, or None.")
+            raise ParameterError(
+                f"epsilon={epsilon!r} is not finite; pass the finite ε at which to project δ, or None."
+            )
     xa, lat_a = _scalar("train_a", train_a)
     xb, lat_b = _scalar("train_b", train_b)
-    return _candidates(xa, xb, lattice=lat_a and lat_b, max_events=max_events, delta=delta, cert_n=cert_n,
-                       confidence=confidence, epsilon=epsilon)
+    return _candidates(
+        xa,
+        xb,
+        lattice=lat_a and lat_b,
+        max_events=max_events,
+        delta=delta,
+        cert_n=cert_n,
+        confidence=confidence,
+        epsilon=epsilon,
+    )
 
 
-def _candidates(xa: np.ndarray, xb: np.ndarray, *, lattice: bool, max_events: int, delta: float, cert_n: int,
-                confidence: float, epsilon: float | None) -> list[TailCandidate]:
+def _candidates(
+    xa: np.ndarray,
+    xb: np.ndarray,
+    *,
+    lattice: bool,
+    max_events: int,
+    delta: float,
+    cert_n: int,
+    confidence: float,
+    epsilon: float | None,
+) -> list[TailCandidate]:
     na, nb = len(xa), len(xb)
     level = _stats.bonferroni_level(confidence, max_events)
     fa, fb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
@@ -303,8 +352,19 @@ def _candidates(xa: np.ndarray, xb: np.ndarray, *, lattice: bool, max_events: in
         inf_a = float(np.count_nonzero(sign * xa == np.inf)) / na
         inf_b = float(np.count_nonzero(sign * xb == np.inf)) / nb
         for t, fwd, objective, pe, pd, p1, p0 in _upper_tail_candidates(
-                a, b, na, nb, inf_a, inf_b, lattice=lattice, scale=scale, delta=delta, epsilon=epsilon,
-                cert_n=cert_n, level=level):
+            a,
+            b,
+            na,
+            nb,
+            inf_a,
+            inf_b,
+            lattice=lattice,
+            scale=scale,
+            delta=delta,
+            epsilon=epsilon,
+            cert_n=cert_n,
+            level=level,
+        ):
             raw.append((pe, upper, _round(sign * t, res, lattice), fwd, objective, pd, p1, p0))
     raw.sort(key=lambda r: -r[0])
     out: list[TailCandidate] = []
@@ -314,16 +374,27 @@ def _candidates(xa: np.ndarray, xb: np.ndarray, *, lattice: bool, max_events: in
             continue
         seen.add((upper, t))
         shown = int(t) if lattice else t
-        out.append(TailCandidate(event=Event.threshold(shown, upper), threshold=t, upper=upper, forward=fwd,
-                                 objective=objective, projected_epsilon=pe, projected_delta=pd,
-                                 p_numerator=p1, p_denominator=p0))
+        out.append(
+            TailCandidate(
+                event=Event.threshold(shown, upper),
+                threshold=t,
+                upper=upper,
+                forward=fwd,
+                objective=objective,
+                projected_epsilon=pe,
+                projected_delta=pd,
+                p_numerator=p1,
+                p_denominator=p0,
+            )
+        )
         if len(out) >= max_events:
             break
     return out
 
 
-def propose_tail_events(train_a, train_b, *, max_events: int, delta: float, cert_n: int,
-                        confidence: float, epsilon: float | None = None) -> list[Event]:
+def propose_tail_events(
+    train_a, train_b, *, max_events: int, delta: float, cert_n: int, confidence: float, epsilon: float | None = None
+) -> list[Event]:
     """Half-line events ``output >= t`` / ``output <= t`` in both tails, for each direction that the
     fitted tails favour, with t chosen to maximise the projected certified ε at ``delta`` (and δ at
     the fitted ε, where a positive δ is projected) for ``cert_n`` certification samples a side at
@@ -331,5 +402,9 @@ def propose_tail_events(train_a, train_b, *, max_events: int, delta: float, cert
     ``max_events`` events, typically 2 to 4). ``epsilon`` (optional): the claim's ε, at which δ is
     then projected instead of at the fitted ε — the threshold that best tests the claim itself.
     Only training outputs choose the events."""
-    return [c.event for c in tail_candidates(train_a, train_b, max_events=max_events, delta=delta, cert_n=cert_n,
-                                             confidence=confidence, epsilon=epsilon)]
+    return [
+        c.event
+        for c in tail_candidates(
+            train_a, train_b, max_events=max_events, delta=delta, cert_n=cert_n, confidence=confidence, epsilon=epsilon
+        )
+    ]

@@ -76,13 +76,14 @@ _CLOCKS: dict[str, tuple[Callable[[], int], str]] = {
     "perf_counter": (time.perf_counter_ns, "perf_counter"),
     "monotonic": (time.monotonic_ns, "monotonic"),
 }
-_DURATION_POINTS = 64       # quantile grid of the pooled training durations
-_JOINT_VALUE_EVENTS = 4     # value events combined with duration thresholds
-_JOINT_POINTS = 32          # duration grid inside each of them
-_MIN_HALF = 20              # calls a side, at least, for training and for certification
+_DURATION_POINTS = 64  # quantile grid of the pooled training durations
+_JOINT_VALUE_EVENTS = 4  # value events combined with duration thresholds
+_JOINT_POINTS = 32  # duration grid inside each of them
+_MIN_HALF = 20  # calls a side, at least, for training and for certification
 
 
 # --------------------------------------------------------------------------- events over (value, duration)
+
 
 @dataclass(frozen=True)
 class TimingEvent:
@@ -122,6 +123,7 @@ class TimingEvent:
 
 
 # --------------------------------------------------------------------------- result
+
 
 @dataclass(frozen=True)
 class TimingAuditResult:
@@ -172,38 +174,78 @@ class TimingAuditResult:
         """Jupyter: the certified bound against the claim, the event and the timer."""
         from dpharness._html import card
 
-        return card("timing audit", self.verdict, "good" if self.passed else "bad", [
-            ("certified ε lower bound", f"{self.epsilon_lower_bound:.6g} (confidence {self.confidence:g})"),
-            ("claim", f"ε = {self.epsilon:g}" + (f", δ = {self.delta:g}" if self.delta else "")),
-            ("event", self.event_description or None),
-            ("calls a side", f"{self.samples} ({self.train_samples} training, {self.certification_samples} certification)"),
-            ("timer", f"{self.timer} (resolution {self.timer_resolution_ns} ns)"),
-            ("median durations", f"{self.median_ns_data:.0f} ns (data), {self.median_ns_neighbor:.0f} ns (neighbor)"),
-            ("seconds", f"{self.elapsed:.3g}"),
-        ], [("method", [self.method]), ("notes", list(self.notes))])
+        return card(
+            "timing audit",
+            self.verdict,
+            "good" if self.passed else "bad",
+            [
+                ("certified ε lower bound", f"{self.epsilon_lower_bound:.6g} (confidence {self.confidence:g})"),
+                ("claim", f"ε = {self.epsilon:g}" + (f", δ = {self.delta:g}" if self.delta else "")),
+                ("event", self.event_description or None),
+                (
+                    "calls a side",
+                    f"{self.samples} ({self.train_samples} training, {self.certification_samples} certification)",
+                ),
+                ("timer", f"{self.timer} (resolution {self.timer_resolution_ns} ns)"),
+                (
+                    "median durations",
+                    f"{self.median_ns_data:.0f} ns (data), {self.median_ns_neighbor:.0f} ns (neighbor)",
+                ),
+                ("seconds", f"{self.elapsed:.3g}"),
+            ],
+            [("method", [self.method]), ("notes", list(self.notes))],
+        )
 
     def to_dict(self) -> dict:
         eps = self.epsilon_lower_bound
         return {
             "epsilon_lower_bound": eps if math.isfinite(eps) else "inf",
-            "passed": self.passed, "epsilon": self.epsilon, "delta": self.delta,
-            "confidence": self.confidence, "samples": self.samples, "train_samples": self.train_samples,
-            "certification_samples": self.certification_samples, "warmup": self.warmup, "batch": self.batch,
-            "seed": self.seed, "method": self.method, "event": self.event_description,
-            "data_over_neighbor": self.data_over_neighbor, "hits_data": self.hits_data,
-            "hits_neighbor": self.hits_neighbor, "family": self.family, "events_tested": self.events_tested,
-            "timer": self.timer, "timer_resolution_ns": self.timer_resolution_ns,
-            "median_ns_data": self.median_ns_data, "median_ns_neighbor": self.median_ns_neighbor,
-            "elapsed": self.elapsed, "notes": list(self.notes),
+            "passed": self.passed,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "confidence": self.confidence,
+            "samples": self.samples,
+            "train_samples": self.train_samples,
+            "certification_samples": self.certification_samples,
+            "warmup": self.warmup,
+            "batch": self.batch,
+            "seed": self.seed,
+            "method": self.method,
+            "event": self.event_description,
+            "data_over_neighbor": self.data_over_neighbor,
+            "hits_data": self.hits_data,
+            "hits_neighbor": self.hits_neighbor,
+            "family": self.family,
+            "events_tested": self.events_tested,
+            "timer": self.timer,
+            "timer_resolution_ns": self.timer_resolution_ns,
+            "median_ns_data": self.median_ns_data,
+            "median_ns_neighbor": self.median_ns_neighbor,
+            "elapsed": self.elapsed,
+            "notes": list(self.notes),
         }
 
 
 # --------------------------------------------------------------------------- public entry
 
-def timing_audit(fn: Callable[[Any], Any], data: Any, neighbor: Any, *, epsilon: float, delta: float = 0.0,
-                 samples: int = 10_000, seed: int = 0, confidence: float = 0.95, train_fraction: float = 0.5,
-                 warmup: int = 100, batch: int = 50, max_events: int = 16,
-                 clock: str | Callable[[], int] = "perf_counter", workers: int | None = None) -> TimingAuditResult:
+
+def timing_audit(
+    fn: Callable[[Any], Any],
+    data: Any,
+    neighbor: Any,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    samples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    train_fraction: float = 0.5,
+    warmup: int = 100,
+    batch: int = 50,
+    max_events: int = 16,
+    clock: str | Callable[[], int] = "perf_counter",
+    workers: int | None = None,
+) -> TimingAuditResult:
     """Certified lower bound on the ε of ``fn`` when each call's duration is released with its value.
 
     ``fn(data)`` returns one output and draws its own randomness; it is called ``warmup + samples``
@@ -236,14 +278,16 @@ def timing_audit(fn: Callable[[Any], Any], data: Any, neighbor: Any, *, epsilon:
         raise ParameterError(
             f"workers={workers!r}: durations measured in different processes are not comparable (another "
             "core, cache and share of the CPU), so the timing channel runs in this process only; pass "
-            "workers=1 or leave it out.")
+            "workers=1 or leave it out."
+        )
     n_train = int(round(samples * train_fraction))
     n_cert = samples - n_train
     if n_train < _MIN_HALF or n_cert < _MIN_HALF:
         raise ParameterError(
             f"samples={samples} with train_fraction={train_fraction:g} leaves {n_train} training and {n_cert} "
             f"certification calls a side; each needs >= {_MIN_HALF}: pass more samples or a train_fraction "
-            "nearer 0.5.")
+            "nearer 0.5."
+        )
     read, timer, resolution = _clock(clock)
     if _equal(data, neighbor):
         raise ParameterError("data and neighbor are equal; pass two different neighbouring inputs.")
@@ -259,19 +303,36 @@ def timing_audit(fn: Callable[[Any], Any], data: Any, neighbor: Any, *, epsilon:
     notes: list[str] = []
     proposals = _propose(train, max_events=max_events, notes=notes)
     chosen = _choose(proposals, train, n_cert=n_cert, level=level, delta=delta, max_events=max_events)
-    return _certify(chosen, cert, epsilon=epsilon, delta=delta, confidence=confidence, samples=samples,
-                    n_train=n_train, n_cert=n_cert, warmup=warmup, batch=batch, seed=seed,
-                    events_tested=len(proposals), timer=timer, resolution=resolution, notes=notes,
-                    elapsed=time.perf_counter() - t_start)
+    return _certify(
+        chosen,
+        cert,
+        epsilon=epsilon,
+        delta=delta,
+        confidence=confidence,
+        samples=samples,
+        n_train=n_train,
+        n_cert=n_cert,
+        warmup=warmup,
+        batch=batch,
+        seed=seed,
+        events_tested=len(proposals),
+        timer=timer,
+        resolution=resolution,
+        notes=notes,
+        elapsed=time.perf_counter() - t_start,
+    )
 
 
 # --------------------------------------------------------------------------- measurement
 
+
 def _clock(clock) -> tuple[Callable[[], int], str, float | None]:
     if isinstance(clock, str):
         if clock not in _CLOCKS:
-            raise ParameterError(f"clock={clock!r} is not one of {tuple(_CLOCKS)}; pass one of them or a callable "
-                                 "returning integer nanoseconds.")
+            raise ParameterError(
+                f"clock={clock!r} is not one of {tuple(_CLOCKS)}; pass one of them or a callable "
+                "returning integer nanoseconds."
+            )
         read, name = _CLOCKS[clock]
         info = time.get_clock_info(name)
         if not info.monotonic:  # pragma: no cover - both are monotonic on every supported platform
@@ -279,8 +340,10 @@ def _clock(clock) -> tuple[Callable[[], int], str, float | None]:
         return read, f"time.{name}_ns", float(info.resolution) * 1e9
     if callable(clock):
         return clock, getattr(clock, "__qualname__", repr(clock)), None
-    raise ParameterError(f"clock={_v._show(clock)} is neither a clock name nor a callable; pass 'perf_counter', "
-                         "'monotonic' or a callable returning integer nanoseconds.")
+    raise ParameterError(
+        f"clock={_v._show(clock)} is neither a clock name nor a callable; pass 'perf_counter', "
+        "'monotonic' or a callable returning integer nanoseconds."
+    )
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -330,18 +393,22 @@ def _measure(fn, args: tuple, order: np.ndarray, read: Callable[[], int], clock)
             ends[i] = t1
     except Exception as exc:  # noqa: BLE001 - the user's mechanism may raise anything
         which = "data" if sides[i] == 0 else "neighbor"
-        raise MechanismError(f"fn raised {type(exc).__name__} on {which} (call {i + 1} of a schedule of {n}); the "
-                             "timing audit needs calls that return (audit raising with dpharness.audit).") from exc
+        raise MechanismError(
+            f"fn raised {type(exc).__name__} on {which} (call {i + 1} of a schedule of {n}); the "
+            "timing audit needs calls that return (audit raising with dpharness.audit)."
+        ) from exc
     if not all(isinstance(t, (int, np.integer)) and not isinstance(t, bool) for t in starts + ends):
         bad = next(t for t in starts + ends if not isinstance(t, (int, np.integer)) or isinstance(t, bool))
-        raise ParameterError(f"clock={_v._show(clock)} returned {bad!r:.40}; pass a clock returning "
-                             "integer nanoseconds.")
+        raise ParameterError(
+            f"clock={_v._show(clock)} returned {bad!r:.40}; pass a clock returning integer nanoseconds."
+        )
     t0s = np.array(starts, dtype=np.int64)
     t1s = np.array(ends, dtype=np.int64)
     dur = t1s - t0s
     if n and dur.min() < 0:
-        raise ParameterError(f"clock={_v._show(clock)} went backwards (a duration of {int(dur.min())} ns); pass a "
-                             "monotonic clock.")
+        raise ParameterError(
+            f"clock={_v._show(clock)} went backwards (a duration of {int(dur.min())} ns); pass a monotonic clock."
+        )
     return values, dur, order
 
 
@@ -370,11 +437,13 @@ def _stack(values: list) -> np.ndarray:
 def _split(values: list, dur: np.ndarray, order: np.ndarray) -> _Sides:
     a = np.flatnonzero(order == 0)
     b = np.flatnonzero(order == 1)
-    return _Sides(values_a=_stack([values[i] for i in a]), values_b=_stack([values[i] for i in b]),
-                  dur_a=dur[a], dur_b=dur[b])
+    return _Sides(
+        values_a=_stack([values[i] for i in a]), values_b=_stack([values[i] for i in b]), dur_a=dur[a], dur_b=dur[b]
+    )
 
 
 # --------------------------------------------------------------------------- event families
+
 
 def _value_events(a: np.ndarray, b: np.ndarray, max_events: int) -> list[Event]:
     """The output families of :mod:`dpharness.auditors.events` that fit the value's kind."""
@@ -385,8 +454,9 @@ def _value_events(a: np.ndarray, b: np.ndarray, max_events: int) -> list[Event]:
     if kind in ("discrete", "discrete-vector", "object"):
         return _events.propose_discrete(a, b, max_events=max_events)
     if kind == "float":
-        return (_events.propose_thresholds(a, b, max_events=max_events)
-                + _events.propose_atoms(a, b, max_events=max_events))
+        return _events.propose_thresholds(a, b, max_events=max_events) + _events.propose_atoms(
+            a, b, max_events=max_events
+        )
     return _events.propose_coordinates(a, b, max_events=max_events)
 
 
@@ -400,8 +470,9 @@ def _grid(durations: np.ndarray, points: int) -> np.ndarray:
 def _propose(train: _Sides, *, max_events: int, notes: list[str]) -> list[TimingEvent]:
     """Duration thresholds, value events and joint events, without duplicates (same training hits)."""
     pooled = np.concatenate([train.dur_a, train.dur_b])
-    cands: list[TimingEvent] = [TimingEvent(None, int(t), slower) for t in _grid(pooled, _DURATION_POINTS)
-                                for slower in (True, False)]
+    cands: list[TimingEvent] = [
+        TimingEvent(None, int(t), slower) for t in _grid(pooled, _DURATION_POINTS) for slower in (True, False)
+    ]
     try:
         value_events = _value_events(train.values_a, train.values_b, max_events)
     except MechanismError as exc:
@@ -430,8 +501,9 @@ def _propose(train: _Sides, *, max_events: int, notes: list[str]) -> list[Timing
     return unique
 
 
-def _choose(proposals: list[TimingEvent], train: _Sides, *, n_cert: int, level: float, delta: float,
-            max_events: int) -> list[tuple[TimingEvent, bool]]:
+def _choose(
+    proposals: list[TimingEvent], train: _Sides, *, n_cert: int, level: float, delta: float, max_events: int
+) -> list[tuple[TimingEvent, bool]]:
     """The best ``max_events`` (event, data_over_neighbor) candidates by the bound they would certify at
     their training frequencies; those projecting a positive bound, or else the single best."""
     if not proposals:
@@ -447,34 +519,81 @@ def _choose(proposals: list[TimingEvent], train: _Sides, *, n_cert: int, level: 
     return [(proposals[i % m], i < m) for i in keep]
 
 
-def _certify(chosen, cert: _Sides, *, epsilon, delta, confidence, samples, n_train, n_cert, warmup, batch, seed,
-             events_tested, timer, resolution, notes, elapsed) -> TimingAuditResult:
-    common = dict(epsilon=epsilon, delta=delta, confidence=confidence, samples=samples, train_samples=n_train,
-                  certification_samples=n_cert, warmup=warmup, batch=batch, seed=seed, events_tested=events_tested,
-                  timer=timer, timer_resolution_ns=resolution, median_ns_data=float(np.median(cert.dur_a)),
-                  median_ns_neighbor=float(np.median(cert.dur_b)), notes=tuple(notes))
+def _certify(
+    chosen,
+    cert: _Sides,
+    *,
+    epsilon,
+    delta,
+    confidence,
+    samples,
+    n_train,
+    n_cert,
+    warmup,
+    batch,
+    seed,
+    events_tested,
+    timer,
+    resolution,
+    notes,
+    elapsed,
+) -> TimingAuditResult:
+    common = dict(
+        epsilon=epsilon,
+        delta=delta,
+        confidence=confidence,
+        samples=samples,
+        train_samples=n_train,
+        certification_samples=n_cert,
+        warmup=warmup,
+        batch=batch,
+        seed=seed,
+        events_tested=events_tested,
+        timer=timer,
+        timer_resolution_ns=resolution,
+        median_ns_data=float(np.median(cert.dur_a)),
+        median_ns_neighbor=float(np.median(cert.dur_b)),
+        notes=tuple(notes),
+    )
     if not chosen:
         return TimingAuditResult(
-            epsilon_lower_bound=0.0, passed=True, event=None, event_description="", data_over_neighbor=None,
-            hits_data=0, hits_neighbor=0, family=None, elapsed=elapsed,
-            method="no candidate event on the training calls; nothing certified", **common)
+            epsilon_lower_bound=0.0,
+            passed=True,
+            event=None,
+            event_description="",
+            data_over_neighbor=None,
+            hits_data=0,
+            hits_neighbor=0,
+            family=None,
+            elapsed=elapsed,
+            method="no candidate event on the training calls; nothing certified",
+            **common,
+        )
     ha = np.array([int(e.contains(cert.values_a, cert.dur_a).sum()) for e, _ in chosen])
     hb = np.array([int(e.contains(cert.values_b, cert.dur_b).sum()) for e, _ in chosen])
     fwd = np.array([f for _, f in chosen])
     h1, h0 = np.where(fwd, ha, hb), np.where(fwd, hb, ha)
-    bound = _stats.epsilon_lower_bound(h1, n_cert, h0, n_cert, confidence=confidence, delta=delta,
-                                       candidates=len(chosen))
+    bound = _stats.epsilon_lower_bound(
+        h1, n_cert, h0, n_cert, confidence=confidence, delta=delta, candidates=len(chosen)
+    )
     eps = bound.epsilon
     found = bound.index >= 0
     event, forward = chosen[bound.index] if found else (None, None)
     return TimingAuditResult(
-        epsilon_lower_bound=eps, passed=not eps > epsilon, event=event,
+        epsilon_lower_bound=eps,
+        passed=not eps > epsilon,
+        event=event,
         event_description=event.description if event is not None else "",
         data_over_neighbor=bool(forward) if found else None,
-        hits_data=int(ha[bound.index]) if found else 0, hits_neighbor=int(hb[bound.index]) if found else 0,
-        family=event.family if event is not None else None, elapsed=elapsed,
-        method=(f"timing channel (value, duration in ns by {timer}); calls interleaved in random order within "
-                f"batches of {batch} a side after {warmup} warm-up calls a side; {len(chosen)} (event, direction) "
-                f"candidate(s) chosen on {n_train} training calls a side among {events_tested} events (duration "
-                f"thresholds, value, joint); certified on {n_cert} fresh calls a side: {bound.method}"),
-        **common)
+        hits_data=int(ha[bound.index]) if found else 0,
+        hits_neighbor=int(hb[bound.index]) if found else 0,
+        family=event.family if event is not None else None,
+        elapsed=elapsed,
+        method=(
+            f"timing channel (value, duration in ns by {timer}); calls interleaved in random order within "
+            f"batches of {batch} a side after {warmup} warm-up calls a side; {len(chosen)} (event, direction) "
+            f"candidate(s) chosen on {n_train} training calls a side among {events_tested} events (duration "
+            f"thresholds, value, joint); certified on {n_cert} fresh calls a side: {bound.method}"
+        ),
+        **common,
+    )

@@ -64,8 +64,13 @@ from dpharness.errors import ParameterError
 from . import stats as _stats
 
 __all__ = [
-    "TradeoffBound", "certified_tradeoff", "tradeoff_from_audit",
-    "epsilon_delta_curve", "gaussian_curve", "laplace_curve", "discrete_laplace_curve",
+    "TradeoffBound",
+    "certified_tradeoff",
+    "tradeoff_from_audit",
+    "epsilon_delta_curve",
+    "gaussian_curve",
+    "laplace_curve",
+    "discrete_laplace_curve",
 ]
 
 _ORDERS = ("data, neighbor", "neighbor, data")
@@ -123,8 +128,10 @@ class TradeoffBound:
         if pair is None:
             pairs = np.unique(self.pair)
             if len(pairs) > 1:
-                raise ParameterError(f"pair=None: the points come from pairs {pairs.tolist()}; pass pair=<index> "
-                                     "(an envelope is a statement about one pair's curve).")
+                raise ParameterError(
+                    f"pair=None: the points come from pairs {pairs.tolist()}; pass pair=<index> "
+                    "(an envelope is a statement about one pair's curve)."
+                )
         a, b = self.points(pair, order)
         return _lower_hull(np.concatenate([[0.0, 1.0], a]), np.concatenate([[1.0, 0.0], b]))
 
@@ -137,6 +144,7 @@ class TradeoffBound:
 
 # --------------------------------------------------------------------------- curves
 
+
 def epsilon_delta_curve(alpha, epsilon: float, delta: float = 0.0) -> np.ndarray:
     """f_{ε,δ}(α) = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)): the trade-off curve of (ε, δ)-DP
     (Dong, Roth & Su 2022, Prop. 2.5); ``epsilon=inf`` gives 0 (no constraint)."""
@@ -147,8 +155,9 @@ def epsilon_delta_curve(alpha, epsilon: float, delta: float = 0.0) -> np.ndarray
     if epsilon == math.inf:
         return np.zeros_like(a)
     with np.errstate(over="ignore"):
-        return np.maximum.reduce([np.zeros_like(a), 1 - delta - math.exp(min(epsilon, 700.0)) * a,
-                                  math.exp(-epsilon) * (1 - delta - a)])
+        return np.maximum.reduce(
+            [np.zeros_like(a), 1 - delta - math.exp(min(epsilon, 700.0)) * a, math.exp(-epsilon) * (1 - delta - a)]
+        )
 
 
 def gaussian_curve(alpha, mu: float) -> np.ndarray:
@@ -197,8 +206,8 @@ def discrete_laplace_curve(alpha, steps: int, step_over_scale: float) -> np.ndar
     r = math.exp(-s)
     c = 1.0 / (1.0 + r)
     ks = k * s
-    low_end = math.exp(-(k + 1) * s) * c      # α_{k+1}
-    high_end = r * c                          # α_1
+    low_end = math.exp(-(k + 1) * s) * c  # α_{k+1}
+    high_end = r * c  # α_1
     out = np.empty_like(a)
     tail = a <= low_end
     out[tail] = 1.0 - a[tail] * math.exp(ks) if ks < 700 else 0.0
@@ -209,10 +218,10 @@ def discrete_laplace_curve(alpha, steps: int, step_over_scale: float) -> np.ndar
         am = a[mid]
         # α_j = r^j c decreases in j; the segment [α_{j+1}, α_j] holding am has j = floor(-ln(am/c)/s)
         j = np.clip(np.floor(-np.log(am / c) / s), 1, k)
-        a_hi = np.exp(-j * s) * c                     # α_j
-        a_lo = np.exp(-(j + 1) * s) * c               # α_{j+1}
-        b_at_hi = np.exp(-(k + 1 - j) * s) * c        # β_j
-        b_at_lo = np.exp(-(k - j) * s) * c            # β_{j+1}
+        a_hi = np.exp(-j * s) * c  # α_j
+        a_lo = np.exp(-(j + 1) * s) * c  # α_{j+1}
+        b_at_hi = np.exp(-(k + 1 - j) * s) * c  # β_j
+        b_at_lo = np.exp(-(k - j) * s) * c  # β_{j+1}
         w = np.clip((a_hi - am) / (a_hi - a_lo), 0.0, 1.0)
         out[mid] = b_at_hi + w * (b_at_lo - b_at_hi)
     return np.clip(out, 0.0, 1.0)
@@ -220,8 +229,19 @@ def discrete_laplace_curve(alpha, steps: int, step_over_scale: float) -> np.ndar
 
 # --------------------------------------------------------------------------- certified points
 
-def certified_tradeoff(hits1, n1, hits0, n0, *, confidence: float = 0.95, candidates: int | None = None,
-                       delta: float = 0.0, pair=None, numerator_is_data=None) -> TradeoffBound:
+
+def certified_tradeoff(
+    hits1,
+    n1,
+    hits0,
+    n0,
+    *,
+    confidence: float = 0.95,
+    candidates: int | None = None,
+    delta: float = 0.0,
+    pair=None,
+    numerator_is_data=None,
+) -> TradeoffBound:
     """Certified trade-off points, μ-GDP and ε lower bounds from m (event, direction) candidates' counts.
 
     Arguments as :func:`dpharness.auditors.epsilon_lower_bound`: ``hits1``/``n1`` the hits of each
@@ -236,8 +256,11 @@ def certified_tradeoff(hits1, n1, hits0, n0, *, confidence: float = 0.95, candid
     eb = _stats.epsilon_lower_bound(hits1, n1, hits0, n0, confidence=confidence, delta=0.0, candidates=candidates)
     size = eb.p1_low.size
     pair = np.zeros(size, np.int64) if pair is None else np.broadcast_to(np.asarray(pair), (size,)).astype(np.int64)
-    fwd = (np.ones(size, bool) if numerator_is_data is None
-           else np.broadcast_to(np.asarray(numerator_is_data), (size,)).astype(bool))
+    fwd = (
+        np.ones(size, bool)
+        if numerator_is_data is None
+        else np.broadcast_to(np.asarray(numerator_is_data), (size,)).astype(bool)
+    )
     if np.any(pair < 0):
         raise ParameterError(f"pair={pair.tolist()!r:.60} must be >= 0; pass the audited pairs' indices.")
     alpha = np.asarray(eb.p0_high, dtype=float)
@@ -248,12 +271,27 @@ def certified_tradeoff(hits1, n1, hits0, n0, *, confidence: float = 0.95, candid
     eps = _epsilon_points(alpha, beta, delta)
     eps_index = int(np.argmax(eps)) if size and np.max(eps) > 0 else -1
     epsilon = float(eps[eps_index]) if eps_index >= 0 else 0.0
-    method = (f"Clopper-Pearson exact one-sided bounds, Bonferroni over {eb.candidates} candidate(s) (each tail "
-              f"{eb.level:.3g}); point (p0_hi, 1 - p1_lo) on T(denominator, numerator) and its reflection; "
-              f"mu = max(Phi^-1(1 - alpha) - Phi^-1(beta)); Dong, Roth & Su 2022")
-    return TradeoffBound(alpha=alpha, beta=beta, pair=pair, numerator_is_data=fwd, mu=mu, mu_index=mu_index,
-                         per_candidate_mu=mus, epsilon=epsilon, epsilon_index=eps_index, delta=delta,
-                         confidence=confidence, candidates=eb.candidates, level=eb.level, method=method)
+    method = (
+        f"Clopper-Pearson exact one-sided bounds, Bonferroni over {eb.candidates} candidate(s) (each tail "
+        f"{eb.level:.3g}); point (p0_hi, 1 - p1_lo) on T(denominator, numerator) and its reflection; "
+        f"mu = max(Phi^-1(1 - alpha) - Phi^-1(beta)); Dong, Roth & Su 2022"
+    )
+    return TradeoffBound(
+        alpha=alpha,
+        beta=beta,
+        pair=pair,
+        numerator_is_data=fwd,
+        mu=mu,
+        mu_index=mu_index,
+        per_candidate_mu=mus,
+        epsilon=epsilon,
+        epsilon_index=eps_index,
+        delta=delta,
+        confidence=confidence,
+        candidates=eb.candidates,
+        level=eb.level,
+        method=method,
+    )
 
 
 def tradeoff_from_audit(result) -> TradeoffBound | None:
@@ -266,12 +304,21 @@ def tradeoff_from_audit(result) -> TradeoffBound | None:
     if not rec or not rec.get("events"):
         return None
     rows = np.asarray([e[:6] for e in rec["events"]], dtype=np.int64)
-    return certified_tradeoff(rows[:, 2], rows[:, 3], rows[:, 4], rows[:, 5], confidence=rec["confidence"],
-                              candidates=rec["candidates"], delta=float(result.delta), pair=rows[:, 0],
-                              numerator_is_data=rows[:, 1].astype(bool))
+    return certified_tradeoff(
+        rows[:, 2],
+        rows[:, 3],
+        rows[:, 4],
+        rows[:, 5],
+        confidence=rec["confidence"],
+        candidates=rec["candidates"],
+        delta=float(result.delta),
+        pair=rows[:, 0],
+        numerator_is_data=rows[:, 1].astype(bool),
+    )
 
 
 # --------------------------------------------------------------------------- private helpers
+
 
 def _alphas(alpha) -> np.ndarray:
     a = np.atleast_1d(np.asarray(alpha, dtype=float))

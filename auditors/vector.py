@@ -49,22 +49,29 @@ from dpharness.errors import ParameterError
 
 __all__ = ["propose_vector_events"]
 
-_MAX_DISCRETE_VALUES = 12      # a column with at most this many distinct values is categorical
-_MAX_PATTERNS = 4096           # exact pattern events when the pooled rows take at most this many patterns
-_ATOM_SHARE = 0.01             # a value repeated in >= 1% of a continuous column's rows is an atom
-_MAX_FIT_ROWS = 250_000        # rows per side used to fit the score (the rest choose thresholds)
-_WALD_KEEP = 4.0               # sparse refit keeps features with |Wald z| >= this
-_MIN_HITS = 25                 # a threshold needs this many held-out hits on the favoured side
-_MAX_THRESHOLDS = 64           # a score with more distinct values is cut at this many tail quantiles
-_HOLDOUT_SE = 1.0              # thresholds are judged at (projected bound) - 1 held-out standard error
-_VOTE_Z = 0.5                  # the vote score counts bounded features whose univariate |z| >= this
-_VOTE_REL = 0.25               # ... and >= this share of the strongest coordinate's |z|
+_MAX_DISCRETE_VALUES = 12  # a column with at most this many distinct values is categorical
+_MAX_PATTERNS = 4096  # exact pattern events when the pooled rows take at most this many patterns
+_ATOM_SHARE = 0.01  # a value repeated in >= 1% of a continuous column's rows is an atom
+_MAX_FIT_ROWS = 250_000  # rows per side used to fit the score (the rest choose thresholds)
+_WALD_KEEP = 4.0  # sparse refit keeps features with |Wald z| >= this
+_MIN_HITS = 25  # a threshold needs this many held-out hits on the favoured side
+_MAX_THRESHOLDS = 64  # a score with more distinct values is cut at this many tail quantiles
+_HOLDOUT_SE = 1.0  # thresholds are judged at (projected bound) - 1 held-out standard error
+_VOTE_Z = 0.5  # the vote score counts bounded features whose univariate |z| >= this
+_VOTE_REL = 0.25  # ... and >= this share of the strongest coordinate's |z|
 
 
 # --------------------------------------------------------------------------- public API
 
-def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_events: int = 8,
-                          certify_samples: int | None = None, confidence: float = 0.95) -> list[Event]:
+
+def propose_vector_events(
+    train_a: np.ndarray,
+    train_b: np.ndarray,
+    *,
+    max_events: int = 8,
+    certify_samples: int | None = None,
+    confidence: float = 0.95,
+) -> list[Event]:
     """Candidate events separating vector outputs on D (``train_a``) from outputs on D' (``train_b``).
 
     ``train_a``/``train_b``: training outputs, shape ``(n, k)`` (``(n,)`` is read as ``k = 1``), the
@@ -79,8 +86,10 @@ def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_event
     a = _as_matrix("train_a", train_a)
     b = _as_matrix("train_b", train_b)
     if a.shape[1] != b.shape[1]:
-        raise ParameterError(f"train_b has {b.shape[1]} columns but train_a has {a.shape[1]}; "
-                             "pass outputs of the same mechanism (same k) on both inputs.")
+        raise ParameterError(
+            f"train_b has {b.shape[1]} columns but train_a has {a.shape[1]}; "
+            "pass outputs of the same mechanism (same k) on both inputs."
+        )
     if isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer)) or max_events < 1:
         raise ParameterError(f"max_events={max_events!r} must be a positive int; pass e.g. max_events=8.")
     for name, arr in (("train_a", a), ("train_b", b)):
@@ -89,8 +98,10 @@ def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_event
     if certify_samples is None:
         n_cert = (len(a), 10 * len(a), 100 * len(a))
     elif isinstance(certify_samples, bool) or not isinstance(certify_samples, (int, np.integer)) or certify_samples < 1:
-        raise ParameterError(f"certify_samples={certify_samples!r} must be a positive int; pass the "
-                             "number of fresh samples a side the driver certifies on.")
+        raise ParameterError(
+            f"certify_samples={certify_samples!r} must be a positive int; pass the "
+            "number of fresh samples a side the driver certifies on."
+        )
     else:
         n_cert = (int(certify_samples),)
     if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
@@ -99,6 +110,7 @@ def propose_vector_events(train_a: np.ndarray, train_b: np.ndarray, *, max_event
 
 
 # --------------------------------------------------------------------------- validation
+
 
 def _as_matrix(name: str, arr) -> np.ndarray:
     x = np.asarray(arr)
@@ -111,12 +123,14 @@ def _as_matrix(name: str, arr) -> np.ndarray:
     if not np.issubdtype(x.dtype, np.number):
         raise ParameterError(f"{name} has dtype {x.dtype}; pass numeric outputs (encode categories as ints).")
     if np.issubdtype(x.dtype, np.floating) and not np.all(np.isfinite(x)):
-        raise ParameterError(f"{name} has NaN or infinite entries; pass finite outputs "
-                             "(encode 'no answer' as a sentinel value).")
+        raise ParameterError(
+            f"{name} has NaN or infinite entries; pass finite outputs (encode 'no answer' as a sentinel value)."
+        )
     return x
 
 
 # --------------------------------------------------------------------------- events
+
 
 class _ScoreEvent:
     """{x : s(x) >= t} or {x : s(x) <= t} for a score object with ``k`` and ``score(rows)`` (picklable)."""
@@ -155,11 +169,12 @@ def _rows(outputs, k: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- feature map
 
+
 @dataclass
 class _Column:
     j: int
-    kind: str                  # "discrete" | "continuous"
-    values: np.ndarray         # discrete: indicator values; continuous: atom values
+    kind: str  # "discrete" | "continuous"
+    values: np.ndarray  # discrete: indicator values; continuous: atom values
     center: float = 0.0
     scale: float = 1.0
     lo: float = 0.0
@@ -201,8 +216,10 @@ class _FeatureMap:
                 lo = hi = float(med)
             self.columns.append(_Column(j, "continuous", atoms, float(med), scale, lo, hi))
             self.names += [f"[x{j} = {_fmt(v)}]" for v in atoms]
-            self.names += [f"(x{j} - {_fmt(med)})/{_fmt(scale)}",
-                           f"clip(x{j}, {_fmt(lo)}, {_fmt(hi)})" if hi > lo else f"[x{j} > {_fmt(lo)}]"]
+            self.names += [
+                f"(x{j} - {_fmt(med)})/{_fmt(scale)}",
+                f"clip(x{j}, {_fmt(lo)}, {_fmt(hi)})" if hi > lo else f"[x{j} > {_fmt(lo)}]",
+            ]
 
     @property
     def n_features(self) -> int:
@@ -214,7 +231,7 @@ class _FeatureMap:
         f = 0
         for c in self.columns:
             nf = len(c.values) + (2 if c.kind == "continuous" else 0)
-            wc = w[f:f + nf]
+            wc = w[f : f + nf]
             if not np.any(wc):
                 f += nf
                 continue
@@ -293,8 +310,10 @@ class _TiedScorer:
         return r.sum(axis=1)
 
     def describe(self) -> str:
-        cols = ", ".join(f"{'-' if sg < 0 else ''}(x{j} - {_fmt(c)})"
-                         for j, c, sg in zip(self.cols[:4], self.centers[:4], self.signs[:4]))
+        cols = ", ".join(
+            f"{'-' if sg < 0 else ''}(x{j} - {_fmt(c)})"
+            for j, c, sg in zip(self.cols[:4], self.centers[:4], self.signs[:4])
+        )
         more = f", ... ({len(self.cols)} coordinates)" if len(self.cols) > 4 else ""
         return f"Σ clip(d_j, {_fmt(self.lo)}, {_fmt(self.hi)}) over d_j in {cols}{more}"
 
@@ -321,6 +340,7 @@ def _tied(fmap: "_FeatureMap", fa: np.ndarray, fb: np.ndarray) -> _TiedScorer | 
 
 # --------------------------------------------------------------------------- logistic regression
 
+
 def _fit_logistic(x: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> np.ndarray:
     """Weights (last entry: intercept) of an L2-regularised logistic regression, by L-BFGS-B."""
     mu = x.mean(axis=0)
@@ -341,8 +361,9 @@ def _fit_logistic(x: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> np.ndarr
 
     from scipy import optimize as _opt  # deferred: worker processes that only count events never load it
 
-    res = _opt.minimize(loss, np.zeros(p + 1), jac=True, method="L-BFGS-B",
-                        options={"maxiter": 200, "gtol": 1e-7, "ftol": 1e-11})  # proposals only: no need to polish
+    res = _opt.minimize(
+        loss, np.zeros(p + 1), jac=True, method="L-BFGS-B", options={"maxiter": 200, "gtol": 1e-7, "ftol": 1e-11}
+    )  # proposals only: no need to polish
     w = res.x[:p] / sd
     return np.append(w, res.x[p] - float(mu @ w))
 
@@ -369,6 +390,7 @@ def _wald_z(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- exact patterns
 
+
 class _PatternCoder:
     """Mixed-radix integer code of a row, from the values each coordinate took in training (-1: unseen)."""
 
@@ -376,11 +398,12 @@ class _PatternCoder:
         self.k = a.shape[1]
         self.values = [np.unique(np.concatenate([a[:, j], b[:, j]])) for j in range(self.k)]
         radix = [len(v) for v in self.values]
-        self.ok = math.prod(radix) < 2 ** 62
+        self.ok = math.prod(radix) < 2**62
         self.mult = np.cumprod([1] + radix[:-1]).astype(np.int64) if self.ok else None
         self.radix = np.array(radix, np.int64)
-        contiguous = all(np.issubdtype(v.dtype, np.integer) and int(v[-1]) - int(v[0]) == len(v) - 1
-                         for v in self.values)
+        contiguous = all(
+            np.issubdtype(v.dtype, np.integer) and int(v[-1]) - int(v[0]) == len(v) - 1 for v in self.values
+        )
         self.lo = np.array([int(v[0]) for v in self.values], np.int64) if contiguous else None
 
     def encode(self, x: np.ndarray) -> np.ndarray:
@@ -412,6 +435,7 @@ class _PatternCoder:
 
 # --------------------------------------------------------------------------- threshold choice
 
+
 def _projected(pa: np.ndarray, pb: np.ndarray, n_eff: float, z: float) -> np.ndarray:
     """A smooth stand-in for the certified ln(pa_lo / pb_hi) at n_eff samples a side (normal bounds)."""
     lo = pa - z * np.sqrt(pa * (1 - pa) / n_eff) - z * z / (2 * n_eff)
@@ -424,8 +448,8 @@ def _projected(pa: np.ndarray, pb: np.ndarray, n_eff: float, z: float) -> np.nda
 
 @dataclass
 class _Choice:
-    value: float           # projected certified bound
-    above: bool            # event is {score >= t} (True) or {score <= t}
+    value: float  # projected certified bound
+    above: bool  # event is {score >= t} (True) or {score <= t}
     threshold: float
     favours_a: bool
     pa: float
@@ -478,6 +502,7 @@ def _choose_thresholds(sa: np.ndarray, sb: np.ndarray, n_cert, z: float) -> list
 
 # --------------------------------------------------------------------------- proposal
 
+
 def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confidence: float) -> list[Event]:
     # split each side: the first part fits (scores, pattern orders), the rest chooses thresholds
     n_fit_a = min(_MAX_FIT_ROWS, len(a) // 2)
@@ -522,9 +547,11 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confi
         if tied is not None:
             sa, sb = tied.score(ha), tied.score(hb)
             for ch in _choose_thresholds(sa, sb, n_cert, z):
-                desc = (f"learned score (tied coordinates) s = {tied.describe()}; event s {'>=' if ch.above else '<='} "
-                        f"{ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
-                        f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})")
+                desc = (
+                    f"learned score (tied coordinates) s = {tied.describe()}; event s {'>=' if ch.above else '<='} "
+                    f"{ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
+                    f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})"
+                )
                 scored.append((ch.value, desc, Event(_ScoreEvent(tied, ch.threshold, ch.above), desc)))
 
     scored.sort(key=lambda t: -t[0])
@@ -594,14 +621,16 @@ def _pattern_events(coder: _PatternCoder, fa, fb, ha, hb, n_cert: tuple, z: floa
     for ch in _choose_thresholds(ra, rb, n_cert, z):
         # {-rank >= t} = the patterns of rank <= -t; {-rank <= t} = patterns of rank >= -t
         cut = -ch.threshold
-        chosen = order[: int(math.floor(cut)) + 1] if ch.above else order[int(math.ceil(cut)):]
+        chosen = order[: int(math.floor(cut)) + 1] if ch.above else order[int(math.ceil(cut)) :]
         if len(chosen) == 0 or len(chosen) == len(pats):
             continue
         codes = pats[chosen]
         shown = "; ".join(str(coder.decode(c)) for c in codes[:3]) + ("; ..." if len(codes) > 3 else "")
-        desc = (f"output pattern in a set of {len(codes)} of the {len(pats)} patterns seen, ranked by estimated "
-                f"likelihood ratio ({shown}); favours {'data' if ch.favours_a else 'neighbor'} "
-                f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})")
+        desc = (
+            f"output pattern in a set of {len(codes)} of the {len(pats)} patterns seen, ranked by estimated "
+            f"likelihood ratio ({shown}); favours {'data' if ch.favours_a else 'neighbor'} "
+            f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})"
+        )
         out.append((ch.value, desc, Event(_PatternEvent(coder, codes), desc)))
     return out
 
@@ -612,6 +641,8 @@ def _describe_score(label: str, fmap: _FeatureMap, w: np.ndarray, used: np.ndarr
     terms = " ".join(f"{'+' if w[i] >= 0 else '-'} {abs(w[i]):.3g}·{fmap.names[i]}" for i in idx[:4])
     more = f" + {len(idx) - 4} more terms" if len(idx) > 4 else ""
     op = ">=" if ch.above else "<="
-    return (f"learned score ({label} on {len(idx)} features) s = {terms.lstrip('+ ')}{more}; "
-            f"event s {op} {ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
-            f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})")
+    return (
+        f"learned score ({label} on {len(idx)} features) s = {terms.lstrip('+ ')}{more}; "
+        f"event s {op} {ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
+        f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})"
+    )

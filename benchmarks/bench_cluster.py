@@ -75,8 +75,9 @@ def _cpu_seconds() -> dict[int, float] | None:
 
 def _time(sampler, n: int, chunk: int, *, workers: int, cluster) -> tuple[float, float | None, list]:
     c0, t0 = _cpu_seconds(), time.perf_counter()
-    counts = _runner.count_events(sampler, [(0.0, 1.0)], EVENTS, seed=1, total=n, chunk=chunk, ref=((), "f"),
-                                  workers=workers, cluster=cluster)
+    counts = _runner.count_events(
+        sampler, [(0.0, 1.0)], EVENTS, seed=1, total=n, chunk=chunk, ref=((), "f"), workers=workers, cluster=cluster
+    )
     wall, c1 = time.perf_counter() - t0, _cpu_seconds()
     # processes alive at the end (an idle pool worker that exited meanwhile did no work here)
     cpu = None if c0 is None or c1 is None else sum(v - c0.get(pid, 0.0) for pid, v in c1.items())
@@ -105,7 +106,7 @@ def main() -> None:
     jobs = [("per call", per_call, args.per_call, 2_000), ("vectorised", vec, args.vectorised, 500_000)]
 
     load_before = _uptime()
-    rows: list[tuple] = []   # (target, where, seconds, samples/s, CPU µs per sample)
+    rows: list[tuple] = []  # (target, where, seconds, samples/s, CPU µs per sample)
     reference: dict[str, list] = {}
     same = True
 
@@ -113,8 +114,11 @@ def main() -> None:
         nonlocal same
         per = None if cpu is None else 1e6 * cpu / (2 * n)
         rows.append((target, where, seconds, 2 * n / seconds, per))
-        print(f"{target:10s}  {where:34s}  {seconds:7.2f} s  {2 * n / seconds:12,.0f} samples/s  "
-              f"{'-' if per is None else f'{per:.3f}'} CPU µs/sample", flush=True)
+        print(
+            f"{target:10s}  {where:34s}  {seconds:7.2f} s  {2 * n / seconds:12,.0f} samples/s  "
+            f"{'-' if per is None else f'{per:.3f}'} CPU µs/sample",
+            flush=True,
+        )
         if target == "vectorised" or not where.startswith("this process"):  # per call: pool and cluster rows
             same = same and reference.setdefault(target, counts) == counts
 
@@ -134,8 +138,12 @@ def main() -> None:
                 startups.append((k, time.perf_counter() - t0))
                 for target, sampler, n, chunk in jobs:
                     _time(sampler, 2 * chunk, chunk, workers=k, cluster=client)  # ship the code once
-                    record(target, f"dask LocalCluster, {k} worker{'s' * (k > 1)}",
-                           *_time(sampler, n, chunk, workers=k, cluster=client), n)
+                    record(
+                        target,
+                        f"dask LocalCluster, {k} worker{'s' * (k > 1)}",
+                        *_time(sampler, n, chunk, workers=k, cluster=client),
+                        n,
+                    )
     load_after = _uptime()
 
     lines = [
@@ -164,10 +172,17 @@ def main() -> None:
     ]
     lines += [f"| {t} | {w} | {s:.2f} | {r:,.0f} | {'-' if c is None else f'{c:.3f}'} |" for t, w, s, r, c in rows]
     if startups:
-        lines += ["", "LocalCluster start-up (not in the rows above): "
-                  + ", ".join(f"{k} worker{'s' * (k > 1)}: {s:.1f} s" for k, s in startups) + "."]
-    lines += ["", "Counts identical in every configuration (vectorised), and in every pool and cluster "
-              f"configuration (per call, reseeded per chunk): {'yes' if same else 'NO'}."]
+        lines += [
+            "",
+            "LocalCluster start-up (not in the rows above): "
+            + ", ".join(f"{k} worker{'s' * (k > 1)}: {s:.1f} s" for k, s in startups)
+            + ".",
+        ]
+    lines += [
+        "",
+        "Counts identical in every configuration (vectorised), and in every pool and cluster "
+        f"configuration (per call, reseeded per chunk): {'yes' if same else 'NO'}.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

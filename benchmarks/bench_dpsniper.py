@@ -54,6 +54,7 @@ CONFIDENCE = 0.9  # DP-Sniper's confidence (its DDConfig default), for an equal 
 
 # --------------------------------------------------------------------------- DP-Sniper's mechanisms
 
+
 def laplace(x, size, rng):
     return float(np.asarray(x).item()) + rng.laplace(0.0, 1 / EPS, size)
 
@@ -123,12 +124,12 @@ def laplace_parallel(x, size, rng, *, n=20, eps=0.005):
 @dataclass(frozen=True)
 class Case:
     name: str
-    dpsniper: float          # DP-Sniper's published certified bound (90% confidence)
-    true_eps: float | None   # the largest ln P_D(S)/P_D'(S) on this pair where known (None: not computed)
+    dpsniper: float  # DP-Sniper's published certified bound (90% confidence)
+    true_eps: float | None  # the largest ln P_D(S)/P_D'(S) on this pair where known (None: not computed)
     fn: Callable
     data: Any
     neighbor: Any
-    samples: int             # our samples a side (training + certification)
+    samples: int  # our samples a side (training + certification)
 
 
 CASES = [
@@ -149,6 +150,7 @@ CASES = [
 
 
 # --------------------------------------------------------------------------- exact SVT screen
+
 
 def _svt_patterns(x, *, rho_scale, nu_scale, t, grid=np.linspace(-500, 500, 20001)):
     """Exact probabilities of the c = 1 SVT output patterns (⊥^i ⊤ then stopped, i = 0..n-1; all ⊥),
@@ -179,7 +181,10 @@ def _projected_bound(pa, pb, n, z=1.96):
 def screen_svt(n=1e8):
     """StatDP patterns (a block of m queries moved one way, the rest the other) with block values on a
     grid of [-10, 10], ranked by the bound an exact pattern event would certify at n samples a side."""
-    params = {"SVT1": dict(rho_scale=20.0, nu_scale=40.0, t=0.5), "SVT4": dict(rho_scale=40.0, nu_scale=1 / 0.075, t=1.0)}
+    params = {
+        "SVT1": dict(rho_scale=20.0, nu_scale=40.0, t=0.5),
+        "SVT4": dict(rho_scale=40.0, nu_scale=1 / 0.075, t=1.0),
+    }
     vals = [-10, -6, -3, -1, 0, 1, 3, 6, 10]
     for name, kw in params.items():
         ranked = []
@@ -203,8 +208,18 @@ def screen_svt(n=1e8):
 def run(case: Case, *, scale: float = 1.0, seed: int = 0, confidence: float = CONFIDENCE):
     samples = max(10_000, int(case.samples * scale))
     t0 = time.perf_counter()
-    r = audit(case.fn, case.data, case.neighbor, epsilon=EPS, samples=samples, seed=seed,
-              confidence=confidence, ideal_numerics=True, progress=False, max_events=MAX_EVENTS)
+    r = audit(
+        case.fn,
+        case.data,
+        case.neighbor,
+        epsilon=EPS,
+        samples=samples,
+        seed=seed,
+        confidence=confidence,
+        ideal_numerics=True,
+        progress=False,
+        max_events=MAX_EVENTS,
+    )
     return r, time.perf_counter() - t0
 
 
@@ -226,9 +241,11 @@ def main(argv=None) -> None:
         r, secs = run(case, scale=args.scale, seed=args.seed)
         win = "yes" if r.epsilon_lower_bound > case.dpsniper else "no"
         rows.append((case, r, secs, win))
-        print(f"{case.name:16s} DP-Sniper {case.dpsniper:<7g} ours {r.epsilon_lower_bound:.4f}  "
-              f"samples {r.samples:>11,d}  {secs:6.1f} s  higher: {win}\n    {r.witness_description[:220]}",
-              flush=True)
+        print(
+            f"{case.name:16s} DP-Sniper {case.dpsniper:<7g} ours {r.epsilon_lower_bound:.4f}  "
+            f"samples {r.samples:>11,d}  {secs:6.1f} s  higher: {win}\n    {r.witness_description[:220]}",
+            flush=True,
+        )
     if args.only:
         return
     lines = [
@@ -247,8 +264,10 @@ def main(argv=None) -> None:
     ]
     for case, r, secs, win in rows:
         true = "—" if case.true_eps is None else f"{case.true_eps:.4g}"
-        lines.append(f"| {case.name} | {case.dpsniper} | {r.epsilon_lower_bound:.4f} | {true} | {r.samples:,} | "
-                     f"{secs:.1f} | {win} |")
+        lines.append(
+            f"| {case.name} | {case.dpsniper} | {r.epsilon_lower_bound:.4f} | {true} | {r.samples:,} | "
+            f"{secs:.1f} | {win} |"
+        )
     lines += [
         "",
         "Notes:",

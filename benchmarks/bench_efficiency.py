@@ -47,8 +47,19 @@ def _cpu() -> float:
 
 
 def _audit(case, samples: int, seed: int):
-    return audit(case.fn, case.data, case.neighbor, epsilon=EPS, samples=samples, seed=seed, confidence=CONFIDENCE,
-                 ideal_numerics=True, progress=False, max_events=MAX_EVENTS, workers=1)
+    return audit(
+        case.fn,
+        case.data,
+        case.neighbor,
+        epsilon=EPS,
+        samples=samples,
+        seed=seed,
+        confidence=CONFIDENCE,
+        ideal_numerics=True,
+        progress=False,
+        max_events=MAX_EVENTS,
+        workers=1,
+    )
 
 
 def _grid(start: int, stop: int):
@@ -110,8 +121,11 @@ def main(argv=None) -> None:
         match, _ = samples_needed(case, case.dpsniper, 0, start=start, stop=stop)
         worst = None if any(n is None for n in needed) else max(needed)
         rows.append((case, target, needed, worst, match, cpu_audit, cpu_draw, cpu_ratio))
-        print(f"{case.name:16s} target {target:.4f}: needed {needed} -> {worst}; DP-Sniper's bound at {match}; "
-              f"CPU audit {cpu_audit} s / draw {cpu_draw} s = {cpu_ratio}", flush=True)
+        print(
+            f"{case.name:16s} target {target:.4f}: needed {needed} -> {worst}; DP-Sniper's bound at {match}; "
+            f"CPU audit {cpu_audit} s / draw {cpu_draw} s = {cpu_ratio}",
+            flush=True,
+        )
     with open("/proc/loadavg") as fh:
         load = fh.read().split()[:3]
 
@@ -139,7 +153,8 @@ def main(argv=None) -> None:
         lines.append(
             f"| {case.name} | {case.true_eps:.4g} | {target:.4g} | {per} | {fmt_n(worst)} | {fewer(worst)} | "
             f"{fmt_n(match)} ({case.dpsniper}) | {'—' if ca is None else f'{ca:.2f}'} | "
-            f"{'—' if cd is None else f'{cd:.2f}'} | {'—' if ratio is None else f'{ratio:.2f}×'} |")
+            f"{'—' if cd is None else f'{cd:.2f}'} | {'—' if ratio is None else f'{ratio:.2f}×'} |"
+        )
     lines += [
         "",
         "CPU multiple: the audit's CPU time with one worker (training, event proposal and ranking, certification "

@@ -53,11 +53,19 @@ def _dirac_dpsgd(m: int, times: int, rate: float, sigma: float, eps: float, n: i
         return (1 / (1 + np.exp(-float(theta @ x))) - y) * x
 
     noisy_sum = dp.compose(*[dp.column(j) >> dp.sum() >> dp.gaussian(sigma=sigma) for j in range(d)])
-    mech = dp.mechanism(name="dirac_dpsgd", records=RealBox(-1, 1, d + 1), relation=AddRemove(),
-                        steps=dp.iterate(times, dp.poisson_sample(rate) >> dp.map_records(grad, columns=d)
-                                         >> dp.clip_norm(1) >> noisy_sum, init=np.zeros(d),
-                                         update=lambda th, g: th - 0.05 * np.asarray(g), output="releases"),
-                        claim=ApproxDP(eps, DELTA))
+    mech = dp.mechanism(
+        name="dirac_dpsgd",
+        records=RealBox(-1, 1, d + 1),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            times,
+            dp.poisson_sample(rate) >> dp.map_records(grad, columns=d) >> dp.clip_norm(1) >> noisy_sum,
+            init=np.zeros(d),
+            update=lambda th, g: th - 0.05 * np.asarray(g),
+            output="releases",
+        ),
+        claim=ApproxDP(eps, DELTA),
+    )
     rng = np.random.default_rng(SEED)
     data = np.zeros((n, d + 1))
     data[:, :2] = rng.uniform(-1, 1, (n, 2))
@@ -73,11 +81,18 @@ def _scalar_dpsgd(times: int, rate: float, sigma: float, eps: float):
         x, y = r
         return (1 / (1 + np.exp(-theta[0] * x)) - y) * x
 
-    return dp.mechanism(name="dpsgd", records=RealBox(-1, 1, 2), relation=AddRemove(),
-                        steps=dp.iterate(times, dp.poisson_sample(rate) >> dp.map_records(grad) >> dp.clip_norm(1)
-                                         >> dp.sum() >> dp.gaussian(sigma=sigma), init=[0.0],
-                                         update=lambda th, g: th - 0.05 * g),
-                        claim=ApproxDP(eps, DELTA))
+    return dp.mechanism(
+        name="dpsgd",
+        records=RealBox(-1, 1, 2),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            times,
+            dp.poisson_sample(rate) >> dp.map_records(grad) >> dp.clip_norm(1) >> dp.sum() >> dp.gaussian(sigma=sigma),
+            init=[0.0],
+            update=lambda th, g: th - 0.05 * g,
+        ),
+        claim=ApproxDP(eps, DELTA),
+    )
 
 
 def _pld_epsilon(rate: float, sigma: float, times: int) -> float:
@@ -121,9 +136,21 @@ def _one_run_row(label: str, target, claim: float, sigma: float, m: int, seed: i
     secs = time.perf_counter() - t0
     assert res.epsilon == claim
     verdict = "pass" if res.passed else "**FLAGGED**"
-    row = _row([label, m, "white-box" if res.white_box else "black-box", sigma, f"{claim:.3f}",
-                f"{res.epsilon_lower_bound:.3f}", f"({res.k_plus}, {res.k_minus})",
-                f"{res.correct}/{res.guesses}", res.included, verdict, f"{secs:.0f}"])
+    row = _row(
+        [
+            label,
+            m,
+            "white-box" if res.white_box else "black-box",
+            sigma,
+            f"{claim:.3f}",
+            f"{res.epsilon_lower_bound:.3f}",
+            f"({res.k_plus}, {res.k_minus})",
+            f"{res.correct}/{res.guesses}",
+            res.included,
+            verdict,
+            f"{secs:.0f}",
+        ]
+    )
     print(row, flush=True)
     return row
 
@@ -137,41 +164,81 @@ def main() -> None:
     started = time.time()
     rate, sigma, times = 0.1, 2.0, (50 if args.quick else 100)
     ms = (100, 200) if args.quick else (100, 200, 500, 1000)
-    header = ["setup", "m", "score", "σ used", "claimed ε", "one-run ε ≥ (95%)", "guesses (k+, k−)", "correct",
-              "canaries in", "verdict", "s"]
+    header = [
+        "setup",
+        "m",
+        "score",
+        "σ used",
+        "claimed ε",
+        "one-run ε ≥ (95%)",
+        "guesses (k+, k−)",
+        "correct",
+        "canaries in",
+        "verdict",
+        "s",
+    ]
     lines = [_row(header), _row(["---"] * len(header))]
 
     claim, claim_source = _proved_claim(rate, sigma, times)
-    refs = (f"dp_accounting PLD ε({DELTA:g}) = {_pld_epsilon(rate, sigma, times):.3f}, Opacus RDP = "
-            f"{_rdp_epsilon(rate, sigma, times):.3f}")
+    refs = (
+        f"dp_accounting PLD ε({DELTA:g}) = {_pld_epsilon(rate, sigma, times):.3f}, Opacus RDP = "
+        f"{_rdp_epsilon(rate, sigma, times):.3f}"
+    )
     print("parts claim", claim, claim_source, refs, flush=True)
     for m in ms:
         for s in (sigma, sigma / 10):
             if s == sigma and m not in (ms[0], ms[-1]):
                 continue
             mech, canaries, data = _dirac_dpsgd(m, times, rate, s, claim)
-            lines.append(_one_run_row(f"parts DP-SGD, q = {rate}, T = {times}", mech, claim, s, m, SEED + m,
-                                      canaries=canaries, data=data))
+            lines.append(
+                _one_run_row(
+                    f"parts DP-SGD, q = {rate}, T = {times}", mech, claim, s, m, SEED + m, canaries=canaries, data=data
+                )
+            )
 
     from dpharness.auditors.libraries.opacus import one_run_training
 
     opacus_claim = None
     for m in ms:
         n = 10 * m
-        good = one_run_training(canaries=m, n=n, steps=times, sample_rate=rate, noise_multiplier=sigma,
-                                rng=np.random.default_rng(SEED))
+        good = one_run_training(
+            canaries=m, n=n, steps=times, sample_rate=rate, noise_multiplier=sigma, rng=np.random.default_rng(SEED)
+        )
         opacus_claim = good.epsilon
         for s in (sigma, sigma / 10):
             if s == sigma and m not in (ms[0], ms[-1]):
                 continue
-            tgt = good if s == sigma else dataclasses.replace(
-                one_run_training(canaries=m, n=n, steps=times, sample_rate=rate, noise_multiplier=s,
-                                 rng=np.random.default_rng(SEED)), epsilon=good.epsilon)
-            lines.append(_one_run_row(f"Opacus training, q = {rate}, T = {times}, n = {n}", tgt, good.epsilon, s, m,
-                                      SEED + m))
+            tgt = (
+                good
+                if s == sigma
+                else dataclasses.replace(
+                    one_run_training(
+                        canaries=m,
+                        n=n,
+                        steps=times,
+                        sample_rate=rate,
+                        noise_multiplier=s,
+                        rng=np.random.default_rng(SEED),
+                    ),
+                    epsilon=good.epsilon,
+                )
+            )
+            lines.append(
+                _one_run_row(f"Opacus training, q = {rate}, T = {times}, n = {n}", tgt, good.epsilon, s, m, SEED + m)
+            )
 
     # many-run audits at small T
-    many_header = ["setup", "T", "σ used", "claimed ε", "many-run ε ≥ (95%)", "verdict", "samples a side", "family", "s"]
+    many_header = [
+        "setup",
+        "T",
+        "σ used",
+        "claimed ε",
+        "many-run ε ≥ (95%)",
+        "verdict",
+        "samples a side",
+        "family",
+        "s",
+    ]
     many = [_row(many_header), _row(["---"] * len(many_header))]
     small_t = 3
     small_claim, _ = _proved_claim(rate, sigma, small_t)
@@ -179,9 +246,19 @@ def main() -> None:
     for s in (sigma, sigma / 10):
         t0 = time.perf_counter()
         res = dpharness.audit(_scalar_dpsgd(small_t, rate, s, small_claim), samples=samples, seed=SEED, progress=False)
-        row = _row([f"parts DP-SGD (1 column), q = {rate}", small_t, s, f"{small_claim:.3f}",
-                    f"{res.epsilon_lower_bound:.3f}", "pass" if res.passed else "**FLAGGED**", res.samples,
-                    res.extra.get("family"), f"{time.perf_counter() - t0:.0f}"])
+        row = _row(
+            [
+                f"parts DP-SGD (1 column), q = {rate}",
+                small_t,
+                s,
+                f"{small_claim:.3f}",
+                f"{res.epsilon_lower_bound:.3f}",
+                "pass" if res.passed else "**FLAGGED**",
+                res.samples,
+                res.extra.get("family"),
+                f"{time.perf_counter() - t0:.0f}",
+            ]
+        )
         print(row, flush=True)
         many.append(row)
     from dpharness.auditors.libraries import get_target
@@ -190,18 +267,38 @@ def main() -> None:
     for s in (sigma, sigma / 10):
         t = get_target("opacus:dpsgd_step", {"noise_multiplier": s})
         t0 = time.perf_counter()
-        res = dpharness.audit(t.fn, t.data, t.neighbor, epsilon=step_claim, delta=t.delta, vectorized=True,
-                              samples=samples, seed=SEED, progress=False, workers=1)
-        row = _row(["Opacus one DP-SGD step (opacus:dpsgd_step), q = 1", 1, s, f"{step_claim:.3f}",
-                    f"{res.epsilon_lower_bound:.3f}", "pass" if res.passed else "**FLAGGED**", res.samples,
-                    res.extra.get("family"), f"{time.perf_counter() - t0:.0f}"])
+        res = dpharness.audit(
+            t.fn,
+            t.data,
+            t.neighbor,
+            epsilon=step_claim,
+            delta=t.delta,
+            vectorized=True,
+            samples=samples,
+            seed=SEED,
+            progress=False,
+            workers=1,
+        )
+        row = _row(
+            [
+                "Opacus one DP-SGD step (opacus:dpsgd_step), q = 1",
+                1,
+                s,
+                f"{step_claim:.3f}",
+                f"{res.epsilon_lower_bound:.3f}",
+                "pass" if res.passed else "**FLAGGED**",
+                res.samples,
+                res.extra.get("family"),
+                f"{time.perf_counter() - t0:.0f}",
+            ]
+        )
         print(row, flush=True)
         many.append(row)
 
     versions = ", ".join(f"{p} {metadata.version(p)}" for p in ("numpy", "scipy", "torch", "opacus", "dp-accounting"))
     text = f"""# One-run auditing (Steinke, Nasr & Jagielski 2023)
 
-`python benchmarks/bench_one_run.py{' --quick' if args.quick else ''}`: {platform.node()}, {os.cpu_count()} cores,
+`python benchmarks/bench_one_run.py{" --quick" if args.quick else ""}`: {platform.node()}, {os.cpu_count()} cores,
 {platform.python_implementation()} {platform.python_version()}, load average {load0[0]:.1f} at the start and
 {os.getloadavg()[0]:.1f} at the end (other sessions share the machine), {time.time() - started:.0f} s in all;
 {versions}. Seeds: data {SEED}, one-run audit m: seed {SEED} + m; many-run audits seed {SEED}.

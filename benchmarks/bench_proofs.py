@@ -34,6 +34,7 @@ def main() -> int:
     t_import = time.perf_counter()
     from dpharness.proofs import prove
     from dpharness.registry import catalog
+
     names = catalog(gallery=None if args.gallery else False)
     t_import = time.perf_counter() - t_import
 
@@ -60,8 +61,10 @@ def main() -> int:
     for name, kind, verdict, bound, took in rows:
         print(f"{name:{width}}  {kind:7}  {verdict:9}  {bound:>10}  {took:8.2f}")
     catalog_total = sum(r[4] for r in rows if r[1] == "catalog")
-    print(f"\nimport {t_import:.2f} s; catalog proofs {catalog_total:.2f} s (target <= {TARGET_SECONDS:.0f} s: "
-          f"{'met' if catalog_total <= TARGET_SECONDS else 'MISSED'}); all listed {total:.2f} s")
+    print(
+        f"\nimport {t_import:.2f} s; catalog proofs {catalog_total:.2f} s (target <= {TARGET_SECONDS:.0f} s: "
+        f"{'met' if catalog_total <= TARGET_SECONDS else 'MISSED'}); all listed {total:.2f} s"
+    )
     return 0
 
 

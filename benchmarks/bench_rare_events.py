@@ -67,7 +67,7 @@ def _fine_laplace(d: float, scale: float, size: int, rng) -> np.ndarray:
     # drawn uniformly with a full mantissa instead (the density is flat within e^(1/64 / scale) there,
     # and each side keeps its own mass, so the mechanism stays 1/scale-DP)
     small = np.abs(x) < 2.0**-6
-    x[small] = rng.integers(-2**58, 2**58, int(small.sum())).astype(np.float64) / 2.0**64
+    x[small] = rng.integers(-(2**58), 2**58, int(small.sum())).astype(np.float64) / 2.0**64
     return x
 
 
@@ -109,35 +109,51 @@ def main() -> None:
     cases = [(f"even geometric, p = {p:g}", even_geometric(p), 1.0, True) for p in PS]
     cases += [(f"grid Laplace, p = {p:g}", grid_laplace(p), 1.0, True) for p in PS]
     cases += [("rounding bias (ratio 3, both sides possible)", rounding_bias(True), 0.5, True)]
-    cases += [("correct: even geometric", even_geometric(0.0), 1.0, False),
-              ("correct: grid Laplace", grid_laplace(0.0), 1.0, False),
-              ("correct: rounding-bias base (no bias)", rounding_bias(False), 0.5, False)]
+    cases += [
+        ("correct: even geometric", even_geometric(0.0), 1.0, False),
+        ("correct: grid Laplace", grid_laplace(0.0), 1.0, False),
+        ("correct: rounding-bias base (no bias)", rounding_bias(False), 0.5, False),
+    ]
     for label, mech, eps, leaky in cases:
         pw, bounds, fams, sec = power(mech, eps, args.samples, args.reps, args.seed)
         fam = sorted({f for f in fams if f})
         rows.append((label, eps, leaky, pw, float(np.median(bounds)), ", ".join(fam) or "-", sec))
-        print(f"{label:48s} claim {eps:g}  {'power' if leaky else 'false alarms'} {pw:.2f}  "
-              f"median ε_lb {np.median(bounds):.3f}  families {', '.join(fam) or '-'}  {sec:.1f} s/audit", flush=True)
+        print(
+            f"{label:48s} claim {eps:g}  {'power' if leaky else 'false alarms'} {pw:.2f}  "
+            f"median ε_lb {np.median(bounds):.3f}  families {', '.join(fam) or '-'}  {sec:.1f} s/audit",
+            flush=True,
+        )
     if args.write:
         load = os.getloadavg()[0]
         lines = [
-            "# Rare one-sided leaks and rounding biases (issue 9)", "",
+            "# Rare one-sided leaks and rounding biases (issue 9)",
+            "",
             f"`python benchmarks/bench_rare_events.py --reps {args.reps} --samples {args.samples} --write` — "
             f"{args.samples:,} samples a side, DEFAULT audit settings (train_fraction 0.1, max_events 20, confidence 0.95), "
             f"{args.reps} seeded repetitions each (seeds {args.seed}..{args.seed + args.reps - 1}); "
-            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} at the end.", "",
+            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} at the end.",
+            "",
             "Power = fraction of repetitions certifying ε_lb > claim; for correct mechanisms the same fraction is the "
-            "false-alarm rate (bounded by 1 − confidence = 0.05 by soundness).", "",
+            "false-alarm rate (bounded by 1 − confidence = 0.05 by soundness).",
+            "",
             "| mechanism | claim ε | leak? | power / false alarms | median ε_lb | certifying families | s / audit |",
             "|---|---|---|---|---|---|---|",
         ]
         for label, eps, leaky, pw, med, fam, sec in rows:
-            lines.append(f"| {label} | {eps:g} | {'yes' if leaky else 'no'} | {pw:.2f} | {med:.3f} | {fam} | {sec:.1f} |")
+            lines.append(
+                f"| {label} | {eps:g} | {'yes' if leaky else 'no'} | {pw:.2f} | {med:.3f} | {fam} | {sec:.1f} |"
+            )
         at = {label: pw for label, _, leaky, pw, _, _, _ in rows if leaky and "p = 0.0001" in label}
         done = all(pw >= 0.9 for pw in at.values())
-        lines += ["", f"Done-when of issue 9 (the p = 1e-4 one-sided leak caught at <= 10^6 samples a side with default "
-                      f"settings): {'met' if done else 'NOT met'} — power "
-                      + ", ".join(f"{pw:.2f} ({label.split(',')[0]})" for label, pw in at.items()) + ".", "", _NOTES]
+        lines += [
+            "",
+            f"Done-when of issue 9 (the p = 1e-4 one-sided leak caught at <= 10^6 samples a side with default "
+            f"settings): {'met' if done else 'NOT met'} — power "
+            + ", ".join(f"{pw:.2f} ({label.split(',')[0]})" for label, pw in at.items())
+            + ".",
+            "",
+            _NOTES,
+        ]
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "rare_events.md")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")

@@ -43,8 +43,7 @@ CASES = [
     ("warner_rr", WarnerRR(), 1, True),
     ("gaussian (grid 2^-20)", Gaussian(), np.array([0.3]), True),
     ("exponential (4 candidates)", ExponentialMechanism(), np.array([0.0, 1, 2, 3]), False),
-    ("median bits=32, n=10^4", ExponentialMedian(bits=32),
-     np.random.default_rng(0).integers(0, 2 ** 32, 10_000), False),
+    ("median bits=32, n=10^4", ExponentialMedian(bits=32), np.random.default_rng(0).integers(0, 2**32, 10_000), False),
     ("clamped_sum, n=10^3", ClampedSum(), np.random.default_rng(0).random(1000), False),
     ("rappor k=4 (per report)", Rappor(), 2, False),
 ]
@@ -53,12 +52,12 @@ CASES = [
 EXACT_CASES = [
     # (label, sampler(size, rng), target in samples/s or None)
     ("discrete_laplace t=1", lambda n, r: _exact.discrete_laplace(1, n, r), 10e6),
-    ("discrete_laplace t=2^20", lambda n, r: _exact.discrete_laplace(2 ** 20, n, r), 10e6),
-    ("discrete_laplace t=2^40", lambda n, r: _exact.discrete_laplace(2 ** 40, n, r), 10e6),
-    ("discrete_laplace t=2^60", lambda n, r: _exact.discrete_laplace(2 ** 60, n, r), None),
+    ("discrete_laplace t=2^20", lambda n, r: _exact.discrete_laplace(2**20, n, r), 10e6),
+    ("discrete_laplace t=2^40", lambda n, r: _exact.discrete_laplace(2**40, n, r), 10e6),
+    ("discrete_laplace t=2^60", lambda n, r: _exact.discrete_laplace(2**60, n, r), None),
     ("discrete_gaussian sigma=1", lambda n, r: _exact.discrete_gaussian(1, n, r), 5e6),
     ("discrete_gaussian sigma^2=14", lambda n, r: _exact.discrete_gaussian(14, n, r), 5e6),
-    ("discrete_gaussian sigma=2^20", lambda n, r: _exact.discrete_gaussian(2 ** 40, n, r), 5e6),
+    ("discrete_gaussian sigma=2^20", lambda n, r: _exact.discrete_gaussian(2**40, n, r), 5e6),
     ("randomized_response k=2 L=1", lambda n, r: _exact.randomized_response(0, 2, 1, n, r), 10e6),
     ("randomized_response k=10 L=2", lambda n, r: _exact.randomized_response(0, 10, 2, n, r), 10e6),
     ("randomized_response k=2 L=37", lambda n, r: _exact.randomized_response(0, 2, 37, n, r), 10e6),
@@ -106,7 +105,11 @@ def main(argv=None) -> int:
     for label, fn, target in EXACT_CASES:
         size = args.size if target else max(args.size // 10, 1000)
         rate = bench_fn(fn, size, args.repeat)
-        mark = "" if target is None else (f"{target / 1e6:.0f} M/s ok" if rate >= target else f"BELOW {target / 1e6:.0f} M/s")
+        mark = (
+            ""
+            if target is None
+            else (f"{target / 1e6:.0f} M/s ok" if rate >= target else f"BELOW {target / 1e6:.0f} M/s")
+        )
         if target is not None and rate < target:
             failed.append(label)
         print(f"{label:32s} {rate / 1e6:12.1f}  {mark}")

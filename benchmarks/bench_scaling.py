@@ -62,8 +62,10 @@ def _case(name: str):
     if name == "numpy_callable":
         return numpy_laplace, 0.0, 1.0, {"epsilon": 1.0}, numpy_laplace
     if name == "per_call":
+
         def per_call_sizes(d, size, rng):
             return np.array([per_call_laplace(d) for _ in range(size)])
+
         return per_call_laplace, 0.0, 1.0, {"epsilon": 1.0, "vectorized": False}, per_call_sizes
     from dpharness import registry
 
@@ -96,14 +98,32 @@ def _one(spec: dict) -> dict:
     mech, a, b, kwargs, _fn = _case(spec["case"])
     cluster = "local" if spec.get("dask") else None
     if spec.get("warm"):  # the same audit once before: the pool is up and its workers have imported the modules
-        audit(mech, a, b, samples=spec["samples"], seed=spec.get("seed", 0), workers=spec["workers"], progress=False,
-              cluster=cluster, **kwargs)
+        audit(
+            mech,
+            a,
+            b,
+            samples=spec["samples"],
+            seed=spec.get("seed", 0),
+            workers=spec["workers"],
+            progress=False,
+            cluster=cluster,
+            **kwargs,
+        )
     base_cpu, _ = _descendants_cpu_and_peak()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = audit(mech, a, b, samples=spec["samples"], seed=spec.get("seed", 0), workers=spec["workers"], progress=False,
-              cluster=cluster, **kwargs)
+    r = audit(
+        mech,
+        a,
+        b,
+        samples=spec["samples"],
+        seed=spec.get("seed", 0),
+        workers=spec["workers"],
+        progress=False,
+        cluster=cluster,
+        **kwargs,
+    )
     wall = time.perf_counter() - t0
     kids_cpu, kids_peak = _descendants_cpu_and_peak()
     r1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -111,10 +131,19 @@ def _one(spec: dict) -> dict:
     parent = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     reaped = (k1.ru_utime - k0.ru_utime) + (k1.ru_stime - k0.ru_stime)
     return {
-        "wall": wall, "parent_cpu": parent, "worker_cpu": kids_cpu - base_cpu + reaped, "parent_peak_mb": r1.ru_maxrss / 1024,
-        "worker_peak_mb": kids_peak, "bound": r.epsilon_lower_bound, "counts": r.counts, "family": r.extra.get("family"),
-        "train": r.extra.get("train_samples"), "events": r.events_tested, "used_workers": r.extra.get("workers"),
-        "method": r.method, "witness": r.witness_description,
+        "wall": wall,
+        "parent_cpu": parent,
+        "worker_cpu": kids_cpu - base_cpu + reaped,
+        "parent_peak_mb": r1.ru_maxrss / 1024,
+        "worker_peak_mb": kids_peak,
+        "bound": r.epsilon_lower_bound,
+        "counts": r.counts,
+        "family": r.extra.get("family"),
+        "train": r.extra.get("train_samples"),
+        "events": r.events_tested,
+        "used_workers": r.extra.get("workers"),
+        "method": r.method,
+        "witness": r.witness_description,
     }
 
 
@@ -140,8 +169,9 @@ def _sampling(spec: dict) -> dict:
 
 
 def _run(mode: str, spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, mode, json.dumps(spec)], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, mode, json.dumps(spec)], capture_output=True, text=True, check=False
+    )
     if out.returncode:
         raise RuntimeError(f"{mode} {spec} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -154,8 +184,13 @@ def _load() -> str:
 
 def _git() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=os.path.dirname(__file__)).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(__file__),
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
@@ -171,10 +206,17 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--all", action="store_true", help="also issue 20's other five catalog mechanisms")
     ap.add_argument("--only", nargs="*", default=None, help="only these cases")
-    ap.add_argument("--dask", action="store_true", help="also a dask LocalCluster of 2 workers (laplace, numpy callable)")
-    ap.add_argument("--warm", nargs="*", type=float, default=[],
-                    help="at these sizes, also a row per worker count > 1 measuring a second identical audit in "
-                         "the same process (the pool already up, its workers' imports done)")
+    ap.add_argument(
+        "--dask", action="store_true", help="also a dask LocalCluster of 2 workers (laplace, numpy callable)"
+    )
+    ap.add_argument(
+        "--warm",
+        nargs="*",
+        type=float,
+        default=[],
+        help="at these sizes, also a row per worker count > 1 measuring a second identical audit in "
+        "the same process (the pool already up, its workers' imports done)",
+    )
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "scaling.md"))
     ap.add_argument("--label", default="", help="a line saying which code was measured")
     args = ap.parse_args(argv)
@@ -198,10 +240,13 @@ def main(argv=None) -> None:
                 res.update(case=case, samples=n, workers=w, dask=dask, warm=warm, sampling_cpu=samp, load=load)
                 rows.append(res)
                 cpu = res["parent_cpu"] + res["worker_cpu"]
-                print(f"{case:26s} n={n:>11,} w={w}{' dask' if dask else ' warm' if warm else '     '} wall {res['wall']:7.2f} s  "
-                      f"parent {res['parent_cpu']:6.2f} s  workers {res['worker_cpu']:6.2f} s  share "
-                      f"{res['parent_cpu'] / cpu:.2f}  audit/sampling {cpu / samp:6.1f}  bound {res['bound']:.6f}  "
-                      f"load {load}", flush=True)
+                print(
+                    f"{case:26s} n={n:>11,} w={w}{' dask' if dask else ' warm' if warm else '     '} wall {res['wall']:7.2f} s  "
+                    f"parent {res['parent_cpu']:6.2f} s  workers {res['worker_cpu']:6.2f} s  share "
+                    f"{res['parent_cpu'] / cpu:.2f}  audit/sampling {cpu / samp:6.1f}  bound {res['bound']:.6f}  "
+                    f"load {load}",
+                    flush=True,
+                )
     _write(args, rows, load_start)
 
 
@@ -213,13 +258,15 @@ def _write(args, rows: list[dict], load_start: str) -> None:
     for r in rows:
         if r["case"] == "per_call" and r["workers"] == 1 and not r["dask"]:
             continue  # in this process a per-call function draws from the caller's own random state
-        same.setdefault((r["case"], r["samples"]), set()).add((r["bound"], json.dumps(r["counts"], sort_keys=True),
-                                                                 r["witness"]))
+        same.setdefault((r["case"], r["samples"]), set()).add(
+            (r["bound"], json.dumps(r["counts"], sort_keys=True), r["witness"])
+        )
     lines = [
         "# Scaling of a whole audit: workers, parent share, cost over sampling",
         "",
         f"Generated by `python benchmarks/bench_scaling.py {' '.join(sys.argv[1:])}` at commit {_git()}"
-        + (f" ({args.label})" if args.label else "") + ".",
+        + (f" ({args.label})" if args.label else "")
+        + ".",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared with other jobs), Python "
         f"{platform.python_version()}, numpy {numpy.__version__}, scipy {scipy.__version__}; load average "
         f"{load_start} at the start, {_load()} at the end (each row gives the load when it started). Seed 0, "
@@ -237,20 +284,29 @@ def _write(args, rows: list[dict], load_start: str) -> None:
     for r in rows:
         cpu = r["parent_cpu"] + r["worker_cpu"]
         f = r["parent_cpu"] / cpu if cpu else 1.0
-        where = f"{r['workers']} (dask)" if r["dask"] else f"{r['workers']} (warm)" if r.get("warm") else str(r["workers"])
+        where = (
+            f"{r['workers']} (dask)" if r["dask"] else f"{r['workers']} (warm)" if r.get("warm") else str(r["workers"])
+        )
         amd = (f"{_amdahl(f, 16):.1f}", f"{_amdahl(f, 64):.1f}") if r["workers"] > 1 else ("", "")
         lines.append(
             f"| {r['case']} | {r['samples']:,} | {where} | {r['wall']:.2f} | {r['parent_cpu']:.2f} | "
             f"{r['worker_cpu']:.2f} | {f:.2f} | {cpu / r['sampling_cpu']:.1f} | {amd[0]} | {amd[1]} | "
-            f"{r['parent_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} | {r['bound']:.6f} | {r['load']} |")
-    lines += ["", "Same result (bound, counts, witness) for every worker count and the cluster, per case and size "
-              "(per_call: pool and cluster rows; with one worker it draws from the caller's random state): "
-              + ", ".join(f"{c} {n:,}: {'yes' if len(v) == 1 else 'NO'}" for (c, n), v in same.items()), ""]
+            f"{r['parent_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} | {r['bound']:.6f} | {r['load']} |"
+        )
+    lines += [
+        "",
+        "Same result (bound, counts, witness) for every worker count and the cluster, per case and size "
+        "(per_call: pool and cluster rows; with one worker it draws from the caller's random state): "
+        + ", ".join(f"{c} {n:,}: {'yes' if len(v) == 1 else 'NO'}" for (c, n), v in same.items()),
+        "",
+    ]
     lines += ["Certifying events and bounds (seed 0):", ""]
     for (c, n), _v in same.items():
         r = next(x for x in rows if x["case"] == c and x["samples"] == n)
-        lines.append(f"- {c} at {n:,}: ε ≥ {r['bound']:.6f} (family {r['family']}; training {r['train']:,} a side; "
-                     f"{r['events']} events)")
+        lines.append(
+            f"- {c} at {n:,}: ε ≥ {r['bound']:.6f} (family {r['family']}; training {r['train']:,} a side; "
+            f"{r['events']} events)"
+        )
     text = "\n".join(lines) + "\n"
     with open(args.out, "w") as fh:
         fh.write(text)

@@ -72,6 +72,7 @@ def uniform_by_rejection(seed: int):
             x = int(rng.integers(m))
             if x < 8:
                 return x
+
     return fn
 
 
@@ -82,6 +83,7 @@ def uniform_constant_time(seed: int):
         for _ in range(8):
             _unit()
         return int(rng.integers(8))
+
     return fn
 
 
@@ -99,6 +101,7 @@ def laplace_by_bernoulli(seed: int):
                 g += 1
             if not (negative and g == 0):  # zero is drawn once, not from both signs
                 return d + (-g if negative else g)
+
     return fn
 
 
@@ -110,6 +113,7 @@ def laplace_fixed_trials(seed: int):
             _unit()
         g = np.cumprod(rng.random((2, 64)) < _P, axis=1).sum(axis=1)  # leading successes of 64 trials, twice
         return d + int(g[0]) - int(g[1])
+
     return fn
 
 
@@ -121,6 +125,7 @@ def laplace_numpy_geometric(seed: int):
             _unit()
         # difference of two geometric draws on {0, 1, ...} with parameter 1 − e^{-1}: discrete Laplace(1)
         return d + int(rng.geometric(1 - _P)) - int(rng.geometric(1 - _P))
+
     return fn
 
 
@@ -131,6 +136,7 @@ def gaussian_input_independent(seed: int):
         for _ in range(8):
             _unit()
         return float(rng.normal())
+
     return fn
 
 
@@ -166,8 +172,10 @@ def _row(name, loop, rs, claim) -> str:
     med_d = median(r.median_ns_data for r in rs) / 1e3
     med_n = median(r.median_ns_neighbor for r in rs) / 1e3
     secs = sum(r.elapsed for r in rs) / len(rs)
-    return (f"| {name} | {loop} | {claim:g} | {len(rs)} | {flagged} | {median(bounds):.3f} "
-            f"({min(bounds):.3f}–{max(bounds):.3f}) | {', '.join(fams) or '-'} | {med_d:.1f} / {med_n:.1f} | {secs:.2f} |")
+    return (
+        f"| {name} | {loop} | {claim:g} | {len(rs)} | {flagged} | {median(bounds):.3f} "
+        f"({min(bounds):.3f}–{max(bounds):.3f}) | {', '.join(fams) or '-'} | {med_d:.1f} / {med_n:.1f} | {secs:.2f} |"
+    )
 
 
 def main() -> None:
@@ -182,9 +190,11 @@ def main() -> None:
 
     load_start = _uptime()
     t0 = time.perf_counter()
-    head = ["| sampler | loop count | claim ε | audits | flagged | certified ε lower bound: median (min–max) "
-            "| certifying family | median duration data / neighbour (µs) | s / audit |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    head = [
+        "| sampler | loop count | claim ε | audits | flagged | certified ε lower bound: median (min–max) "
+        "| certifying family | median duration data / neighbour (µs) | s / audit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     rows = []
     for name, loop, make, _null in SAMPLERS:
         rs = _audits(make, range(args.reps), epsilon=1.0, samples=args.samples)
@@ -213,14 +223,20 @@ def main() -> None:
     print(ab_row, flush=True)
     # (f) the numpy-geometric discrete Laplace at 10x the calls
     rs = _audits(laplace_numpy_geometric, range(3000, 3000 + args.confirm), epsilon=1.0, samples=10 * args.samples)
-    big_row = _row(f"discrete Laplace, numpy geometric, {10 * args.samples} calls a side", "numpy's search loop", rs, 1.0)
+    big_row = _row(
+        f"discrete Laplace, numpy geometric, {10 * args.samples} calls a side", "numpy's search loop", rs, 1.0
+    )
     big_flagged, big_n = sum(not r.passed for r in rs), len(rs)
     print(big_row, flush=True)
     load_end = _uptime()
     wall = time.perf_counter() - t0
     info = time.get_clock_info("perf_counter")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    ).stdout.strip()
 
     lines = [
         "# Timing as an output channel (issue 16 §3)",
@@ -243,19 +259,22 @@ def main() -> None:
         "",
         "## (a) leaky samplers flagged, (b) constant-time samplers passed (claim ε = 1)",
         "",
-        *head, *rows,
+        *head,
+        *rows,
         "",
         "## (c) false alarms under this machine's timing noise (tight claims: ε = 0 where the law does not depend "
         "on the input, so any positive bound is an alarm; ε = 1 for the fixed-trial discrete Laplace)",
         "",
-        *head, *fa_rows,
+        *head,
+        *fa_rows,
         "",
         f"False alarms: {fa_alarms} of {fa_total} audits of constant-time samplers (soundness bounds the rate by "
         "1 − confidence = 0.05 per audit).",
         "",
         "## (e) ablation: the same null measured in blocks (all data calls, then all neighbour calls)",
         "",
-        *head, ab_row,
+        *head,
+        ab_row,
         "",
         f"In blocks: {ab_alarms} false alarms of {ab_n} audits of a sampler that never reads its input (the load's "
         "drift between the blocks is certified as a difference between the inputs); interleaved in random order "
@@ -263,7 +282,8 @@ def main() -> None:
         "",
         "## (f) the numpy-geometric discrete Laplace at 10× the calls",
         "",
-        *head, big_row,
+        *head,
+        big_row,
         "",
         "numpy's `Generator.geometric(p)` draws by a search loop, one pass per unit of the value, when "
         "p >= 1/3 (`random_geometric_search` in numpy's `distributions.c`; inversion below 1/3). Here "

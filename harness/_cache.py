@@ -49,8 +49,18 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["DEFAULT_DIR", "KEY_ENV", "SigningKey", "environment_digest", "key", "key_file_path", "load", "load_all",
-           "signing_key", "store"]
+__all__ = [
+    "DEFAULT_DIR",
+    "KEY_ENV",
+    "SigningKey",
+    "environment_digest",
+    "key",
+    "key_file_path",
+    "load",
+    "load_all",
+    "signing_key",
+    "store",
+]
 
 DEFAULT_DIR = ".dpharness-cache"
 _FORMAT = 3  # 2: a Check's JSON form (dpharness.pipeline); 3: the same, signed (format, key id, HMAC)
@@ -65,8 +75,9 @@ def environment_digest() -> str:
     import importlib
     import sysconfig
 
-    installed = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep
-                       for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+    installed = tuple(
+        {os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    )
     files = set()
     for module in list(sys.modules.values()):  # the project's own modules (installed code: by version below)
         path = getattr(module, "__file__", None)
@@ -74,7 +85,7 @@ def environment_digest() -> str:
             files.add(path)
     for package in ("dpharness", "dpharness.mechanisms", "dpharness.proofs", "dpharness.auditors"):
         for top in importlib.import_module(package).__path__:  # all of dpharness, imported yet or not,
-            for root, dirs, entries in os.walk(top):            # subpackages too (auditors.families, ...): the
+            for root, dirs, entries in os.walk(top):  # subpackages too (auditors.families, ...): the
                 dirs[:] = [d for d in dirs if d != "__pycache__"]  # same files whatever this process loaded
                 files.update(os.path.join(root, e) for e in entries if e.endswith(".py"))
     for path in sorted(files):
@@ -157,15 +168,22 @@ def _result_distributions() -> list[tuple[str, str]]:
     return sorted(seen.values())
 
 
-def key(mechanism: Any, *, name: str, audit_only: bool, environment: str, samples: int, seed: int,
-        timeout: float | None) -> str:
+def key(
+    mechanism: Any, *, name: str, audit_only: bool, environment: str, samples: int, seed: int, timeout: float | None
+) -> str:
     from ._json import jsonable
 
     payload = {
-        "name": name, "audit_only": audit_only, "class": f"{type(mechanism).__module__}.{type(mechanism).__qualname__}",
-        "parameters": jsonable(mechanism.noise_parameters()), "claim": mechanism.claim.describe(),
-        "source": mechanism.source_hash(), "environment": environment,
-        "samples": samples, "seed": seed, "timeout": timeout,
+        "name": name,
+        "audit_only": audit_only,
+        "class": f"{type(mechanism).__module__}.{type(mechanism).__qualname__}",
+        "parameters": jsonable(mechanism.noise_parameters()),
+        "claim": mechanism.claim.describe(),
+        "source": mechanism.source_hash(),
+        "environment": environment,
+        "samples": samples,
+        "seed": seed,
+        "timeout": timeout,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -175,6 +193,7 @@ def _path(directory: str, k: str) -> str:
 
 
 # --------------------------------------------------------------------------- the signing key
+
 
 @dataclass(frozen=True)
 class SigningKey:
@@ -220,13 +239,16 @@ def signing_key(directory: str) -> SigningKey:
             raise ParameterError(
                 f"${KEY_ENV} is shorter than {_MIN_KEY_CHARS} characters (its value is not shown): a short key "
                 "could be guessed from any cache entry. Set it to a long random secret, e.g. the output of "
-                "python -c 'import secrets; print(secrets.token_hex(32))'.")
+                "python -c 'import secrets; print(secrets.token_hex(32))'."
+            )
         return SigningKey(f"${KEY_ENV}", value.encode())
     path = key_file_path()
     real, cache = os.path.realpath(path), os.path.realpath(directory)
     if real == cache or real.startswith(cache.rstrip(os.sep) + os.sep):
-        raise ParameterError(f"cache key file {path}: lies inside --cache-dir {directory}, where whoever writes the "
-                             f"cache could read or replace it; set ${KEY_ENV} or XDG_CONFIG_HOME elsewhere.")
+        raise ParameterError(
+            f"cache key file {path}: lies inside --cache-dir {directory}, where whoever writes the "
+            f"cache could read or replace it; set ${KEY_ENV} or XDG_CONFIG_HOME elsewhere."
+        )
     try:
         try:
             secret = _read_key_file(path)
@@ -234,8 +256,10 @@ def signing_key(directory: str) -> SigningKey:
             _make_key_file(path)
             secret = _read_key_file(path)
     except OSError as exc:
-        raise ParameterError(f"cache key file {path}: cannot read or make it ({exc.strerror or exc}); set "
-                             f"${KEY_ENV} or make {os.path.dirname(path)} a writable folder.") from None
+        raise ParameterError(
+            f"cache key file {path}: cannot read or make it ({exc.strerror or exc}); set "
+            f"${KEY_ENV} or make {os.path.dirname(path)} a writable folder."
+        ) from None
     return SigningKey(path, secret)
 
 
@@ -247,18 +271,23 @@ def _read_key_file(path: str) -> bytes:
         st = os.fstat(fd)
         if os.name == "posix":
             if st.st_uid != os.getuid():
-                raise ParameterError(f"cache key file {path}: owned by another user (uid {st.st_uid}); remove it "
-                                     f"(a new one is made) or set ${KEY_ENV}.")
+                raise ParameterError(
+                    f"cache key file {path}: owned by another user (uid {st.st_uid}); remove it "
+                    f"(a new one is made) or set ${KEY_ENV}."
+                )
             if st.st_mode & 0o077:
-                raise ParameterError(f"cache key file {path}: other users may read or write it (mode "
-                                     f"{st.st_mode & 0o777:o}); run chmod 600 {path}, or remove it (a new one is "
-                                     "made and the cache starts cold).")
+                raise ParameterError(
+                    f"cache key file {path}: other users may read or write it (mode "
+                    f"{st.st_mode & 0o777:o}); run chmod 600 {path}, or remove it (a new one is "
+                    "made and the cache starts cold)."
+                )
         secret = os.read(fd, 4096).strip()
     finally:
         os.close(fd)
     if len(secret) < 2 * _MIN_KEY_CHARS:
-        raise ParameterError(f"cache key file {path}: empty or too short; remove it (a new one is made) or set "
-                             f"${KEY_ENV}.")
+        raise ParameterError(
+            f"cache key file {path}: empty or too short; remove it (a new one is made) or set ${KEY_ENV}."
+        )
     return secret
 
 
@@ -344,8 +373,9 @@ def load(directory: str, k: str, signing: SigningKey) -> Any:
     return _read(directory, k, signing)[0]
 
 
-def load_all(directory: str, keys: dict[str, str], signing: SigningKey,
-             warn: Callable[[str], Any] | None = None) -> dict[str, Any]:
+def load_all(
+    directory: str, keys: dict[str, str], signing: SigningKey, warn: Callable[[str], Any] | None = None
+) -> dict[str, Any]:
     """The verified Checks stored under ``keys`` (mechanism name -> cache key), by name. Every entry that
     fails is left out (its mechanism is checked again) and said on ``warn`` (default: stderr): one line
     per edited, truncated or unsigned entry, naming it; one line for all entries signed with another key."""
@@ -358,12 +388,16 @@ def load_all(directory: str, keys: dict[str, str], signing: SigningKey,
         elif problem == _ANOTHER_KEY:
             other.append(name)
         elif problem is not None:
-            warn(f"dpharness: warning: cache entry for {name} ({_path(directory, k)}) {problem}: ignored, "
-                 f"{name} is checked again.\n")
+            warn(
+                f"dpharness: warning: cache entry for {name} ({_path(directory, k)}) {problem}: ignored, "
+                f"{name} is checked again.\n"
+            )
     if other:
         shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
-        warn(f"dpharness: warning: {len(other)} cache {'entry' if len(other) == 1 else 'entries'} ({shown}) "
-             f"signed with another key than {signing.source} (a new or changed key): ignored, checked again.\n")
+        warn(
+            f"dpharness: warning: {len(other)} cache {'entry' if len(other) == 1 else 'entries'} ({shown}) "
+            f"signed with another key than {signing.source} (a new or changed key): ignored, checked again.\n"
+        )
     return found
 
 
@@ -373,8 +407,9 @@ def store(directory: str, k: str, result: Any, signing: SigningKey) -> None:
     if result.error is not None:
         return
     check = json.loads(json.dumps(result.to_json()))  # e.g. integer dict keys become strings, as on reading
-    _write_json(_path(directory, k), {"format": _FORMAT, "key_id": signing.id, "mac": signing.mac(k, check),
-                                      "check": check})
+    _write_json(
+        _path(directory, k), {"format": _FORMAT, "key_id": signing.id, "mac": signing.mac(k, check), "check": check}
+    )
 
 
 _WARNED_DIRS: set[str] = set()  # directories already warned about in this process (one line each)
@@ -387,8 +422,9 @@ def _warn_unwritable(directory: str, exc: OSError) -> None:
         return
     _WARNED_DIRS.add(where)
     why = exc.strerror or (os.strerror(exc.errno) if exc.errno else "") or str(exc) or type(exc).__name__
-    sys.stderr.write(f"dpharness: warning: cannot write the cache in {where} ({why}): results are not cached; "
-                     "the gate goes on.\n")
+    sys.stderr.write(
+        f"dpharness: warning: cannot write the cache in {where} ({why}): results are not cached; the gate goes on.\n"
+    )
 
 
 def _write_json(path: str, obj: Any) -> None:
@@ -417,6 +453,7 @@ def _write_json(path: str, obj: Any) -> None:
 
 
 # --------------------------------------------------------------------------- scheduling hints
+
 
 def _durations_path(directory: str) -> str:
     return os.path.join(directory, "durations.json")

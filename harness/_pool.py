@@ -34,9 +34,18 @@ class Interrupted(KeyboardInterrupt):
         self.finished, self.total = finished, total
 
 
-def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit: float | None,
-        lost: Callable[[str, str, float], R], label: Callable[[R], str], kwargs: dict | None = None,
-        desc: str = "checks", stopped: Callable[[str, str, float], R] | None = None) -> list[R]:
+def run(
+    task: Callable[..., R],
+    items: Sequence[str],
+    *,
+    jobs: int | None,
+    limit: float | None,
+    lost: Callable[[str, str, float], R],
+    label: Callable[[R], str],
+    kwargs: dict | None = None,
+    desc: str = "checks",
+    stopped: Callable[[str, str, float], R] | None = None,
+) -> list[R]:
     """``[task(item, **kwargs) for item in items]`` in up to ``jobs`` workers (default: CPU count).
     ``limit``: seconds a task may run before its worker is killed (None: no limit). ``lost(item,
     message, seconds)`` stands in for a task killed, died or raising; ``label(result)`` is the progress
@@ -50,6 +59,7 @@ def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit
     start = time.monotonic()
     # a bar on a terminal; on a CI log (not a TTY) only the one-line result per task
     with tqdm(total=len(items), desc=desc, unit="mechanism", file=sys.stderr, disable=None, leave=False) as bar:
+
         def done(item: str, result: R) -> None:
             results[item] = result
             tqdm.write(f"[{tqdm.format_interval(time.monotonic() - start)}] {item}: {label(result)}", file=sys.stderr)
@@ -60,9 +70,16 @@ def run(task: Callable[..., R], items: Sequence[str], *, jobs: int | None, limit
                 for item in items:
                     done(item, task(item, **kwargs))
             else:
-                _run_pool(task, items, min(jobs, len(items)), limit, lambda item, message: lost(
-                    item, message, time.monotonic() - start), kwargs, done,
-                    lambda item, message: (stopped or lost)(item, message, time.monotonic() - start))
+                _run_pool(
+                    task,
+                    items,
+                    min(jobs, len(items)),
+                    limit,
+                    lambda item, message: lost(item, message, time.monotonic() - start),
+                    kwargs,
+                    done,
+                    lambda item, message: (stopped or lost)(item, message, time.monotonic() - start),
+                )
         except KeyboardInterrupt:
             raise Interrupted([results[item] for item in items if item in results], len(items)) from None
     return [results[item] for item in items]
@@ -104,8 +121,12 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> 
 
     from pebble import ProcessExpired, ProcessPool
 
-    pool = ProcessPool(max_workers=workers, context=multiprocessing.get_context("spawn"),
-                       initializer=_worker_start, initargs=(0.8 / workers,))
+    pool = ProcessPool(
+        max_workers=workers,
+        context=multiprocessing.get_context("spawn"),
+        initializer=_worker_start,
+        initargs=(0.8 / workers,),
+    )
     try:
         futures = {pool.schedule(task, args=(item,), kwargs=kwargs, timeout=limit): item for item in items}
         for future in as_completed(futures):
@@ -113,10 +134,13 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> 
             try:
                 result = future.result()
             except FutureTimeout:
-                result = stopped(item, f"timeout: did not finish within its hard limit of {limit:g} s and its worker "
-                                       "process was killed (a proof or audit stuck where the per-phase deadline cannot "
-                                       "interrupt it, e.g. a long C call; or a very slow or loaded machine: raise "
-                                       "--timeout to allow more)")
+                result = stopped(
+                    item,
+                    f"timeout: did not finish within its hard limit of {limit:g} s and its worker "
+                    "process was killed (a proof or audit stuck where the per-phase deadline cannot "
+                    "interrupt it, e.g. a long C call; or a very slow or loaded machine: raise "
+                    "--timeout to allow more)",
+                )
             except ProcessExpired as exc:
                 result = lost(item, f"{type(exc).__name__}: {exc} (exit code {exc.exitcode}; the worker process died)")
             except Exception as exc:

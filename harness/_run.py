@@ -82,8 +82,9 @@ def override_claim(claim: Claim, epsilon: Any = None, delta: Any = None) -> Clai
     return PureDP(eps) if dlt == 0 else ApproxDP(eps, dlt)
 
 
-def build_mechanism(name: str, sets: Iterable[str] = (), claim_epsilon: Any = None,
-                    claim_delta: Any = None) -> Mechanism:
+def build_mechanism(
+    name: str, sets: Iterable[str] = (), claim_epsilon: Any = None, claim_delta: Any = None
+) -> Mechanism:
     """The registered mechanism ``name`` at its calibrated defaults, with noise parameters overridden
     by ``sets`` (``"KEY=VALUE"``) and the claim KEPT unless ``claim_epsilon``/``claim_delta`` are given:
     overriding ``scale`` never re-calibrates the claim."""
@@ -120,8 +121,14 @@ def tool_versions() -> dict[str, str]:
     from importlib import metadata
 
     versions = {"python": platform.python_version()}
-    for dist, key in (("dpharness", "dpharness"), ("numpy", "numpy"), ("scipy", "scipy"), ("sympy", "sympy"),
-                      ("z3-solver", "z3"), ("matplotlib", "matplotlib")):
+    for dist, key in (
+        ("dpharness", "dpharness"),
+        ("numpy", "numpy"),
+        ("scipy", "scipy"),
+        ("sympy", "sympy"),
+        ("z3-solver", "z3"),
+        ("matplotlib", "matplotlib"),
+    ):
         try:
             versions[key] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -132,8 +139,9 @@ def tool_versions() -> dict[str, str]:
 _FLOAT_FAMILIES = ("float structure", "rounding")
 
 
-def float_hint(result: Any, *, exact_noise: bool | None = None, proven: float | None = None,
-               claimed: float | None = None) -> str | None:
+def float_hint(
+    result: Any, *, exact_noise: bool | None = None, proven: float | None = None, claimed: float | None = None
+) -> str | None:
     """One line on the likely cause and fix when a violation was certified by an event of a
     floating-point family (``result.extra["family"]``); None otherwise. Worded as "may": the same
     families also certify plain magnitude differences, e.g. noise too small.
@@ -148,13 +156,17 @@ def float_hint(result: Any, *, exact_noise: bool | None = None, proven: float | 
         derived = ""
         if proven is not None and claimed is not None and math.isfinite(proven) and proven > claimed:
             derived = f"; the proof's derived bound ε ≤ {fmt(proven)} exceeds the claim {fmt(claimed)}"
-        return ("hint: the noise is exact (integer noise from exact samplers, dpharness.parts), so the leak is not in "
-                f"the float implementation{derived}: check the clamp bounds and the sensitivity the noise is "
-                "calibrated for (records outside the bounds the scale assumes reach the noise unclamped).")
-    return ("hint: the certifying event reads the floating-point structure of the outputs (low-order bits, rounding "
-            "cells): the leak may be in the float implementation (Mironov 2012). Check with --ideal-numerics "
-            "(ideal_numerics=True): if that audit passes, release outputs on a grid from integer noise "
-            "(dpharness.parts noise does) or use an exact sampler; if it still fails, the noise itself is too small.")
+        return (
+            "hint: the noise is exact (integer noise from exact samplers, dpharness.parts), so the leak is not in "
+            f"the float implementation{derived}: check the clamp bounds and the sensitivity the noise is "
+            "calibrated for (records outside the bounds the scale assumes reach the noise unclamped)."
+        )
+    return (
+        "hint: the certifying event reads the floating-point structure of the outputs (low-order bits, rounding "
+        "cells): the leak may be in the float implementation (Mironov 2012). Check with --ideal-numerics "
+        "(ideal_numerics=True): if that audit passes, release outputs on a grid from integer noise "
+        "(dpharness.parts noise does) or use an exact sampler; if it still fails, the noise itself is too small."
+    )
 
 
 def exact_noise(mechanism: Any) -> bool:
@@ -200,7 +212,7 @@ def short_repr(x: Any, limit: int = 40) -> str:
             used += len(r) + 2
         open_, close = ("[", "]") if isinstance(value, list) else ("(", ")")
         return f"{open_}{', '.join(shown)}, ... ({len(value)} items){close}"
-    return text[:limit - 3] + "..."
+    return text[: limit - 3] + "..."
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -266,7 +278,9 @@ def load_modules(modules: Iterable[str]) -> list[str]:
     for module in modules:
         got = registry.load_module(module)
         if not got:
-            raise ParameterError(f"--module {module} registered no mechanism; pass the package whose code calls "
-                                 "dpharness.register(...) (or decorates classes with @register).")
+            raise ParameterError(
+                f"--module {module} registered no mechanism; pass the package whose code calls "
+                "dpharness.register(...) (or decorates classes with @register)."
+            )
         names += [n for n in got if n not in names]
     return names

@@ -31,11 +31,11 @@ from typing import Any, Sequence
 
 __all__ = ["main", "GATE_SAMPLES", "AUDIT_SAMPLES", "DEFAULT_SEED"]
 
-GATE_SAMPLES = 1_000_000    # per side, per mechanism: the built-in gate takes ~25 s on 2 idle cores (budget 2 min)
-GATE_TIMEOUT = 300.0        # seconds per phase (proof, audit) and mechanism: a limit for hangs, set for a loaded
-                            # 2-core CI runner (the slowest built-in check takes ~36 s on 2 idle cores; its neighbour
-                            # search gets half the audit's limit)
-AUDIT_SAMPLES = 1_000_000   # per side for `dpharness audit`
+GATE_SAMPLES = 1_000_000  # per side, per mechanism: the built-in gate takes ~25 s on 2 idle cores (budget 2 min)
+GATE_TIMEOUT = 300.0  # seconds per phase (proof, audit) and mechanism: a limit for hangs, set for a loaded
+# 2-core CI runner (the slowest built-in check takes ~36 s on 2 idle cores; its neighbour
+# search gets half the audit's limit)
+AUDIT_SAMPLES = 1_000_000  # per side for `dpharness audit`
 DEFAULT_SEED = 0
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -63,8 +63,9 @@ def _positive_int(text: str) -> int:
         except InvalidOperation:
             exact = None
         if exact is None or not exact.is_finite() or exact != exact.to_integral_value():
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass a positive whole number "
-                                             "(1000000 or 1e6)") from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not an integer; pass a positive whole number (1000000 or 1e6)"
+            ) from None
         value = int(exact)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
@@ -103,81 +104,154 @@ def _number(text: str):
 
 def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print machine-readable JSON instead of text")
-    parser = _Parser(prog="dpharness", parents=[common],
-                     description="Prove and audit differential-privacy mechanisms.",
-                     epilog="exit codes: 0 the claim holds / the gate passed; 1 a violation, a claim not proved "
-                            "or a gate failure; 2 a usage or input error; 130 interrupted (Ctrl-C). `--set` keeps the claim.")
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON instead of text"
+    )
+    parser = _Parser(
+        prog="dpharness",
+        parents=[common],
+        description="Prove and audit differential-privacy mechanisms.",
+        epilog="exit codes: 0 the claim holds / the gate passed; 1 a violation, a claim not proved "
+        "or a gate failure; 2 a usage or input error; 130 interrupted (Ctrl-C). `--set` keeps the claim.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     modules = argparse.ArgumentParser(add_help=False)
-    modules.add_argument("--module", dest="modules", action="append", default=[], metavar="PKG",
-                         help="import PKG first so its registered mechanisms are available (repeatable)")
+    modules.add_argument(
+        "--module",
+        dest="modules",
+        action="append",
+        default=[],
+        metavar="PKG",
+        help="import PKG first so its registered mechanisms are available (repeatable)",
+    )
     sub.add_parser("list", parents=[common, modules], help="list registered mechanisms (name, claim, relation, buggy)")
 
     mech = argparse.ArgumentParser(add_help=False)
     mech.add_argument("name", metavar="NAME", help="registered mechanism name (see `dpharness list`)")
-    mech.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                      help="override a noise parameter (int, fraction like 1/2, or float); the claim is kept")
+    mech.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a noise parameter (int, fraction like 1/2, or float); the claim is kept",
+    )
     mech.add_argument("--claim-epsilon", type=_number, default=None, metavar="E", help="claim ε = E instead")
     mech.add_argument("--claim-delta", type=_number, default=None, metavar="D", help="claim δ = D instead")
 
-    sub.add_parser("prove", parents=[common, mech, modules], help="derive the worst-case privacy loss and judge the claim")
+    sub.add_parser(
+        "prove", parents=[common, mech, modules], help="derive the worst-case privacy loss and judge the claim"
+    )
     audit = sub.add_parser("audit", parents=[common, mech, modules], help="certified empirical lower bound on ε")
-    audit.add_argument("--samples", type=_positive_int, default=AUDIT_SAMPLES, help=f"samples per side (default {AUDIT_SAMPLES})")
+    audit.add_argument(
+        "--samples", type=_positive_int, default=AUDIT_SAMPLES, help=f"samples per side (default {AUDIT_SAMPLES})"
+    )
     audit.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
-    audit.add_argument("--ideal-numerics", action="store_true",
-                       help="ignore floating-point structure (audit the ideal-reals mechanism)")
-    audit.add_argument("--sequential", action="store_true",
-                       help="certify in looks and stop once the verdict is certain (as the gate does): faster on clear "
-                            "violations and loose claims, a slightly lower bound otherwise")
-    audit.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="run sampling and counting on a dask.distributed cluster: tcp://HOST:PORT, or `local` "
-                            "to start a LocalCluster (needs pip install 'dpharness[dask]')")
-    audit.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                       help="worker processes (local pool or LocalCluster; default: the CPU count)")
-    sub.add_parser("targets", parents=[common],
-                   help="list the third-party library targets `dpharness audit LIBRARY:MECHANISM` accepts")
+    audit.add_argument(
+        "--ideal-numerics",
+        action="store_true",
+        help="ignore floating-point structure (audit the ideal-reals mechanism)",
+    )
+    audit.add_argument(
+        "--sequential",
+        action="store_true",
+        help="certify in looks and stop once the verdict is certain (as the gate does): faster on clear "
+        "violations and loose claims, a slightly lower bound otherwise",
+    )
+    audit.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run sampling and counting on a dask.distributed cluster: tcp://HOST:PORT, or `local` "
+        "to start a LocalCluster (needs pip install 'dpharness[dask]')",
+    )
+    audit.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="worker processes (local pool or LocalCluster; default: the CPU count)",
+    )
+    sub.add_parser(
+        "targets",
+        parents=[common],
+        help="list the third-party library targets `dpharness audit LIBRARY:MECHANISM` accepts",
+    )
 
     gate = sub.add_parser("gate", parents=[common], help="prove and audit every registered mechanism (CI)")
-    gate.add_argument("names", nargs="*", metavar="NAME", help="gate only these mechanisms (default: every registered one)")
-    gate.add_argument("--no-cache", action="store_true",
-                      help="prove and audit every mechanism again, ignoring results cached for unchanged inputs")
-    gate.add_argument("--cache-dir", default=os.environ.get("DPHARNESS_CACHE_DIR", ".dpharness-cache"), metavar="DIR",
-                      help="where results are cached, keyed by everything that decides them "
-                           "(default $DPHARNESS_CACHE_DIR or .dpharness-cache)")
-    gate.add_argument("--own", action="store_true",
-                      help="gate only the mechanisms the --module packages register (not the built-ins)")
-    gate.add_argument("--module", dest="modules", action="append", default=[], metavar="PKG",
-                      help="import PKG so its @register mechanisms are gated too (repeatable)")
-    gate.add_argument("--gallery", action="store_true",
-                      help="gate the gallery of known bugs instead: fail if any bug slips through")
+    gate.add_argument(
+        "names", nargs="*", metavar="NAME", help="gate only these mechanisms (default: every registered one)"
+    )
+    gate.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="prove and audit every mechanism again, ignoring results cached for unchanged inputs",
+    )
+    gate.add_argument(
+        "--cache-dir",
+        default=os.environ.get("DPHARNESS_CACHE_DIR", ".dpharness-cache"),
+        metavar="DIR",
+        help="where results are cached, keyed by everything that decides them "
+        "(default $DPHARNESS_CACHE_DIR or .dpharness-cache)",
+    )
+    gate.add_argument(
+        "--own", action="store_true", help="gate only the mechanisms the --module packages register (not the built-ins)"
+    )
+    gate.add_argument(
+        "--module",
+        dest="modules",
+        action="append",
+        default=[],
+        metavar="PKG",
+        help="import PKG so its @register mechanisms are gated too (repeatable)",
+    )
+    gate.add_argument(
+        "--gallery", action="store_true", help="gate the gallery of known bugs instead: fail if any bug slips through"
+    )
     gate.add_argument("--junit", metavar="FILE", default=None, help="write a JUnit XML report to FILE")
     gate.add_argument("--report", metavar="DIR", default=None, help="write Markdown/HTML reports to DIR")
-    gate.add_argument("--samples", type=_positive_int, default=GATE_SAMPLES, help=f"samples per side (default {GATE_SAMPLES})")
+    gate.add_argument(
+        "--samples", type=_positive_int, default=GATE_SAMPLES, help=f"samples per side (default {GATE_SAMPLES})"
+    )
     gate.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
-    gate.add_argument("--jobs", type=_positive_int, default=None,
-                      help="worker processes (default: number of CPUs; 1 runs in this process)")
-    gate.add_argument("--timeout", type=_seconds, default=GATE_TIMEOUT,
-                      help=f"seconds allowed per phase (proof, audit) per mechanism (default {GATE_TIMEOUT:g}); "
-                           "with --jobs > 1 a worker still running after its phases' time plus a grace is killed")
+    gate.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        help="worker processes (default: number of CPUs; 1 runs in this process)",
+    )
+    gate.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=GATE_TIMEOUT,
+        help=f"seconds allowed per phase (proof, audit) per mechanism (default {GATE_TIMEOUT:g}); "
+        "with --jobs > 1 a worker still running after its phases' time plus a grace is killed",
+    )
 
     report = sub.add_parser("report", parents=[common, modules], help="write proof/audit reports (Markdown + HTML)")
     report.add_argument("names", nargs="*", metavar="NAME", help="mechanisms (default: every built-in)")
-    report.add_argument("--own", action="store_true",
-                        help="report only the mechanisms the --module packages register (not the built-ins)")
+    report.add_argument(
+        "--own",
+        action="store_true",
+        help="report only the mechanisms the --module packages register (not the built-ins)",
+    )
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
     report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
     report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     report.add_argument("--jobs", type=_positive_int, default=None, help="worker processes (default: CPUs)")
-    report.add_argument("--timeout", type=_seconds, default=2 * GATE_TIMEOUT,
-                        help=f"seconds allowed per phase per mechanism (default {2 * GATE_TIMEOUT:g})")
+    report.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=2 * GATE_TIMEOUT,
+        help=f"seconds allowed per phase per mechanism (default {2 * GATE_TIMEOUT:g})",
+    )
     return parser
 
 
 # --------------------------------------------------------------------------- output helpers
+
 
 def _emit_json(payload: Any) -> None:
     from ._json import jsonable
@@ -200,6 +274,7 @@ def _err(message: str) -> None:
 
 # --------------------------------------------------------------------------- commands
 
+
 def _cmd_list(args) -> int:
     from .registry import catalog
 
@@ -210,8 +285,12 @@ def _cmd_list(args) -> int:
         row = {"name": name, "buggy": bool(cls.buggy), "source": cls.source, "audit_only": audit_only(name)}
         try:
             m = cls()
-            row.update(claim=m.claim.describe(), relation=m.input_spec.relation.describe(),
-                       input=m.input_spec.shape, parameters=m.noise_parameters())
+            row.update(
+                claim=m.claim.describe(),
+                relation=m.input_spec.relation.describe(),
+                input=m.input_spec.shape,
+                parameters=m.noise_parameters(),
+            )
         except Exception as exc:  # a broken registration must not hide the others
             row.update(claim="?", relation="?", error=f"{type(exc).__name__}: {exc}")
         if cls.buggy:
@@ -319,8 +398,14 @@ def _proof_phrase(verdict: str, proven: float | None, claimed: float | None, cla
     exceeds the claim: ``proof UNPROVEN (derived ε ≤ 1.056 > claim 1)``."""
     from ._run import fmt
 
-    if (verdict == "UNPROVEN" and proven is not None and claimed is not None and "Rényi" not in (claim or "")
-            and math.isfinite(proven) and proven > claimed):
+    if (
+        verdict == "UNPROVEN"
+        and proven is not None
+        and claimed is not None
+        and "Rényi" not in (claim or "")
+        and math.isfinite(proven)
+        and proven > claimed
+    ):
         return f"proof UNPROVEN (derived ε ≤ {fmt(proven)} > claim {fmt(claimed)})"
     return f"proof {verdict}"
 
@@ -342,8 +427,12 @@ def _print_audit(mechanism, result, args=None, proof=None) -> None:
 
     print(mechanism.describe())
     bound = None if proof is None or proof.bound is None else float(proof.bound)
-    _print_audit_result(result, mechanism.name, args, hint_about=dict(
-        exact_noise=exact_noise(mechanism), proven=bound, claimed=audit_target(mechanism.claim)[0]))
+    _print_audit_result(
+        result,
+        mechanism.name,
+        args,
+        hint_about=dict(exact_noise=exact_noise(mechanism), proven=bound, claimed=audit_target(mechanism.claim)[0]),
+    )
 
 
 def _result_flags(args) -> str:
@@ -355,8 +444,10 @@ def _result_flags(args) -> str:
     if args is None:
         return ""
     flags = "".join(f" --set {shlex.quote(item)}" for item in getattr(args, "sets", None) or ())
-    for option, value in (("--claim-epsilon", getattr(args, "claim_epsilon", None)),
-                          ("--claim-delta", getattr(args, "claim_delta", None))):
+    for option, value in (
+        ("--claim-epsilon", getattr(args, "claim_epsilon", None)),
+        ("--claim-delta", getattr(args, "claim_delta", None)),
+    ):
         if value is not None:
             flags += f" {option} {value}"
     if getattr(args, "ideal_numerics", False):
@@ -373,8 +464,10 @@ def _print_audit_result(result, name: str, args=None, hint_about: dict | None = 
 
     status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
     delta = f", δ = {fmt(result.delta, 6)}" if result.delta else ""
-    print(f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {fmt(result.confidence, 6)} "
-          f"against claimed ε = {fmt(result.epsilon)}{delta}: {status}")
+    print(
+        f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {fmt(result.confidence, 6)} "
+        f"against claimed ε = {fmt(result.epsilon)}{delta}: {status}"
+    )
     if result.delta_lower_bound is not None:
         print(f"certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
     print(f"witness: {result.witness_description}")
@@ -385,10 +478,12 @@ def _print_audit_result(result, name: str, args=None, hint_about: dict | None = 
         c = result.counts
         print("counts: " + ", ".join(f"{k}={v}" for k, v in c.items()))
     print(f"method: {result.method}")
-    print(f"samples={result.samples} per side, seed={result.seed} "
-          f"(reproduce: dpharness audit{rerun_flags([name])} {name}{_result_flags(args)} --samples {result.samples} "
-          f"--seed {result.seed}"
-          f"{' --sequential' if 'sequential' in result.extra else ''})")
+    print(
+        f"samples={result.samples} per side, seed={result.seed} "
+        f"(reproduce: dpharness audit{rerun_flags([name])} {name}{_result_flags(args)} --samples {result.samples} "
+        f"--seed {result.seed}"
+        f"{' --sequential' if 'sequential' in result.extra else ''})"
+    )
 
 
 def _proof_for_witness(mechanism):
@@ -417,16 +512,27 @@ def _cmd_targets(args) -> int:
             except metadata.PackageNotFoundError:
                 installed[t.library] = False
     if getattr(args, "json", False):
-        _emit_json([{"name": t.name, "library": t.library, "description": t.description,
-                     "parameters": [[k, v] for k, v in t.parameters], "installed": installed[t.library]}
-                    for t in infos])
+        _emit_json(
+            [
+                {
+                    "name": t.name,
+                    "library": t.library,
+                    "description": t.description,
+                    "parameters": [[k, v] for k, v in t.parameters],
+                    "installed": installed[t.library],
+                }
+                for t in infos
+            ]
+        )
         return EXIT_OK
     for t in infos:
         params = ", ".join(f"{k}={v}" for k, v in t.parameters)
         mark = "installed    " if installed[t.library] else "not installed"
         print(f"{t.name:32s} {mark}  {t.description}" + (f" [{params}]" if params else ""))
-    print("\naudit one with: dpharness audit LIBRARY:MECHANISM --set KEY=VALUE ... "
-          "(the library's own claim and neighbour relation are used; pip install 'dpharness[LIBRARY]')")
+    print(
+        "\naudit one with: dpharness audit LIBRARY:MECHANISM --set KEY=VALUE ... "
+        "(the library's own claim and neighbour relation are used; pip install 'dpharness[LIBRARY]')"
+    )
     return EXIT_OK
 
 
@@ -437,15 +543,29 @@ def _cmd_audit_library(args) -> int:
     from .errors import ParameterError
 
     if args.claim_epsilon is not None or args.claim_delta is not None:
-        raise ParameterError(f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
-                             "claim its library states; drop the option (or audit your own callable from Python).")
+        raise ParameterError(
+            f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
+            "claim its library states; drop the option (or audit your own callable from Python)."
+        )
     target = get_target(args.name, dict(parse_sets(args.sets)))
-    result = target.audit(samples=args.samples, seed=args.seed, ideal_numerics=args.ideal_numerics, progress=None,
-                          cluster=args.scheduler, workers=args.workers, sequential=args.sequential)
+    result = target.audit(
+        samples=args.samples,
+        seed=args.seed,
+        ideal_numerics=args.ideal_numerics,
+        progress=None,
+        cluster=args.scheduler,
+        workers=args.workers,
+        sequential=args.sequential,
+    )
     if args.json:
         payload = result.to_dict()
-        payload.update(target=target.name, library=target.library, version=target.version,
-                       relation=target.relation, claim_source=target.claim_source)
+        payload.update(
+            target=target.name,
+            library=target.library,
+            version=target.version,
+            relation=target.relation,
+            claim_source=target.claim_source,
+        )
         _emit_json(payload)
     else:
         print(f"{target.name}: {target.library} {target.version}")
@@ -464,9 +584,16 @@ def _cmd_audit(args) -> int:
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate([mechanism], args.samples)
     proof = _proof_for_witness(mechanism)
-    result, _ = run_audit(mechanism, proof, samples=args.samples, seed=args.seed,
-                          ideal_numerics=args.ideal_numerics, cluster=args.scheduler, workers=args.workers,
-                          sequential=args.sequential)
+    result, _ = run_audit(
+        mechanism,
+        proof,
+        samples=args.samples,
+        seed=args.seed,
+        ideal_numerics=args.ideal_numerics,
+        cluster=args.scheduler,
+        workers=args.workers,
+        sequential=args.sequential,
+    )
     if args.json:
         payload = result.to_dict()
         payload["mechanism"] = mechanism.name
@@ -479,7 +606,7 @@ def _cmd_audit(args) -> int:
 
 
 _ESTIMATE_ABOVE = 20_000_000  # samples a side from which `audit` first prints an estimate of the run
-_AUDIT_OVERHEAD = 15.0        # audit time / sampling time for a cheap vectorised sampler (measured, see below)
+_AUDIT_OVERHEAD = 15.0  # audit time / sampling time for a cheap vectorised sampler (measured, see below)
 
 
 def _estimate_seconds(mechanism, samples: int) -> float:
@@ -508,10 +635,12 @@ def _print_estimate(mechanisms: list, samples: int, *, jobs: int = 1) -> None:
     seconds = total / max(1, min(jobs, len(mechanisms)))
     what = "" if len(mechanisms) == 1 else f" of {len(mechanisms)} mechanisms on {min(jobs, len(mechanisms))} worker(s)"
     skipped = f"; {left_out} mechanism(s) could not be piloted and are not counted" if left_out else ""
-    sys.stderr.write(f"dpharness: rough estimate for {samples:,} samples a side{what}: about {seconds:,.0f} s "
-                     f"(a 100,000-sample pilot of each sampler, times {_AUDIT_OVERHEAD:g} for event search and "
-                     f"counting{skipped}); memory does not grow with --samples (samples stream in chunks; "
-                     "the catalog Laplace peaked at 0.9 GiB at 10^8 and at 10^12 a side). Interrupt with Ctrl-C and lower --samples if that is too long.\n")
+    sys.stderr.write(
+        f"dpharness: rough estimate for {samples:,} samples a side{what}: about {seconds:,.0f} s "
+        f"(a 100,000-sample pilot of each sampler, times {_AUDIT_OVERHEAD:g} for event search and "
+        f"counting{skipped}); memory does not grow with --samples (samples stream in chunks; "
+        "the catalog Laplace peaked at 0.9 GiB at 10^8 and at 10^12 a side). Interrupt with Ctrl-C and lower --samples if that is too long.\n"
+    )
     sys.stderr.flush()
 
 
@@ -529,8 +658,16 @@ def _buildable(names: list[str]) -> list:
     return out
 
 
-def _gate_task(name: str, *, samples: int, seed: int, modules: tuple[str, ...], timeout: float | None,
-               report_dir: str | None, audit_workers: int | None = None):
+def _gate_task(
+    name: str,
+    *,
+    samples: int,
+    seed: int,
+    modules: tuple[str, ...],
+    timeout: float | None,
+    report_dir: str | None,
+    audit_workers: int | None = None,
+):
     """Check ``name`` and, with ``report_dir``, write its report (the gate's worker task). ``audit_workers``:
     1 when the gate already runs a check per core (nested pools would only add process start-ups)."""
     from dataclasses import replace
@@ -544,8 +681,9 @@ def _gate_task(name: str, *, samples: int, seed: int, modules: tuple[str, ...], 
 
     t0 = time.perf_counter()
     try:
-        report.write(report.build(result.mechanism, check=result, samples=samples, seed=seed, timeout=timeout),
-                     report_dir)
+        report.write(
+            report.build(result.mechanism, check=result, samples=samples, seed=seed, timeout=timeout), report_dir
+        )
     except Exception as exc:  # the check stands; the missing page fails it
         result = replace(result, error=result.error or f"the report failed: {type(exc).__name__}: {exc}")
     seconds = time.perf_counter() - t0
@@ -580,8 +718,9 @@ def _gate_line(c) -> str:
     if a is None:
         audit = f"audit not finished: {c.audit_error}"
     else:
-        audit = (f"audit ε_lb={fmt(a.epsilon_lower_bound)} vs claim {fmt(a.epsilon)} "
-                 f"{'passed' if a.passed else 'VIOLATION'}")
+        audit = (
+            f"audit ε_lb={fmt(a.epsilon_lower_bound)} vs claim {fmt(a.epsilon)} {'passed' if a.passed else 'VIOLATION'}"
+        )
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:
@@ -589,8 +728,10 @@ def _gate_line(c) -> str:
     if c.policy is Policy.AUDIT_ONLY:
         proof = "no proof: audited only (opted in with proof='audit-only')"
     elif c.policy is Policy.NO_PROOF:
-        proof = ("no proof: audited only, not opted in -- build it from dpharness.parts, register a proof with "
-                 "@dpharness.proves, or opt in with register(m, proof='audit-only')")
+        proof = (
+            "no proof: audited only, not opted in -- build it from dpharness.parts, register a proof with "
+            "@dpharness.proves, or opt in with register(m, proof='audit-only')"
+        )
     elif p is None:
         proof = f"proof not finished: {c.proof_error}"
     elif p.verdict == "PROVED":
@@ -614,7 +755,9 @@ def _check_writable(option: str, directory: str) -> None:
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as exc:
-        raise ParameterError(f"{option} {directory}: cannot write there ({exc.strerror or exc}); pass a writable directory.") from None
+        raise ParameterError(
+            f"{option} {directory}: cannot write there ({exc.strerror or exc}); pass a writable directory."
+        ) from None
 
 
 def _cmd_gate(args) -> int:
@@ -640,8 +783,10 @@ def _cmd_gate(args) -> int:
     else:
         names = list(registry.catalog(gallery=bool(args.gallery)))
     if not names:
-        _err(f"no {'gallery ' if args.gallery else ''}mechanisms are registered; "
-             "install dpharness with its mechanisms or pass --module PKG.")
+        _err(
+            f"no {'gallery ' if args.gallery else ''}mechanisms are registered; "
+            "install dpharness with its mechanisms or pass --module PKG."
+        )
         return EXIT_USAGE
     start = time.perf_counter()
     keys: dict[str, str] = {}
@@ -657,12 +802,18 @@ def _cmd_gate(args) -> int:
             use_cache = False
             sys.stderr.write(f"dpharness: warning: {exc} Running without the cache.\n")
     if use_cache:
-
         env = _cache.environment_digest()
         for name in names:
             try:
-                keys[name] = _cache.key(registry.get(name)(), name=name, audit_only=registry.audit_only(name),
-                                        environment=env, samples=args.samples, seed=args.seed, timeout=args.timeout)
+                keys[name] = _cache.key(
+                    registry.get(name)(),
+                    name=name,
+                    audit_only=registry.audit_only(name),
+                    environment=env,
+                    samples=args.samples,
+                    seed=args.seed,
+                    timeout=args.timeout,
+                )
             except Exception:  # a mechanism that cannot even be built runs (and reports its error)
                 continue
         cached = _cache.load_all(args.cache_dir, keys, signing)  # an entry that fails its HMAC: warned, re-run
@@ -679,12 +830,24 @@ def _cmd_gate(args) -> int:
         todo = _cache.longest_first(todo, _cache.durations(args.cache_dir))
 
         try:
-            fresh = _pool.run(_gate_task, todo, jobs=args.jobs, limit=hard_limit(args.timeout, 3 if args.report else 2),
-                              lost=Check.failed, stopped=Check.stopped, label=_progress_tag, desc="gate",
-                              kwargs={"samples": args.samples, "seed": args.seed, "modules": tuple(args.modules),
-                                      "timeout": args.timeout, "report_dir": args.report,
-                                      "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1
-                                      else None})
+            fresh = _pool.run(
+                _gate_task,
+                todo,
+                jobs=args.jobs,
+                limit=hard_limit(args.timeout, 3 if args.report else 2),
+                lost=Check.failed,
+                stopped=Check.stopped,
+                label=_progress_tag,
+                desc="gate",
+                kwargs={
+                    "samples": args.samples,
+                    "seed": args.seed,
+                    "modules": tuple(args.modules),
+                    "timeout": args.timeout,
+                    "report_dir": args.report,
+                    "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1 else None,
+                },
+            )
         except _pool.Interrupted as exc:  # Ctrl-C: keep what finished, say so in one line, exit 130
             interrupted = exc
             fresh = exc.finished
@@ -693,12 +856,18 @@ def _cmd_gate(args) -> int:
             if res.name in keys and res.decided:  # a check a time limit stopped is decided by the next run
                 _cache.store(args.cache_dir, keys[res.name], res, signing)
     if fresh:
-        _cache.record_durations(args.cache_dir, {r.name: r.timings.total for r in fresh
-                                                 if r.timings is not None and r.timings.total is not None})
+        _cache.record_durations(
+            args.cache_dir,
+            {r.name: r.timings.total for r in fresh if r.timings is not None and r.timings.total is not None},
+        )
     if interrupted is not None:
-        kept = f" ({sum(1 for r in fresh if r.error is None and r.name in keys)} stored in the cache)" if use_cache else ""
-        sys.stderr.write(f"dpharness: interrupted: {len(cached) + len(fresh)} of {len(names)} checks finished{kept}; "
-                         "the others were stopped and the gate decided nothing.\n")
+        kept = (
+            f" ({sum(1 for r in fresh if r.error is None and r.name in keys)} stored in the cache)" if use_cache else ""
+        )
+        sys.stderr.write(
+            f"dpharness: interrupted: {len(cached) + len(fresh)} of {len(names)} checks finished{kept}; "
+            "the others were stopped and the gate decided nothing.\n"
+        )
         return EXIT_INTERRUPTED
     by_name = {**cached, **{r.name: r for r in fresh}}
     results = [by_name[n] for n in names]
@@ -711,8 +880,16 @@ def _cmd_gate(args) -> int:
     if args.junit:
         _write_junit(args.junit, results, gallery=args.gallery, elapsed=elapsed)
     if args.json:
-        _emit_json({"passed": passed, "mode": "gallery" if args.gallery else "catalog", "elapsed": elapsed,
-                    "samples": args.samples, "seed": args.seed, "mechanisms": [r.to_json() for r in results]})
+        _emit_json(
+            {
+                "passed": passed,
+                "mode": "gallery" if args.gallery else "catalog",
+                "elapsed": elapsed,
+                "samples": args.samples,
+                "seed": args.seed,
+                "mechanisms": [r.to_json() for r in results],
+            }
+        )
     else:
         for r in results:
             print(_gate_line(r))
@@ -720,14 +897,18 @@ def _cmd_gate(args) -> int:
         undecided = [r.name for r in results if not r.decided]
         what = "gallery bugs caught" if args.gallery else "mechanisms proved and audited"
         reused = f"; {len(cached)} unchanged, from the cache (--no-cache re-runs them)" if cached else ""
-        print(f"{len(results) - len(failed)}/{len(results)} {what} in {elapsed:.1f}s "
-              f"(samples={args.samples} per side, seed={args.seed}{reused})")
+        print(
+            f"{len(results) - len(failed)}/{len(results)} {what} in {elapsed:.1f}s "
+            f"(samples={args.samples} per side, seed={args.seed}{reused})"
+        )
         if failed:
             print(("slipped through or errored: " if args.gallery else "failed: ") + ", ".join(failed))
         if undecided:
-            print(f"not decided (TIMEOUT): {', '.join(undecided)} -- a time limit (--timeout {args.timeout:g} s per "
-                  "phase) stopped them: not evidence of a privacy bug, and not a pass (the gate fails until they are "
-                  "decided; they are not cached: re-run on a quieter machine or raise --timeout)")
+            print(
+                f"not decided (TIMEOUT): {', '.join(undecided)} -- a time limit (--timeout {args.timeout:g} s per "
+                "phase) stopped them: not evidence of a privacy bug, and not a pass (the gate fails until they are "
+                "decided; they are not cached: re-run on a quieter machine or raise --timeout)"
+            )
     return EXIT_OK if passed else EXIT_FAIL
 
 
@@ -739,22 +920,33 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
     from ._run import fmt
 
     classname = "dpharness.gallery" if gallery else "dpharness.gate"
-    suite = ET.Element("testsuite", name=classname, tests=str(len(results)),
-                       failures=str(sum(1 for r in results if not r.passed and not r.error and r.decided)),
-                       errors=str(sum(1 for r in results if r.error or not r.decided)), time=f"{elapsed:.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name=classname,
+        tests=str(len(results)),
+        failures=str(sum(1 for r in results if not r.passed and not r.error and r.decided)),
+        errors=str(sum(1 for r in results if r.error or not r.decided)),
+        time=f"{elapsed:.3f}",
+    )
     for r in results:
         case = ET.SubElement(suite, "testcase", classname=classname, name=r.name, time=f"{r.timings.total:.3f}")
         props = ET.SubElement(case, "properties")
         details = [_gate_line(r)]
         p, a = r.proof, r.audit
         if p is not None:
-            for key, value in (("verdict", p.verdict), ("bound", p.bound), ("bound_expr", p.bound_expr),
-                               ("claim", p.claim)):
+            for key, value in (
+                ("verdict", p.verdict),
+                ("bound", p.bound),
+                ("bound_expr", p.bound_expr),
+                ("claim", p.claim),
+            ):
                 ET.SubElement(props, "property", name=f"proof.{key}", value=str(value))
             details.append(f"proof: {p.verdict}, bound {fmt(p.bound)} = {p.bound_expr}, claim {p.claim}")
             details += [f"  assumption: {x}" for x in p.assumptions]
-            details += [f"  step [{'ok' if s.discharged else 'NOT DISCHARGED'} {s.checker}] {s.statement}"
-                        f" ({s.justification})" for s in p.steps]
+            details += [
+                f"  step [{'ok' if s.discharged else 'NOT DISCHARGED'} {s.checker}] {s.statement} ({s.justification})"
+                for s in p.steps
+            ]
             if p.witness:
                 details.append(f"  witness: {p.witness}")
             details += [f"  note: {n}" for n in p.notes]
@@ -767,8 +959,10 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
         if a is not None:
             for key in ("epsilon_lower_bound", "passed", "epsilon", "delta", "confidence", "samples", "seed"):
                 ET.SubElement(props, "property", name=f"audit.{key}", value=str(getattr(a, key)))
-            details.append(f"audit: ε_lb={fmt(a.epsilon_lower_bound)} claim ε={fmt(a.epsilon)} δ={fmt(a.delta, 6)} "
-                           f"passed={a.passed} confidence={fmt(a.confidence, 6)} samples={a.samples} seed={a.seed}")
+            details.append(
+                f"audit: ε_lb={fmt(a.epsilon_lower_bound)} claim ε={fmt(a.epsilon)} δ={fmt(a.delta, 6)} "
+                f"passed={a.passed} confidence={fmt(a.confidence, 6)} samples={a.samples} seed={a.seed}"
+            )
             details.append(f"  witness: {a.witness_description}; counts: {a.counts}; method: {a.method}")
         if r.error:
             ET.SubElement(case, "error", message=r.error.splitlines()[0]).text = r.error
@@ -840,9 +1034,16 @@ def _cmd_report(args) -> int:
         kwargs["samples"] = args.samples
         if args.samples >= _ESTIMATE_ABOVE:
             _print_estimate(_buildable(names), args.samples, jobs=args.jobs or os.cpu_count() or 1)
-    results = _pool.run(report.generate, names, jobs=args.jobs, limit=hard_limit(args.timeout, 3),
-                        lost=lambda name, message, seconds: report.Written(name, (), message),
-                        label=lambda r: "error" if r.error else "written", kwargs=kwargs, desc="reports")
+    results = _pool.run(
+        report.generate,
+        names,
+        jobs=args.jobs,
+        limit=hard_limit(args.timeout, 3),
+        lost=lambda name, message, seconds: report.Written(name, (), message),
+        label=lambda r: "error" if r.error else "written",
+        kwargs=kwargs,
+        desc="reports",
+    )
     report.write_index(args.out)
     errors = [r for r in results if r.error]
     if args.json:
@@ -862,8 +1063,14 @@ _MEMORY_ADVICE = {
     "report": "lower --samples (or --jobs) and retry.",
 }
 
-_COMMANDS = {"list": _cmd_list, "prove": _cmd_prove, "audit": _cmd_audit, "gate": _cmd_gate, "report": _cmd_report,
-             "targets": _cmd_targets}
+_COMMANDS = {
+    "list": _cmd_list,
+    "prove": _cmd_prove,
+    "audit": _cmd_audit,
+    "gate": _cmd_gate,
+    "report": _cmd_report,
+    "targets": _cmd_targets,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -46,17 +46,31 @@ if TYPE_CHECKING:  # annotations only; sympy is imported where an exact value is
 
 __all__ = [
     "exact",
-    "Claim", "PureDP", "ApproxDP", "RenyiDP",
-    "Domain", "Finite", "IntegerRange", "RealInterval", "RealBox",
-    "Relation", "AddRemove", "Substitute", "BoundedChange",
+    "Claim",
+    "PureDP",
+    "ApproxDP",
+    "RenyiDP",
+    "Domain",
+    "Finite",
+    "IntegerRange",
+    "RealInterval",
+    "RealBox",
+    "Relation",
+    "AddRemove",
+    "Substitute",
+    "BoundedChange",
     "InputSpec",
-    "OutputLaw", "DiscreteLaw", "FunctionLaw",
-    "Event", "Witness",
+    "OutputLaw",
+    "DiscreteLaw",
+    "FunctionLaw",
+    "Event",
+    "Witness",
     "Mechanism",
 ]
 
 
 # --------------------------------------------------------------------------- exact numbers
+
 
 def exact(value: Any) -> sp.Expr:
     """An exact sympy number for a parameter: ints and Fractions as they are, floats as their exact
@@ -92,6 +106,7 @@ def exact(value: Any) -> sp.Expr:
 
 
 # --------------------------------------------------------------------------- claims
+
 
 class Claim:
     """A claimed privacy guarantee. ``epsilon``/``delta`` are what an audit holds the mechanism to."""
@@ -162,6 +177,7 @@ class RenyiDP(Claim):
 
 
 # --------------------------------------------------------------------------- record domains
+
 
 class Domain(abc.ABC):
     """The set records (or data vectors' coordinates) are drawn from."""
@@ -251,7 +267,11 @@ class RealInterval(Domain):
     def __post_init__(self) -> None:
         for nm in ("lo", "hi"):
             val = getattr(self, nm)
-            if isinstance(val, bool) or not isinstance(val, (int, float, Fraction, np.integer, np.floating)) or math.isnan(float(val)):
+            if (
+                isinstance(val, bool)
+                or not isinstance(val, (int, float, Fraction, np.integer, np.floating))
+                or math.isnan(float(val))
+            ):
                 raise ParameterError(f"{nm}={val!r} is not a number; pass a real bound (or ±inf).")
         _v.ordered("lo", self.lo, "hi", self.hi)
 
@@ -294,6 +314,7 @@ class RealBox(Domain):
 
 
 # --------------------------------------------------------------------------- neighbour relations
+
 
 class Relation(abc.ABC):
     """Which inputs count as neighbours. Always an explicit choice: sensitivities differ between them."""
@@ -415,7 +436,9 @@ class InputSpec:
     def __post_init__(self) -> None:
         _v.choice("shape", self.shape, ("record", "dataset", "vector"))
         if self.shape == "vector" and not isinstance(self.relation, BoundedChange):
-            raise ParameterError(f"relation={self.relation!r} does not fit vector inputs; pass BoundedChange(sensitivity, norm).")
+            raise ParameterError(
+                f"relation={self.relation!r} does not fit vector inputs; pass BoundedChange(sensitivity, norm)."
+            )
         if self.shape != "vector" and isinstance(self.relation, BoundedChange):
             raise ParameterError(f"relation={self.relation!r} is for vector inputs; pass AddRemove() or Substitute().")
         if self.shape == "record" and not isinstance(self.relation, Substitute):
@@ -427,16 +450,22 @@ class InputSpec:
             arr = np.asarray(data)
             if isinstance(self.domain, RealBox):
                 if arr.shape != (self.domain.dim,):
-                    raise ParameterError(f"{name} has shape {arr.shape}; pass one record of shape ({self.domain.dim},).")
+                    raise ParameterError(
+                        f"{name} has shape {arr.shape}; pass one record of shape ({self.domain.dim},)."
+                    )
             elif arr.ndim != 0:
-                raise ParameterError(f"{name} has shape {arr.shape}; pass a single record (a scalar in {self.domain.describe()}).")
+                raise ParameterError(
+                    f"{name} has shape {arr.shape}; pass a single record (a scalar in {self.domain.describe()})."
+                )
             self.domain.validate(name, arr)
             return data
         arr = np.asarray(data)
         if self.shape == "vector":
             if arr.ndim != 1 or (self.dim is not None and arr.shape[0] != self.dim):
                 want = f"({self.dim},)" if self.dim is not None else "(dim,)"
-                raise ParameterError(f"{name} has shape {arr.shape}; pass a 1-D vector of query answers of shape {want}.")
+                raise ParameterError(
+                    f"{name} has shape {arr.shape}; pass a 1-D vector of query answers of shape {want}."
+                )
             self.domain.validate(name, arr)
             return self._canonical(arr)
         want_ndim = 2 if isinstance(self.domain, RealBox) else 1
@@ -444,7 +473,9 @@ class InputSpec:
             want = f"(n, {self.domain.dim})" if want_ndim == 2 else "(n,)"
             raise ParameterError(f"{name} has shape {arr.shape}; pass a data set of shape {want}.")
         if self.size is not None and arr.shape[0] != self.size:
-            raise ParameterError(f"{name} has {arr.shape[0]} records; this mechanism is fixed to size={self.size} records.")
+            raise ParameterError(
+                f"{name} has {arr.shape[0]} records; this mechanism is fixed to size={self.size} records."
+            )
         if arr.shape[0] > 0:
             self.domain.validate(name, arr)
         return self._canonical(arr)
@@ -452,8 +483,12 @@ class InputSpec:
     def _canonical(self, arr: np.ndarray) -> np.ndarray:
         """Records of an ``IntegerRange`` as int64, whatever array type they came in (ints, whole floats,
         an empty list): a sampler sees one dtype on every input, so its outputs keep one type."""
-        if isinstance(self.domain, IntegerRange) and arr.dtype != np.int64 \
-                and -2 ** 63 <= int(self.domain.lo) and int(self.domain.hi) < 2 ** 63:
+        if (
+            isinstance(self.domain, IntegerRange)
+            and arr.dtype != np.int64
+            and -(2**63) <= int(self.domain.lo)
+            and int(self.domain.hi) < 2**63
+        ):
             return arr.astype(np.int64)
         return arr
 
@@ -475,11 +510,14 @@ class InputSpec:
         return a, b
 
     def describe(self) -> str:
-        what = {"record": "one record", "dataset": "a data set of records", "vector": "a vector of query answers"}[self.shape]
+        what = {"record": "one record", "dataset": "a data set of records", "vector": "a vector of query answers"}[
+            self.shape
+        ]
         return f"{what} in {self.domain.describe()}; neighbours: {self.relation.describe()}"
 
 
 # --------------------------------------------------------------------------- output laws
+
 
 class OutputLaw(abc.ABC):
     """The exact law of a mechanism's output on one input.
@@ -545,7 +583,9 @@ class DiscreteLaw(OutputLaw):
             raise ParameterError(f"probs sum to {total}; pass probabilities that sum to 1.")
 
     def _table(self) -> dict:
-        return {_row_key(o): math.log(float(p)) if float(p) > 0 else -math.inf for o, p in zip(self.outcomes, self.probs)}
+        return {
+            _row_key(o): math.log(float(p)) if float(p) > 0 else -math.inf for o, p in zip(self.outcomes, self.probs)
+        }
 
     def log_prob(self, outputs: np.ndarray) -> np.ndarray:
         table = self._table()
@@ -579,6 +619,7 @@ class FunctionLaw(OutputLaw):
 
 # --------------------------------------------------------------------------- events and witnesses
 
+
 @dataclass(frozen=True)
 class Event:
     """A set S of outputs, as a vectorised membership test plus words for reports.
@@ -591,9 +632,11 @@ class Event:
     @staticmethod
     def point(value: Any) -> "Event":
         target = np.asarray(value)
+
         def contains(out: np.ndarray) -> np.ndarray:
             out = np.asarray(out)
             return np.all((out == target).reshape(len(out), -1), axis=1) if out.ndim > 1 else out == target
+
         return Event(contains, f"output = {value!r}")
 
     @staticmethod
@@ -665,6 +708,7 @@ def definition(cls: type) -> dict | None:
 
 # --------------------------------------------------------------------------- mechanisms
 
+
 @dataclass(frozen=True, kw_only=True)
 class Mechanism(abc.ABC):
     """A DP mechanism as a frozen value: noise parameters (dataclass fields) plus a separate ``claim``.
@@ -702,14 +746,21 @@ class Mechanism(abc.ABC):
         or ``Fraction`` (or a numpy scalar): a subclass may read as different numbers to the sampler and
         the prover."""
         if not isinstance(self.claim, Claim):
-            raise ParameterError(f"claim={self.claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
+            raise ParameterError(
+                f"claim={self.claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps)."
+            )
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, (int, float, Fraction)) and type(value) not in (int, float, Fraction, bool) \
-                    and type(value).__module__ != "numpy":
-                raise ParameterError(f"{f.name}={value!r} is a {type(value).__qualname__}, a subclass of a number type; "
-                                     "pass a plain int, float or Fraction (a subclass may read as different numbers "
-                                     "to the sampler and the prover).")
+            if (
+                isinstance(value, (int, float, Fraction))
+                and type(value) not in (int, float, Fraction, bool)
+                and type(value).__module__ != "numpy"
+            ):
+                raise ParameterError(
+                    f"{f.name}={value!r} is a {type(value).__qualname__}, a subclass of a number type; "
+                    "pass a plain int, float or Fraction (a subclass may read as different numbers "
+                    "to the sampler and the prover)."
+                )
         self._check()
 
     # --- to implement ---------------------------------------------------

@@ -95,8 +95,16 @@ def _node(kind: str, title: str, children: list[Node], **kw: Any) -> Node:
 
 
 def _leaf(ob: Any, title: str, case: str | None) -> Node:
-    return Node("step", title, (), obligation=ob, case=case, count=1, undischarged=0 if ob.discharged else 1,
-                checkers=((str(ob.checker), 1),))
+    return Node(
+        "step",
+        title,
+        (),
+        obligation=ob,
+        case=case,
+        count=1,
+        undischarged=0 if ob.discharged else 1,
+        checkers=((str(ob.checker), 1),),
+    )
 
 
 # --------------------------------------------------------------------------- statements
@@ -129,7 +137,7 @@ def _parse_statement(statement: str) -> tuple[tuple[str, ...], str | None, str]:
         if end < 0:
             break
         tag = text[1:end].strip()
-        text = text[end + 1:].strip()
+        text = text[end + 1 :].strip()
         if tag.startswith("case "):
             cases.append(tag[5:].strip())
         elif tag:
@@ -137,7 +145,7 @@ def _parse_statement(statement: str) -> tuple[tuple[str, ...], str | None, str]:
     if text.endswith("]"):
         start = text.rfind("[case ")
         if start > 0 and _bracket_end(text, start) == len(text) - 1:
-            cases.append(text[start + 6:-1].strip())
+            cases.append(text[start + 6 : -1].strip())
             text = text[:start].rstrip()
     if not cases:
         m = _INLINE_CASE.match(text)
@@ -152,6 +160,7 @@ def _template(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- building
+
 
 class _Group:
     def __init__(self, title: str) -> None:
@@ -203,8 +212,9 @@ def _build(group: _Group) -> list[Node]:
             if len(built) == 1 and built[0].kind == "step" and not e.sub:
                 only = built[0]  # a tag holding one obligation: no group of its own
                 title = only.title if only.title.startswith(e.title) else f"{e.title}: {only.title}"
-                nodes.append(Node(only.kind, title, (), only.obligation, only.case, only.count,
-                                  only.undischarged, only.checkers))
+                nodes.append(
+                    Node(only.kind, title, (), only.obligation, only.case, only.count, only.undischarged, only.checkers)
+                )
             else:
                 nodes.append(_node("group", e.title, built))
             continue
@@ -270,6 +280,7 @@ def _gather_lemmas(nodes: list[Node]) -> list[Node]:
 
 # --------------------------------------------------------------------------- status words
 
+
 def _checker_words(checkers: tuple[tuple[str, int], ...]) -> str:
     """The checkers' tally, most used first: ``sympy+z3 ×8, exact ×3, z3``."""
     ordered = sorted(checkers, key=lambda cn: (-cn[1], cn[0]))
@@ -283,8 +294,11 @@ def _status(node: Node) -> str:
         return f"discharged: {how}" if ob.discharged else f"NOT discharged ({how})"
     if node.kind == "cases":
         head = f"{node.count} {'cases' if _has_cases(node) else 'identical obligations'}"
-        return (f"{head}: all hold ({_checker_words(node.checkers)})" if node.undischarged == 0
-                else f"{head}: {node.undischarged} NOT discharged")
+        return (
+            f"{head}: all hold ({_checker_words(node.checkers)})"
+            if node.undischarged == 0
+            else f"{head}: {node.undischarged} NOT discharged"
+        )
     if node.count == 0:
         return "no obligations"
     noun = "obligation" if node.count == 1 else "obligations"
@@ -318,13 +332,14 @@ def _shown_detail(ob: Any) -> str:
     if not ob.discharged or _Z3_DETAIL not in detail:
         return detail
     cut = detail.rindex(_Z3_DETAIL)
-    sympy_words, z3_words = detail[:cut].strip(), detail[cut + 2:].strip()
+    sympy_words, z3_words = detail[:cut].strip(), detail[cut + 2 :].strip()
     checker = str(getattr(ob, "checker", ""))
     if checker == "z3":
         return z3_words
     if checker == "sympy":
         return sympy_words
     return detail
+
 
 def _esc(text: Any) -> str:
     return xml_text(str(text))
@@ -352,7 +367,7 @@ def _node_html(node: Node, levels: int) -> str:
     status = f'<span class="dp-status">{_esc(_status(node))}</span>'
     if node.kind == "step":
         ob = node.obligation
-        head = (f'<span class="dp-kind">case</span>{_case_html(node.case)}' if node.case else "")
+        head = f'<span class="dp-kind">case</span>{_case_html(node.case)}' if node.case else ""
         title = _title_html(node.title) if node.title else ""
         body = []
         if _shows_formula(ob):
@@ -362,8 +377,10 @@ def _node_html(node: Node, levels: int) -> str:
         if detail:
             body.append(f'<div class="dp-detail">{_esc(detail)}</div>')
         summary = (head + " " if head else "") + title + status
-        return (f'<li><details class="{cls}"{opened}><summary>{summary}</summary>'
-                f'<div class="dp-body">{"".join(body)}</div></details></li>')
+        return (
+            f'<li><details class="{cls}"{opened}><summary>{summary}</summary>'
+            f'<div class="dp-body">{"".join(body)}</div></details></li>'
+        )
     kind = {"cases": "cases", "lemma": "lemma", "group": "", "proof": ""}[node.kind]
     label = f'<span class="dp-kind">{kind}</span>' if kind else ""
     summary = label + _title_html(node.title) + status
@@ -383,8 +400,10 @@ def render_tree_html(node: Node, *, open_levels: int = 0) -> str:
         return f'<div class="dp-tree"><ul>{_node_html(node, open_levels)}</ul></div>'
     cls = "dp-node dp-proof" + ("" if node.undischarged == 0 else " dp-bad")
     children = "".join(_node_html(c, open_levels) for c in node.children)
-    return (f'<div class="dp-tree"><details class="{cls}" open=""><summary><span class="dp-title">{_esc(node.title)}'
-            f'</span><span class="dp-status">{_esc(_status(node))}</span></summary><ul>{children}</ul></details></div>')
+    return (
+        f'<div class="dp-tree"><details class="{cls}" open=""><summary><span class="dp-title">{_esc(node.title)}'
+        f'</span><span class="dp-status">{_esc(_status(node))}</span></summary><ul>{children}</ul></details></div>'
+    )
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -426,9 +445,11 @@ def _md_lines(node: Node, depth: int) -> list[str]:
     kind = {"cases": "", "lemma": "lemma ", "group": "", "proof": ""}[node.kind]
     if node.kind == "cases":
         noun = "cases of" if _has_cases(node) else "identical obligations:"
-        lines = [f"{pad}- {node.count} {noun} {_md_title(node.title)}: "
-                 + ("all hold" if node.undischarged == 0 else f"{node.undischarged} NOT discharged")
-                 + f" ({_md(_checker_words(node.checkers))})"]
+        lines = [
+            f"{pad}- {node.count} {noun} {_md_title(node.title)}: "
+            + ("all hold" if node.undischarged == 0 else f"{node.undischarged} NOT discharged")
+            + f" ({_md(_checker_words(node.checkers))})"
+        ]
         if _has_cases(node):
             cases = []
             for c in node.children:

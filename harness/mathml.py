@@ -32,8 +32,14 @@ _MAX_TEXT = 400  # longer text is shown as text, never parsed
 
 # named entities the sympy printer writes, as numeric references (XML knows only amp/lt/gt/quot/apos)
 _ENTITIES = {
-    "ExponentialE": "&#x2147;", "ImaginaryI": "&#x2148;", "InvisibleTimes": "&#x2062;", "dd": "&#x2146;",
-    "int": "&#x222B;", "pi": "&#x3C0;", "infin": "&#x221E;", "ApplyFunction": "&#x2061;",
+    "ExponentialE": "&#x2147;",
+    "ImaginaryI": "&#x2148;",
+    "InvisibleTimes": "&#x2062;",
+    "dd": "&#x2146;",
+    "int": "&#x222B;",
+    "pi": "&#x3C0;",
+    "infin": "&#x221E;",
+    "ApplyFunction": "&#x2061;",
 }
 _CHARREF = re.compile(r"&(#[0-9]+|#x[0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);")
 
@@ -60,7 +66,7 @@ def _escape_text(data: str) -> str:
     and turning the printer's named entities into numeric ones; any other ``&`` is escaped."""
     out, pos = [], 0
     for m in _CHARREF.finditer(data):
-        out.append(xml_text(data[pos:m.start()]))
+        out.append(xml_text(data[pos : m.start()]))
         ref = m.group(1)
         if ref.startswith("#") and _valid_charref(ref):
             out.append(m.group(0))
@@ -168,25 +174,57 @@ def _sympify_bool(b: bool):
 # --------------------------------------------------------------------------- textual formulas
 
 _L = r"[^\W\d_\u00b2\u00b3\u00b9]"  # a letter (Latin, Greek...), not a superscript digit
-_TOKEN = re.compile(rf"""
+_TOKEN = re.compile(
+    rf"""
     (?P<ws>\s+)
   | (?P<num>[0-9]+(?:\.[0-9]+)?)
   | (?P<name>{_L}(?:{_L}|[0-9])*'*(?:_(?:{_L}|[0-9])+'*)?[0-9]*)
   | (?P<rel><=|>=|!=|==|≤|≥|≠|<|>|=)
   | (?P<op>\*\*|[-+*/^(){{}},|²³])
-""", re.X)
+""",
+    re.X,
+)
 _FUNCTION_ALIASES = {"ln": "log", "ceil": "ceiling", "max": "Max", "min": "Min"}
-_FUNCTIONS = ("Abs", "exp", "log", "ln", "sqrt", "ceil", "ceiling", "floor", "max", "min", "Max", "Min",
-              "tanh", "erf", "erfc")
-_REL_MO = {"<=": "&#x2264;", "≤": "&#x2264;", ">=": "&#x2265;", "≥": "&#x2265;", "!=": "&#x2260;",
-           "≠": "&#x2260;", "==": "=", "=": "=", "<": "&lt;", ">": "&gt;"}
+_FUNCTIONS = (
+    "Abs",
+    "exp",
+    "log",
+    "ln",
+    "sqrt",
+    "ceil",
+    "ceiling",
+    "floor",
+    "max",
+    "min",
+    "Max",
+    "Min",
+    "tanh",
+    "erf",
+    "erfc",
+)
+_REL_MO = {
+    "<=": "&#x2264;",
+    "≤": "&#x2264;",
+    ">=": "&#x2265;",
+    "≥": "&#x2265;",
+    "!=": "&#x2260;",
+    "≠": "&#x2260;",
+    "==": "=",
+    "=": "=",
+    "<": "&lt;",
+    ">": "&gt;",
+}
 # an identifier that reads as a mathematical symbol: one or two letters (Latin or Greek) or a Greek
 # letter's name, primes, an optional subscript and trailing digits (x, x', q_i, Δ_g, y0, tau2) --
 # never a prose word (nor a short one: "so", "is"), nor a big operator (Σ, Π)
-_GREEK = ("alpha beta gamma delta epsilon eps zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau "
-          "upsilon phi chi psi omega").split()
-_SYMBOLIC = re.compile(r"^(?:[A-Za-z\u0370-\u03ff]{1,2}|(?:%s))'*(?:_[A-Za-z0-9\u0370-\u03ff]{1,8}'*)?[0-9]*$"
-                       % "|".join(_GREEK + [g.capitalize() for g in _GREEK]))
+_GREEK = (
+    "alpha beta gamma delta epsilon eps zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau "
+    "upsilon phi chi psi omega"
+).split()
+_SYMBOLIC = re.compile(
+    r"^(?:[A-Za-z\u0370-\u03ff]{1,2}|(?:%s))'*(?:_[A-Za-z0-9\u0370-\u03ff]{1,8}'*)?[0-9]*$"
+    % "|".join(_GREEK + [g.capitalize() for g in _GREEK])
+)
 _WORDS = frozenset("an as at be by do if in is it no of on or so to up we".split()) | {"Σ", "Π", "ln"}
 
 
@@ -332,10 +370,26 @@ def _parse_source(src: str, names: dict[str, str]):
     from sympy.parsing.sympy_parser import auto_number, parse_expr
 
     local = {ph: sp.Symbol(name) for ph, name in names.items()}
-    glob = {"Add": sp.Add, "Mul": sp.Mul, "Pow": sp.Pow, "Integer": sp.Integer, "Float": sp.Float,
-            "Rational": sp.Rational, "Abs": sp.Abs, "exp": sp.exp,
-            "log": sp.log, "sqrt": sp.sqrt, "ceiling": sp.ceiling, "floor": sp.floor, "Max": sp.Max,
-            "Min": sp.Min, "tanh": sp.tanh, "erf": sp.erf, "erfc": sp.erfc, "__builtins__": {}}
+    glob = {
+        "Add": sp.Add,
+        "Mul": sp.Mul,
+        "Pow": sp.Pow,
+        "Integer": sp.Integer,
+        "Float": sp.Float,
+        "Rational": sp.Rational,
+        "Abs": sp.Abs,
+        "exp": sp.exp,
+        "log": sp.log,
+        "sqrt": sp.sqrt,
+        "ceiling": sp.ceiling,
+        "floor": sp.floor,
+        "Max": sp.Max,
+        "Min": sp.Min,
+        "tanh": sp.tanh,
+        "erf": sp.erf,
+        "erfc": sp.erfc,
+        "__builtins__": {},
+    }
     try:
         e = parse_expr(src, local_dict=local, global_dict=glob, transformations=(auto_number,), evaluate=False)
     except Exception:  # SyntaxError, TypeError (a symbol called), sympy's own errors: not a formula
@@ -422,8 +476,11 @@ def split_formula(text: str) -> tuple[str, str | None]:
     ``("triangle inequality", "|y-x'| - |y-x| <= |x-x'|")``); ``(text, None)`` when none does."""
     if not isinstance(text, str) or len(text) > _MAX_TEXT:
         return text, None
-    starts = [0] + [m.end() for m in re.finditer(r"(?<=\S)(?:: |\s+)", text)
-                     if text[:m.start()].split()[-1].rstrip(":,") not in _FUNCTIONS]
+    starts = [0] + [
+        m.end()
+        for m in re.finditer(r"(?<=\S)(?:: |\s+)", text)
+        if text[: m.start()].split()[-1].rstrip(":,") not in _FUNCTIONS
+    ]
     for start in sorted(set(starts)):
         tail = text[start:].strip()
         if not tail:

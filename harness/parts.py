@@ -14,20 +14,41 @@ from dpharness.mechanisms.parts import mechanism as _declare
 from dpharness.mechanisms.parts._structure import has_budget as _has_budget
 
 
-def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,  # type: ignore[no-redef]
-              input: str = "dataset", dim: int | None = None, size: int | None = None,
-              description: str = "") -> PartsMechanism:
+def mechanism(
+    *,
+    name: str,
+    records: Domain,
+    relation: Relation,
+    steps: Step,
+    claim: Claim,  # type: ignore[no-redef]
+    input: str = "dataset",
+    dim: int | None = None,
+    size: int | None = None,
+    description: str = "",
+) -> PartsMechanism:
     if _has_budget(steps):
         from dpharness.proofs._calibrate import calibrate
 
         steps = calibrate(steps, records=records, relation=relation, shape=input, dim=dim)
-    return _declare(name=name, records=records, relation=relation, steps=steps, claim=claim, input=input, dim=dim,
-                    size=size, description=description)
+    return _declare(
+        name=name,
+        records=records,
+        relation=relation,
+        steps=steps,
+        claim=claim,
+        input=input,
+        dim=dim,
+        size=size,
+        description=description,
+    )
 
 
-mechanism.__doc__ = (_declare.__doc__ or "") + """
+mechanism.__doc__ = (
+    (_declare.__doc__ or "")
+    + """
 
     Budgets: a noise part given ``epsilon=`` (Laplace), ``rho=`` or ``epsilon=`` with ``delta=``
     (Gaussian), or a share of ``dp.compose(..., epsilon=..., delta=..., rho=..., weights=...)``, is
     replaced here by the noise whose scale that budget gives, from the stability of what precedes it;
     ``describe()`` and the proof show the derived scale and where it came from."""
+)

@@ -43,20 +43,35 @@ from typing import Any, NamedTuple
 
 from .errors import DPHarnessError
 
-__all__ = ["check", "Check", "ProofSummary", "Step", "Sandwich", "Timings", "Policy", "Outcome", "pass_rule",
-           "run_audit", "run_proof", "deadline", "PhaseTimeout", "hard_limit"]
+__all__ = [
+    "check",
+    "Check",
+    "ProofSummary",
+    "Step",
+    "Sandwich",
+    "Timings",
+    "Policy",
+    "Outcome",
+    "pass_rule",
+    "run_audit",
+    "run_proof",
+    "deadline",
+    "PhaseTimeout",
+    "hard_limit",
+]
 
 
 # --------------------------------------------------------------------------- the pass rule
 
+
 class Policy(str, enum.Enum):
     """How the gate treats a mechanism's proof (see :func:`proof_policy`)."""
 
-    PROVED = "proved"          # the proof establishes the claim
+    PROVED = "proved"  # the proof establishes the claim
     AUDIT_ONLY = "audit-only"  # no proof covers it; the project opted in with register(..., proof="audit-only")
-    NO_PROOF = "no-proof"      # no proof covers it and it is not opted in: fails
-    REFUTED = "refuted"        # the proof found a confirmed counterexample
-    UNPROVEN = "unproven"      # a proof covers it but could not establish the claim
+    NO_PROOF = "no-proof"  # no proof covers it and it is not opted in: fails
+    REFUTED = "refuted"  # the proof found a confirmed counterexample
+    UNPROVEN = "unproven"  # a proof covers it but could not establish the claim
 
 
 class Outcome(NamedTuple):
@@ -65,8 +80,9 @@ class Outcome(NamedTuple):
     decided: bool = True  # False: a time limit stopped a phase before the check could be judged (TIMEOUT)
 
 
-def pass_rule(*, buggy: bool, policy: Policy | None, audit_passed: bool | None, crashed: bool,
-              timed_out: bool = False) -> Outcome:
+def pass_rule(
+    *, buggy: bool, policy: Policy | None, audit_passed: bool | None, crashed: bool, timed_out: bool = False
+) -> Outcome:
     """THE pass rule (the gate, JUnit, reports, the cache and ``assert_private`` all use it).
 
     A crash fails. A mechanism is *caught* when its proof does not accept it (any policy but
@@ -104,6 +120,7 @@ def proof_policy(name: str, proof: Any) -> Policy:
 
 
 # --------------------------------------------------------------------------- typed parts of a Check
+
 
 def _num(x: Any) -> float | None:
     """A number read back from JSON (``"inf"``, ``"-inf"`` and ``"nan"`` are how :mod:`._json` writes them)."""
@@ -144,24 +161,47 @@ class ProofSummary:
 
     @classmethod
     def of(cls, proof: Any) -> "ProofSummary":
-        return cls(verdict=proof.verdict.value, bound=float(proof.bound), bound_expr=str(proof.bound_expr),
-                   delta_bound=None if proof.delta_bound is None else float(proof.delta_bound),
-                   claim=proof.claim.describe(), assumptions=tuple(str(a) for a in proof.assumptions),
-                   steps=tuple(Step(s.statement, str(s.formula), s.justification, s.checker, bool(s.discharged),
-                                    s.detail) for s in proof.steps),
-                   witness=None if proof.witness is None else describe_witness(proof.witness),
-                   notes=tuple(str(n) for n in proof.notes))
+        return cls(
+            verdict=proof.verdict.value,
+            bound=float(proof.bound),
+            bound_expr=str(proof.bound_expr),
+            delta_bound=None if proof.delta_bound is None else float(proof.delta_bound),
+            claim=proof.claim.describe(),
+            assumptions=tuple(str(a) for a in proof.assumptions),
+            steps=tuple(
+                Step(s.statement, str(s.formula), s.justification, s.checker, bool(s.discharged), s.detail)
+                for s in proof.steps
+            ),
+            witness=None if proof.witness is None else describe_witness(proof.witness),
+            notes=tuple(str(n) for n in proof.notes),
+        )
 
     def to_json(self) -> dict:
-        return {"verdict": self.verdict, "bound": _out(self.bound), "bound_expr": self.bound_expr,
-                "delta_bound": _out(self.delta_bound), "claim": self.claim, "assumptions": list(self.assumptions),
-                "steps": [vars(s).copy() for s in self.steps], "witness": self.witness, "notes": list(self.notes)}
+        return {
+            "verdict": self.verdict,
+            "bound": _out(self.bound),
+            "bound_expr": self.bound_expr,
+            "delta_bound": _out(self.delta_bound),
+            "claim": self.claim,
+            "assumptions": list(self.assumptions),
+            "steps": [vars(s).copy() for s in self.steps],
+            "witness": self.witness,
+            "notes": list(self.notes),
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> "ProofSummary":
-        return cls(verdict=d["verdict"], bound=_num(d["bound"]), bound_expr=d["bound_expr"],
-                   delta_bound=_num(d["delta_bound"]), claim=d["claim"], assumptions=tuple(d["assumptions"]),
-                   steps=tuple(Step(**s) for s in d["steps"]), witness=d["witness"], notes=tuple(d["notes"]))
+        return cls(
+            verdict=d["verdict"],
+            bound=_num(d["bound"]),
+            bound_expr=d["bound_expr"],
+            delta_bound=_num(d["delta_bound"]),
+            claim=d["claim"],
+            assumptions=tuple(d["assumptions"]),
+            steps=tuple(Step(**s) for s in d["steps"]),
+            witness=d["witness"],
+            notes=tuple(d["notes"]),
+        )
 
 
 def describe_witness(w: Any) -> str:
@@ -169,11 +209,13 @@ def describe_witness(w: Any) -> str:
     from ._json import jsonable
     from ._run import fmt
 
-    return (f"D={jsonable(w.data)} D'={jsonable(w.neighbor)}"
-            + (f" output={jsonable(w.output)}" if w.output is not None else "")
-            + (f" event: {w.event.description}" if w.event is not None else "")
-            + (f" loss={fmt(w.loss)}" if w.loss is not None else "")
-            + (f" — {w.description}" if w.description else ""))
+    return (
+        f"D={jsonable(w.data)} D'={jsonable(w.neighbor)}"
+        + (f" output={jsonable(w.output)}" if w.output is not None else "")
+        + (f" event: {w.event.description}" if w.event is not None else "")
+        + (f" loss={fmt(w.loss)}" if w.loss is not None else "")
+        + (f" — {w.description}" if w.description else "")
+    )
 
 
 def _audit_from_json(d: dict) -> Any:
@@ -182,14 +224,29 @@ def _audit_from_json(d: dict) -> Any:
     from .auditors import AuditResult
     from .core import Witness
 
-    witness = None if d["data"] is None and d["neighbor"] is None else \
-        Witness(d["data"], d["neighbor"], description=d["witness"] or "")
-    return AuditResult(epsilon_lower_bound=_num(d["epsilon_lower_bound"]), passed=d["passed"],
-                       epsilon=_num(d["epsilon"]), delta=_num(d["delta"]), confidence=d["confidence"],
-                       samples=d["samples"], seed=d["seed"], method=d["method"], witness=witness,
-                       witness_description=d["witness"], counts=dict(d["counts"]),
-                       delta_lower_bound=_num(d["delta_lower_bound"]), events_tested=d["events_tested"],
-                       pairs_tested=d["pairs_tested"], elapsed=d["elapsed"], extra=dict(d["extra"]))
+    witness = (
+        None
+        if d["data"] is None and d["neighbor"] is None
+        else Witness(d["data"], d["neighbor"], description=d["witness"] or "")
+    )
+    return AuditResult(
+        epsilon_lower_bound=_num(d["epsilon_lower_bound"]),
+        passed=d["passed"],
+        epsilon=_num(d["epsilon"]),
+        delta=_num(d["delta"]),
+        confidence=d["confidence"],
+        samples=d["samples"],
+        seed=d["seed"],
+        method=d["method"],
+        witness=witness,
+        witness_description=d["witness"],
+        counts=dict(d["counts"]),
+        delta_lower_bound=_num(d["delta_lower_bound"]),
+        events_tested=d["events_tested"],
+        pairs_tested=d["pairs_tested"],
+        elapsed=d["elapsed"],
+        extra=dict(d["extra"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -264,21 +321,31 @@ class Check:
         def num(x: float | None) -> str:
             return "?" if x is None else f"{x:.6g}"
 
-        return card(f"check of {self.name}", badge, "good" if o.passed else "bad", [
-            ("claim", self.claim),
-            ("sandwich", f"audit {num(s.lower)} <= proven {num(s.proven)} <= claimed {num(s.claimed)}"),
-            ("proof", None if self.proof is None else self.proof.verdict),
-            ("audit", None if self.audit is None else ("passed" if self.audit.passed else "violation certified")),
-            ("error", self.error or self.proof_error or self.audit_error),
-            ("note", self.audit_note), ("cached", self.cached or None),
-            ("seconds", f"{self.timings.total:.3g}"),
-        ])
+        return card(
+            f"check of {self.name}",
+            badge,
+            "good" if o.passed else "bad",
+            [
+                ("claim", self.claim),
+                ("sandwich", f"audit {num(s.lower)} <= proven {num(s.proven)} <= claimed {num(s.claimed)}"),
+                ("proof", None if self.proof is None else self.proof.verdict),
+                ("audit", None if self.audit is None else ("passed" if self.audit.passed else "violation certified")),
+                ("error", self.error or self.proof_error or self.audit_error),
+                ("note", self.audit_note),
+                ("cached", self.cached or None),
+                ("seconds", f"{self.timings.total:.3g}"),
+            ],
+        )
 
     @property
     def outcome(self) -> Outcome:
-        return pass_rule(buggy=bool(self.buggy), policy=self.policy,
-                         audit_passed=None if self.audit is None else bool(self.audit.passed),
-                         crashed=self.error is not None, timed_out=self.time_limit is not None)
+        return pass_rule(
+            buggy=bool(self.buggy),
+            policy=self.policy,
+            audit_passed=None if self.audit is None else bool(self.audit.passed),
+            crashed=self.error is not None,
+            timed_out=self.time_limit is not None,
+        )
 
     @property
     def passed(self) -> bool:
@@ -317,36 +384,58 @@ class Check:
         from ._json import jsonable
 
         return {
-            "name": self.name, "passed": self.passed, "caught": self.caught, "buggy": self.buggy,
-            "claim": self.claim, "parameters": jsonable(self.parameters), "source_hash": self.source_hash,
+            "name": self.name,
+            "passed": self.passed,
+            "caught": self.caught,
+            "buggy": self.buggy,
+            "claim": self.claim,
+            "parameters": jsonable(self.parameters),
+            "source_hash": self.source_hash,
             "policy": None if self.policy is None else self.policy.value,
             "proof": None if self.proof is None else self.proof.to_json(),
             "audit": None if self.audit is None else self.audit.to_dict(),
             "sandwich": {k: _out(v) for k, v in vars(self.sandwich).items()},
-            "error": self.error, "proof_error": self.proof_error, "audit_error": self.audit_error,
-            "audit_note": self.audit_note, "timings": {k: _out(v) for k, v in vars(self.timings).items()},
-            "cached": self.cached, "time_limit": self.time_limit, "decided": self.decided, "status": self.status,
+            "error": self.error,
+            "proof_error": self.proof_error,
+            "audit_error": self.audit_error,
+            "audit_note": self.audit_note,
+            "timings": {k: _out(v) for k, v in vars(self.timings).items()},
+            "cached": self.cached,
+            "time_limit": self.time_limit,
+            "decided": self.decided,
+            "status": self.status,
             "exact_noise": self.exact_noise,
         }
 
     @classmethod
     def from_json(cls, d: dict) -> "Check":
         """The Check :meth:`to_json` wrote (``passed``/``caught`` are recomputed by the pass rule)."""
-        return cls(name=d["name"], buggy=d["buggy"], claim=d["claim"], parameters=dict(d["parameters"]),
-                   source_hash=d["source_hash"], policy=None if d["policy"] is None else Policy(d["policy"]),
-                   proof=None if d["proof"] is None else ProofSummary.from_json(d["proof"]),
-                   audit=None if d["audit"] is None else _audit_from_json(d["audit"]),
-                   sandwich=Sandwich(**{k: _num(v) for k, v in d["sandwich"].items()}),
-                   error=d["error"], proof_error=d["proof_error"], audit_error=d["audit_error"],
-                   audit_note=d["audit_note"],
-                   timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
-                   cached=bool(d["cached"]), time_limit=d.get("time_limit"), exact_noise=d.get("exact_noise"))
+        return cls(
+            name=d["name"],
+            buggy=d["buggy"],
+            claim=d["claim"],
+            parameters=dict(d["parameters"]),
+            source_hash=d["source_hash"],
+            policy=None if d["policy"] is None else Policy(d["policy"]),
+            proof=None if d["proof"] is None else ProofSummary.from_json(d["proof"]),
+            audit=None if d["audit"] is None else _audit_from_json(d["audit"]),
+            sandwich=Sandwich(**{k: _num(v) for k, v in d["sandwich"].items()}),
+            error=d["error"],
+            proof_error=d["proof_error"],
+            audit_error=d["audit_error"],
+            audit_note=d["audit_note"],
+            timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
+            cached=bool(d["cached"]),
+            time_limit=d.get("time_limit"),
+            exact_noise=d.get("exact_noise"),
+        )
 
     def __reduce__(self) -> tuple[Any, tuple[dict]]:  # pickled (to and from worker processes) through its JSON form
         return (Check.from_json, (self.to_json(),))
 
 
 # --------------------------------------------------------------------------- time limits
+
 
 class PhaseTimeout(Exception):
     """A prove/audit phase ran past its time limit (``--timeout``)."""
@@ -364,8 +453,9 @@ def deadline(seconds: float | None, what: str, *, limit: float | None = None) ->
     worker pool's hard limit covers that). The alarm repeats every ``_REARM`` seconds until the block
     is left, so an exception swallowed where it landed (a garbage-collector callback, a ``__del__``)
     is raised again. Nested deadlines keep the outer one running."""
-    usable = (seconds is not None and hasattr(signal, "SIGALRM")
-              and threading.current_thread() is threading.main_thread())
+    usable = (
+        seconds is not None and hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    )
     if not usable:
         yield
         return
@@ -374,8 +464,10 @@ def deadline(seconds: float | None, what: str, *, limit: float | None = None) ->
 
     def _raise(signum: int, frame: Any) -> None:
         if active[0]:
-            raise PhaseTimeout(f"{what} did not finish within its time limit of {stated:g} s (a limit for hangs, "
-                               "not a finding: on a slow or loaded machine raise --timeout)")
+            raise PhaseTimeout(
+                f"{what} did not finish within its time limit of {stated:g} s (a limit for hangs, "
+                "not a finding: on a slow or loaded machine raise --timeout)"
+            )
 
     outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
     start = time.monotonic()
@@ -404,6 +496,7 @@ def hard_limit(timeout: float | None, phases: int) -> float | None:
 
 
 # --------------------------------------------------------------------------- the two phases
+
 
 def run_proof(mechanism: Any) -> Any:
     import dpharness
@@ -466,16 +559,29 @@ def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
     cut = min(samples, _AUDIT_ITERATED_SAMPLES) if iterated else samples
     said = []
     if long:
-        said.append(f"audited {_AUDIT_ROUNDS} rounds of each repetition longer than that (the proof covers all of them; "
-                    "the rounds run the same code)")
+        said.append(
+            f"audited {_AUDIT_ROUNDS} rounds of each repetition longer than that (the proof covers all of them; "
+            "the rounds run the same code)"
+        )
     if cut < samples:
         said.append(f"at {cut} samples a side (iterated rounds run one release at a time)")
     return view, cut, "; ".join(said) if said else None
 
 
-def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, data: Any = None,
-              neighbor: Any = None, ideal_numerics: bool = False, timeout: float | None = None,
-              cluster: Any = None, workers: int | None = None, sequential: bool = False) -> tuple[Any, str | None]:
+def run_audit(
+    mechanism: Any,
+    proof: Any = None,
+    *,
+    samples: int,
+    seed: int,
+    data: Any = None,
+    neighbor: Any = None,
+    ideal_numerics: bool = False,
+    timeout: float | None = None,
+    cluster: Any = None,
+    workers: int | None = None,
+    sequential: bool = False,
+) -> tuple[Any, str | None]:
     """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
     claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
     proof's witness to the auditor's pair search. Returns ``(AuditResult, note)``.
@@ -495,9 +601,20 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
     mechanism, samples, view_note = _audit_view(mechanism, samples)
 
     def audit(data: Any, neighbor: Any) -> Any:
-        return auditors.audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
-                              ideal_numerics=ideal_numerics, candidate_witnesses=witnesses, cluster=cluster,
-                              workers=workers, sequential=sequential)
+        return auditors.audit(
+            mechanism,
+            data,
+            neighbor,
+            epsilon=epsilon,
+            delta=delta,
+            samples=samples,
+            seed=seed,
+            ideal_numerics=ideal_numerics,
+            candidate_witnesses=witnesses,
+            cluster=cluster,
+            workers=workers,
+            sequential=sequential,
+        )
 
     fixed = getattr(mechanism, "fixed_pair", None)  # a function registered with its pair (registry.register)
     if data is None and neighbor is None and fixed is not None:
@@ -511,9 +628,12 @@ def run_audit(mechanism: Any, proof: Any = None, *, samples: int, seed: int, dat
             return audit(None, None), view_note
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
-        why = (f"the neighbour search of {mechanism.name} did not finish within its half of the audit's time limit "
-               f"of {timeout:g} s" if isinstance(exc, PhaseTimeout)
-               else f"the neighbour search of {mechanism.name} ran out of memory")
+        why = (
+            f"the neighbour search of {mechanism.name} did not finish within its half of the audit's time limit "
+            f"of {timeout:g} s"
+            if isinstance(exc, PhaseTimeout)
+            else f"the neighbour search of {mechanism.name} ran out of memory"
+        )
         note = f"{why}; audited the pair {jsonable(data)} / {jsonable(neighbor)} instead"
         note = note if view_note is None else f"{view_note}; {note}"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
@@ -530,8 +650,16 @@ def _crash(exc: BaseException) -> str:
 
 # --------------------------------------------------------------------------- the pipeline
 
-def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str, ...] = (),
-          timeout: float | None = None, workers: int | None = None) -> Check:
+
+def check(
+    mechanism_or_name: Any,
+    *,
+    samples: int,
+    seed: int,
+    modules: tuple[str, ...] = (),
+    timeout: float | None = None,
+    workers: int | None = None,
+) -> Check:
     """Prove and audit one mechanism (a registered name, built at its defaults, or a Mechanism
     value) and judge it by :func:`pass_rule`. ``modules`` are imported first (their ``register``
     calls run; a worker process needs them). ``timeout`` limits the proof and the audit separately
@@ -552,17 +680,24 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     if timeout is not None:
         v.positive("timeout", timeout)
     if not isinstance(mechanism_or_name, (str, Mechanism)):
-        raise ParameterError(f"mechanism_or_name={mechanism_or_name!r} is neither a registered name nor a Mechanism; "
-                             "pass a name from `dpharness list` or a Mechanism value.")
+        raise ParameterError(
+            f"mechanism_or_name={mechanism_or_name!r} is neither a registered name nor a Mechanism; "
+            "pass a name from `dpharness list` or a Mechanism value."
+        )
     start = time.perf_counter()
     load_modules(modules)
     name = mechanism_or_name if isinstance(mechanism_or_name, str) else mechanism_or_name.name
     cls = registry.get(name) if isinstance(mechanism_or_name, str) else None  # unknown name: ParameterError
     try:
         mechanism = cls() if cls is not None else mechanism_or_name
-        base = Check(name=name, buggy=bool(mechanism.buggy), claim=mechanism.claim.describe(),
-                     parameters=jsonable(mechanism.noise_parameters()), source_hash=mechanism.source_hash(),
-                     mechanism=mechanism)
+        base = Check(
+            name=name,
+            buggy=bool(mechanism.buggy),
+            claim=mechanism.claim.describe(),
+            parameters=jsonable(mechanism.noise_parameters()),
+            source_hash=mechanism.source_hash(),
+            mechanism=mechanism,
+        )
         claimed, _ = audit_target(mechanism.claim)
     except Exception as exc:
         return Check.failed(name, _crash(exc), time.perf_counter() - start)
@@ -580,8 +715,9 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
     proof_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        result, audit_note = run_audit(mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers,
-                                       sequential=True)
+        result, audit_note = run_audit(
+            mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers, sequential=True
+        )
     except PhaseTimeout as exc:
         audit_error = str(exc)
         time_limit = time_limit or audit_error
@@ -590,9 +726,21 @@ def check(mechanism_or_name: Any, *, samples: int, seed: int, modules: tuple[str
         error = error or _crash(exc)
     audit_seconds = time.perf_counter() - t0
     return replace(
-        base, policy=policy, proof=None if proof is None else ProofSummary.of(proof), audit=result,
-        sandwich=Sandwich(lower=None if result is None else float(result.epsilon_lower_bound),
-                          proven=None if proof is None else float(proof.bound), claimed=claimed),
-        error=error, proof_error=proof_error, audit_error=audit_error, audit_note=audit_note, time_limit=time_limit,
-        exact_noise=None if result is None or result.passed else exact_noise(mechanism), timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),
-        proof_object=proof)
+        base,
+        policy=policy,
+        proof=None if proof is None else ProofSummary.of(proof),
+        audit=result,
+        sandwich=Sandwich(
+            lower=None if result is None else float(result.epsilon_lower_bound),
+            proven=None if proof is None else float(proof.bound),
+            claimed=claimed,
+        ),
+        error=error,
+        proof_error=proof_error,
+        audit_error=audit_error,
+        audit_note=audit_note,
+        time_limit=time_limit,
+        exact_noise=None if result is None or result.passed else exact_noise(mechanism),
+        timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),
+        proof_object=proof,
+    )

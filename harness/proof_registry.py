@@ -57,7 +57,9 @@ def proves(*classes: type, sealed: Iterable[str] | None = None) -> Callable[[F],
         raise ParameterError("proves() needs at least one class; write @proves(MyMechanism).")
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-            raise ParameterError(f"class={cls!r} is not a Mechanism subclass; pass the mechanism classes this proof covers.")
+            raise ParameterError(
+                f"class={cls!r} is not a Mechanism subclass; pass the mechanism classes this proof covers."
+            )
 
     def decorate(fn: F) -> F:
         if not callable(fn):
@@ -66,12 +68,14 @@ def proves(*classes: type, sealed: Iterable[str] | None = None) -> Callable[[F],
             if cls.__module__.split(".")[0] == "dpharness" and fn.__module__.split(".")[0] != "dpharness":
                 raise ParameterError(
                     f"class={cls.__qualname__} is a dpharness class, whose proofs are the library's; subclass it and "
-                    "register the proof for the subclass.")
+                    "register the proof for the subclass."
+                )
             old = _PROOFS.get(cls)
             if old is not None and (old[0].__module__, old[0].__qualname__) != (fn.__module__, fn.__qualname__):
                 raise ParameterError(
                     f"class={cls.__qualname__} already has a proof registered by {old[0].__module__}.{old[0].__qualname__}; "
-                    f"a proof may not be replaced — subclass {cls.__qualname__} and register the proof for the subclass.")
+                    f"a proof may not be replaced — subclass {cls.__qualname__} and register the proof for the subclass."
+                )
             _PROOFS[cls] = (fn, None if sealed is None else frozenset(sealed))
         return fn
 
@@ -90,13 +94,41 @@ class Coverage:
 
 # What the class statement and @dataclass generate from fields: not code a proof is about. Any other
 # dunder (``__getattribute__``, ``__post_init__``, ``__call__``, ...) is an override.
-_GENERATED = frozenset({
-    "__init__", "__repr__", "__eq__", "__ne__", "__hash__", "__setattr__", "__delattr__", "__match_args__",
-    "__dataclass_fields__", "__dataclass_params__", "__annotations__", "__doc__", "__module__", "__qualname__",
-    "__dict__", "__weakref__", "__abstractmethods__", "__slots__", "__firstlineno__", "__static_attributes__",
-    "__orig_bases__", "__parameters__", "__replace__", "__lt__", "__le__", "__gt__", "__ge__",
-    "__annotate__", "__annotate_func__", "__annotations_cache__", "__classcell__",
-})
+_GENERATED = frozenset(
+    {
+        "__init__",
+        "__repr__",
+        "__eq__",
+        "__ne__",
+        "__hash__",
+        "__setattr__",
+        "__delattr__",
+        "__match_args__",
+        "__dataclass_fields__",
+        "__dataclass_params__",
+        "__annotations__",
+        "__doc__",
+        "__module__",
+        "__qualname__",
+        "__dict__",
+        "__weakref__",
+        "__abstractmethods__",
+        "__slots__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__orig_bases__",
+        "__parameters__",
+        "__replace__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__annotate__",
+        "__annotate_func__",
+        "__annotations_cache__",
+        "__classcell__",
+    }
+)
 
 
 # What the runtime caches on a class after its statement ran (copyreg's slot names when an instance is
@@ -116,8 +148,12 @@ def _skipped(name: str, value: Any, field_names: set) -> bool:
     field defaults (the proof reads the field values), and class-level words given as plain values."""
     if _is_dataclass_boilerplate(name) or name in _HARMLESS or name in field_names:
         return True
-    return name in _WORDS and not (callable(value) or inspect.isdatadescriptor(value) or inspect.ismethoddescriptor(value)
-                                   or isinstance(value, (staticmethod, classmethod, property)))
+    return name in _WORDS and not (
+        callable(value)
+        or inspect.isdatadescriptor(value)
+        or inspect.ismethoddescriptor(value)
+        or isinstance(value, (staticmethod, classmethod, property))
+    )
 
 
 def _resolve(cls: type, name: str) -> Any:
@@ -185,27 +221,47 @@ def find_proof(mechanism: Any) -> Coverage:
         if changed:
             name, where = changed[0]
             supplier = where.__qualname__
-            return Coverage(None, ancestor, (
-                f"{supplier} overrides {name}() of {ancestor.__qualname__} (in {cls.__qualname__}, {name} resolves to "
-                f"{supplier}'s, not to what {ancestor.__qualname__} uses); the registered proof of "
-                f"{ancestor.__qualname__} is about {ancestor.__qualname__}'s code, so it does not cover "
-                f"{cls.__qualname__} (register a proof for it with @dpharness.proves({cls.__qualname__}))"))
+            return Coverage(
+                None,
+                ancestor,
+                (
+                    f"{supplier} overrides {name}() of {ancestor.__qualname__} (in {cls.__qualname__}, {name} resolves to "
+                    f"{supplier}'s, not to what {ancestor.__qualname__} uses); the registered proof of "
+                    f"{ancestor.__qualname__} is about {ancestor.__qualname__}'s code, so it does not cover "
+                    f"{cls.__qualname__} (register a proof for it with @dpharness.proves({cls.__qualname__}))"
+                ),
+            )
         from .core import patched_module
 
         patched = patched_code(cls) or patched_module()
         if patched is not None:
-            return Coverage(None, ancestor, (
-                f"{patched} was replaced after it was defined (patched code), so the proof of "
-                f"{ancestor.__qualname__} does not cover {cls.__qualname__}"))
+            return Coverage(
+                None,
+                ancestor,
+                (
+                    f"{patched} was replaced after it was defined (patched code), so the proof of "
+                    f"{ancestor.__qualname__} does not cover {cls.__qualname__}"
+                ),
+            )
         extra = _instance_extras(mechanism)
         if extra:
-            return Coverage(None, ancestor, (
-                f"the instance carries attribute {extra[0]!r} beyond its dataclass fields (patched code), so the "
-                f"proof of {ancestor.__qualname__} does not cover it"))
+            return Coverage(
+                None,
+                ancestor,
+                (
+                    f"the instance carries attribute {extra[0]!r} beyond its dataclass fields (patched code), so the "
+                    f"proof of {ancestor.__qualname__} does not cover it"
+                ),
+            )
         return Coverage(fn, ancestor, f"proof registered for {ancestor.__module__}.{ancestor.__qualname__}")
-    return Coverage(None, None, (
-        f"no proof is registered for {cls.__module__}.{cls.__qualname__} or its base classes: audited only "
-        "(build it from dpharness.parts, or register a proof with @dpharness.proves)"))
+    return Coverage(
+        None,
+        None,
+        (
+            f"no proof is registered for {cls.__module__}.{cls.__qualname__} or its base classes: audited only "
+            "(build it from dpharness.parts, or register a proof with @dpharness.proves)"
+        ),
+    )
 
 
 def _instance_extras(mechanism: Any) -> list[str]:

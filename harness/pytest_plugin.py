@@ -17,10 +17,15 @@ DEFAULT_SAMPLES = 200_000
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dpharness", "differential-privacy audits")
-    group.addoption("--dp-seed", type=int, default=None,
-                    help=f"seed for dpharness audits and statistical tests (default {DEFAULT_SEED}, or $DP_SEED)")
-    group.addoption("--dp-samples", type=int, default=None,
-                    help=f"samples per side for assert_private (default {DEFAULT_SAMPLES})")
+    group.addoption(
+        "--dp-seed",
+        type=int,
+        default=None,
+        help=f"seed for dpharness audits and statistical tests (default {DEFAULT_SEED}, or $DP_SEED)",
+    )
+    group.addoption(
+        "--dp-samples", type=int, default=None, help=f"samples per side for assert_private (default {DEFAULT_SAMPLES})"
+    )
 
 
 def _seed(config: pytest.Config) -> int:
@@ -70,8 +75,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return (f"dpharness: --dp-seed={_seed(config)} --dp-samples={_samples(config)} "
-            "(rerun with this seed to reproduce any statistical failure)")
+    return (
+        f"dpharness: --dp-seed={_seed(config)} --dp-samples={_samples(config)} "
+        "(rerun with this seed to reproduce any statistical failure)"
+    )
 
 
 @pytest.fixture

@@ -105,37 +105,52 @@ class _AuditedFunction(Mechanism):
         return f"{self.label} (function {getattr(self.fn, '__qualname__', self.fn)!r}) claiming {self.claim.describe()}"
 
 
-def _audited_function(fn: Callable, *, name: Any, data: Any, neighbor: Any, relation: Any, claim: Any,
-                      records: Any, shape: Any) -> _AuditedFunction:
+def _audited_function(
+    fn: Callable, *, name: Any, data: Any, neighbor: Any, relation: Any, claim: Any, records: Any, shape: Any
+) -> _AuditedFunction:
     """Validate :func:`register`'s arguments for a plain function (each error names the argument)."""
     import numpy as np
 
     from ._validate import choice
 
-    missing = [k for k, v in (("name", name), ("data", data), ("neighbor", neighbor), ("relation", relation),
-                              ("claim", claim)) if v is None]
+    missing = [
+        k
+        for k, v in (("name", name), ("data", data), ("neighbor", neighbor), ("relation", relation), ("claim", claim))
+        if v is None
+    ]
     if missing:
-        raise ParameterError(f"{missing[0]}= is missing: a plain function is registered with name=, data=, neighbor=, "
-                             "relation= and claim= (e.g. register(fn, name='my_count', data=[1, 2], neighbor=[1], "
-                             "relation=AddRemove(), claim=PureDP(1))).")
+        raise ParameterError(
+            f"{missing[0]}= is missing: a plain function is registered with name=, data=, neighbor=, "
+            "relation= and claim= (e.g. register(fn, name='my_count', data=[1, 2], neighbor=[1], "
+            "relation=AddRemove(), claim=PureDP(1)))."
+        )
     if not isinstance(name, str) or not name.isidentifier() or name != name.lower():
         raise ParameterError(f"name={name!r} must be a lower_snake identifier; pass e.g. name='team_noisy_count'.")
     if not isinstance(relation, Relation):
-        raise ParameterError(f"relation={relation!r} is not a Relation; pass AddRemove(), Substitute() or "
-                             "BoundedChange(sensitivity, norm).")
+        raise ParameterError(
+            f"relation={relation!r} is not a Relation; pass AddRemove(), Substitute() or "
+            "BoundedChange(sensitivity, norm)."
+        )
     if not isinstance(claim, Claim):
-        raise ParameterError(f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
+        raise ParameterError(
+            f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps)."
+        )
     if records is not None and not isinstance(records, Domain):
         raise ParameterError(f"records={records!r} is not a Domain; pass e.g. RealInterval(0, 100) or leave it out.")
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
     except (TypeError, ValueError):
         params = None
     if params is not None and len(params) < 3 and not any(p.kind is p.VAR_POSITIONAL for p in params):
-        raise ParameterError(f"mechanism={getattr(fn, '__qualname__', fn)!r} takes {len(params)} positional "
-                             "argument(s); a function is registered as fn(data, size, rng) returning size outputs "
-                             "drawn from the numpy Generator rng.")
+        raise ParameterError(
+            f"mechanism={getattr(fn, '__qualname__', fn)!r} takes {len(params)} positional "
+            "argument(s); a function is registered as fn(data, size, rng) returning size outputs "
+            "drawn from the numpy Generator rng."
+        )
     if shape is None:
         shape = "vector" if isinstance(relation, BoundedChange) else ("record" if np.ndim(data) == 0 else "dataset")
     choice("shape", shape, ("record", "dataset", "vector"))
@@ -144,9 +159,18 @@ def _audited_function(fn: Callable, *, name: Any, data: Any, neighbor: Any, rela
     return _AuditedFunction(label=name, fn=fn, inputs=inputs, pair=(a, b), searched=records is not None, claim=claim)
 
 
-def register(mechanism: M = None, *, proof: str | None = None, name: str | None = None, data: Any = None,
-             neighbor: Any = None, relation: Relation | None = None, claim: Claim | None = None,
-             records: Domain | None = None, shape: str | None = None) -> M:
+def register(
+    mechanism: M = None,
+    *,
+    proof: str | None = None,
+    name: str | None = None,
+    data: Any = None,
+    neighbor: Any = None,
+    relation: Relation | None = None,
+    claim: Claim | None = None,
+    records: Domain | None = None,
+    shape: str | None = None,
+) -> M:
     """Add a mechanism to the registry under its ``name``: a ``Mechanism`` subclass (usable as a class
     decorator, registered at its defaults) or a ``Mechanism`` value (e.g. from ``dpharness.parts``).
 
@@ -164,21 +188,53 @@ def register(mechanism: M = None, *, proof: str | None = None, name: str | None 
     >>> register(noisy_count, name="noisy_count", data=[1, 2, 3], neighbor=[1, 2],
     ...          relation=AddRemove(), claim=PureDP(1))  # doctest: +SKIP"""
     if mechanism is None:  # @register(proof="audit-only")
-        return lambda m: register(m, proof=proof, name=name, data=data, neighbor=neighbor, relation=relation,
-                                  claim=claim, records=records, shape=shape)  # type: ignore[return-value]
+        return lambda m: register(
+            m,
+            proof=proof,
+            name=name,
+            data=data,
+            neighbor=neighbor,
+            relation=relation,
+            claim=claim,
+            records=records,
+            shape=shape,
+        )  # type: ignore[return-value]
     if proof not in (None, AUDIT_ONLY):
         raise ParameterError(f"proof={proof!r} is not a proof policy; pass proof='audit-only' or leave it out.")
     function = None
     if not isinstance(mechanism, (Mechanism, type)) and callable(mechanism):
-        function, mechanism = mechanism, _audited_function(mechanism, name=name, data=data, neighbor=neighbor,
-                                                           relation=relation, claim=claim, records=records,
-                                                           shape=shape)
+        function, mechanism = (
+            mechanism,
+            _audited_function(
+                mechanism,
+                name=name,
+                data=data,
+                neighbor=neighbor,
+                relation=relation,
+                claim=claim,
+                records=records,
+                shape=shape,
+            ),
+        )
         proof = AUDIT_ONLY
     elif any(v is not None for v in (name, data, neighbor, relation, claim, records, shape)):
-        given = next(k for k, v in (("name", name), ("data", data), ("neighbor", neighbor), ("relation", relation),
-                                    ("claim", claim), ("records", records), ("shape", shape)) if v is not None)
-        raise ParameterError(f"{given}= is for registering a plain function; a Mechanism carries its own name, "
-                             "inputs and claim: leave it out.")
+        given = next(
+            k
+            for k, v in (
+                ("name", name),
+                ("data", data),
+                ("neighbor", neighbor),
+                ("relation", relation),
+                ("claim", claim),
+                ("records", records),
+                ("shape", shape),
+            )
+            if v is not None
+        )
+        raise ParameterError(
+            f"{given}= is for registering a plain function; a Mechanism carries its own name, "
+            "inputs and claim: leave it out."
+        )
     if isinstance(mechanism, Mechanism):
         entry: Any = _Value(mechanism)
         name = mechanism.name
@@ -188,8 +244,10 @@ def register(mechanism: M = None, *, proof: str | None = None, name: str | None 
         if not isinstance(name, str):
             raise ParameterError(f"mechanism={mechanism.__name__} has no class-level name; register a value instead.")
     else:
-        raise ParameterError(f"mechanism={mechanism!r} is neither a Mechanism subclass nor a Mechanism value; "
-                             "decorate a Mechanism dataclass or pass a value from dpharness.parts.mechanism(...).")
+        raise ParameterError(
+            f"mechanism={mechanism!r} is neither a Mechanism subclass nor a Mechanism value; "
+            "decorate a Mechanism dataclass or pass a value from dpharness.parts.mechanism(...)."
+        )
     if not name:
         raise ParameterError(f"mechanism={mechanism!r} has no name; set the class attribute name = '...'.")
     old = _REGISTRY.get(name)
@@ -233,24 +291,31 @@ def load_module(module: str) -> list[str]:
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        raise ParameterError(f"module={module!r} cannot be imported ({_one_line(exc)}); pass an importable module "
-                             "path.") from exc
+        raise ParameterError(
+            f"module={module!r} cannot be imported ({_one_line(exc)}); pass an importable module path."
+        ) from exc
     except SyntaxError as exc:  # the module's own error, with its file:line, as one line
         where = f"{exc.filename}:{exc.lineno}" if exc.filename else "?"
-        raise ParameterError(f"module={module!r} cannot be compiled at {where}: {type(exc).__name__}: {exc.msg}; "
-                             "fix the module.") from exc
+        raise ParameterError(
+            f"module={module!r} cannot be compiled at {where}: {type(exc).__name__}: {exc.msg}; fix the module."
+        ) from exc
     except Exception as exc:  # the module raised while importing: its message and where, as one line
         import traceback
 
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-        raise ParameterError(f"module={module!r} raised on import{where}: {type(exc).__name__}: {_one_line(exc)}; "
-                             "fix the module.") from exc
+        raise ParameterError(
+            f"module={module!r} raised on import{where}: {type(exc).__name__}: {_one_line(exc)}; fix the module."
+        ) from exc
     got = [n for n, e in _REGISTRY.items() if before.get(n) is not e]
     if not got:  # imported before this call (e.g. by a test): its names are those whose code lives in it
-        got = [n for n, e in _REGISTRY.items()
-               if (getattr(e, "__module__", "") or "").startswith(module)
-               or isinstance(e, _Value) and _value_module(e).startswith(module)]
+        got = [
+            n
+            for n, e in _REGISTRY.items()
+            if (getattr(e, "__module__", "") or "").startswith(module)
+            or isinstance(e, _Value)
+            and _value_module(e).startswith(module)
+        ]
     _BY_MODULE[module] = got
     return list(got)
 
@@ -323,4 +388,6 @@ def get(name: str) -> Any:
 
         close = difflib.get_close_matches(name.replace("-", "_"), list(_REGISTRY), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ParameterError(f"name={name!r} is not a registered mechanism; {hint}run `dpharness list` to see the names.") from None
+        raise ParameterError(
+            f"name={name!r} is not a registered mechanism; {hint}run `dpharness list` to see the names."
+        ) from None

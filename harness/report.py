@@ -44,13 +44,25 @@ from .derivation import TREE_CSS, derivation_tree, render_tree_html, render_tree
 from .mathml import to_mathml
 from .registry import rerun_flags
 
-__all__ = ["Report", "Written", "build", "write", "generate", "write_index", "read_metadata",
-           "render_markdown", "render_html", "REPORT_SAMPLES", "CURVE_SIZES", "PLOT_SAMPLES"]
+__all__ = [
+    "Report",
+    "Written",
+    "build",
+    "write",
+    "generate",
+    "write_index",
+    "read_metadata",
+    "render_markdown",
+    "render_html",
+    "REPORT_SAMPLES",
+    "CURVE_SIZES",
+    "PLOT_SAMPLES",
+]
 
-REPORT_SAMPLES = 1_000_000        # per side for the report's main audit (as the gate)
+REPORT_SAMPLES = 1_000_000  # per side for the report's main audit (as the gate)
 CURVE_SIZES = (1_000, 10_000, 100_000)  # extra audits (fixed pair) for the bound-versus-samples plot
-PLOT_SAMPLES = 20_000             # outputs per side drawn for the histograms and the loss plot
-LAW_SECONDS = 20.0                # time allowed to the exact laws in the loss plot (else: histograms)
+PLOT_SAMPLES = 20_000  # outputs per side drawn for the histograms and the loss plot
+LAW_SECONDS = 20.0  # time allowed to the exact laws in the loss plot (else: histograms)
 FORMAT_VERSION = 1
 _META_RE = re.compile(r"<!-- dpharness-report (\{.*?\}) -->", re.S)
 
@@ -68,9 +80,9 @@ class Report:
     plot_note: str = ""
     loss_source: str = ""
     pair: tuple | None = None
-    tradeoff: Any = None          # the audit's TradeoffBound (None: no certified points recorded)
+    tradeoff: Any = None  # the audit's TradeoffBound (None: no certified points recorded)
     tradeoff_reference: str = ""  # the mechanism's own curve plotted beside the claim's, in words
-    profile: Any = None           # the privacy profile ε(δ) the proof accounts, for (ε, δ) claims on parts structures
+    profile: Any = None  # the privacy profile ε(δ) the proof accounts, for (ε, δ) claims on parts structures
 
     @property
     def proof(self) -> Any:
@@ -84,9 +96,17 @@ class Report:
 
 # --------------------------------------------------------------------------- building
 
-def build(mechanism: Mechanism, *, check: Check | None = None, samples: int = REPORT_SAMPLES, seed: int = 0,
-          curve_sizes: tuple[int, ...] | None = None, plot_samples: int | None = None,
-          timeout: float | None = None) -> Report:
+
+def build(
+    mechanism: Mechanism,
+    *,
+    check: Check | None = None,
+    samples: int = REPORT_SAMPLES,
+    seed: int = 0,
+    curve_sizes: tuple[int, ...] | None = None,
+    plot_samples: int | None = None,
+    timeout: float | None = None,
+) -> Report:
     """The report of ``mechanism``: from ``check`` when given (it must come from this process, with
     its live proof), else from the check pipeline run here; then the plots. ``timeout``: seconds
     allowed to the proof, the audit and the plots each."""
@@ -114,8 +134,12 @@ def build(mechanism: Mechanism, *, check: Check | None = None, samples: int = RE
     report = Report(mechanism, check, meta, None)
     try:
         with deadline(timeout, f"the plots of {mechanism.name}"):
-            report.png = _plots(report, seed=seed, curve_sizes=tuple(s for s in curve_sizes if s < meta["samples"]),
-                                plot_samples=plot_samples)
+            report.png = _plots(
+                report,
+                seed=seed,
+                curve_sizes=tuple(s for s in curve_sizes if s < meta["samples"]),
+                plot_samples=plot_samples,
+            )
     except (Exception, PhaseTimeout) as exc:
         report.plot_note = f"plots unavailable: {type(exc).__name__}: {exc}"
     return report
@@ -136,6 +160,7 @@ def _labels(x: np.ndarray, y: np.ndarray):
     """Outputs as categories (labels, counts on D, counts on D') when there are at most 40 distinct
     values/patterns, else the 30 most frequent when they are not numbers or cover half the samples;
     else None (plot a histogram)."""
+
     def keys(a):
         a = np.asarray(a)
         if a.ndim == 1:
@@ -213,10 +238,22 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         curve.append((int(report.audit.samples), float(report.audit.epsilon_lower_bound)))
     report.curve = curve
 
-    plt.rcParams.update({"svg.hashsalt": "dpharness", "font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12,
-                         "xtick.labelsize": 11, "ytick.labelsize": 11, "legend.fontsize": 11,
-                         "legend.framealpha": 0.85, "lines.linewidth": 1.8, "axes.grid": True, "grid.alpha": 0.3,
-                         "axes.formatter.useoffset": False})
+    plt.rcParams.update(
+        {
+            "svg.hashsalt": "dpharness",
+            "font.size": 12,
+            "axes.titlesize": 13,
+            "axes.labelsize": 12,
+            "xtick.labelsize": 11,
+            "ytick.labelsize": 11,
+            "legend.fontsize": 11,
+            "legend.framealpha": 0.85,
+            "lines.linewidth": 1.8,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.formatter.useoffset": False,
+        }
+    )
     report.profile = _privacy_profile(m)
     rows = 5 if report.profile is not None else 4
     fig = plt.figure(figsize=(10, 4 * rows), dpi=100)  # stacked: legible at 1000 px, shown unscaled
@@ -230,8 +267,9 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         ax.bar(pos - 0.2, cx / len(x), width=0.4, label="D", color="#3b6ea5")
         ax.bar(pos + 0.2, cy / len(y), width=0.4, label="D'", color="#d9822b")
         step = max(1, len(names) // 12)
-        ax.set_xticks(pos[::step], [n if len(n) <= 16 else n[:15] + "…" for n in names[::step]],
-                      rotation=45, ha="right")
+        ax.set_xticks(
+            pos[::step], [n if len(n) <= 16 else n[:15] + "…" for n in names[::step]], rotation=45, ha="right"
+        )
         ax.set_ylabel("frequency")
     else:
         fx = np.asarray(x, float).reshape(len(x), -1)[:, 0]
@@ -255,15 +293,24 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     lab_x, lab_y = "o ~ M(D): ln p_D(o)/p_D'(o)", "o ~ M(D'): ln p_D'(o)/p_D(o)"
     if values.size and len(values) <= 40:
         width = max((values.max() - values.min()) / 80, 0.01)
-        for fin, n, shift, color, lab in ((fin_x, len(loss_x), -width / 2, "#3b6ea5", lab_x),
-                                          (fin_y, len(loss_y), width / 2, "#d9822b", lab_y)):
+        for fin, n, shift, color, lab in (
+            (fin_x, len(loss_x), -width / 2, "#3b6ea5", lab_x),
+            (fin_y, len(loss_y), width / 2, "#d9822b", lab_y),
+        ):
             v, c = np.unique(np.round(fin, 9), return_counts=True)
             ax.bar(v + shift, c / max(n, 1), width=width, color=color, label=lab)
     elif values.size:
         edges = np.linspace(values.min(), values.max(), 61) if values.max() > values.min() else 30
         ax.hist(fin_x, bins=edges, weights=np.full(fin_x.size, 1 / max(len(loss_x), 1)), color="#3b6ea5", label=lab_x)
-        ax.hist(fin_y, bins=edges, weights=np.full(fin_y.size, 1 / max(len(loss_y), 1)), histtype="step",
-                color="#d9822b", lw=1.5, label=lab_y)
+        ax.hist(
+            fin_y,
+            bins=edges,
+            weights=np.full(fin_y.size, 1 / max(len(loss_y), 1)),
+            histtype="step",
+            color="#d9822b",
+            lw=1.5,
+            label=lab_y,
+        )
     ax.axvline(claimed, color="black", ls="--", lw=1, label=f"claimed ε = {fmt(claimed)}")
     ax.axvline(-claimed, color="black", ls="--", lw=1)
     if proven is not None and math.isfinite(proven):
@@ -279,8 +326,15 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     if curve:
         ns = np.array([c[0] for c in curve], float)
         lbs = np.array([c[1] for c in curve], float)
-        top = max([claimed] + ([proven] if proven is not None and math.isfinite(proven) else [])
-                  + [v for v in lbs if math.isfinite(v)]) * 1.3 + 0.05
+        top = (
+            max(
+                [claimed]
+                + ([proven] if proven is not None and math.isfinite(proven) else [])
+                + [v for v in lbs if math.isfinite(v)]
+            )
+            * 1.3
+            + 0.05
+        )
         shown = np.where(np.isfinite(lbs), lbs, top)
         ax.plot(ns, shown, "o-", color="#3b6ea5", label="certified lower bound")
         for n_, v in zip(ns, lbs):
@@ -329,8 +383,14 @@ def _profile_panel(profile: Any, claim: Any, ax: Any) -> None:
     lows = [(d, lo) for d, _, lo in pts if lo is not None]
     if lows:
         ax.plot([d for d, _ in lows], [lo for _, lo in lows], "--", color="#7a9cc6", label="certified lower end (PLD)")
-    ax.plot([float(claim.delta)], [float(claim.epsilon)], "*", color="black", ms=14,
-            label=f"claim (ε, δ) = ({fmt(float(claim.epsilon))}, {float(claim.delta):.3g})")
+    ax.plot(
+        [float(claim.delta)],
+        [float(claim.epsilon)],
+        "*",
+        color="black",
+        ms=14,
+        label=f"claim (ε, δ) = ({fmt(float(claim.epsilon))}, {float(claim.delta):.3g})",
+    )
     ax.set_xscale("log")
     ax.set_xlabel("δ")
     ax.set_ylabel("ε")
@@ -354,11 +414,17 @@ def _reference_curve(m: Mechanism) -> tuple[str, Any] | None:
         if steps.denominator == 1:
             k = int(steps)
             g = Fraction(m.grid)
-            grid = f"2^{g.denominator.bit_length() - 1}" if g.numerator == 1 and g.denominator & (g.denominator - 1) == 0 \
+            grid = (
+                f"2^{g.denominator.bit_length() - 1}"
+                if g.numerator == 1 and g.denominator & (g.denominator - 1) == 0
                 else f"{m.grid:g}"
+            )
             grid = grid.replace("2^", "2^-") if g < 1 else grid
-            return (f"discrete Laplace, exact (shift {fmt(float(m.effective_sensitivity))}, scale {fmt(float(m.scale))}, "
-                    f"grid {grid})", lambda a: _t.discrete_laplace_curve(a, k, s))
+            return (
+                f"discrete Laplace, exact (shift {fmt(float(m.effective_sensitivity))}, scale {fmt(float(m.scale))}, "
+                f"grid {grid})",
+                lambda a: _t.discrete_laplace_curve(a, k, s),
+            )
     if type(m) is Gaussian and m.dim == 1:
         mu = float(grid_distance(m.sensitivity, m.granularity, 1)) / float(m.sigma)
         return f"Gaussian G_μ, μ = Δ/σ = {fmt(mu)} (continuous law)", lambda a: _t.gaussian_curve(a, mu)
@@ -379,8 +445,14 @@ def _tradeoff_panel(report: Report, ax: Any, ax_log: Any) -> None:
     claimed = _t.epsilon_delta_curve(grid, a.epsilon, a.delta) if a is not None else None
     ax.plot([0, 1], [1, 0], color="#999999", lw=0.8, ls="-", label="no privacy loss: 1 − α")
     if claimed is not None:
-        ax.plot(grid, claimed, color="black", ls="--", lw=1.2,
-                label=f"claim f_ε,δ (ε = {fmt(a.epsilon)}" + (f", δ = {fmt(a.delta, 6)})" if a.delta else ")"))
+        ax.plot(
+            grid,
+            claimed,
+            color="black",
+            ls="--",
+            lw=1.2,
+            label=f"claim f_ε,δ (ε = {fmt(a.epsilon)}" + (f", δ = {fmt(a.delta, 6)})" if a.delta else ")"),
+        )
     ref = _reference_curve(report.mechanism)
     report.tradeoff_reference = "" if ref is None else ref[0]
     if ref is not None:
@@ -390,16 +462,33 @@ def _tradeoff_panel(report: Report, ax: Any, ax_log: Any) -> None:
         pa, pb = t.points()  # every pair's points: each is certified for its own pair's curve
         ea, eb = t.envelope(pair)
         several = a.pairs_tested > 1
-        ax.plot(ea, eb, color="#3b6ea5", lw=1.5,
-                label="certified envelope" + (f" of pair {pair}" if several else "") + ": the true curve lies below")
+        ax.plot(
+            ea,
+            eb,
+            color="#3b6ea5",
+            lw=1.5,
+            label="certified envelope" + (f" of pair {pair}" if several else "") + ": the true curve lies below",
+        )
         bad = pb < _t.epsilon_delta_curve(pa, a.epsilon, a.delta)
-        ax.plot(pa[~bad], pb[~bad], "o", color="#3b6ea5", ms=5,
-                label="certified points (α, β)" + (" of every audited pair" if several else ""))
+        ax.plot(
+            pa[~bad],
+            pb[~bad],
+            "o",
+            color="#3b6ea5",
+            ms=5,
+            label="certified points (α, β)" + (" of every audited pair" if several else ""),
+        )
         if np.any(bad):
             ax.plot(pa[bad], pb[bad], "o", color="#cf222e", ms=6, label="certified points below the claim")
         if t.mu > 0:
-            ax.plot(grid, _t.gaussian_curve(grid, t.mu), color="#d9822b", lw=1, ls="-.",
-                    label=f"G_μ at the certified μ lower bound {fmt(t.mu)}")
+            ax.plot(
+                grid,
+                _t.gaussian_curve(grid, t.mu),
+                color="#d9822b",
+                lw=1,
+                ls="-.",
+                label=f"G_μ at the certified μ lower bound {fmt(t.mu)}",
+            )
         ax.set_title(f"certified trade-off T(M(D), M(D')), confidence {fmt(a.confidence, 6)}")
     else:
         ax.set_title("trade-off curve (no certified points recorded)")
@@ -424,8 +513,14 @@ def _tradeoff_panel(report: Report, ax: Any, ax_log: Any) -> None:
             ax_log.plot(pa[keep & bad], power[keep & bad], "o", color="#cf222e", ms=5, label="above the claim")
     xs = np.logspace(math.log10(lo), 0, 400)
     if claimed is not None:
-        ax_log.plot(xs, 1 - _t.epsilon_delta_curve(xs, a.epsilon, a.delta), color="black", ls="--", lw=1.2,
-                    label="claim: 1 − f_ε,δ")
+        ax_log.plot(
+            xs,
+            1 - _t.epsilon_delta_curve(xs, a.epsilon, a.delta),
+            color="black",
+            ls="--",
+            lw=1.2,
+            label="claim: 1 − f_ε,δ",
+        )
     if ref is not None:
         ax_log.plot(xs, 1 - ref[1](xs), color="green", ls=":", lw=1.8, label="mechanism")
     ax_log.plot(xs, xs, color="#999999", lw=0.8, label="no privacy loss")
@@ -450,9 +545,11 @@ def _tradeoff_words(r: Report) -> str | None:
     below = 0
     for p in np.unique(t.pair):
         below += int(np.count_nonzero(t.below(lambda x: _t.epsilon_delta_curve(x, a.epsilon, a.delta), int(p))))
-    return (f"Certified trade-off curve: {len(t.alpha)} point(s) (α, β) with T(α) <= β, from the same counts and "
-            f"intervals as the ε bound; μ-GDP lower bound {fmt(t.mu)}; ε lower bound from the curve at δ = "
-            f"{fmt(t.delta, 6)}: {fmt(t.epsilon)}; points below the claimed curve f_ε,δ: {below}")
+    return (
+        f"Certified trade-off curve: {len(t.alpha)} point(s) (α, β) with T(α) <= β, from the same counts and "
+        f"intervals as the ε bound; μ-GDP lower bound {fmt(t.mu)}; ε lower bound from the curve at δ = "
+        f"{fmt(t.delta, 6)}: {fmt(t.epsilon)}; points below the claimed curve f_ε,δ: {below}"
+    )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -464,6 +561,7 @@ _SPHINX_ROLE = re.compile(r":(?:[A-Za-z]+:)?[A-Za-z]+:`(?:~?([^`<>]*?)\s*(?:<[^`
 def _plain_roles(text: str) -> str:
     """Sphinx roles and reST double backticks as Markdown code: ":func:`x`" -> "`x`", "``y``" -> "`y`"
     (``~a.b`` shows ``b``, ``title <target>`` shows ``title``)."""
+
     def code(m: re.Match) -> str:
         shown = m.group(1).strip()
         if m.group(0).find("~") >= 0:
@@ -551,12 +649,23 @@ def _witness_pair_words(proof: Any, audit: Any) -> str | None:
     best = (audit.extra or {}).get("best_pair")
     if key in keys:
         i = keys.index(key)
-        tail = "" if best is None else (" — and it is the pair the certified event came from" if best == i else
-                                        f"; the certified event came from pair {best}, which the audit found stronger")
-        return (f"The proof's witness pair is audited: it is pair {i} of the {len(keys)} pairs the union bound "
-                f"covers{tail}.")
-    return (f"The proof's witness pair (D = `{jsonable(w.data)}`, D' = `{jsonable(w.neighbor)}`) is not among the "
-            f"{len(keys)} audited pairs: it is not a valid neighbouring pair of the mechanism's input spec.")
+        tail = (
+            ""
+            if best is None
+            else (
+                " — and it is the pair the certified event came from"
+                if best == i
+                else f"; the certified event came from pair {best}, which the audit found stronger"
+            )
+        )
+        return (
+            f"The proof's witness pair is audited: it is pair {i} of the {len(keys)} pairs the union bound "
+            f"covers{tail}."
+        )
+    return (
+        f"The proof's witness pair (D = `{jsonable(w.data)}`, D' = `{jsonable(w.neighbor)}`) is not among the "
+        f"{len(keys)} audited pairs: it is not a valid neighbouring pair of the mechanism's input spec."
+    )
 
 
 def _page(r: Report, out_dir: str = "reports") -> _Page:
@@ -590,17 +699,27 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         from markupsafe import Markup
 
         tree = derivation_tree(c.proof)
-        proof_page = _ProofPage(bound=fmt(p.bound), bound_expr=str(p.bound_expr),
-                                bound_mathml=Markup(to_mathml(p.bound_expr, display="inline")),
-                                assumptions=list(p.assumptions) or ["(none stated)"],
-                                steps=c.proof.steps, tree_html=Markup(render_tree_html(tree, open_levels=1)),
-                                tree_md=render_tree_markdown(tree), notes=[f"Note: {n}" for n in p.notes], witness=witness)
+        proof_page = _ProofPage(
+            bound=fmt(p.bound),
+            bound_expr=str(p.bound_expr),
+            bound_mathml=Markup(to_mathml(p.bound_expr, display="inline")),
+            assumptions=list(p.assumptions) or ["(none stated)"],
+            steps=c.proof.steps,
+            tree_html=Markup(render_tree_html(tree, open_levels=1)),
+            tree_md=render_tree_markdown(tree),
+            notes=[f"Note: {n}" for n in p.notes],
+            witness=witness,
+        )
     audit_page = None
     if a is not None:
-        items = [f"Certified ε lower bound: {fmt(a.epsilon_lower_bound)} at confidence {fmt(a.confidence, 6)} "
-                 f"against ε = {fmt(a.epsilon)}, δ = {fmt(a.delta, 6)}: " + ("passed" if a.passed else "VIOLATION certified"),
-                 f"Witness: {a.witness_description}", f"Method: {a.method}",
-                 f"Samples: {a.samples} per side; seed {a.seed}; events tested {a.events_tested}; pairs tested {a.pairs_tested}"]
+        items = [
+            f"Certified ε lower bound: {fmt(a.epsilon_lower_bound)} at confidence {fmt(a.confidence, 6)} "
+            f"against ε = {fmt(a.epsilon)}, δ = {fmt(a.delta, 6)}: "
+            + ("passed" if a.passed else "VIOLATION certified"),
+            f"Witness: {a.witness_description}",
+            f"Method: {a.method}",
+            f"Samples: {a.samples} per side; seed {a.seed}; events tested {a.events_tested}; pairs tested {a.pairs_tested}",
+        ]
         said = _witness_pair_words(p, a)
         if said:
             items.append(said)
@@ -615,49 +734,77 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         if hint:
             items.append(hint[0].upper() + hint[1:])
         seq = " --sequential" if "sequential" in (a.extra or {}) else ""
-        items.append(f"Reproduce: `dpharness audit{rerun_flags([m.name])} {m.name} --samples {a.samples} --seed {a.seed}{seq}`")
+        items.append(
+            f"Reproduce: `dpharness audit{rerun_flags([m.name])} {m.name} --samples {a.samples} --seed {a.seed}{seq}`"
+        )
         keys = list(a.counts or {})
         audit_page = _AuditPage(items, keys, [str(jsonable(a.counts[k])) for k in keys])
     caption = ""
     if r.png is not None:
         pair = "" if r.pair is None else f" (D = `{jsonable(r.pair[0])}`, D' = `{jsonable(r.pair[1])}`)"
-        cap = [f"Top: outputs on D and D'{pair}. Second: privacy-loss distribution in both directions, from "
-               + (r.loss_source or "—") + "."]
+        cap = [
+            f"Top: outputs on D and D'{pair}. Second: privacy-loss distribution in both directions, from "
+            + (r.loss_source or "—")
+            + "."
+        ]
         if r.curve:
-            cap.append("Third: certified lower bound at " + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
-                       + " (same pair, same seed).")
+            cap.append(
+                "Third: certified lower bound at "
+                + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
+                + " (same pair, same seed)."
+            )
         if r.tradeoff is not None:
-            cap.append("Bottom left: the certified trade-off points (type I error α, type II error β of the audit's "
-                       "events as tests, upper confidence bounds) and their convex envelope, which the true trade-off "
-                       "curve lies below, against the claim's f_ε,δ"
-                       + (f" and the mechanism's own curve ({r.tradeoff_reference})" if r.tradeoff_reference else "")
-                       + "; a point below the claim certifies a violation. Bottom right: the same points in both "
-                       "orders of their pair as power 1 − β against α on log axes, where tail events show.")
+            cap.append(
+                "Bottom left: the certified trade-off points (type I error α, type II error β of the audit's "
+                "events as tests, upper confidence bounds) and their convex envelope, which the true trade-off "
+                "curve lies below, against the claim's f_ε,δ"
+                + (f" and the mechanism's own curve ({r.tradeoff_reference})" if r.tradeoff_reference else "")
+                + "; a point below the claim certifies a violation. Bottom right: the same points in both "
+                "orders of their pair as power 1 − β against α on log axes, where tail events show."
+            )
         if r.profile is not None:
             at = r.profile.epsilon(float(r.mechanism.claim.delta))
             how = dict(zip([d for d, _, _ in r.profile.points], r.profile.methods))
-            cap.append("Last row: the privacy profile ε(δ) the proof accounts (at each δ the smallest ε of its routes: "
-                       + ", ".join(sorted(set(r.profile.methods) - {"none"})) + "), the PLD's certified lower end where "
-                       f"it has one, and the claim marked; at the claimed δ the profile gives ε <= {fmt(at)}"
-                       + (f" ({how[float(r.mechanism.claim.delta)]})" if float(r.mechanism.claim.delta) in how else "")
-                       + ".")
+            cap.append(
+                "Last row: the privacy profile ε(δ) the proof accounts (at each δ the smallest ε of its routes: "
+                + ", ".join(sorted(set(r.profile.methods) - {"none"}))
+                + "), the PLD's certified lower end where "
+                f"it has one, and the claim marked; at the claimed δ the profile gives ε <= {fmt(at)}"
+                + (f" ({how[float(r.mechanism.claim.delta)]})" if float(r.mechanism.claim.delta) in how else "")
+                + "."
+            )
         caption = " ".join(cap)
     v = r.meta["versions"]
     return _Page(
-        name=m.name, lead=f"Verdict: {verdict} · {audit_word}", ok=c.passed, meta=r.meta,
+        name=m.name,
+        lead=f"Verdict: {verdict} · {audit_word}",
+        ok=c.passed,
+        meta=r.meta,
         sandwich_head=["claimed ε", "proven bound", f"certified empirical lower bound{conf}"],
-        sandwich_rows=[[fmt(claimed) + (f" (δ = {fmt(delta, 6)})" if delta else ""),
-                        "—" if p is None else fmt(p.bound) + (f" (δ ≤ {fmt(p.delta_bound)})" if p.delta_bound is not None else ""),
-                        "—" if a is None else fmt(a.epsilon_lower_bound)]],
-        info=info, proof_error=_first_line(c.proof_error or (c.error if p is None else None)), proof=proof_page,
+        sandwich_rows=[
+            [
+                fmt(claimed) + (f" (δ = {fmt(delta, 6)})" if delta else ""),
+                "—"
+                if p is None
+                else fmt(p.bound) + (f" (δ ≤ {fmt(p.delta_bound)})" if p.delta_bound is not None else ""),
+                "—" if a is None else fmt(a.epsilon_lower_bound),
+            ]
+        ],
+        info=info,
+        proof_error=_first_line(c.proof_error or (c.error if p is None else None)),
+        proof=proof_page,
         audit=audit_page,
         audit_missing=f"The auditor raised: {_first_line(c.audit_error or c.error)}",
         image=None if r.png is None else f"{m.name}.png",
         png_base64="" if r.png is None else base64.b64encode(r.png).decode("ascii"),
-        caption=caption, plot_note=r.plot_note or "No plots.",
-        provenance=[f"Mechanism source SHA-256: `{r.meta['source_hash']}` ({r.meta['class']})",
-                    "Tools: " + ", ".join(f"{k} {v[k]}" for k in v),
-                    f"Regenerate: `dpharness report{rerun_flags([m.name])} --out {out_dir} {m.name}`"])
+        caption=caption,
+        plot_note=r.plot_note or "No plots.",
+        provenance=[
+            f"Mechanism source SHA-256: `{r.meta['source_hash']}` ({r.meta['class']})",
+            "Tools: " + ", ".join(f"{k} {v[k]}" for k in v),
+            f"Regenerate: `dpharness report{rerun_flags([m.name])} --out {out_dir} {m.name}`",
+        ],
+    )
 
 
 def _md_escape_cell(text: Any) -> str:
@@ -694,16 +841,22 @@ def _environment(kind: str) -> Any:
             out, pos = [], 0
             text = str(text)
             for match in _CODE_SPAN.finditer(text):
-                out.append(html.escape(text[pos:match.start()]))
+                out.append(html.escape(text[pos : match.start()]))
                 out.append(f"<code>{html.escape(match.group(2).strip())}</code>")
                 pos = match.end()
             out.append(html.escape(text[pos:]))
             return Markup("".join(out))
 
         html_kind = kind == "html"
-        env = jinja2.Environment(loader=jinja2.PackageLoader("dpharness", "templates"), autoescape=html_kind,
-                                 trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                                 undefined=jinja2.StrictUndefined, finalize=escape if html_kind else None)
+        env = jinja2.Environment(
+            loader=jinja2.PackageLoader("dpharness", "templates"),
+            autoescape=html_kind,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            undefined=jinja2.StrictUndefined,
+            finalize=escape if html_kind else None,
+        )
         env.filters["md_cell"] = _md_escape_cell
         env.filters["inline"] = inline
         env.globals["css"] = Markup(_CSS + "\n" + TREE_CSS)
@@ -750,8 +903,15 @@ class Written:
     error: str | None
 
 
-def generate(name: str, *, out: str, samples: int = REPORT_SAMPLES, seed: int = 0,
-             timeout: float | None = None, modules: tuple[str, ...] = ()) -> Written:
+def generate(
+    name: str,
+    *,
+    out: str,
+    samples: int = REPORT_SAMPLES,
+    seed: int = 0,
+    timeout: float | None = None,
+    modules: tuple[str, ...] = (),
+) -> Written:
     """Build and write the report of the registered mechanism ``name`` at its defaults (worker entry).
     ``modules``: a project's modules to import first (their ``register`` calls run in this worker).
     ``error``: the first line of a crash or time-out of the check (the page is written and says so)."""
@@ -770,6 +930,7 @@ def generate(name: str, *, out: str, samples: int = REPORT_SAMPLES, seed: int = 
 
 
 # --------------------------------------------------------------------------- index and metadata
+
 
 def read_metadata(path: str) -> dict:
     """The metadata comment of a report page (Markdown or HTML)."""
@@ -794,14 +955,25 @@ def write_index(out_dir: str) -> list[str]:
 
     def row(meta):
         audit = {None: "error", True: "passed", False: "VIOLATION"}[meta.get("audit_passed")]
-        return [meta["name"], meta["claim"], meta.get("verdict") or "error", fmt(meta.get("proven_bound")),
-                fmt(meta.get("epsilon_lower_bound")), audit]
+        return [
+            meta["name"],
+            meta["claim"],
+            meta.get("verdict") or "error",
+            fmt(meta.get("proven_bound")),
+            fmt(meta.get("epsilon_lower_bound")),
+            audit,
+        ]
 
-    groups = [("Catalog (correct mechanisms: expected PROVED and audit passed)", [m for m in metas if not m["buggy"]]),
-              ("Gallery (known bugs: expected not PROVED or a VIOLATION)", [m for m in metas if m["buggy"]])]
+    groups = [
+        ("Catalog (correct mechanisms: expected PROVED and audit passed)", [m for m in metas if not m["buggy"]]),
+        ("Gallery (known bugs: expected not PROVED or a VIOLATION)", [m for m in metas if m["buggy"]]),
+    ]
     flags = rerun_flags(meta["name"] for meta in metas)
-    context = {"where": f"{flags.strip()} --out {os.path.normpath(out_dir)}".strip(), "head": head,
-               "groups": [(title, [row(meta) for meta in group]) for title, group in groups if group]}
+    context = {
+        "where": f"{flags.strip()} --out {os.path.normpath(out_dir)}".strip(),
+        "head": head,
+        "groups": [(title, [row(meta) for meta in group]) for title, group in groups if group],
+    }
     paths = []
     for kind, fname in (("md", "README.md"), ("html", "index.html")):
         path = os.path.join(out_dir, fname)

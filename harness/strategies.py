@@ -55,10 +55,13 @@ def records_from_domain(domain: Domain, *, bound: float = 1e6) -> st.SearchStrat
             raise ParameterError(f"bound={bound!r} leaves no room inside {domain.describe()}; pass a larger bound.")
         return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)
     if isinstance(domain, RealBox):
-        coord = st.floats(float(domain.lo), float(domain.hi), allow_nan=False, allow_infinity=False,
-                          allow_subnormal=False)
+        coord = st.floats(
+            float(domain.lo), float(domain.hi), allow_nan=False, allow_infinity=False, allow_subnormal=False
+        )
         return st.lists(coord, min_size=domain.dim, max_size=domain.dim).map(lambda r: np.array(r, dtype=float))
-    raise ParameterError(f"domain={domain!r} is not a dpharness Domain; pass Finite, IntegerRange, RealInterval or RealBox.")
+    raise ParameterError(
+        f"domain={domain!r} is not a dpharness Domain; pass Finite, IntegerRange, RealInterval or RealBox."
+    )
 
 
 def _record_strategy(records: Any) -> st.SearchStrategy:
@@ -114,15 +117,23 @@ def _substitute(draw: st.DrawFn, rec: st.SearchStrategy, min_size: int, max_size
 
 
 @st.composite
-def _bounded_change(draw: st.DrawFn, rec: st.SearchStrategy, relation: BoundedChange, dim: int, integral: bool,
-                    contains: Callable[[Any], bool]) -> tuple[np.ndarray, np.ndarray]:
+def _bounded_change(
+    draw: st.DrawFn,
+    rec: st.SearchStrategy,
+    relation: BoundedChange,
+    dim: int,
+    integral: bool,
+    contains: Callable[[Any], bool],
+) -> tuple[np.ndarray, np.ndarray]:
     x = np.array([draw(rec) for _ in range(dim)])
     sens = float(relation.sensitivity)
     if integral:
         budget = int(math.floor(sens + 1e-12))
         if budget < 1:
-            raise ParameterError(f"sensitivity={relation.sensitivity!r} is below 1 for integer records; "
-                                 "no two different integer vectors are neighbours.")
+            raise ParameterError(
+                f"sensitivity={relation.sensitivity!r} is below 1 for integer records; "
+                "no two different integer vectors are neighbours."
+            )
         # an integer change of norm <= budget: spend the budget coordinate by coordinate
         d = np.zeros(dim, dtype=np.int64)
         if relation.norm == "linf":
@@ -138,12 +149,16 @@ def _bounded_change(draw: st.DrawFn, rec: st.SearchStrategy, relation: BoundedCh
             d[draw(st.integers(0, dim - 1))] = draw(st.sampled_from([-1, 1]))
         y = x.astype(np.int64) + d
     else:
-        direction = np.array(draw(st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False),
-                                           min_size=dim, max_size=dim)))
+        direction = np.array(
+            draw(st.lists(st.floats(-1, 1, allow_nan=False, allow_subnormal=False), min_size=dim, max_size=dim))
+        )
         if not np.any(np.abs(direction) > 1e-3):
             direction[draw(st.integers(0, dim - 1))] = 1.0
-        norm = {"l1": np.abs(direction).sum(), "l2": math.sqrt(float((direction ** 2).sum())),
-                "linf": np.abs(direction).max()}[relation.norm]
+        norm = {
+            "l1": np.abs(direction).sum(),
+            "l2": math.sqrt(float((direction**2).sum())),
+            "linf": np.abs(direction).max(),
+        }[relation.norm]
         t = draw(st.floats(1e-3, 1.0, allow_nan=False))
         y = x + direction / norm * (t * sens * (1 - _MARGIN))
     if not contains(y):
@@ -151,16 +166,25 @@ def _bounded_change(draw: st.DrawFn, rec: st.SearchStrategy, relation: BoundedCh
     return (x, y) if draw(st.booleans()) else (y, x)
 
 
-def neighboring_datasets(records: Any = None, relation: Relation | None = None, *, shape: str | None = None,
-                         min_size: int = 0, max_size: int = 8, dim: int = 1) -> st.SearchStrategy:
+def neighboring_datasets(
+    records: Any = None,
+    relation: Relation | None = None,
+    *,
+    shape: str | None = None,
+    min_size: int = 0,
+    max_size: int = 8,
+    dim: int = 1,
+) -> st.SearchStrategy:
     """A strategy for neighbouring pairs ``(data, neighbor)`` under ``relation`` (see the module docstring).
 
     ``records``: record strategy or Domain; ``shape``: ``"dataset"`` (default for AddRemove/Substitute),
     ``"record"`` (Substitute only: two single records) or ``"vector"`` (default for BoundedChange);
     ``min_size``/``max_size``: data-set sizes; ``dim``: vector length for BoundedChange."""
     if relation is None or not isinstance(relation, Relation):
-        raise ParameterError(f"relation={relation!r} is not a neighbour relation; pass AddRemove(), Substitute() "
-                             "or BoundedChange(sensitivity, norm).")
+        raise ParameterError(
+            f"relation={relation!r} is not a neighbour relation; pass AddRemove(), Substitute() "
+            "or BoundedChange(sensitivity, norm)."
+        )
     if records is None:
         raise ParameterError("records=None; pass a Domain (e.g. IntegerRange(0, 9)) or a hypothesis strategy.")
     min_size = _v.integer("min_size", min_size, minimum=0)
@@ -170,8 +194,10 @@ def neighboring_datasets(records: Any = None, relation: Relation | None = None, 
         shape = "vector" if isinstance(relation, BoundedChange) else "dataset"
     _v.choice("shape", shape, ("record", "dataset", "vector"))
     if isinstance(relation, BoundedChange) != (shape == "vector"):
-        raise ParameterError(f"shape={shape!r} does not fit relation={relation!r}; BoundedChange goes with "
-                             "shape='vector', AddRemove/Substitute with 'dataset' (or 'record').")
+        raise ParameterError(
+            f"shape={shape!r} does not fit relation={relation!r}; BoundedChange goes with "
+            "shape='vector', AddRemove/Substitute with 'dataset' (or 'record')."
+        )
     rec = _record_strategy(records)
     if shape == "record":
         if not isinstance(relation, Substitute):
@@ -186,9 +212,12 @@ def neighboring_datasets(records: Any = None, relation: Relation | None = None, 
     if isinstance(relation, BoundedChange):
         domain = records if isinstance(records, Domain) else None
         integral = isinstance(domain, (IntegerRange,)) or (
-            isinstance(domain, Finite) and all(isinstance(v, (int, np.integer)) for v in domain.values))
+            isinstance(domain, Finite) and all(isinstance(v, (int, np.integer)) for v in domain.values)
+        )
         if isinstance(domain, Finite):
-            raise ParameterError("records=Finite(...) with BoundedChange is not supported; pass IntegerRange or RealInterval.")
+            raise ParameterError(
+                "records=Finite(...) with BoundedChange is not supported; pass IntegerRange or RealInterval."
+            )
 
         def contains(y: Any, _d: Domain | None = domain) -> bool:
             return True if _d is None else bool(np.all(_d.contains(y)))

@@ -42,9 +42,18 @@ def _configure(*, seed: int, samples: int) -> None:
     _DEFAULTS["samples"] = samples
 
 
-def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, epsilon: float | None = None,
-                   delta: float = 0.0, samples: int | None = None, seed: int | None = None,
-                   confidence: float = 0.95, **options: Any) -> AuditResult:
+def assert_private(
+    mechanism: Any,
+    data: Any = None,
+    neighbor: Any = None,
+    *,
+    epsilon: float | None = None,
+    delta: float = 0.0,
+    samples: int | None = None,
+    seed: int | None = None,
+    confidence: float = 0.95,
+    **options: Any,
+) -> AuditResult:
     """Audit ``mechanism`` (a catalog Mechanism or a callable ``fn(data, size, rng)``; see
     :func:`dpharness.audit`) on ``(data, neighbor)`` and raise :class:`PrivacyViolation` (an
     AssertionError) when a violation of ``(epsilon, delta)`` is certified at ``confidence``. The
@@ -67,8 +76,17 @@ def assert_private(mechanism: Any, data: Any = None, neighbor: Any = None, *, ep
     seed = _DEFAULTS["seed"] if seed is None else seed
     samples = _DEFAULTS["samples"] if samples is None else samples
     options.setdefault("sequential", True)
-    result = audit(mechanism, data, neighbor, epsilon=epsilon, delta=delta, samples=samples, seed=seed,
-                   confidence=confidence, **options)
+    result = audit(
+        mechanism,
+        data,
+        neighbor,
+        epsilon=epsilon,
+        delta=delta,
+        samples=samples,
+        seed=seed,
+        confidence=confidence,
+        **options,
+    )
     if not pass_rule(buggy=False, policy=Policy.AUDIT_ONLY, audit_passed=bool(result.passed), crashed=False).passed:
         name = getattr(mechanism, "name", None) or getattr(mechanism, "__qualname__", None) or repr(mechanism)
         counts = ", ".join(f"{k}={v}" for k, v in result.counts.items()) if result.counts else "—"

@@ -88,18 +88,21 @@ __all__ = [
     "randomized_response",
 ]
 
-_CHUNK = 1 << 16            # elements per vectorised pass (keeps the working set in cache)
-_INV53 = 2.0 ** -53
-_MIN_SCALE = Fraction(1, 2 ** 1000)
-_MAX_SCALE = Fraction(2 ** 1000)
-_MIN_SIGMA2 = Fraction(1, 2 ** 32)  # below about 2**-37 the sampler runs out of memory (its exact comparisons with exp(-1/(2σ²)))
-_MAX_SIGMA2 = Fraction(2 ** 200)
-_SPLIT = 11                 # A is drawn by inversion with s = t / 2**k < 2**_SPLIT
-_LOG_BAND = 2.0 ** -33      # D = s * _LOG_BAND (see the module docstring)
+_CHUNK = 1 << 16  # elements per vectorised pass (keeps the working set in cache)
+_INV53 = 2.0**-53
+_MIN_SCALE = Fraction(1, 2**1000)
+_MAX_SCALE = Fraction(2**1000)
+_MIN_SIGMA2 = Fraction(
+    1, 2**32
+)  # below about 2**-37 the sampler runs out of memory (its exact comparisons with exp(-1/(2σ²)))
+_MAX_SIGMA2 = Fraction(2**200)
+_SPLIT = 11  # A is drawn by inversion with s = t / 2**k < 2**_SPLIT
+_LOG_BAND = 2.0**-33  # D = s * _LOG_BAND (see the module docstring)
 _H_MIN = np.uint64(1 << 34)  # inversion is filtered only for U >= 2**-19
 
 
 # --------------------------------------------------------------------------- exact numbers
+
 
 def exact_rational(name: str, value: Any) -> Fraction:
     """``value`` as an exact Fraction: ints and Fractions as they are, a float as its exact binary
@@ -220,6 +223,7 @@ def _as_probability(p: Any) -> ExactProbability:
 
 # --------------------------------------------------------------------------- random bits
 
+
 def _words(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` independent uniform 64-bit words (uint64) from the generator's bit stream."""
     return rng.bit_generator.random_raw(n)
@@ -237,6 +241,7 @@ def _count(size) -> tuple[tuple[int, ...], int]:
 
 
 # --------------------------------------------------------------------------- exact resolvers (scalar)
+
 
 def _resolve_below(prefix: int, bits: int, enclose: Callable[[int], tuple], rng) -> bool:
     """Decide ``U < p`` exactly for U uniform in ``[prefix, prefix + 1) 2**-bits``, drawing more
@@ -267,6 +272,7 @@ def _resolve_floor_neglog(prefix: int, bits: int, s: Fraction, rng) -> int:
 
 # --------------------------------------------------------------------------- vectorised primitives
 
+
 def _below_approx(p: np.ndarray, err: np.ndarray, enclose_at: Callable[[int, int], tuple], rng) -> np.ndarray:
     """``U_i < p_i`` for fresh uniforms, where the float ``p`` is within ``err`` of the exact
     ``p_i`` (``err`` NaN or inf marks an element as unfiltered); ``enclose_at(i, prec)`` encloses
@@ -288,7 +294,7 @@ def _below_exp_approx(gamma: np.ndarray, dgamma: np.ndarray, exact_gamma: Callab
     with np.errstate(over="ignore", invalid="ignore"):
         p = np.exp(-gamma)
         # |exp(-γ_f) - e^{-γ}| <= p (e^{dγ} - 1 + 2**-42 e^{dγ}) <= p (2 dγ + 2**-40) for dγ <= 2**-4
-        err = np.where(dgamma <= 2.0 ** -4, p * (2.0 * dgamma + 2.0 ** -40) + 2.0 ** -1000, np.nan)
+        err = np.where(dgamma <= 2.0**-4, p * (2.0 * dgamma + 2.0**-40) + 2.0**-1000, np.nan)
 
     def enclose_at(i: int, prec: int):
         return ExactProbability.exp_neg(exact_gamma(i)).enclose(prec)
@@ -305,23 +311,23 @@ def bernoulli(p: Any, size, rng: np.random.Generator) -> np.ndarray:
     prob = _as_probability(p)
     shape, n = _count(size)
     lo, hi = prob.enclose(128)
-    c_lo = min(math.floor(lo * 2 ** 53), 2 ** 53)   # U < (h+1) 2**-53 <= lo <= p for h < c_lo
-    c_hi = min(math.floor(hi * 2 ** 53), 2 ** 53)   # U >= h 2**-53 > hi >= p for h > c_hi
+    c_lo = min(math.floor(lo * 2**53), 2**53)  # U < (h+1) 2**-53 <= lo <= p for h < c_lo
+    c_hi = min(math.floor(hi * 2**53), 2**53)  # U >= h 2**-53 > hi >= p for h > c_hi
     out = np.empty(n, dtype=bool)
     for start in range(0, n, _CHUNK):
         w = _words(rng, min(_CHUNK, n - start))
         # h < c  <=>  w < c * 2**11 (h = w >> 11)
-        if c_lo >= 2 ** 53:
+        if c_lo >= 2**53:
             res = np.ones(len(w), dtype=bool)
         else:
             res = w < np.uint64(c_lo << 11)
-        if c_hi + 1 < 2 ** 53:
+        if c_hi + 1 < 2**53:
             amb = ~res & (w < np.uint64((c_hi + 1) << 11))
         else:
             amb = ~res
         for i in np.flatnonzero(amb):
             res[i] = _resolve_below(int(w[i] >> np.uint64(11)), 53, prob.enclose, rng)
-        out[start:start + len(w)] = res
+        out[start : start + len(w)] = res
     return out.reshape(shape)
 
 
@@ -335,11 +341,12 @@ def bernoulli_exp(x: Any, rng: np.random.Generator, size=None) -> np.ndarray | b
         num = np.asarray(x[0], dtype=np.int64).ravel()
         den = np.asarray(x[1], dtype=np.int64).ravel()
         if num.shape != den.shape or (num.size and (num.min() < 0 or den.min() <= 0)):
-            raise ParameterError("x=(numerators, denominators) must be equal-length arrays with numerators >= 0 "
-                                 "and denominators > 0.")
+            raise ParameterError(
+                "x=(numerators, denominators) must be equal-length arrays with numerators >= 0 and denominators > 0."
+            )
         g = num.astype(np.float64) / den.astype(np.float64)
         # each conversion and the division round once (3 * 2**-53 < 2**-51); doubled for safety
-        dg = g * 2.0 ** -50
+        dg = g * 2.0**-50
         return _below_exp_approx(g, dg, lambda i: Fraction(int(num[i]), int(den[i])), rng)
     xq = exact_rational("x", x)
     if xq < 0:
@@ -351,17 +358,20 @@ def bernoulli_exp(x: Any, rng: np.random.Generator, size=None) -> np.ndarray | b
 
 # --------------------------------------------------------------------------- geometric and discrete Laplace
 
+
 def _check_scale(t: Any) -> Fraction:
     tq = exact_rational("t", t)
     if not _MIN_SCALE <= tq <= _MAX_SCALE:
-        raise ParameterError(f"t={t!r} is outside [2**-1000, 2**1000], the scales the exact discrete Laplace "
-                             "sampler accepts; pass a scale in that range.")
+        raise ParameterError(
+            f"t={t!r} is outside [2**-1000, 2**1000], the scales the exact discrete Laplace "
+            "sampler accepts; pass a scale in that range."
+        )
     return tq
 
 
 def _split(t: Fraction) -> tuple[int, Fraction]:
     """``(k, s)`` with ``t = 2**k s`` and ``s < 2**_SPLIT`` (k = 0 for small t; else s >= 2**(_SPLIT-1))."""
-    if t < 2 ** _SPLIT:
+    if t < 2**_SPLIT:
         return 0, t
     e = t.numerator.bit_length() - t.denominator.bit_length()
     if Fraction(2) ** e > t:
@@ -401,7 +411,7 @@ def _geometric_quotient(w: np.ndarray, s: Fraction, rng) -> np.ndarray:
     bad = np.flatnonzero(~ok)
     if len(bad):
         vals = [_resolve_floor_neglog(int(h[i]), 53, s, rng) for i in bad]
-        if max(vals) >= 2 ** 62:
+        if max(vals) >= 2**62:
             out = out.astype(object)
         for i, v in zip(bad, vals):
             out[i] = v
@@ -421,7 +431,7 @@ def _truncated_accept(b: np.ndarray, coin: np.ndarray, t: Fraction, rng) -> np.n
         # expm1 within 2**-42 relative, x (two roundings) within 2**-51 relative; |1024 expm1| <= 1:
         # |p'_f - p'| <= 2**-52 + 1024 |expm1(-x)| 2**-41 <= 2**-30 (ample)
         p = 1.0 + 1024.0 * np.expm1(-x)
-        err = np.full(len(idx), 2.0 ** -30)
+        err = np.full(len(idx), 2.0**-30)
 
         def enclose_at(i: int, prec: int):
             lo, hi = ExactProbability.exp_neg(Fraction(int(bi[i])) / t).enclose(prec)
@@ -444,7 +454,7 @@ def _geometric_proposals(t: Fraction, k: int, s: Fraction, m: int, rng):
         coin = ((w >> np.uint64(1)) & np.uint64(1023)).astype(np.int64)
         accepted = _truncated_accept(b, coin, t, rng)
         n = 1 << k
-        if a.dtype != object and b.dtype != object and (int(a.max()) + 1) * n < 2 ** 63:
+        if a.dtype != object and b.dtype != object and (int(a.max()) + 1) * n < 2**63:
             g = a * np.int64(n) + b
         else:
             g = a.astype(object) * n + b.astype(object)
@@ -462,8 +472,8 @@ def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
     shape, n = _count(size)
     k, s = _split(tq)
     # acceptance: 1 - (1 - q)/2 for the sign, times >= 1 - 2**-10 for B
-    q = math.exp(-1.0 / float(tq)) if tq > Fraction(1, 2 ** 10) else 0.0
-    rate = (1.0 - (1.0 - q) / 2.0) * (1.0 - 2.0 ** -10 if k else 1.0)
+    q = math.exp(-1.0 / float(tq)) if tq > Fraction(1, 2**10) else 0.0
+    rate = (1.0 - (1.0 - q) / 2.0) * (1.0 - 2.0**-10 if k else 1.0)
     parts, filled, big = [], 0, False
     while filled < n:
         need = n - filled
@@ -472,7 +482,7 @@ def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
         idx = np.flatnonzero(accepted)[:need]
         if g.dtype == object:
             part = np.where(negative[idx], -g[idx], g[idx])
-            if all(-2 ** 63 <= int(v) < 2 ** 63 for v in part):
+            if all(-(2**63) <= int(v) < 2**63 for v in part):
                 part = part.astype(np.int64)
             else:
                 big = True
@@ -488,6 +498,7 @@ def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
 
 # --------------------------------------------------------------------------- discrete Gaussian
 
+
 def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray:
     """Integers with ``P(k) ∝ exp(-k²/(2σ²))``, exactly, for an exact rational ``σ²`` in
     [2**-32, 2**200] (Fraction or int; a float is read as its binary value); int64 array of shape
@@ -498,32 +509,38 @@ def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray
     ``exp(-γ)``, ``γ = (|Y| - σ²/t)² / (2σ²)``, decided by :func:`_below_exp_approx`."""
     s2 = exact_rational("sigma2", sigma2)
     if not _MIN_SIGMA2 <= s2 <= _MAX_SIGMA2:
-        raise ParameterError(f"sigma2={sigma2!r} is outside [2**-32, 2**200], the variances the exact discrete "
-                             "Gaussian sampler accepts; pass a variance in that range.")
+        raise ParameterError(
+            f"sigma2={sigma2!r} is outside [2**-32, 2**200], the variances the exact discrete "
+            "Gaussian sampler accepts; pass a variance in that range."
+        )
     shape, n = _count(size)
-    t = math.isqrt(math.floor(s2)) + 1          # floor(sqrt(floor(x))) = floor(sqrt(x))
+    t = math.isqrt(math.floor(s2)) + 1  # floor(sqrt(floor(x))) = floor(sqrt(x))
     tq = Fraction(t)
     c_exact = s2 / t
-    c = float(c_exact)                           # relative error <= 2**-53
-    inv = 1.0 / (2.0 * float(s2))                # relative error <= 2**-52
+    c = float(c_exact)  # relative error <= 2**-53
+    inv = 1.0 / (2.0 * float(s2))  # relative error <= 2**-52
     parts, filled = [], 0
     while filled < n:
         need = n - filled
         m = min(_CHUNK, int(need * 1.6) + 16)
         y = discrete_laplace(tq, m, rng)
         if y.dtype == object:  # |Y| >= 2**63: exact path element by element
-            keep = np.array([_resolve_below(0, 0, ExactProbability.exp_neg((abs(int(v)) - c_exact) ** 2 / (2 * s2)).enclose,
-                                            rng) for v in y], dtype=bool)
+            keep = np.array(
+                [
+                    _resolve_below(0, 0, ExactProbability.exp_neg((abs(int(v)) - c_exact) ** 2 / (2 * s2)).enclose, rng)
+                    for v in y
+                ],
+                dtype=bool,
+            )
         else:
-            a = np.abs(y).astype(np.float64)    # exact below 2**53, else relative error 2**-53
+            a = np.abs(y).astype(np.float64)  # exact below 2**53, else relative error 2**-53
             d = a - c
             # |d_f - d| <= (a + c) 2**-51 =: δ (rounding of c, of a, and of the subtraction)
-            delta = (a + c) * 2.0 ** -51
+            delta = (a + c) * 2.0**-51
             gamma = d * d * inv
             # |γ_f - γ| <= (2|d_f| + δ) δ / (2σ²) + 4 γ_f 2**-53, with a factor 2 of slack
-            dgamma = 2.0 * ((2.0 * np.abs(d) + delta) * delta * inv + gamma * 2.0 ** -50)
-            keep = _below_exp_approx(gamma, dgamma,
-                                     lambda i: (abs(int(y[i])) - c_exact) ** 2 / (2 * s2), rng)
+            dgamma = 2.0 * ((2.0 * np.abs(d) + delta) * delta * inv + gamma * 2.0**-50)
+            keep = _below_exp_approx(gamma, dgamma, lambda i: (abs(int(y[i])) - c_exact) ** 2 / (2 * s2), rng)
         idx = np.flatnonzero(keep)[:need]
         parts.append(y[idx])
         filled += len(idx)
@@ -535,6 +552,7 @@ def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray
 
 
 # --------------------------------------------------------------------------- randomized response
+
 
 def randomized_response(x: int, k: int, log_odds: Any, size, rng: np.random.Generator) -> np.ndarray:
     """k-ary randomized response on the category ``x``: report x with probability exactly
@@ -570,7 +588,7 @@ def categorical_exp(log_weights: list, size, rng: np.random.Generator) -> np.nda
     for i in range(len(a) - 1):
         if not len(alive):
             break
-        rest = [aj - a[i] for aj in a[i + 1:]]
+        rest = [aj - a[i] for aj in a[i + 1 :]]
 
         def enclose(prec: int, rest=rest):
             with _IVPrec(prec) as iv:

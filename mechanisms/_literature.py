@@ -16,8 +16,19 @@ import sympy as sp
 from scipy import integrate
 
 __all__ = [
-    "exact_ratio", "laplace_logpdf", "laplace_logcdf", "laplace_logsf", "expon_logpdf", "expon_logcdf", "log_laplace_interval",
-    "sym_laplace_pdf", "sym_laplace_cdf", "integrate_line", "integrate_line_vec", "gauss_legendre_line", "statdp_patterns",
+    "exact_ratio",
+    "laplace_logpdf",
+    "laplace_logcdf",
+    "laplace_logsf",
+    "expon_logpdf",
+    "expon_logcdf",
+    "log_laplace_interval",
+    "sym_laplace_pdf",
+    "sym_laplace_cdf",
+    "integrate_line",
+    "integrate_line_vec",
+    "gauss_legendre_line",
+    "statdp_patterns",
 ]
 
 _EXACT = (int, Fraction, np.integer)
@@ -27,7 +38,9 @@ def exact_ratio(num: Any, den: Any) -> Any:
     """``num / den`` as an exact Fraction (an int when integral) when both are ints/Fractions;
     otherwise a float rounded UP (``math.nextafter`` toward +inf), the safe direction for a noise scale."""
     if isinstance(num, _EXACT) and isinstance(den, _EXACT) and not isinstance(num, bool) and not isinstance(den, bool):
-        value = Fraction(int(num) if isinstance(num, np.integer) else num) / Fraction(int(den) if isinstance(den, np.integer) else den)
+        value = Fraction(int(num) if isinstance(num, np.integer) else num) / Fraction(
+            int(den) if isinstance(den, np.integer) else den
+        )
         return int(value) if value.denominator == 1 else value
     approx = float(num) / float(den)
     if Fraction(approx) * Fraction(float(den)) == Fraction(float(num)):
@@ -36,6 +49,7 @@ def exact_ratio(num: Any, den: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- numeric, log space
+
 
 def laplace_logpdf(z: np.ndarray, b: float) -> np.ndarray:
     """log density of Lap(0, b) at z."""
@@ -75,14 +89,15 @@ def log_laplace_interval(a: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray
     b = np.asarray(b, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         width = b - a
-        right = math.log(0.5) - a / lam + np.log1p(-np.exp(-width / lam))     # 0 <= a < b
-        left = math.log(0.5) + b / lam + np.log1p(-np.exp(-width / lam))      # a < b <= 0
+        right = math.log(0.5) - a / lam + np.log1p(-np.exp(-width / lam))  # 0 <= a < b
+        left = math.log(0.5) + b / lam + np.log1p(-np.exp(-width / lam))  # a < b <= 0
         mid = np.log1p(-0.5 * np.exp(np.minimum(a, 0) / lam) - 0.5 * np.exp(-np.maximum(b, 0) / lam))
     out = np.where(a >= 0, right, np.where(b <= 0, left, mid))
     return np.where(b > a, out, -np.inf)
 
 
 # --------------------------------------------------------------------------- sympy
+
 
 def sym_laplace_pdf(z: sp.Expr, b: sp.Expr) -> sp.Expr:
     """exp(-|z|/b) / (2b)."""
@@ -97,8 +112,10 @@ def sym_laplace_cdf(z: sp.Expr, b: sp.Expr) -> sp.Expr:
 
 # --------------------------------------------------------------------------- quadrature
 
-def integrate_line(fn: Callable[[float], float], kinks: Iterable[float], lo: float = -math.inf,
-                   hi: float = math.inf) -> float:
+
+def integrate_line(
+    fn: Callable[[float], float], kinks: Iterable[float], lo: float = -math.inf, hi: float = math.inf
+) -> float:
     """``∫_lo^hi fn`` by adaptive quadrature (scipy.integrate.quad), split at the ``kinks`` of the
     integrand (where it is not smooth) so each piece is smooth; infinite ends are integrated as
     tails from the outermost kink. Tolerance: relative 1e-11, absolute 1e-15 per piece."""
@@ -113,8 +130,9 @@ def integrate_line(fn: Callable[[float], float], kinks: Iterable[float], lo: flo
     return total
 
 
-def integrate_line_vec(fn: Callable[[float], np.ndarray], kinks: Iterable[float], lo: float = -math.inf,
-                       hi: float = math.inf) -> np.ndarray:
+def integrate_line_vec(
+    fn: Callable[[float], np.ndarray], kinks: Iterable[float], lo: float = -math.inf, hi: float = math.inf
+) -> np.ndarray:
     """Vector-valued :func:`integrate_line`: ``fn(r)`` returns an array (e.g. one entry per output
     pattern) and every entry is integrated at once (scipy.integrate.quad_vec, relative 1e-11,
     absolute 1e-15 per piece, split at the kinks)."""
@@ -129,8 +147,16 @@ def integrate_line_vec(fn: Callable[[float], np.ndarray], kinks: Iterable[float]
     return total
 
 
-def gauss_legendre_line(log_fn: Callable[[np.ndarray], np.ndarray], kinks: Iterable[float], *, step: float,
-                        tail: float, lo: float = -math.inf, hi: float = math.inf, nodes: int = 24) -> np.ndarray:
+def gauss_legendre_line(
+    log_fn: Callable[[np.ndarray], np.ndarray],
+    kinks: Iterable[float],
+    *,
+    step: float,
+    tail: float,
+    lo: float = -math.inf,
+    hi: float = math.inf,
+    nodes: int = 24,
+) -> np.ndarray:
     """``∫_lo^hi exp(log_fn(r)) dr`` for a vectorised ``log_fn`` (``r`` of shape (R,) -> logs of
     shape (..., R), e.g. one row per output pattern), all rows at once.
 
@@ -163,6 +189,7 @@ def gauss_legendre_line(log_fn: Callable[[np.ndarray], np.ndarray], kinks: Itera
 
 
 # --------------------------------------------------------------------------- StatDP input patterns
+
 
 def statdp_patterns(dim: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """The neighbouring query-answer vectors StatDP searches first (Ding et al. 2018, §5.1;

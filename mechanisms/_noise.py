@@ -47,8 +47,8 @@ __all__ = [
     "log_diff_ndtr",
 ]
 
-DEFAULT_GRANULARITY = 2.0 ** -20
-_MAX_UNITS = 2.0 ** 52  # beyond this |value / granularity| the grid can no longer be represented exactly
+DEFAULT_GRANULARITY = 2.0**-20
+_MAX_UNITS = 2.0**52  # beyond this |value / granularity| the grid can no longer be represented exactly
 
 
 def check_granularity(name: str, value: Any) -> float:
@@ -61,7 +61,7 @@ def check_granularity(name: str, value: Any) -> float:
     mantissa, _ = math.frexp(g)
     if mantissa != 0.5 or Fraction(value) != Fraction(g):
         raise ParameterError(f"{name}={value!r} is not a power of two; pass e.g. 2**-20 or 2**-10.")
-    if not 2.0 ** -60 <= g <= 2.0 ** 30:
+    if not 2.0**-60 <= g <= 2.0**30:
         raise ParameterError(f"{name}={value!r} is outside [2**-60, 2**30]; pass a power of two in that range.")
     return g
 
@@ -94,7 +94,9 @@ def bound_units(lo: Any, hi: Any, granularity: float) -> tuple[int, int]:
     _v.ordered("lo", lo, "hi", hi)
     ulo, uhi = (int(u) for u in to_units("lo/hi", np.array([float(lo), float(hi)]), granularity))
     if ulo == uhi:
-        raise ParameterError(f"lo={lo!r} and hi={hi!r} snap to the same grid point; widen the bounds or use a finer granularity.")
+        raise ParameterError(
+            f"lo={lo!r} and hi={hi!r} snap to the same grid point; widen the bounds or use a finer granularity."
+        )
     return ulo, uhi
 
 
@@ -196,6 +198,7 @@ def grid_gaussian_logpmf(outputs: np.ndarray, centre: np.ndarray, sigma: float, 
 
 # --------------------------------------------------------------------------- calibration arithmetic
 
+
 def _readings(value: Any) -> list[Fraction]:
     """The exact value a parameter is read as, in a one-element list: a float as its binary value
     (``Fraction(float)``, how ``dpharness.core.exact`` and hence the prover read it and how the
@@ -215,7 +218,7 @@ def ratio_up(numerator: Any, denominator: Any) -> float | int:
     for a scale or sigma); an int when the quotient is an exact integer. Floats are read as their
     exact binary values, for the inputs and for the result."""
     q = _exact(numerator) / _exact(denominator)
-    if q.denominator == 1 and abs(q.numerator) < 2 ** 53:
+    if q.denominator == 1 and abs(q.numerator) < 2**53:
         return int(q)
     f = float(q)
     while Fraction(f) < q:
@@ -253,8 +256,10 @@ def log_up(x: Any) -> float:
 
 # --------------------------------------------------------------------------- grid Laplace: sampler and law
 
-def grid_laplace_sample(centre_units: np.ndarray, scales: Any, granularity: float, size: int,
-                        rng: np.random.Generator) -> np.ndarray:
+
+def grid_laplace_sample(
+    centre_units: np.ndarray, scales: Any, granularity: float, size: int, rng: np.random.Generator
+) -> np.ndarray:
     """``granularity * (centre_units + DiscreteLaplace(scale_i / granularity))`` for each coordinate,
     shape ``(size, m)`` floats (every value an exact grid point)."""
     centre_units = np.asarray(centre_units, dtype=np.int64).reshape(-1)
@@ -298,11 +303,12 @@ def grid_laplace_law(centre_units: np.ndarray, scales: Any, granularity: float, 
 
 # --------------------------------------------------------------------------- exact sums on the grid
 
+
 def exact_sum(values: np.ndarray, bound: int) -> int:
     """The exact integer sum of an int64 array whose entries are at most ``bound`` in magnitude
     (numpy int64 when it cannot overflow, Python integers otherwise)."""
     values = np.asarray(values)
-    if values.size * max(int(bound), 1) < 2 ** 62:
+    if values.size * max(int(bound), 1) < 2**62:
         return int(values.sum(dtype=np.int64))
     return int(sum(int(v) for v in values.ravel().tolist()))
 
@@ -324,7 +330,11 @@ def float_up(value: Any) -> float:
 
     f = float(value)
     with mpmath.workdps(50):
-        v = value if isinstance(value, mpmath.mpf) else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
+        v = (
+            value
+            if isinstance(value, mpmath.mpf)
+            else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
+        )
         while mpmath.mpf(f) < v:
             f = math.nextafter(f, math.inf)
     return f
@@ -336,7 +346,11 @@ def float_down(value: Any) -> float:
 
     f = float(value)
     with mpmath.workdps(50):
-        v = value if isinstance(value, mpmath.mpf) else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
+        v = (
+            value
+            if isinstance(value, mpmath.mpf)
+            else mpmath.mpf(Fraction(value).numerator) / Fraction(value).denominator
+        )
         while mpmath.mpf(f) > v:
             f = math.nextafter(f, -math.inf)
     return f

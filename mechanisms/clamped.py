@@ -27,15 +27,30 @@ import numpy as np
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    AddRemove, Claim, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, Relation, Substitute,
+    AddRemove,
+    Claim,
+    FunctionLaw,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    RealInterval,
+    Relation,
+    Substitute,
 )
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
 from . import parts as dp
 from ._noise import (
-    DEFAULT_GRANULARITY, bound_units, check_granularity, check_units, exact_sum, grid_laplace_law, grid_laplace_sample,
-    ratio_up, to_units,
+    DEFAULT_GRANULARITY,
+    bound_units,
+    check_granularity,
+    check_units,
+    exact_sum,
+    grid_laplace_law,
+    grid_laplace_sample,
+    ratio_up,
+    to_units,
 )
 from .parts import Composite, PartsMechanism
 from .parts.noise import PerStatisticScales, fit_granularity, grid_distance
@@ -104,7 +119,9 @@ class ClampedCount(Composite):
         return fit_granularity(self.granularity, lambda g: [self.scale])
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, relation: Relation = AddRemove(), granularity: Any = None) -> "ClampedCount":
+    def calibrated(
+        cls, epsilon: Any = 1, *, relation: Relation = AddRemove(), granularity: Any = None
+    ) -> "ClampedCount":
         """scale = ceil(1/g)·g / ε (= 1/ε when g <= 1), rounded up; claims ε-DP (under substitution
         the count is public and the same scale is used)."""
         claim = PureDP(epsilon)
@@ -114,8 +131,13 @@ class ClampedCount(Composite):
         return cls(scale=scale_at(g), relation=relation, granularity=granularity, claim=claim)
 
     def structure(self) -> PartsMechanism:
-        return dp.mechanism(name=self.name, records=RealInterval(), relation=self.relation,
-                            steps=dp.count() >> dp.laplace(self.scale, granularity=self.grid), claim=self.claim)
+        return dp.mechanism(
+            name=self.name,
+            records=RealInterval(),
+            relation=self.relation,
+            steps=dp.count() >> dp.laplace(self.scale, granularity=self.grid),
+            claim=self.claim,
+        )
 
 
 @register
@@ -160,8 +182,9 @@ class ClampedSum(Composite):
         return fit_granularity(self.granularity, lambda g: [self.scale])
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, lo: Any = 0, hi: Any = 1, relation: Relation = AddRemove(),
-                   granularity: Any = None) -> "ClampedSum":
+    def calibrated(
+        cls, epsilon: Any = 1, *, lo: Any = 0, hi: Any = 1, relation: Relation = AddRemove(), granularity: Any = None
+    ) -> "ClampedSum":
         """scale = ceil(Δ/g)·g / ε (rounded up); claims ε-DP."""
         claim = PureDP(epsilon)
         _check_bounds(lo, hi)
@@ -173,9 +196,13 @@ class ClampedSum(Composite):
         return cls(lo=lo, hi=hi, scale=scale_at(g), relation=relation, granularity=granularity, claim=claim)
 
     def structure(self) -> PartsMechanism:
-        return dp.mechanism(name=self.name, records=RealInterval(), relation=self.relation,
-                            steps=dp.clamp(self.lo, self.hi) >> dp.sum() >> dp.laplace(self.scale, granularity=self.grid),
-                            claim=self.claim)
+        return dp.mechanism(
+            name=self.name,
+            records=RealInterval(),
+            relation=self.relation,
+            steps=dp.clamp(self.lo, self.hi) >> dp.sum() >> dp.laplace(self.scale, granularity=self.grid),
+            claim=self.claim,
+        )
 
 
 @register
@@ -196,8 +223,10 @@ class ClampedSumUnclamped(Mechanism):
     name = "clamped_sum_unclamped"
     source = "gallery: clamped noisy sum (Dwork, McSherry, Nissim & Smith 2006) without the clamp"
     buggy = True
-    bug = ("records are summed without clamping to [lo, hi], so one record can move the sum, and "
-           "the privacy loss, arbitrarily far: the true ε is infinite")
+    bug = (
+        "records are summed without clamping to [lo, hi], so one record can move the sum, and "
+        "the privacy loss, arbitrarily far: the true ε is infinite"
+    )
     true_epsilon = float("inf")
 
     lo: Any = 0
@@ -278,7 +307,9 @@ class ClampedMean(PerStatisticScales, Composite):
                 raise ParameterError("n=None with relation=Substitute(); pass the fixed, public number of records n.")
             _v.integer("n", self.n, minimum=1)
         elif self.n is not None:
-            raise ParameterError(f"n={self.n!r} is only used with relation=Substitute(); leave n=None under AddRemove().")
+            raise ParameterError(
+                f"n={self.n!r} is only used with relation=Substitute(); leave n=None under AddRemove()."
+            )
 
     @property
     def sum_sensitivity(self) -> Fraction:
@@ -290,22 +321,39 @@ class ClampedMean(PerStatisticScales, Composite):
         return ((self.sum_sensitivity, None), (1, 1))
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, lo: Any = 0, hi: Any = 1, relation: Relation = AddRemove(),
-                   n: int | None = None, granularity: Any = None) -> "ClampedMean":
+    def calibrated(
+        cls,
+        epsilon: Any = 1,
+        *,
+        lo: Any = 0,
+        hi: Any = 1,
+        relation: Relation = AddRemove(),
+        n: int | None = None,
+        granularity: Any = None,
+    ) -> "ClampedMean":
         """scale = 2/ε (add/remove) or 1/ε (substitution), rounded up; claims ε-DP."""
         claim = PureDP(epsilon)
         parts = 2 if isinstance(relation, AddRemove) else 1
-        return cls(lo=lo, hi=hi, scale=ratio_up(parts, claim.epsilon), relation=relation, n=n,
-                   granularity=granularity, claim=claim)
+        return cls(
+            lo=lo,
+            hi=hi,
+            scale=ratio_up(parts, claim.epsilon),
+            relation=relation,
+            n=n,
+            granularity=granularity,
+            claim=claim,
+        )
 
     def structure(self) -> PartsMechanism:
         b_s, b_c = self.noise_scales
         g = self.grid
-        steps = dp.clamp(self.lo, self.hi) >> dp.compose(dp.sum() >> dp.laplace(b_s, granularity=g),
-                                                         dp.count() >> dp.laplace(b_c, granularity=g))
+        steps = dp.clamp(self.lo, self.hi) >> dp.compose(
+            dp.sum() >> dp.laplace(b_s, granularity=g), dp.count() >> dp.laplace(b_c, granularity=g)
+        )
         size = self.n if isinstance(self.relation, Substitute) else None
-        return dp.mechanism(name=self.name, records=RealInterval(), relation=self.relation, steps=steps,
-                            size=size, claim=self.claim)
+        return dp.mechanism(
+            name=self.name, records=RealInterval(), relation=self.relation, steps=steps, size=size, claim=self.claim
+        )
 
     @staticmethod
     def finalize(outputs: np.ndarray) -> np.ndarray:

@@ -30,17 +30,23 @@ from dpharness.core import ApproxDP, BoundedChange, Claim, FunctionLaw, InputSpe
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
-__all__ = ["DiscreteGaussian", "bernoulli_exp", "sample_discrete_laplace", "sample_discrete_gaussian",
-           "discrete_gaussian_delta"]
+__all__ = [
+    "DiscreteGaussian",
+    "bernoulli_exp",
+    "sample_discrete_laplace",
+    "sample_discrete_gaussian",
+    "discrete_gaussian_delta",
+]
 
-_BOUND = 2 ** 52
+_BOUND = 2**52
 
 
 # --------------------------------------------------------------------------- exact samplers
 
+
 def _uniform_below(d: int, rng: np.random.Generator) -> int:
     """A uniform integer in {0..d-1}, exactly (rejection on random bytes for large d)."""
-    if d <= 2 ** 62:
+    if d <= 2**62:
         return int(rng.integers(0, d))
     nbytes = (d.bit_length() + 7) // 8
     mask = (1 << d.bit_length()) - 1
@@ -104,6 +110,7 @@ def sample_discrete_gaussian(sigma2: Fraction, rng: np.random.Generator) -> int:
 
 # --------------------------------------------------------------------------- the same, vectorised
 
+
 def _sample_discrete_gaussian_vec(sigma2: Fraction, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` exact draws of N_Z(0, σ²) (Algorithm 3, vectorised): delegates to
     :func:`dpharness.mechanisms._exact.discrete_gaussian` (float filter certified by error bounds,
@@ -116,6 +123,7 @@ def _sample_discrete_gaussian_vec(sigma2: Fraction, size: int, rng: np.random.Ge
 
 
 # --------------------------------------------------------------------------- privacy profile
+
 
 def discrete_gaussian_delta(epsilon: Any, sigma2: Any, sensitivity: int = 1, dps: int = 40) -> float:
     """δ(ε) of the 1-D discrete Gaussian mechanism for integer sensitivity Δ (CKS 2020, Theorem 7):
@@ -152,6 +160,7 @@ def _calibrate_sigma2(epsilon: Any, delta: Any, sensitivity: int, denominator: i
 
 # --------------------------------------------------------------------------- the mechanism
 
+
 @register
 @dataclass(frozen=True, kw_only=True)
 class DiscreteGaussian(Mechanism):
@@ -176,12 +185,16 @@ class DiscreteGaussian(Mechanism):
     def _check(self) -> None:
         if isinstance(self.sigma2, float):
             _v.positive("sigma2", self.sigma2)
-            raise ParameterError(f"sigma2={self.sigma2!r} is a float; pass an exact Fraction or int "
-                                 f"(e.g. Fraction({self.sigma2!r}) or a rational approximation).")
+            raise ParameterError(
+                f"sigma2={self.sigma2!r} is a float; pass an exact Fraction or int "
+                f"(e.g. Fraction({self.sigma2!r}) or a rational approximation)."
+            )
         _v.positive("sigma2", self.sigma2)
-        if not Fraction(1, 2 ** 32) <= Fraction(self.sigma2) <= 2 ** 200:
-            raise ParameterError(f"sigma2={self.sigma2!r} is outside [2**-32, 2**200], the variances the exact "
-                                 "sampler accepts; pass a variance in that range.")
+        if not Fraction(1, 2**32) <= Fraction(self.sigma2) <= 2**200:
+            raise ParameterError(
+                f"sigma2={self.sigma2!r} is outside [2**-32, 2**200], the variances the exact "
+                "sampler accepts; pass a variance in that range."
+            )
         _v.integer("sensitivity", self.sensitivity, minimum=1)
 
     @classmethod
@@ -191,8 +204,9 @@ class DiscreteGaussian(Mechanism):
         if not claim.delta > 0:
             raise ParameterError(f"delta={delta!r} must be > 0 for the discrete Gaussian; pass e.g. 1e-5.")
         sensitivity = _v.integer("sensitivity", sensitivity, minimum=1)
-        return cls(sigma2=_calibrate_sigma2(claim.epsilon, claim.delta, sensitivity), sensitivity=sensitivity,
-                   claim=claim)
+        return cls(
+            sigma2=_calibrate_sigma2(claim.epsilon, claim.delta, sensitivity), sensitivity=sensitivity, claim=claim
+        )
 
     @property
     def input_spec(self) -> InputSpec:
@@ -205,7 +219,7 @@ class DiscreteGaussian(Mechanism):
     def _sample(self, data, size, rng):
         x = int(np.asarray(data).reshape(-1)[0])
         y = _sample_discrete_gaussian_vec(Fraction(self.sigma2), size, rng)
-        if y.dtype == object or (len(y) and max(int(y.max()), -int(y.min())) + abs(x) >= 2 ** 62):
+        if y.dtype == object or (len(y) and max(int(y.max()), -int(y.min())) + abs(x) >= 2**62):
             return np.array([x + int(v) for v in y], dtype=object)  # exact Python ints, never a wrapped int64
         return x + y
 
@@ -217,11 +231,11 @@ class DiscreteGaussian(Mechanism):
         log_norm = float(np.logaddexp.reduce(-z * z / (2 * s2)))
         y, k = sp.Symbol("y", integer=True), sp.Symbol("k", integer=True)
         s2s = exact(Fraction(self.sigma2))
-        expr = sp.exp(-(y - x) ** 2 / (2 * s2s)) / sp.Sum(sp.exp(-k ** 2 / (2 * s2s)), (k, -sp.oo, sp.oo))
+        expr = sp.exp(-((y - x) ** 2) / (2 * s2s)) / sp.Sum(sp.exp(-(k**2) / (2 * s2s)), (k, -sp.oo, sp.oo))
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:
             out = np.asarray(outputs, dtype=float).reshape(-1)
-            lp = -(out - x) ** 2 / (2 * s2) - log_norm
+            lp = -((out - x) ** 2) / (2 * s2) - log_norm
             return np.where(np.equal(np.mod(out, 1), 0), lp, -np.inf)
 
         return FunctionLaw("discrete", log_prob, (y,), expr)

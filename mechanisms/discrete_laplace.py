@@ -27,7 +27,7 @@ __all__ = ["DiscreteLaplace", "INTEGER_LIMIT"]
 
 # query answers must be integers in [-INTEGER_LIMIT, INTEGER_LIMIT]: exact floats, and exact grid
 # values of the parts' release (which refuses statistics of 2**52 grid steps or more)
-INTEGER_LIMIT = 2 ** 52 - 1
+INTEGER_LIMIT = 2**52 - 1
 
 
 @register
@@ -60,8 +60,10 @@ class DiscreteLaplace(Composite):
         _v.integer("sensitivity", self.sensitivity, minimum=1)
         _v.integer("dim", self.dim, minimum=1)
         if Fraction(self.scale) > _MAX_SCALE_UNITS:
-            raise ParameterError(f"scale={self.scale!r} is above 2**45, where the integer outputs would reach 2**52 and "
-                                 "stop being exact floats; pass scale <= 2**45 (or use laplace with a coarser granularity).")
+            raise ParameterError(
+                f"scale={self.scale!r} is above 2**45, where the integer outputs would reach 2**52 and "
+                "stop being exact floats; pass scale <= 2**45 (or use laplace with a coarser granularity)."
+            )
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, *, sensitivity: int = 1, dim: int = 1) -> "DiscreteLaplace":
@@ -71,9 +73,15 @@ class DiscreteLaplace(Composite):
         return cls(scale=ratio_up(sensitivity, claim.epsilon), sensitivity=sensitivity, dim=dim, claim=claim)
 
     def structure(self) -> PartsMechanism:
-        return dp.mechanism(name=self.name, records=IntegerRange(-INTEGER_LIMIT, INTEGER_LIMIT),
-                            relation=BoundedChange(self.sensitivity, "l1"), input="vector", dim=self.dim,
-                            steps=dp.discrete_laplace(self.scale), claim=self.claim)
+        return dp.mechanism(
+            name=self.name,
+            records=IntegerRange(-INTEGER_LIMIT, INTEGER_LIMIT),
+            relation=BoundedChange(self.sensitivity, "l1"),
+            input="vector",
+            dim=self.dim,
+            steps=dp.discrete_laplace(self.scale),
+            claim=self.claim,
+        )
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

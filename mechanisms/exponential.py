@@ -19,7 +19,14 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    BoundedChange, Claim, DiscreteLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
+    BoundedChange,
+    Claim,
+    DiscreteLaw,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    RealInterval,
+    exact,
 )
 from dpharness.registry import register
 
@@ -113,8 +120,10 @@ class ExponentialNoHalf(ExponentialMechanism):
     name = "exponential_no_half"
     source = "gallery: McSherry & Talwar 2007 exponential mechanism with beta = ε/Δ instead of ε/(2Δ)"
     buggy = True
-    bug = ("beta = ε/Δ omits the factor 1/2: a change of Δ in the utilities moves both the chosen "
-           "candidate's score and the normaliser, so the true privacy loss is 2·beta·Δ = 2ε")
+    bug = (
+        "beta = ε/Δ omits the factor 1/2: a change of Δ in the utilities moves both the chosen "
+        "candidate's score and the normaliser, so the true privacy loss is 2·beta·Δ = 2ε"
+    )
     true_epsilon = 2.0
 
     beta: Any = 1
@@ -124,8 +133,12 @@ class ExponentialNoHalf(ExponentialMechanism):
         """The buggy calibration beta = ε/Δ while claiming ε-DP."""
         claim = PureDP(epsilon)
         _v.positive("sensitivity", sensitivity)
-        return cls(n_candidates=n_candidates, sensitivity=sensitivity,
-                   beta=ratio_down(claim.epsilon, Fraction(sensitivity)), claim=claim)
+        return cls(
+            n_candidates=n_candidates,
+            sensitivity=sensitivity,
+            beta=ratio_down(claim.epsilon, Fraction(sensitivity)),
+            claim=claim,
+        )
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

@@ -90,8 +90,12 @@ def analytic_sigma(epsilon: Any, delta: Any, sensitivity: Any = 1) -> float:
         else:
             lo = mid
     # safe under every reading of the floats involved (binary value and repr, as the prover reads them)
-    while any(analytic_delta(s, e, d) > target
-              for s in _readings(hi) for e in _readings(epsilon) for d in _readings(sensitivity)):
+    while any(
+        analytic_delta(s, e, d) > target
+        for s in _readings(hi)
+        for e in _readings(epsilon)
+        for d in _readings(sensitivity)
+    ):
         hi = math.nextafter(hi, math.inf)
     return hi
 
@@ -106,7 +110,7 @@ def _grid_steps_l2(sensitivity: Any, dim: int, granularity: Any) -> tuple[Fracti
 
 # The grid costs the analytic calibration a little: the proof bounds the discrete Gaussian's δ by
 # sum-integral comparisons (relative slack ~ 1/τ); σ is raised by this factor to cover it.
-_GRID_MARGIN = 1 + 2 ** -12
+_GRID_MARGIN = 1 + 2**-12
 
 
 @register
@@ -127,8 +131,10 @@ class Gaussian(Composite):
     ρ-zCDP with ρ = D₂²/(2τ²) converted to (ε, δ) (CKS 2020 Prop. 12)."""
 
     name = "gaussian"
-    source = ("seed: Gaussian mechanism; classic calibration Dwork & Roth 2014 Thm. 3.22, "
-              "analytic calibration Balle & Wang 2018 Alg. 1; exact discrete Gaussian on the grid (CKS 2020)")
+    source = (
+        "seed: Gaussian mechanism; classic calibration Dwork & Roth 2014 Thm. 3.22, "
+        "analytic calibration Balle & Wang 2018 Alg. 1; exact discrete Gaussian on the grid (CKS 2020)"
+    )
 
     sigma: Any = classic_sigma(1, 1e-5)
     sensitivity: Any = 1
@@ -145,31 +151,65 @@ class Gaussian(Composite):
         _v.choice("calibration", self.calibration, _CALIBRATIONS)
 
     def structure(self) -> PartsMechanism:
-        return dp.mechanism(name=self.name, records=RealInterval(), relation=BoundedChange(self.sensitivity, "l2"),
-                            steps=dp.gaussian(self.sigma, granularity=self.granularity), claim=self.claim,
-                            input="vector", dim=self.dim)
+        return dp.mechanism(
+            name=self.name,
+            records=RealInterval(),
+            relation=BoundedChange(self.sensitivity, "l2"),
+            steps=dp.gaussian(self.sigma, granularity=self.granularity),
+            claim=self.claim,
+            input="vector",
+            dim=self.dim,
+        )
 
     @classmethod
-    def calibrated_classic(cls, epsilon: Any = 1, delta: Any = 1e-5, *, sensitivity: Any = 1, dim: int = 1,
-                           granularity: float = DEFAULT_GRANULARITY) -> "Gaussian":
+    def calibrated_classic(
+        cls,
+        epsilon: Any = 1,
+        delta: Any = 1e-5,
+        *,
+        sensitivity: Any = 1,
+        dim: int = 1,
+        granularity: float = DEFAULT_GRANULARITY,
+    ) -> "Gaussian":
         """σ = Δ sqrt(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm. 3.22; 0 < ε <= 1), rounded up."""
         sigma = classic_sigma(epsilon, delta, sensitivity)
-        return Gaussian(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
-                        calibration="classic", claim=ApproxDP(epsilon, delta))
+        return Gaussian(
+            sigma=sigma,
+            sensitivity=sensitivity,
+            dim=dim,
+            granularity=granularity,
+            calibration="classic",
+            claim=ApproxDP(epsilon, delta),
+        )
 
     @classmethod
-    def calibrated_analytic(cls, epsilon: Any = 1, delta: Any = 1e-5, *, sensitivity: Any = 1, dim: int = 1,
-                            granularity: float = DEFAULT_GRANULARITY) -> "Gaussian":
+    def calibrated_analytic(
+        cls,
+        epsilon: Any = 1,
+        delta: Any = 1e-5,
+        *,
+        sensitivity: Any = 1,
+        dim: int = 1,
+        granularity: float = DEFAULT_GRANULARITY,
+    ) -> "Gaussian":
         """The analytic σ (Balle & Wang 2018, Alg. 1) for one-dimensional queries, raised by 2**-12 to
         cover the grid (the sensitivity in grid steps, ceil(Δ/g)·g, is used)."""
         if dim != 1:
-            raise ParameterError(f"dim={dim!r}: the analytic calibration is proved here for one dimension; "
-                                 "use Gaussian.calibrated_classic(...) for vectors.")
+            raise ParameterError(
+                f"dim={dim!r}: the analytic calibration is proved here for one dimension; "
+                "use Gaussian.calibrated_classic(...) for vectors."
+            )
         g = check_granularity("granularity", granularity)
         d1, _ = _grid_steps_l2(sensitivity, 1, g)
         sigma = float_up(Fraction(analytic_sigma(epsilon, delta, d1 * Fraction(g))) * Fraction(_GRID_MARGIN))
-        return Gaussian(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
-                        calibration="analytic", claim=ApproxDP(epsilon, delta))
+        return Gaussian(
+            sigma=sigma,
+            sensitivity=sensitivity,
+            dim=dim,
+            granularity=granularity,
+            calibration="analytic",
+            claim=ApproxDP(epsilon, delta),
+        )
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, delta: Any = 1e-5, **kw: Any) -> "Gaussian":
@@ -186,15 +226,24 @@ class GaussianRDP(Gaussian):
     Δ = 1, α = 2: ε = 1)."""
 
     name = "gaussian_rdp"
-    source = "seed: Gaussian mechanism with Rényi DP accounting (Mironov 2017, Prop. 7); exact discrete Gaussian on the grid"
+    source = (
+        "seed: Gaussian mechanism with Rényi DP accounting (Mironov 2017, Prop. 7); exact discrete Gaussian on the grid"
+    )
 
     sigma: Any = 1
     calibration: str = "rdp"
     claim: Claim = RenyiDP(2, 1)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, alpha: Any = 2, *, sensitivity: Any = 1, dim: int = 1,
-                   granularity: float = DEFAULT_GRANULARITY) -> "GaussianRDP":
+    def calibrated(
+        cls,
+        epsilon: Any = 1,
+        alpha: Any = 2,
+        *,
+        sensitivity: Any = 1,
+        dim: int = 1,
+        granularity: float = DEFAULT_GRANULARITY,
+    ) -> "GaussianRDP":
         """σ = g·D₂ sqrt(α/(2ε)) (D₂² the squared sensitivity in grid steps), rounded up so that
         α D₂² g²/(2σ²) <= ε holds exactly; claims (α, ε)-RDP."""
         claim = RenyiDP(alpha, epsilon)
@@ -205,8 +254,9 @@ class GaussianRDP(Gaussian):
         sigma = math.sqrt(float(q))
         while Fraction(sigma) ** 2 < q:
             sigma = math.nextafter(sigma, math.inf)
-        return cls(sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity,
-                   calibration="rdp", claim=claim)
+        return cls(
+            sigma=sigma, sensitivity=sensitivity, dim=dim, granularity=granularity, calibration="rdp", claim=claim
+        )
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

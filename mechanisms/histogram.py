@@ -24,7 +24,16 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    AddRemove, Claim, Finite, FunctionLaw, InputSpec, Mechanism, PureDP, Relation, Substitute, exact,
+    AddRemove,
+    Claim,
+    Finite,
+    FunctionLaw,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    Relation,
+    Substitute,
+    exact,
 )
 from dpharness.errors import ParameterError
 from dpharness.registry import register
@@ -32,7 +41,12 @@ from dpharness.registry import register
 from . import parts as dp
 from ._literature import exact_ratio
 from ._noise import (
-    DEFAULT_GRANULARITY, check_granularity, discrete_laplace, discrete_laplace_logpmf, on_grid_units, to_units,
+    DEFAULT_GRANULARITY,
+    check_granularity,
+    discrete_laplace,
+    discrete_laplace_logpmf,
+    on_grid_units,
+    to_units,
 )
 from .parts import Composite, PartsMechanism
 from .parts.noise import fit_granularity, grid_distance
@@ -63,7 +77,9 @@ class NoisyHistogram(Composite):
     g = 2**-20. Input: a data set of records in {0..bins-1}. Output: float64 ``(size, bins)`` on the grid."""
 
     name: ClassVar[str] = "noisy_histogram"
-    source: ClassVar[str] = "Dwork, McSherry, Nissim & Smith 2006 (Laplace mechanism on bin counts), declared from parts"
+    source: ClassVar[str] = (
+        "Dwork, McSherry, Nissim & Smith 2006 (Laplace mechanism on bin counts), declared from parts"
+    )
 
     bins: int = 4
     scale: Any = 1
@@ -82,8 +98,7 @@ class NoisyHistogram(Composite):
         return fit_granularity(self.granularity, lambda g: [self.scale])
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, bins: int = 4, relation: Relation = AddRemove(),
-                   granularity: Any = None):
+    def calibrated(cls, epsilon: Any = 1, *, bins: int = 4, relation: Relation = AddRemove(), granularity: Any = None):
         """``scale = Δ_g/ε`` with Δ_g the grid-rounded L1 stability (1 or 2 when g <= 1), claim PureDP(ε)."""
         epsilon = _v.positive("epsilon", epsilon)
         _check_fields(bins, 1, relation)
@@ -100,8 +115,13 @@ class NoisyHistogram(Composite):
 
     def structure(self) -> PartsMechanism:
         steps = dp.histogram(categories=range(self.bins)) >> dp.laplace(self.scale, granularity=self.grid)
-        return dp.mechanism(name=self.name, records=Finite(tuple(range(self.bins))), relation=self.relation,
-                            steps=steps, claim=self.claim)
+        return dp.mechanism(
+            name=self.name,
+            records=Finite(tuple(range(self.bins))),
+            relation=self.relation,
+            steps=steps,
+            claim=self.claim,
+        )
 
 
 @register
@@ -133,8 +153,14 @@ class NoisyHistogramScaleBug(Mechanism):
         check_granularity("granularity", self.granularity)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = Fraction(1, 2), *, bins: int = 4, relation: Relation = AddRemove(),
-                   granularity: float = DEFAULT_GRANULARITY):
+    def calibrated(
+        cls,
+        epsilon: Any = Fraction(1, 2),
+        *,
+        bins: int = 4,
+        relation: Relation = AddRemove(),
+        granularity: float = DEFAULT_GRANULARITY,
+    ):
         """The buggy calibration: ``scale = ε``."""
         epsilon = _v.positive("epsilon", epsilon)
         check_granularity("granularity", granularity)
@@ -169,8 +195,9 @@ class NoisyHistogramScaleBug(Mechanism):
         t = float(self.scale) / g
         ys = sp.symbols(f"y1:{self.bins + 1}", real=True)
         gs, bs = exact(self.granularity), exact(self.scale)
-        expr = sp.Mul(*[sp.tanh(gs / (2 * bs)) * sp.exp(-sp.Abs(ys[j] - gs * int(centre[j])) / bs)
-                        for j in range(self.bins)])
+        expr = sp.Mul(
+            *[sp.tanh(gs / (2 * bs)) * sp.exp(-sp.Abs(ys[j] - gs * int(centre[j])) / bs) for j in range(self.bins)]
+        )
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:
             out = np.asarray(outputs, dtype=float).reshape(-1, self.bins)

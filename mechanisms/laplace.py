@@ -86,9 +86,15 @@ class Laplace(Composite):
         return grid_distance(self.sensitivity, self.grid, self.dim)
 
     def structure(self) -> PartsMechanism:
-        return dp.mechanism(name=self.name, records=RealInterval(), relation=BoundedChange(self.sensitivity, "l1"),
-                            input="vector", dim=self.dim, steps=dp.laplace(self.scale, granularity=self.grid),
-                            claim=self.claim)
+        return dp.mechanism(
+            name=self.name,
+            records=RealInterval(),
+            relation=BoundedChange(self.sensitivity, "l1"),
+            input="vector",
+            dim=self.dim,
+            steps=dp.laplace(self.scale, granularity=self.grid),
+            claim=self.claim,
+        )
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

@@ -23,7 +23,16 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    AddRemove, Claim, FunctionLaw, InputSpec, IntegerRange, Mechanism, PureDP, Relation, Substitute, exact,
+    AddRemove,
+    Claim,
+    FunctionLaw,
+    InputSpec,
+    IntegerRange,
+    Mechanism,
+    PureDP,
+    Relation,
+    Substitute,
+    exact,
 )
 from dpharness.errors import ParameterError
 from dpharness.registry import register
@@ -151,16 +160,30 @@ class ExponentialMedian(Mechanism):
         w, c = np.unique(x, return_counts=True)
         # unevaluated: sympy's Abs/Add simplification is quadratic in the number of terms
         neg_v = sp.Mul(sp.S.NegativeOne, v, evaluate=False)
-        terms = [sp.Mul(sp.Integer(int(ci)), sp.sign(sp.Add(sp.Integer(int(wi)), neg_v, evaluate=False), evaluate=False),
-                        evaluate=False) for wi, ci in zip(w, c)]
+        terms = [
+            sp.Mul(
+                sp.Integer(int(ci)),
+                sp.sign(sp.Add(sp.Integer(int(wi)), neg_v, evaluate=False), evaluate=False),
+                evaluate=False,
+            )
+            for wi, ci in zip(w, c)
+        ]
         score = sp.Mul(sp.S.NegativeOne, sp.Abs(sp.Add(*terms, evaluate=False), evaluate=False), evaluate=False)
         by_score: dict[int, int] = {}
         for ln, sc in zip(lengths.tolist(), scores.tolist()):
             by_score[sc] = by_score.get(sc, 0) + ln
-        z = sp.Add(*[sp.Mul(sp.Integer(ln), sp.exp(sp.Mul(b, sp.Integer(sc), evaluate=False), evaluate=False),
-                            evaluate=False) for sc, ln in sorted(by_score.items())], evaluate=False)
-        expr = sp.Mul(sp.exp(sp.Mul(b, score, evaluate=False), evaluate=False), sp.Pow(z, -1, evaluate=False),
-                      evaluate=False)
+        z = sp.Add(
+            *[
+                sp.Mul(
+                    sp.Integer(ln), sp.exp(sp.Mul(b, sp.Integer(sc), evaluate=False), evaluate=False), evaluate=False
+                )
+                for sc, ln in sorted(by_score.items())
+            ],
+            evaluate=False,
+        )
+        expr = sp.Mul(
+            sp.exp(sp.Mul(b, score, evaluate=False), evaluate=False), sp.Pow(z, -1, evaluate=False), evaluate=False
+        )
         outcomes = tuple(range(top + 1)) if self.bits <= _ENUMERATE_BITS else None
         return FunctionLaw("discrete", log_prob, (v,), expr, outcomes=outcomes)
 
@@ -184,10 +207,14 @@ class MedianSubstituteBug(ExponentialMedian):
     pair). Defaults: beta = 1/2, Substitute() claiming ε = 1 (true ε = 2)."""
 
     name = "median_substitute_bug"
-    source = "gallery: exponential-mechanism median (McSherry & Talwar 2007) with add/remove calibration under substitution"
+    source = (
+        "gallery: exponential-mechanism median (McSherry & Talwar 2007) with add/remove calibration under substitution"
+    )
     buggy = True
-    bug = ("beta = ε/2 assumes score sensitivity 1, but substituting one record moves the score "
-           "-|#{x>v} - #{x<v}| by 2: the true privacy loss is 2ε")
+    bug = (
+        "beta = ε/2 assumes score sensitivity 1, but substituting one record moves the score "
+        "-|#{x>v} - #{x<v}| by 2: the true privacy loss is 2ε"
+    )
     true_epsilon = 2.0
 
     relation: Relation = Substitute()

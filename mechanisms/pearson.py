@@ -51,7 +51,9 @@ class NoisyPearson(PerStatisticScales, Composite):
     Claim: ε-DP with ε = 6/scale (defaults lo = -1, hi = 1, scale = 6: ε = 1)."""
 
     name = "noisy_pearson"
-    source = "seed: Pearson correlation from 6 noisy sums at ε/6 each (Laplace mechanism + composition), declared from parts"
+    source = (
+        "seed: Pearson correlation from 6 noisy sums at ε/6 each (Laplace mechanism + composition), declared from parts"
+    )
 
     lo: Any = -1
     hi: Any = 1
@@ -87,12 +89,17 @@ class NoisyPearson(PerStatisticScales, Composite):
         g = self.grid
         b = self.noise_scales
         lap = lambda i: dp.laplace(b[i], granularity=g)
-        steps = dp.compose(dp.count() >> lap(0),
-                           dp.column(0) >> dp.sum() >> lap(1), dp.column(1) >> dp.sum() >> lap(2),
-                           dp.column(0) >> dp.sum_squares() >> lap(3), dp.column(1) >> dp.sum_squares() >> lap(4),
-                           dp.sum_products(0, 1) >> lap(5))
-        return dp.mechanism(name=self.name, records=RealBox(self.lo, self.hi, 2), relation=AddRemove(),
-                            steps=steps, claim=self.claim)
+        steps = dp.compose(
+            dp.count() >> lap(0),
+            dp.column(0) >> dp.sum() >> lap(1),
+            dp.column(1) >> dp.sum() >> lap(2),
+            dp.column(0) >> dp.sum_squares() >> lap(3),
+            dp.column(1) >> dp.sum_squares() >> lap(4),
+            dp.sum_products(0, 1) >> lap(5),
+        )
+        return dp.mechanism(
+            name=self.name, records=RealBox(self.lo, self.hi, 2), relation=AddRemove(), steps=steps, claim=self.claim
+        )
 
     @staticmethod
     def finalize(outputs: np.ndarray) -> np.ndarray:

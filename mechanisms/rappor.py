@@ -25,7 +25,15 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    Claim, DiscreteLaw, Finite, FunctionLaw, InputSpec, Mechanism, PureDP, Substitute, exact,
+    Claim,
+    DiscreteLaw,
+    Finite,
+    FunctionLaw,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    Substitute,
+    exact,
 )
 from dpharness.registry import register
 
@@ -91,9 +99,9 @@ class Rappor(Mechanism):
         e_l = sp.exp(exact(self.log_odds))
         keep, flip = e_l / (1 + e_l), 1 / (1 + e_l)
         symbols = tuple(sp.Symbol(f"y{j}", integer=True) for j in range(k))
-        expr = sp.Mul(*[
-            sp.Piecewise((keep, sp.Eq(s, 1 if j == x else 0)), (flip, True)) for j, s in enumerate(symbols)
-        ])
+        expr = sp.Mul(
+            *[sp.Piecewise((keep, sp.Eq(s, 1 if j == x else 0)), (flip, True)) for j, s in enumerate(symbols)]
+        )
         onehot = np.zeros(k, dtype=np.int64)
         onehot[x] = 1
         l_keep = float(sp.log(keep).evalf(30))
@@ -108,7 +116,8 @@ class Rappor(Mechanism):
         if k <= _MAX_ENUMERATED_BITS:
             outcomes = tuple(product((0, 1), repeat=k))
             probs = tuple(
-                keep ** int(sum(o[j] == onehot[j] for j in range(k))) * flip ** int(sum(o[j] != onehot[j] for j in range(k)))
+                keep ** int(sum(o[j] == onehot[j] for j in range(k)))
+                * flip ** int(sum(o[j] != onehot[j] for j in range(k)))
                 for o in outcomes
             )
             return DiscreteLaw(outcomes=outcomes, probs=probs, symbols=symbols, expr=expr)
@@ -129,8 +138,10 @@ class RapporUnhalved(Rappor):
     name = "rappor_unhalved"
     source = "gallery: Erlingsson, Pihur & Korolova 2014 (RAPPOR) with the per-bit budget not halved"
     buggy = True
-    bug = ("f = 2/(1 + e^ε) spends the whole ε on each bit, but a change of record flips two bits "
-           "of the one-hot encoding: the true privacy loss is 2ε")
+    bug = (
+        "f = 2/(1 + e^ε) spends the whole ε on each bit, but a change of record flips two bits "
+        "of the one-hot encoding: the true privacy loss is 2ε"
+    )
     true_epsilon = 2.0
 
     log_odds: Any = 1

@@ -31,7 +31,15 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    BoundedChange, Deferred, DiscreteLaw, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
+    BoundedChange,
+    Deferred,
+    DiscreteLaw,
+    FunctionLaw,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    RealInterval,
+    exact,
 )
 from dpharness.registry import register
 
@@ -39,13 +47,18 @@ from ._literature import exact_ratio, integrate_line, laplace_logcdf, laplace_lo
 from ._noise import DEFAULT_GRANULARITY, check_granularity, discrete_laplace, on_grid_units, to_units
 
 __all__ = [
-    "ReportNoisyMax", "ReportNoisyMaxExponential",
-    "ReportNoisyMaxValueLaplace", "ReportNoisyMaxValueExponential",
-    "rnm_laplace_probs", "rnm_exponential_probs", "grid_max_logpmf",
+    "ReportNoisyMax",
+    "ReportNoisyMaxExponential",
+    "ReportNoisyMaxValueLaplace",
+    "ReportNoisyMaxValueExponential",
+    "rnm_laplace_probs",
+    "rnm_exponential_probs",
+    "grid_max_logpmf",
 ]
 
 
 # --------------------------------------------------------------------------- exact laws
+
 
 def rnm_laplace_probs(q: np.ndarray, b: float) -> np.ndarray:
     """``P(argmax_i (q_i + L_i) = i) = ∫ f(x - q_i) Π_{j≠i} F(x - q_j) dx`` with L_i ~ Lap(0, b) i.i.d.
@@ -93,6 +106,7 @@ def _sym_q(q: np.ndarray) -> list:
 
 # --------------------------------------------------------------------------- correct mechanisms
 
+
 @dataclass(frozen=True, kw_only=True)
 class _NoisyMaxBase(Mechanism):
     n_candidates: int = 5
@@ -111,8 +125,12 @@ class _NoisyMaxBase(Mechanism):
         """``scale = 2Δ/ε`` (exact when ε and Δ are ints/Fractions, else rounded up), claim PureDP(ε)."""
         epsilon = _v.positive("epsilon", epsilon)
         sensitivity = _v.positive("sensitivity", sensitivity)
-        return cls(n_candidates=n_candidates, scale=exact_ratio(2 * sensitivity, epsilon),
-                   sensitivity=sensitivity, claim=PureDP(epsilon))
+        return cls(
+            n_candidates=n_candidates,
+            scale=exact_ratio(2 * sensitivity, epsilon),
+            sensitivity=sensitivity,
+            claim=PureDP(epsilon),
+        )
 
     @property
     def input_spec(self) -> InputSpec:
@@ -135,8 +153,9 @@ class _IndexOutput:
         return np.argmax(self._noisy(data, size, rng), axis=1).astype(np.int64)
 
     def _index_law(self, data: np.ndarray, probs: np.ndarray, expr: "sp.Expr | Deferred", i: sp.Symbol) -> DiscreteLaw:
-        return DiscreteLaw(outcomes=tuple(range(self.n_candidates)), probs=tuple(float(p) for p in probs),
-                           symbols=(i,), expr=expr)
+        return DiscreteLaw(
+            outcomes=tuple(range(self.n_candidates)), probs=tuple(float(p) for p in probs), symbols=(i,), expr=expr
+        )
 
 
 @register
@@ -162,8 +181,9 @@ class ReportNoisyMax(_IndexOutput, _NoisyMaxBase):
             qs = _sym_q(data)
             pieces = []
             for idx in range(self.n_candidates):
-                integrand = sym_laplace_pdf(x - qs[idx], bs) * sp.Mul(*[sym_laplace_cdf(x - qs[j], bs)
-                                                                          for j in range(self.n_candidates) if j != idx])
+                integrand = sym_laplace_pdf(x - qs[idx], bs) * sp.Mul(
+                    *[sym_laplace_cdf(x - qs[j], bs) for j in range(self.n_candidates) if j != idx]
+                )
                 pieces.append((sp.Integral(integrand, (x, -sp.oo, sp.oo)), sp.Eq(i, idx)))
             return sp.Piecewise(*pieces)
 
@@ -181,8 +201,9 @@ class ReportNoisyMaxExponential(_IndexOutput, _NoisyMaxBase):
     (default ε = 1, Δ = 1, scale = 2, k = 5)."""
 
     name: ClassVar[str] = "report_noisy_max_exponential"
-    source: ClassVar[str] = ("Dwork & Roth 2014, §3.3 with exponential noise; = permute-and-flip "
-                             "(McKenna & Sheldon 2020; Ding et al. 2021)")
+    source: ClassVar[str] = (
+        "Dwork & Roth 2014, §3.3 with exponential noise; = permute-and-flip (McKenna & Sheldon 2020; Ding et al. 2021)"
+    )
     noise: ClassVar[str] = "exponential"
 
     def _law(self, data):
@@ -205,6 +226,7 @@ class ReportNoisyMaxExponential(_IndexOutput, _NoisyMaxBase):
 
 # --------------------------------------------------------------------------- gallery: the value
 
+
 def grid_noise_logcdf(m: np.ndarray, t: float, noise: str) -> np.ndarray:
     """``log P(N <= m)`` for integer m, N the grid noise in units: discrete Laplace with ratio
     ``a = e^{-1/t}`` (``P(N = k) = (1-a)/(1+a) a^{|k|}``) or one-sided geometric
@@ -214,10 +236,10 @@ def grid_noise_logcdf(m: np.ndarray, t: float, noise: str) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if noise == "laplace":
             l1a = math.log1p(math.exp(la))
-            left = -np.abs(m) / t - l1a                                   # m < 0: a^{|m|}/(1+a)
+            left = -np.abs(m) / t - l1a  # m < 0: a^{|m|}/(1+a)
             right = np.log1p(-np.exp((np.maximum(m, 0) + 1) * la - l1a))  # m >= 0: 1 - a^{m+1}/(1+a)
             return np.where(m < 0, left, right)
-        out = np.log(-np.expm1((np.maximum(m, 0) + 1) * la))              # m >= 0: 1 - a^{m+1}
+        out = np.log(-np.expm1((np.maximum(m, 0) + 1) * la))  # m >= 0: 1 - a^{m+1}
         return np.where(m >= 0, out, -np.inf)
 
 
@@ -239,8 +261,8 @@ def grid_max_logpmf(v_units: np.ndarray, centre: np.ndarray, t: float, noise: st
     m = v - np.asarray(centre, dtype=float)[None, :]
     lcdf = grid_noise_logcdf(m, t, noise)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.exp(grid_noise_logpmf(m, t, noise) - lcdf)           # P(N = m)/P(N <= m)
-        d = np.sum(np.log1p(-np.minimum(ratio, 1.0)), axis=1)          # log Π F(v-1)/F(v)
+        ratio = np.exp(grid_noise_logpmf(m, t, noise) - lcdf)  # P(N = m)/P(N <= m)
+        d = np.sum(np.log1p(-np.minimum(ratio, 1.0)), axis=1)  # log Π F(v-1)/F(v)
         out = lcdf.sum(axis=1) + np.log(-np.expm1(d))
     return np.where(np.isnan(out), -np.inf, out)
 
@@ -254,8 +276,9 @@ class _ValueBase(_NoisyMaxBase):
         check_granularity("granularity", self.granularity)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, n_candidates: int = 5, sensitivity: Any = 1,
-                   granularity: float = DEFAULT_GRANULARITY):
+    def calibrated(
+        cls, epsilon: Any = 1, *, n_candidates: int = 5, sensitivity: Any = 1, granularity: float = DEFAULT_GRANULARITY
+    ):
         """The index's calibration ``scale = 2Δ/ε``, claim PureDP(ε) (the bug: the value needs more)."""
         base = _NoisyMaxBase.calibrated.__func__(cls, epsilon, n_candidates=n_candidates, sensitivity=sensitivity)
         return base.replace(granularity=granularity)
@@ -285,11 +308,14 @@ class _ValueBase(_NoisyMaxBase):
         a = sp.exp(-gs / bs)
         cs = [gs * int(c) for c in centre]
         if self.noise == "laplace":
+
             def F(z):  # P(g·N <= z) for z on the grid
                 return sp.Piecewise((a ** (-z / gs) / (1 + a), z < 0), (1 - a ** (z / gs + 1) / (1 + a), True))
         else:
+
             def F(z):
                 return sp.Piecewise((0, z < 0), (1 - a ** (z / gs + 1), True))
+
         expr = sp.Mul(*[F(v - c) for c in cs]) - sp.Mul(*[F(v - gs - c) for c in cs])
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ from ._literature import exact_ratio, log_laplace_interval as _log_laplace_inter
 
 __all__ = ["Snapping", "snapping_epsilon", "power_of_two_at_least"]
 
-_SLACK = Fraction(1, 2 ** 49)
+_SLACK = Fraction(1, 2**49)
 
 
 def snapping_epsilon(scale: Any, B: Any) -> Fraction | float:
@@ -43,7 +43,7 @@ def snapping_epsilon(scale: Any, B: Any) -> Fraction | float:
     try:
         return (1 + _SLACK * Fraction(B)) / Fraction(scale)
     except (TypeError, ValueError):
-        return (1 + 2.0 ** -49 * float(B)) / float(scale)
+        return (1 + 2.0**-49 * float(B)) / float(scale)
 
 
 def power_of_two_at_least(x: Any) -> Fraction:
@@ -76,24 +76,27 @@ class Snapping(Mechanism):
     source: ClassVar[str] = "Mironov 2012, §5 (snapping mechanism, Theorem 1)"
 
     B: Any = 64
-    scale: Any = Fraction(2 ** 43 + 1, 2 ** 43)
+    scale: Any = Fraction(2**43 + 1, 2**43)
 
     def _check(self) -> None:
         _v.positive("B", self.B)
         _v.positive("scale", self.scale)
         if not Fraction(self.scale) < Fraction(self.B):
-            raise ParameterError(f"B={self.B!r} must exceed scale={self.scale!r} (Mironov's side condition λ < B); "
-                                 "pass a larger B or a smaller scale.")
-        if not Fraction(self.B) < 2 ** 46 * Fraction(self.scale):
-            raise ParameterError(f"B={self.B!r} must be below 2**46 * scale (Mironov's side condition B < 2^46 λ); "
-                                 "pass a smaller B.")
+            raise ParameterError(
+                f"B={self.B!r} must exceed scale={self.scale!r} (Mironov's side condition λ < B); "
+                "pass a larger B or a smaller scale."
+            )
+        if not Fraction(self.B) < 2**46 * Fraction(self.scale):
+            raise ParameterError(
+                f"B={self.B!r} must be below 2**46 * scale (Mironov's side condition B < 2^46 λ); pass a smaller B."
+            )
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, *, B: Any = 64):
         """``scale = (1 + 2^-49 B)/ε`` (exact for exact ε and B, else rounded up), claim PureDP(ε)."""
         epsilon = _v.positive("epsilon", epsilon)
         B = _v.positive("B", B)
-        num = 1 + _SLACK * Fraction(B) if isinstance(B, (int, Fraction)) else 1 + 2.0 ** -49 * float(B)
+        num = 1 + _SLACK * Fraction(B) if isinstance(B, (int, Fraction)) else 1 + 2.0**-49 * float(B)
         return cls(B=B, scale=exact_ratio(num, epsilon), claim=PureDP(epsilon))
 
     @property
@@ -115,8 +118,8 @@ class Snapping(Mechanism):
         Lam = float(self.Lam)
         x = min(max(float(np.asarray(data).reshape(-1)[0]), -B), B)
         e = np.minimum(rng.geometric(0.5, size), 1022)
-        mant = rng.integers(0, 2 ** 52, size, dtype=np.int64)
-        u = np.ldexp(1.0 + mant.astype(float) * 2.0 ** -52, -e)
+        mant = rng.integers(0, 2**52, size, dtype=np.int64)
+        u = np.ldexp(1.0 + mant.astype(float) * 2.0**-52, -e)
         sign = np.where(rng.integers(0, 2, size, dtype=np.int8) == 1, 1.0, -1.0)
         y = x + sign * (lam * np.log(u))
         snapped = np.rint(y / Lam) * Lam
@@ -134,11 +137,18 @@ class Snapping(Mechanism):
         x = min(max(float(np.asarray(data).reshape(-1)[0]), -B), B)
         K = self._K()
         y = sp.Symbol("y", real=True)
-        xs, ls, Ls, Bs = exact(x), exact(self.scale), sp.Rational(self.Lam.numerator, self.Lam.denominator), exact(self.B)
+        xs, ls, Ls, Bs = (
+            exact(x),
+            exact(self.scale),
+            sp.Rational(self.Lam.numerator, self.Lam.denominator),
+            exact(self.B),
+        )
         F = lambda t: sym_laplace_cdf(t - xs, ls)  # noqa: E731
-        expr = sp.Piecewise((1 - F((K + sp.Rational(1, 2)) * Ls), sp.Eq(y, Bs)),
-                            (F(-(K + sp.Rational(1, 2)) * Ls), sp.Eq(y, -Bs)),
-                            (F(y + Ls / 2) - F(y - Ls / 2), True))
+        expr = sp.Piecewise(
+            (1 - F((K + sp.Rational(1, 2)) * Ls), sp.Eq(y, Bs)),
+            (F(-(K + sp.Rational(1, 2)) * Ls), sp.Eq(y, -Bs)),
+            (F(y + Ls / 2) - F(y - Ls / 2), True),
+        )
         outcomes = tuple([-B] + [k * Lam for k in range(-K, K + 1)] + [B])
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:

@@ -47,30 +47,61 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    BoundedChange, Deferred, DiscreteLaw, FunctionLaw, InputSpec, Mechanism, PureDP, RealInterval, exact,
+    BoundedChange,
+    Deferred,
+    DiscreteLaw,
+    FunctionLaw,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    RealInterval,
+    exact,
 )
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
 from ._literature import (
-    exact_ratio, gauss_legendre_line, laplace_logcdf, log_laplace_interval, laplace_logpdf, laplace_logsf,
-    statdp_patterns, sym_laplace_cdf, sym_laplace_pdf,
+    exact_ratio,
+    gauss_legendre_line,
+    laplace_logcdf,
+    log_laplace_interval,
+    laplace_logpdf,
+    laplace_logsf,
+    statdp_patterns,
+    sym_laplace_cdf,
+    sym_laplace_pdf,
 )
 from ._noise import (
-    DEFAULT_GRANULARITY, check_granularity, discrete_laplace, discrete_laplace_logpmf, grid_sensitivity,
-    on_grid_units, round_half_up, to_units,
+    DEFAULT_GRANULARITY,
+    check_granularity,
+    discrete_laplace,
+    discrete_laplace_logpmf,
+    grid_sensitivity,
+    on_grid_units,
+    round_half_up,
+    to_units,
 )
 
 __all__ = [
-    "TOP", "BOT", "NOT_ANSWERED", "BOTTOM", "STOPPED", "answer_patterns", "statdp_patterns",
-    "SparseVector", "NumericalSparseVector",
-    "SparseVectorAlg3", "SparseVectorAlg4", "SparseVectorAlg5", "SparseVectorAlg6",
+    "TOP",
+    "BOT",
+    "NOT_ANSWERED",
+    "BOTTOM",
+    "STOPPED",
+    "answer_patterns",
+    "statdp_patterns",
+    "SparseVector",
+    "NumericalSparseVector",
+    "SparseVectorAlg3",
+    "SparseVectorAlg4",
+    "SparseVectorAlg5",
+    "SparseVectorAlg6",
 ]
 
 TOP, BOT, NOT_ANSWERED = 1, 0, -1
-BOTTOM = -(2.0 ** 62)
-STOPPED = -(2.0 ** 63)
-_MAX_ANSWER = 2.0 ** 40
+BOTTOM = -(2.0**62)
+STOPPED = -(2.0**63)
+_MAX_ANSWER = 2.0**40
 
 
 def answer_patterns(n: int, c: int | None) -> np.ndarray:
@@ -119,8 +150,12 @@ class _SparseVectorBase(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(-_MAX_ANSWER, _MAX_ANSWER), BoundedChange(self.sensitivity, "linf"),
-                         "vector", dim=self.n_queries)
+        return InputSpec(
+            RealInterval(-_MAX_ANSWER, _MAX_ANSWER),
+            BoundedChange(self.sensitivity, "linf"),
+            "vector",
+            dim=self.n_queries,
+        )
 
     def example_pair(self) -> tuple[Any, Any]:
         """StatDP's "X shape" pair ([1]*h + [0]*(n-h), [0]*h + [1]*(n-h)), h = n // 2: ⊥ answers on
@@ -186,8 +221,9 @@ class _SparseVectorBase(Mechanism):
 
         # the integrand is at most the density of ρ: |r| > 45·rho_scale carries < e^-45 of its mass
         reach = 45 * brho
-        probs = gauss_legendre_line(log_integrand, [0.0, *(q - T)], step=min(brho, bnu), tail=reach,
-                                    lo=-reach, hi=reach)
+        probs = gauss_legendre_line(
+            log_integrand, [0.0, *(q - T)], step=min(brho, bnu), tail=reach, lo=-reach, hi=reach
+        )
         return np.clip(probs, 0.0, 1.0)
 
     def _pattern_expr(self, q: np.ndarray) -> tuple[tuple, sp.Expr]:
@@ -211,20 +247,23 @@ class _SparseVectorBase(Mechanism):
         patterns = answer_patterns(self.n_queries, self._c_or_none)
         probs = self._pattern_probs(data, patterns)
         symbols = sp.symbols(f"a1:{self.n_queries + 1}", integer=True)
-        return DiscreteLaw(outcomes=tuple(tuple(int(x) for x in row) for row in patterns),
-                           probs=tuple(float(p) for p in probs), symbols=symbols,
-                           expr=Deferred(lambda: self._pattern_expr(data)[1]))
+        return DiscreteLaw(
+            outcomes=tuple(tuple(int(x) for x in row) for row in patterns),
+            probs=tuple(float(p) for p in probs),
+            symbols=symbols,
+            expr=Deferred(lambda: self._pattern_expr(data)[1]),
+        )
 
 
 def _select(a: sp.Symbol, if_top: sp.Expr, if_bot: sp.Expr) -> sp.Expr:
     """The factor of query i in a pattern pmf: ``if_top`` for a_i = 1, ``if_bot`` for a_i = 0,
     1 for a_i = -1 (not answered), written with Kronecker deltas (not Piecewise, see
     :func:`sym_laplace_cdf`)."""
-    return (sp.KroneckerDelta(a, TOP) * if_top + sp.KroneckerDelta(a, BOT) * if_bot
-            + sp.KroneckerDelta(a, NOT_ANSWERED))
+    return sp.KroneckerDelta(a, TOP) * if_top + sp.KroneckerDelta(a, BOT) * if_bot + sp.KroneckerDelta(a, NOT_ANSWERED)
 
 
 # --------------------------------------------------------------------------- Alg. 1
+
 
 @register
 @dataclass(frozen=True, kw_only=True)
@@ -242,15 +281,21 @@ class SparseVector(_SparseVectorBase):
     source: ClassVar[str] = "Lyu, Su & Li 2017, Algorithm 1"
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1):
+    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1, sensitivity: Any = 1):
         epsilon = _v.positive("epsilon", epsilon)
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity,
-                   rho_scale=exact_ratio(2 * sensitivity, epsilon),
-                   nu_scale=exact_ratio(4 * c * sensitivity, epsilon), claim=PureDP(epsilon))
+        return cls(
+            n_queries=n_queries,
+            threshold=threshold,
+            c=c,
+            sensitivity=sensitivity,
+            rho_scale=exact_ratio(2 * sensitivity, epsilon),
+            nu_scale=exact_ratio(4 * c * sensitivity, epsilon),
+            claim=PureDP(epsilon),
+        )
 
 
 # --------------------------------------------------------------------------- numerical SVT
+
 
 class _ValueOutput:
     """Decoding of float outputs with sentinels (mixin for value-releasing SVTs)."""
@@ -281,8 +326,10 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
     for not answered. Defaults ε = 1, Δ = 1, c = 1, n = 10, T = 1, g = 2**-20."""
 
     name: ClassVar[str] = "numerical_sparse_vector"
-    source: ClassVar[str] = ("Lyu, Su & Li 2017 Alg. 1 + fresh value noise (Dwork & Roth 2014 §3.6 NumericSparse; "
-                             "split of Wang et al. PLDI 2019)")
+    source: ClassVar[str] = (
+        "Lyu, Su & Li 2017 Alg. 1 + fresh value noise (Dwork & Roth 2014 §3.6 NumericSparse; "
+        "split of Wang et al. PLDI 2019)"
+    )
 
     rho_scale: Any = 3
     nu_scale: Any = 6
@@ -295,15 +342,31 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
         check_granularity("granularity", self.granularity)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1, granularity: float = DEFAULT_GRANULARITY):
+    def calibrated(
+        cls,
+        epsilon: Any = 1,
+        *,
+        c: int = 1,
+        n_queries: int = 10,
+        threshold: Any = 1,
+        sensitivity: Any = 1,
+        granularity: float = DEFAULT_GRANULARITY,
+    ):
         epsilon = _v.positive("epsilon", epsilon)
         g = check_granularity("granularity", granularity)
         dg = grid_sensitivity(sensitivity, g)
         dg = int(dg) if dg.denominator == 1 else dg
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity, granularity=granularity,
-                   rho_scale=exact_ratio(3 * sensitivity, epsilon), nu_scale=exact_ratio(6 * c * sensitivity, epsilon),
-                   value_scale=exact_ratio(3 * c * dg, epsilon), claim=PureDP(epsilon))
+        return cls(
+            n_queries=n_queries,
+            threshold=threshold,
+            c=c,
+            sensitivity=sensitivity,
+            granularity=granularity,
+            rho_scale=exact_ratio(3 * sensitivity, epsilon),
+            nu_scale=exact_ratio(6 * c * sensitivity, epsilon),
+            value_scale=exact_ratio(3 * c * dg, epsilon),
+            claim=PureDP(epsilon),
+        )
 
     def _sample(self, data, size, rng):
         _, above = self._noisy_above(data, size, rng)
@@ -326,8 +389,14 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
 
         def build_expr():
             gs, vs = exact(self.granularity), exact(self.value_scale)
-            value_pmf = sp.Mul(*[_select(symbols[i], sp.tanh(gs / (2 * vs)) * sp.exp(-sp.Abs(v[i] - gs * exact(int(centre[i]))) / vs),
-                                         1) for i in range(self.n_queries)])
+            value_pmf = sp.Mul(
+                *[
+                    _select(
+                        symbols[i], sp.tanh(gs / (2 * vs)) * sp.exp(-sp.Abs(v[i] - gs * exact(int(centre[i]))) / vs), 1
+                    )
+                    for i in range(self.n_queries)
+                ]
+            )
             return self._pattern_expr(q)[1] * value_pmf
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:
@@ -349,6 +418,7 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
 
 
 # --------------------------------------------------------------------------- gallery: Alg. 3-6
+
 
 @register
 @dataclass(frozen=True, kw_only=True)
@@ -387,12 +457,27 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
         check_granularity("granularity", self.granularity)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1, granularity: float = DEFAULT_GRANULARITY):
+    def calibrated(
+        cls,
+        epsilon: Any = 1,
+        *,
+        c: int = 1,
+        n_queries: int = 10,
+        threshold: Any = 1,
+        sensitivity: Any = 1,
+        granularity: float = DEFAULT_GRANULARITY,
+    ):
         epsilon = _v.positive("epsilon", epsilon)
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity, granularity=granularity,
-                   rho_scale=exact_ratio(2 * sensitivity, epsilon),
-                   nu_scale=exact_ratio(2 * c * sensitivity, epsilon), claim=PureDP(epsilon))
+        return cls(
+            n_queries=n_queries,
+            threshold=threshold,
+            c=c,
+            sensitivity=sensitivity,
+            granularity=granularity,
+            rho_scale=exact_ratio(2 * sensitivity, epsilon),
+            nu_scale=exact_ratio(2 * c * sensitivity, epsilon),
+            claim=PureDP(epsilon),
+        )
 
     def _sample(self, data, size, rng):
         noisy, above = self._noisy_above(data, size, rng)
@@ -413,9 +498,18 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
         w = sp.symbols(f"w1:{self.n_queries + 1}", real=True)
         Ts, br, bn, gs = exact(self.threshold), exact(self.rho_scale), exact(self.nu_scale), exact(self.granularity)
         qs = [exact(float(x)) for x in q]
-        factors = [_select(a[i], sp.Max(0, sym_laplace_cdf(w[i] + gs / 2 - qs[i], bn)
-                                         - sym_laplace_cdf(sp.Max(w[i] - gs / 2, Ts + r) - qs[i], bn)),
-                           sym_laplace_cdf(Ts + r - qs[i], bn)) for i in range(self.n_queries)]
+        factors = [
+            _select(
+                a[i],
+                sp.Max(
+                    0,
+                    sym_laplace_cdf(w[i] + gs / 2 - qs[i], bn)
+                    - sym_laplace_cdf(sp.Max(w[i] - gs / 2, Ts + r) - qs[i], bn),
+                ),
+                sym_laplace_cdf(Ts + r - qs[i], bn),
+            )
+            for i in range(self.n_queries)
+        ]
         expr = sp.Integral(sym_laplace_pdf(r, br) * sp.Mul(*factors), (r, -sp.oo, sp.oo))
 
         def one(codes: np.ndarray, vals: np.ndarray) -> float:
@@ -433,8 +527,16 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
                 return out
 
             reach = 45 * brho  # the integrand is at most f_ρ, which falls by e^-45 over this distance
-            mass = float(gauss_legendre_line(log_integrand, [0.0, *(qb - T), *(lo_cell - T)], step=min(brho, bnu),
-                                             tail=reach, lo=min(-reach, cap - reach), hi=min(cap, reach)))
+            mass = float(
+                gauss_legendre_line(
+                    log_integrand,
+                    [0.0, *(qb - T), *(lo_cell - T)],
+                    step=min(brho, bnu),
+                    tail=reach,
+                    lo=min(-reach, cap - reach),
+                    hi=min(cap, reach),
+                )
+            )
             return math.log(mass) if mass > 0 else -math.inf
 
         def log_prob(outputs: np.ndarray) -> np.ndarray:
@@ -476,12 +578,17 @@ class SparseVectorAlg4(_SparseVectorBase):
     nu_scale: Any = Fraction(4, 3)
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1):
+    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1, sensitivity: Any = 1):
         epsilon = _v.positive("epsilon", epsilon)
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity,
-                   rho_scale=exact_ratio(4 * sensitivity, epsilon),
-                   nu_scale=exact_ratio(4 * sensitivity, 3 * epsilon), claim=PureDP(epsilon))
+        return cls(
+            n_queries=n_queries,
+            threshold=threshold,
+            c=c,
+            sensitivity=sensitivity,
+            rho_scale=exact_ratio(4 * sensitivity, epsilon),
+            nu_scale=exact_ratio(4 * sensitivity, 3 * epsilon),
+            claim=PureDP(epsilon),
+        )
 
 
 @register
@@ -508,15 +615,23 @@ class SparseVectorAlg5(_SparseVectorBase):
 
     def _check_nu(self) -> None:
         if self.nu_scale != 0:
-            raise ParameterError(f"nu_scale={self.nu_scale!r} must be 0 for svt5 (Alg. 5 adds no query noise); "
-                                 "pass nu_scale=0 or use sparse_vector.")
+            raise ParameterError(
+                f"nu_scale={self.nu_scale!r} must be 0 for svt5 (Alg. 5 adds no query noise); "
+                "pass nu_scale=0 or use sparse_vector."
+            )
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1):
+    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1, sensitivity: Any = 1):
         epsilon = _v.positive("epsilon", epsilon)
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity,
-                   rho_scale=exact_ratio(2 * sensitivity, epsilon), nu_scale=0, claim=PureDP(epsilon))
+        return cls(
+            n_queries=n_queries,
+            threshold=threshold,
+            c=c,
+            sensitivity=sensitivity,
+            rho_scale=exact_ratio(2 * sensitivity, epsilon),
+            nu_scale=0,
+            claim=PureDP(epsilon),
+        )
 
 
 @register
@@ -542,12 +657,17 @@ class SparseVectorAlg6(_SparseVectorBase):
     nu_scale: Any = 2
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1,
-                   sensitivity: Any = 1):
+    def calibrated(cls, epsilon: Any = 1, *, c: int = 1, n_queries: int = 10, threshold: Any = 1, sensitivity: Any = 1):
         epsilon = _v.positive("epsilon", epsilon)
-        return cls(n_queries=n_queries, threshold=threshold, c=c, sensitivity=sensitivity,
-                   rho_scale=exact_ratio(2 * sensitivity, epsilon),
-                   nu_scale=exact_ratio(2 * sensitivity, epsilon), claim=PureDP(epsilon))
+        return cls(
+            n_queries=n_queries,
+            threshold=threshold,
+            c=c,
+            sensitivity=sensitivity,
+            rho_scale=exact_ratio(2 * sensitivity, epsilon),
+            nu_scale=exact_ratio(2 * sensitivity, epsilon),
+            claim=PureDP(epsilon),
+        )
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

@@ -53,7 +53,9 @@ class NoisyStd(PerStatisticScales, Composite):
     Claim: ε-DP with ε = 3/scale (defaults lo = 0, hi = 1, scale = 3: ε = 1)."""
 
     name = "noisy_std"
-    source = "seed: standard deviation from 3 noisy sums at ε/3 each (Laplace mechanism + composition), declared from parts"
+    source = (
+        "seed: standard deviation from 3 noisy sums at ε/3 each (Laplace mechanism + composition), declared from parts"
+    )
 
     lo: Any = 0
     hi: Any = 1
@@ -87,11 +89,14 @@ class NoisyStd(PerStatisticScales, Composite):
     def structure(self) -> PartsMechanism:
         g = self.grid
         b = self.noise_scales
-        steps = dp.compose(dp.count() >> dp.laplace(b[0], granularity=g),
-                           dp.sum() >> dp.laplace(b[1], granularity=g),
-                           dp.sum_squares() >> dp.laplace(b[2], granularity=g))
-        return dp.mechanism(name=self.name, records=RealInterval(self.lo, self.hi), relation=AddRemove(),
-                            steps=steps, claim=self.claim)
+        steps = dp.compose(
+            dp.count() >> dp.laplace(b[0], granularity=g),
+            dp.sum() >> dp.laplace(b[1], granularity=g),
+            dp.sum_squares() >> dp.laplace(b[2], granularity=g),
+        )
+        return dp.mechanism(
+            name=self.name, records=RealInterval(self.lo, self.hi), relation=AddRemove(), steps=steps, claim=self.claim
+        )
 
     @staticmethod
     def finalize(outputs: np.ndarray) -> np.ndarray:

@@ -82,13 +82,16 @@ class TruncatedGeometric(Mechanism):
         probs = []
         for yv in range(n + 1):
             if yv == 0:
-                probs.append(a ** x / (1 + a))
+                probs.append(a**x / (1 + a))
             elif yv == n:
                 probs.append(a ** (n - x) / (1 + a))
             else:
                 probs.append((1 - a) / (1 + a) * a ** abs(yv - x))
-        expr = sp.Piecewise((a ** x / (1 + a), sp.Eq(y, 0)), (a ** (n - x) / (1 + a), sp.Eq(y, n)),
-                            ((1 - a) / (1 + a) * a ** sp.Abs(y - x), True))
+        expr = sp.Piecewise(
+            (a**x / (1 + a), sp.Eq(y, 0)),
+            (a ** (n - x) / (1 + a), sp.Eq(y, n)),
+            ((1 - a) / (1 + a) * a ** sp.Abs(y - x), True),
+        )
         return DiscreteLaw(outcomes=tuple(range(n + 1)), probs=tuple(probs), symbols=(y,), expr=expr)
 
 

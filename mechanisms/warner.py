@@ -18,7 +18,14 @@ import sympy as sp
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    Claim, DiscreteLaw, Finite, InputSpec, Mechanism, PureDP, Substitute, exact,
+    Claim,
+    DiscreteLaw,
+    Finite,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    Substitute,
+    exact,
 )
 from dpharness.registry import register
 

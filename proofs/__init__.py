@@ -43,7 +43,9 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
             "use dpharness.audit for arbitrary callables."
         )
     if isinstance(distance, bool) or not isinstance(distance, int) or distance < 1:
-        raise ParameterError(f"distance={distance!r} must be an integer >= 1 (the number of records neighbours differ by).")
+        raise ParameterError(
+            f"distance={distance!r} must be an integer >= 1 (the number of records neighbours differ by)."
+        )
     coverage = find_proof(mechanism)
     if coverage.proof is None:
         return unproven(mechanism, f"no proof: {coverage.reason}")
@@ -55,15 +57,21 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
         from . import parts as _parts
 
         if coverage.proof not in (_parts.prove, _parts.prove_composite):
-            return unproven(mechanism, f"no proof at distance {distance}: the proof of "
-                                       f"{coverage.written_for.__qualname__} is for neighbours at distance 1 (distances are "
-                                       "answered for mechanisms declared from dpharness.parts)")
+            return unproven(
+                mechanism,
+                f"no proof at distance {distance}: the proof of "
+                f"{coverage.written_for.__qualname__} is for neighbours at distance 1 (distances are "
+                "answered for mechanisms declared from dpharness.parts)",
+            )
     start = time.perf_counter()
     try:
         proof = coverage.proof(mechanism) if distance == 1 else _parts.prove_at_distance(mechanism, distance)
     except (ArithmeticError, ParameterError) as exc:  # a numeric limit of the derivation at these parameters
-        return unproven(mechanism, f"the proof of {coverage.written_for.__qualname__} could not be carried out at these "
-                                   f"parameters ({type(exc).__name__}: {exc})")
+        return unproven(
+            mechanism,
+            f"the proof of {coverage.written_for.__qualname__} could not be carried out at these "
+            f"parameters ({type(exc).__name__}: {exc})",
+        )
     proof = _checked_witness(mechanism, proof)
     proof.timings.setdefault("total", time.perf_counter() - start)
     return proof
@@ -82,7 +90,8 @@ def _checked_witness(mechanism: Mechanism, proof: Proof) -> Proof:
     except ParameterError as exc:
         why = f"the witness pair is not a neighbouring pair the mechanism accepts ({exc})"
         if proof.verdict is Verdict.REFUTED:
-            return dataclasses.replace(proof, verdict=Verdict.UNPROVEN, witness=None,
-                                       notes=proof.notes + (f"refutation withdrawn: {why}",))
+            return dataclasses.replace(
+                proof, verdict=Verdict.UNPROVEN, witness=None, notes=proof.notes + (f"refutation withdrawn: {why}",)
+            )
         return dataclasses.replace(proof, witness=None, notes=proof.notes + (f"witness dropped: {why}",))
     return proof

@@ -59,8 +59,12 @@ class _Share:
 
     def times(self, w: Fraction) -> "_Share":
         """The share ``w`` of this budget (ε and ρ add under composition; a split never carries δ)."""
-        return _Share(None if self.epsilon is None else self.epsilon * w, None,
-                      None if self.rho is None else self.rho * w, self.origin)
+        return _Share(
+            None if self.epsilon is None else self.epsilon * w,
+            None,
+            None if self.rho is None else self.rho * w,
+            self.origin,
+        )
 
     def describe(self) -> str:
         if self.rho is not None:
@@ -75,8 +79,10 @@ def _exact(value: Any) -> Fraction | None:
 def calibrate(steps: P.Step, *, records: Any, relation: Any, shape: str, dim: int | None) -> P.Step:
     """``steps`` with every budget placeholder replaced by the concrete noise it calibrates to."""
     if shape == "record":
-        raise ParameterError("budgets calibrate grid noise on aggregates; a one-record input (input='record') takes "
-                             "local randomizers with their own parameters (e.g. dp.randomized_response(log_odds=...)).")
+        raise ParameterError(
+            "budgets calibrate grid noise on aggregates; a one-record input (input='record') takes "
+            "local randomizers with their own parameters (e.g. dp.randomized_response(log_odds=...))."
+        )
     space = P.input_space(records, shape, dim)
     d0 = P.input_distance(relation, space)
     return _walk(steps, space, d0, None)
@@ -92,8 +98,10 @@ def _split(parts: tuple, share: _Share, weights: tuple | None, where: str) -> li
     gauss = [_holds_gaussian(p) for p in parts]
     if share.rho is None and any(gauss):
         i = gauss.index(True) + 1
-        raise ParameterError(f"{where}: part {i} holds Gaussian noise, which is not pure DP; give the composition "
-                             "delta= with epsilon= (or rho=).")
+        raise ParameterError(
+            f"{where}: part {i} holds Gaussian noise, which is not pure DP; give the composition "
+            "delta= with epsilon= (or rho=)."
+        )
     return [share.times(x / total) for x in w]
 
 
@@ -106,14 +114,19 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
         return _selection(step, space, d, share)
     if type(step) is SplitBudget:
         if share is not None:
-            raise ParameterError(f"{step.describe()} splits its own total inside a split composition; give the budget at "
-                                 "one level (the outer dp.compose(..., epsilon=...) or this one).")
+            raise ParameterError(
+                f"{step.describe()} splits its own total inside a split composition; give the budget at "
+                "one level (the outer dp.compose(..., epsilon=...) or this one)."
+            )
         total = _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
         if any(_holds_gaussian(p) for p in step.parts) and total.delta is not None:
             # Gaussians compose exactly in zCDP (ρ adds), far tighter than splitting ε and δ (basic composition)
             rho = _rho_for_eps_delta(total.epsilon, total.delta)
-            total = _Share(rho=rho, origin=f"a share of ρ = {float(rho):.6g}, the zCDP budget of (ε, δ) = "
-                                           f"({total.epsilon}, {float(total.delta):.6g})")
+            total = _Share(
+                rho=rho,
+                origin=f"a share of ρ = {float(rho):.6g}, the zCDP budget of (ε, δ) = "
+                f"({total.epsilon}, {float(total.delta):.6g})",
+            )
         shares = _split(step.parts, total, step.weights, "dp.compose(..., " + total.describe() + ")")
         return P.Compose(tuple(_walk(p, space, d, s) for p, s in zip(step.parts, shares)))
     if type(step) is P.Compose:
@@ -133,9 +146,11 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
         if not isinstance(first, P.Transformation) and not has_budget(step.second):
             return P.Chain(_walk(first, space, d, share), step.second)
     node = step.first if type(step) is P.Chain else step
-    raise ParameterError(f"a budget under {node.describe()}: calibration follows the stability of clamp, column, count, sum, "
-                         "histogram, map_records, clip_norm through compose and repeat; give the noise here an explicit "
-                         "scale= / sigma= (its privacy is still proved).")
+    raise ParameterError(
+        f"a budget under {node.describe()}: calibration follows the stability of clamp, column, count, sum, "
+        "histogram, map_records, clip_norm through compose and repeat; give the noise here an explicit "
+        "scale= / sigma= (its privacy is still proved)."
+    )
 
 
 def _stability_walk() -> Any:
@@ -148,38 +163,55 @@ def _stability_walk() -> Any:
 
 def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
     if step.budgeted and share is not None:
-        raise ParameterError(f"{step.describe()} has its own budget inside a split composition; drop its epsilon=/rho= (the "
-                             "split gives it a share) or take it out of the split.")
+        raise ParameterError(
+            f"{step.describe()} has its own budget inside a split composition; drop its epsilon=/rho= (the "
+            "split gives it a share) or take it out of the split."
+        )
     if not step.budgeted and share is None:
-        raise ParameterError(f"{step.family}() has neither a scale nor a budget; pass "
-                             + ("scale= or epsilon=" if step.family == "laplace" else "sigma=, rho= or epsilon= with delta=")
-                             + ", or put it in dp.compose(..., epsilon=...) to take a share of a total.")
+        raise ParameterError(
+            f"{step.family}() has neither a scale nor a budget; pass "
+            + ("scale= or epsilon=" if step.family == "laplace" else "sigma=, rho= or epsilon= with delta=")
+            + ", or put it in dp.compose(..., epsilon=...) to take a share of a total."
+        )
     budget = share or _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
     if space.kind not in ("scalar", "vector"):
-        raise ParameterError(f"{step.describe()} follows {space.describe()}; aggregate first (dp.count(), dp.sum(), ...).")
+        raise ParameterError(
+            f"{step.describe()} follows {space.describe()}; aggregate first (dp.count(), dp.sum(), ...)."
+        )
     g = Fraction(step.granularity)
     d1, d2sq, _ = P.grid_steps(space, d, g)
     if d1 == 0:
-        raise ParameterError(f"{step.describe()}: the value it perturbs is the same on neighbouring inputs (sensitivity 0), "
-                             "so no scale follows from a budget; pass an explicit scale.")
+        raise ParameterError(
+            f"{step.describe()}: the value it perturbs is the same on neighbouring inputs (sensitivity 0), "
+            "so no scale follows from a budget; pass an explicit scale."
+        )
     if step.family == "laplace":
         eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
         t = d1 / eps
-        return P.GridLaplace(_plain(t * g), step.granularity,
-                             f"scale from {budget.describe()}: centres at most D = {d1} grid steps of g = {g} apart, "
-                             f"t = D/ε = {t} steps, scale = t·g")
+        return P.GridLaplace(
+            _plain(t * g),
+            step.granularity,
+            f"scale from {budget.describe()}: centres at most D = {d1} grid steps of g = {g} apart, "
+            f"t = D/ε = {t} steps, scale = t·g",
+        )
     if budget.rho is not None:
         sigma = _sigma_for_rho(d2sq, budget.rho, g)
-        how = f"σ from {budget.describe()}: τ² >= D₂²/(2ρ) = {d2sq / (2 * budget.rho)} grid steps² (g = {g}), rounded up"
+        how = (
+            f"σ from {budget.describe()}: τ² >= D₂²/(2ρ) = {d2sq / (2 * budget.rho)} grid steps² (g = {g}), rounded up"
+        )
     elif space.dim == 1:
         sigma = _sigma_for_eps_delta(int(d1), budget.epsilon, budget.delta, g)
-        how = (f"σ from {budget.describe()}: the smallest σ found whose certified δ(ε) of the discrete Gaussian at shift "
-               f"D = {d1} grid steps (g = {g}) is within δ")
+        how = (
+            f"σ from {budget.describe()}: the smallest σ found whose certified δ(ε) of the discrete Gaussian at shift "
+            f"D = {d1} grid steps (g = {g}) is within δ"
+        )
     else:
         rho = _rho_for_eps_delta(budget.epsilon, budget.delta)
         sigma = _sigma_for_rho(d2sq, rho, g)
-        how = (f"σ from {budget.describe()} via ρ = {float(rho):.6g} (the largest ρ whose zCDP conversion gives δ(ε)) and "
-               f"τ² >= D₂²/(2ρ) = {float(d2sq / (2 * rho)):.6g} grid steps² (g = {g})")
+        how = (
+            f"σ from {budget.describe()} via ρ = {float(rho):.6g} (the largest ρ whose zCDP conversion gives δ(ε)) and "
+            f"τ² >= D₂²/(2ρ) = {float(d2sq / (2 * rho)):.6g} grid steps² (g = {g})"
+        )
     return P.GridGaussian(sigma, step.granularity, how)
 
 
@@ -188,22 +220,31 @@ def _selection(step: SelectionBudget, space: P.Space, d: P.Distance, share: _Sha
     scores' L∞ distance Δ: exponential mechanism ε = c·k·Δ/scale (c = 1 on monotone scores, else 2),
     permute-and-flip ε = 2Δ/scale, grid-Laplace noisy max ε = 2D/t with D the distance in grid steps."""
     if step.budgeted and share is not None:
-        raise ParameterError(f"{step.describe()} has its own budget inside a split composition; drop its epsilon= (the "
-                             "split gives it a share) or take it out of the split.")
+        raise ParameterError(
+            f"{step.describe()} has its own budget inside a split composition; drop its epsilon= (the "
+            "split gives it a share) or take it out of the split."
+        )
     if not step.budgeted and share is None:
-        raise ParameterError(f"{step.describe()} has neither a scale nor a budget; pass scale= or epsilon=, or put it in "
-                             "dp.compose(..., epsilon=...) to take a share of a total.")
+        raise ParameterError(
+            f"{step.describe()} has neither a scale nor a budget; pass scale= or epsilon=, or put it in "
+            "dp.compose(..., epsilon=...) to take a share of a total."
+        )
     budget = share or _Share(_exact(step.epsilon))
     eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
     delta = d.linf
     if delta == 0:
-        raise ParameterError(f"{step.describe()}: the scores are the same on neighbouring inputs (sensitivity 0), so no "
-                             "scale follows from a budget; pass an explicit scale.")
+        raise ParameterError(
+            f"{step.describe()}: the scores are the same on neighbouring inputs (sensitivity 0), so no "
+            "scale follows from a budget; pass an explicit scale."
+        )
     if step.kind == "exponential":
         c = 1 if d.monotone else 2
         scale = c * step.k * delta / eps
-        how = (f"scale from {budget.describe()}: scores at L∞ distance Δ = {delta}" + (", monotone" if d.monotone else "")
-               + f", scale = {c}·{step.k}·Δ/ε")
+        how = (
+            f"scale from {budget.describe()}: scores at L∞ distance Δ = {delta}"
+            + (", monotone" if d.monotone else "")
+            + f", scale = {c}·{step.k}·Δ/ε"
+        )
         return step.resolve(_plain(scale), how)
     if step.kind == "exponential_noise":
         return step.resolve(_plain(2 * delta / eps), f"scale from {budget.describe()}: Δ = {delta}, scale = 2Δ/ε")
@@ -211,8 +252,9 @@ def _selection(step: SelectionBudget, space: P.Space, d: P.Distance, share: _Sha
     q = space.quantum
     steps = delta / g if q is not None and (q / g).denominator == 1 else Fraction(math.ceil(delta / g))
     t = 2 * steps / eps
-    return step.resolve(_plain(t * g), f"scale from {budget.describe()}: D = {steps} grid steps of g = {g}, t = 2D/ε, "
-                                       "scale = t·g")
+    return step.resolve(
+        _plain(t * g), f"scale from {budget.describe()}: D = {steps} grid steps of g = {g}, t = 2D/ε, scale = t·g"
+    )
 
 
 def _plain(x: Fraction) -> int | float | Fraction:
@@ -269,7 +311,7 @@ def _sigma_for_eps_delta(shift: int, eps: Fraction, delta: Fraction, g: Fraction
     lo, hi = 1e-6, 1.0
     while _continuous_delta(e, shift, hi) > dl:
         hi *= 2
-        if hi > 2 ** 60:
+        if hi > 2**60:
             raise ParameterError(f"no σ below 2**60 grid steps gives δ(ε = {eps}) <= {delta}; pass a larger budget.")
     for _ in range(80):
         mid = (lo + hi) / 2
@@ -289,8 +331,11 @@ def _sigma_for_eps_delta(shift: int, eps: Fraction, delta: Fraction, g: Fraction
     for _ in range(24):  # the certified bound is within a hair of the continuous one: tighten toward it
         mid = (down + up) / 2
         down, up = (down, mid) if ok(mid) else (mid, up)
-    return float(Fraction(up) * g) if Fraction(float(Fraction(up) * g)) >= Fraction(up) * g else \
-        math.nextafter(float(Fraction(up) * g), math.inf)
+    return (
+        float(Fraction(up) * g)
+        if Fraction(float(Fraction(up) * g)) >= Fraction(up) * g
+        else math.nextafter(float(Fraction(up) * g), math.inf)
+    )
 
 
 def _rho_for_eps_delta(eps: Fraction, delta: Fraction) -> Fraction:

@@ -33,8 +33,15 @@ from dpharness.core import ApproxDP, Event, PureDP, RenyiDP, Witness, exact
 from ._kernel import ProofBuilder, confirm_violation, discharge, exact_sign, exceeds, sym
 from ._model import Obligation
 
-__all__ = ["judge_pure", "check_law", "check_law_ratio", "fmt",
-           "LaplaceProfile", "RandomizedResponseProfile", "FiniteProfile"]
+__all__ = [
+    "judge_pure",
+    "check_law",
+    "check_law_ratio",
+    "fmt",
+    "LaplaceProfile",
+    "RandomizedResponseProfile",
+    "FiniteProfile",
+]
 
 
 def fmt(value: Any) -> str:
@@ -42,9 +49,19 @@ def fmt(value: Any) -> str:
     return str(sp.nsimplify(value)) if not isinstance(value, sp.Basic) else str(value)
 
 
-def judge_pure(pb: ProofBuilder, bound: sp.Expr, *, p: sp.Expr, q: sp.Expr, data: Any, neighbor: Any,
-               output: Any = None, event: Event | None = None, description: str = "",
-               profile: "LaplaceProfile | RandomizedResponseProfile | FiniteProfile | None" = None) -> Witness:
+def judge_pure(
+    pb: ProofBuilder,
+    bound: sp.Expr,
+    *,
+    p: sp.Expr,
+    q: sp.Expr,
+    data: Any,
+    neighbor: Any,
+    output: Any = None,
+    event: Event | None = None,
+    description: str = "",
+    profile: "LaplaceProfile | RandomizedResponseProfile | FiniteProfile | None" = None,
+) -> Witness:
     """Compare the derived worst-case pointwise loss ``bound`` (attained at ``output``/``event`` with
     exact probabilities ``p`` = P_D(S), ``q`` = P_D'(S)) with the mechanism's claim.
 
@@ -64,17 +81,28 @@ def judge_pure(pb: ProofBuilder, bound: sp.Expr, *, p: sp.Expr, q: sp.Expr, data
         output = output.item()
     if event is None and output is not None:
         event = Event.point(tuple(output.tolist()) if isinstance(output, np.ndarray) else output)
-    witness = Witness(data=data, neighbor=neighbor, event=event, output=output,
-                      loss=float(sp.N(loss, 20)), description=description or "attains the derived bound")
+    witness = Witness(
+        data=data,
+        neighbor=neighbor,
+        event=event,
+        output=output,
+        loss=float(sp.N(loss, 20)),
+        description=description or "attains the derived bound",
+    )
     # tightness (a note, not an obligation: soundness of PROVED does not depend on it; a refutation
     # below rests on the witness's own exact probabilities, never on the bound)
     if loss is sp.oo or bound is sp.oo:
         attained = loss is sp.oo and bound is sp.oo
     else:
         attained = exact_sign(loss - bound) == 0
-    pb.note(f"witness: ln P_D(S) - ln P_D'(S) = {float(sp.N(loss, 15)) if loss is not sp.oo else 'inf'} "
-            + ("attains the derived bound exactly (the bound is tight)" if attained else
-               f"(the derived bound is {float(sp.N(bound, 15)) if bound is not sp.oo else 'inf'})"))
+    pb.note(
+        f"witness: ln P_D(S) - ln P_D'(S) = {float(sp.N(loss, 15)) if loss is not sp.oo else 'inf'} "
+        + (
+            "attains the derived bound exactly (the bound is tight)"
+            if attained
+            else f"(the derived bound is {float(sp.N(bound, 15)) if bound is not sp.oo else 'inf'})"
+        )
+    )
     claim = pb.claim
     if isinstance(claim, PureDP):
         eps = exact(claim.epsilon)
@@ -86,8 +114,10 @@ def judge_pure(pb: ProofBuilder, bound: sp.Expr, *, p: sp.Expr, q: sp.Expr, data
         if profile is None:
             profile = _profile_by_type(pb.mechanism)
         if profile is not None and exceeds(bound, eps):
-            pb.note(f"the derived pure bound ε = {fmt(bound)} exceeds the claimed ε = {fmt(eps)}: judging δ(ε) with the "
-                    "exact privacy profile of a dominating pair")
+            pb.note(
+                f"the derived pure bound ε = {fmt(bound)} exceeds the claimed ε = {fmt(eps)}: judging δ(ε) with the "
+                "exact privacy profile of a dominating pair"
+            )
             refutation = profile.judge(pb, bound, eps, delta, data=data, neighbor=neighbor)
             if refutation is not None:
                 pb.refute(*refutation)
@@ -95,8 +125,10 @@ def judge_pure(pb: ProofBuilder, bound: sp.Expr, *, p: sp.Expr, q: sp.Expr, data
             pb.note("pure DP with the derived ε implies (ε, δ)-DP for every δ >= 0")
             pb.claim_bound(bound)
             if exceeds(bound, eps):
-                pb.note("only a pure-DP bound is known for this mechanism (no exact (ε, δ) profile of a dominating "
-                        "pair is derived), so an (ε, δ) claim with ε below the pure bound is not proved")
+                pb.note(
+                    "only a pure-DP bound is known for this mechanism (no exact (ε, δ) profile of a dominating "
+                    "pair is derived), so an (ε, δ) claim with ε below the pure bound is not proved"
+                )
                 if confirm_violation(p, q, eps, delta):
                     pb.refute(witness, f"P_D(S) = {fmt(p)} > e^ε P_D'(S) + δ for S = {event.description}")
     elif isinstance(claim, RenyiDP):
@@ -107,8 +139,15 @@ def judge_pure(pb: ProofBuilder, bound: sp.Expr, *, p: sp.Expr, q: sp.Expr, data
     return witness
 
 
-def check_law(pb: ProofBuilder, mechanism: Any, inputs: Iterable[Any], outputs_of: Callable[[Any], list],
-              model: Callable[[Any, Any], sp.Expr], *, rel_tol: float = 1e-9) -> bool:
+def check_law(
+    pb: ProofBuilder,
+    mechanism: Any,
+    inputs: Iterable[Any],
+    outputs_of: Callable[[Any], list],
+    model: Callable[[Any, Any], sp.Expr],
+    *,
+    rel_tol: float = 1e-9,
+) -> bool:
     """The mechanism's own ``law(x)`` agrees with the model pmf at every listed (input, output).
 
     Exact comparison when the law's probabilities are exact sympy/Fraction values; otherwise the
@@ -137,24 +176,37 @@ def check_law(pb: ProofBuilder, mechanism: Any, inputs: Iterable[Any], outputs_o
             if not ok:
                 mismatch.append((x, y))
     if mismatch:
-        pb.evaluate(f"mechanism.law agrees with the model pmf (fails at (input, output) = {mismatch[0]!r})", sp.false,
-                    "the implementation's law differs from the model the derivation is about")
+        pb.evaluate(
+            f"mechanism.law agrees with the model pmf (fails at (input, output) = {mismatch[0]!r})",
+            sp.false,
+            "the implementation's law differs from the model the derivation is about",
+        )
         return False
     if all_exact:
-        pb.evaluate(f"mechanism.law agrees exactly with the model pmf at {n} (input, output) pairs", sp.true,
-                    "exact comparison of the law's probabilities")
+        pb.evaluate(
+            f"mechanism.law agrees exactly with the model pmf at {n} (input, output) pairs",
+            sp.true,
+            "exact comparison of the law's probabilities",
+        )
     else:
-        pb.note(f"checked numerically: mechanism.law matches the model pmf at {n} (input, output) pairs "
-                f"(rel. tol {rel_tol:g}; the law's probabilities are floats)")
+        pb.note(
+            f"checked numerically: mechanism.law matches the model pmf at {n} (input, output) pairs "
+            f"(rel. tol {rel_tol:g}; the law's probabilities are floats)"
+        )
     return True
 
 
 def _is_exact(v: Any) -> bool:
-    return isinstance(v, (int, np.integer, Fraction)) and not isinstance(v, bool) or (isinstance(v, sp.Basic) and not v.has(sp.Float))
+    return (
+        isinstance(v, (int, np.integer, Fraction))
+        and not isinstance(v, bool)
+        or (isinstance(v, sp.Basic) and not v.has(sp.Float))
+    )
 
 
-def check_law_ratio(pb: ProofBuilder, mechanism: Any, data: Any, neighbor: Any, output: Any, expected: sp.Expr,
-                    *, tol: float = 1e-9) -> bool:
+def check_law_ratio(
+    pb: ProofBuilder, mechanism: Any, data: Any, neighbor: Any, output: Any, expected: sp.Expr, *, tol: float = 1e-9
+) -> bool:
     """The mechanism's own law gives the model's log-ratio at the witness output (float check, a note;
     a mismatch is an undischarged obligation: the proof is about the model, and the model is not the code)."""
     out = np.asarray(output, dtype=float)
@@ -162,15 +214,21 @@ def check_law_ratio(pb: ProofBuilder, mechanism: Any, data: Any, neighbor: Any, 
     got = float(mechanism.law(data).log_prob(rows)[0] - mechanism.law(neighbor).log_prob(rows)[0])
     want = float(sp.N(expected, 30))
     if abs(got - want) <= tol * max(1.0, abs(want)):
-        pb.note(f"checked numerically: mechanism.law gives ln P_D(y) - ln P_D'(y) = {got:.12g} at the witness, "
-                f"as the model does ({want:.12g})")
+        pb.note(
+            f"checked numerically: mechanism.law gives ln P_D(y) - ln P_D'(y) = {got:.12g} at the witness, "
+            f"as the model does ({want:.12g})"
+        )
         return True
-    pb.evaluate(f"mechanism.law agrees with the model at the witness (law {got!r}, model {want!r})", sp.false,
-                "the implementation's law differs from the model the derivation is about")
+    pb.evaluate(
+        f"mechanism.law agrees with the model at the witness (law {got!r}, model {want!r})",
+        sp.false,
+        "the implementation's law differs from the model the derivation is about",
+    )
     return False
 
 
 # --------------------------------------------------------------------------- (ε', δ) from exact privacy profiles
+
 
 def _profile_by_type(mechanism: Any) -> "RandomizedResponseProfile | None":
     """The profile of a mechanism whose proof does not pass one, found by the mechanism's type
@@ -198,28 +256,48 @@ def _laplace_dominance() -> tuple[Obligation, ...]:
     loss = lambda v: (sp.Abs(v - c - k) - sp.Abs(v - c)) / u  # ln P_c(v) - ln P_{c+k}(v), normaliser cancels
     r = sp.exp(-u)
     T = sp.tanh(u / 2)
-    G = T * r ** m / (1 - r)
+    G = T * r**m / (1 - r)
     return (
-        discharge("monotone likelihood ratio: the loss ln P_c(y) - ln P_{c+k}(y) = (|y - c - k| - |y - c|)/u is "
-                  "nonincreasing in y (y' = y + s, s >= 0; k >= 0)",
-                  sp.Le(loss(y + s) - loss(y), 0), "piecewise-linear arithmetic over the orderings of y, y + s, c, c + k"),
-        _structural("Neyman-Pearson: for every ε', the set {y : P_c(y) > e^{ε'} P_{c+k}(y)} is a down-set {y <= t}, so "
-                    "δ_{ε'}(P_c || P_{c+k}) = max_t F(t - c) - e^{ε'} F(t - c - k) (F the noise cdf)",
-                    "the hockey-stick divergence sup_S P(S) - e^{ε'} Q(S) is attained at S = {loss > ε'}, a down-set "
-                    "by monotonicity"),
-        discharge("the noise pmf T e^{-|j|u} is positive, so F is nondecreasing and F(t - k) >= F(t - K) for k <= K: "
-                  "δ at distance k is at most max_t F(t) - e^{ε'} F(t - K) <= δ at distance K (the farthest pair dominates)",
-                  sp.Gt(T * sp.exp(-sp.Abs(j) * u), 0), "tanh(u/2) > 0 and exp > 0 for u > 0"),
-        discharge("symmetry: the pmf is even, T e^{-|j|u} = T e^{-|-j|u}, so a pair with c' < c (and the reversed "
-                  "divergence) reduces to c' > c by the reflection y -> 2c - y",
-                  sp.Eq(T * sp.exp(-sp.Abs(j) * u), T * sp.exp(-sp.Abs(-j) * u)), "|-j| = |j|"),
-        discharge("upper tail: G(m) = T r^m/(1 - r) (r = e^{-u}) satisfies G(m) - G(m+1) = P(K = m) for m >= 0",
-                  sp.Eq(G - G.subs(m, m + 1), T * sp.exp(-m * u)), "algebra"),
-        discharge("and G(m) -> 0 as m -> oo, so G is the tail P(K >= m) (the two differ by a constant that tends to 0)",
-                  sp.Eq(sp.limit(sp.exp(-u * m), m, sp.oo), 0), "sympy limit, u > 0"),
-        discharge("T/(1 - r) = 1/(1 + r): P(K >= m) = r^m/(1 + r) for m >= 0, by symmetry P(K <= -m) = r^m/(1 + r), "
-                  "and F(t) = 1 - r^{t+1}/(1 + r) for t >= 0",
-                  sp.Eq(T.rewrite(sp.exp) / (1 - r), 1 / (1 + r)), "tanh in exponentials"),
+        discharge(
+            "monotone likelihood ratio: the loss ln P_c(y) - ln P_{c+k}(y) = (|y - c - k| - |y - c|)/u is "
+            "nonincreasing in y (y' = y + s, s >= 0; k >= 0)",
+            sp.Le(loss(y + s) - loss(y), 0),
+            "piecewise-linear arithmetic over the orderings of y, y + s, c, c + k",
+        ),
+        _structural(
+            "Neyman-Pearson: for every ε', the set {y : P_c(y) > e^{ε'} P_{c+k}(y)} is a down-set {y <= t}, so "
+            "δ_{ε'}(P_c || P_{c+k}) = max_t F(t - c) - e^{ε'} F(t - c - k) (F the noise cdf)",
+            "the hockey-stick divergence sup_S P(S) - e^{ε'} Q(S) is attained at S = {loss > ε'}, a down-set "
+            "by monotonicity",
+        ),
+        discharge(
+            "the noise pmf T e^{-|j|u} is positive, so F is nondecreasing and F(t - k) >= F(t - K) for k <= K: "
+            "δ at distance k is at most max_t F(t) - e^{ε'} F(t - K) <= δ at distance K (the farthest pair dominates)",
+            sp.Gt(T * sp.exp(-sp.Abs(j) * u), 0),
+            "tanh(u/2) > 0 and exp > 0 for u > 0",
+        ),
+        discharge(
+            "symmetry: the pmf is even, T e^{-|j|u} = T e^{-|-j|u}, so a pair with c' < c (and the reversed "
+            "divergence) reduces to c' > c by the reflection y -> 2c - y",
+            sp.Eq(T * sp.exp(-sp.Abs(j) * u), T * sp.exp(-sp.Abs(-j) * u)),
+            "|-j| = |j|",
+        ),
+        discharge(
+            "upper tail: G(m) = T r^m/(1 - r) (r = e^{-u}) satisfies G(m) - G(m+1) = P(K = m) for m >= 0",
+            sp.Eq(G - G.subs(m, m + 1), T * sp.exp(-m * u)),
+            "algebra",
+        ),
+        discharge(
+            "and G(m) -> 0 as m -> oo, so G is the tail P(K >= m) (the two differ by a constant that tends to 0)",
+            sp.Eq(sp.limit(sp.exp(-u * m), m, sp.oo), 0),
+            "sympy limit, u > 0",
+        ),
+        discharge(
+            "T/(1 - r) = 1/(1 + r): P(K >= m) = r^m/(1 + r) for m >= 0, by symmetry P(K <= -m) = r^m/(1 + r), "
+            "and F(t) = 1 - r^{t+1}/(1 + r) for t >= 0",
+            sp.Eq(T.rewrite(sp.exp) / (1 - r), 1 / (1 + r)),
+            "tanh in exponentials",
+        ),
     )
 
 
@@ -255,18 +333,30 @@ class LaplaceProfile:
         K = int(self.steps)
         b, g = sp.sympify(self.scale), sp.sympify(self.g)
         u = b / g
-        pb.evaluate(f"the pure bound is K·g/b with K = {K} grid steps (the dominating pair's distance)",
-                    sp.Eq(sp.sympify(bound), K * g / b), "exact arithmetic")
+        pb.evaluate(
+            f"the pure bound is K·g/b with K = {K} grid steps (the dominating pair's distance)",
+            sp.Eq(sp.sympify(bound), K * g / b),
+            "exact arithmetic",
+        )
         pb.add(_laplace_dominance())
         d_expr, t, p, q = self.delta(eps)
         loss_at = lambda yv: (K - 2 * yv) / u  # loss at integer y in [0, K], centres 0 and K
-        pb.evaluate(f"threshold: the loss (K - 2y)/u exceeds ε at y = t = {t} (0 <= t < K; every y <= 0 has loss K/u > ε)",
-                    sp.And(sp.Gt(loss_at(t), eps), sp.Ge(t, 0), sp.Lt(t, K)), "exact arithmetic")
-        pb.evaluate(f"threshold: the loss is <= ε at y = t + 1 = {t + 1}, so {{loss > ε}} = {{y <= t}}",
-                    sp.Le(loss_at(t + 1), eps), "exact arithmetic")
-        ob = pb.evaluate(f"δ(ε) = F(t) - e^ε F(t - K) = 1 - r^(t+1)/(1+r) - e^ε r^(K-t)/(1+r) <= δ = {fmt(delta)} "
-                         f"(r = e^(-g/b), ε = {fmt(eps)})", sp.Le(d_expr, delta, evaluate=False),
-                         "exact evaluation of the dominating pair's hockey-stick divergence")
+        pb.evaluate(
+            f"threshold: the loss (K - 2y)/u exceeds ε at y = t = {t} (0 <= t < K; every y <= 0 has loss K/u > ε)",
+            sp.And(sp.Gt(loss_at(t), eps), sp.Ge(t, 0), sp.Lt(t, K)),
+            "exact arithmetic",
+        )
+        pb.evaluate(
+            f"threshold: the loss is <= ε at y = t + 1 = {t + 1}, so {{loss > ε}} = {{y <= t}}",
+            sp.Le(loss_at(t + 1), eps),
+            "exact arithmetic",
+        )
+        ob = pb.evaluate(
+            f"δ(ε) = F(t) - e^ε F(t - K) = 1 - r^(t+1)/(1+r) - e^ε r^(K-t)/(1+r) <= δ = {fmt(delta)} "
+            f"(r = e^(-g/b), ε = {fmt(eps)})",
+            sp.Le(d_expr, delta, evaluate=False),
+            "exact evaluation of the dominating pair's hockey-stick divergence",
+        )
         pb.note(f"exact profile: δ(ε = {float(sp.N(eps, 15)):.6g}) = {_show(d_expr)}")
         if ob.discharged or exact_sign(d_expr - delta) != 1 or self.witness_steps != K:
             return None
@@ -277,8 +367,13 @@ class LaplaceProfile:
             ev = Event(lambda out, c=cut: _first(out) >= c, f"output (first coordinate) >= {cut!r}")
         if not confirm_violation(p, q, eps, delta):
             return None
-        w = Witness(data=data, neighbor=neighbor, event=ev, loss=float(sp.N(sp.log(p) - sp.log(q), 20)),
-                    description="the half-line {loss > ε} of the dominating pair")
+        w = Witness(
+            data=data,
+            neighbor=neighbor,
+            event=ev,
+            loss=float(sp.N(sp.log(p) - sp.log(q), 20)),
+            description="the half-line {loss > ε} of the dominating pair",
+        )
         return w, f"P_D(S) - e^ε P_D'(S) = {_show(d_expr)} > δ = {fmt(delta)} for S = {ev.description}"
 
 
@@ -310,23 +405,38 @@ class RandomizedResponseProfile:
         Ks = sym("k", integer=True, positive=True)
         Z = sp.exp(Ls) + Ks - 1
         pb.evaluate("the pure bound is L", sp.Eq(sp.sympify(bound), L), "exact arithmetic")
-        pb.fact("every pair x != x' has the same hockey-stick divergence: a permutation of the categories maps "
-                "(P_x, P_x') to (P_0, P_1), and sup_S P(S) - e^{ε'} Q(S) = Σ_y (P(y) - e^{ε'} Q(y))_+",
-                "the pmf depends on (x, y) only through [y = x]")
-        pb.check("[y = x'] P_x(y) - e^{ε'} P_x'(y) = (1 - e^{L + ε'})/Z <= 0", sp.Le((1 - sp.exp(Ls + e2)) / Z, 0),
-                 "L, ε' >= 0")
+        pb.fact(
+            "every pair x != x' has the same hockey-stick divergence: a permutation of the categories maps "
+            "(P_x, P_x') to (P_0, P_1), and sup_S P(S) - e^{ε'} Q(S) = Σ_y (P(y) - e^{ε'} Q(y))_+",
+            "the pmf depends on (x, y) only through [y = x]",
+        )
+        pb.check(
+            "[y = x'] P_x(y) - e^{ε'} P_x'(y) = (1 - e^{L + ε'})/Z <= 0",
+            sp.Le((1 - sp.exp(Ls + e2)) / Z, 0),
+            "L, ε' >= 0",
+        )
         pb.check("[y not in {x, x'}] (1 - e^{ε'})/Z <= 0", sp.Le((1 - sp.exp(e2)) / Z, 0), "ε' >= 0")
         d_expr = (sp.exp(L) - sp.exp(eps)) / (sp.exp(L) + kk - 1)
-        ob = pb.evaluate(f"[y = x] only: δ(ε) = (e^L - e^ε)/(e^L + k - 1) <= δ = {fmt(delta)} (k = {kk}, L = {fmt(L)}, "
-                         f"ε = {fmt(eps)})", sp.Le(d_expr, delta, evaluate=False), "exact evaluation")
+        ob = pb.evaluate(
+            f"[y = x] only: δ(ε) = (e^L - e^ε)/(e^L + k - 1) <= δ = {fmt(delta)} (k = {kk}, L = {fmt(L)}, "
+            f"ε = {fmt(eps)})",
+            sp.Le(d_expr, delta, evaluate=False),
+            "exact evaluation",
+        )
         pb.note(f"exact profile: δ(ε = {float(sp.N(eps, 15)):.6g}) = {_show(d_expr)}")
         if ob.discharged or exact_sign(d_expr - delta) != 1:
             return None
         p, q = sp.exp(L) / (sp.exp(L) + kk - 1), 1 / (sp.exp(L) + kk - 1)
         if not confirm_violation(p, q, eps, delta):
             return None
-        w = Witness(data=0, neighbor=1, event=Event.point(0), output=0, loss=float(sp.N(L, 20)),
-                    description="the truthful report y = x")
+        w = Witness(
+            data=0,
+            neighbor=1,
+            event=Event.point(0),
+            output=0,
+            loss=float(sp.N(L, 20)),
+            description="the truthful report y = x",
+        )
         return w, f"P(0|0) - e^ε P(0|1) = {_show(d_expr)} > δ = {fmt(delta)}"
 
 
@@ -358,8 +468,11 @@ class FiniteProfile:
         if undecided:
             pb.evaluate("every term's sign is decided exactly", sp.false, "exact evaluation undecided")
             return None
-        ob = pb.evaluate(f"δ(ε) = max over pairs of Σ_y (P(y) - e^ε Q(y))_+ <= δ = {fmt(delta)}",
-                         sp.Le(worst, delta, evaluate=False), "exact evaluation of each pair's hockey-stick divergence")
+        ob = pb.evaluate(
+            f"δ(ε) = max over pairs of Σ_y (P(y) - e^ε Q(y))_+ <= δ = {fmt(delta)}",
+            sp.Le(worst, delta, evaluate=False),
+            "exact evaluation of each pair's hockey-stick divergence",
+        )
         pb.note(f"exact profile: δ(ε = {float(sp.N(eps, 15)):.6g}) = {_show(worst)}")
         if ob.discharged or exact_sign(worst - delta) != 1:
             return None
@@ -370,6 +483,11 @@ class FiniteProfile:
             return None
         target = list(outs)
         ev = Event(lambda out, t=tuple(target): np.isin(np.asarray(out), np.asarray(t)), f"output in {target!r}")
-        w = Witness(data=x, neighbor=x2, event=ev, loss=float(sp.N(sp.log(p) - sp.log(q), 20)) if exact_sign(q) else None,
-                    description="the outputs where P_D(y) > e^ε P_D'(y)")
+        w = Witness(
+            data=x,
+            neighbor=x2,
+            event=ev,
+            loss=float(sp.N(sp.log(p) - sp.log(q), 20)) if exact_sign(q) else None,
+            description="the outputs where P_D(y) > e^ε P_D'(y)",
+        )
         return w, f"P_D(S) - e^ε P_D'(S) = {_show(worst)} > δ = {fmt(delta)} for S = {ev.description}"

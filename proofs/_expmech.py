@@ -25,20 +25,31 @@ def derive_bound(pb: ProofBuilder, beta: sp.Expr, delta: sp.Expr, n_terms: int |
     b, d = sym("beta", positive=True), sym("Delta", positive=True)
     u, s = sym("u_r"), slack("s_r")
     # u'_r = u_r − Δ + s_r with s_r >= 0 (linf neighbours: u'_r >= u_r − Δ)
-    pb.check("score term: β(u_r − u'_r) <= βΔ where u'_r = u_r − Δ + s_r, s_r >= 0",
-             sp.Le(b * (u - (u - d + s)), b * d), "linf sensitivity with slack variable; β > 0")
+    pb.check(
+        "score term: β(u_r − u'_r) <= βΔ where u'_r = u_r − Δ + s_r, s_r >= 0",
+        sp.Le(b * (u - (u - d + s)), b * d),
+        "linf sensitivity with slack variable; β > 0",
+    )
     # one generic candidate j, whatever the number of candidates (the proof's size does not grow with it)
     pb.add(logsumexp_monotone_generic(b, d))
     if n_terms is not None:
-        pb.note(f"log-sum-exp monotonicity argued on a generic candidate: holds for the n = {n_terms} candidates "
-                "(and any other number)")
+        pb.note(
+            f"log-sum-exp monotonicity argued on a generic candidate: holds for the n = {n_terms} candidates "
+            "(and any other number)"
+        )
     s2 = slack("s_lse")
-    pb.check("loss: β(u_r − u'_r) + (ln Z(u') − ln Z(u)) <= 2βΔ",
-             sp.Le(b * (d - s) + (b * d - s2), 2 * b * d),
-             "sum of the two bounds (slacks s_r, s_lse >= 0 for the gaps)")
+    pb.check(
+        "loss: β(u_r − u'_r) + (ln Z(u') − ln Z(u)) <= 2βΔ",
+        sp.Le(b * (d - s) + (b * d - s2), 2 * b * d),
+        "sum of the two bounds (slacks s_r, s_lse >= 0 for the gaps)",
+    )
     bound = 2 * beta * delta
-    pb.check("instantiate 2βΔ with the mechanism's parameters", sp.Eq((2 * b * d).subs({b: beta, d: delta}), bound),
-             "substitution", use_z3=False)
+    pb.check(
+        "instantiate 2βΔ with the mechanism's parameters",
+        sp.Eq((2 * b * d).subs({b: beta, d: delta}), bound),
+        "substitution",
+        use_z3=False,
+    )
     return bound
 
 
@@ -54,6 +65,7 @@ def gap_for_loss(beta: float, delta: float, n: int, target: float) -> float | No
     """A utility gap g (float, to be made exact by the caller) at which the closed-form loss
     exceeds ``target``; None when 2βΔ <= target (no such g)."""
     import math
+
     if 2 * beta * delta <= target:
         return None
     # loss = βΔ + ln((a + A x)/(1 + x)) with x = (n−1)e^{βg}, a = e^{−βΔ}, A = e^{βΔ}; need

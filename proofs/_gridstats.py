@@ -67,9 +67,16 @@ class GridStat:
     steps: list = field(default_factory=list)
 
 
-def contribution_sensitivity(name: str, lo_c: Fraction, hi_c: Fraction, relation: Any, *,
-                             var_bounds: dict | None = None, contribution: sp.Expr | None = None,
-                             snap_factor: Fraction | None = None) -> tuple[int, list]:
+def contribution_sensitivity(
+    name: str,
+    lo_c: Fraction,
+    hi_c: Fraction,
+    relation: Any,
+    *,
+    var_bounds: dict | None = None,
+    contribution: sp.Expr | None = None,
+    snap_factor: Fraction | None = None,
+) -> tuple[int, list]:
     """Sensitivity (in grid units) of a sum of per-record contributions lying in [lo_c, hi_c].
 
     ``contribution`` (a sympy expression in the symbols of ``var_bounds`` {symbol: (lo, hi)}) is
@@ -82,26 +89,48 @@ def contribution_sensitivity(name: str, lo_c: Fraction, hi_c: Fraction, relation
         hyps = []
         for v, (vl, vh) in var_bounds.items():
             hyps += [sp.Ge(v, exact(vl)), sp.Le(v, exact(vh))]
-        obs.append(discharge(f"{name}: one record's contribution {contribution} lies in [{a}, {b}]",
-                             sp.And(sp.Le(a, contribution), sp.Le(contribution, b)),
-                             "interval arithmetic on the snapped, clamped record (z3 over the box)", hypotheses=hyps))
+        obs.append(
+            discharge(
+                f"{name}: one record's contribution {contribution} lies in [{a}, {b}]",
+                sp.And(sp.Le(a, contribution), sp.Le(contribution, b)),
+                "interval arithmetic on the snapped, clamped record (z3 over the box)",
+                hypotheses=hyps,
+            )
+        )
     v, w = sym("v"), sym("w")
     box = [sp.Ge(v, a), sp.Le(v, b), sp.Ge(w, a), sp.Le(w, b)]
     if isinstance(relation, AddRemove):
         delta = max(abs(lo_c), abs(hi_c))
-        obs.append(discharge(f"{name}: add/remove moves the sum by one contribution v, |v| <= max(|a|, |b|) = {exact(delta)}",
-                             sp.Le(sp.Abs(v), exact(delta)), "interval arithmetic", hypotheses=box))
+        obs.append(
+            discharge(
+                f"{name}: add/remove moves the sum by one contribution v, |v| <= max(|a|, |b|) = {exact(delta)}",
+                sp.Le(sp.Abs(v), exact(delta)),
+                "interval arithmetic",
+                hypotheses=box,
+            )
+        )
     elif isinstance(relation, Substitute):
         delta = hi_c - lo_c
-        obs.append(discharge(f"{name}: substitution moves the sum by v - w, |v - w| <= b - a = {exact(delta)}",
-                             sp.Le(sp.Abs(v - w), exact(delta)), "interval arithmetic", hypotheses=box))
+        obs.append(
+            discharge(
+                f"{name}: substitution moves the sum by v - w, |v - w| <= b - a = {exact(delta)}",
+                sp.Le(sp.Abs(v - w), exact(delta)),
+                "interval arithmetic",
+                hypotheses=box,
+            )
+        )
     else:
         raise TypeError(f"relation={relation!r}")
     if snap_factor is not None:
         obs += lemmas.grid_rounding()
         du = math.ceil(delta * snap_factor)
-        obs.append(discharge(f"{name}: snapped to the grid, the change is at most ceil({delta}·{snap_factor}) = {du} grid units",
-                             sp.Eq(sp.ceiling(exact(delta) * exact(snap_factor)), du), "rounding lemma, instantiated"))
+        obs.append(
+            discharge(
+                f"{name}: snapped to the grid, the change is at most ceil({delta}·{snap_factor}) = {du} grid units",
+                sp.Eq(sp.ceiling(exact(delta) * exact(snap_factor)), du),
+                "rounding lemma, instantiated",
+            )
+        )
         return du, obs
     if Fraction(delta).denominator != 1:
         raise ValueError("contributions must be integers in grid units")
@@ -117,18 +146,30 @@ def clamp_snap_steps(lo: Any, hi: Any, g: Fraction) -> tuple[int, int, list]:
     m = sp.Symbol("m", integer=True)
     cl = sp.Min(sp.Max(x, exact(lo_f)), exact(hi_f))
     hyps = [sp.Le(m, cl / exact(g) + sp.Rational(1, 2)), sp.Lt(cl / exact(g) + sp.Rational(1, 2), m + 1)]
-    ob = discharge(f"clamp to [{exact(lo_f)}, {exact(hi_f)}] then snap: the record's units m satisfy {ulo} <= m <= {uhi}",
-                   sp.And(sp.Le(ulo, m), sp.Le(m, uhi)),
-                   "m = floor(clamp(x)/g + 1/2) as integer constraints; clamp and rounding are monotone (z3)", hypotheses=hyps)
+    ob = discharge(
+        f"clamp to [{exact(lo_f)}, {exact(hi_f)}] then snap: the record's units m satisfy {ulo} <= m <= {uhi}",
+        sp.And(sp.Le(ulo, m), sp.Le(m, uhi)),
+        "m = floor(clamp(x)/g + 1/2) as integer constraints; clamp and rounding are monotone (z3)",
+        hypotheses=hyps,
+    )
     return ulo, uhi, [ob]
 
 
-def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat], *, g: Fraction,
-                     centres: Callable[[Any], list[int]], pair: tuple[Any, Any],
-                     probes: Sequence[Any] = (), fixed: Callable[[Any], list] | None = None,
-                     alt_centres: Callable[[Any], list[int]] | None = None,
-                     alt_pair: tuple[Any, Any] | None = None, alt_words: str = "",
-                     alt_bound: sp.Expr = sp.oo) -> Proof:
+def prove_grid_stats(
+    pb: ProofBuilder,
+    mechanism: Any,
+    stats: Sequence[GridStat],
+    *,
+    g: Fraction,
+    centres: Callable[[Any], list[int]],
+    pair: tuple[Any, Any],
+    probes: Sequence[Any] = (),
+    fixed: Callable[[Any], list] | None = None,
+    alt_centres: Callable[[Any], list[int]] | None = None,
+    alt_pair: tuple[Any, Any] | None = None,
+    alt_words: str = "",
+    alt_bound: sp.Expr = sp.oo,
+) -> Proof:
     """Compose the statistics' 1-D Laplace bounds and judge the claim.
 
     ``centres(data)``: the model's exact centres in grid units (one per statistic, same order as
@@ -138,16 +179,21 @@ def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat]
     centres). If it does not and ``alt_centres`` (a buggy variant's model) matches instead, the
     claim is judged on the variant's model with ``alt_pair``."""
     g_val = exact(g)
-    pb.precondition("grid: records, bounds and statistics are snapped to g·Z; the sensitivities above are those of the "
-                    "snapped values (snapped bounds; statistics computed in a finer unit are covered by the rounding lemma)")
+    pb.precondition(
+        "grid: records, bounds and statistics are snapped to g·Z; the sensitivities above are those of the "
+        "snapped values (snapped bounds; statistics computed in a finer unit are covered by the rounding lemma)"
+    )
     T = [sp.tanh(g_val / (2 * st.scale)) for st in stats]
     with pb.phase("derive"):
         laplace_l1_steps(pb, 1, grid="grid pmf tanh(g/(2b)) e^{-|y-c|/b}")
         for st in stats:
             pb.add(st.steps)
         eps_i = [exact(st.delta_units) * g_val / st.scale for st in stats]
-        pb.fact("the law is a product over the released statistics (independent noise), so the loss is the "
-                 "sum of the statistics' losses", "ln of a product")
+        pb.fact(
+            "the law is a product over the released statistics (independent noise), so the loss is the "
+            "sum of the statistics' losses",
+            "ln of a product",
+        )
         pb.add(lemmas.sequential_composition(eps_i))
         bound = sp.Add(*eps_i)
 
@@ -164,17 +210,26 @@ def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat]
         inputs = [pair[0], pair[1], *probes]
         refused = [d for d in inputs if not accepts(mechanism, d)]
         if refused:
-            pb.evaluate(f"the mechanism accepts the proof's inputs (it refuses {np.asarray(refused[0]).tolist()!r:.80}: "
-                        "out of the domain or statistics too large for the grid)", sp.false,
-                        "no representable input found to check the implementation against the model")
+            pb.evaluate(
+                f"the mechanism accepts the proof's inputs (it refuses {np.asarray(refused[0]).tolist()!r:.80}: "
+                "out of the domain or statistics too large for the grid)",
+                sp.false,
+                "no representable input found to check the implementation against the model",
+            )
             return pb.finish(bound)
         ok = all(matches(centres, d) for d in inputs)
         if ok:
-            pb.note(f"checked numerically: mechanism.law has its mode at the model's centres on {len(inputs)} inputs "
-                    "(including records outside the bounds)")
+            pb.note(
+                f"checked numerically: mechanism.law has its mode at the model's centres on {len(inputs)} inputs "
+                "(including records outside the bounds)"
+            )
         else:
-            pb.evaluate("mechanism.law agrees with the model (mode at the model's centres, records outside the "
-                        "bounds included)", sp.false, "the implementation differs from the model")
+            pb.evaluate(
+                "mechanism.law agrees with the model (mode at the model's centres, records outside the "
+                "bounds included)",
+                sp.false,
+                "the implementation differs from the model",
+            )
 
     with pb.phase("judge"):
         model, (d, d2) = centres, pair
@@ -192,12 +247,28 @@ def prove_grid_stats(pb: ProofBuilder, mechanism: Any, stats: Sequence[GridStat]
         y = [float(u * g) for u in c] + [float(v) for v in extra]
         profile = None
         if len(stats) == 1 and not variant:
-            profile = LaplaceProfile(steps=int(stats[0].delta_units), scale=stats[0].scale, g=g_val, centre=int(c[0]),
-                                     direction=1 if c2[0] >= c[0] else -1, witness_steps=int(diffs[0]))
+            profile = LaplaceProfile(
+                steps=int(stats[0].delta_units),
+                scale=stats[0].scale,
+                g=g_val,
+                centre=int(c[0]),
+                direction=1 if c2[0] >= c[0] else -1,
+                witness_steps=int(diffs[0]),
+            )
         elif len(stats) > 1:
-            pb.note("(ε, δ) claims below the pure bound: the exact profile is derived for one released statistic only "
-                    f"(here {len(stats)}, with their own scales)")
-        w = judge_pure(pb, bound, p=p, q=q, data=d, neighbor=d2, output=np.array(y) if len(y) > 1 else y[0],
-                       profile=profile,
-                       description="output at the snapped statistics of D (every coordinate's triangle inequality tight)")
+            pb.note(
+                "(ε, δ) claims below the pure bound: the exact profile is derived for one released statistic only "
+                f"(here {len(stats)}, with their own scales)"
+            )
+        w = judge_pure(
+            pb,
+            bound,
+            p=p,
+            q=q,
+            data=d,
+            neighbor=d2,
+            output=np.array(y) if len(y) > 1 else y[0],
+            profile=profile,
+            description="output at the snapped statistics of D (every coordinate's triangle inequality tight)",
+        )
     return pb.finish(bound, witness=w)

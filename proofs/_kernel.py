@@ -49,10 +49,23 @@ from dpharness.errors import DPHarnessError
 from ._model import Obligation, Proof, Verdict
 
 __all__ = [
-    "CheckerDisagreement", "param", "sym", "slack", "bounded_by",
-    "sympy_decide", "z3_decide", "discharge",
-    "Case", "ordering_cases", "abs_sign_cases", "check_cases",
-    "exact_sign", "exceeds", "confirm_violation", "find_violation", "numeric_evidence",
+    "CheckerDisagreement",
+    "param",
+    "sym",
+    "slack",
+    "bounded_by",
+    "sympy_decide",
+    "z3_decide",
+    "discharge",
+    "Case",
+    "ordering_cases",
+    "abs_sign_cases",
+    "check_cases",
+    "exact_sign",
+    "exceeds",
+    "confirm_violation",
+    "find_violation",
+    "numeric_evidence",
     "ProofBuilder",
 ]
 
@@ -65,6 +78,7 @@ class CheckerDisagreement(DPHarnessError, AssertionError):
 
 
 # --------------------------------------------------------------------------- exact parameters and symbols
+
 
 def param(value: Any) -> sp.Expr:
     """An exact sympy number for a mechanism parameter (``dpharness.core.exact``)."""
@@ -152,11 +166,15 @@ def sympy_decide(formula: sp.Basic) -> tuple[bool | None, str]:
         ans = _ask(h, kind)
         if ans is not None:
             how = ("raw", "expand_log", "cancel", "factor", "simplify", "rewrite/simplify")[min(i, 5)]
-            return bool(ans), f"sympy ({how}): ({h}) {'>= 0' if kind == 'nonneg' else '> 0' if kind == 'pos' else '== 0' if kind == 'zero' else '!= 0'} is {bool(ans)}"
+            return (
+                bool(ans),
+                f"sympy ({how}): ({h}) {'>= 0' if kind == 'nonneg' else '> 0' if kind == 'pos' else '== 0' if kind == 'zero' else '!= 0'} is {bool(ans)}",
+            )
     return None, f"sympy could not decide the sign of {g} (None is a failure)"
 
 
 # --------------------------------------------------------------------------- z3
+
 
 class _Inexpressible(Exception):
     pass
@@ -340,7 +358,11 @@ def z3_decide(formula: sp.Basic, hypotheses: Sequence[sp.Basic] = ()) -> tuple[s
     s.add(*t.facts(), *hyps, z3.Not(goal))
     res = s.check()
     if res == z3.unsat:
-        return "proved", "z3: negation unsat" + (" (exp/log abstracted, sound facts only)" if t.abstracted else ""), None
+        return (
+            "proved",
+            "z3: negation unsat" + (" (exp/log abstracted, sound facts only)" if t.abstracted else ""),
+            None,
+        )
     if res == z3.unknown:
         return "unknown", f"z3: unknown ({s.reason_unknown()})", None
     model = s.model()
@@ -354,6 +376,7 @@ def z3_decide(formula: sp.Basic, hypotheses: Sequence[sp.Basic] = ()) -> tuple[s
 
 
 # --------------------------------------------------------------------------- discharge
+
 
 def _closed_truth(f: sp.Basic) -> bool | None:
     """Truth value of a symbol-free formula by exact evaluation."""
@@ -384,8 +407,9 @@ def _confirmed_false(formula: sp.Basic, cex: dict, hypotheses: Sequence[sp.Basic
     return all(_closed_truth(h.subs(subs)) is True for h in hypotheses)
 
 
-def discharge(statement: str, formula: sp.Basic, justification: str, *,
-              hypotheses: Sequence[sp.Basic] = (), use_z3: bool = True) -> Obligation:
+def discharge(
+    statement: str, formula: sp.Basic, justification: str, *, hypotheses: Sequence[sp.Basic] = (), use_z3: bool = True
+) -> Obligation:
     """Check ``formula`` with sympy (only ``is True`` counts) and independently with z3.
 
     ``hypotheses`` are given to z3 only (sympy cannot use them; encode what sympy needs as symbol
@@ -394,8 +418,14 @@ def discharge(statement: str, formula: sp.Basic, justification: str, *,
     confirms by substitution)."""
     formula = sp.sympify(formula)
     if formula.has(sp.Float):
-        return Obligation(statement, formula, justification, "sympy", False,
-                          "formula holds a sympy Float; parameters must be exact (not discharged)")
+        return Obligation(
+            statement,
+            formula,
+            justification,
+            "sympy",
+            False,
+            "formula holds a sympy Float; parameters must be exact (not discharged)",
+        )
     s_ans, s_det = sympy_decide(formula)
     z_stat, z_det, cex = ("skipped", "z3 not attempted", None)
     if use_z3:
@@ -420,6 +450,7 @@ def discharge(statement: str, formula: sp.Basic, justification: str, *,
 
 
 # --------------------------------------------------------------------------- case splits
+
 
 @dataclass(frozen=True)
 class Case:
@@ -478,15 +509,21 @@ def check_cases(statement: str, formula: sp.Basic, cases: Sequence[Case], justif
         if hyps:
             f = sp.simplify(f)
         out.append(discharge(f"{statement} [case {c.hypothesis}]", f, justification, hypotheses=hyps))
-    out.append(Obligation(
-        f"{statement}: the {len(cases)} cases are exhaustive", sp.true,
-        "every real assignment satisfies at least one case (all orderings / all sign patterns enumerated)",
-        "lemma", all(o.discharged for o in out),
-        "" if all(o.discharged for o in out) else "some case not discharged"))
+    out.append(
+        Obligation(
+            f"{statement}: the {len(cases)} cases are exhaustive",
+            sp.true,
+            "every real assignment satisfies at least one case (all orderings / all sign patterns enumerated)",
+            "lemma",
+            all(o.discharged for o in out),
+            "" if all(o.discharged for o in out) else "some case not discharged",
+        )
+    )
     return out
 
 
 # --------------------------------------------------------------------------- exact evaluation / falsification
+
 
 def exact_sign(value: sp.Expr) -> int | None:
     """The sign (-1, 0, 1) of a closed-form number, decided by sympy's adaptive evaluation and
@@ -532,7 +569,9 @@ def confirm_violation(p: sp.Expr, q: sp.Expr, epsilon: sp.Expr, delta: sp.Expr =
     return exact_sign(sp.sympify(p) - sp.exp(sp.sympify(epsilon)) * sp.sympify(q) - sp.sympify(delta)) == 1
 
 
-def find_violation(candidates: Iterable[tuple[Any, Any, Any]], epsilon: Any, delta: Any = 0) -> tuple[Any, sp.Expr] | None:
+def find_violation(
+    candidates: Iterable[tuple[Any, Any, Any]], epsilon: Any, delta: Any = 0
+) -> tuple[Any, sp.Expr] | None:
     """Falsification at adversarial points: ``candidates`` yields ``(p, q, witness)`` with exact
     P_D(S) = p and P_D'(S) = q; returns ``(witness, ln p - ln q)`` for the first whose violation of
     p <= e^ε q + δ is confirmed by exact evaluation, else None (no evidence either way)."""
@@ -550,6 +589,7 @@ def numeric_evidence(what: str, value: float) -> str:
 
 
 # --------------------------------------------------------------------------- builder
+
 
 class ProofBuilder:
     """Assembles a Proof the way OpenDP's proof template reads: preconditions, pseudocode,
@@ -593,8 +633,15 @@ class ProofBuilder:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t
 
     # --- obligations --------------------------------------------------------
-    def check(self, statement: str, formula: sp.Basic, justification: str, *,
-              hypotheses: Sequence[sp.Basic] = (), use_z3: bool = True) -> Obligation:
+    def check(
+        self,
+        statement: str,
+        formula: sp.Basic,
+        justification: str,
+        *,
+        hypotheses: Sequence[sp.Basic] = (),
+        use_z3: bool = True,
+    ) -> Obligation:
         ob = discharge(statement, formula, justification, hypotheses=hypotheses, use_z3=use_z3)
         self.steps.append(ob)
         return ob
@@ -618,15 +665,27 @@ class ProofBuilder:
         """A closed-form (symbol-free) comparison decided by exact evaluation (checker ``"exact"``)."""
         formula = sp.sympify(formula)
         if formula.free_symbols:
-            ob = Obligation(statement, formula, justification, "exact", False,
-                            f"NOT DISCHARGED: free symbols {formula.free_symbols}")
+            ob = Obligation(
+                statement,
+                formula,
+                justification,
+                "exact",
+                False,
+                f"NOT DISCHARGED: free symbols {formula.free_symbols}",
+            )
         elif isinstance(formula, _REL):
             g, kind = _gap(formula)
             sgn = exact_sign(g)
             ok = {"nonneg": sgn in (0, 1), "pos": sgn == 1, "zero": sgn == 0, "nonzero": sgn in (-1, 1)}[kind]
             ok = ok and sgn is not None
-            ob = Obligation(statement, formula, justification, "exact", bool(ok),
-                            f"sign of {g} is {sgn}" + ("" if ok else " (NOT DISCHARGED)"))
+            ob = Obligation(
+                statement,
+                formula,
+                justification,
+                "exact",
+                bool(ok),
+                f"sign of {g} is {sgn}" + ("" if ok else " (NOT DISCHARGED)"),
+            )
         else:
             ans = bool(formula) if formula in (sp.true, sp.false) else None
             ob = Obligation(statement, formula, justification, "exact", ans is True, str(ans))
@@ -655,8 +714,9 @@ class ProofBuilder:
             return Verdict.PROVED
         return Verdict.UNPROVEN
 
-    def finish(self, bound_expr: sp.Expr | None, *, witness: Witness | None = None,
-               delta_bound: float | None = None) -> Proof:
+    def finish(
+        self, bound_expr: sp.Expr | None, *, witness: Witness | None = None, delta_bound: float | None = None
+    ) -> Proof:
         if witness is not None and self.witness is None:
             self.witness = witness
         bound = float("nan")
@@ -670,7 +730,15 @@ class ProofBuilder:
             self.notes.append("not discharged: " + "; ".join(undischarged))
         self.timings["total"] = time.perf_counter() - self._t0
         return Proof(
-            mechanism=self.mechanism, claim=self.claim, verdict=self.verdict(), bound_expr=bound_expr,
-            bound=bound, assumptions=tuple(self.assumptions), steps=tuple(self.steps), witness=self.witness,
-            delta_bound=delta_bound, notes=tuple(self.notes), timings=dict(self.timings),
+            mechanism=self.mechanism,
+            claim=self.claim,
+            verdict=self.verdict(),
+            bound_expr=bound_expr,
+            bound=bound,
+            assumptions=tuple(self.assumptions),
+            steps=tuple(self.steps),
+            witness=self.witness,
+            delta_bound=delta_bound,
+            notes=tuple(self.notes),
+            timings=dict(self.timings),
         )

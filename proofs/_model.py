@@ -19,9 +19,9 @@ __all__ = ["Verdict", "Obligation", "Proof"]
 
 
 class Verdict(enum.Enum):
-    PROVED = "PROVED"        # every obligation discharged by a symbolic/SMT checker; bound <= claim
-    REFUTED = "REFUTED"      # a counterexample confirmed by exact evaluation: the claim is false
-    UNPROVEN = "UNPROVEN"    # neither (an obligation failed or is out of reach); may carry numeric evidence
+    PROVED = "PROVED"  # every obligation discharged by a symbolic/SMT checker; bound <= claim
+    REFUTED = "REFUTED"  # a counterexample confirmed by exact evaluation: the claim is false
+    UNPROVEN = "UNPROVEN"  # neither (an obligation failed or is out of reach); may carry numeric evidence
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,14 @@ class Obligation:
     detail: str = ""
 
     def to_dict(self) -> dict:
-        return {"statement": self.statement, "formula": str(self.formula), "justification": self.justification,
-                "checker": self.checker, "discharged": self.discharged, "detail": self.detail}
+        return {
+            "statement": self.statement,
+            "formula": str(self.formula),
+            "justification": self.justification,
+            "checker": self.checker,
+            "discharged": self.discharged,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -78,13 +84,19 @@ class Proof:
         tone = {Verdict.PROVED: "good", Verdict.REFUTED: "bad"}.get(self.verdict, "neutral")
         steps = [f"{'✓' if o.discharged else '✗'} {o.statement} — {o.checker}: {o.justification}" for o in self.steps]
         w = self.witness
-        return card(f"proof of {self.mechanism.name}", self.verdict.value, tone, [
-            ("claim", self.claim.describe()),
-            ("derived bound", None if self.bound != self.bound else f"{self.bound:.6g} ({self.bound_expr})"),
-            ("derived δ", self.delta_bound),
-            ("witness", None if w is None else w.description),
-            ("seconds", None if "total" not in self.timings else f"{self.timings['total']:.3g}"),
-        ], [("assumptions", self.assumptions), ("derivation", steps), ("notes", self.notes)])
+        return card(
+            f"proof of {self.mechanism.name}",
+            self.verdict.value,
+            tone,
+            [
+                ("claim", self.claim.describe()),
+                ("derived bound", None if self.bound != self.bound else f"{self.bound:.6g} ({self.bound_expr})"),
+                ("derived δ", self.delta_bound),
+                ("witness", None if w is None else w.description),
+                ("seconds", None if "total" not in self.timings else f"{self.timings['total']:.3g}"),
+            ],
+            [("assumptions", self.assumptions), ("derivation", steps), ("notes", self.notes)],
+        )
 
     def to_dict(self) -> dict:
         w = self.witness
@@ -98,10 +110,16 @@ class Proof:
             "delta_bound": self.delta_bound,
             "assumptions": list(self.assumptions),
             "steps": [s.to_dict() for s in self.steps],
-            "witness": None if w is None else {
-                "data": _jsonable(w.data), "neighbor": _jsonable(w.neighbor), "output": _jsonable(w.output),
-                "event": None if w.event is None else w.event.description, "loss": w.loss,
-                "description": w.description},
+            "witness": None
+            if w is None
+            else {
+                "data": _jsonable(w.data),
+                "neighbor": _jsonable(w.neighbor),
+                "output": _jsonable(w.output),
+                "event": None if w.event is None else w.event.description,
+                "loss": w.loss,
+                "description": w.description,
+            },
             "notes": list(self.notes),
             "timings": dict(self.timings),
         }
@@ -109,5 +127,14 @@ class Proof:
 
 def unproven(mechanism: Mechanism, reason: str) -> Proof:
     """An UNPROVEN proof value carrying only ``reason`` (no derivation was attempted)."""
-    return Proof(mechanism=mechanism, claim=mechanism.claim, verdict=Verdict.UNPROVEN, bound_expr=None,
-                 bound=float("nan"), assumptions=(), steps=(), witness=None, notes=(reason,))
+    return Proof(
+        mechanism=mechanism,
+        claim=mechanism.claim,
+        verdict=Verdict.UNPROVEN,
+        bound_expr=None,
+        bound=float("nan"),
+        assumptions=(),
+        steps=(),
+        witness=None,
+        notes=(reason,),
+    )

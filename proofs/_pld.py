@@ -34,20 +34,30 @@ import numpy as np
 
 from dpharness.errors import ParameterError
 
-__all__ = ["PLD", "PLDPair", "discrete_laplace", "discrete_gaussian", "randomized_response", "compose",
-           "self_compose", "DEFAULT_W", "DEFAULT_TAIL"]
+__all__ = [
+    "PLD",
+    "PLDPair",
+    "discrete_laplace",
+    "discrete_gaussian",
+    "randomized_response",
+    "compose",
+    "self_compose",
+    "DEFAULT_W",
+    "DEFAULT_TAIL",
+]
 
-DEFAULT_W = 2.0 ** -11          # loss grid spacing (≈ 4.9e-4): ε(δ) is over-stated by at most T·w for T leaves
-DEFAULT_TAIL = 1e-15            # mass each truncation may move (pessimistic: up; optimistic: drop)
-_MAX_BUCKETS = 1 << 22          # coarsen (w -> 2w, pessimistically) beyond this many buckets
-_ENUMERATE_MAX = 60_000         # enumerate the integer noise values up to this many, else group analytically
+DEFAULT_W = 2.0**-11  # loss grid spacing (≈ 4.9e-4): ε(δ) is over-stated by at most T·w for T leaves
+DEFAULT_TAIL = 1e-15  # mass each truncation may move (pessimistic: up; optimistic: drop)
+_MAX_BUCKETS = 1 << 22  # coarsen (w -> 2w, pessimistically) beyond this many buckets
+_ENUMERATE_MAX = 60_000  # enumerate the integer noise values up to this many, else group analytically
 _DPS = 30
-_REL = 1e-22                    # relative widening of every mpmath value
-_U = 2.0 ** -53                 # unit roundoff of float64
-_DELTA_REL = 1e-12              # relative slack of the float δ(ε) sum (see PLD.delta)
+_REL = 1e-22  # relative widening of every mpmath value
+_U = 2.0**-53  # unit roundoff of float64
+_DELTA_REL = 1e-12  # relative slack of the float δ(ε) sum (see PLD.delta)
 
 
 # --------------------------------------------------------------------------- rounding helpers
+
 
 def _up(x: Any) -> float:
     """A float >= x (x an mpmath number): x is widened by _REL, rounded to nearest (error <= half an
@@ -93,6 +103,7 @@ def _ceil_div(n: int, d: int) -> int:
 
 
 # --------------------------------------------------------------------------- the value
+
 
 @dataclass(frozen=True, eq=False)
 class PLD:
@@ -165,9 +176,11 @@ class PLD:
 
     def __repr__(self) -> str:
         kind = "upper" if self.pessimistic else "lower"
-        return (f"PLD({kind}, w=2**{int(math.log2(self.w))}, losses [{self.offset * self.w:.6g}, "
-                f"{(self.offset + len(self.masses) - 1) * self.w:.6g}], {len(self.masses)} buckets, "
-                f"infinity_mass={self.infinity_mass:.3g})")
+        return (
+            f"PLD({kind}, w=2**{int(math.log2(self.w))}, losses [{self.offset * self.w:.6g}, "
+            f"{(self.offset + len(self.masses) - 1) * self.w:.6g}], {len(self.masses)} buckets, "
+            f"infinity_mass={self.infinity_mass:.3g})"
+        )
 
     # ---------------------------------------------------------------- δ(ε)
     def _delta_fast(self, eps: float) -> float:
@@ -278,6 +291,7 @@ class PLDPair:
 
 # --------------------------------------------------------------------------- building leaves
 
+
 class _Builder:
     """Accumulates (loss bucket index, exact-ish mass) pieces in mpmath and rounds once."""
 
@@ -319,7 +333,9 @@ def _as_fraction(x: Any, name: str) -> Fraction:
         try:
             f = Fraction(int(x.p), int(x.q))  # sympy Rational
         except Exception as e:  # noqa: BLE001
-            raise ParameterError(f"{name}={x!r} must be an exact rational (int, Fraction, float or sympy Rational)") from e
+            raise ParameterError(
+                f"{name}={x!r} must be an exact rational (int, Fraction, float or sympy Rational)"
+            ) from e
     if f <= 0:
         raise ParameterError(f"{name}={x!r} must be > 0")
     return f
@@ -359,14 +375,21 @@ def discrete_laplace(t: Any, shift: int, *, w: float = DEFAULT_W, pessimistic: b
             b.add(b.index(Fraction(D) / t), 1 / den)
             b.add(b.index(-Fraction(D) / t), mpmath.exp(-D / tm) / den)
             # 0 < k < D, loss (D − 2k)/t decreasing in k; bucket j holds k in [ceil((D − j w t)/2), ...]
-            _group_affine(b, alpha=Fraction(D) / t, beta=2 / t, k_lo=1, k_hi=D - 1,
-                          range_mass=lambda a, c: mpmath.exp(-a / tm) * -mpmath.expm1(-(c - a + 1) / tm) / den)
+            _group_affine(
+                b,
+                alpha=Fraction(D) / t,
+                beta=2 / t,
+                k_lo=1,
+                k_hi=D - 1,
+                range_mass=lambda a, c: mpmath.exp(-a / tm) * -mpmath.expm1(-(c - a + 1) / tm) / den,
+            )
     pld = b.build()
     return PLDPair(pld, pld)
 
 
-def _group_affine(b: _Builder, alpha: Fraction, beta: Fraction, k_lo: int, k_hi: int,
-                  range_mass: Callable[[int, int], Any]) -> None:
+def _group_affine(
+    b: _Builder, alpha: Fraction, beta: Fraction, k_lo: int, k_hi: int, range_mass: Callable[[int, int], Any]
+) -> None:
     """Integer k in [k_lo, k_hi] with loss α − βk (β > 0): put range_mass(a, c) (a bound on the
     P-mass of k in [a, c], in the builder's direction) into each bucket's index. Pessimistic bucket j
     holds the k with (j−1)w < α − βk <= jw, i.e. k ∈ [ceil((α − jw)/β), ceil((α − (j−1)w)/β) − 1];
@@ -382,11 +405,13 @@ def _group_affine(b: _Builder, alpha: Fraction, beta: Fraction, k_lo: int, k_hi:
         # bucket j: k in [ceil((α − jw)/β), ceil((α − (j−1)w)/β) − 1]
         def first(j: int) -> int:
             return -((j * bn - an) // den)
+
         ends = [(first(j), first(j - 1) - 1) for j in range(j_first, j_last + 1)]
     else:
         # bucket j: jw <= α − βk < (j+1)w, k in [floor((α − (j+1)w)/β) + 1, floor((α − jw)/β)]
         def last(j: int) -> int:
             return (an - j * bn) // den
+
         ends = [(last(j + 1) + 1, last(j)) for j in range(j_first, j_last + 1)]
     for j, (a, c) in zip(range(j_first, j_last + 1), ends):
         a, c = max(a, k_lo), min(c, k_hi)
@@ -413,7 +438,7 @@ def randomized_response(k: int, L: Any, *, w: float = DEFAULT_W, pessimistic: bo
         import sympy as sp
 
         v = Fraction(str(sp.N(L, 60)))
-        Llo, Lhi = v - Fraction(1, 10 ** 50), v + Fraction(1, 10 ** 50)
+        Llo, Lhi = v - Fraction(1, 10**50), v + Fraction(1, 10**50)
     if Llo < 0:
         raise ParameterError(f"L={L!r} must be >= 0")
     b = _Builder(w, pessimistic)
@@ -430,8 +455,9 @@ def randomized_response(k: int, L: Any, *, w: float = DEFAULT_W, pessimistic: bo
 
 
 @functools.lru_cache(maxsize=64)  # leaves are pure functions of exact parameters
-def discrete_gaussian(tau2: Any, shift: int, *, w: float = DEFAULT_W, tail: float = DEFAULT_TAIL,
-                      pessimistic: bool = True) -> PLDPair:
+def discrete_gaussian(
+    tau2: Any, shift: int, *, w: float = DEFAULT_W, tail: float = DEFAULT_TAIL, pessimistic: bool = True
+) -> PLDPair:
     """PLD of the discrete Gaussian pair: P = N_Z(0, τ²), Q = N_Z(shift, τ²) (integer grid steps),
     ``P(y) = e^{−y²/(2τ²)}/Z``, ``Z = Σ_y e^{−y²/(2τ²)}``.
 
@@ -476,7 +502,7 @@ def discrete_gaussian(tau2: Any, shift: int, *, w: float = DEFAULT_W, tail: floa
             return tm * mpmath.sqrt(mpmath.pi / 2) * mpmath.erfc(x / s2)
 
         def f(y):
-            return mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * t2))
+            return mpmath.exp(-(mpmath.mpf(y) ** 2) / (2 * t2))
 
         tail_sum = f(N) + G(mpmath.mpf(N))  # >= Σ_{y>N} f(y) >= Σ_{y>=N+1}... (f decreasing on [N, ∞))
         if 2 * N + 1 <= _ENUMERATE_MAX:
@@ -488,7 +514,7 @@ def discrete_gaussian(tau2: Any, shift: int, *, w: float = DEFAULT_W, tail: floa
                 b.add(b.index(alpha - beta * y), fy / zdiv)
         else:
             c = tm * mpmath.sqrt(2 * mpmath.pi)
-            q = mpmath.exp(-2 * mpmath.pi ** 2 * t2)
+            q = mpmath.exp(-2 * mpmath.pi**2 * t2)
             z_lo, z_hi = c, c * (1 + 2 * q / (1 - q))
             zdiv = z_lo if pessimistic else z_hi
 
@@ -513,13 +539,14 @@ def discrete_gaussian(tau2: Any, shift: int, *, w: float = DEFAULT_W, tail: floa
 
             _group_affine(b, alpha, beta, -N, N, range_mass)
         if pessimistic:
-            b.add(b.index(alpha - beta * N), tail_sum / z_lo)   # y > N: losses below L(N)
-            b.add_infinite(tail_sum / z_lo)                     # y < −N: losses above L(−N)
+            b.add(b.index(alpha - beta * N), tail_sum / z_lo)  # y > N: losses below L(N)
+            b.add_infinite(tail_sum / z_lo)  # y < −N: losses above L(−N)
     pld = b.build()
     return PLDPair(pld, pld)
 
 
 # --------------------------------------------------------------------------- composition
+
 
 def _fft_slack(a: np.ndarray, b: np.ndarray, n_fft: int) -> float:
     """Per-entry absolute bound on |fft_convolve(a, b) − a*b| for the computation in _convolve.
@@ -612,7 +639,7 @@ def _coarsen(p: PLD) -> PLD:
         pad_front = 1 if start % 2 == 0 else 0
         new_off = (start - pad_front + 1) // 2
     else:
-        pad_front = 1 if start % 2 != 0 else 0   # pairs (2k, 2k+1) -> k
+        pad_front = 1 if start % 2 != 0 else 0  # pairs (2k, 2k+1) -> k
         new_off = (start - pad_front) // 2
     arr = np.concatenate([np.zeros(pad_front), m])
     if len(arr) % 2:
@@ -668,8 +695,9 @@ def _check_same_kind(ps: Sequence[PLD]) -> None:
             raise ParameterError(f"w={p.w!r} must be a power of two")
 
 
-def compose(items: Sequence[PLD | PLDPair], *, tail: float = DEFAULT_TAIL,
-            max_buckets: int = _MAX_BUCKETS) -> PLD | PLDPair:
+def compose(
+    items: Sequence[PLD | PLDPair], *, tail: float = DEFAULT_TAIL, max_buckets: int = _MAX_BUCKETS
+) -> PLD | PLDPair:
     """The PLD of the composition of independent mechanisms (their PLDs, or pairs composed direction
     by direction: the product of the forward pairs and the product of the backward pairs). Grids of
     different powers of two are aligned by coarsening the finer ones pessimistically."""
@@ -691,8 +719,9 @@ def compose(items: Sequence[PLD | PLDPair], *, tail: float = DEFAULT_TAIL,
     return acc
 
 
-def self_compose(item: PLD | PLDPair, times: int, *, tail: float = DEFAULT_TAIL,
-                 max_buckets: int = _MAX_BUCKETS) -> PLD | PLDPair:
+def self_compose(
+    item: PLD | PLDPair, times: int, *, tail: float = DEFAULT_TAIL, max_buckets: int = _MAX_BUCKETS
+) -> PLD | PLDPair:
     """``times`` independent copies, by repeated squaring (O(log times) convolutions)."""
     if int(times) != times or times < 1:
         raise ParameterError(f"times={times!r} must be an integer >= 1")

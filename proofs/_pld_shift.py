@@ -71,10 +71,10 @@ from ._pld import PLD, PLDPair, _as_fraction, _check_w, _down, _mpf, _up, DEFAUL
 __all__ = ["shift_pair", "MAX_GROUPS"]
 
 _DPS = 40
-_WIDEN = 1e-20            # relative widening of every enclosure (see the module docstring)
-_ENUMERATE_MAX = 60_000   # enumerate the Gaussian's values up to this many
+_WIDEN = 1e-20  # relative widening of every enclosure (see the module docstring)
+_ENUMERATE_MAX = 60_000  # enumerate the Gaussian's values up to this many
 _MIN_TAU_ANALYTIC = 1000  # the Euler–Maclaurin enclosure from this τ on (κ <= 3e-11)
-MAX_GROUPS = 200_000      # a leaf needing more loss buckets than this is not built (None)
+MAX_GROUPS = 200_000  # a leaf needing more loss buckets than this is not built (None)
 
 
 def _widen(v: tuple) -> tuple:
@@ -144,18 +144,21 @@ class _Gaussian(_Noise):
             self.abs_err = z_in * mpmath.mpf(10) ** -30
         else:
             c = self.tm * mpmath.sqrt(2 * mpmath.pi)
-            qq = mpmath.exp(-2 * mpmath.pi ** 2 * self.t2)
+            qq = mpmath.exp(-2 * mpmath.pi**2 * self.t2)
             self.z = (c, c * (1 + 2 * qq / (1 - qq)))
             # κ at the largest |u| any range sum reaches (ranges lie in [y_lo − D, y_hi]): one bound for all
             M, t2 = mpmath.mpf(max(-(self.y_lo - D), self.y_hi) + 1), self.t2
-            self.kappa = (mpmath.mpf(1) / 576 + mpmath.mpf(1) / 1920) * mpmath.exp(M / t2) * (
-                M ** 4 / t2 ** 4 + 6 * M ** 2 / t2 ** 3 + 3 / t2 ** 2)
+            self.kappa = (
+                (mpmath.mpf(1) / 576 + mpmath.mpf(1) / 1920)
+                * mpmath.exp(M / t2)
+                * (M**4 / t2**4 + 6 * M**2 / t2**3 + 3 / t2**2)
+            )
             self.abs_err = self.z[1] * mpmath.mpf(10) ** -36  # the working precision's error in T(a) − T(c)
 
     def _f(self, y: Any) -> Any:
         import mpmath
 
-        return mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * self.t2))
+        return mpmath.exp(-(mpmath.mpf(y) ** 2) / (2 * self.t2))
 
     def _G(self, x: Any) -> Any:
         """∫_x^∞ f for any real x."""
@@ -217,9 +220,9 @@ class _Gaussian(_Noise):
             f = np.exp(-(ys * ys) / t2f)
             sums = np.add.reduceat(f, first)
             arg = np.maximum(a[ks].astype(np.float64) ** 2, c[ks].astype(np.float64) ** 2) / t2f
-            r = 3.1 * 2.0 ** -53 * arg + _U + 1.01 * lens * 2.0 ** -53 + 2.0 ** -52
-            lo[ks] = np.maximum(sums * (1 - r), 0.0) / z_hi * (1 - 2.0 ** -52)
-            hi[ks] = sums * (1 + r) / z_lo * (1 + 2.0 ** -52)
+            r = 3.1 * 2.0**-53 * arg + _U + 1.01 * lens * 2.0**-53 + 2.0**-52
+            lo[ks] = np.maximum(sums * (1 - r), 0.0) / z_hi * (1 - 2.0**-52)
+            hi[ks] = sums * (1 + r) / z_lo * (1 + 2.0**-52)
             start = stop
         return lo, hi
 
@@ -233,8 +236,8 @@ class _Gaussian(_Noise):
         return self._G(mpmath.mpf(n)) / self.z[0] * (1 + _WIDEN)
 
     def tails(self) -> tuple:
-        below = (self._above(-self.y_lo), self._above(-self.y_lo + self.D))          # Q0(y < −N), PD(y < −N)
-        above = (self._above(self.y_hi), self._above(self.y_hi - self.D))            # Q0(y > N+D), PD(...)
+        below = (self._above(-self.y_lo), self._above(-self.y_lo + self.D))  # Q0(y < −N), PD(y < −N)
+        above = (self._above(self.y_hi), self._above(self.y_hi - self.D))  # Q0(y > N+D), PD(...)
         return below, above
 
 
@@ -277,8 +280,8 @@ class _Laplace(_Noise):
     def points(self) -> list:
         import mpmath
 
-        far = mpmath.exp(-self.D / self.tm) / (1 + self.r)   # P0(y >= D) = PD(y <= 0)
-        near = 1 / (1 + self.r)                                # P0(y <= 0) = PD(y >= D)
+        far = mpmath.exp(-self.D / self.tm) / (1 + self.r)  # P0(y >= D) = PD(y <= 0)
+        near = 1 / (1 + self.r)  # P0(y <= 0) = PD(y >= D)
         lo, hi = Fraction(-self.D) / self.t, Fraction(self.D) / self.t
         return [(lo, _widen((near, near)), _widen((far, far))), (hi, _widen((far, far)), _widen((near, near)))]
 
@@ -291,8 +294,16 @@ class _TooLarge(Exception):
 
 
 @functools.lru_cache(maxsize=64)  # leaves are pure functions of exact parameters
-def shift_pair(kind: str, scale: Any, shift: int, rate: Any = 1, *, w: float = DEFAULT_W,
-               tail: float = DEFAULT_TAIL, pessimistic: bool = True) -> PLDPair | None:
+def shift_pair(
+    kind: str,
+    scale: Any,
+    shift: int,
+    rate: Any = 1,
+    *,
+    w: float = DEFAULT_W,
+    tail: float = DEFAULT_TAIL,
+    pessimistic: bool = True,
+) -> PLDPair | None:
     """The connect-the-dots PLD pair (``pessimistic=True``: an upper bound) of a ``shift``-sensitive
     integer query with discrete Gaussian (``kind="gaussian"``, ``scale`` = τ²) or discrete Laplace
     (``kind="laplace"``, ``scale`` = t) noise, Poisson-subsampled at ``rate`` (1: not subsampled).
@@ -321,9 +332,9 @@ def shift_pair(kind: str, scale: Any, shift: int, rate: Any = 1, *, w: float = D
 
 # relative error allowed per elementary float operation (numpy's exp, log, log1p, expm1 and the four
 # arithmetic operations are within a few ulp; 2^-50 = 8 ulp of float64), the ASSUMPTION of the float path
-_U = 2.0 ** -50
-_NARROW = 1 << 16       # groups of at most this many atoms are summed atom by atom in float64
-_CHUNK = 1 << 22        # atoms per batch of the atom-by-atom sums
+_U = 2.0**-50
+_NARROW = 1 << 16  # groups of at most this many atoms are summed atom by atom in float64
+_CHUNK = 1 << 22  # atoms per batch of the atom-by-atom sums
 
 
 def _build(noise: _Noise, D: int, q: Fraction, w: float, pessimistic: bool = True) -> PLDPair | None:
@@ -347,7 +358,7 @@ def _build(noise: _Noise, D: int, q: Fraction, w: float, pessimistic: bool = Tru
     fw, bw = _FloatSplit(w, pessimistic), _FloatSplit(w, pessimistic)
     mixer = _Mixer(q)
     groups = 0
-    for (ya, yc, alpha, beta) in noise.segments():
+    for ya, yc, alpha, beta in noise.segments():
         l_a, l_c = loss(alpha + beta * ya), loss(alpha + beta * yc)
         i0, i1 = int(mpmath.floor(l_a / wm)), int(mpmath.floor(l_c / wm))
         j0, j1 = int(mpmath.floor(-l_c / wm)), int(mpmath.floor(-l_a / wm))
@@ -416,7 +427,7 @@ class _Thresholds:
 
     def __init__(self, ya: int, yc: int, alpha: Fraction, beta: Fraction, q: Fraction) -> None:
         self.ya, self.yc, self.alpha, self.beta, self.q = ya, yc, alpha, beta, q
-        self.centre = -alpha / beta                  # D/2, exact
+        self.centre = -alpha / beta  # D/2, exact
         self.bf = float(beta)
         self.qf = float(q)
         self.am = _mpf(alpha) if alpha >= 0 else -_mpf(-alpha)
@@ -462,10 +473,12 @@ class _Thresholds:
         below = ~np.isfinite(ystar)
         guess = np.where(below, self.ya, np.ceil(np.where(below, 0, np.clip(ystar, self.ya - 1, self.yc + 1))))
         guess = guess.astype(np.int64)
-        margin = 2.0 ** -36 * (8 + np.abs(xs))
+        margin = 2.0**-36 * (8 + np.abs(xs))
         l_at = self._loss_f(guess.astype(np.float64))
         l_before = self._loss_f((guess - 1).astype(np.float64))
-        ok = below | (((l_at >= xs + margin) | (guess >= self.yc + 1)) & ((l_before <= xs - margin) | (guess <= self.ya)))
+        ok = below | (
+            ((l_at >= xs + margin) | (guess >= self.yc + 1)) & ((l_before <= xs - margin) | (guess <= self.ya))
+        )
         for k in np.flatnonzero(~ok):
             guess[k] = self._first_y_exact(float(xs[k]))
         return np.clip(guess, self.ya, self.yc + 1)
@@ -480,8 +493,8 @@ class _FloatSplit:
         self.pess = pessimistic
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.inf = 0.0
-        self.e_w = math.exp(-w) * (1 + _U)                   # >= e^{−w}
-        self.den = -math.expm1(-w) * (1 - _U)                # <= 1 − e^{−w}
+        self.e_w = math.exp(-w) * (1 + _U)  # >= e^{−w}
+        self.den = -math.expm1(-w) * (1 - _U)  # <= 1 − e^{−w}
 
     def groups(self, i: np.ndarray, p: tuple, p2: tuple) -> None:
         """Groups with losses in [x_i, x_{i+1}]: first-law masses in [p_lo, p_hi], second-law in [p2_lo, p2_hi]."""
@@ -523,5 +536,5 @@ class _FloatSplit:
         np.add.at(counts, idx - lo, 1.0)
         # each bucket is a sum of `counts` non-negative floats: relative error <= counts·u
         if self.pess:
-            return PLD(self.w, lo, masses * (1 + (counts + 1) * 2.0 ** -53), self.inf, True)
-        return PLD(self.w, lo, masses * (1 - (counts + 1) * 2.0 ** -53), 0.0, False)
+            return PLD(self.w, lo, masses * (1 + (counts + 1) * 2.0**-53), self.inf, True)
+        return PLD(self.w, lo, masses * (1 - (counts + 1) * 2.0**-53), 0.0, False)

@@ -122,16 +122,27 @@ def refute(pb: Any, m: Any, counted: dict, lower: Any, eps_claim: Fraction, delt
         return False
     found = _matching_pair(m, Counter({e: n for e, n in counted.items() if e[2] != 0}))
     if found is None:
-        pb.note("PLD lower end above the claim, but no examined neighbouring pair attains every leaf's worst shift at "
-                "once: not refuted (UNPROVEN)")
+        pb.note(
+            "PLD lower end above the claim, but no examined neighbouring pair attains every leaf's worst shift at "
+            "once: not refuted (UNPROVEN)"
+        )
         return False
     d, d2, columns = found
-    event = Event(_LossAbove(columns, eps_f),
-                  f"Σ of the {len(columns)} moving leaves' privacy losses > ε = {eps_f:.6g} (the optimal event)")
-    how = (f"this pair moves every leaf by its worst shift, so its output laws are exactly the product of the leaves' "
-           f"worst pairs; the certified lower end of that product's δ(ε = {eps_f:.6g}) is {lo:.6g} > claimed δ = "
-           f"{float(delta_claim):.6g}")
-    w = Witness(d, d2, event, None, None, f"the optimal event S = {{{event.description}}}: P_D(S) − e^ε P_D'(S) >= {lo:.6g}")
-    pb.refute(w, how + " (optimistic connect-the-dots discretisation with every rounding and float error bounded "
-                       "downward, dpharness.proofs._pld)")
+    event = Event(
+        _LossAbove(columns, eps_f),
+        f"Σ of the {len(columns)} moving leaves' privacy losses > ε = {eps_f:.6g} (the optimal event)",
+    )
+    how = (
+        f"this pair moves every leaf by its worst shift, so its output laws are exactly the product of the leaves' "
+        f"worst pairs; the certified lower end of that product's δ(ε = {eps_f:.6g}) is {lo:.6g} > claimed δ = "
+        f"{float(delta_claim):.6g}"
+    )
+    w = Witness(
+        d, d2, event, None, None, f"the optimal event S = {{{event.description}}}: P_D(S) − e^ε P_D'(S) >= {lo:.6g}"
+    )
+    pb.refute(
+        w,
+        how + " (optimistic connect-the-dots discretisation with every rounding and float error bounded "
+        "downward, dpharness.proofs._pld)",
+    )
     return True

@@ -80,7 +80,9 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
         counted: dict = {}
         for e in prof.pld:
             counted[e] = counted.get(e, 0) + 1
-        if len(counted) <= proof._MAX_PLD_LEAVES and all(proof._typical_loss(e) <= proof._MAX_PLD_LOSS for e in counted):
+        if len(counted) <= proof._MAX_PLD_LEAVES and all(
+            proof._typical_loss(e) <= proof._MAX_PLD_LOSS for e in counted
+        ):
             upper = proof._composed(counted, True)
             if upper is not None:
                 n = sum(counted.values())

@@ -54,14 +54,20 @@ def _mul(p: dict, q: dict) -> dict:
 
 
 def to_sympy(p: ExpPoly) -> sp.Expr:
-    return sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.exp(sp.Rational(b.numerator, b.denominator))
-                    for b, c in sorted(p.items())])
+    return sp.Add(
+        *[
+            sp.Rational(c.numerator, c.denominator) * sp.exp(sp.Rational(b.numerator, b.denominator))
+            for b, c in sorted(p.items())
+        ]
+    )
 
 
 def to_mpf(p: ExpPoly, dps: int = 60) -> Any:
     with mpmath.workdps(dps):
-        return mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator
-                           * mpmath.exp(mpmath.mpf(b.numerator) / b.denominator) for b, c in p.items())
+        return mpmath.fsum(
+            mpmath.mpf(c.numerator) / c.denominator * mpmath.exp(mpmath.mpf(b.numerator) / b.denominator)
+            for b, c in p.items()
+        )
 
 
 def log_mpf(p: ExpPoly, dps: int = 60) -> Any:
@@ -71,8 +77,9 @@ def log_mpf(p: ExpPoly, dps: int = 60) -> Any:
         return mpmath.ninf if v <= 0 else mpmath.log(v)
 
 
-def pattern_probability(q: Sequence, pattern: Sequence[int], T: Any, b_rho: Any, b_nu: Any | None, *,
-                        cap: Any = None) -> ExpPoly:
+def pattern_probability(
+    q: Sequence, pattern: Sequence[int], T: Any, b_rho: Any, b_nu: Any | None, *, cap: Any = None
+) -> ExpPoly:
     """P(pattern) (restricted to ρ <= cap when given) for answers ``q`` as an exact exp-polynomial;
     ``b_nu`` None or 0 means no query noise. Numbers are read exactly (floats as their binary value)."""
     F = Fraction
@@ -80,34 +87,34 @@ def pattern_probability(q: Sequence, pattern: Sequence[int], T: Any, b_rho: Any,
     T, br = F(T), F(b_rho)
     bn = None if b_nu in (None, 0) else F(b_nu)
     used = [(i, a) for i, a in enumerate(pattern) if a in (TOP, BOT)]
-    lo, hi = None, (None if cap is None else F(cap))   # r-range allowed by indicator factors and the cap
+    lo, hi = None, (None if cap is None else F(cap))  # r-range allowed by indicator factors and the cap
     if bn is None:
         for i, a in used:
             cut = qs[i] - T
-            if a == TOP:      # q_i >= T + r  <=>  r <= cut
+            if a == TOP:  # q_i >= T + r  <=>  r <= cut
                 hi = cut if hi is None else min(hi, cut)
-            else:             # q_i < T + r   <=>  r > cut
+            else:  # q_i < T + r   <=>  r > cut
                 lo = cut if lo is None else max(lo, cut)
         if lo is not None and hi is not None and lo >= hi:
             return {}
     inner = {F(0), *([qs[i] - T for i, _ in used] if bn is not None else [])}
     inner = sorted(x for x in inner if (lo is None or x > lo) and (hi is None or x < hi))
-    edges: list = [lo] + inner + [hi]   # None = -inf / +inf
+    edges: list = [lo] + inner + [hi]  # None = -inf / +inf
     total: ExpPoly = {}
     half = F(1, 2)
     for a, b in zip(edges[:-1], edges[1:]):
         if a is not None and b is not None and a >= b:
             continue
         mid = (a + b) / 2 if a is not None and b is not None else (b - 1 if a is None else a + 1)
-        sgn = -1 if mid >= 0 else 1                    # f_ρ = e^{∓r/b_ρ}/(2b_ρ)
+        sgn = -1 if mid >= 0 else 1  # f_ρ = e^{∓r/b_ρ}/(2b_ρ)
         poly = {sgn / br: {F(0): 1 / (2 * br)}}
         if bn is not None:
             for i, ans in used:
-                z0 = T - qs[i]                          # z = r + z0
-                if mid + z0 <= 0:                       # F(z) = e^{z/bn}/2
+                z0 = T - qs[i]  # z = r + z0
+                if mid + z0 <= 0:  # F(z) = e^{z/bn}/2
                     Fz = {1 / bn: {z0 / bn: half}}
                     Sz = {F(0): {F(0): F(1)}, 1 / bn: {z0 / bn: -half}}
-                else:                                   # S(z) = e^{-z/bn}/2
+                else:  # S(z) = e^{-z/bn}/2
                     Sz = {-1 / bn: {-z0 / bn: half}}
                     Fz = {F(0): {F(0): F(1)}, -1 / bn: {-z0 / bn: -half}}
                 poly = _mul(poly, Sz if ans == TOP else Fz)

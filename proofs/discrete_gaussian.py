@@ -43,7 +43,7 @@ def _sigma2(m: Mechanism) -> sp.Expr:
 
 
 def renyi_exact(alpha: sp.Expr, d: sp.Expr, sigma2: sp.Expr) -> sp.Expr:
-    return alpha * d ** 2 / (2 * sigma2)
+    return alpha * d**2 / (2 * sigma2)
 
 
 def delta_enclosure(eps: sp.Expr, d: int, sigma2: sp.Expr) -> tuple[float, float, int]:
@@ -52,16 +52,22 @@ def delta_enclosure(eps: sp.Expr, d: int, sigma2: sp.Expr) -> tuple[float, float
     with mpmath.workdps(_DPS):
         s2f = float(sp.N(sigma2, 30))
         N = int(math.ceil(math.sqrt(2 * s2f * (_DPS * math.log(10) + 20)))) + abs(d) + 2
-        s2 = mpmath.iv.mpf(str(sp.N(sigma2, _DPS))) if not sp.sympify(sigma2).is_Rational else \
-            mpmath.iv.mpf(int(sp.Rational(sigma2).p)) / int(sp.Rational(sigma2).q)
+        s2 = (
+            mpmath.iv.mpf(str(sp.N(sigma2, _DPS)))
+            if not sp.sympify(sigma2).is_Rational
+            else mpmath.iv.mpf(int(sp.Rational(sigma2).p)) / int(sp.Rational(sigma2).q)
+        )
         w = {y: mpmath.iv.exp(-mpmath.iv.mpf(y * y) / (2 * s2)) for y in range(-N, N + 1)}
         # tail beyond |y| > N on each side: Σ_{k>=1} e^{−(N+k)²/(2σ²)} <= e^{−N²/(2σ²)} e^{−N/σ²}/(1 − e^{−N/σ²})
         r = mpmath.iv.exp(-mpmath.iv.mpf(N) / s2)
         tail = w[N] * r / (1 - r)
         tail = mpmath.iv.mpf([0, tail.b])
         Z = sum(w.values(), mpmath.iv.mpf(0)) + 2 * tail
-        e = mpmath.iv.mpf(str(sp.N(eps, _DPS))) if not sp.sympify(eps).is_Rational else \
-            mpmath.iv.mpf(int(sp.Rational(eps).p)) / int(sp.Rational(eps).q)
+        e = (
+            mpmath.iv.mpf(str(sp.N(eps, _DPS)))
+            if not sp.sympify(eps).is_Rational
+            else mpmath.iv.mpf(int(sp.Rational(eps).p)) / int(sp.Rational(eps).q)
+        )
         # loss(y) = (d² − 2yd)/(2σ²) > ε  <=>  y < d/2 − εσ²/d ; y* = the largest such integer
         thr = sp.Rational(d, 2) - sp.sympify(eps) * sigma2 / d
         ystar = int(sp.ceiling(thr)) - 1
@@ -96,19 +102,36 @@ def prove(m: Mechanism) -> Proof:
     claim = m.claim
     pb.precondition(f"neighbour relation: {m.input_spec.relation.describe()}; integer answers, |x − x'| <= Δ = {D}")
     pb.precondition(f"parameters: σ² = {s2}" + (f", dim = {dim}" if dim != 1 else ""))
-    pb.precondition("numeric model: exact -- N_Z(0, σ²) sampled exactly with rational arithmetic (CKS 2020 "
-                    "Alg. 1-3: Bernoulli(exp(−γ)) and discrete Laplace rejection, no floating point)")
+    pb.precondition(
+        "numeric model: exact -- N_Z(0, σ²) sampled exactly with rational arithmetic (CKS 2020 "
+        "Alg. 1-3: Bernoulli(exp(−γ)) and discrete Laplace rejection, no floating point)"
+    )
     pb.pseudocode("return x + Y, Y ~ N_Z(0, σ²) (P(Y = y) ∝ exp(−y²/(2σ²)), y ∈ Z)")
     if dim != 1:
-        pb.add([Obligation(f"one-dimensional output (dim = {dim})", sp.false, "only the 1-D derivation is implemented",
-                           "lemma", False, "dim > 1 not handled")])
+        pb.add(
+            [
+                Obligation(
+                    f"one-dimensional output (dim = {dim})",
+                    sp.false,
+                    "only the 1-D derivation is implemented",
+                    "lemma",
+                    False,
+                    "dim > 1 not handled",
+                )
+            ]
+        )
     with pb.phase("Rényi divergence"):
         y, a, d, sg = sym("y"), sym("alpha", positive=True), sym("d", positive=True), sym("sigma2", positive=True)
-        pb.check("completing the square: α y² + (1−α)(y − d)² = (y − (1−α)d)² + α(1−α)d²",
-                 sp.Eq(sp.expand(a * y ** 2 + (1 - a) * (y - d) ** 2), sp.expand((y - (1 - a) * d) ** 2 + a * (1 - a) * d ** 2)),
-                 "polynomial identity")
-        pb.check("D_α = (1/(α−1)) ln e^{−α(1−α)d²/(2σ²)} = α d²/(2σ²) when the shifted sum equals Z",
-                 sp.Eq(sp.simplify(-a * (1 - a) * d ** 2 / (2 * sg) / (a - 1)), a * d ** 2 / (2 * sg)), "algebra")
+        pb.check(
+            "completing the square: α y² + (1−α)(y − d)² = (y − (1−α)d)² + α(1−α)d²",
+            sp.Eq(sp.expand(a * y**2 + (1 - a) * (y - d) ** 2), sp.expand((y - (1 - a) * d) ** 2 + a * (1 - a) * d**2)),
+            "polynomial identity",
+        )
+        pb.check(
+            "D_α = (1/(α−1)) ln e^{−α(1−α)d²/(2σ²)} = α d²/(2σ²) when the shifted sum equals Z",
+            sp.Eq(sp.simplify(-a * (1 - a) * d**2 / (2 * sg) / (a - 1)), a * d**2 / (2 * sg)),
+            "algebra",
+        )
     bound_expr: sp.Expr
     delta_bound = None
     w = None
@@ -117,17 +140,41 @@ def prove(m: Mechanism) -> Proof:
             alpha = param(claim.alpha)
             bound_expr = renyi_exact(alpha, sp.Integer(D), s2)
             if alpha.is_integer:
-                pb.add([Obligation(f"α = {alpha} is an integer: (1 − α)d is an integer for every integer shift d, so "
-                                   "Σ_y e^{−(y − (1−α)d)²/(2σ²)} = Z by re-indexing; D_α = α d²/(2σ²) exactly, "
-                                   "largest at d = Δ", sp.true, "re-indexing a sum over Z", "lemma", True)])
+                pb.add(
+                    [
+                        Obligation(
+                            f"α = {alpha} is an integer: (1 − α)d is an integer for every integer shift d, so "
+                            "Σ_y e^{−(y − (1−α)d)²/(2σ²)} = Z by re-indexing; D_α = α d²/(2σ²) exactly, "
+                            "largest at d = Δ",
+                            sp.true,
+                            "re-indexing a sum over Z",
+                            "lemma",
+                            True,
+                        )
+                    ]
+                )
             else:
-                pb.add([Obligation("Σ_y e^{−(y − c)²/(2σ²)} <= Σ_y e^{−y²/(2σ²)} for real c (CKS 2020)", sp.true,
-                                   "cited: the discrete Gaussian's theta sum is maximal at integer shifts",
-                                   "lemma", True)])
+                pb.add(
+                    [
+                        Obligation(
+                            "Σ_y e^{−(y − c)²/(2σ²)} <= Σ_y e^{−y²/(2σ²)} for real c (CKS 2020)",
+                            sp.true,
+                            "cited: the discrete Gaussian's theta sum is maximal at integer shifts",
+                            "lemma",
+                            True,
+                        )
+                    ]
+                )
                 pb.note("non-integer α: α Δ²/(2σ²) is an UPPER bound (CKS 2020), not shown attained")
             pb.claim_bound(bound_expr, param(claim.epsilon), what="Rényi ε")
-            w = Witness(np.array([0]), np.array([D]), None, None, float(sp.N(bound_expr, 30)),
-                        f"inputs 0 vs Δ = {D}: D_α = α Δ²/(2σ²) = {bound_expr}")
+            w = Witness(
+                np.array([0]),
+                np.array([D]),
+                None,
+                None,
+                float(sp.N(bound_expr, 30)),
+                f"inputs 0 vs Δ = {D}: D_α = α Δ²/(2σ²) = {bound_expr}",
+            )
             if exceeds(bound_expr, param(claim.epsilon)) and alpha.is_integer:
                 pb.refute(w, f"D_{alpha} = {bound_expr} exactly > claimed {claim.epsilon}")
         elif isinstance(claim, ApproxDP):
@@ -135,10 +182,19 @@ def prove(m: Mechanism) -> Proof:
             bound_expr = eps
             worst = (-1.0, -1.0, 0, 1)
             if _enclosure_terms(D, s2) > _MAX_TERMS:
-                pb.add([Obligation(f"δ(ε = {eps}) <= {claim.delta}", sp.Le(sym("delta_eps"), delta),
-                                   "the interval enclosure enumerates the pmf over ±N", "exact", False,
-                                   f"NOT DISCHARGED: σ² = {float(sp.N(s2, 15)):g} needs more than {_MAX_TERMS} terms "
-                                   "in the enumerated enclosure (not attempted)")])
+                pb.add(
+                    [
+                        Obligation(
+                            f"δ(ε = {eps}) <= {claim.delta}",
+                            sp.Le(sym("delta_eps"), delta),
+                            "the interval enclosure enumerates the pmf over ±N",
+                            "exact",
+                            False,
+                            f"NOT DISCHARGED: σ² = {float(sp.N(s2, 15)):g} needs more than {_MAX_TERMS} terms "
+                            "in the enumerated enclosure (not attempted)",
+                        )
+                    ]
+                )
                 return pb.finish(eps, witness=None)
             for dd in range(1, D + 1):
                 lo, hi, ystar = delta_enclosure(eps, dd, s2)
@@ -147,30 +203,63 @@ def prove(m: Mechanism) -> Proof:
             lo, hi, ystar, dd = worst
             delta_bound = hi
             rho = sp.Integer(D) ** 2 / (2 * s2)
-            pb.note(f"for comparison: the concentrated-DP route (ρ = Δ²/(2σ²) = {rho}, then ρ-CDP -> (ε, δ)) gives only an "
-                    "UPPER bound on δ(ε); the δ used here is the exact optimal-event value for the pair, enclosed by "
-                    "interval arithmetic")
+            pb.note(
+                f"for comparison: the concentrated-DP route (ρ = Δ²/(2σ²) = {rho}, then ρ-CDP -> (ε, δ)) gives only an "
+                "UPPER bound on δ(ε); the δ used here is the exact optimal-event value for the pair, enclosed by "
+                "interval arithmetic"
+            )
             ok = hi <= float(delta)
-            pb.add([Obligation(f"δ(ε = {eps}) <= {claim.delta}: rigorous enclosure δ ∈ [{lo:.6g}, {hi:.6g}] "
-                               f"(worst shift d = {dd} of 1..{D})", sp.Le(sym("delta_eps"), delta),
-                               "δ = P[Y > εσ²/d − d/2] − e^ε P[Y > εσ²/d + d/2] (CKS 2020), interval arithmetic "
-                               "(mpmath.iv, truncated sums + geometric tail bound)", "exact", bool(ok),
-                               "" if ok else "NOT DISCHARGED: the enclosure exceeds the claimed δ")])
+            pb.add(
+                [
+                    Obligation(
+                        f"δ(ε = {eps}) <= {claim.delta}: rigorous enclosure δ ∈ [{lo:.6g}, {hi:.6g}] "
+                        f"(worst shift d = {dd} of 1..{D})",
+                        sp.Le(sym("delta_eps"), delta),
+                        "δ = P[Y > εσ²/d − d/2] − e^ε P[Y > εσ²/d + d/2] (CKS 2020), interval arithmetic "
+                        "(mpmath.iv, truncated sums + geometric tail bound)",
+                        "exact",
+                        bool(ok),
+                        "" if ok else "NOT DISCHARGED: the enclosure exceeds the claimed δ",
+                    )
+                ]
+            )
             y0 = ystar
-            w = Witness(np.array([0]), np.array([dd]), Event.threshold(float(y0), above=False), None, None,
-                        f"inputs 0 vs {dd}, event Y <= {y0} (where the privacy loss exceeds ε): "
-                        f"P_0(S) − e^ε P_{dd}(S) ∈ [{lo:.6g}, {hi:.6g}]")
+            w = Witness(
+                np.array([0]),
+                np.array([dd]),
+                Event.threshold(float(y0), above=False),
+                None,
+                None,
+                f"inputs 0 vs {dd}, event Y <= {y0} (where the privacy loss exceeds ε): "
+                f"P_0(S) − e^ε P_{dd}(S) ∈ [{lo:.6g}, {hi:.6g}]",
+            )
             if lo > float(delta):
                 pb.refute(w, f"δ(ε) >= {lo:.6g} > claimed δ = {claim.delta} (interval arithmetic lower end)")
         elif isinstance(claim, PureDP):
             eps = param(claim.epsilon)
             bound_expr = sp.oo
-            pb.add([Obligation("a finite pure-DP bound", sp.false, "the loss (Δ² − 2yΔ)/(2σ²) is unbounded in y",
-                               "exact", False, "the discrete Gaussian is not pure DP")])
+            pb.add(
+                [
+                    Obligation(
+                        "a finite pure-DP bound",
+                        sp.false,
+                        "the loss (Δ² − 2yΔ)/(2σ²) is unbounded in y",
+                        "exact",
+                        False,
+                        "the discrete Gaussian is not pure DP",
+                    )
+                ]
+            )
             y0 = int(sp.floor(sp.Rational(D, 2) - eps * s2 / D)) - 1
             loss = (sp.Integer(D) ** 2 - 2 * y0 * D) / (2 * s2)
-            w = Witness(np.array([0]), np.array([D]), Event.point(y0), y0, float(sp.N(loss, 30)),
-                        f"output {y0} on 0 vs {D}: loss = {loss}")
+            w = Witness(
+                np.array([0]),
+                np.array([D]),
+                Event.point(y0),
+                y0,
+                float(sp.N(loss, 30)),
+                f"output {y0} on 0 vs {D}: loss = {loss}",
+            )
             if exceeds(loss, eps):
                 pb.refute(w, f"pointwise loss {loss} > ε = {eps} at y = {y0}")
         else:  # pragma: no cover

@@ -26,7 +26,7 @@ from dpharness.proof_registry import proves
 __all__ = ["prove"]
 
 
-_LAW_CHECK_MAX = 16   # law() is checked at n' = min(n, 16) candidates: building it costs O(n²) sympy work
+_LAW_CHECK_MAX = 16  # law() is checked at n' = min(n, 16) candidates: building it costs O(n²) sympy work
 
 
 def _conformance(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, n: int) -> bool:
@@ -48,9 +48,10 @@ def _conformance(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, n: int) -> bool:
         s = float(beta) * u
         want = s - np.logaddexp.reduce(s)
         ok &= bool(np.allclose(got, want, atol=1e-9))
-    pb.note(f"model conformance: the mechanism's law() at n = {n} candidates equals exp(β u_r)/Σ exp(β u_j) at 2 random "
-            "utility vectors"
-            + ("" if ok else " -- FAILED: the implementation does not follow the modelled pmf"))
+    pb.note(
+        f"model conformance: the mechanism's law() at n = {n} candidates equals exp(β u_r)/Σ exp(β u_j) at 2 random "
+        "utility vectors" + ("" if ok else " -- FAILED: the implementation does not follow the modelled pmf")
+    )
     return ok
 
 
@@ -65,17 +66,30 @@ def prove(m: Mechanism) -> Proof:
     eps = param(m.claim.epsilon)
     pb.precondition(f"neighbour relation: utility vectors with ||u − u'||_∞ <= Δ = {delta} (BoundedChange linf)")
     pb.precondition(f"parameters: β = {beta} > 0, Δ = {delta} > 0, n = {n} candidates")
-    pb.precondition("numeric model: exact -- utilities and β read as the exact binary values the sampler uses; the "
-                    "sampler draws each index with its exact probability e^{βu_r}/Σ e^{βu} (sequential Bernoullis "
-                    "against interval enclosures with lazily refined uniform bits, dpharness.mechanisms._exact)")
+    pb.precondition(
+        "numeric model: exact -- utilities and β read as the exact binary values the sampler uses; the "
+        "sampler draws each index with its exact probability e^{βu_r}/Σ e^{βu} (sequential Bernoullis "
+        "against interval enclosures with lazily refined uniform bits, dpharness.mechanisms._exact)"
+    )
     pb.pseudocode("return r with probability exp(β u_r) / Σ_j exp(β u_j)")
     pb.postcondition("for every output r: ln P_u(r) − ln P_u'(r) <= 2βΔ")
     with pb.phase("conformance"):
         conform = _conformance(pb, m, beta, n)
         if not conform:
             from ._model import Obligation
-            pb.add([Obligation("implementation follows the modelled pmf", sp.false, "numeric comparison of law()",
-                               "exact", False, "law() differs from exp(β u_r)/Σ exp(β u_j)")])
+
+            pb.add(
+                [
+                    Obligation(
+                        "implementation follows the modelled pmf",
+                        sp.false,
+                        "numeric comparison of law()",
+                        "exact",
+                        False,
+                        "law() differs from exp(β u_r)/Σ exp(β u_j)",
+                    )
+                ]
+            )
     with pb.phase("derive"):
         bound = derive_bound(pb, beta, delta, n)
         pb.claim_bound(bound)
@@ -85,8 +99,9 @@ def prove(m: Mechanism) -> Proof:
     return pb.finish(bound, witness=witness)
 
 
-def _witness(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, delta: sp.Expr, n: int, eps: sp.Expr,
-             bound: sp.Expr) -> Witness | None:
+def _witness(
+    pb: ProofBuilder, m: Mechanism, beta: sp.Expr, delta: sp.Expr, n: int, eps: sp.Expr, bound: sp.Expr
+) -> Witness | None:
     """Refute when 2βΔ > ε (a finite gap g exceeds ε: exact check); otherwise a near-tight witness."""
     spec = m.input_spec
     lo = spec.domain.lo if isinstance(spec.domain, RealInterval) else -math.inf
@@ -116,10 +131,10 @@ def _witness(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, delta: sp.Expr, n: i
     neighbor = np.array([float(x) for x in u2])
     if any(sp.Rational(float(x)) != x for x in u + u2):
         return None
-    desc = (f"output 0 on u = {data.tolist()} vs u' = {neighbor.tolist()}: loss = {sp.N(loss, 12)} "
-            f"(closed form {loss})")
-    w = Witness(data=data, neighbor=neighbor, event=Event.point(0), output=0, loss=float(sp.N(loss, 30)),
-                description=desc)
+    desc = f"output 0 on u = {data.tolist()} vs u' = {neighbor.tolist()}: loss = {sp.N(loss, 12)} (closed form {loss})"
+    w = Witness(
+        data=data, neighbor=neighbor, event=Event.point(0), output=0, loss=float(sp.N(loss, 30)), description=desc
+    )
     if refuting and exceeds(loss, eps):
         pb.refute(w, desc + f" > claimed ε = {eps}")
     elif refuting:

@@ -37,6 +37,7 @@ __all__ = ["prove", "score_groups", "exact_log_prob"]
 
 # --------------------------------------------------------------------------- the exact model
 
+
 def _score(data: np.ndarray, v: int) -> int:
     return -abs(int(np.sum(data > v)) - int(np.sum(data < v)))
 
@@ -87,6 +88,7 @@ def _float_log_prob(data, vs: np.ndarray, top: int, beta: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------- sensitivity derivation
 
+
 def _derive_sensitivity(pb: ProofBuilder, relation) -> sp.Expr:
     """Obligations bounding |u_D'(v) − u_D(v)| by case analysis on the moved record; returns Δ_u."""
     A, B = sym("A", integer=True, nonnegative=True), sym("B", integer=True, nonnegative=True)
@@ -102,31 +104,60 @@ def _derive_sensitivity(pb: ProofBuilder, relation) -> sp.Expr:
             moves[f"remove {k1}, add {k2}"] = (a2 - a1, b2 - b1)
         bound = sp.Integer(2)
     else:
-        pb.add([Obligation(f"relation {relation!r} is add/remove or substitute", sp.false, "median is defined on data sets",
-                           "lemma", False, "unsupported relation")])
+        pb.add(
+            [
+                Obligation(
+                    f"relation {relation!r} is add/remove or substitute",
+                    sp.false,
+                    "median is defined on data sets",
+                    "lemma",
+                    False,
+                    "unsupported relation",
+                )
+            ]
+        )
         return sp.Integer(2)
     for name, (da, db) in moves.items():
         u2 = -sp.Abs(A + da - (B + db))
         # d = A − B moves by c = da − db; reverse triangle inequality | |d + c| − |d| | <= |c|
         c = da - db
-        pb.check(f"score change, case {name}: counts move by (ΔA, ΔB) = ({da}, {db}) so d = A − B moves by {c}",
-                 sp.Le(sp.Abs(c), bound), "count of the moved record relative to v", use_z3=False)
-        pb.add([discharge(f"score change, case {name}: |u' − u| <= |{c}| <= {bound}",
-                          sp.Le(sp.Abs(u2 - u), bound),
-                          "reverse triangle inequality | |d + c| − |d| | <= |c| (sympy; z3 over integers A, B >= 0)")])
+        pb.check(
+            f"score change, case {name}: counts move by (ΔA, ΔB) = ({da}, {db}) so d = A − B moves by {c}",
+            sp.Le(sp.Abs(c), bound),
+            "count of the moved record relative to v",
+            use_z3=False,
+        )
+        pb.add(
+            [
+                discharge(
+                    f"score change, case {name}: |u' − u| <= |{c}| <= {bound}",
+                    sp.Le(sp.Abs(u2 - u), bound),
+                    "reverse triangle inequality | |d + c| − |d| | <= |c| (sympy; z3 over integers A, B >= 0)",
+                )
+            ]
+        )
     # tightness of the derived sensitivity (exact instances)
     if isinstance(relation, AddRemove):
         inst = {A: 0, B: 0}
-        pb.check("tightness: at A = B = 0, adding y > v changes the score by exactly 1",
-                 sp.Eq(sp.Abs((-sp.Abs(A + 1 - B) - u).subs(inst)), 1), "evaluation", use_z3=False)
+        pb.check(
+            "tightness: at A = B = 0, adding y > v changes the score by exactly 1",
+            sp.Eq(sp.Abs((-sp.Abs(A + 1 - B) - u).subs(inst)), 1),
+            "evaluation",
+            use_z3=False,
+        )
     else:
         inst = {A: 1, B: 1}
-        pb.check("tightness: at A = B = 1, replacing y < v by y' > v changes the score by exactly 2",
-                 sp.Eq(sp.Abs((-sp.Abs(A + 1 - (B - 1)) - u).subs(inst)), 2), "evaluation", use_z3=False)
+        pb.check(
+            "tightness: at A = B = 1, replacing y < v by y' > v changes the score by exactly 2",
+            sp.Eq(sp.Abs((-sp.Abs(A + 1 - (B - 1)) - u).subs(inst)), 2),
+            "evaluation",
+            use_z3=False,
+        )
     return bound
 
 
 # --------------------------------------------------------------------------- proof
+
 
 def _conformance(pb: ProofBuilder, m: Mechanism, beta: float, top: int) -> bool:
     ok = True
@@ -137,11 +168,23 @@ def _conformance(pb: ProofBuilder, m: Mechanism, beta: float, top: int) -> bool:
         got = np.asarray(m.law(data).log_prob(vs), dtype=float)
         want = _float_log_prob(data, vs, top, beta)
         ok &= bool(np.allclose(got, want, atol=1e-8))
-    pb.note("model conformance: the mechanism's law() equals exp(β u(v))/Z at the data points and neighbours "
-            "of two random data sets" + ("" if ok else " -- FAILED: the implementation does not follow the model"))
+    pb.note(
+        "model conformance: the mechanism's law() equals exp(β u(v))/Z at the data points and neighbours "
+        "of two random data sets" + ("" if ok else " -- FAILED: the implementation does not follow the model")
+    )
     if not ok:
-        pb.add([Obligation("implementation follows the modelled pmf", sp.false, "numeric comparison of law()",
-                           "exact", False, "law() differs from exp(β u(v))/Z")])
+        pb.add(
+            [
+                Obligation(
+                    "implementation follows the modelled pmf",
+                    sp.false,
+                    "numeric comparison of law()",
+                    "exact",
+                    False,
+                    "law() differs from exp(β u(v))/Z",
+                )
+            ]
+        )
     return ok
 
 
@@ -154,8 +197,10 @@ def prove(m: Mechanism) -> Proof:
     eps = param(m.claim.epsilon)
     pb.precondition(f"neighbour relation: {rel.describe()} (data sets of integers in 0..{top})")
     pb.precondition(f"parameters: β = {beta} > 0, grid 0..2^{m.bits} − 1")
-    pb.precondition("numeric model: ideal reals for the pmf exp(β u(v))/Z (the sampler draws an interval by "
-                    "its weight, then a uniform integer in it)")
+    pb.precondition(
+        "numeric model: ideal reals for the pmf exp(β u(v))/Z (the sampler draws an interval by "
+        "its weight, then a uniform integer in it)"
+    )
     pb.pseudocode("P(v) ∝ exp(−β | |{x > v}| − |{x < v}| |) over the grid")
     pb.postcondition("ln P_D(v) − ln P_D'(v) <= 2βΔ_u for every v and neighbours D, D'")
     with pb.phase("conformance"):
@@ -213,8 +258,14 @@ def _witness(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, top: int, rel, eps: 
     d, d2, v = best[1]
     loss = exact_log_prob(np.array(d), v, top, beta) - exact_log_prob(np.array(d2), v, top, beta)
     desc = f"output v = {v} on D = {list(d)} vs D' = {list(d2)}: loss = {sp.N(loss, 12)}"
-    w = Witness(data=np.array(d, dtype=np.int64), neighbor=np.array(d2, dtype=np.int64), event=Event.point(v),
-                output=v, loss=float(sp.N(loss, 30)), description=desc)
+    w = Witness(
+        data=np.array(d, dtype=np.int64),
+        neighbor=np.array(d2, dtype=np.int64),
+        event=Event.point(v),
+        output=v,
+        loss=float(sp.N(loss, 30)),
+        description=desc,
+    )
     if exceeds(loss, eps):
         pb.refute(w, desc + f" > claimed ε = {eps} (exact: β(u(v) − u'(v)) + ln Z' − ln Z)")
     else:

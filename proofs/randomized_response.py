@@ -31,7 +31,9 @@ def prove(mechanism) -> Proof:
     k, L_val = int(mechanism.k), exact(mechanism.log_odds)
     pb.precondition(f"input: one record in {{0..{k - 1}}}; neighbours: any two different records (local DP)")
     pb.precondition(f"parameters: k = {k}, log_odds L = {L_val} (exact), L >= 0")
-    pb.precondition("numeric model: exact -- L read as the binary value the code uses; the sampler reports the truth with probability exactly e^L/(e^L+k-1) (dpharness.mechanisms._exact)")
+    pb.precondition(
+        "numeric model: exact -- L read as the binary value the code uses; the sampler reports the truth with probability exactly e^L/(e^L+k-1) (dpharness.mechanisms._exact)"
+    )
     pb.pseudocode("y = x with probability e^L/(e^L + k - 1); otherwise y uniform over the k - 1 other categories")
     pb.postcondition("sup over x != x' and y of ln P(y|x) - ln P(y|x') = L")
 
@@ -47,8 +49,11 @@ def prove(mechanism) -> Proof:
             ("y not in {x, x'} (k >= 3)", sp.log(p_other) - sp.log(p_other), sp.Integer(0)),
         ]
         for hyp, loss, value in cases:
-            pb.check(f"[case {hyp}] loss ln P(y|x) - ln P(y|x') = {value} (normaliser Z cancels in log space)",
-                     sp.Eq(loss, value), "expand_log; Z > 0")
+            pb.check(
+                f"[case {hyp}] loss ln P(y|x) - ln P(y|x') = {value} (normaliser Z cancels in log space)",
+                sp.Eq(loss, value),
+                "expand_log; Z > 0",
+            )
             pb.check(f"[case {hyp}] loss <= L", sp.Le(value, L), "L >= 0")
         pb.fact("the three cases are exhaustive for x != x'", "y = x, y = x', or neither")
         bound = L_val
@@ -58,11 +63,24 @@ def prove(mechanism) -> Proof:
         # a bounded sample of (input, output) pairs covering every case of the derivation (y = x, y = x',
         # y elsewhere): the derivation is over a generic pair, so the law check need not enumerate k² pairs
         inputs = sorted({0, 1, k // 2, k - 1})
-        check_law(pb, mechanism, inputs, lambda x: sorted({0, 1, x, (x + 1) % k, k // 2, k - 1}),
-                  lambda x, y: model_pmf(k, L_val, x, y))
+        check_law(
+            pb,
+            mechanism,
+            inputs,
+            lambda x: sorted({0, 1, x, (x + 1) % k, k // 2, k - 1}),
+            lambda x, y: model_pmf(k, L_val, x, y),
+        )
 
     with pb.phase("judge"):
         p, q = model_pmf(k, L_val, 0, 0), model_pmf(k, L_val, 1, 0)
-        w = judge_pure(pb, bound, p=p, q=q, data=0, neighbor=1, output=0,
-                       description="the truthful report y = x: P(0|0)/P(0|1) = e^L")
+        w = judge_pure(
+            pb,
+            bound,
+            p=p,
+            q=q,
+            data=0,
+            neighbor=1,
+            output=0,
+            description="the truthful report y = x: P(0|0)/P(0|1) = e^L",
+        )
     return pb.finish(bound, witness=w)

@@ -26,7 +26,7 @@ __all__ = ["prove", "model_pmf"]
 def model_pmf(k: int, L, x: int, y) -> sp.Expr:
     keep, flip = sp.exp(L) / (1 + sp.exp(L)), 1 / (1 + sp.exp(L))
     agree = sum(1 for j in range(k) if int(y[j]) == (1 if j == x else 0))
-    return keep ** agree * flip ** (k - agree)
+    return keep**agree * flip ** (k - agree)
 
 
 def _outputs(k: int) -> list:
@@ -45,9 +45,13 @@ def _outputs(k: int) -> list:
 def prove(mechanism) -> Proof:
     pb = ProofBuilder(mechanism)
     k, L_val = int(mechanism.k), exact(mechanism.log_odds)
-    pb.precondition(f"input: one record in {{0..{k - 1}}}, one-hot encoded into {k} bits; neighbours: any two different records")
+    pb.precondition(
+        f"input: one record in {{0..{k - 1}}}, one-hot encoded into {k} bits; neighbours: any two different records"
+    )
     pb.precondition(f"parameters: k = {k}, log_odds L = {L_val} (exact), f = 2/(1 + e^L)")
-    pb.precondition("numeric model: exact -- f read as the binary value the code uses; each bit flips with probability exactly f/2 (dpharness.mechanisms._exact)")
+    pb.precondition(
+        "numeric model: exact -- f read as the binary value the code uses; each bit flips with probability exactly f/2 (dpharness.mechanisms._exact)"
+    )
     if getattr(mechanism, "buggy", False):
         pb.precondition(f"gallery variant: {mechanism.bug}")
     pb.pseudocode("b = onehot(x); for each bit j independently: y_j = b_j w.p. 1 - f/2 = e^L/(1+e^L), else 1 - b_j")
@@ -57,15 +61,26 @@ def prove(mechanism) -> Proof:
         L = sym("L", nonnegative=True)
         keep, flip = sp.exp(L) / (1 + sp.exp(L)), 1 / (1 + sp.exp(L))
         pb.check("each bit's law sums to 1", sp.Eq(keep + flip, 1), "algebra")
-        pb.fact("independence: ln P(y|x) = Σ_j ln P_j(y_j | b_j) (bits flipped independently)", "the sampler draws k independent uniforms, one per bit")
-        pb.fact("onehot(x) and onehot(x') differ exactly in bits x and x'; the other k - 2 factors cancel", "one-hot encoding, x != x'")
+        pb.fact(
+            "independence: ln P(y|x) = Σ_j ln P_j(y_j | b_j) (bits flipped independently)",
+            "the sampler draws k independent uniforms, one per bit",
+        )
+        pb.fact(
+            "onehot(x) and onehot(x') differ exactly in bits x and x'; the other k - 2 factors cancel",
+            "one-hot encoding, x != x'",
+        )
         bit = {True: sp.log(keep) - sp.log(flip), False: sp.log(flip) - sp.log(keep)}
         pb.check("a differing bit reported as b_j contributes ln(keep/flip) = L", sp.Eq(bit[True], L), "expand_log")
-        pb.check("a differing bit reported as 1 - b_j contributes ln(flip/keep) = -L", sp.Eq(bit[False], -L), "expand_log")
+        pb.check(
+            "a differing bit reported as 1 - b_j contributes ln(flip/keep) = -L", sp.Eq(bit[False], -L), "expand_log"
+        )
         for a, b in itertools.product((True, False), repeat=2):
             v = (L if a else -L) + (L if b else -L)
-            pb.check(f"[case bit x {'kept' if a else 'flipped'}, bit x' {'kept' if b else 'flipped'}] loss {v} <= 2L",
-                     sp.Le(v, 2 * L), "L >= 0")
+            pb.check(
+                f"[case bit x {'kept' if a else 'flipped'}, bit x' {'kept' if b else 'flipped'}] loss {v} <= 2L",
+                sp.Le(v, 2 * L),
+                "L >= 0",
+            )
         pb.fact("the four cases are exhaustive", "each differing bit is kept or flipped")
         bound = 2 * L_val
 
@@ -76,6 +91,14 @@ def prove(mechanism) -> Proof:
     with pb.phase("judge"):
         y = tuple(1 if j == 0 else 0 for j in range(k))
         p, q = model_pmf(k, L_val, 0, y), model_pmf(k, L_val, 1, y)
-        w = judge_pure(pb, bound, p=p, q=q, data=0, neighbor=1, output=y,
-                       description="y = onehot(x): both differing bits reported truthfully, ratio e^{2L}")
+        w = judge_pure(
+            pb,
+            bound,
+            p=p,
+            q=q,
+            data=0,
+            neighbor=1,
+            output=y,
+            description="y = onehot(x): both differing bits reported truthfully, ratio e^{2L}",
+        )
     return pb.finish(bound, witness=w)

@@ -35,21 +35,30 @@ from dpharness.proof_registry import proves
 
 __all__ = ["prove", "pf_probability", "equal_others_probability"]
 
-_Z3_CROSS_CHECK_MAX = 8      # the per-n z3 alignment check, a cross-check of the lemma, for k <= 8
-_LAW_CHECK_MAX = 8           # the witness is cross-checked with law() of k' = min(k, 8) candidates (O(k²) quadrature)
+_Z3_CROSS_CHECK_MAX = 8  # the per-n z3 alignment check, a cross-check of the lemma, for k <= 8
+_LAW_CHECK_MAX = 8  # the witness is cross-checked with law() of k' = min(k, 8) candidates (O(k²) quadrature)
 
 
 def _common(pb: ProofBuilder, m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
     b, d, k = param(m.scale), param(m.sensitivity), int(m.n_candidates)
-    pb.precondition(f"neighbour relation: score vectors with ||q − q'||_∞ <= Δ = {d} (BoundedChange linf; "
-                    "scores may move in opposite directions)")
+    pb.precondition(
+        f"neighbour relation: score vectors with ||q − q'||_∞ <= Δ = {d} (BoundedChange linf; "
+        "scores may move in opposite directions)"
+    )
     pb.precondition(f"parameters: k = {k} candidates, noise scale b = {b} ({m.noise} noise), Δ = {d}")
-    pb.precondition("numeric model: ideal reals (continuous noise; the float argmax ties/rounding of probability "
-                    "~2^-52 are not modelled)")
+    pb.precondition(
+        "numeric model: ideal reals (continuous noise; the float argmax ties/rounding of probability "
+        "~2^-52 are not modelled)"
+    )
     return b, d, k
 
 
-@proves(_mechs.ReportNoisyMax, _mechs.ReportNoisyMaxExponential, _mechs.ReportNoisyMaxValueLaplace, _mechs.ReportNoisyMaxValueExponential)
+@proves(
+    _mechs.ReportNoisyMax,
+    _mechs.ReportNoisyMaxExponential,
+    _mechs.ReportNoisyMaxValueLaplace,
+    _mechs.ReportNoisyMaxValueExponential,
+)
 def prove(m: Mechanism) -> Proof:
     from dpharness.mechanisms.report_noisy_max import ReportNoisyMaxValueExponential, ReportNoisyMaxValueLaplace
 
@@ -59,6 +68,7 @@ def prove(m: Mechanism) -> Proof:
 
 
 # --------------------------------------------------------------------------- index output
+
 
 def pf_probability(q: list, b: sp.Expr, i: int) -> sp.Expr:
     """Exact P(argmax(q + E) = i), E_j ~ Exp(mean b) i.i.d. (permute-and-flip closed form):
@@ -83,8 +93,10 @@ def _prove_index(m: Mechanism) -> Proof:
     with pb.phase("alignment (lemma over every n)"):
         lemma = _alignment.report_noisy_max_all_n(b, d, noise=noise)
         pb.add(lemma.obligations)
-        pb.note("randomness alignment proved for EVERY number of candidates by a lemma on one generic pair (output i, "
-                f"other candidate j) with symbolic b, Δ; instantiated at k = {k}: 2Δ/b = {lemma.cost_bound}")
+        pb.note(
+            "randomness alignment proved for EVERY number of candidates by a lemma on one generic pair (output i, "
+            f"other candidate j) with symbolic b, Δ; instantiated at k = {k}: 2Δ/b = {lemma.cost_bound}"
+        )
     if k <= _Z3_CROSS_CHECK_MAX:
         with pb.phase("alignment cross-check (z3, fixed n)"):
             check = _alignment.report_noisy_max(k, b, d, eps, noise=noise)
@@ -129,13 +141,16 @@ def equal_others_probability(k: int, gap: sp.Expr, b: sp.Expr, noise: str) -> sp
         return sp.exp(-g / b) / k
     two = sp.Integer(2) ** (m + 1)
     left = sp.exp(-m * g / b) / (two * (m + 1))
-    middle = (g / b) * sp.exp(-g / b) / 4 if m == 1 else sp.exp(-m * g / b) * (sp.exp((m - 1) * g / b) - 1) / (two * (m - 1))
+    middle = (
+        (g / b) * sp.exp(-g / b) / 4 if m == 1 else sp.exp(-m * g / b) * (sp.exp((m - 1) * g / b) - 1) / (two * (m - 1))
+    )
     right = sp.exp(-g / b) * (1 - 1 / two) / (m + 1)
     return left + middle + right
 
 
-def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: int, eps: sp.Expr,
-                   bound: sp.Expr) -> Witness | None:
+def _index_witness(
+    pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: int, eps: sp.Expr, bound: sp.Expr
+) -> Witness | None:
     """q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ), output 0: the loss approaches 2Δ/b as g grows
     (for exponential noise it equals 2Δ/b exactly). Probabilities in closed form
     (:func:`equal_others_probability`, size independent of k), compared exactly."""
@@ -143,15 +158,16 @@ def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: in
         pb.note("noise scale is not rational: no exact witness computed")
         return None
     fb = float(b)
-    d = sp.Rational(math.floor(d * 2 ** 20), 2 ** 20)   # a dyadic Δ' <= Δ: the float data are exact
+    d = sp.Rational(math.floor(d * 2**20), 2**20)  # a dyadic Δ' <= Δ: the float data are exact
     refuting = float(bound) > float(eps)
-    tries = (2, 4, 8, 16, 32) if refuting else (2,)   # g = 2b: loss near 2Δ/b with P(0) observable
+    tries = (2, 4, 8, 16, 32) if refuting else (2,)  # g = 2b: loss near 2Δ/b with P(0) observable
     for g_try in tries:
         g = sp.Integer(math.ceil(g_try * fb))
         q = [sp.Integer(0)] + [g] * (k - 1)
         q2 = [-d] + [g + d] * (k - 1)
-        loss = (sp.log(equal_others_probability(k, g, b, m.noise))
-                - sp.log(equal_others_probability(k, g + 2 * d, b, m.noise)))
+        loss = sp.log(equal_others_probability(k, g, b, m.noise)) - sp.log(
+            equal_others_probability(k, g + 2 * d, b, m.noise)
+        )
         if refuting and exceeds(loss, eps):
             break
     data = np.array([float(x) for x in q])
@@ -163,17 +179,38 @@ def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: in
     # candidates: law() evaluates all k' probabilities, O(k'^2); the closed form is generic in k
     kc = min(k, _LAW_CHECK_MAX)
     mc = m if kc == k else m.replace(n_candidates=kc)
-    lc = lf if kc == k else float(sp.N(sp.log(equal_others_probability(kc, g, b, m.noise))
-                                       - sp.log(equal_others_probability(kc, g + 2 * d, b, m.noise)), 30))
+    lc = (
+        lf
+        if kc == k
+        else float(
+            sp.N(
+                sp.log(equal_others_probability(kc, g, b, m.noise))
+                - sp.log(equal_others_probability(kc, g + 2 * d, b, m.noise)),
+                30,
+            )
+        )
+    )
     c1 = float(mc.law(data[:kc]).log_prob(np.array([0]))[0])
     c2 = float(mc.law(neighbor[:kc]).log_prob(np.array([0]))[0])
     agree = abs((c1 - c2) - lc) < 1e-6 * max(1.0, abs(lc))
-    pb.note(f"witness cross-check with the mechanism's law at k' = {kc} candidates: loss ≈ {c1 - c2:.6g} vs closed "
-            f"form {lc:.6g}" + ("" if agree else " -- DISAGREES"))
+    pb.note(
+        f"witness cross-check with the mechanism's law at k' = {kc} candidates: loss ≈ {c1 - c2:.6g} vs closed "
+        f"form {lc:.6g}" + ("" if agree else " -- DISAGREES")
+    )
     if not agree:
-        pb.add([Obligation(f"closed-form index probability agrees with the mechanism's law (k' = {kc})", sp.false,
-                           "numeric comparison", "exact", False, f"{c1 - c2} vs {lc}")])
-    if refuting and exceeds(loss, eps):   # (loss <= 2Δ/b <= ε otherwise: no sign to decide near 0)
+        pb.add(
+            [
+                Obligation(
+                    f"closed-form index probability agrees with the mechanism's law (k' = {kc})",
+                    sp.false,
+                    "numeric comparison",
+                    "exact",
+                    False,
+                    f"{c1 - c2} vs {lc}",
+                )
+            ]
+        )
+    if refuting and exceeds(loss, eps):  # (loss <= 2Δ/b <= ε otherwise: no sign to decide near 0)
         pb.refute(w, desc + f" > ε = {eps}")
     else:
         pb.note("tightness: " + desc + f"; the supremum 2Δ/b = {bound} is approached as the gap grows")
@@ -181,6 +218,7 @@ def _index_witness(pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: in
 
 
 # --------------------------------------------------------------------------- value output (gallery)
+
 
 def _prove_value(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
@@ -192,18 +230,28 @@ def _prove_value(m: Mechanism) -> Proof:
     if m.noise == "laplace":
         with pb.phase("derive"):
             bound = k * d / b
-            pb.add([Obligation(f"V is a post-processing of (q_i + η_i)_i, the Laplace mechanism on k = {k} scores "
-                               f"of L1 sensitivity kΔ: loss <= kΔ/b = {bound}", sp.true,
-                               "Laplace mechanism (L1 triangle inequality) + post-processing (Dwork & Roth Thm 2.1)",
-                               "lemma", True)])
+            pb.add(
+                [
+                    Obligation(
+                        f"V is a post-processing of (q_i + η_i)_i, the Laplace mechanism on k = {k} scores "
+                        f"of L1 sensitivity kΔ: loss <= kΔ/b = {bound}",
+                        sp.true,
+                        "Laplace mechanism (L1 triangle inequality) + post-processing (Dwork & Roth Thm 2.1)",
+                        "lemma",
+                        True,
+                    )
+                ]
+            )
             pb.claim_bound(bound)
         with pb.phase("witness"):
             t = sp.Integer(0)
-            p = sp.Mul(*[sp.exp((t - 0) / b) / 2 for _ in range(k)])        # P_q(V <= 0), all factors in the left tail
-            p2 = sp.Mul(*[sp.exp((t - d) / b) / 2 for _ in range(k)])       # P_q'(V <= 0)
+            p = sp.Mul(*[sp.exp((t - 0) / b) / 2 for _ in range(k)])  # P_q(V <= 0), all factors in the left tail
+            p2 = sp.Mul(*[sp.exp((t - d) / b) / 2 for _ in range(k)])  # P_q'(V <= 0)
             loss = sp.log(p) - sp.log(p2)
-            desc = (f"event V <= 0 on q = {q.tolist()} vs q' = {q2.tolist()}: P = 2^-{k} e^(0) vs 2^-{k} e^(-{k}Δ/b), "
-                    f"loss = {sp.simplify(loss)} = {float(sp.N(loss, 20)):.6g}")
+            desc = (
+                f"event V <= 0 on q = {q.tolist()} vs q' = {q2.tolist()}: P = 2^-{k} e^(0) vs 2^-{k} e^(-{k}Δ/b), "
+                f"loss = {sp.simplify(loss)} = {float(sp.N(loss, 20)):.6g}"
+            )
             w = Witness(q, q2, Event.threshold(0.0, above=False), None, float(sp.N(loss, 30)), desc)
             if confirm_violation(p, p2, eps):
                 pb.refute(w, desc + f" > ε = {eps}")
@@ -212,15 +260,36 @@ def _prove_value(m: Mechanism) -> Proof:
         return pb.finish(bound, witness=w)
     # exponential noise: the support moves with the data
     with pb.phase("derive"):
-        pb.add([Obligation("V >= max_i q_i surely (one-sided noise): the support [max q, ∞) depends on the data",
-                           sp.true, "η_i >= 0", "lemma", True)])
-        pb.add([Obligation("a finite bound on the privacy loss", sp.false, "support differs between neighbours", "exact",
-                           False, "P_q'(V < max q') = 0 while P_q(V < max q') > 0")])
+        pb.add(
+            [
+                Obligation(
+                    "V >= max_i q_i surely (one-sided noise): the support [max q, ∞) depends on the data",
+                    sp.true,
+                    "η_i >= 0",
+                    "lemma",
+                    True,
+                )
+            ]
+        )
+        pb.add(
+            [
+                Obligation(
+                    "a finite bound on the privacy loss",
+                    sp.false,
+                    "support differs between neighbours",
+                    "exact",
+                    False,
+                    "P_q'(V < max q') = 0 while P_q(V < max q') > 0",
+                )
+            ]
+        )
     with pb.phase("witness"):
-        p = sp.Mul(*[1 - sp.exp(-(d - 0) / b) for _ in range(k)])   # P_q(V < Δ) = Π (1 − e^{−Δ/b})
-        p2 = sp.Integer(0)                                          # V' >= Δ surely
-        desc = (f"event V < {float(d)} on q = {q.tolist()} vs q' = {q2.tolist()}: P_q = (1 − e^(−Δ/b))^{k} = "
-                f"{float(sp.N(p, 20)):.6g} > 0, P_q' = 0 (V' >= max q' = Δ)")
+        p = sp.Mul(*[1 - sp.exp(-(d - 0) / b) for _ in range(k)])  # P_q(V < Δ) = Π (1 − e^{−Δ/b})
+        p2 = sp.Integer(0)  # V' >= Δ surely
+        desc = (
+            f"event V < {float(d)} on q = {q.tolist()} vs q' = {q2.tolist()}: P_q = (1 − e^(−Δ/b))^{k} = "
+            f"{float(sp.N(p, 20)):.6g} > 0, P_q' = 0 (V' >= max q' = Δ)"
+        )
         fd = float(d)
         w = Witness(q, q2, Event(lambda out, fd=fd: np.asarray(out) < fd, f"output < {fd}"), None, math.inf, desc)
         if confirm_violation(p, p2, eps):

@@ -33,7 +33,7 @@ __all__ = ["prove", "snapping_epsilon"]
 
 def snapping_epsilon(lam: sp.Expr, B: sp.Expr) -> sp.Expr:
     """ε' = 1/λ + 2^{−49} B/λ (Mironov 2012, §5.2, as stated)."""
-    return 1 / lam + sp.Rational(1, 2 ** 49) * B / lam
+    return 1 / lam + sp.Rational(1, 2**49) * B / lam
 
 
 def _lam(m: Mechanism):
@@ -57,14 +57,18 @@ def prove(m: Mechanism) -> Proof:
     while sp.Integer(2) ** (k - 1) >= lam:
         k -= 1
     Lam = sp.Integer(2) ** k
-    lam_u, B_u = lam / delta, B / delta   # the theorem is for sensitivity 1: apply it to f/Δ
+    lam_u, B_u = lam / delta, B / delta  # the theorem is for sensitivity 1: apply it to f/Δ
     pb.precondition(f"neighbour relation: {m.input_spec.relation.describe()} (sensitivity Δ = {delta})")
     pb.precondition(f"parameters: λ = {lam} ({lname}), B = {B}, Λ = {Lam} (smallest power of two >= λ)")
-    pb.precondition("numeric model: IEEE-754 double model per Mironov 2012 (U* uniform over the doubles in (0,1) "
-                    "weighted by their spacing, round-to-nearest ⊕/⊗, and the theorem's accuracy requirement on LN)")
-    pb.precondition("ASSUMED, not verified by the prover: the platform logarithm the implementation calls meets the "
-                    "theorem's LN accuracy requirement (numpy/libm log is faithfully rounded, within 1 ulp; the "
-                    "theorem is stated for Mironov's LN model)")
+    pb.precondition(
+        "numeric model: IEEE-754 double model per Mironov 2012 (U* uniform over the doubles in (0,1) "
+        "weighted by their spacing, round-to-nearest ⊕/⊗, and the theorem's accuracy requirement on LN)"
+    )
+    pb.precondition(
+        "ASSUMED, not verified by the prover: the platform logarithm the implementation calls meets the "
+        "theorem's LN accuracy requirement (numpy/libm log is faithfully rounded, within 1 ulp; the "
+        "theorem is stated for Mironov's LN model)"
+    )
     pb.pseudocode("clamp_B(round_Λ(clamp_B(f(D)) ⊕ S ⊗ λ ⊗ LN(U*)))")
     with pb.phase("side conditions"):
         pb.evaluate("Λ is the smallest power of two >= λ", sp.And(sp.Ge(Lam, lam), sp.Lt(Lam / 2, lam)), "exact")
@@ -76,24 +80,51 @@ def prove(m: Mechanism) -> Proof:
             pb.evaluate(f"the mechanism's Λ = {mv} equals the derived Λ", sp.Eq(param(mv), Lam), "exact")
     with pb.phase("implementation form"):
         ok, detail = _outputs_snapped(m, float(Lam), float(B))
-        pb.add([Obligation("sampled outputs are multiples of Λ or ±B, within [−B, B] (the snapped form)", sp.true if ok else sp.false,
-                           "exact check of 4096 outputs on two inputs (Fraction arithmetic)", "exact", ok, detail)])
+        pb.add(
+            [
+                Obligation(
+                    "sampled outputs are multiples of Λ or ±B, within [−B, B] (the snapped form)",
+                    sp.true if ok else sp.false,
+                    "exact check of 4096 outputs on two inputs (Fraction arithmetic)",
+                    "exact",
+                    ok,
+                    detail,
+                )
+            ]
+        )
     with pb.phase("theorem"):
         bound = snapping_epsilon(lam_u, B_u)
         side_ok = all(o.discharged for o in pb.steps)
-        pb.add([Obligation(f"Mironov 2012 snapping theorem: ε' = 1/λ + 2^-49 B/λ = {sp.N(bound, 20)} (λ, B in units of Δ)",
-                           sp.Eq(sp.Symbol("eps_snap"), bound), "cited theorem; side conditions above", "lemma", side_ok,
-                           "" if side_ok else "a side condition is not discharged")])
+        pb.add(
+            [
+                Obligation(
+                    f"Mironov 2012 snapping theorem: ε' = 1/λ + 2^-49 B/λ = {sp.N(bound, 20)} (λ, B in units of Δ)",
+                    sp.Eq(sp.Symbol("eps_snap"), bound),
+                    "cited theorem; side conditions above",
+                    "lemma",
+                    side_ok,
+                    "" if side_ok else "a side condition is not discharged",
+                )
+            ]
+        )
         pb.claim_bound(bound)
-        pb.note(f"the bound exceeds 1/λ by 2^-49·B/λ = {float(sp.N(bound - 1 / lam_u, 20)):.3g} (the price of floating point)")
+        pb.note(
+            f"the bound exceeds 1/λ by 2^-49·B/λ = {float(sp.N(bound - 1 / lam_u, 20)):.3g} (the price of floating point)"
+        )
     zero = np.zeros(int(getattr(m, "dim", 1) or 1)) if m.input_spec.shape == "vector" else 0.0
     # tightness in the real-arithmetic model: for t <= −Λ both events {y <= t} lie in the Laplace left
     # tail, where P_0(y <= t)/P_Δ(y <= t) = e^{Δ/λ} exactly; t = −Λ keeps the event observable
     t = -float(Lam)
     ideal = delta / lam
-    w = Witness(zero, zero + float(delta), Event.threshold(t, above=False), None, float(sp.N(ideal, 30)),
-                f"inputs 0 vs Δ = {delta}, event output <= {t}: in the real-arithmetic model the ratio is exactly "
-                f"e^(Δ/λ) = e^{float(sp.N(ideal, 15)):.15g} (left Laplace tail); Mironov's ε' adds 2^-49 B/λ for floats")
+    w = Witness(
+        zero,
+        zero + float(delta),
+        Event.threshold(t, above=False),
+        None,
+        float(sp.N(ideal, 30)),
+        f"inputs 0 vs Δ = {delta}, event output <= {t}: in the real-arithmetic model the ratio is exactly "
+        f"e^(Δ/λ) = e^{float(sp.N(ideal, 15)):.15g} (left Laplace tail); Mironov's ε' adds 2^-49 B/λ for floats",
+    )
     return pb.finish(bound, witness=w)
 
 

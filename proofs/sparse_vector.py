@@ -35,22 +35,35 @@ from dpharness.proof_registry import proves
 
 __all__ = ["prove"]
 
-_Z3_CROSS_CHECK_MAX = 8   # the per-n z3 alignment check, a cross-check of the lemma, for n <= 8
-_PREFIX_MAX = 10          # witnesses use the first min(n, 10) queries; the rest are marginalised out
+_Z3_CROSS_CHECK_MAX = 8  # the per-n z3 alignment check, a cross-check of the lemma, for n <= 8
+_PREFIX_MAX = 10  # witnesses use the first min(n, 10) queries; the rest are marginalised out
 TOP, BOT, NA = 1, 0, -1
 
 
 def _kind(m: Mechanism) -> str:
     from dpharness.mechanisms import sparse_vector as S
 
-    for cls, k in ((S.NumericalSparseVector, "numerical"), (S.SparseVectorAlg3, "alg3"), (S.SparseVectorAlg4, "alg4"),
-                   (S.SparseVectorAlg5, "alg5"), (S.SparseVectorAlg6, "alg6"), (S.SparseVector, "alg1")):
+    for cls, k in (
+        (S.NumericalSparseVector, "numerical"),
+        (S.SparseVectorAlg3, "alg3"),
+        (S.SparseVectorAlg4, "alg4"),
+        (S.SparseVectorAlg5, "alg5"),
+        (S.SparseVectorAlg6, "alg6"),
+        (S.SparseVector, "alg1"),
+    ):
         if isinstance(m, cls):
             return k
     return "alg1"
 
 
-@proves(_mechs.SparseVector, _mechs.NumericalSparseVector, _mechs.SparseVectorAlg3, _mechs.SparseVectorAlg4, _mechs.SparseVectorAlg5, _mechs.SparseVectorAlg6)
+@proves(
+    _mechs.SparseVector,
+    _mechs.NumericalSparseVector,
+    _mechs.SparseVectorAlg3,
+    _mechs.SparseVectorAlg4,
+    _mechs.SparseVectorAlg5,
+    _mechs.SparseVectorAlg6,
+)
 def prove(m: Mechanism) -> Proof:
     pb = ProofBuilder(m)
     kind = _kind(m)
@@ -65,39 +78,66 @@ def prove(m: Mechanism) -> Proof:
 
         dg = sp.Rational(grid_sensitivity(m.sensitivity, float(m.granularity)))
     pb.precondition(f"neighbour relation: answer vectors with ||q − q'||_∞ <= Δ = {d} (BoundedChange linf)")
-    pb.precondition(f"parameters: n = {n} queries, threshold T = {T}, cutoff c = {c if cutoff else 'none'}, "
-                    f"b_ρ = {br}, b_ν = {bn}" + (f", b_value = {vs}, grid sensitivity Δ_g = {dg}" if vs is not None else ""))
-    pb.precondition("numeric model: ideal reals for the noise (continuous Laplace; patterns release comparisons "
-                    "only" + ("; released values are grid points with grid-discrete Laplace noise)" if vs is not None else ")"))
-    pb.pseudocode({"alg1": "ρ~Lap(b_ρ); for i: ⊤ if q_i + ν_i >= T + ρ (ν_i~Lap(b_ν)) else ⊥; stop after c ⊤",
-                   "numerical": "Alg. 1, and each ⊤ also releases round_g(q_i) + g·DLap(b_value/g)",
-                   "alg3": "Alg. 1 but ⊤ releases q_i + ν_i (the compared value)",
-                   "alg4": "Alg. 1 with b_ρ = 4Δ/ε, b_ν = 4Δ/(3ε)",
-                   "alg5": "no query noise, no cutoff", "alg6": "Alg. 1 without cutoff"}[kind])
-    kw = dict(c=c, rho_scale=br, nu_scale=bn if kind != "alg5" else 1, sensitivity=d, cutoff=cutoff,
-              value_scale=vs, value_sensitivity=dg, value_from_nu=kind == "alg3", nu_zero=kind == "alg5")
+    pb.precondition(
+        f"parameters: n = {n} queries, threshold T = {T}, cutoff c = {c if cutoff else 'none'}, "
+        f"b_ρ = {br}, b_ν = {bn}" + (f", b_value = {vs}, grid sensitivity Δ_g = {dg}" if vs is not None else "")
+    )
+    pb.precondition(
+        "numeric model: ideal reals for the noise (continuous Laplace; patterns release comparisons "
+        "only" + ("; released values are grid points with grid-discrete Laplace noise)" if vs is not None else ")")
+    )
+    pb.pseudocode(
+        {
+            "alg1": "ρ~Lap(b_ρ); for i: ⊤ if q_i + ν_i >= T + ρ (ν_i~Lap(b_ν)) else ⊥; stop after c ⊤",
+            "numerical": "Alg. 1, and each ⊤ also releases round_g(q_i) + g·DLap(b_value/g)",
+            "alg3": "Alg. 1 but ⊤ releases q_i + ν_i (the compared value)",
+            "alg4": "Alg. 1 with b_ρ = 4Δ/ε, b_ν = 4Δ/(3ε)",
+            "alg5": "no query noise, no cutoff",
+            "alg6": "Alg. 1 without cutoff",
+        }[kind]
+    )
+    kw = dict(
+        c=c,
+        rho_scale=br,
+        nu_scale=bn if kind != "alg5" else 1,
+        sensitivity=d,
+        cutoff=cutoff,
+        value_scale=vs,
+        value_sensitivity=dg,
+        value_from_nu=kind == "alg3",
+        nu_zero=kind == "alg5",
+    )
     with pb.phase("alignment (lemma over every n)"):
         lemma = _alignment.sparse_vector_all_n(n, **kw)
         pb.add(lemma.obligations)
-        pb.note("randomness alignment argued for EVERY number of queries by a lemma on one generic query (symbolic "
-                "parameters, symbolic count of ⊤ answers; induction over the queries): cost <= "
-                f"{lemma.symbolic_bound}, instantiated at n = {n}: {lemma.cost_bound}"
-                + ("" if lemma.holds else " -- the lemma does NOT hold for this variant"))
+        pb.note(
+            "randomness alignment argued for EVERY number of queries by a lemma on one generic query (symbolic "
+            "parameters, symbolic count of ⊤ answers; induction over the queries): cost <= "
+            f"{lemma.symbolic_bound}, instantiated at n = {n}: {lemma.cost_bound}"
+            + ("" if lemma.holds else " -- the lemma does NOT hold for this variant")
+        )
     if n <= _Z3_CROSS_CHECK_MAX:
         with pb.phase("alignment cross-check (z3, fixed n)"):
             check = _alignment.sparse_vector(n, epsilon=eps, **kw)
             pb.add([o for o in check.obligations if "claimed ε covers" not in o.statement])
-            pb.note(f"cross-check: the alignment also checked with z3 for the FIXED number of queries n = {n}: "
-                    + ("holds" if all(o.discharged for o in check.obligations if "claimed ε covers" not in o.statement)
-                       else "FAILS"))
+            pb.note(
+                f"cross-check: the alignment also checked with z3 for the FIXED number of queries n = {n}: "
+                + (
+                    "holds"
+                    if all(o.discharged for o in check.obligations if "claimed ε covers" not in o.statement)
+                    else "FAILS"
+                )
+            )
     aligned = lemma.holds
     if aligned:
         bound = lemma.cost_bound
     elif kind in ("alg3", "alg6"):
         bound = n * d / bn
-        pb.note(f"sound fallback bound for fixed n: the output is a post-processing of (ρ, q + ν), ρ data-independent "
-                f"and q + ν the Laplace mechanism with L1 sensitivity nΔ: ε <= nΔ/b_ν = {bound} (Lyu et al.: "
-                "unbounded as n grows)")
+        pb.note(
+            f"sound fallback bound for fixed n: the output is a post-processing of (ρ, q + ν), ρ data-independent "
+            f"and q + ν the Laplace mechanism with L1 sensitivity nΔ: ε <= nΔ/b_ν = {bound} (Lyu et al.: "
+            "unbounded as n grows)"
+        )
     else:
         bound = sp.oo
     with pb.phase("derive"):
@@ -106,12 +146,25 @@ def prove(m: Mechanism) -> Proof:
         if kind == "alg3":
             w = _alg3_witness(pb, m, n, d, bn, eps)
         else:
-            w = _pattern_witness(pb, m, n, c, cutoff, T, br, None if kind == "alg5" else bn, d, eps,
-                                 search=not (aligned and bound <= eps), value_scale=vs)
+            w = _pattern_witness(
+                pb,
+                m,
+                n,
+                c,
+                cutoff,
+                T,
+                br,
+                None if kind == "alg5" else bn,
+                d,
+                eps,
+                search=not (aligned and bound <= eps),
+                value_scale=vs,
+            )
     return pb.finish(bound, witness=w)
 
 
 # --------------------------------------------------------------------------- witnesses
+
 
 def _pattern(n: int, c: int, cutoff: bool, blocks: list[int]) -> list[int]:
     out, tops = [], 0
@@ -150,8 +203,9 @@ def _candidates(n: int, c: int, cutoff: bool, T: Fraction, b: Fraction, d: Fract
                         yield q, q2, pat
 
 
-def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: bool, T, br, bn, d, eps,
-                     search: bool, value_scale=None) -> Witness | None:
+def _pattern_witness(
+    pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: bool, T, br, bn, d, eps, search: bool, value_scale=None
+) -> Witness | None:
     """Search the candidate families (exact closed forms evaluated at 60 digits), confirm the best
     exactly. Numerical SVT: each ⊤ also releases the grid value v_i = round_g(q_i), whose grid-Laplace
     pmf ratio between q_i and q'_i = q_i − Δ is exactly e^{Δ/b_value}, adding (#⊤)Δ/b_value.
@@ -164,7 +218,7 @@ def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: boo
     # the values the implementation computes with: T as the float it compares against, a dyadic Δ' <= Δ
     Tf = Fraction(float(m.threshold))
     bf = Fraction(str(bn if bn is not None else br))
-    df = Fraction(math.floor(Fraction(str(d)) * 2 ** 20), 2 ** 20)
+    df = Fraction(math.floor(Fraction(str(d)) * 2**20), 2**20)
     brf = Fraction(str(br))
     bnf = None if bn is None else Fraction(str(bn))
     bonus = Fraction(0) if value_scale is None else df / Fraction(str(value_scale))
@@ -193,7 +247,7 @@ def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: boo
     S1, S2 = to_sympy(P1), to_sympy(P2)
     tops = sum(a == TOP for a in pat)
     value_part = tops * sp.Rational(bonus.numerator, bonus.denominator)
-    far = float(Fraction(round((Tf - 60 * bf - 10 * df) * 64), 64))   # the queries after the prefix: equal, far below T
+    far = float(Fraction(round((Tf - 60 * bf - 10 * df) * 64), 64))  # the queries after the prefix: equal, far below T
     data = np.array([float(x) for x in q] + [far] * (n - a))
     neighbor = np.array([float(x) for x in q2] + [far] * (n - a))
     pat_t = tuple(int(v) for v in pat)
@@ -215,11 +269,14 @@ def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: boo
         shown = f"q = {data[:a].tolist()} + [{far}] * {n - a} vs q' = {neighbor[:a].tolist()} + [{far}] * {n - a}"
     else:
         shown = f"q = {data.tolist()} vs q' = {neighbor.tolist()}"
-    desc = (f"{what} on {shown}: P = {float(sp.N(S1, 15)):.6g} vs {float(sp.N(S2, 15)):.6g}, loss = {lf:.6g} "
-            "(closed-form integral)")
+    desc = (
+        f"{what} on {shown}: P = {float(sp.N(S1, 15)):.6g} vs {float(sp.N(S2, 15)):.6g}, loss = {lf:.6g} "
+        "(closed-form integral)"
+    )
     if a == n:
         w = Witness(data, neighbor, Event.point(out), out, lf, desc)
     else:
+
         def starts_with(outputs: np.ndarray, prefix: np.ndarray = out, a: int = a, n: int = n) -> np.ndarray:
             o = np.asarray(outputs).reshape(-1, n)
             return np.all(o[:, :a] == prefix[None, :], axis=1)
@@ -235,12 +292,25 @@ def _pattern_witness(pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: boo
             c1 = float(np.log(probs(data[:a], codes))[0])
             c2 = float(np.log(probs(neighbor[:a], codes))[0])
         agree = abs(c1 - float(log_mpf(P1))) < 1e-6 * max(1.0, abs(c1))
-        pb.note("witness cross-check with the mechanism's pattern probabilities (quadrature"
-                + (f", n_queries = {a}" if a < n else "") + "): pattern loss ≈ "
-                f"{c1 - c2:.6g}" + ("" if agree else " -- DISAGREES with the closed form"))
+        pb.note(
+            "witness cross-check with the mechanism's pattern probabilities (quadrature"
+            + (f", n_queries = {a}" if a < n else "")
+            + "): pattern loss ≈ "
+            f"{c1 - c2:.6g}" + ("" if agree else " -- DISAGREES with the closed form")
+        )
         if not agree:
-            pb.add([Obligation("closed-form pattern probability agrees with the mechanism's law", sp.false,
-                               "numeric comparison", "exact", False, f"{c1} vs {float(log_mpf(P1))}")])
+            pb.add(
+                [
+                    Obligation(
+                        "closed-form pattern probability agrees with the mechanism's law",
+                        sp.false,
+                        "numeric comparison",
+                        "exact",
+                        False,
+                        f"{c1} vs {float(log_mpf(P1))}",
+                    )
+                ]
+            )
     # (without search the alignment bound is <= ε: no violation, and no sign to decide near equality)
     violated = search and ((loss_s is sp.oo and exceeds(S1, 0)) or (loss_s is not sp.oo and exceeds(loss_s, eps)))
     if violated:
@@ -258,16 +328,37 @@ def _alg3_witness(pb: ProofBuilder, m: Mechanism, n: int, d, bn, eps) -> Witness
         return None
     z, b, dl = sym("z"), sym("b", positive=True), sym("Delta", positive=True)
     left = lambda t: sp.exp(t / b) / 2  # noqa: E731 - Laplace cdf on t <= 0
-    ob = discharge("left tail: F(z)/F(z − Δ) = e^{Δ/b} for z <= 0 (F(t) = e^{t/b}/2 for t <= 0)",
-                   sp.Eq(sp.simplify(left(z) / left(z - dl)), sp.exp(dl / b)), "algebra")
+    ob = discharge(
+        "left tail: F(z)/F(z − Δ) = e^{Δ/b} for z <= 0 (F(t) = e^{t/b}/2 for t <= 0)",
+        sp.Eq(sp.simplify(left(z) / left(z - dl)), sp.exp(dl / b)),
+        "algebra",
+    )
     pb.add([ob])
-    pb.add([Obligation("on the event (pattern ⊥^{n−1}⊤, released value v <= 0, so ρ <= v − T) every ⊥ factor "
-                       "F(T + ρ − q_i) has argument <= v − q_i <= 0 on both inputs (q_i ∈ {0, Δ})", sp.true,
-                       "ρ <= v − T and v <= 0", "lemma", True)])
+    pb.add(
+        [
+            Obligation(
+                "on the event (pattern ⊥^{n−1}⊤, released value v <= 0, so ρ <= v − T) every ⊥ factor "
+                "F(T + ρ − q_i) has argument <= v − q_i <= 0 on both inputs (q_i ∈ {0, Δ})",
+                sp.true,
+                "ρ <= v − T and v <= 0",
+                "lemma",
+                True,
+            )
+        ]
+    )
     loss = (n - 1) * d / bn
-    pb.add([Obligation(f"the integrands' ratio is e^{{(n−1)Δ/b_ν}} = e^{{{loss}}} everywhere on the event (the ⊤ "
-                       "factor f_ν(v − 0) is the same on both inputs), so P_q(S) = e^{(n−1)Δ/b_ν} P_q'(S) with P_q'(S) > 0",
-                       sp.Eq(sym("loss"), loss), "integrate the pointwise identity", "lemma", ob.discharged)])
+    pb.add(
+        [
+            Obligation(
+                f"the integrands' ratio is e^{{(n−1)Δ/b_ν}} = e^{{{loss}}} everywhere on the event (the ⊤ "
+                "factor f_ν(v − 0) is the same on both inputs), so P_q(S) = e^{(n−1)Δ/b_ν} P_q'(S) with P_q'(S) > 0",
+                sp.Eq(sym("loss"), loss),
+                "integrate the pointwise identity",
+                "lemma",
+                ob.discharged,
+            )
+        ]
+    )
     data = np.zeros(n)
     neighbor = np.array([float(d)] * (n - 1) + [0.0])
     from dpharness.mechanisms.sparse_vector import BOTTOM
@@ -276,8 +367,10 @@ def _alg3_witness(pb: ProofBuilder, m: Mechanism, n: int, d, bn, eps) -> Witness
         o = np.asarray(out, dtype=float).reshape(len(out), -1)
         return np.all(o[:, : n - 1] == BOTTOM, axis=1) & (o[:, n - 1] > BOTTOM) & (o[:, n - 1] <= 0.0)
 
-    desc = (f"event: first {n - 1} answers ⊥ and the last ⊤ with released value <= 0, on q = {data.tolist()} vs "
-            f"q' = {neighbor.tolist()}: probability ratio exactly e^((n−1)Δ/b_ν) = e^{loss}")
+    desc = (
+        f"event: first {n - 1} answers ⊥ and the last ⊤ with released value <= 0, on q = {data.tolist()} vs "
+        f"q' = {neighbor.tolist()}: probability ratio exactly e^((n−1)Δ/b_ν) = e^{loss}"
+    )
     w = Witness(data, neighbor, Event(contains, "⊥^(n−1) then ⊤ with value <= 0"), None, float(loss), desc)
     if ob.discharged and exceeds(loss, eps):
         pb.refute(w, desc + f" > e^ε, ε = {eps}")

@@ -40,8 +40,8 @@ _SAMPLES = 4096
 
 def sterbenz_spacing(delta: float) -> Fraction:
     """The spacing of doubles in [Δ/2, Δ): every output in (0, Δ/2) of fl(Δ + n) is a multiple of it."""
-    _, e = math.frexp(delta / 2)          # delta/2 = m * 2^e with m in [0.5, 1)
-    return Fraction(2) ** (e - 1 - 52)    # ulp of the binade containing delta/2 (the smallest in [Δ/2, Δ))
+    _, e = math.frexp(delta / 2)  # delta/2 = m * 2^e with m in [0.5, 1)
+    return Fraction(2) ** (e - 1 - 52)  # ulp of the binade containing delta/2 (the smallest in [Δ/2, Δ))
 
 
 @proves(_mechs.TextbookLaplace)
@@ -53,23 +53,38 @@ def prove(m: Mechanism) -> Proof:
     param(m.claim.epsilon)  # read exactly (raises on a non-exact claim)
     pb.precondition(f"neighbour relation: {m.input_spec.relation.describe()}")
     pb.precondition(f"parameters: scale b = {b}, sensitivity Δ = {d}, dim = {dim}")
-    pb.precondition("numeric model of the IMPLEMENTATION: IEEE-754 binary64 (Mironov 2012); the ideal-reals "
-                    "derivation below is about the real-number specification only")
+    pb.precondition(
+        "numeric model of the IMPLEMENTATION: IEEE-754 binary64 (Mironov 2012); the ideal-reals "
+        "derivation below is about the real-number specification only"
+    )
     pb.pseudocode("return x + numpy.random.Generator.laplace(0, b)   (float64 arithmetic)")
     with pb.phase("ideal reals"):
         obs = l1_triangle(dim)
-        pb.note(f"ideal-reals specification: loss <= Δ/b = {d / b} by the L1 triangle inequality "
-                f"({'discharged' if obs[-1].discharged else 'NOT discharged'}; not a proof of the implementation)")
-        pb.add([Obligation("the implementation computes in the ideal reals", sp.false,
-                           "it computes fl(x + n) in IEEE-754 doubles; the set of possible outputs depends on x "
-                           "(Mironov 2012)", "lemma", False,
-                           "numeric model mismatch: the ideal-reals proof does not transfer to float outputs")])
+        pb.note(
+            f"ideal-reals specification: loss <= Δ/b = {d / b} by the L1 triangle inequality "
+            f"({'discharged' if obs[-1].discharged else 'NOT discharged'}; not a proof of the implementation)"
+        )
+        pb.add(
+            [
+                Obligation(
+                    "the implementation computes in the ideal reals",
+                    sp.false,
+                    "it computes fl(x + n) in IEEE-754 doubles; the set of possible outputs depends on x "
+                    "(Mironov 2012)",
+                    "lemma",
+                    False,
+                    "numeric model mismatch: the ideal-reals proof does not transfer to float outputs",
+                )
+            ]
+        )
     bound = d / b
     with pb.phase("float counterexample"):
         w = _float_witness(pb, m, dim)
     if w is None:
-        pb.note("no float counterexample confirmed; UNPROVEN (the numeric model of the implementation is "
-                "IEEE floats, Mironov 2012)")
+        pb.note(
+            "no float counterexample confirmed; UNPROVEN (the numeric model of the implementation is "
+            "IEEE floats, Mironov 2012)"
+        )
         return pb.finish(bound)
     return pb.finish(sp.oo, witness=w)
 
@@ -91,11 +106,22 @@ def _float_witness(pb: ProofBuilder, m: Mechanism, dim: int) -> Witness | None:
     out2 = np.asarray(m.sample(shifted, _SAMPLES, np.random.default_rng(1)), dtype=float).reshape(_SAMPLES, -1)[:, 0]
     inside2 = [Fraction(float(y)) for y in out2 if 0 < y < delta / 2]
     if any((y / u).denominator != 1 for y in inside2):
-        pb.note("float model check FAILED: an output on x' in (0, Δ/2) is not a multiple of the Sterbenz spacing; "
-                "the implementation is not fl(x + n)")
+        pb.note(
+            "float model check FAILED: an output on x' in (0, Δ/2) is not a multiple of the Sterbenz spacing; "
+            "the implementation is not fl(x + n)"
+        )
         return None
-    pb.add([Obligation(f"float model check: all {len(inside2)} sampled outputs on x' = Δ in (0, Δ/2) are multiples of "
-                       f"u = {u}", sp.true, "exact Fraction arithmetic", "exact", True)])
+    pb.add(
+        [
+            Obligation(
+                f"float model check: all {len(inside2)} sampled outputs on x' = Δ in (0, Δ/2) are multiples of u = {u}",
+                sp.true,
+                "exact Fraction arithmetic",
+                "exact",
+                True,
+            )
+        ]
+    )
     for y in out:
         if not 0 < y < delta / 2:
             continue
@@ -103,16 +129,28 @@ def _float_witness(pb: ProofBuilder, m: Mechanism, dim: int) -> Witness | None:
         if (fy / u).denominator == 1:
             continue
         # exact confirmation: y is not a multiple of u, y in (0, Δ/2)
-        pb.add([Obligation(f"output y = {float(y)!r} (= {fy}) observed on x = 0 is not a multiple of u = {u}",
-                           sp.Ne(sp.Rational(fy.numerator, fy.denominator) / sp.Rational(u.numerator, u.denominator),
-                                 sp.floor(sp.Rational(fy.numerator, fy.denominator) / sp.Rational(u.numerator, u.denominator))),
-                           "exact rational arithmetic", "exact", True)])
+        pb.add(
+            [
+                Obligation(
+                    f"output y = {float(y)!r} (= {fy}) observed on x = 0 is not a multiple of u = {u}",
+                    sp.Ne(
+                        sp.Rational(fy.numerator, fy.denominator) / sp.Rational(u.numerator, u.denominator),
+                        sp.floor(sp.Rational(fy.numerator, fy.denominator) / sp.Rational(u.numerator, u.denominator)),
+                    ),
+                    "exact rational arithmetic",
+                    "exact",
+                    True,
+                )
+            ]
+        )
         yv = float(y)
-        desc = (f"output y = {yv!r} on coordinate 0: produced by the implementation on x = 0 (numpy Generator, seed 0; "
-                f"observed, so P_x(y) > 0) and impossible on x' = Δ = {delta} (every output of fl(Δ + n) in "
-                f"(0, Δ/2) equals Δ + n exactly by Sterbenz's lemma, a multiple of {u}; y/u = {fy / u} is not an integer): "
-                "loss = ∞")
-        ev = Event(lambda o, yv=yv: (np.asarray(o, dtype=float).reshape(len(o), -1)[:, 0] == yv), f"output[0] = {yv!r}")
+        desc = (
+            f"output y = {yv!r} on coordinate 0: produced by the implementation on x = 0 (numpy Generator, seed 0; "
+            f"observed, so P_x(y) > 0) and impossible on x' = Δ = {delta} (every output of fl(Δ + n) in "
+            f"(0, Δ/2) equals Δ + n exactly by Sterbenz's lemma, a multiple of {u}; y/u = {fy / u} is not an integer): "
+            "loss = ∞"
+        )
+        ev = Event(lambda o, yv=yv: np.asarray(o, dtype=float).reshape(len(o), -1)[:, 0] == yv, f"output[0] = {yv!r}")
         w = Witness(data=zero, neighbor=shifted, event=ev, output=yv, loss=math.inf, description=desc)
         pb.refute(w, desc)
         return w

@@ -30,7 +30,9 @@ def prove(mechanism) -> Proof:
     t_val, q_val = exact(mechanism.p_truth), exact(mechanism.p_yes)
     pb.precondition("input: one private bit; neighbours: the records 0 and 1 (local DP)")
     pb.precondition(f"parameters: p_truth t = {t_val}, p_yes q = {q_val} (exact)")
-    pb.precondition("numeric model: exact -- p read as the binary value the code uses; the sampler lies with probability exactly 1 − p (dpharness.mechanisms._exact)")
+    pb.precondition(
+        "numeric model: exact -- p read as the binary value the code uses; the sampler lies with probability exactly 1 − p (dpharness.mechanisms._exact)"
+    )
     pb.pseudocode("with probability t report x; otherwise report 1 with probability q, else 0")
     pb.postcondition("sup over (x, x', y) of ln P(y|x) - ln P(y|x') = max(ln P(1|1)/P(1|0), ln P(0|0)/P(0|1))")
 
@@ -41,7 +43,10 @@ def prove(mechanism) -> Proof:
         p11, p10 = model_pmf(t, q, 1, 1), model_pmf(t, q, 0, 1)
         pb.check("P(1|1) - P(1|0) = t >= 0", sp.Ge(p11 - p10, 0), "t >= 0")
         pb.check("P(0|0) - P(0|1) = t >= 0", sp.Ge((1 - p10) - (1 - p11), 0), "t >= 0")
-        pb.fact("the four (x, x', y) losses are ±A, ±B with A = ln P(1|1)/P(1|0), B = ln P(0|0)/P(0|1); sup = max(A, B)", "x' = 1 - x; ln(a/b) = -ln(b/a)")
+        pb.fact(
+            "the four (x, x', y) losses are ±A, ±B with A = ln P(1|1)/P(1|0), B = ln P(0|0)/P(0|1); sup = max(A, B)",
+            "x' = 1 - x; ln(a/b) = -ln(b/a)",
+        )
         probs = {(x, y): model_pmf(t_val, q_val, x, y) for x in (0, 1) for y in (0, 1)}
         cand = []  # (loss, data, neighbor, output)
         for y, x, x2 in ((1, 1, 0), (0, 0, 1)):
@@ -63,6 +68,14 @@ def prove(mechanism) -> Proof:
     with pb.phase("judge"):
         if bound is sp.oo:
             pb.note(f"P({y}|{x2}) = 0 while P({y}|{x}) > 0: the loss is infinite")
-        w = judge_pure(pb, bound, p=p, q=qq, data=x, neighbor=x2, output=y,
-                       description=f"report {y}: P({y}|{x})/P({y}|{x2}) is the largest ratio")
+        w = judge_pure(
+            pb,
+            bound,
+            p=p,
+            q=qq,
+            data=x,
+            neighbor=x2,
+            output=y,
+            description=f"report {y}: P({y}|{x})/P({y}|{x2}) is the largest ratio",
+        )
     return pb.finish(bound, witness=w)

@@ -60,15 +60,16 @@ from dpharness.mechanisms import parts as dp  # the step classes (public names o
 
 __all__ = ["Noise", "ExactTruth", "exact_truth", "leaf_centres", "record_grid"]
 
-_MAX_COORDS = 10           # coordinates kept per shift vector for δ (the largest shifts)
-_MAX_ROWS_DELTA = 12       # shift vectors evaluated for δ (the Pareto-maximal ones, largest first)
-_MAX_DATASETS = 1500       # data sets evaluated (the maximum size is lowered to stay below)
-_BINS = 2 ** 14            # target number of loss bins for δ (the bin width h adapts, at most _H_MAX)
-_H_MIN = 2.0 ** -12
-_MASS_SAFETY = 1 - 1e-12   # every float mass is scaled by this (covers float rounding of the closed forms)
+_MAX_COORDS = 10  # coordinates kept per shift vector for δ (the largest shifts)
+_MAX_ROWS_DELTA = 12  # shift vectors evaluated for δ (the Pareto-maximal ones, largest first)
+_MAX_DATASETS = 1500  # data sets evaluated (the maximum size is lowered to stay below)
+_BINS = 2**14  # target number of loss bins for δ (the bin width h adapts, at most _H_MAX)
+_H_MIN = 2.0**-12
+_MASS_SAFETY = 1 - 1e-12  # every float mass is scaled by this (covers float rounding of the closed forms)
 
 
 # --------------------------------------------------------------------------- the interpreter
+
 
 @dataclass(frozen=True)
 class Noise:
@@ -148,8 +149,10 @@ def _run(step: Any, value: Any, posts_are_injective: bool) -> list[tuple[Noise, 
         if not _post_only(step.second):
             raise TypeError(f"only post-processing may follow noise: {step.second!r}")
         if not posts_are_injective:
-            raise ValueError("the structure post-processes its outputs: the truth of the outputs before post-processing is "
-                             "the truth of the mechanism only for an injective post; pass posts_are_injective=True if so")
+            raise ValueError(
+                "the structure post-processes its outputs: the truth of the outputs before post-processing is "
+                "the truth of the mechanism only for an injective post; pass posts_are_injective=True if so"
+            )
         return out
     if isinstance(step, dp.Compose):
         return [c for p in step.parts for c in _run(p, value, posts_are_injective)]
@@ -176,6 +179,7 @@ def leaf_centres(m: Any, data: Any, *, posts_are_injective: bool = False) -> lis
 
 
 # --------------------------------------------------------------------------- the record grid and the pairs
+
 
 def _structure_values(step: Any) -> list[Fraction]:
     """Clamp bounds, partition keys, bin edges and categories of the structure (values where the
@@ -211,7 +215,9 @@ def record_grid(records: Any, steps: Any = None) -> list[list[Fraction]]:
         if hi - lo <= 5:
             return [[Fraction(v) for v in range(lo, hi + 1)]]
         vals = {Fraction(lo), Fraction(hi), Fraction(lo + 1), Fraction(hi - 1)}
-        vals |= {v for v in (_structure_values(steps) if steps is not None else []) if lo <= v <= hi and v.denominator == 1}
+        vals |= {
+            v for v in (_structure_values(steps) if steps is not None else []) if lo <= v <= hi and v.denominator == 1
+        }
         if lo <= 0 <= hi:
             vals.add(Fraction(0))
         return [sorted(vals)]
@@ -223,8 +229,11 @@ def record_grid(records: Any, steps: Any = None) -> list[list[Fraction]]:
         dim = 1
     else:
         raise TypeError(f"unsupported record domain {records!r}")
-    inner = [v for v in (_structure_values(steps) if steps is not None else [])
-             if (lo is None or v >= lo) and (hi is None or v <= hi)]
+    inner = [
+        v
+        for v in (_structure_values(steps) if steps is not None else [])
+        if (lo is None or v >= lo) and (hi is None or v <= hi)
+    ]
     vals = set(inner)
     a = lo if lo is not None else (min(inner) - 1 if inner else Fraction(-1))
     b = hi if hi is not None else (max(inner) + 1 if inner else Fraction(1))
@@ -336,8 +345,11 @@ class ExactTruth:
             for i, noise in enumerate(self.coords):
                 groups.setdefault(noise, []).append(i)
             order = [idx for idx in groups.values()]
-            canon = np.concatenate([-np.sort(-self.shifts[:, idx], axis=1) for idx in order], axis=1) \
-                if self.shifts.size else self.shifts
+            canon = (
+                np.concatenate([-np.sort(-self.shifts[:, idx], axis=1) for idx in order], axis=1)
+                if self.shifts.size
+                else self.shifts
+            )
             _, first = np.unique(canon, axis=0, return_index=True)
             first = sorted(first.tolist())
             keep = []
@@ -360,8 +372,9 @@ def _score(coords: tuple, row: np.ndarray) -> float:
     return lap + math.sqrt(2 * rho)
 
 
-def exact_truth(m: Any, *, values: list | None = None, max_size: int | None = None,
-                posts_are_injective: bool = False) -> ExactTruth:
+def exact_truth(
+    m: Any, *, values: list | None = None, max_size: int | None = None, posts_are_injective: bool = False
+) -> ExactTruth:
     """Enumerate neighbouring pairs of small data sets for the mechanism ``m`` (its ``records``,
     ``relation``, ``size`` and ``steps``) and collect the distinct shift vectors of their rounded
     centres. ``values``: the candidate values per column (default :func:`record_grid`); ``max_size``:
@@ -384,8 +397,9 @@ def exact_truth(m: Any, *, values: list | None = None, max_size: int | None = No
     elif isinstance(m.relation, Substitute):
         sizes = [fixed] if fixed is not None else list(range(1, max_size + 1))
         bases = [b for n in sizes for b in itertools.combinations_with_replacement(range(R), n - 1)]
-        raw = [(tuple(sorted(b + (a,))), tuple(sorted(b + (c,)))) for b in bases
-               for a in range(R) for c in range(a + 1, R)]
+        raw = [
+            (tuple(sorted(b + (a,))), tuple(sorted(b + (c,)))) for b in bases for a in range(R) for c in range(a + 1, R)
+        ]
     else:
         raise TypeError(f"relation={m.relation!r}: the brute force enumerates AddRemove and Substitute pairs")
     index: dict = {}
@@ -403,17 +417,19 @@ def exact_truth(m: Any, *, values: list | None = None, max_size: int | None = No
         elif layout != coords:
             raise AssertionError("the output layout depends on the data")
         table.append([c for _, c in out])
-    C = np.array(table, dtype=object if any(abs(c) >= 2 ** 61 for row in table for c in row) else np.int64)
+    C = np.array(table, dtype=object if any(abs(c) >= 2**61 for row in table for c in row) else np.int64)
     i1 = np.array([index[d] for d, _ in raw], dtype=np.int64)
     i2 = np.array([index[d2] for _, d2 in raw], dtype=np.int64)
     S = np.abs(C[i1] - C[i2])
     rows, first = np.unique(S.astype(np.int64), axis=0, return_index=True)
     examples = [([records[i] for i in raw[k][0]], [records[i] for i in raw[k][1]]) for k in first.tolist()]
-    return ExactTruth(coords=coords or (), shifts=rows, examples=examples, pairs=len(raw), datasets=len(index),
-                      max_size=max_size)
+    return ExactTruth(
+        coords=coords or (), shifts=rows, examples=examples, pairs=len(raw), datasets=len(index), max_size=max_size
+    )
 
 
 # --------------------------------------------------------------------------- per-coordinate divergences
+
 
 def _renyi_coordinate(noise: Noise, s: int, alpha: int) -> float:
     """D_α(N + 0 || N + s) for one coordinate (exact closed forms, evaluated in log space)."""
@@ -422,11 +438,13 @@ def _renyi_coordinate(noise: Noise, s: int, alpha: int) -> float:
         # Σ_y P(y)^α P(y − s)^{1−α} = e^{α(α−1)s²/(2τ²)} Σ_y N(y − (1−α)s) / Z, and (1−α)s is an integer:
         # the shifted theta sum equals Z, so D_α = α s²/(2τ²) exactly (integer α, integer s)
         return alpha * s * s / (2 * float(noise.param))
-    a = 1 / float(noise.param)       # 1/t
+    a = 1 / float(noise.param)  # 1/t
     log1p_r = math.log1p(math.exp(-a))
-    terms = [-log1p_r + lam * s * a,                     # k <= 0: P = 1/(1+r), L = s/t
-             -s * a - log1p_r - lam * s * a]             # k >= s: P = r^s/(1+r), L = −s/t
-    if s >= 2:                                           # 0 < k < s: P = (1−r)/(1+r) r^k, L = (s − 2k)/t
+    terms = [
+        -log1p_r + lam * s * a,  # k <= 0: P = 1/(1+r), L = s/t
+        -s * a - log1p_r - lam * s * a,
+    ]  # k >= s: P = r^s/(1+r), L = −s/t
+    if s >= 2:  # 0 < k < s: P = (1−r)/(1+r) r^k, L = (s − 2k)/t
         b = (1 + 2 * lam) * a
         log_a = math.log(-math.expm1(-a)) - log1p_r
         terms.append(log_a + lam * s * a - b + math.log(-math.expm1(-(s - 1) * b)) - math.log(-math.expm1(-b)))
@@ -436,7 +454,7 @@ def _renyi_coordinate(noise: Noise, s: int, alpha: int) -> float:
 
 def _gaussian_log_z_upper(tau2: float) -> float:
     """ln of an upper bound on Σ_y e^{−y²/(2τ²)} = √(2πτ²)(1 + 2Σ_{k>=1} e^{−2π²τ²k²}) (Poisson summation)."""
-    series = sum(math.exp(-2 * math.pi ** 2 * tau2 * k * k) for k in range(1, 40))
+    series = sum(math.exp(-2 * math.pi**2 * tau2 * k * k) for k in range(1, 40))
     return 0.5 * math.log(2 * math.pi * tau2) + math.log1p(2 * series) + 1e-12
 
 
@@ -513,7 +531,7 @@ def _product_pld(coords: tuple, row: np.ndarray) -> tuple[int, float, np.ndarray
     vector: every loss rounded down to the grid h·Z, every mass a lower bound."""
     items = [(n, int(s)) for n, s in zip(coords, row.tolist()) if s > 0]
     items.sort(key=lambda it: -_coordinate_range(*it))
-    items = items[:_MAX_COORDS]                       # the rest marginalised out: δ only decreases
+    items = items[:_MAX_COORDS]  # the rest marginalised out: δ only decreases
     total = sum(_coordinate_range(n, s) for n, s in items)
     h = max(_H_MIN, 2.0 ** math.ceil(math.log2(max(total, 1e-300) / _BINS)))
     while True:
@@ -530,7 +548,7 @@ def _product_pld(coords: tuple, row: np.ndarray) -> tuple[int, float, np.ndarray
         for _, dense, nnz in parts:
             cost += size * min(nnz, dense.size)
             size += dense.size
-        if cost <= 3 * 10 ** 7 or h >= 1:
+        if cost <= 3 * 10**7 or h >= 1:
             break
         h *= 2
     acc, acc_lo = np.ones(1), 0
@@ -538,7 +556,7 @@ def _product_pld(coords: tuple, row: np.ndarray) -> tuple[int, float, np.ndarray
         if nnz <= 64:
             out = np.zeros(acc.size + dense.size - 1)
             for j in np.flatnonzero(dense):
-                out[j:j + acc.size] += acc * dense[j]
+                out[j : j + acc.size] += acc * dense[j]
             acc = out
         else:
             acc = np.convolve(acc, dense)

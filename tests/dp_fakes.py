@@ -15,7 +15,16 @@ import sympy as sp
 from dpharness import _validate as _v
 from dpharness.auditors._model import AuditResult
 from dpharness.core import (
-    Claim, DiscreteLaw, Event, Finite, InputSpec, Mechanism, PureDP, Substitute, Witness, exact,
+    Claim,
+    DiscreteLaw,
+    Event,
+    Finite,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    Substitute,
+    Witness,
+    exact,
 )
 from dpharness.proofs._model import Obligation, Proof, Verdict
 
@@ -71,24 +80,58 @@ def fake_prove(mechanism: Coin) -> Proof:
     holds = bool(L <= eps)
     steps = (
         Obligation("privacy loss at output x", sp.Abs(sp.log(sp.exp(L) / 1)), "algebra: ratio of pmfs", "sympy", True),
-        Obligation("bound <= claimed ε", sp.Le(L, eps), "comparison of exact rationals", "exact", holds,
-                   detail="" if holds else f"{L} > {eps}"),
+        Obligation(
+            "bound <= claimed ε",
+            sp.Le(L, eps),
+            "comparison of exact rationals",
+            "exact",
+            holds,
+            detail="" if holds else f"{L} > {eps}",
+        ),
     )
-    return Proof(mechanism=mechanism, claim=mechanism.claim, verdict=Verdict.PROVED if holds else Verdict.REFUTED,
-                 bound_expr=L, bound=float(L), assumptions=("substitute one record", "numeric model: ideal reals"),
-                 steps=steps, witness=Witness(0, 1, output=0, loss=float(L), event=Event.point(0),
-                                              description="output 0"),
-                 notes=() if holds else ("counterexample confirmed exactly",))
+    return Proof(
+        mechanism=mechanism,
+        claim=mechanism.claim,
+        verdict=Verdict.PROVED if holds else Verdict.REFUTED,
+        bound_expr=L,
+        bound=float(L),
+        assumptions=("substitute one record", "numeric model: ideal reals"),
+        steps=steps,
+        witness=Witness(0, 1, output=0, loss=float(L), event=Event.point(0), description="output 0"),
+        notes=() if holds else ("counterexample confirmed exactly",),
+    )
 
 
 CALLS: list[dict] = []
 
 
-def fake_audit(mechanism, data=None, neighbor=None, *, epsilon=None, delta=0.0, samples=1_000_000, seed=0,
-               confidence=0.95, candidate_witnesses=(), **options) -> AuditResult:
+def fake_audit(
+    mechanism,
+    data=None,
+    neighbor=None,
+    *,
+    epsilon=None,
+    delta=0.0,
+    samples=1_000_000,
+    seed=0,
+    confidence=0.95,
+    candidate_witnesses=(),
+    **options,
+) -> AuditResult:
     """Bound = the exact loss shrunk by a sample-size dependent slack (deterministic)."""
-    CALLS.append(dict(mechanism=mechanism, data=data, neighbor=neighbor, epsilon=epsilon, delta=delta,
-                      samples=samples, seed=seed, options=options, witnesses=list(candidate_witnesses)))
+    CALLS.append(
+        dict(
+            mechanism=mechanism,
+            data=data,
+            neighbor=neighbor,
+            epsilon=epsilon,
+            delta=delta,
+            samples=samples,
+            seed=seed,
+            options=options,
+            witnesses=list(candidate_witnesses),
+        )
+    )
     if epsilon is None:
         epsilon = float(mechanism.claim.epsilon)
     if isinstance(mechanism, Coin):
@@ -101,12 +144,24 @@ def fake_audit(mechanism, data=None, neighbor=None, *, epsilon=None, delta=0.0, 
     lb = max(0.0, true - 3 / math.sqrt(samples))
     d, n = (0, 1) if data is None else (data, neighbor)
     return AuditResult(
-        epsilon_lower_bound=lb, passed=not lb > epsilon, epsilon=float(epsilon), delta=float(delta),
-        confidence=confidence, samples=samples, seed=seed, method="fake: exact loss minus 3/sqrt(n)",
+        epsilon_lower_bound=lb,
+        passed=not lb > epsilon,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        confidence=confidence,
+        samples=samples,
+        seed=seed,
+        method="fake: exact loss minus 3/sqrt(n)",
         witness=Witness(d, n, event=Event.point(0), description="D=0, D'=1, output = 0"),
         witness_description=f"D={d!r}, D'={n!r}, event output = 0",
-        counts={"hits_data": int(samples * 0.7), "hits_neighbor": int(samples * 0.3), "n_data": samples,
-                "n_neighbor": samples}, events_tested=2, pairs_tested=1,
+        counts={
+            "hits_data": int(samples * 0.7),
+            "hits_neighbor": int(samples * 0.3),
+            "n_data": samples,
+            "n_neighbor": samples,
+        },
+        events_tested=2,
+        pairs_tested=1,
     )
 
 

@@ -20,8 +20,12 @@ from dpharness.proofs import Verdict
 dp_accounting = pytest.importorskip("dp_accounting", reason="the test extra installs dp-accounting")
 from dp_accounting.pld import privacy_loss_distribution as pldm  # noqa: E402
 
-_LEAF = st.tuples(st.sampled_from(["laplace", "gaussian"]), st.sampled_from([0.5, 1.0, 2.0, 4.0]),
-                  st.sampled_from([1.0, 0.5, 0.1, 0.02]), st.sampled_from([1, 2, 5, 20, 100]))
+_LEAF = st.tuples(
+    st.sampled_from(["laplace", "gaussian"]),
+    st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    st.sampled_from([1.0, 0.5, 0.1, 0.02]),
+    st.sampled_from([1, 2, 5, 20, 100]),
+)
 _COMPOSITIONS = st.lists(_LEAF, min_size=1, max_size=3)
 
 
@@ -41,11 +45,17 @@ def _composed_reference(leaves, delta, make):
 
 def _reference(leaves, delta):
     """(optimistic, pessimistic) ε(δ) of Laplace / Gaussian leaves (kind, scale, rate, times)."""
+
     def make(leaf, pessimistic):
         kind, scale, rate, _ = leaf
         build = pldm.from_laplace_mechanism if kind == "laplace" else pldm.from_gaussian_mechanism
-        return build(scale, sampling_prob=rate, value_discretization_interval=1e-4, pessimistic_estimate=pessimistic,
-                     use_connect_dots=pessimistic)
+        return build(
+            scale,
+            sampling_prob=rate,
+            value_discretization_interval=1e-4,
+            pessimistic_estimate=pessimistic,
+            use_connect_dots=pessimistic,
+        )
 
     return _composed_reference(leaves, delta, make)
 
@@ -56,8 +66,13 @@ def _mechanism(leaves, eps, delta):
         noise = dp.laplace(scale=scale) if kind == "laplace" else dp.gaussian(sigma=scale)
         part = (dp.poisson_sample(rate) >> dp.count() >> noise) if rate < 1 else (dp.count() >> noise)
         parts.append(dp.repeat(times, part) if times > 1 else part)
-    return dp.mechanism(name="drawn", records=RealInterval(0, 1), relation=AddRemove(),
-                        steps=dp.compose(*parts) if len(parts) > 1 else parts[0], claim=ApproxDP(eps, delta))
+    return dp.mechanism(
+        name="drawn",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.compose(*parts) if len(parts) > 1 else parts[0],
+        claim=ApproxDP(eps, delta),
+    )
 
 
 def _check(leaves, delta):
@@ -82,8 +97,10 @@ def test_many_random_compositions_agree_with_an_independent_accountant(leaves, d
     _check(leaves, delta)
 
 
-_RR = st.tuples(st.sampled_from([2, 4, 10]),
-                st.lists(st.tuples(st.sampled_from([0.9, 0.6, 0.3]), st.sampled_from([1, 3, 20])), min_size=1, max_size=2))
+_RR = st.tuples(
+    st.sampled_from([2, 4, 10]),
+    st.lists(st.tuples(st.sampled_from([0.9, 0.6, 0.3]), st.sampled_from([1, 3, 20])), min_size=1, max_size=2),
+)
 
 
 def _rr_check(drawn, delta):
@@ -93,14 +110,25 @@ def _rr_check(drawn, delta):
     import math
 
     k, leaves = drawn
-    lo, hi = _composed_reference(leaves, delta, lambda leaf, pessimistic: pldm.from_randomized_response(
-        leaf[0], k, pessimistic_estimate=pessimistic, value_discretization_interval=1e-4))
+    lo, hi = _composed_reference(
+        leaves,
+        delta,
+        lambda leaf, pessimistic: pldm.from_randomized_response(
+            leaf[0], k, pessimistic_estimate=pessimistic, value_discretization_interval=1e-4
+        ),
+    )
 
     def mech(eps):
         parts = [dp.randomized_response(math.log((1 - p + p / k) * k / p)) for p, _ in leaves]
         parts = [dp.repeat(times, part) if times > 1 else part for part, (_, times) in zip(parts, leaves)]
-        return dp.mechanism(name="rr_drawn", records=Finite(tuple(range(k))), relation=Substitute(), input="record",
-                            steps=dp.compose(*parts) if len(parts) > 1 else parts[0], claim=ApproxDP(eps, delta))
+        return dp.mechanism(
+            name="rr_drawn",
+            records=Finite(tuple(range(k))),
+            relation=Substitute(),
+            input="record",
+            steps=dp.compose(*parts) if len(parts) > 1 else parts[0],
+            claim=ApproxDP(eps, delta),
+        )
 
     assert prove(mech(hi * 1.01 + 1e-3)).verdict is Verdict.PROVED, f"{drawn}: not PROVED 1% above {hi}"
     assert prove(mech(lo * 0.995)).verdict is not Verdict.PROVED, f"{drawn}: PROVED below {lo}"

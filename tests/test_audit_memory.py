@@ -25,8 +25,10 @@ def _listed(total: int, chunk: int) -> list[tuple[int, int]]:
     return [(s, min(chunk, total - s)) for s in range(0, total, chunk)]
 
 
-@pytest.mark.parametrize("total, chunk", [(0, 7), (1, 7), (7, 7), (8, 7), (20, 7), (65_536 * 3 + 1, 65_536),
-                                          (1_000_000, 1_000_000), (999_999, 1_000)])
+@pytest.mark.parametrize(
+    "total, chunk",
+    [(0, 7), (1, 7), (7, 7), (8, 7), (20, 7), (65_536 * 3 + 1, 65_536), (1_000_000, 1_000_000), (999_999, 1_000)],
+)
 def test_the_lazy_plan_is_the_listed_plan(total, chunk):
     plan = _runner.chunk_plan(total, chunk)
     expected = _listed(total, chunk)
@@ -34,17 +36,18 @@ def test_the_lazy_plan_is_the_listed_plan(total, chunk):
     assert list(plan) == expected
     assert [plan[c] for c in range(len(plan))] == expected
     assert plan[-1:] == expected[-1:] and plan[:3] == expected[:3]
-    assert [plan.samples(k) for k in range(len(plan) + 2)] == [sum(s for _, s in expected[:k])
-                                                               for k in range(len(plan) + 2)]
+    assert [plan.samples(k) for k in range(len(plan) + 2)] == [
+        sum(s for _, s in expected[:k]) for k in range(len(plan) + 2)
+    ]
     with pytest.raises(IndexError):
         plan[len(plan)]
 
 
 def test_a_plan_of_any_size_is_two_integers():
-    plan = _runner.ChunkPlan(10 ** 13, 65_536)  # (the old list would hold 1.5·10^8 tuples, about 17 GB)
-    assert _runner.chunk_plan(10 ** 13, 65_536) == plan
+    plan = _runner.ChunkPlan(10**13, 65_536)  # (the old list would hold 1.5·10^8 tuples, about 17 GB)
+    assert _runner.chunk_plan(10**13, 65_536) == plan
     assert len(plan) == 152_587_891
-    assert plan[len(plan) - 1] == (152_587_890 * 65_536, 10 ** 13 - 152_587_890 * 65_536)
+    assert plan[len(plan) - 1] == (152_587_890 * 65_536, 10**13 - 152_587_890 * 65_536)
     assert len(pickle.dumps(plan)) < 200  # shipped to every worker with the job
     with pytest.raises(ParameterError, match="chunk=0"):
         _runner.chunk_plan(10, 0)
@@ -60,8 +63,17 @@ def test_counting_a_few_chunks_of_a_huge_plan_holds_no_list_of_it():
     events = [[Event.threshold(0.5)]]
     tracemalloc.start()
     try:
-        counts = _runner.count_events(sampler, [(0.0, 1.0)], events, seed=0, total=10 ** 8, chunk=1_000,
-                                      ref=((), "f"), workers=1, chunk_range=(0, 2))
+        counts = _runner.count_events(
+            sampler,
+            [(0.0, 1.0)],
+            events,
+            seed=0,
+            total=10**8,
+            chunk=1_000,
+            ref=((), "f"),
+            workers=1,
+            chunk_range=(0, 2),
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -125,7 +137,7 @@ def test_a_pool_gets_a_few_tasks_per_worker_at_a_time_and_tallies_do_not_depend_
     assert serial.raises[0][0].raised > 0 and serial.raises[0][0].first
 
 
-@pytest.mark.parametrize("text, samples", [("1e12", 10 ** 12), ("2.5e6", 2_500_000), ("1000", 1000)])
+@pytest.mark.parametrize("text, samples", [("1e12", 10**12), ("2.5e6", 2_500_000), ("1000", 1000)])
 def test_samples_in_scientific_notation(text, samples, monkeypatch):
     from dpharness import cli
 

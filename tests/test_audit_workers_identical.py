@@ -23,8 +23,11 @@ def grid_laplace(d, size, rng):
 def _cases():
     rappor = registry.catalog()["rappor"]()
     hist = registry.catalog()["noisy_histogram"]()
-    return [("rappor", rappor, *rappor.example_pair(), {}), ("noisy_histogram", hist, *hist.example_pair(), {}),
-            ("grid_laplace", grid_laplace, 0.0, 1.0, {"epsilon": 1.0})]
+    return [
+        ("rappor", rappor, *rappor.example_pair(), {}),
+        ("noisy_histogram", hist, *hist.example_pair(), {}),
+        ("grid_laplace", grid_laplace, 0.0, 1.0, {"epsilon": 1.0}),
+    ]
 
 
 def _fingerprint(r):
@@ -34,8 +37,8 @@ def _fingerprint(r):
 
 @pytest.fixture
 def pooled(monkeypatch):
-    monkeypatch.setattr(_audit, "_POOL_MIN_DRAWS", 0)   # certification in the pool at any size
-    monkeypatch.setattr(_audit, "_CHUNK", 25_000)       # several chunks a side
+    monkeypatch.setattr(_audit, "_POOL_MIN_DRAWS", 0)  # certification in the pool at any size
+    monkeypatch.setattr(_audit, "_CHUNK", 25_000)  # several chunks a side
 
 
 def _run(case, **kw):

@@ -37,6 +37,7 @@ def grid_laplace(d, size, rng):
 
 # --------------------------------------------------------------------------- float structure
 
+
 @pytest.mark.statistical
 def test_textbook_float_laplace_is_flagged():
     """Mironov 2012: x + numpy Laplace with x = 0 vs 1 is not ε-DP for any ε; certified at 10^6 samples.
@@ -65,6 +66,7 @@ def test_ideal_numerics_skips_float_structure():
 
 
 # --------------------------------------------------------------------------- discrete
+
 
 @pytest.mark.statistical
 def test_randomized_response_correct_and_miscalibrated():
@@ -98,6 +100,7 @@ def test_discrete_vector_patterns_and_objects():
 
 def test_delta_claim_is_respected():
     """A mechanism that leaks its input w.p. 1e-3 and is otherwise 0.5-DP satisfies (0.5, 1e-3)."""
+
     def leaky(d, size, rng):
         p = math.exp(0.5) / (1 + math.exp(0.5))
         out = np.where(rng.random(size) < p, d, 1 - d)
@@ -111,17 +114,27 @@ def test_delta_claim_is_respected():
 
 # --------------------------------------------------------------------------- vectors
 
+
 def test_float_vector_combination_of_coordinates():
     """4-bin Laplace histogram under substitution at scale 1: true ε = 2, only visible jointly."""
+
     def hist(d, size, rng):
         return np.asarray(d, float)[None, :] + rng.laplace(0, 1, (size, 4))
 
-    r = audit(hist, np.array([1.0, 0, 0, 0]), np.array([0.0, 1, 0, 0]), epsilon=1.2, samples=400_000,
-              seed=0, ideal_numerics=True)
+    r = audit(
+        hist,
+        np.array([1.0, 0, 0, 0]),
+        np.array([0.0, 1, 0, 0]),
+        epsilon=1.2,
+        samples=400_000,
+        seed=0,
+        ideal_numerics=True,
+    )
     assert not r.passed and r.epsilon_lower_bound > 1.3, r.witness_description
 
 
 # --------------------------------------------------------------------------- determinism and streaming
+
 
 def test_same_seed_same_result_and_workers_do_not_matter(monkeypatch):
     import dpharness.auditors._audit as am
@@ -174,6 +187,7 @@ def test_constant_mechanism_gives_zero():
 
 
 # --------------------------------------------------------------------------- errors
+
 
 def test_mechanism_that_raises_names_itself_and_the_index():
     def broken(d, size, rng):
@@ -236,19 +250,22 @@ def test_wrong_number_of_rows_and_changing_shapes():
         audit(lambda d: np.zeros(next(shapes)), 0, 1, samples=1_000, vectorized=False, epsilon=1.0)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    (dict(epsilon=-1.0), "epsilon"),
-    (dict(epsilon=float("nan")), "epsilon"),
-    (dict(delta=1.0), "delta"),
-    (dict(delta=-0.1), "delta"),
-    (dict(confidence=1.0), "confidence"),
-    (dict(confidence=0), "confidence"),
-    (dict(samples=10), "samples"),
-    (dict(samples=1e6), "samples"),
-    (dict(seed=-1), "seed"),
-    (dict(workers=0), "workers"),
-    (dict(vectorized="yes"), "vectorized"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(epsilon=float("nan")), "epsilon"),
+        (dict(delta=1.0), "delta"),
+        (dict(delta=-0.1), "delta"),
+        (dict(confidence=1.0), "confidence"),
+        (dict(confidence=0), "confidence"),
+        (dict(samples=10), "samples"),
+        (dict(samples=1e6), "samples"),
+        (dict(seed=-1), "seed"),
+        (dict(workers=0), "workers"),
+        (dict(vectorized="yes"), "vectorized"),
+    ],
+)
 def test_invalid_parameters(kwargs, name):
     with pytest.raises(ParameterError, match=name):
         audit(rr(1.0), 0, 1, **{"epsilon": 1.0, **kwargs})
@@ -266,6 +283,7 @@ def test_identical_or_missing_inputs():
 
 
 # --------------------------------------------------------------------------- catalog (skips when absent)
+
 
 def _catalog_entry(name: str):
     cat = dpharness.catalog(gallery=None)
@@ -341,10 +359,24 @@ def test_the_float_hint_is_keyed_on_the_certifying_family_and_a_failure():
     from dpharness.auditors import AuditResult
 
     def result(family, passed):
-        return AuditResult(epsilon_lower_bound=2.0, passed=passed, epsilon=1.0, delta=0.0, confidence=0.95,
-                           samples=10, seed=0, method="m", witness=None, witness_description="w", counts={},
-                           delta_lower_bound=None, events_tested=1, pairs_tested=1, elapsed=0.0,
-                           extra={"family": family})
+        return AuditResult(
+            epsilon_lower_bound=2.0,
+            passed=passed,
+            epsilon=1.0,
+            delta=0.0,
+            confidence=0.95,
+            samples=10,
+            seed=0,
+            method="m",
+            witness=None,
+            witness_description="w",
+            counts={},
+            delta_lower_bound=None,
+            events_tested=1,
+            pairs_tested=1,
+            elapsed=0.0,
+            extra={"family": family},
+        )
 
     assert "may be in the float implementation" in float_hint(result("float structure", False))
     assert float_hint(result("rounding", False)) is not None
@@ -371,7 +403,8 @@ def test_the_proofs_witness_pair_is_always_audited():
     w = Witness(data=b, neighbor=a, description="the proof's pair, reversed")
     r = audit(m, samples=20_000, seed=0, candidate_witnesses=[w], workers=1)
     pairs = r.extra["pairs"]
-    assert any(np.array_equal(np.asarray(p), np.asarray(b)) and np.array_equal(np.asarray(q), np.asarray(a))
-               for p, q in pairs)
+    assert any(
+        np.array_equal(np.asarray(p), np.asarray(b)) and np.array_equal(np.asarray(q), np.asarray(a)) for p, q in pairs
+    )
     assert "witness pair included" in r.method
     assert r.extra["best_pair"] is None or 0 <= r.extra["best_pair"] < len(pairs)

@@ -34,8 +34,9 @@ COUNT_KW = dict(seed=7, total=120_000, chunk=20_000, ref=((), "f"))
 
 def _count(workers, cluster=None, fn=grid_laplace, evs=None):
     sampler = _runner.Sampler(lambda d, n, rng, _f=fn: _f(d, n, rng), "grid laplace", True)
-    return _runner.count_events(sampler, [(0.0, 1.0)], evs or _events_for(fn), workers=workers, cluster=cluster,
-                                **COUNT_KW)
+    return _runner.count_events(
+        sampler, [(0.0, 1.0)], evs or _events_for(fn), workers=workers, cluster=cluster, **COUNT_KW
+    )
 
 
 def _same(a, b) -> bool:
@@ -44,6 +45,7 @@ def _same(a, b) -> bool:
 
 # --------------------------------------------------------------------------- the local pool
 
+
 def test_pool_gives_the_serial_counts_and_the_seed_matters():
     pytest.importorskip("loky")
     evs = _events_for(grid_laplace)
@@ -51,8 +53,9 @@ def test_pool_gives_the_serial_counts_and_the_seed_matters():
     pooled = _count(2, evs=evs)
     assert _same(serial, pooled), (serial, pooled)
     assert int(serial[0][0].sum()) > 0
-    other = _runner.count_events(_runner.Sampler(grid_laplace, "g", True), [(0.0, 1.0)], evs, workers=2,
-                                 **{**COUNT_KW, "seed": 8})
+    other = _runner.count_events(
+        _runner.Sampler(grid_laplace, "g", True), [(0.0, 1.0)], evs, workers=2, **{**COUNT_KW, "seed": 8}
+    )
     assert not _same(serial, other)
 
 
@@ -66,8 +69,8 @@ _RND = random.Random(0)  # a module-level generator with a fixed seed: every wor
 
 def test_per_call_chunks_spread_over_workers_with_their_own_reproducible_streams():
     pytest.importorskip("loky")
-    rnd = random.Random(0)                 # a closure generator: each worker gets a copy of one state
-    fixed = np.random.default_rng(0)       # a default-argument generator: likewise
+    rnd = random.Random(0)  # a closure generator: each worker gets a copy of one state
+    fixed = np.random.default_rng(0)  # a default-argument generator: likewise
 
     def one(d, _g=fixed):
         return [d + rnd.random(), _g.random(), np.random.random(), random.random()]
@@ -97,6 +100,7 @@ def test_per_call_chunks_spread_over_workers_with_their_own_reproducible_streams
 
 def test_per_call_counts_in_the_pool_do_not_depend_on_the_number_of_workers():
     pytest.importorskip("loky")
+
     def one(d):
         return d + np.random.laplace()
 
@@ -110,6 +114,7 @@ def test_per_call_counts_in_the_pool_do_not_depend_on_the_number_of_workers():
 
 def test_training_draw_keeps_the_serial_number_of_chunks_under_max_elements():
     pytest.importorskip("loky")
+
     def wide(d):
         return np.full(3, float(d))
 
@@ -134,9 +139,16 @@ def test_a_blocking_mechanism_gives_a_message_not_a_hang(monkeypatch):
     sampler = _runner.Sampler(stuck, "stuck", True)
     t0 = time.perf_counter()
     with pytest.raises(MechanismError) as err:
-        _runner.count_events(sampler, [(0.0, 1.0)], [[_events.propose_thresholds(
-            np.linspace(0, 1, 50), np.linspace(0, 1, 50) ** 2, max_events=1)[0]]], workers=2, seed=0, total=4,
-            chunk=1, ref=((), "f"))
+        _runner.count_events(
+            sampler,
+            [(0.0, 1.0)],
+            [[_events.propose_thresholds(np.linspace(0, 1, 50), np.linspace(0, 1, 50) ** 2, max_events=1)[0]]],
+            workers=2,
+            seed=0,
+            total=4,
+            chunk=1,
+            ref=((), "f"),
+        )
     msg = str(err.value)
     assert "no chunk finished within 1 s" in msg and "'stuck'" in msg and "workers=1" in msg
     assert "certification chunk 0 (data side of pair 0)" in msg and "2 local worker processes" in msg
@@ -194,21 +206,26 @@ def test_without_loky_the_chunks_run_here_with_a_warning(monkeypatch):
 
 # --------------------------------------------------------------------------- cluster arguments
 
-@pytest.mark.parametrize("bad, expect", [
-    (3, r"cluster=3 \(int\) is not a cluster"),
-    ("lcoal", r"cluster='lcoal' is not a cluster; pass None, \"local\""),
-    ("localhost:8786", r'did you mean "tcp://localhost:8786"'),
-    ("http://host:1", r"is not a cluster"),
-    (object(), r"\(object\) is not a cluster; pass None"),
-    (type("FakeCluster", (), {"scheduler_address": "tcp://127.0.0.1:8786"})(),
-     r"pass Client\(cluster\) or its address 'tcp://127.0.0.1:8786'"),
-])
+
+@pytest.mark.parametrize(
+    "bad, expect",
+    [
+        (3, r"cluster=3 \(int\) is not a cluster"),
+        ("lcoal", r"cluster='lcoal' is not a cluster; pass None, \"local\""),
+        ("localhost:8786", r'did you mean "tcp://localhost:8786"'),
+        ("http://host:1", r"is not a cluster"),
+        (object(), r"\(object\) is not a cluster; pass None"),
+        (
+            type("FakeCluster", (), {"scheduler_address": "tcp://127.0.0.1:8786"})(),
+            r"pass Client\(cluster\) or its address 'tcp://127.0.0.1:8786'",
+        ),
+    ],
+)
 def test_bad_cluster_arguments(bad, expect):
     with pytest.raises(ParameterError, match=expect):
         _count(2, cluster=bad)
     with pytest.raises(ParameterError, match=expect):
-        _runner.draw(_runner.Sampler(grid_laplace, "g"), 0.0, 10, seed=0, phase=0, pair=0, side=0, chunk=5,
-                     cluster=bad)
+        _runner.draw(_runner.Sampler(grid_laplace, "g"), 0.0, 10, seed=0, phase=0, pair=0, side=0, chunk=5, cluster=bad)
 
 
 def test_a_cluster_without_dask_names_the_extra(monkeypatch):
@@ -237,6 +254,7 @@ def test_unreachable_scheduler_is_one_clear_line(monkeypatch):
 
 # --------------------------------------------------------------------------- dask LocalCluster (slow)
 
+
 @pytest.mark.slow
 def test_local_dask_cluster_gives_the_serial_counts_and_draws():
     distributed = pytest.importorskip("distributed")
@@ -248,8 +266,9 @@ def test_local_dask_cluster_gives_the_serial_counts_and_draws():
         assert _same(serial, _count(2, cluster=client, evs=evs))
         sampler = _runner.Sampler(grid_laplace, "g", True)
         kw = dict(seed=1, phase=_runner.TRAINING, pair=0, side=1, chunk=3_000)
-        assert np.array_equal(_runner.draw(sampler, 1.0, 10_000, cluster=client, **kw),
-                              _runner.draw(sampler, 1.0, 10_000, **kw))
+        assert np.array_equal(
+            _runner.draw(sampler, 1.0, 10_000, cluster=client, **kw), _runner.draw(sampler, 1.0, 10_000, **kw)
+        )
 
         def one(d):
             return (os.getpid(), d + np.random.random())

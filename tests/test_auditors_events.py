@@ -15,9 +15,13 @@ from dpharness.auditors import floats as fl
 
 # --------------------------------------------------------------------------- keys and membership
 
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(-2**62, 2**62), max_size=300), st.lists(st.integers(-2**62, 2**62), max_size=300),
-       st.integers(0, 2**40))
+@given(
+    st.lists(st.integers(-(2**62), 2**62), max_size=300),
+    st.lists(st.integers(-(2**62), 2**62), max_size=300),
+    st.integers(0, 2**40),
+)
 def test_keyset_matches_isin(members, others, offset):
     s = np.array(members, dtype=np.int64)
     q = np.array(others + members[:50] + [m + 1 for m in members[:20]], dtype=np.int64)
@@ -39,6 +43,7 @@ def test_row_keys_distinguish_rows_and_ignore_negative_zero():
 
 # --------------------------------------------------------------------------- proposers
 
+
 def test_discrete_proposer_finds_the_likelihood_ratio_set():
     rng = np.random.default_rng(0)
     a = rng.choice(4, 20_000, p=[0.4, 0.3, 0.2, 0.1])
@@ -58,8 +63,7 @@ def test_threshold_and_interval_proposers_cover_the_optimum():
     th = ev.propose_thresholds(a, b, max_events=10)
     assert any("<=" in e.description for e in th)
     best = max(
-        epsilon_lower_bound(int(e.contains(a).sum()), len(a), int(e.contains(b).sum()), len(b)).epsilon
-        for e in th
+        epsilon_lower_bound(int(e.contains(a).sum()), len(a), int(e.contains(b).sum()), len(b)).epsilon for e in th
     )
     assert best > 0.9
     iv = ev.propose_intervals(a, b, max_events=5)
@@ -90,6 +94,7 @@ def test_pattern_and_projection_proposers():
 
 # --------------------------------------------------------------------------- float structure
 
+
 def test_float_cells_and_round_trips():
     x = np.array([1.0, 0.75, 0.25 + 2**-54, -3.0])
     cells = fl.float_cells(x)
@@ -105,15 +110,21 @@ def test_float_structure_separates_textbook_laplace_not_grid_laplace():
     rng = np.random.default_rng(4)
     n = 50_000
     for grid, should_separate in ((False, True), (True, False)):
+
         def m(d):
             x = d + rng.laplace(0, 1, n)
             return np.round(x * 2**20) / 2**20 if grid else x
+
         a, b = m(0.0), m(1.0)
         events = fl.propose_float_structure(a, b, max_events=8, shifts=fl.shifts_from_pair(0.0, 1.0))
         a2, b2 = m(0.0), m(1.0)  # fresh samples
-        best = max(max(epsilon_lower_bound(int(e.contains(a2).sum()), n, int(e.contains(b2).sum()), n).epsilon,
-                       epsilon_lower_bound(int(e.contains(b2).sum()), n, int(e.contains(a2).sum()), n).epsilon)
-                   for e in events)
+        best = max(
+            max(
+                epsilon_lower_bound(int(e.contains(a2).sum()), n, int(e.contains(b2).sum()), n).epsilon,
+                epsilon_lower_bound(int(e.contains(b2).sum()), n, int(e.contains(a2).sum()), n).epsilon,
+            )
+            for e in events
+        )
         assert (best > 3) == should_separate, (grid, best)
 
 
@@ -124,6 +135,7 @@ def test_shifts_from_pair():
 
 
 # --------------------------------------------------------------------------- statistics properties
+
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 10_000), st.data(), st.floats(1e-6, 0.4))

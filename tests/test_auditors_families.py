@@ -25,25 +25,30 @@ _GEO_P = 1 - math.exp(-1.0)
 def even_geometric(p: float):
     """2·(d + G − G'), two-sided geometric of ε = 1 on the even integers; w.p. p on d = 0 only the odd
     integer one above (impossible for d = 1: infinite privacy loss)."""
+
     def mech(d, size, rng):
         out = 2 * (d + rng.geometric(_GEO_P, size) - rng.geometric(_GEO_P, size))
         if d == 0 and p > 0:
             out = out + (rng.random(size) < p)
         return out.astype(np.int64)
+
     return mech
 
 
 def grid_laplace(p: float):
     """Laplace(d, 1) on the grid 2^-20 (1-DP); w.p. p on d = 0 only, 2^-21 added (off the grid)."""
+
     def mech(d, size, rng):
         out = np.round((d + rng.laplace(0.0, 1.0, size)) * 2**20) / 2**20
         if d == 0 and p > 0:
             out = out + np.where(rng.random(size) < p, 2.0**-21, 0.0)
         return out
+
     return mech
 
 
 # --------------------------------------------------------------------------- the protocol
+
 
 class _Sevens:
     """A toy family: the single event {output = 7}."""
@@ -80,6 +85,7 @@ def test_every_registered_family_follows_the_protocol():
 
 def test_a_family_registered_in_a_test_is_used(monkeypatch):
     """A new family is one class in FAMILIES: the audit asks it, certifies its event and names it."""
+
     def sevens(d, size, rng):  # 7 w.p. 0.2 on d = 0, 0.02 on d = 1, else uniform on 0..5
         p = 0.2 if d == 0 else 0.02
         return np.where(rng.random(size) < p, 7, rng.integers(0, 6, size))
@@ -95,10 +101,15 @@ def test_a_family_registered_in_a_test_is_used(monkeypatch):
 
 
 def test_families_that_do_not_apply_are_not_asked():
-    ctx = fam.ProposalContext(kind="object", max_events=4, candidates=2, certification_samples=100,
-                              confidence=0.95, epsilon=1.0, delta=0.0)
-    out = fam.propose(np.array(["a"] * 30, dtype=object), np.array(["b"] * 30, dtype=object), ctx,
-                      families=[_NeverApplies(), fam.classic.HISTOGRAM])
+    ctx = fam.ProposalContext(
+        kind="object", max_events=4, candidates=2, certification_samples=100, confidence=0.95, epsilon=1.0, delta=0.0
+    )
+    out = fam.propose(
+        np.array(["a"] * 30, dtype=object),
+        np.array(["b"] * 30, dtype=object),
+        ctx,
+        families=[_NeverApplies(), fam.classic.HISTOGRAM],
+    )
     assert out and all(p.family == "histogram" for p in out)
 
 
@@ -112,14 +123,18 @@ def test_tails_family_applies_only_to_approximate_claims():
 
 # --------------------------------------------------------------------------- ranking of one-sided events
 
+
 def _props():
     """Proposals with known ranking-half counts: events on the index of the output."""
     import dpharness.auditors._audit as am
 
     out = []
     for j in range(30):  # ordinary events: 0.3 vs 0.11 of the samples (ratio e^1)
-        out.append(fam.Proposal(Event(lambda o, j=j: (o[:, 0] == 1) & (o[:, 1] % 30 == j) | (o[:, 0] == 2),
-                                      f"ordinary {j}"), "ordinary"))
+        out.append(
+            fam.Proposal(
+                Event(lambda o, j=j: (o[:, 0] == 1) & (o[:, 1] % 30 == j) | (o[:, 0] == 2), f"ordinary {j}"), "ordinary"
+            )
+        )
     rare = fam.Proposal(Event(lambda o: o[:, 0] == 3, "rare"), "rare family", one_sided=True)
     return am, out + [rare]
 
@@ -155,8 +170,9 @@ def test_rare_one_sided_leak_caught_at_default_settings(mech):
     False-failure probability: about 2% per case over the seed (the leak must show in both training
     halves, P = (1 − e^-5)^2 ≈ 0.987, and certification then finds ≈ 90 hits where ≈ 34 suffice)."""
     r = audit(mech, 0, 1, epsilon=1.0, samples=1_000_000, seed=7)
-    assert not r.passed, (f"p = 1e-4 one-sided leak missed: ε_lb = {r.epsilon_lower_bound} "
-                          "(false-failure probability ≈ 2%, seed 7)")
+    assert not r.passed, (
+        f"p = 1e-4 one-sided leak missed: ε_lb = {r.epsilon_lower_bound} (false-failure probability ≈ 2%, seed 7)"
+    )
     assert r.epsilon_lower_bound > 1.5 and r.extra["family"] in ("rounding", "float structure")
 
 
@@ -173,6 +189,7 @@ def test_correct_grid_mechanisms_are_not_flagged(mech):
 
 
 # --------------------------------------------------------------------------- the rounding family
+
 
 def test_rounding_features():
     x = np.array([1.0, 1.0 + 2**-52, 1.2, 0.55, -3.3])
@@ -232,8 +249,7 @@ def test_audit_certifies_a_rounding_bias_through_the_rounding_family():
     (the mechanism is otherwise 0-DP). False-failure probability: < 1e-4 (the certified bound is
     expected near 0.95, ten standard errors above 0.5)."""
     r = audit(_biased, 0, 1, epsilon=0.5, samples=400_000, seed=2, workers=1)
-    assert not r.passed and r.extra["family"] == "rounding", (r.witness_description,
-                                                               "false-failure probability < 1e-4")
+    assert not r.passed and r.extra["family"] == "rounding", (r.witness_description, "false-failure probability < 1e-4")
     assert "last 1 mantissa bit" in r.witness_description
 
 
@@ -258,6 +274,7 @@ def test_one_sided_float_cells_are_proposed_with_the_hint():
 
 
 # --------------------------------------------------------------------------- hooks for pairs and clusters
+
 
 def test_a_callable_without_a_pair_is_told_about_inputs():
     with pytest.raises(ParameterError, match="both inputs.*inputs="):
@@ -319,7 +336,7 @@ def test_one_sided_events_cover_keys_never_seen_in_the_proposing_half():
     the half-lines beyond its range still contain it."""
     from dpharness.auditors import events as ev
 
-    a = np.array([-20, -19, -18, -20, -17] * 20, dtype=np.int64)   # the data side: no leak seen yet
+    a = np.array([-20, -19, -18, -20, -17] * 20, dtype=np.int64)  # the data side: no leak seen yet
     b = np.array([-20, -19, -20, -18, -5] * 20, dtype=np.int64)
     props = ev.one_sided_events(a, b, label="key")
     leak = np.array([-21, -21], dtype=np.int64)

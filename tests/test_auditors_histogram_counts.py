@@ -11,8 +11,10 @@ from dpharness.auditors import floats as fl
 from dpharness.auditors.families import rounding
 
 
-@pytest.mark.parametrize("dtype,k,lo,hi", [(np.uint8, 4, 0, 2), (np.int8, 10, -1, 2), (bool, 6, 0, 2),
-                                           (np.int64, 3, -5, 7), (np.int16, 2, -300, 300)])
+@pytest.mark.parametrize(
+    "dtype,k,lo,hi",
+    [(np.uint8, 4, 0, 2), (np.int8, 10, -1, 2), (bool, 6, 0, 2), (np.int64, 3, -5, 7), (np.int16, 2, -300, 300)],
+)
 def test_packed_row_keys_equal_the_row_hashes(dtype, k, lo, hi):
     rng = np.random.default_rng(3)
     x = rng.integers(lo, hi, (5_000, k)).astype(dtype)
@@ -42,8 +44,9 @@ def test_histogram_counts_equal_membership_counts(kind):
         events += [e for e, _ in rounding.propose_rounding(a, b, max_events=24)]
     elif kind == "pattern":
         a, b, fresh = ((rng.random((4_000, 5)) < p).astype(np.uint8) for p in (0.3, 0.4, 0.3))
-        events = ev.propose_discrete(a, b, max_events=30) + [e for e, _ in ev.one_sided_events(ev.row_keys(a),
-                                                                                                ev.row_keys(b))]
+        events = ev.propose_discrete(a, b, max_events=30) + [
+            e for e, _ in ev.one_sided_events(ev.row_keys(a), ev.row_keys(b))
+        ]
     else:
         a, b, fresh = (np.round(rng.laplace(m, 1.0, 4_000) * 64) / 64 for m in (0.0, 1.0, 0.0))
         events = [e for e, _ in fl.float_structure_proposals(a, b, max_events=30)]
@@ -69,6 +72,9 @@ def test_float_features_match_their_definitions():
     assert np.array_equal(fl.lowest_bit(x), np.where(x == 0, 2000, lowest))
     k, b = 3, 1
     m = bits & np.uint64((1 << 52) - 1)
-    want = (((bits >> np.uint64(52)).astype(np.int64) << (k + b)) | ((m >> np.uint64(52 - k)).astype(np.int64) << b)
-            | (m & np.uint64(1)).astype(np.int64))
+    want = (
+        ((bits >> np.uint64(52)).astype(np.int64) << (k + b))
+        | ((m >> np.uint64(52 - k)).astype(np.int64) << b)
+        | (m & np.uint64(1)).astype(np.int64)
+    )
     assert np.array_equal(rounding.float_subrange_bits(x, k, b), want)

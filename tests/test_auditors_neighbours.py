@@ -10,8 +10,18 @@ import pytest
 
 from dpharness.auditors.neighbours import search_pairs, statdp_patterns
 from dpharness.core import (
-    AddRemove, BoundedChange, DiscreteLaw, Finite, FunctionLaw, InputSpec, IntegerRange, Mechanism,
-    RealBox, RealInterval, Substitute, Witness,
+    AddRemove,
+    BoundedChange,
+    DiscreteLaw,
+    Finite,
+    FunctionLaw,
+    InputSpec,
+    IntegerRange,
+    Mechanism,
+    RealBox,
+    RealInterval,
+    Substitute,
+    Witness,
 )
 from dpharness.errors import ParameterError
 
@@ -34,7 +44,9 @@ class _RR(Mechanism):
 
     def _law(self, data):
         p = np.e / (np.e + self.k - 1)
-        return DiscreteLaw(tuple(range(self.k)), tuple(p if v == data else (1 - p) / (self.k - 1) for v in range(self.k)))
+        return DiscreteLaw(
+            tuple(range(self.k)), tuple(p if v == data else (1 - p) / (self.k - 1) for v in range(self.k))
+        )
 
     def example_pair(self):
         return 0, 1
@@ -58,8 +70,10 @@ class _VecLaplace(Mechanism):
 
     def _law(self, data):
         d = np.asarray(data, float)
-        fn = lambda y: (-np.abs(np.asarray(y, float).reshape(-1, self.dim) - d).sum(axis=1) / self.scale
-                        - self.dim * np.log(2 * self.scale))
+        fn = lambda y: (
+            -np.abs(np.asarray(y, float).reshape(-1, self.dim) - d).sum(axis=1) / self.scale
+            - self.dim * np.log(2 * self.scale)
+        )
         return FunctionLaw("continuous", fn, (), None)
 
     def example_pair(self):
@@ -125,19 +139,20 @@ def test_pairs_are_valid_neighbours(mech):
 def test_deterministic_for_a_seed(mech):
     p1 = search_pairs(mech, seed=11, budget=2000)
     p2 = search_pairs(mech, seed=11, budget=2000)
-    assert [(np.asarray(a).tolist(), np.asarray(b).tolist()) for a, b in p1] == \
-           [(np.asarray(a).tolist(), np.asarray(b).tolist()) for a, b in p2]
+    assert [(np.asarray(a).tolist(), np.asarray(b).tolist()) for a, b in p1] == [
+        (np.asarray(a).tolist(), np.asarray(b).tolist()) for a, b in p2
+    ]
 
 
 def test_statdp_patterns_cover_the_table():
     spec = InputSpec(RealInterval(-10, 10), BoundedChange(1, "linf"), "vector", dim=6)
     pats = {(tuple(a), tuple(b)) for a, b in statdp_patterns(spec)}
     ones = (1.0,) * 6
-    assert (ones, (2.0,) + (1.0,) * 5) in pats                    # one above
-    assert (ones, (0.0,) + (1.0,) * 5) in pats                    # one below
-    assert (ones, (2.0,) + (0.0,) * 5) in pats                    # one above rest below
-    assert (ones, (2.0,) * 3 + (0.0,) * 3) in pats                # half half
-    assert (ones, (2.0,) * 6) in pats and (ones, (0.0,) * 6) in pats   # all above / all below
+    assert (ones, (2.0,) + (1.0,) * 5) in pats  # one above
+    assert (ones, (0.0,) + (1.0,) * 5) in pats  # one below
+    assert (ones, (2.0,) + (0.0,) * 5) in pats  # one above rest below
+    assert (ones, (2.0,) * 3 + (0.0,) * 3) in pats  # half half
+    assert (ones, (2.0,) * 6) in pats and (ones, (0.0,) * 6) in pats  # all above / all below
     assert ((1.0,) * 3 + (0.0,) * 3, (0.0,) * 3 + (1.0,) * 3) in pats  # x shape
     for a, b in statdp_patterns(spec):
         spec.validate_pair(a, b)
@@ -182,6 +197,7 @@ def test_bad_arguments_name_themselves():
 
 def _catalog_names():
     from dpharness import catalog
+
     return sorted(catalog(gallery=None))
 
 

@@ -21,6 +21,7 @@ from dpharness.errors import MechanismError, ParameterError
 
 # --------------------------------------------------------------------------- callables under test
 
+
 def textbook_laplace(x, size, rng):
     """x + Laplace(1) in doubles: leaks x through its low-order bits (Mironov 2012, §3)."""
     return float(x) + rng.laplace(0.0, 1.0, size)
@@ -70,12 +71,18 @@ def _exactly_neighbours(space, a, b) -> bool:
     """An independent exact check of the declared relation (not the space's own method)."""
     if isinstance(space, Scalars):
         d = abs(Fraction(a) - Fraction(b))
-        return (Fraction(space.lo) <= Fraction(a) <= Fraction(space.hi)
-                and Fraction(space.lo) <= Fraction(b) <= Fraction(space.hi) and 0 < d <= Fraction(space.sensitivity))
+        return (
+            Fraction(space.lo) <= Fraction(a) <= Fraction(space.hi)
+            and Fraction(space.lo) <= Fraction(b) <= Fraction(space.hi)
+            and 0 < d <= Fraction(space.sensitivity)
+        )
     if isinstance(space, Vectors):
         inside = all(Fraction(space.lo) <= Fraction(x) <= Fraction(space.hi) for x in [*a.tolist(), *b.tolist()])
-        return (a.shape == b.shape == (space.dim,) and inside
-                and BoundedChange(space.sensitivity, space.norm).is_neighbour(a, b))
+        return (
+            a.shape == b.shape == (space.dim,)
+            and inside
+            and BoundedChange(space.sensitivity, space.norm).is_neighbour(a, b)
+        )
     lo, hi = space.size
     if not (isinstance(a, list) and isinstance(b, list) and lo <= len(a) <= hi and lo <= len(b) <= hi):
         return False
@@ -91,6 +98,7 @@ def _listed(pairs):
 
 # --------------------------------------------------------------------------- validity, determinism, budget
 
+
 @pytest.mark.parametrize("space,fn", SPACES, ids=lambda x: type(x).__name__ if not callable(x) else x.__name__)
 def test_every_returned_pair_satisfies_the_relation_exactly(space, fn):
     pairs, how = callable_pairs(Sampler(fn, fn.__name__), space, seed=3, budget=4_000)
@@ -102,8 +110,14 @@ def test_every_returned_pair_satisfies_the_relation_exactly(space, fn):
 
 
 @settings(max_examples=40, deadline=None)
-@given(lo=st.floats(-1e6, 1e6), width=st.floats(1e-3, 1e6), sens=st.floats(1e-3, 1e3),
-       dim=st.integers(1, 5), norm=st.sampled_from(["l1", "l2", "linf"]), seed=st.integers(0, 2**31))
+@given(
+    lo=st.floats(-1e6, 1e6),
+    width=st.floats(1e-3, 1e6),
+    sens=st.floats(1e-3, 1e3),
+    dim=st.integers(1, 5),
+    norm=st.sampled_from(["l1", "l2", "linf"]),
+    seed=st.integers(0, 2**31),
+)
 def test_every_candidate_is_exactly_valid(lo, width, sens, dim, norm, seed):
     """All candidates (not only the returned ones) of random scalar and vector spaces are exact neighbours."""
     from dpharness.auditors.pairsearch import _candidates, _rng
@@ -140,8 +154,9 @@ def test_per_call_callables_get_valid_pairs():
     """fn(data) drawing its own randomness (vectorized=False); its ranking is not reproducible."""
     gen = np.random.default_rng(0)
     space = Scalars(0, 10, 1)
-    pairs, how = callable_pairs(Sampler(lambda x: x + gen.laplace(), "f", vectorized=False), space, seed=0,
-                              budget=MIN_BUDGET, max_pairs=2)
+    pairs, how = callable_pairs(
+        Sampler(lambda x: x + gen.laplace(), "f", vectorized=False), space, seed=0, budget=MIN_BUDGET, max_pairs=2
+    )
     assert 1 <= len(pairs) <= 2
     assert all(_exactly_neighbours(space, a, b) for a, b in pairs)
     assert "may differ between runs" in how
@@ -173,20 +188,24 @@ def test_data_sets_of_every_length_in_range_are_lists():
 
 # --------------------------------------------------------------------------- errors
 
-@pytest.mark.parametrize("make,match", [
-    (lambda: Scalars(1, 0, 1), "lo=1"),
-    (lambda: Scalars(0, math.inf, 1), "hi=inf"),
-    (lambda: Scalars(0, 1, 0), "sensitivity=0"),
-    (lambda: Scalars(0, "1", 1), "hi="),
-    (lambda: Vectors(0, 0, 1, 1), "dim=0"),
-    (lambda: Vectors(2, 0, 1, 1, "l3"), "norm="),
-    (lambda: Datasets(records=RealBox(0, 1, 2_000), relation=AddRemove(), size=(0, 3)), "records="),
-    (lambda: Datasets(records=RealInterval(0, 1), relation=BoundedChange(1), size=(0, 3)), "relation="),
-    (lambda: Datasets(records=RealInterval(0, 1), relation=AddRemove(), size=(3, 1)), "min_n=3"),
-    (lambda: Datasets(records=RealInterval(0, 1), relation=AddRemove(), size=(2, 2)), "size="),
-    (lambda: Datasets(records=RealInterval(0, 1), relation=Substitute(), size=(0, 0)), "size="),
-    (lambda: Datasets(records=RealInterval(0, 1), relation=Substitute(), size=5), "size=5"),
-])
+
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda: Scalars(1, 0, 1), "lo=1"),
+        (lambda: Scalars(0, math.inf, 1), "hi=inf"),
+        (lambda: Scalars(0, 1, 0), "sensitivity=0"),
+        (lambda: Scalars(0, "1", 1), "hi="),
+        (lambda: Vectors(0, 0, 1, 1), "dim=0"),
+        (lambda: Vectors(2, 0, 1, 1, "l3"), "norm="),
+        (lambda: Datasets(records=RealBox(0, 1, 2_000), relation=AddRemove(), size=(0, 3)), "records="),
+        (lambda: Datasets(records=RealInterval(0, 1), relation=BoundedChange(1), size=(0, 3)), "relation="),
+        (lambda: Datasets(records=RealInterval(0, 1), relation=AddRemove(), size=(3, 1)), "min_n=3"),
+        (lambda: Datasets(records=RealInterval(0, 1), relation=AddRemove(), size=(2, 2)), "size="),
+        (lambda: Datasets(records=RealInterval(0, 1), relation=Substitute(), size=(0, 0)), "size="),
+        (lambda: Datasets(records=RealInterval(0, 1), relation=Substitute(), size=5), "size=5"),
+    ],
+)
 def test_bad_spaces_name_the_argument(make, match):
     with pytest.raises(ParameterError, match=match):
         make()
@@ -229,6 +248,7 @@ def test_validate_pair_is_exact():
 
 # --------------------------------------------------------------------------- power and correctness
 
+
 @pytest.mark.statistical
 def test_float_laplace_on_scalars_gets_a_revealing_pair_first():
     """Textbook float Laplace x + Lap(1) over Scalars(0, 100, 1): 0 vs 1 reveals its float leak
@@ -240,8 +260,9 @@ def test_float_laplace_on_scalars_gets_a_revealing_pair_first():
     pairs, _ = callable_pairs(Sampler(textbook_laplace, "f"), Scalars(0, 100, 1), seed=0, budget=20_000)
     a, b = pairs[0]
     result = audit(textbook_laplace, a, b, epsilon=1.0, samples=100_000, seed=0, workers=1)
-    assert not result.passed, (f"pair {(a, b)} did not reveal the float leak: bound {result.epsilon_lower_bound:.3f} "
-                               "(false-failure rate < 5%)")
+    assert not result.passed, (
+        f"pair {(a, b)} did not reveal the float leak: bound {result.epsilon_lower_bound:.3f} (false-failure rate < 5%)"
+    )
 
 
 @pytest.mark.statistical
@@ -254,8 +275,9 @@ def test_noisy_sum_over_datasets_gets_a_revealing_pair_first():
     pairs, _ = callable_pairs(Sampler(noisy_sum, "f"), space, seed=0, budget=20_000)
     a, b = pairs[0]
     result = audit(noisy_sum, a, b, epsilon=1.0, samples=100_000, seed=0, workers=1)
-    assert not result.passed, (f"pair {(a, b)} did not reveal the float leak: bound {result.epsilon_lower_bound:.3f} "
-                               "(false-failure rate < 5%)")
+    assert not result.passed, (
+        f"pair {(a, b)} did not reveal the float leak: bound {result.epsilon_lower_bound:.3f} (false-failure rate < 5%)"
+    )
 
 
 @pytest.mark.slow
@@ -268,8 +290,10 @@ def test_float_laplace_on_vectors_gets_a_revealing_pair_first():
     pairs, _ = callable_pairs(Sampler(vector_laplace, "f"), Vectors(3, 0, 100, 1, "l1"), seed=0, budget=20_000)
     a, b = pairs[0]
     result = audit(vector_laplace, a, b, epsilon=1.0, samples=100_000, seed=0, workers=1)
-    assert not result.passed, (f"pair {(a, b)} did not reveal the float leak: bound {result.epsilon_lower_bound:.3f} "
-                               "(false-failure rate < 10%)")
+    assert not result.passed, (
+        f"pair {(a, b)} did not reveal the float leak: bound {result.epsilon_lower_bound:.3f} "
+        "(false-failure rate < 10%)"
+    )
 
 
 @pytest.mark.statistical
@@ -284,8 +308,9 @@ def test_snapping_gets_valid_pairs_and_is_not_flagged():
     assert pairs and all(_exactly_neighbours(space, a, b) for a, b in pairs)
     for a, b in pairs[:2]:
         result = audit(snapping, a, b, epsilon=1.0, samples=50_000, seed=1, confidence=0.99, workers=1)
-        assert result.passed, (f"snapping flagged on {(a, b)}: bound {result.epsilon_lower_bound:.3f} > 1 "
-                               "(false-failure rate <= 2%)")
+        assert result.passed, (
+            f"snapping flagged on {(a, b)}: bound {result.epsilon_lower_bound:.3f} > 1 (false-failure rate <= 2%)"
+        )
 
 
 @pytest.mark.statistical

@@ -36,6 +36,7 @@ from dpharness.auditors import audit
 
 # --------------------------------------------------------------------------- mechanisms with exact ε
 
+
 def randomized_response(eps: float):
     """Binary RR on {0, 1}: keeps the input w.p. e^eps / (1 + e^eps); exact ε = eps."""
     keep = math.exp(eps) / (1.0 + math.exp(eps))
@@ -116,9 +117,14 @@ _POWER_CASES = [
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("label, mech, true_eps, data, neighbor, samples, reps", _POWER_CASES,
-                         ids=[f"{c[0]}-eps{c[2]}-{c[5]}samples" for c in _POWER_CASES])
-def test_violation_slightly_above_the_claim_is_certified_every_time(label, mech, true_eps, data, neighbor, samples, reps):
+@pytest.mark.parametrize(
+    "label, mech, true_eps, data, neighbor, samples, reps",
+    _POWER_CASES,
+    ids=[f"{c[0]}-eps{c[2]}-{c[5]}samples" for c in _POWER_CASES],
+)
+def test_violation_slightly_above_the_claim_is_certified_every_time(
+    label, mech, true_eps, data, neighbor, samples, reps
+):
     """A mechanism with exact ε = 1.1 (or 1.25) fails a claim of ε = 1 at the stated budget in every
     one of ``reps`` seeded audits (confidence 0.95, seeds 0..reps−1).
 
@@ -156,7 +162,9 @@ def test_violation_slightly_above_the_claim_is_certified_every_time(label, mech,
     # efficient events: the bound sits close below the true ε (never above it by more than noise)
     mean = float(np.mean(bounds))
     assert 1.0 < mean <= true_eps, f"mean bound {mean:.4f} for true ε = {true_eps} (false-failure probability < 1e-9)"
-    assert true_eps - mean < 0.1, f"mean bound {mean:.4f} is far below the true ε = {true_eps}: events are not efficient"
+    assert true_eps - mean < 0.1, (
+        f"mean bound {mean:.4f} is far below the true ε = {true_eps}: events are not efficient"
+    )
 
 
 @pytest.mark.statistical
@@ -172,7 +180,9 @@ def test_control_at_the_claim_passes():
             if not r.passed:
                 alarms.append((seed, r.epsilon_lower_bound))
     limit = int(binom.isf(1e-4, 60, 0.05))
-    assert len(alarms) <= limit, f"{len(alarms)} false alarms in 60 audits (limit {limit}): {alarms[:5]}; false-failure probability < 1e-4"
+    assert len(alarms) <= limit, (
+        f"{len(alarms)} false alarms in 60 audits (limit {limit}): {alarms[:5]}; false-failure probability < 1e-4"
+    )
 
 
 # Miss rates measured on this checkout at smaller budgets (200 seeds each, seeds 1000..1199,
@@ -189,7 +199,7 @@ _MEASURED_BUDGET_CURVE = {
 # --------------------------------------------------------------------------- false alarms on correct mechanisms
 
 _FALSE_FAILURE = 1e-3
-_ALARM_CONFIDENCE = 0.9   # α = 0.1: a per-audit rate large enough that a broken bound shows in ~250 audits
+_ALARM_CONFIDENCE = 0.9  # α = 0.1: a per-audit rate large enough that a broken bound shows in ~250 audits
 _SIGMA = 1.0
 _HIST = np.array([3, 0, 5, 1])
 
@@ -204,8 +214,15 @@ def _false_alarm_callables():
         # histogram of counts, add/remove one record changes one bin by 1: ε = 1 per bin, exact ε = 1
         ("histogram", discrete_laplace(1.0, dim=4), _HIST, _HIST + np.array([0, 0, 1, 0]), 1.0, 0.0, 3_000),
         # 3-vector at ε/3 per coordinate, every coordinate differs by 1: exact ε = 1 (L1 sensitivity 3)
-        ("discrete Laplace vector", discrete_laplace(1.0 / 3, dim=3), np.zeros(3, np.int64), np.ones(3, np.int64),
-         1.0, 0.0, 3_000),
+        (
+            "discrete Laplace vector",
+            discrete_laplace(1.0 / 3, dim=3),
+            np.zeros(3, np.int64),
+            np.ones(3, np.int64),
+            1.0,
+            0.0,
+            3_000,
+        ),
         ("one-hot bits", one_hot_bits(1.0, 4), 0, 1, 1.0, 0.0, 3_000),
     ]
 
@@ -234,8 +251,17 @@ def test_false_alarm_rate_on_correct_mechanisms_is_at_most_one_minus_confidence(
     alarms, n = [], 0
     for label, fn, a, b, eps, delta, samples in _false_alarm_callables():
         for seed in range(30):
-            r = audit(fn, a, b, epsilon=eps, delta=delta, samples=samples, seed=20_000 + seed,
-                      confidence=_ALARM_CONFIDENCE, workers=1)
+            r = audit(
+                fn,
+                a,
+                b,
+                epsilon=eps,
+                delta=delta,
+                samples=samples,
+                seed=20_000 + seed,
+                confidence=_ALARM_CONFIDENCE,
+                workers=1,
+            )
             n += 1
             if not r.passed:
                 alarms.append((label, seed, r.epsilon_lower_bound))

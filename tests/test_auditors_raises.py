@@ -93,6 +93,7 @@ def _text(result) -> str:
 
 # --------------------------------------------------------------------------- the runner
 
+
 def test_a_raising_call_is_an_outcome_with_its_type_and_never_its_message():
     vec = _runner.Sampler(capped_sum, "capped", True)
     out, tally = vec.outcome(ABOVE, 50, np.random.default_rng(0), where="here", start=100)
@@ -112,7 +113,9 @@ def test_a_raising_call_is_an_outcome_with_its_type_and_never_its_message():
     assert SECRET not in repr(tally)
     probed = vec.probe(ABOVE, 30, np.random.default_rng(0), where="p")
     assert (probed.calls, probed.raised, probed.always) == (30, 30, True)
-    assert (_runner.Raises(2, 1, ("A",), "x") + _runner.Raises(3, 3, ("B",), "y")) == _runner.Raises(5, 4, ("A", "B"), "x")
+    assert (_runner.Raises(2, 1, ("A",), "x") + _runner.Raises(3, 3, ("B",), "y")) == _runner.Raises(
+        5, 4, ("A", "B"), "x"
+    )
 
 
 @pytest.mark.parametrize("exc", [MemoryError(), MechanismError("harness"), KeyboardInterrupt()])
@@ -128,8 +131,16 @@ def test_what_is_not_the_mechanisms_outcome_still_propagates(exc):
 
 def test_without_outcomes_the_runner_still_aborts():
     with pytest.raises(MechanismError, match="ValueError"):
-        _runner.draw(_runner.Sampler(capped_sum, "capped", True), ABOVE, 100, seed=0, phase=_runner.TRAINING, pair=0,
-                     side=0, chunk=50)
+        _runner.draw(
+            _runner.Sampler(capped_sum, "capped", True),
+            ABOVE,
+            100,
+            seed=0,
+            phase=_runner.TRAINING,
+            pair=0,
+            side=0,
+            chunk=50,
+        )
 
 
 def test_a_mechanism_that_never_raises_draws_and_counts_the_same_with_outcomes():
@@ -175,6 +186,7 @@ def test_probes_and_raising_chunks_are_the_same_for_any_number_of_workers():
 
 # --------------------------------------------------------------------------- the audit
 
+
 def test_the_reproducer_certifies_a_violation_from_the_raise_alone():
     """A callable answering on one input and raising on its neighbour: the audit returns, certifies
     ε > 1 from the event "one release raises" (10^4 size-1 calls a side, one candidate, exact
@@ -208,8 +220,7 @@ def test_the_raise_event_takes_a_slot_and_competes_with_the_output_events():
     assert r.extra["family"] == "raises"  # P(raise) 0.5 vs 0 beats any Laplace event at 18000 calls
     n = r.counts["n_neighbor"]
     assert n == r.counts["n_data"] == 18_000 and r.counts["hits_data"] == 0
-    assert r.epsilon_lower_bound == pytest.approx(
-        _exact_raise_bound(r.counts["hits_neighbor"], n, 0, n, 6), rel=1e-9)
+    assert r.epsilon_lower_bound == pytest.approx(_exact_raise_bound(r.counts["hits_neighbor"], n, 0, n, 6), rel=1e-9)
     assert SECRET not in _text(r)
 
 
@@ -260,8 +271,10 @@ def test_a_vectorised_pair_whose_certification_calls_raised_certifies_nothing_fr
 
 
 def test_a_sequential_audit_stops_at_the_first_look_on_a_raise():
-    one, two = (audit(capped_sum, BELOW, ABOVE, epsilon=1.0, samples=2_000_000, seed=1, sequential=True, workers=w)
-                for w in (1, 2))
+    one, two = (
+        audit(capped_sum, BELOW, ABOVE, epsilon=1.0, samples=2_000_000, seed=1, sequential=True, workers=w)
+        for w in (1, 2)
+    )
     assert not one.passed and one.extra["sequential"]["stopped"] == "a violation was certified"
     assert len(one.extra["sequential"]["looks"]) == 1 and one.counts["n_neighbor"] == 1_000
     assert one.epsilon_lower_bound == two.epsilon_lower_bound and one.counts == two.counts
@@ -292,7 +305,10 @@ def test_a_correct_mechanism_that_raises_passes_at_its_true_epsilon():
         return d if gen.random() < p else 1 - d
 
     r = audit(mech, 0, 1, epsilon=true_eps, samples=20_000, seed=7, vectorized=False, workers=1)
-    assert r.passed, (f"a correct raising mechanism was flagged: {r.epsilon_lower_bound} > {true_eps} "
-                      "(false-failure probability <= 5%)")
-    assert r.epsilon_lower_bound > 0.9, (f"weak bound {r.epsilon_lower_bound} for true ε {true_eps} "
-                                         "(false-failure probability < 1e-6)")
+    assert r.passed, (
+        f"a correct raising mechanism was flagged: {r.epsilon_lower_bound} > {true_eps} "
+        "(false-failure probability <= 5%)"
+    )
+    assert r.epsilon_lower_bound > 0.9, (
+        f"weak bound {r.epsilon_lower_bound} for true ε {true_eps} (false-failure probability < 1e-6)"
+    )

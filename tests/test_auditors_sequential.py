@@ -84,8 +84,10 @@ def test_false_alarms_over_seeds_stay_within_the_confidence():
     case for the union bound over looks): a false alarm has probability <= 5% per audit by
     construction. The test fails at more than 6 of 30, probability <= 0.008 for a correct auditor
     (binomial tail at p = 0.05)."""
-    alarms = sum(not audit(rr(1.0), 0, 1, epsilon=1.0, samples=40_000, seed=s, workers=1, sequential=True).passed
-                 for s in range(30))
+    alarms = sum(
+        not audit(rr(1.0), 0, 1, epsilon=1.0, samples=40_000, seed=s, workers=1, sequential=True).passed
+        for s in range(30)
+    )
     assert alarms <= 6, f"{alarms} of 30 false alarms (false-failure prob <= 0.008)"
 
 
@@ -109,10 +111,24 @@ def test_sequential_must_be_a_bool():
 # ----------------------------------------------------------------- the stop rules, exactly
 # (these kill the mutants of the stop rules that survived `bash mutation/run.sh audit`)
 
+
 def _settings(epsilon: float, delta: float = 0.0) -> "_audit._Settings":
-    return _audit._settings(rr(1.0), epsilon=epsilon, delta=delta, samples=1_000, seed=0, confidence=0.95,
-                            vectorized=True, ideal_numerics=False, progress=False, workers=1, max_events=20,
-                            train_fraction=0.1, cluster=None, sequential=True)
+    return _audit._settings(
+        rr(1.0),
+        epsilon=epsilon,
+        delta=delta,
+        samples=1_000,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+        sequential=True,
+    )
 
 
 def _accepted_h1(n: int, h0: int, m: int, alpha: float, epsilon: float, delta: float) -> np.ndarray:

@@ -9,8 +9,12 @@ import pytest
 from scipy.stats import binomtest
 
 from dpharness.auditors import (
-    bonferroni_level, clopper_pearson_interval, clopper_pearson_lower, clopper_pearson_upper,
-    delta_lower_bound, epsilon_lower_bound,
+    bonferroni_level,
+    clopper_pearson_interval,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    delta_lower_bound,
+    epsilon_lower_bound,
 )
 from dpharness.auditors.stats import projected_epsilon
 from dpharness.errors import ParameterError
@@ -101,18 +105,21 @@ def test_projected_epsilon_is_close_to_the_certified_value():
     assert proj == pytest.approx(cert, abs=1e-3)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: clopper_pearson_lower(-1, 10, 0.05),
-    lambda: clopper_pearson_lower(11, 10, 0.05),
-    lambda: clopper_pearson_upper(1, 0, 0.05),
-    lambda: clopper_pearson_upper(1.5, 10, 0.05),
-    lambda: clopper_pearson_upper(1, 10, 0.0),
-    lambda: clopper_pearson_interval(1, 10, 1.0),
-    lambda: epsilon_lower_bound(1, 10, 1, 10, confidence=0),
-    lambda: epsilon_lower_bound(1, 10, 1, 10, delta=1.0),
-    lambda: epsilon_lower_bound([1, 2], 10, [1, 2], 10, candidates=1),
-    lambda: delta_lower_bound(1, 10, 1, 10, epsilon=-1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: clopper_pearson_lower(-1, 10, 0.05),
+        lambda: clopper_pearson_lower(11, 10, 0.05),
+        lambda: clopper_pearson_upper(1, 0, 0.05),
+        lambda: clopper_pearson_upper(1.5, 10, 0.05),
+        lambda: clopper_pearson_upper(1, 10, 0.0),
+        lambda: clopper_pearson_interval(1, 10, 1.0),
+        lambda: epsilon_lower_bound(1, 10, 1, 10, confidence=0),
+        lambda: epsilon_lower_bound(1, 10, 1, 10, delta=1.0),
+        lambda: epsilon_lower_bound([1, 2], 10, [1, 2], 10, candidates=1),
+        lambda: delta_lower_bound(1, 10, 1, 10, epsilon=-1),
+    ],
+)
 def test_invalid_inputs_raise_parameter_error(call):
     with pytest.raises(ParameterError):
         call()

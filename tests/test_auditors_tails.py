@@ -14,7 +14,11 @@ import pytest
 from scipy import optimize, stats
 
 from dpharness.auditors.stats import (
-    bonferroni_level, delta_lower_bound, epsilon_lower_bound, projected_delta, projected_epsilon_expected,
+    bonferroni_level,
+    delta_lower_bound,
+    epsilon_lower_bound,
+    projected_delta,
+    projected_epsilon_expected,
 )
 from dpharness.auditors.tails import TailCandidate, _fit_moments, _fit_tail, propose_tail_events, tail_candidates
 from dpharness.core import Event
@@ -90,9 +94,11 @@ def test_both_tails_and_the_relevant_directions():
 def test_threshold_moves_out_with_more_certification_samples():
     """The best t at δ lies further in the tail the more certification samples there will be."""
     ta, tb = _train(50_000)
+
     def best(cert_n):
         c = tail_candidates(ta, tb, max_events=2, delta=DELTA, cert_n=cert_n, confidence=0.95)
         return max(abs(x.threshold) for x in c if x.objective == "epsilon at delta")
+
     assert best(100_000) < best(1_000_000) < best(10_000_000)
 
 
@@ -142,11 +148,18 @@ def test_pure_dp_and_heavy_tails_and_small_samples():
     assert all(c.projected_epsilon <= 0 for c in same)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(max_events=0), "max_events"), (dict(delta=1.0), "delta"), (dict(delta=-0.1), "delta"),
-    (dict(cert_n=0), "cert_n"), (dict(confidence=1.0), "confidence"), (dict(epsilon=-1.0), "epsilon"),
-    (dict(epsilon=math.inf), "epsilon"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(max_events=0), "max_events"),
+        (dict(delta=1.0), "delta"),
+        (dict(delta=-0.1), "delta"),
+        (dict(cert_n=0), "cert_n"),
+        (dict(confidence=1.0), "confidence"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(epsilon=math.inf), "epsilon"),
+    ],
+)
 def test_bad_parameters_raise(kwargs, name):
     ta, tb = _train(1_000)
     kw = dict(max_events=4, delta=DELTA, cert_n=10_000, confidence=0.95) | kwargs
@@ -188,7 +201,9 @@ def test_fitted_gaussian_tail_extrapolates():
     got = float(np.exp(tail.log_sf(np.array([4.0]))[0]))
     truth = float(stats.norm.sf(4.0))
     assert tail.gaussian
-    assert truth / 1.5 < got < truth * 1.5, f"fitted P(X >= 4) = {got:.3g}, truth {truth:.3g} (false-failure rate < 0.5%)"
+    assert truth / 1.5 < got < truth * 1.5, (
+        f"fitted P(X >= 4) = {got:.3g}, truth {truth:.3g} (false-failure rate < 0.5%)"
+    )
 
 
 # --------------------------------------------------------------------------- projections (stats block)
@@ -250,4 +265,6 @@ def test_a_gaussian_with_sigma_20_percent_too_small_is_caught():
     ε = 1 exceed 1e-5. benchmarks/results/approx_dp.md caught it in every run at this size (6 of 6,
     median ε_lb 1.11); false-failure rate below 5%."""
     eps, delta = _certify(5_000_000, 0.8 * SIGMA, 300, epsilon=1.0)
-    assert eps > 1.0 and delta > DELTA, f"ε_lb = {eps:.3f}, δ_lb = {delta:.3g}: violation not certified (false-failure rate < 5%)"
+    assert eps > 1.0 and delta > DELTA, (
+        f"ε_lb = {eps:.3f}, δ_lb = {delta:.3g}: violation not certified (false-failure rate < 5%)"
+    )

@@ -39,8 +39,10 @@ def test_substitution_histogram_event_sees_the_combined_shift():
     fa = _laplace_hist([1, 0, 0, 0], 200_000, rng)
     fb = _laplace_hist([0, 1, 0, 0], 200_000, rng)
     best = max(_plugin_log_ratio(e, fa, fb) for e in events)
-    assert best > 1.5, (f"best plug-in log ratio {best:.3f} <= 1.5 on the substitution histogram "
-                        "(false-failure rate < 1e-9; fixed seed 20261122)")
+    assert best > 1.5, (
+        f"best plug-in log ratio {best:.3f} <= 1.5 on the substitution histogram "
+        "(false-failure rate < 1e-9; fixed seed 20261122)"
+    )
 
 
 @pytest.mark.statistical
@@ -57,8 +59,9 @@ def test_two_bin_histogram_is_separated_at_its_true_ratio():
     fa = _laplace_hist([1, 0], 200_000, rng, scale=2.0)
     fb = _laplace_hist([0, 0], 200_000, rng, scale=2.0)
     best = max(_plugin_log_ratio(e, fa, fb) for e in events)
-    assert abs(best - 0.5) < 0.06, (f"best plug-in log ratio {best:.3f} not within 0.06 of the true 0.5 "
-                                    "(false-failure rate < 1e-6; fixed seed 7)")
+    assert abs(best - 0.5) < 0.06, (
+        f"best plug-in log ratio {best:.3f} not within 0.06 of the true 0.5 (false-failure rate < 1e-6; fixed seed 7)"
+    )
     # the sparse refit drops the irrelevant coordinate: some event ignores x1 and is as good
     x = fa[:1000].copy()
     y = x.copy()
@@ -155,12 +158,15 @@ def test_identical_constant_outputs_give_no_event():
     assert propose_vector_events(a, a.copy(), max_events=3) == []
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(train_a=np.zeros((50, 2)), train_b=np.zeros((50, 3))), "columns"),
-    (dict(train_a=np.full((50, 2), np.nan), train_b=np.zeros((50, 2))), "NaN"),
-    (dict(train_a=np.zeros((5, 2)), train_b=np.zeros((50, 2))), "at least 20"),
-    (dict(train_a=np.zeros((50, 2, 2)), train_b=np.zeros((50, 2))), "shape"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(train_a=np.zeros((50, 2)), train_b=np.zeros((50, 3))), "columns"),
+        (dict(train_a=np.full((50, 2), np.nan), train_b=np.zeros((50, 2))), "NaN"),
+        (dict(train_a=np.zeros((5, 2)), train_b=np.zeros((50, 2))), "at least 20"),
+        (dict(train_a=np.zeros((50, 2, 2)), train_b=np.zeros((50, 2))), "shape"),
+    ],
+)
 def test_bad_training_data(kwargs, match):
     with pytest.raises(ParameterError, match=match):
         propose_vector_events(max_events=2, **kwargs)

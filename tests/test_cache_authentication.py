@@ -36,8 +36,14 @@ def key_home(tmp_path, monkeypatch):
 
 
 def _check(**changes) -> Check:
-    base = dict(name="m", buggy=False, claim="ε = 1 (pure DP)", parameters={"scale": 50}, policy=Policy.REFUTED,
-                timings=Timings(proof=0.25, audit=None, total=0.5))
+    base = dict(
+        name="m",
+        buggy=False,
+        claim="ε = 1 (pure DP)",
+        parameters={"scale": 50},
+        policy=Policy.REFUTED,
+        timings=Timings(proof=0.25, audit=None, total=0.5),
+    )
     return Check(**{**base, **changes})
 
 
@@ -61,12 +67,12 @@ def _forge(path: str) -> None:
 
 # --------------------------------------------------------------------------- the issue's scenario
 
-TEAM = '''
+TEAM = """
 from dpharness import parts as dp, register, AddRemove, PureDP, RealInterval
 
 register(dp.mechanism(name="team_sum", records=RealInterval(0, 100), relation=AddRemove(),
                       steps=dp.clamp(0, 100) >> dp.sum() >> dp.laplace(scale=50), claim=PureDP(1)))
-'''
+"""
 
 
 @pytest.fixture
@@ -108,6 +114,7 @@ def test_a_hand_edited_entry_turns_no_gate_green(team, tmp_path, monkeypatch, ca
 
 # --------------------------------------------------------------------------- entries, one failure at a time
 
+
 def test_a_stored_entry_verifies_and_round_trips(tmp_path):
     signing = _cache.signing_key(str(tmp_path / "c"))
     _cache.store(str(tmp_path / "c"), "ab" * 32, _check(), signing)
@@ -115,13 +122,16 @@ def test_a_stored_entry_verifies_and_round_trips(tmp_path):
     assert got == _check(cached=True)
 
 
-@pytest.mark.parametrize("damage, problem", [
-    ("tamper", "does not match its signature"),
-    ("forge", "does not match its signature"),
-    ("truncate", "not valid JSON"),
-    ("unsign", "carries no signature"),
-    ("old-format", "carries no signature"),
-])
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        ("tamper", "does not match its signature"),
+        ("forge", "does not match its signature"),
+        ("truncate", "not valid JSON"),
+        ("unsign", "carries no signature"),
+        ("old-format", "carries no signature"),
+    ],
+)
 def test_an_entry_that_fails_is_ignored_with_one_warning_naming_it(tmp_path, damage, problem):
     directory, k = str(tmp_path / "c"), "cd" * 32
     signing = _cache.signing_key(directory)
@@ -193,6 +203,7 @@ def test_entries_copied_from_another_key_are_ignored_in_one_line(tmp_path, monke
 
 # --------------------------------------------------------------------------- the key
 
+
 def test_the_key_file_is_made_once_private_and_outside_the_cache(tmp_path, key_home):
     assert not key_home.exists()
     first = _cache.signing_key(str(tmp_path / "c"))
@@ -230,13 +241,16 @@ def test_an_empty_env_key_is_never_the_key(tmp_path, monkeypatch, key_home):
     assert _cache.signing_key(str(tmp_path / "c")).source == "$DPHARNESS_CACHE_KEY"
 
 
-@pytest.mark.parametrize("setup, match", [
-    ("short-env", "shorter than 16 characters"),
-    ("group-readable", "other users may read or write it"),
-    ("inside-cache", "inside --cache-dir"),
-    ("empty-file", "empty or too short"),
-    ("unwritable", "cannot read or make it"),
-])
+@pytest.mark.parametrize(
+    "setup, match",
+    [
+        ("short-env", "shorter than 16 characters"),
+        ("group-readable", "other users may read or write it"),
+        ("inside-cache", "inside --cache-dir"),
+        ("empty-file", "empty or too short"),
+        ("unwritable", "cannot read or make it"),
+    ],
+)
 def test_a_key_that_cannot_be_trusted_is_refused_without_showing_it(tmp_path, monkeypatch, key_home, setup, match):
     directory = str(tmp_path / "c")
     if setup == "short-env":
@@ -262,6 +276,7 @@ def test_a_key_that_cannot_be_trusted_is_refused_without_showing_it(tmp_path, mo
 
 
 # --------------------------------------------------------------------------- the gate with a changed or refused key
+
 
 @pytest.fixture
 def fakes(monkeypatch):

@@ -30,6 +30,7 @@ COMPOSITES = [ClampedCount, ClampedSum, ClampedMean, NoisyStd, NoisyPearson, Noi
 
 # --------------------------------------------------------------------------- one declaration
 
+
 @pytest.mark.parametrize("cls", COMPOSITES, ids=lambda c: c.name)
 def test_composites_are_declarations_proved_by_walking_them(cls):
     m = cls()
@@ -67,22 +68,26 @@ def test_scalar_statistics_on_the_grid_lose_nothing_to_rounding():
 
 
 def test_real_vectors_gain_dim_minus_one_grid_steps():
-    g = Fraction(2 ** -10)
+    g = Fraction(2**-10)
     m = Laplace.calibrated(1, sensitivity=1, dim=3, granularity=float(g))
     assert Fraction(m.scale) == 1 + 2 * g
     assert prove(m).verdict is Verdict.PROVED
     assert prove(m.replace(scale=1)).verdict is Verdict.REFUTED  # the extreme pair attains the rounding bound
 
 
-@pytest.mark.parametrize("build", [
-    lambda: ClampedSum.calibrated(0.3, lo=-0.3, hi=0.7),
-    lambda: ClampedSum.calibrated(0.7, lo=-2, hi=3, relation=Substitute()),
-    lambda: ClampedMean.calibrated(0.3, lo=-1, hi=0.1, relation=Substitute(), n=3),
-    lambda: NoisyStd.calibrated(0.3, lo=-0.1, hi=0.7),
-    lambda: NoisyPearson.calibrated(0.3, lo=-0.3, hi=0.9),
-    lambda: NoisyHistogram.calibrated(0.3, bins=3, relation=Substitute(), granularity=2.0),
-    lambda: ClampedCount.calibrated(0.3, granularity=8.0),
-], ids=["sum", "sum_sub", "mean_sub", "std", "pearson", "histogram_coarse", "count_coarse"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: ClampedSum.calibrated(0.3, lo=-0.3, hi=0.7),
+        lambda: ClampedSum.calibrated(0.7, lo=-2, hi=3, relation=Substitute()),
+        lambda: ClampedMean.calibrated(0.3, lo=-1, hi=0.1, relation=Substitute(), n=3),
+        lambda: NoisyStd.calibrated(0.3, lo=-0.1, hi=0.7),
+        lambda: NoisyPearson.calibrated(0.3, lo=-0.3, hi=0.9),
+        lambda: NoisyHistogram.calibrated(0.3, bins=3, relation=Substitute(), granularity=2.0),
+        lambda: ClampedCount.calibrated(0.3, granularity=8.0),
+    ],
+    ids=["sum", "sum_sub", "mean_sub", "std", "pearson", "histogram_coarse", "count_coarse"],
+)
 def test_calibrations_are_proved_and_tight(build):
     m = build()
     proof = prove(m)
@@ -113,7 +118,7 @@ LARGE = [
     ("noisy_std eps=0.1 bounds 1e6", lambda: NoisyStd.calibrated(0.1, lo=-1e6, hi=1e6)),
     ("noisy_pearson bounds 1e6", lambda: NoisyPearson(lo=-1e6, hi=1e6)),
     ("noisy_pearson eps=0.1 bounds 1e9", lambda: NoisyPearson.calibrated(0.1, lo=-1e9, hi=1e9)),
-    ("discrete_laplace scale=2**45", lambda: DiscreteLaplace(scale=2 ** 45, claim=PureDP(2 ** -45))),
+    ("discrete_laplace scale=2**45", lambda: DiscreteLaplace(scale=2**45, claim=PureDP(2**-45))),
 ]
 
 
@@ -127,25 +132,29 @@ def test_large_scales_are_proved(build):
 
 
 def test_automatic_granularity_is_coarsened_only_as_needed():
-    assert ClampedSum().grid == 2.0 ** -20
+    assert ClampedSum().grid == 2.0**-20
     m = ClampedSum.calibrated(0.01, lo=0, hi=1e8)  # scale 1e10: 2**-20 would be ~1e16 grid steps
-    assert m.granularity is None and m.grid == 2.0 ** -11
-    assert Fraction(m.scale) / Fraction(m.grid) <= 2 ** 45 < Fraction(m.scale) / Fraction(m.grid / 2)
+    assert m.granularity is None and m.grid == 2.0**-11
+    assert Fraction(m.scale) / Fraction(m.grid) <= 2**45 < Fraction(m.scale) / Fraction(m.grid / 2)
 
 
-@pytest.mark.parametrize("build, name", [
-    (lambda: ClampedSum(lo=0, hi=1e8, scale=1e10, granularity=2.0 ** -20), "scale="),
-    (lambda: Laplace(scale=1e10, granularity=2.0 ** -20), "scale="),
-    (lambda: NoisyStd(lo=0, hi=50000, granularity=2.0 ** -20), "scale="),
-    (lambda: DiscreteLaplace(scale=2 ** 50), "scale="),
-    (lambda: DiscreteLaplace.calibrated(2 ** -50), "scale="),
-])
+@pytest.mark.parametrize(
+    "build, name",
+    [
+        (lambda: ClampedSum(lo=0, hi=1e8, scale=1e10, granularity=2.0**-20), "scale="),
+        (lambda: Laplace(scale=1e10, granularity=2.0**-20), "scale="),
+        (lambda: NoisyStd(lo=0, hi=50000, granularity=2.0**-20), "scale="),
+        (lambda: DiscreteLaplace(scale=2**50), "scale="),
+        (lambda: DiscreteLaplace.calibrated(2**-50), "scale="),
+    ],
+)
 def test_an_explicit_grid_too_fine_for_the_scale_is_refused_naming_the_parameter(build, name):
     with pytest.raises(ParameterError, match=name):
         build()
 
 
 # --------------------------------------------------------------------------- audits at large scale
+
 
 @pytest.mark.statistical
 def test_clamped_sum_at_large_bounds_audit_stays_below_the_proof():
@@ -155,7 +164,8 @@ def test_clamped_sum_at_large_bounds_audit_stays_below_the_proof():
     proof = prove(m)
     r = dpharness.audit(m, epsilon=0.01, samples=200_000, seed=3)
     assert r.epsilon_lower_bound <= proof.bound, (
-        f"certified {r.epsilon_lower_bound} > proven {proof.bound} (false-failure rate 0.05)")
+        f"certified {r.epsilon_lower_bound} > proven {proof.bound} (false-failure rate 0.05)"
+    )
 
 
 @pytest.mark.statistical
@@ -166,4 +176,5 @@ def test_laplace_at_large_sensitivity_audit_stays_below_the_proof():
     proof = prove(m)
     r = dpharness.audit(m, epsilon=0.01, samples=200_000, seed=4)
     assert r.epsilon_lower_bound <= proof.bound, (
-        f"certified {r.epsilon_lower_bound} > proven {proof.bound} (false-failure rate 0.05)")
+        f"certified {r.epsilon_lower_bound} > proven {proof.bound} (false-failure rate 0.05)"
+    )

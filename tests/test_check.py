@@ -45,21 +45,24 @@ def fakes(monkeypatch):
     return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin, "fake_leaky": Leaky})
 
 
-@pytest.mark.parametrize("buggy, policy, audit_passed, crashed, expected", [
-    (False, Policy.PROVED, True, False, (True, False)),
-    (False, Policy.PROVED, False, False, (False, True)),      # a wrong proof: the audit catches it
-    (False, Policy.PROVED, None, False, (False, False)),      # the audit did not finish
-    (False, Policy.AUDIT_ONLY, True, False, (True, True)),
-    (False, Policy.AUDIT_ONLY, False, False, (False, True)),
-    (False, Policy.NO_PROOF, True, False, (False, True)),
-    (False, Policy.UNPROVEN, True, False, (False, True)),
-    (False, None, True, False, (False, False)),               # the proof did not finish
-    (False, Policy.PROVED, True, True, (False, False)),       # a crash fails whatever else happened
-    (True, Policy.REFUTED, None, False, (True, True)),        # refuted bug, audit out of time: caught
-    (True, Policy.PROVED, True, False, (False, False)),       # a bug nothing flags slips through
-    (True, Policy.PROVED, False, False, (True, True)),
-    (True, Policy.REFUTED, True, True, (False, False)),
-])
+@pytest.mark.parametrize(
+    "buggy, policy, audit_passed, crashed, expected",
+    [
+        (False, Policy.PROVED, True, False, (True, False)),
+        (False, Policy.PROVED, False, False, (False, True)),  # a wrong proof: the audit catches it
+        (False, Policy.PROVED, None, False, (False, False)),  # the audit did not finish
+        (False, Policy.AUDIT_ONLY, True, False, (True, True)),
+        (False, Policy.AUDIT_ONLY, False, False, (False, True)),
+        (False, Policy.NO_PROOF, True, False, (False, True)),
+        (False, Policy.UNPROVEN, True, False, (False, True)),
+        (False, None, True, False, (False, False)),  # the proof did not finish
+        (False, Policy.PROVED, True, True, (False, False)),  # a crash fails whatever else happened
+        (True, Policy.REFUTED, None, False, (True, True)),  # refuted bug, audit out of time: caught
+        (True, Policy.PROVED, True, False, (False, False)),  # a bug nothing flags slips through
+        (True, Policy.PROVED, False, False, (True, True)),
+        (True, Policy.REFUTED, True, True, (False, False)),
+    ],
+)
 def test_pass_rule(buggy, policy, audit_passed, crashed, expected):
     got = pass_rule(buggy=buggy, policy=policy, audit_passed=audit_passed, crashed=crashed)
     assert (got.passed, got.caught) == expected and got.decided  # without a time limit every check is decided
@@ -112,15 +115,23 @@ def test_check_json_round_trip(fakes):
     wire = c.to_json()
     back = Check.from_json(json.loads(json.dumps(wire)))
     assert back.to_json() == wire
-    assert (back.proof, back.sandwich, back.timings, back.policy, back.outcome) == \
-        (c.proof, c.sandwich, c.timings, c.policy, c.outcome)
+    assert (back.proof, back.sandwich, back.timings, back.policy, back.outcome) == (
+        c.proof,
+        c.sandwich,
+        c.timings,
+        c.policy,
+        c.outcome,
+    )
     assert back.mechanism is None and back.proof_object is None
     assert back.audit.witness.data == 0 and back.audit.witness_description == c.audit.witness_description
     assert pickle.loads(pickle.dumps(c)).to_json() == wire  # workers send a Check in its JSON form
 
     # infinities (a certified ε = ∞) and a failed check survive the trip too
-    inf = dataclasses.replace(c, audit=dataclasses.replace(c.audit, epsilon_lower_bound=math.inf, passed=False),
-                              sandwich=Sandwich(math.inf, c.sandwich.proven, c.sandwich.claimed))
+    inf = dataclasses.replace(
+        c,
+        audit=dataclasses.replace(c.audit, epsilon_lower_bound=math.inf, passed=False),
+        sandwich=Sandwich(math.inf, c.sandwich.proven, c.sandwich.claimed),
+    )
     back = Check.from_json(json.loads(json.dumps(inf.to_json())))
     assert back.audit.epsilon_lower_bound == math.inf and back.sandwich.lower == math.inf
     assert not back.passed and not back.sandwich.ordered
@@ -163,13 +174,16 @@ def test_longest_first_orders_by_known_durations():
     assert longest_first(["x", "y"], {}) == ["x", "y"]
 
 
-@pytest.mark.parametrize("args, kwargs, match", [
-    (("no_such_mechanism",), {}, "dpharness list"),
-    ((42,), {}, "mechanism_or_name=42"),
-    (("fake_coin",), {"samples": 0}, "samples=0"),
-    (("fake_coin",), {"seed": -1}, "seed=-1"),
-    (("fake_coin",), {"timeout": 0}, "timeout=0"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        (("no_such_mechanism",), {}, "dpharness list"),
+        ((42,), {}, "mechanism_or_name=42"),
+        (("fake_coin",), {"samples": 0}, "samples=0"),
+        (("fake_coin",), {"seed": -1}, "seed=-1"),
+        (("fake_coin",), {"timeout": 0}, "timeout=0"),
+    ],
+)
 def test_check_rejects_bad_arguments(fakes, args, kwargs, match):
     from dpharness.errors import ParameterError
 
@@ -221,8 +235,24 @@ def test_a_stuck_check_is_killed_at_its_hard_limit_and_the_gate_moves_on(tmp_pat
     junit = tmp_path / "gate.xml"
     start = time.perf_counter()
     try:
-        code = main(["gate", "--module", "stuck_pkg", "--no-cache", "--jobs", "2", "--timeout", str(timeout),
-                     "--samples", "20000", "--junit", str(junit), "stuck_laplace", "laplace"])
+        code = main(
+            [
+                "gate",
+                "--module",
+                "stuck_pkg",
+                "--no-cache",
+                "--jobs",
+                "2",
+                "--timeout",
+                str(timeout),
+                "--samples",
+                "20000",
+                "--junit",
+                str(junit),
+                "stuck_laplace",
+                "laplace",
+            ]
+        )
     finally:
         sys.modules.pop("stuck_pkg", None)
         registry._REGISTRY.pop("stuck_laplace", None)
@@ -231,10 +261,13 @@ def test_a_stuck_check_is_killed_at_its_hard_limit_and_the_gate_moves_on(tmp_pat
     out = capsys.readouterr().out
     assert code == 1
     assert elapsed < limit + 30, f"the gate took {elapsed:.0f} s; the stuck worker should die at {limit:g} s"
-    lines = {line.split()[1].rstrip(":"): line for line in out.splitlines()
-             if line.startswith(("PASS", "FAIL", "TIMEOUT"))}
-    assert lines["stuck_laplace"].startswith(f"TIMEOUT  stuck_laplace: not decided: timeout: did not finish within "
-                                            f"its hard limit of {limit:g} s and its worker process was killed")
+    lines = {
+        line.split()[1].rstrip(":"): line for line in out.splitlines() if line.startswith(("PASS", "FAIL", "TIMEOUT"))
+    }
+    assert lines["stuck_laplace"].startswith(
+        f"TIMEOUT  stuck_laplace: not decided: timeout: did not finish within "
+        f"its hard limit of {limit:g} s and its worker process was killed"
+    )
     # the other worker carried on (its check may still fail its own deadlines on a very loaded machine)
     assert "worker process was killed" not in lines["laplace"]
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().findall("testcase")}

@@ -103,14 +103,17 @@ def test_unknown_key_exit_2_names_key_and_valid_ones(fakes, capsys):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["prove", "fake_coin", "--set", "log_odds=abc"], "log_odds='abc' is not a number"),
-    (["prove", "fake_coin", "--set", "log_odds"], "KEY=VALUE"),
-    (["prove", "fake_coin", "--set", "log_odds=-1"], "log_odds=-1"),          # the mechanism's own validation
-    (["prove", "fake_coin", "--set", "claim=2"], "--claim-epsilon"),
-    (["prove", "no_such_mechanism"], "dpharness list"),
-    (["audit", "fake_coin", "--claim-delta", "2"], "delta=2"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["prove", "fake_coin", "--set", "log_odds=abc"], "log_odds='abc' is not a number"),
+        (["prove", "fake_coin", "--set", "log_odds"], "KEY=VALUE"),
+        (["prove", "fake_coin", "--set", "log_odds=-1"], "log_odds=-1"),  # the mechanism's own validation
+        (["prove", "fake_coin", "--set", "claim=2"], "--claim-epsilon"),
+        (["prove", "no_such_mechanism"], "dpharness list"),
+        (["audit", "fake_coin", "--claim-delta", "2"], "delta=2"),
+    ],
+)
 def test_input_errors_exit_2_with_a_fix(fakes, capsys, argv, needle):
     code, out, err = run(capsys, *argv)
     assert code == 2
@@ -118,9 +121,17 @@ def test_input_errors_exit_2_with_a_fix(fakes, capsys, argv, needle):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["audit", "fake_coin", "--samples", "0"],
-                                  ["audit", "fake_coin", "--seed", "x"], ["prove"],
-                                  ["prove", "fake_coin", "--claim-epsilon", "big"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["audit", "fake_coin", "--samples", "0"],
+        ["audit", "fake_coin", "--seed", "x"],
+        ["prove"],
+        ["prove", "fake_coin", "--claim-epsilon", "big"],
+    ],
+)
 def test_usage_errors_exit_2(fakes, capsys, argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -205,7 +216,8 @@ def test_gate_gallery_expects_every_bug_caught(fakes, capsys, tmp_path):
 
 
 def test_gate_module_registers_project_mechanisms(fakes, capsys, tmp_path, monkeypatch):
-    (tmp_path / "my_dp_project.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_dp_project.py").write_text(
+        textwrap.dedent("""
         from dataclasses import dataclass
         from dpharness import register
         import dp_fakes
@@ -215,7 +227,8 @@ def test_gate_module_registers_project_mechanisms(fakes, capsys, tmp_path, monke
         class ProjectCoin(dp_fakes.Coin):
             name = "project_coin"
             log_odds: object = 0.5
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "my_dp_project", raising=False)
     code, out, _ = run(capsys, "gate", "--module", "my_dp_project", "--jobs", "1", "--samples", "1000")
@@ -235,15 +248,18 @@ def test_gate_reports_crashes_as_failures(fakes, capsys, monkeypatch):
 
 
 def test_import_is_cheap():
-    code = ("import sys, dpharness.cli; heavy = [m for m in ('matplotlib', 'scipy', 'z3', 'hypothesis', "
-            "'dpharness.report', 'dpharness.proofs', 'dpharness.auditors') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, dpharness.cli; heavy = [m for m in ('matplotlib', 'scipy', 'z3', 'hypothesis', "
+        "'dpharness.report', 'dpharness.proofs', 'dpharness.auditors') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_console_script_usage_error():
-    proc = subprocess.run([sys.executable, "-m", "dpharness.cli", "prove", "laplace", "--set", "nokey=1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpharness.cli", "prove", "laplace", "--set", "nokey=1"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert "nokey" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -261,8 +277,11 @@ def test_gate_timeout_per_phase(fakes, capsys, monkeypatch):
     # interrupted long before the 30 s sleep ends (a wide margin: the machine may be loaded)
     assert time.perf_counter() - start < 15
     # a time limit is not a finding: TIMEOUT (not decided), with the limit in force; the gate still fails
-    assert code == 1 and "TIMEOUT  fake_coin" in out and "the audit of fake_coin did not finish within its time " \
-        "limit of 0.3 s" in out
+    assert (
+        code == 1
+        and "TIMEOUT  fake_coin" in out
+        and "the audit of fake_coin did not finish within its time limit of 0.3 s" in out
+    )
     # a gallery bug refuted by its proof is caught even when the audit runs out of time
     code, out, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--timeout", "0.3")
     assert code == 0 and "PASS  fake_coin_bug" in out and "bug caught" in out
@@ -334,9 +353,15 @@ def test_gate_report_and_report_command(fakes, capsys, tmp_path, monkeypatch):
     code, _, _ = run(capsys, "gate", "--gallery", "--jobs", "1", "--samples", "1000", "--report", str(out_dir))
     assert code == 0
     assert sorted(p.name for p in out_dir.iterdir()) == [
-        "README.md", "fake_coin_bug.html", "fake_coin_bug.md", "fake_coin_bug.png", "index.html"]
-    code, out, _ = run(capsys, "--json", "report", "--out", str(tmp_path / "r"), "--jobs", "1", "--samples", "1000",
-                       "fake_coin")
+        "README.md",
+        "fake_coin_bug.html",
+        "fake_coin_bug.md",
+        "fake_coin_bug.png",
+        "index.html",
+    ]
+    code, out, _ = run(
+        capsys, "--json", "report", "--out", str(tmp_path / "r"), "--jobs", "1", "--samples", "1000", "fake_coin"
+    )
     payload = json.loads(out)
     assert code == 0 and [r["name"] for r in payload["reports"]] == ["fake_coin"]
     assert report.read_metadata(str(tmp_path / "r" / "fake_coin.md"))["samples"] == 1000
@@ -373,8 +398,9 @@ def test_builtin_gate_passes_within_two_minutes(argv, tmp_path):
 
     junit = tmp_path / "gate.xml"
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "dpharness.cli", *argv, "--junit", str(junit)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpharness.cli", *argv, "--junit", str(junit)], capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - start
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert elapsed < 120, f"gate took {elapsed:.0f} s"
@@ -425,8 +451,12 @@ def test_big_gate_and_report_print_an_estimate_first(command, monkeypatch, capsy
 
 
 def test_an_unwritable_cache_dir_is_said_and_the_gate_still_runs(fakes, capsys):
-    code, out, err = run(capsys, "gate", "--jobs", "1", "--samples", "1000", "--cache-dir", "/proc/dpharness-no", "fake_coin")
-    assert code == 0 and "--cache-dir /proc/dpharness-no: cannot write there" in err and "Running without the cache" in err
+    code, out, err = run(
+        capsys, "gate", "--jobs", "1", "--samples", "1000", "--cache-dir", "/proc/dpharness-no", "fake_coin"
+    )
+    assert (
+        code == 0 and "--cache-dir /proc/dpharness-no: cannot write there" in err and "Running without the cache" in err
+    )
 
 
 def test_prove_output_never_says_a_bound_it_does_not_have(capsys):
@@ -463,12 +493,14 @@ def test_big_audit_prints_an_estimate_first(monkeypatch, capsys):
 def test_report_module_in_worker_processes(capsys, tmp_path, monkeypatch):
     """`report --module PKG NAME` with worker processes (--jobs 2): each worker imports PKG again, so
     the project's mechanism is known there (it used to be "not a registered mechanism")."""
-    (tmp_path / "my_report_project.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_report_project.py").write_text(
+        textwrap.dedent("""
         from dpharness import parts as dp, register, PureDP, AddRemove, RealInterval
 
         register(dp.mechanism(name="project_count", records=RealInterval(0, 1), relation=AddRemove(),
                               steps=dp.count() >> dp.laplace(scale=1), claim=PureDP(1)))
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "my_report_project", raising=False)
@@ -476,8 +508,19 @@ def test_report_module_in_worker_processes(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     monkeypatch.setattr(registry, "_BY_MODULE", dict(registry._BY_MODULE))
     out_dir = tmp_path / "out"
-    code, out, err = run(capsys, "report", "--module", "my_report_project", "--jobs", "2", "--samples", "2000",
-                         "--out", str(out_dir), "project_count")
+    code, out, err = run(
+        capsys,
+        "report",
+        "--module",
+        "my_report_project",
+        "--jobs",
+        "2",
+        "--samples",
+        "2000",
+        "--out",
+        str(out_dir),
+        "project_count",
+    )
     assert code == 0, out + err
     assert (out_dir / "project_count.md").exists() and (out_dir / "project_count.html").exists()
     assert "PROVED" in (out_dir / "project_count.md").read_text()
@@ -492,7 +535,8 @@ def test_report_own_reports_only_the_module_mechanisms(fakes, capsys, tmp_path, 
     monkeypatch.setattr(report, "PLOT_SAMPLES", 500)
     src = tmp_path / "src"
     src.mkdir()
-    (src / "own_report_pkg.py").write_text(textwrap.dedent('''
+    (src / "own_report_pkg.py").write_text(
+        textwrap.dedent('''
         from dataclasses import dataclass
         from typing import ClassVar
 
@@ -506,10 +550,23 @@ def test_report_own_reports_only_the_module_mechanisms(fakes, capsys, tmp_path, 
             """The fake coin under the project's own name."""
 
             name: ClassVar[str] = "own_coin"
-    '''))
+    ''')
+    )
     monkeypatch.syspath_prepend(str(src))
-    code, out, err = run(capsys, "--json", "report", "--own", "--module", "own_report_pkg", "--out",
-                         str(tmp_path / "r"), "--jobs", "1", "--samples", "1000")
+    code, out, err = run(
+        capsys,
+        "--json",
+        "report",
+        "--own",
+        "--module",
+        "own_report_pkg",
+        "--out",
+        str(tmp_path / "r"),
+        "--jobs",
+        "1",
+        "--samples",
+        "1000",
+    )
     assert code == 0, err
     assert [r["name"] for r in json.loads(out)["reports"]] == ["own_coin"]
     code, _, err = run(capsys, "report", "--own", "--out", str(tmp_path / "r2"))

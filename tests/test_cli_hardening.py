@@ -31,6 +31,7 @@ def fakes(monkeypatch):
 
 # --------------------------------------------------------------------------- 1. --module errors
 
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A working directory with a module that raises on import, one with a syntax error and a package."""
@@ -46,19 +47,27 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-COMMANDS = [["list"], ["prove", "laplace"], ["audit", "laplace", "--samples", "1000"], ["report"],
-            ["gate", "--jobs", "1"]]
+COMMANDS = [
+    ["list"],
+    ["prove", "laplace"],
+    ["audit", "laplace", "--samples", "1000"],
+    ["report"],
+    ["gate", "--jobs", "1"],
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
-@pytest.mark.parametrize("module, expect", [
-    ("", "module=''"),
-    ("./hard_pkg/mod.py", "hard_pkg.mod"),
-    ("hard_pkg/", "hard_pkg"),
-    ("hard_pkg/mod.py", "hard_pkg.mod"),
-    ("hard_raising_mod", "RuntimeError: boom at import"),
-    ("hard_syntax_mod", "SyntaxError"),
-])
+@pytest.mark.parametrize(
+    "module, expect",
+    [
+        ("", "module=''"),
+        ("./hard_pkg/mod.py", "hard_pkg.mod"),
+        ("hard_pkg/", "hard_pkg"),
+        ("hard_pkg/mod.py", "hard_pkg.mod"),
+        ("hard_raising_mod", "RuntimeError: boom at import"),
+        ("hard_syntax_mod", "SyntaxError"),
+    ],
+)
 def test_module_errors_are_one_line_usage_errors(project, capsys, command, module, expect):
     code, _, err = run(capsys, *command, "--module", module)
     assert code == 2, err
@@ -67,8 +76,9 @@ def test_module_errors_are_one_line_usage_errors(project, capsys, command, modul
     assert expect in err
 
 
-@pytest.mark.parametrize("module, location", [("hard_raising_mod", "hard_raising_mod.py:2"),
-                                              ("hard_syntax_mod", "hard_syntax_mod.py:2")])
+@pytest.mark.parametrize(
+    "module, location", [("hard_raising_mod", "hard_raising_mod.py:2"), ("hard_syntax_mod", "hard_syntax_mod.py:2")]
+)
 def test_a_broken_module_keeps_its_message_and_location(project, capsys, module, location):
     code, _, err = run(capsys, "list", "--module", module)
     assert code == 2
@@ -76,13 +86,19 @@ def test_a_broken_module_keeps_its_message_and_location(project, capsys, module,
 
 
 def test_module_error_from_the_console_script_has_no_traceback(project):
-    proc = subprocess.run([sys.executable, "-m", "dpharness.cli", "gate", "--module", "hard_raising_mod"],
-                          capture_output=True, text=True, cwd=project, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpharness.cli", "gate", "--module", "hard_raising_mod"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
 # --------------------------------------------------------------------------- 2. the reproduce line
+
 
 def _reproduce(out: str) -> list[str]:
     m = re.search(r"\(reproduce: (dpharness [^)]*)\)", out)
@@ -91,8 +107,19 @@ def _reproduce(out: str) -> list[str]:
 
 
 def test_reproduce_line_carries_set_and_claim_and_reproduces_the_audit(fakes, capsys):
-    code, out, _ = run(capsys, "audit", "fake_coin", "--set", "log_odds=1/4", "--claim-epsilon", "1/2",
-                       "--samples", "1000", "--seed", "3")
+    code, out, _ = run(
+        capsys,
+        "audit",
+        "fake_coin",
+        "--set",
+        "log_odds=1/4",
+        "--claim-epsilon",
+        "1/2",
+        "--samples",
+        "1000",
+        "--seed",
+        "3",
+    )
     argv = _reproduce(out)
     assert "--set" in argv and "log_odds=1/4" in argv, argv
     assert "--claim-epsilon" in argv, argv
@@ -115,10 +142,14 @@ def test_reproduce_line_of_a_real_audit_with_set(capsys):
 
 # --------------------------------------------------------------------------- 3. out-of-memory message
 
-@pytest.mark.parametrize("argv, names, absent", [
-    (["prove", "laplace"], [], ["--samples", "--jobs"]),
-    (["audit", "laplace", "--samples", "1000"], ["--samples"], ["--jobs"]),
-])
+
+@pytest.mark.parametrize(
+    "argv, names, absent",
+    [
+        (["prove", "laplace"], [], ["--samples", "--jobs"]),
+        (["audit", "laplace", "--samples", "1000"], ["--samples"], ["--jobs"]),
+    ],
+)
 def test_out_of_memory_message_names_options_of_the_command(capsys, monkeypatch, argv, names, absent):
     import dpharness.pipeline
 
@@ -137,10 +168,14 @@ def test_out_of_memory_message_names_options_of_the_command(capsys, monkeypatch,
 
 # --------------------------------------------------------------------------- 4. refused tiny sigma
 
-@pytest.mark.parametrize("argv", [
-    ["audit", "gaussian", "--set", "sigma=1e-320", "--samples", "2000"],
-    ["audit", "laplace", "--set", "scale=1e-320", "--samples", "2000"],
-])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "gaussian", "--set", "sigma=1e-320", "--samples", "2000"],
+        ["audit", "laplace", "--set", "scale=1e-320", "--samples", "2000"],
+    ],
+)
 def test_a_parameter_the_sampler_refuses_is_a_short_usage_error(capsys, argv):
     code, _, err = run(capsys, *argv)
     assert code == 2, err
@@ -160,13 +195,30 @@ def test_error_messages_shorten_huge_numbers(capsys):
 
 # --------------------------------------------------------------------------- 5. UNPROVEN says its bound
 
+
 def _unproven_check(bound: float, claimed: float):
     from dpharness.pipeline import Check, Policy, ProofSummary, Sandwich
 
-    proof = ProofSummary(verdict="UNPROVEN", bound=bound, bound_expr="19/18", delta_bound=None,
-                         claim="ε = 1 (pure DP)", assumptions=(), steps=(), witness=None, notes=())
-    return Check(name="m", buggy=False, claim="ε = 1 (pure DP)", policy=Policy.UNPROVEN, proof=proof,
-                 sandwich=Sandwich(None, bound, claimed), audit_error="skipped")
+    proof = ProofSummary(
+        verdict="UNPROVEN",
+        bound=bound,
+        bound_expr="19/18",
+        delta_bound=None,
+        claim="ε = 1 (pure DP)",
+        assumptions=(),
+        steps=(),
+        witness=None,
+        notes=(),
+    )
+    return Check(
+        name="m",
+        buggy=False,
+        claim="ε = 1 (pure DP)",
+        policy=Policy.UNPROVEN,
+        proof=proof,
+        sandwich=Sandwich(None, bound, claimed),
+        audit_error="skipped",
+    )
 
 
 def test_gate_line_of_an_unproven_mechanism_says_the_derived_bound():
@@ -222,8 +274,9 @@ print(before == _cache.environment_digest())
 def test_cache_key_ignores_the_test_extra_and_unrelated_distributions(tmp_path):
     """In the gate's own process (not under pytest), installing or upgrading the test extra (pytest,
     pytest-xdist) or an unrelated distribution leaves the environment digest unchanged."""
-    proc = subprocess.run([sys.executable, "-c", _DIGEST_SCRIPT], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _DIGEST_SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert proc.stdout.strip() == "True", proc.stdout + proc.stderr
 
 
@@ -243,6 +296,7 @@ def test_cache_key_follows_the_numeric_libraries(monkeypatch):
 
 
 # --------------------------------------------------------------------------- 7. list and targets
+
 
 def test_list_marks_audit_only_entries(fakes, capsys, monkeypatch):
     monkeypatch.setattr(registry, "_AUDIT_ONLY", {"fake_coin"})

@@ -8,8 +8,21 @@ import pytest
 import sympy as sp
 
 from dpharness import (
-    AddRemove, ApproxDP, BoundedChange, DiscreteLaw, Event, Finite, InputSpec, IntegerRange,
-    ParameterError, PureDP, RealBox, RealInterval, RenyiDP, Substitute, exact,
+    AddRemove,
+    ApproxDP,
+    BoundedChange,
+    DiscreteLaw,
+    Event,
+    Finite,
+    InputSpec,
+    IntegerRange,
+    ParameterError,
+    PureDP,
+    RealBox,
+    RealInterval,
+    RenyiDP,
+    Substitute,
+    exact,
 )
 
 
@@ -84,7 +97,9 @@ def test_import_and_plugin_load_no_heavy_libraries():
     import subprocess
     import sys
 
-    code = ("import sys, dpharness, dpharness.cli, dpharness.pytest_plugin, dpharness.testing; "
-            "print(sorted(m for m in ('sympy', 'z3', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys, dpharness, dpharness.cli, dpharness.pytest_plugin, dpharness.testing; "
+        "print(sorted(m for m in ('sympy', 'z3', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", out

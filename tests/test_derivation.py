@@ -63,9 +63,17 @@ def _triangle_cases(n: int, fail: int | None = None) -> list[Obligation]:
     signs = list(itertools.product("+-", repeat=5))[:n]
     obs = [_ob(f"{TRIANGLE} [case signs {''.join(s)}]", discharged=(i != fail)) for i, s in enumerate(signs)]
     obs.append(_ob(f"{TRIANGLE}: the {n} cases are exhaustive", checker="lemma", justification="all sign patterns"))
-    obs.append(_ob("triangle inequality: conclusion", checker="lemma", justification="case split",
-                   formula=sp.Le(sp.Abs(sp.Symbol("y") - sp.Symbol("x'")) - sp.Abs(sp.Symbol("y") - sp.Symbol("x")),
-                                 sp.Abs(sp.Symbol("x") - sp.Symbol("x'")))))
+    obs.append(
+        _ob(
+            "triangle inequality: conclusion",
+            checker="lemma",
+            justification="case split",
+            formula=sp.Le(
+                sp.Abs(sp.Symbol("y") - sp.Symbol("x'")) - sp.Abs(sp.Symbol("y") - sp.Symbol("x")),
+                sp.Abs(sp.Symbol("x") - sp.Symbol("x'")),
+            ),
+        )
+    )
     return obs
 
 
@@ -114,14 +122,22 @@ def test_numbered_instances_fold_and_name_their_index():
 
 
 def test_path_tags_nest_in_order_of_first_appearance():
-    steps = [_ob("[part 1 › count] count moves by 1"), _ob("[family: grid Laplace] normaliser"),
-             _ob("[part 1] laplace(scale=6): ε = 1/6"), _ob("[part 2 › sum] sum moves by 1"),
-             _ob("[part 2 › sum] stability of sum(): 1"), _ob("derived ε bound <= claimed ε")]
+    steps = [
+        _ob("[part 1 › count] count moves by 1"),
+        _ob("[family: grid Laplace] normaliser"),
+        _ob("[part 1] laplace(scale=6): ε = 1/6"),
+        _ob("[part 2 › sum] sum moves by 1"),
+        _ob("[part 2 › sum] stability of sum(): 1"),
+        _ob("derived ε bound <= claimed ε"),
+    ]
     tree = derivation_tree(_fake_proof(steps))
     _same_obligations(tree, steps)
     assert [(c.kind, c.title) for c in tree.children] == [
-        ("group", "part 1"), ("step", "family: grid Laplace: normaliser"), ("group", "part 2"),
-        ("step", "derived ε bound <= claimed ε")]
+        ("group", "part 1"),
+        ("step", "family: grid Laplace: normaliser"),
+        ("group", "part 2"),
+        ("step", "derived ε bound <= claimed ε"),
+    ]
     part1 = tree.children[0]
     # a one-obligation tag is folded into its statement (not repeated when the statement starts with it)
     assert [c.title for c in part1.children] == ["count moves by 1", "laplace(scale=6): ε = 1/6"]
@@ -132,8 +148,10 @@ def test_path_tags_nest_in_order_of_first_appearance():
 
 def test_mechanism_and_statement_strings_are_escaped():
     evil = "<script>alert(1)</script>"
-    steps = [_ob(f"[{evil} › <img src=x onerror=alert(2)>] {evil} moves by 1", formula=sp.Le(sp.Symbol(evil), 1)),
-             _ob(f"[{evil} › <img src=x onerror=alert(2)>] second & <b>step</b>", formula="`code` & <i>")]
+    steps = [
+        _ob(f"[{evil} › <img src=x onerror=alert(2)>] {evil} moves by 1", formula=sp.Le(sp.Symbol(evil), 1)),
+        _ob(f"[{evil} › <img src=x onerror=alert(2)>] second & <b>step</b>", formula="`code` & <i>"),
+    ]
     tree = derivation_tree(_fake_proof(steps, name=evil))
     html = render_tree_html(tree, open_levels=3)
     assert "<script" not in html and "<img" not in html and "<b>" not in html and "<i>" not in html

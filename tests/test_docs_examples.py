@@ -109,7 +109,7 @@ def test_tutorial_runs(page, tmp_path):
     at random, and for these seeds it is 0: they were run."""
     script = []
     for code, options in python_blocks(page):
-        needs = [c[len("needs-"):] for c in options.get("class", "").split() if c.startswith("needs-")]
+        needs = [c[len("needs-") :] for c in options.get("class", "").split() if c.startswith("needs-")]
         if any(importlib.util.find_spec(m) is None for m in needs):
             continue
         if "caption" in options:
@@ -120,6 +120,7 @@ def test_tutorial_runs(page, tmp_path):
             script.append(code)
     script.append(CHECKS[page])
     env = dict(os.environ, PYTHONPATH=str(tmp_path), DPHARNESS_CACHE_DIR=str(tmp_path / ".dpharness-cache"))
-    out = subprocess.run([sys.executable, "-c", "\n".join(script)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", "\n".join(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, f"docs/tutorials/{page}.rst failed:\n{out.stdout}\n{out.stderr}"

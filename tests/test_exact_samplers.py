@@ -67,20 +67,24 @@ def _laplace_pmf(t: Fraction):
 
 # --------------------------------------------------------------------------- deterministic
 
+
 def test_float_library_error_assumption():
     """The module relies on numpy log/exp/expm1 being within 2**-42 relative (2**10 ulp): checked
     against mpmath on 20 000 points spanning the ranges used."""
     rng = np.random.default_rng(0)
-    x = np.concatenate([rng.random(5000), rng.random(5000) * 2.0 ** -10, np.exp(-rng.random(5000) * 40)])
-    g = np.concatenate([rng.random(5000) * 50, rng.random(5000) * 2.0 ** -10])
+    x = np.concatenate([rng.random(5000), rng.random(5000) * 2.0**-10, np.exp(-rng.random(5000) * 40)])
+    g = np.concatenate([rng.random(5000) * 50, rng.random(5000) * 2.0**-10])
     with mpmath.workdps(40):
-        for arr, f, ref in ((x, np.log, mpmath.log), (g, lambda v: np.exp(-v), lambda v: mpmath.exp(-v)),
-                            (g, lambda v: np.expm1(-v), lambda v: mpmath.expm1(-v))):
+        for arr, f, ref in (
+            (x, np.log, mpmath.log),
+            (g, lambda v: np.exp(-v), lambda v: mpmath.exp(-v)),
+            (g, lambda v: np.expm1(-v), lambda v: mpmath.expm1(-v)),
+        ):
             got = f(arr)
             for v, r in zip(arr[::7], got[::7]):
                 exact = ref(mpmath.mpf(float(v)))
                 if exact != 0:
-                    assert abs((mpmath.mpf(float(r)) - exact) / exact) < 2.0 ** -42
+                    assert abs((mpmath.mpf(float(r)) - exact) / exact) < 2.0**-42
 
 
 def test_exact_rational_reads_floats_as_binary_and_refuses_non_numbers():
@@ -91,13 +95,13 @@ def test_exact_rational_reads_floats_as_binary_and_refuses_non_numbers():
             E.exact_rational("t", bad)
 
 
-@pytest.mark.parametrize("t", [0, -1, Fraction(1, 2 ** 1001), 2.0 ** 1001])
+@pytest.mark.parametrize("t", [0, -1, Fraction(1, 2**1001), 2.0**1001])
 def test_discrete_laplace_refuses_scales_out_of_range(t):
     with pytest.raises(ParameterError, match="t="):
         E.discrete_laplace(t, 3, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("s2", [0, Fraction(1, 2 ** 201), 2 ** 201])
+@pytest.mark.parametrize("s2", [0, Fraction(1, 2**201), 2**201])
 def test_discrete_gaussian_refuses_variances_out_of_range(s2):
     with pytest.raises(ParameterError, match="sigma2="):
         E.discrete_gaussian(s2, 3, np.random.default_rng(0))
@@ -113,16 +117,16 @@ def test_geometric_filter_agrees_with_exact_floor_on_every_certified_word(s):
     with mpmath.workdps(80):
         sm = mpmath.mpf(s.numerator) / s.denominator
         for j in range(1, 40):
-            c = int(mpmath.floor(mpmath.exp(-j / sm) * 2 ** 53))
-            if c >= 2 ** 34:
+            c = int(mpmath.floor(mpmath.exp(-j / sm) * 2**53))
+            if c >= 2**34:
                 crafted.append(c << 11)
         words = np.concatenate([words, np.array(crafted, dtype=np.uint64)])
         bits = _ScriptedBits(lambda n: np.zeros(n), seed=9)
         out = E._geometric_quotient(words, s, _ScriptedRng(bits))
-        for w, v in zip(words[::5].tolist() + crafted, out[::5].tolist() + out[len(out) - len(crafted):].tolist()):
+        for w, v in zip(words[::5].tolist() + crafted, out[::5].tolist() + out[len(out) - len(crafted) :].tolist()):
             h = w >> 11
-            lo = -sm * mpmath.log(mpmath.mpf(h + 1) / 2 ** 53)
-            hi = -sm * mpmath.log(mpmath.mpf(h) / 2 ** 53) if h else mpmath.inf
+            lo = -sm * mpmath.log(mpmath.mpf(h + 1) / 2**53)
+            hi = -sm * mpmath.log(mpmath.mpf(h) / 2**53) if h else mpmath.inf
             if int(mpmath.floor(lo)) == int(mpmath.floor(hi)):
                 assert v == int(mpmath.floor(lo))
             else:  # straddling: resolved with refined bits; the result is one of the two cells
@@ -134,23 +138,23 @@ def test_resolver_refines_a_uniform_that_straddles_exp_minus_one():
     equals the truth for the refined U (checked at 60 digits) for words on either side."""
     with mpmath.workdps(60):
         p = mpmath.exp(-1)
-        h = int(mpmath.floor(p * 2 ** 53))
-        nxt = int(mpmath.floor((p * 2 ** 53 - h) * 2 ** 64))
-        for w in (nxt - 1, nxt + 1, 0, 2 ** 64 - 1):
+        h = int(mpmath.floor(p * 2**53))
+        nxt = int(mpmath.floor((p * 2**53 - h) * 2**64))
+        for w in (nxt - 1, nxt + 1, 0, 2**64 - 1):
             rng = _ScriptedRng(_ScriptedBits(lambda n: np.zeros(n), script=[w]))
             got = E._resolve_below(h, 53, E.ExactProbability.exp_neg(1).enclose, rng)
-            assert got == (mpmath.mpf(h * 2 ** 64 + w) / 2 ** 117 < p)
+            assert got == (mpmath.mpf(h * 2**64 + w) / 2**117 < p)
 
 
 def test_bernoulli_rational_is_decided_exactly_at_the_threshold_word():
     """p = 1/3: h = floor(2**53/3) straddles p; the next word decides exactly like the rational
     comparison of the refined U with 1/3."""
     p = Fraction(1, 3)
-    c = math.floor(p * 2 ** 53)
-    for w in (0, 2 ** 63, 2 ** 64 - 1, math.floor((p * 2 ** 53 - c) * 2 ** 64)):
+    c = math.floor(p * 2**53)
+    for w in (0, 2**63, 2**64 - 1, math.floor((p * 2**53 - c) * 2**64)):
         rng = _ScriptedRng(_ScriptedBits(lambda n: np.full(n, c << 11), script=[w] * 4))
         got = E.bernoulli(p, 1, rng)[0]
-        assert got == (Fraction(c * 2 ** 64 + w, 2 ** 117) < p)
+        assert got == (Fraction(c * 2**64 + w, 2**117) < p)
 
 
 @pytest.mark.parametrize("L", [37, 200, 1000])
@@ -172,26 +176,29 @@ def test_randomized_response_lies_when_u_is_below_the_exact_lie_probability(L):
 
 def test_exact_probability_enclosures_contain_the_value():
     with mpmath.workdps(100):
-        for prob, value in ((E.ExactProbability.odds(9, Fraction(5, 2)), 9 / (mpmath.exp(mpmath.mpf(5) / 2) + 9)),
-                            (E.ExactProbability.exp_neg(Fraction(1, 7)), mpmath.exp(-mpmath.mpf(1) / 7))):
+        for prob, value in (
+            (E.ExactProbability.odds(9, Fraction(5, 2)), 9 / (mpmath.exp(mpmath.mpf(5) / 2) + 9)),
+            (E.ExactProbability.exp_neg(Fraction(1, 7)), mpmath.exp(-mpmath.mpf(1) / 7)),
+        ):
             lo, hi = prob.enclose(200)
             assert mpmath.mpf(lo.numerator) / lo.denominator <= value <= mpmath.mpf(hi.numerator) / hi.denominator
-            assert hi - lo < Fraction(1, 2 ** 190)
+            assert hi - lo < Fraction(1, 2**190)
 
 
 def test_noise_discrete_laplace_keeps_shape_and_per_coordinate_scales():
-    out = noise_discrete_laplace(np.array([1.0, 2.0 ** 30]), (1000, 2), np.random.default_rng(0))
+    out = noise_discrete_laplace(np.array([1.0, 2.0**30]), (1000, 2), np.random.default_rng(0))
     assert out.shape == (1000, 2) and out.dtype == np.int64
     assert np.abs(out[:, 0]).mean() < 10 < np.abs(out[:, 1]).mean()
 
 
 def test_same_seed_same_samples():
-    a = E.discrete_laplace(Fraction(2 ** 40), 1000, np.random.default_rng(3))
-    b = E.discrete_laplace(Fraction(2 ** 40), 1000, np.random.default_rng(3))
+    a = E.discrete_laplace(Fraction(2**40), 1000, np.random.default_rng(3))
+    b = E.discrete_laplace(Fraction(2**40), 1000, np.random.default_rng(3))
     assert np.array_equal(a, b)
 
 
 # --------------------------------------------------------------------------- statistical
+
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("t", [Fraction(1), Fraction(3, 2), 0.3, Fraction(40), Fraction(1, 5)], ids=str)
@@ -205,7 +212,7 @@ def test_discrete_laplace_matches_exact_pmf(t):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("t", [Fraction(2 ** 20), Fraction(2 ** 60), Fraction(2 ** 60) / 3], ids=str)
+@pytest.mark.parametrize("t", [Fraction(2**20), Fraction(2**60), Fraction(2**60) / 3], ids=str)
 def test_discrete_laplace_at_huge_scales_matches_exact_bins(t):
     """200 000 draws binned by ``floor(K / (t/4))`` (exact cell probabilities from the geometric
     law), chi-square at level 1e-4 (false-failure rate 1e-4)."""
@@ -222,13 +229,14 @@ def test_discrete_laplace_at_huge_scales_matches_exact_bins(t):
         def pmf(c):  # P(c w <= K < (c+1) w)
             lo, hi = math.ceil(c * w), math.ceil((c + 1) * w)
             return cdf(hi - 1) - cdf(lo - 1)
+
         assert norm > 0
     p = _chi2(cells, pmf, np.arange(-40, 40))
     assert p > ALPHA, f"t={t}: chi-square p = {p:.3g}; {RATE_NOTE}"
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("t", [2.0 ** 53 + 2.0, Fraction(2 ** 53 + 1), 2.0 ** 60, 1e10 * 2.0 ** 20], ids=str)
+@pytest.mark.parametrize("t", [2.0**53 + 2.0, Fraction(2**53 + 1), 2.0**60, 1e10 * 2.0**20], ids=str)
 def test_low_bits_of_huge_scale_discrete_laplace_are_uniform(t):
     """The old float sampler's failure: at t >= 2**53 ``floor(t E)`` loses its low bits (even
     values only, etc.). Under the exact law K mod 16 is uniform up to ~16/t. 160 000 draws,
@@ -262,8 +270,8 @@ def test_discrete_gaussian_at_huge_sigma_has_gaussian_bins_and_uniform_low_bits(
     """σ² = 2**100: 100 000 draws; 20 equiprobable bins of the normal approximation (its error is
     ~2**-100, far below the test's resolution) and K mod 16 (uniform up to ~2**-46): two chi-square
     tests at level 1e-4 each (false-failure rate 2e-4)."""
-    s = E.discrete_gaussian(Fraction(2 ** 100), 100_000, np.random.default_rng(22))
-    z = np.array([int(v) for v in s.tolist()], dtype=float) / 2.0 ** 50
+    s = E.discrete_gaussian(Fraction(2**100), 100_000, np.random.default_rng(22))
+    z = np.array([int(v) for v in s.tolist()], dtype=float) / 2.0**50
     edges = stats.norm.ppf(np.linspace(0, 1, 21)[1:-1])
     p1 = float(stats.chisquare(np.bincount(np.searchsorted(edges, z), minlength=20)).pvalue)
     p2 = float(stats.chisquare(np.bincount(np.array([int(v) % 16 for v in s.tolist()]), minlength=16)).pvalue)
@@ -365,11 +373,11 @@ def test_the_truncated_acceptance_step_accepts_with_exactly_e_to_the_minus_x():
     from dpharness.mechanisms._exact import _truncated_accept
 
     n = 200_000
-    t = Fraction(2 ** 20)
+    t = Fraction(2**20)
     b = np.full(n, 1023, dtype=np.int64)
     coin = np.full(n, 1023, dtype=np.int64)
     accepted = int(_truncated_accept(b, coin, t, np.random.default_rng(20261126)).sum())
-    x = 1023 / 2 ** 20
+    x = 1023 / 2**20
     expected = n * (1 + 1024 * math.expm1(-x))
     assert abs(expected - 292.8) < 1
     assert 200 <= accepted <= 400, f"{accepted} acceptances, expected about {expected:.0f} (false-failure rate < 1e-7)"

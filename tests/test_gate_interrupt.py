@@ -106,8 +106,23 @@ def test_ctrl_c_stops_the_gate_keeps_finished_checks_and_leaves_no_worker(tmp_pa
     cache = tmp_path / "cache"
     env = {**os.environ, "INTERRUPT_PIDS": str(pids), "PYTHONPATH": str(tmp_path)}
     # with --jobs 1 the checks run one after the other in the gate's process: the quick one first
-    argv = [sys.executable, "-m", "dpharness.cli", "gate", "--module", "interrupt_pkg", "--own", "--jobs", jobs,
-            "--samples", "20000", "--cache-dir", str(cache), "interrupt_quick", "interrupt_slow"]
+    argv = [
+        sys.executable,
+        "-m",
+        "dpharness.cli",
+        "gate",
+        "--module",
+        "interrupt_pkg",
+        "--own",
+        "--jobs",
+        jobs,
+        "--samples",
+        "20000",
+        "--cache-dir",
+        str(cache),
+        "interrupt_quick",
+        "interrupt_slow",
+    ]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = ""
     try:

@@ -85,8 +85,12 @@ register(LessNoise)
 '''
 
 EXPECTED = {
-    "gp_mean": True, "gp_mean_cut": False, "gp_count": False, "gp_count_opted_in": True,
-    "gp_count_broken": False, "gp_wrongly_proved": False,
+    "gp_mean": True,
+    "gp_mean_cut": False,
+    "gp_count": False,
+    "gp_count_opted_in": True,
+    "gp_count_broken": False,
+    "gp_wrongly_proved": False,
 }
 
 
@@ -125,11 +129,14 @@ def test_gate_only_named_mechanisms_pass(package, capsys):
     assert "2/2" in out
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["gate", "--module", "os"], "registered no mechanism"),
-    (["gate", "randomized-response"], "did you mean 'randomized_response'"),
-    (["gate", "--own"], "--own"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["gate", "--module", "os"], "registered no mechanism"),
+        (["gate", "randomized-response"], "did you mean 'randomized_response'"),
+        (["gate", "--own"], "--own"),
+    ],
+)
 def test_gate_usage_errors(argv, match, capsys):
     assert cli.main(argv) == 2
     assert match in capsys.readouterr().err
@@ -149,6 +156,6 @@ def test_unchanged_mechanisms_come_from_the_cache_and_any_change_reruns(package,
     assert cli.main(argv + ["--no-cache"]) == 0
     assert "cached" not in capsys.readouterr().out
     module = tmp_path / "gate_policy_pkg.py"
-    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10 ** 9))
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
     assert cli.main(argv) == 0
     assert "cached" not in capsys.readouterr().out

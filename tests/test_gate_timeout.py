@@ -23,16 +23,19 @@ def fakes(monkeypatch):
     return dp_fakes.install(monkeypatch, {"fake_coin": dp_fakes.Coin, "fake_coin_bug": dp_fakes.BuggyCoin})
 
 
-@pytest.mark.parametrize("buggy, policy, audit_passed, expect", [
-    (False, Policy.PROVED, None, (False, False, False)),       # the audit ran out: not decided
-    (False, None, True, (False, False, False)),                # the proof ran out: not decided
-    (False, Policy.AUDIT_ONLY, None, (False, True, False)),    # audit-only is "caught" as before, yet not a failure
-    (False, Policy.PROVED, False, (False, True, True)),        # a certified violation decides it: FAIL
-    (False, Policy.UNPROVEN, None, (False, True, True)),       # the proof alone fails it
-    (False, Policy.NO_PROOF, None, (False, True, True)),
-    (True, Policy.REFUTED, None, (True, True, True)),          # a gallery bug refuted by its proof is caught
-    (True, Policy.PROVED, None, (False, False, False)),        # ... and one neither refuted nor audited is undecided
-])
+@pytest.mark.parametrize(
+    "buggy, policy, audit_passed, expect",
+    [
+        (False, Policy.PROVED, None, (False, False, False)),  # the audit ran out: not decided
+        (False, None, True, (False, False, False)),  # the proof ran out: not decided
+        (False, Policy.AUDIT_ONLY, None, (False, True, False)),  # audit-only is "caught" as before, yet not a failure
+        (False, Policy.PROVED, False, (False, True, True)),  # a certified violation decides it: FAIL
+        (False, Policy.UNPROVEN, None, (False, True, True)),  # the proof alone fails it
+        (False, Policy.NO_PROOF, None, (False, True, True)),
+        (True, Policy.REFUTED, None, (True, True, True)),  # a gallery bug refuted by its proof is caught
+        (True, Policy.PROVED, None, (False, False, False)),  # ... and one neither refuted nor audited is undecided
+    ],
+)
 def test_pass_rule_with_a_time_limit(buggy, policy, audit_passed, expect):
     got = pass_rule(buggy=buggy, policy=policy, audit_passed=audit_passed, crashed=False, timed_out=True)
     assert tuple(got) == expect
@@ -95,7 +98,9 @@ def test_a_worker_killed_at_its_hard_limit_is_not_decided():
     c = Check.stopped("m", "timeout: did not finish within its hard limit of 610 s", 611.0)
     assert (c.status, c.passed, c.caught, c.decided) == ("TIMEOUT", False, False, False)
     assert Check.from_json(json.loads(json.dumps(c.to_json()))) == c
-    assert cli._gate_line(c).startswith("TIMEOUT  m: not decided: timeout: did not finish within its hard limit of 610 s")
+    assert cli._gate_line(c).startswith(
+        "TIMEOUT  m: not decided: timeout: did not finish within its hard limit of 610 s"
+    )
     assert cli._progress_tag(c) == "TIMEOUT (not decided)"
 
 

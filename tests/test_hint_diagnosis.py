@@ -23,14 +23,30 @@ from dpharness.pipeline import Check, Policy, Sandwich, Timings
 
 def _forgot_clamp():
     """Records in [0, 1000] summed without a clamp, noise calibrated for sensitivity 120."""
-    return dp.mechanism(name="forgot_clamp", records=RealInterval(0, 1000), relation=AddRemove(),
-                        steps=dp.sum() >> dp.laplace(scale=120), claim=PureDP(1))
+    return dp.mechanism(
+        name="forgot_clamp",
+        records=RealInterval(0, 1000),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.laplace(scale=120),
+        claim=PureDP(1),
+    )
 
 
 def _violation(family: str = "float structure") -> AuditResult:
-    return AuditResult(epsilon_lower_bound=6.9, passed=False, epsilon=1.0, delta=0.0, confidence=0.95,
-                       samples=200_000, seed=0, method="test", witness=None, witness_description="S = ...",
-                       counts={}, extra={"family": family})
+    return AuditResult(
+        epsilon_lower_bound=6.9,
+        passed=False,
+        epsilon=1.0,
+        delta=0.0,
+        confidence=0.95,
+        samples=200_000,
+        seed=0,
+        method="test",
+        witness=None,
+        witness_description="S = ...",
+        counts={},
+        extra={"family": family},
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -44,10 +60,10 @@ class _OwnSampler(Laplace):
 
 
 def test_exact_noise_is_read_from_what_the_mechanism_is():
-    assert exact_noise(_forgot_clamp())           # a parts declaration
-    assert exact_noise(Laplace())                 # a catalog Composite declared from parts
-    assert not exact_noise(TextbookLaplace())     # floats from numpy's Laplace sampler (the gallery's float bug)
-    assert not exact_noise(_OwnSampler())         # a redefined sampler is not covered
+    assert exact_noise(_forgot_clamp())  # a parts declaration
+    assert exact_noise(Laplace())  # a catalog Composite declared from parts
+    assert not exact_noise(TextbookLaplace())  # floats from numpy's Laplace sampler (the gallery's float bug)
+    assert not exact_noise(_OwnSampler())  # a redefined sampler is not covered
     assert not exact_noise(lambda data, size, rng: data)
 
 
@@ -69,8 +85,16 @@ def test_float_noise_keeps_the_float_hint():
 
 
 def test_the_gate_line_and_junit_message_of_a_forgotten_clamp():
-    c = Check(name="forgot_clamp", buggy=False, claim="ε = 1 (pure DP)", policy=Policy.REFUTED, audit=_violation(),
-              sandwich=Sandwich(6.9, 8.333333333333334, 1.0), timings=Timings(total=1.0), exact_noise=True)
+    c = Check(
+        name="forgot_clamp",
+        buggy=False,
+        claim="ε = 1 (pure DP)",
+        policy=Policy.REFUTED,
+        audit=_violation(),
+        sandwich=Sandwich(6.9, 8.333333333333334, 1.0),
+        timings=Timings(total=1.0),
+        exact_noise=True,
+    )
     line = cli._gate_line(c)
     assert "the noise is exact" in line and "exceeds the claim 1" in line and "float implementation (" not in line
     assert "clamp bounds" in cli._failure_message(c, gallery=False)

@@ -72,7 +72,7 @@ def _cycle(graph: dict[str, set[str]], start: str) -> list[str] | None:
         stack.append(n)
         for m in sorted(graph.get(n, ())):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state:
                 found = visit(m)
                 if found:
@@ -86,11 +86,21 @@ def _cycle(graph: dict[str, set[str]], start: str) -> list[str] | None:
 
 def test_the_parts_packages_have_one_module_per_family_in_both_trees(graph):
     for family in FAMILIES:
-        assert f"{MECH}.{family}" in graph, f"{MECH} has no module {family!r}: the parts algebra is not a package per family"
-        assert f"{PROOF}.{family}" in graph, f"{PROOF} has no module {family!r}: its privacy map must sit under the same name"
-    public = {n.rpartition(".")[2] for n in graph if n.startswith(MECH + ".") and not n.rpartition(".")[2].startswith("_")}
-    proved = {n.rpartition(".")[2] for n in graph if n.startswith(PROOF + ".") and not n.rpartition(".")[2].startswith("_")}
-    assert public == proved == set(FAMILIES), "every family has its code and its proof under one name, and nothing else is public"
+        assert f"{MECH}.{family}" in graph, (
+            f"{MECH} has no module {family!r}: the parts algebra is not a package per family"
+        )
+        assert f"{PROOF}.{family}" in graph, (
+            f"{PROOF} has no module {family!r}: its privacy map must sit under the same name"
+        )
+    public = {
+        n.rpartition(".")[2] for n in graph if n.startswith(MECH + ".") and not n.rpartition(".")[2].startswith("_")
+    }
+    proved = {
+        n.rpartition(".")[2] for n in graph if n.startswith(PROOF + ".") and not n.rpartition(".")[2].startswith("_")
+    }
+    assert public == proved == set(FAMILIES), (
+        "every family has its code and its proof under one name, and nothing else is public"
+    )
 
 
 @pytest.mark.parametrize("package", [MECH, PROOF])
@@ -107,14 +117,19 @@ def test_a_family_module_imports_no_other_family(graph, family):
     the interpreters of a whole structure, which are not families). Neither imports a package ``__init__``
     (which imports every family)."""
     families = {f"{tree}.{f}" for tree in (MECH, PROOF) for f in FAMILIES}
-    assert f"{MECH}.{family}" in graph and f"{PROOF}.{family}" in graph, f"the {family} family has no module in each tree"
+    assert f"{MECH}.{family}" in graph and f"{PROOF}.{family}" in graph, (
+        f"the {family} family has no module in each tree"
+    )
     code = graph[f"{MECH}.{family}"]
     assert not code & (families | {MECH, PROOF}), f"{MECH}.{family} imports {sorted(code & (families | {MECH, PROOF}))}"
     assert {m for m in code if m.startswith(MECH + ".")} <= {f"{MECH}._base", f"{MECH}._grid"}, (
-        f"{MECH}.{family} imports {sorted(code)}; a family's code builds on the base modules only")
+        f"{MECH}.{family} imports {sorted(code)}; a family's code builds on the base modules only"
+    )
     proof = graph[f"{PROOF}.{family}"]
     others = (proof & (families | {MECH, PROOF})) - {f"{MECH}.{family}"}
-    assert not others, f"{PROOF}.{family} imports {sorted(others)}; a family's proof uses the walk and its own code only"
+    assert not others, (
+        f"{PROOF}.{family} imports {sorted(others)}; a family's proof uses the walk and its own code only"
+    )
 
 
 def test_the_interpreters_dispatch_without_importing_back():
@@ -124,4 +139,5 @@ def test_the_interpreters_dispatch_without_importing_back():
     for base in (f"{MECH}._base", f"{MECH}._grid", f"{PROOF}._walk"):
         deps = _imports(base, mods[base], known)
         assert not {d for d in deps if d.startswith((MECH, PROOF)) and d not in (f"{MECH}._base", f"{MECH}._grid")}, (
-            f"{base} imports {sorted(deps)}")
+            f"{base} imports {sorted(deps)}"
+        )

@@ -22,8 +22,12 @@ from dpharness.auditors.libraries import LibraryTarget, MissingExtra, get_target
 from dpharness.errors import DPHarnessError, ParameterError
 
 LIBRARIES = {  # import name -> target prefix
-    "opendp": "opendp:", "diffprivlib": "diffprivlib:", "pydp": "pydp:", "pipeline_dp": "pipeline-dp:",
-    "tmlt.core": "tmlt.core:", "opacus": "opacus:",
+    "opendp": "opendp:",
+    "diffprivlib": "diffprivlib:",
+    "pydp": "pydp:",
+    "pipeline_dp": "pipeline-dp:",
+    "tmlt.core": "tmlt.core:",
+    "opacus": "opacus:",
 }
 
 
@@ -31,8 +35,10 @@ def _required() -> frozenset[str]:
     names = frozenset(n.strip() for n in os.environ.get("DPHARNESS_REQUIRE_LIBS", "").split(",") if n.strip())
     known = {p.rstrip(":") for p in LIBRARIES.values()}
     if names - known:  # a misspelt name would let its library's tests skip: refuse it at collection
-        raise ValueError(f"DPHARNESS_REQUIRE_LIBS names {sorted(names - known)}, not libraries with targets; "
-                         f"pass some of {sorted(known)}.")
+        raise ValueError(
+            f"DPHARNESS_REQUIRE_LIBS names {sorted(names - known)}, not libraries with targets; "
+            f"pass some of {sorted(known)}."
+        )
     return names
 
 
@@ -46,8 +52,10 @@ def _need(module: str):
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        pytest.fail(f"{module} is required here (DPHARNESS_REQUIRE_LIBS={','.join(sorted(REQUIRED))}) "
-                    f"but does not import: {exc}")
+        pytest.fail(
+            f"{module} is required here (DPHARNESS_REQUIRE_LIBS={','.join(sorted(REQUIRED))}) "
+            f"but does not import: {exc}"
+        )
 
 
 # opacus imports torch (tens of seconds on a loaded machine): its tests are marked slow, except where
@@ -61,6 +69,7 @@ def _names(prefix: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- registry (no library needed)
+
 
 def test_list_targets_covers_every_library_with_parameters():
     infos = list_targets()
@@ -80,7 +89,9 @@ def test_unknown_target_suggests_the_close_name():
 
 
 def test_unknown_parameter_names_the_accepted_ones():
-    with pytest.raises(ParameterError, match=r"scal= is not a parameter.*did you mean 'scale'.*accepted: scale, sensitivity"):
+    with pytest.raises(
+        ParameterError, match=r"scal= is not a parameter.*did you mean 'scale'.*accepted: scale, sensitivity"
+    ):
         get_target("opendp:laplace", {"scal": 1.0})
 
 
@@ -93,9 +104,16 @@ def test_missing_library_raises_one_line_naming_the_extra(monkeypatch):
     assert isinstance(info.value, DPHarnessError)
 
 
-@pytest.mark.parametrize("module,name,extra", [("pydp", "pydp:laplace", "pydp"), ("pipeline_dp", "pipeline-dp:sum", "pipeline-dp"),
-                                               ("tmlt.core", "tmlt.core:laplace", "tmlt"), ("opacus", "opacus:gaussian", "opacus"),
-                                               ("diffprivlib", "diffprivlib:sum", "diffprivlib")])
+@pytest.mark.parametrize(
+    "module,name,extra",
+    [
+        ("pydp", "pydp:laplace", "pydp"),
+        ("pipeline_dp", "pipeline-dp:sum", "pipeline-dp"),
+        ("tmlt.core", "tmlt.core:laplace", "tmlt"),
+        ("opacus", "opacus:gaussian", "opacus"),
+        ("diffprivlib", "diffprivlib:sum", "diffprivlib"),
+    ],
+)
 def test_missing_library_message_per_library(monkeypatch, module, name, extra):
     monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(MissingExtra, match=rf"is not installed; pip install 'dpharness\[{extra}\]'$"):
@@ -103,6 +121,7 @@ def test_missing_library_message_per_library(monkeypatch, module, name, extra):
 
 
 # --------------------------------------------------------------------------- the zCDP conversion
+
 
 def _gaussian_profile(eps: float, rho: float) -> float:
     """Exact δ(ε) of the Gaussian mechanism with ρ = Δ²/(2σ²) (Balle & Wang 2018, Thm. 8), via scipy."""
@@ -133,6 +152,7 @@ def test_zcdp_to_approx_edges_and_errors():
 
 # --------------------------------------------------------------------------- per library
 
+
 def _installed(prefix: str) -> list[str]:
     module = next(m for m, p in LIBRARIES.items() if p == prefix)
     _need(module)
@@ -148,7 +168,9 @@ def _check_target(t: LibraryTarget) -> None:
     assert t.epsilon > 0 and 0 <= t.delta < 1
     assert t.version and t.version != "unknown"
     assert t.relation and t.claim_source
-    assert t.neighbor_relation is not None and t.neighbor_relation.is_neighbour(np.asarray(t.data), np.asarray(t.neighbor))
+    assert t.neighbor_relation is not None and t.neighbor_relation.is_neighbour(
+        np.asarray(t.data), np.asarray(t.neighbor)
+    )
     if t.vectorized:
         out = np.asarray(t.fn(t.data, 7, np.random.default_rng(1)))
         assert out.shape[0] == 7 and np.all(np.isfinite(out.astype(float)))
@@ -206,7 +228,9 @@ def test_opendp_claims_are_its_privacy_maps():
 
     dp.enable_features("contrib")
     t = get_target("opendp:laplace", {"scale": "2.0", "sensitivity": "1.0"})
-    assert t.epsilon == dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=2.0).map(1.0)
+    assert t.epsilon == dp.m.make_laplace(
+        dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=2.0
+    ).map(1.0)
     g = get_target("opendp:gaussian", {"scale": 2.0, "delta": 1e-6})
     rho = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=2.0).map(1.0)
     assert g.epsilon == pytest.approx(zcdp_to_approx(rho, 1e-6), rel=1e-12) and g.delta == 1e-6
@@ -274,14 +298,17 @@ def test_diffprivlib_model_and_statistic_targets_declare_their_records_and_claim
         get_target("diffprivlib:gaussian_nb", {"data": [[0.0, 2.0]], "neighbor": [[0.0, 1.0]]})
 
 
-@pytest.mark.parametrize("params,match", [
-    ({"lower": [0.0, 0.0]}, r"lower=\[0.0, 0.0\] is a list"),
-    ({"lower": 1.0, "upper": 1.0}, r"lower=1.0, upper=1.0: pass lower < upper"),
-    ({"columns": 1}, r"columns=1 leaves no feature"),
-    ({"data": "[[0, 1], [2]]"}, r"data=.*is not a list of records of equal length"),
-    ({"data": [[0.0, 0.0, 0.0]], "neighbor": [[1.0, 1.0, 1.0]]}, r"columns=2 numbers each"),
-    ({"max_n": 0}, r"max_n=0 must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"lower": [0.0, 0.0]}, r"lower=\[0.0, 0.0\] is a list"),
+        ({"lower": 1.0, "upper": 1.0}, r"lower=1.0, upper=1.0: pass lower < upper"),
+        ({"columns": 1}, r"columns=1 leaves no feature"),
+        ({"data": "[[0, 1], [2]]"}, r"data=.*is not a list of records of equal length"),
+        ({"data": [[0.0, 0.0, 0.0]], "neighbor": [[1.0, 1.0, 1.0]]}, r"columns=2 numbers each"),
+        ({"max_n": 0}, r"max_n=0 must be >= 1"),
+    ],
+)
 def test_diffprivlib_model_targets_refuse_bad_parameters_by_name(params, match):
     _need("diffprivlib")
     with pytest.raises(ParameterError, match=match):
@@ -312,8 +339,9 @@ def test_diffprivlib_linear_regression_releases_what_the_library_fit_computes():
     state = np.random.RandomState(int(seed.integers(0, 2**32)))  # what the target seeds a chunk with
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        real = LinearRegression(epsilon=2.0, bounds_X=(0.0, 1.0), bounds_y=(0.0, 1.0), random_state=state,
-                                accountant=BudgetAccountant()).fit(rows[:, :2], rows[:, 2])
+        real = LinearRegression(
+            epsilon=2.0, bounds_X=(0.0, 1.0), bounds_y=(0.0, 1.0), random_state=state, accountant=BudgetAccountant()
+        ).fit(rows[:, :2], rows[:, 2])
     x_off, y_off = ours[:2], ours[2]
     c0, c1, c2 = real._obj_coefs
     assert np.array_equal(ours[3:], np.concatenate([np.ravel(c0), np.ravel(c1), c2[np.triu_indices(2)]]))
@@ -375,9 +403,18 @@ def test_tmlt_core_targets_audit_in_worker_processes_and_say_they_are_not_seeded
 
 # mechanisms with exact (integer or grid) outputs: no floating-point leak is expected, so a correct
 # implementation must not be flagged
-_EXACT = ["opendp:laplace", "opendp:discrete_laplace", "opendp:geometric", "opendp:discrete_gaussian",
-          "diffprivlib:geometric", "diffprivlib:discrete_gaussian", "pydp:laplace", "pipeline-dp:laplace",
-          "tmlt.core:geometric", "tmlt.core:discrete_gaussian"]
+_EXACT = [
+    "opendp:laplace",
+    "opendp:discrete_laplace",
+    "opendp:geometric",
+    "opendp:discrete_gaussian",
+    "diffprivlib:geometric",
+    "diffprivlib:discrete_gaussian",
+    "pydp:laplace",
+    "pipeline-dp:laplace",
+    "tmlt.core:geometric",
+    "tmlt.core:discrete_gaussian",
+]
 
 PASS, LEAK, BUG = "pass", "leak", "bug"
 # every target's smoke audit: samples a side, the expected verdict and parameters (default ones when
@@ -390,23 +427,43 @@ PASS, LEAK, BUG = "pass", "leak", "bug"
 # max(|lower_j|, |lower_j|)², the lower bound twice — IBM/differential-privacy-library issue 105).
 # Model and statistics targets search their pairs over the box of their bounds (data sets of 1-10 records).
 SMOKE = {
-    "diffprivlib:laplace": (5_000, LEAK), "diffprivlib:gaussian": (5_000, LEAK),
-    "diffprivlib:gaussian_analytic": (5_000, LEAK), "diffprivlib:discrete_gaussian": (10_000, PASS),
-    "diffprivlib:geometric": (10_000, PASS), "diffprivlib:sum": (5_000, LEAK), "diffprivlib:mean": (5_000, LEAK),
-    "diffprivlib:linear_regression": (1_000, BUG), "diffprivlib:gaussian_nb": (1_000, PASS),
+    "diffprivlib:laplace": (5_000, LEAK),
+    "diffprivlib:gaussian": (5_000, LEAK),
+    "diffprivlib:gaussian_analytic": (5_000, LEAK),
+    "diffprivlib:discrete_gaussian": (10_000, PASS),
+    "diffprivlib:geometric": (10_000, PASS),
+    "diffprivlib:sum": (5_000, LEAK),
+    "diffprivlib:mean": (5_000, LEAK),
+    "diffprivlib:linear_regression": (1_000, BUG),
+    "diffprivlib:gaussian_nb": (1_000, PASS),
     "diffprivlib:logistic_regression": (400, PASS, {"data": [[0.0, 0.0]], "neighbor": [[1.0, 1.0]]}),
-    "diffprivlib:pca": (1_000, PASS), "diffprivlib:var": (3_000, LEAK), "diffprivlib:std": (3_000, PASS),
-    "diffprivlib:quantile": (3_000, LEAK), "diffprivlib:median": (3_000, LEAK), "diffprivlib:histogram": (3_000, PASS),
-    "opacus:dpsgd_step": (3_000, LEAK, {"noise_multiplier": 3.0}), "opacus:gaussian": (5_000, LEAK, {"noise_multiplier": 3.0}),
-    "opendp:laplace": (10_000, PASS), "opendp:gaussian": (10_000, PASS), "opendp:discrete_laplace": (10_000, PASS),
-    "opendp:geometric": (10_000, PASS), "opendp:discrete_gaussian": (10_000, PASS), "opendp:sum": (5_000, PASS),
+    "diffprivlib:pca": (1_000, PASS),
+    "diffprivlib:var": (3_000, LEAK),
+    "diffprivlib:std": (3_000, PASS),
+    "diffprivlib:quantile": (3_000, LEAK),
+    "diffprivlib:median": (3_000, LEAK),
+    "diffprivlib:histogram": (3_000, PASS),
+    "opacus:dpsgd_step": (3_000, LEAK, {"noise_multiplier": 3.0}),
+    "opacus:gaussian": (5_000, LEAK, {"noise_multiplier": 3.0}),
+    "opendp:laplace": (10_000, PASS),
+    "opendp:gaussian": (10_000, PASS),
+    "opendp:discrete_laplace": (10_000, PASS),
+    "opendp:geometric": (10_000, PASS),
+    "opendp:discrete_gaussian": (10_000, PASS),
+    "opendp:sum": (5_000, PASS),
     "opendp:mean": (5_000, PASS),
-    "pipeline-dp:laplace": (5_000, PASS), "pipeline-dp:gaussian": (5_000, LEAK), "pipeline-dp:sum": (1_000, PASS),
+    "pipeline-dp:laplace": (5_000, PASS),
+    "pipeline-dp:gaussian": (5_000, LEAK),
+    "pipeline-dp:sum": (1_000, PASS),
     "pipeline-dp:mean": (1_000, PASS),
-    "pydp:laplace": (5_000, PASS), "pydp:gaussian": (5_000, LEAK), "pydp:bounded_sum": (5_000, PASS),
+    "pydp:laplace": (5_000, PASS),
+    "pydp:gaussian": (5_000, LEAK),
+    "pydp:bounded_sum": (5_000, PASS),
     "pydp:bounded_mean": (5_000, PASS),
-    "tmlt.core:laplace": (5_000, PASS), "tmlt.core:geometric": (5_000, PASS),
-    "tmlt.core:discrete_gaussian": (3_000, PASS), "tmlt.core:gaussian": (5_000, LEAK, {"sigma_squared": 9.0}),
+    "tmlt.core:laplace": (5_000, PASS),
+    "tmlt.core:geometric": (5_000, PASS),
+    "tmlt.core:discrete_gaussian": (3_000, PASS),
+    "tmlt.core:gaussian": (5_000, LEAK, {"sigma_squared": 9.0}),
 }
 _SMOKE_CONFIDENCE = 0.999
 
@@ -435,16 +492,20 @@ def test_smoke_audit_of_every_target(name):
     res = t.audit(samples=samples, seed=0, workers=1, confidence=_SMOKE_CONFIDENCE, progress=False)
     assert isinstance(res, AuditResult)
     assert res.epsilon == t.epsilon and res.delta == t.delta
-    seen = (f"{name} ({t.library} {t.version}): certified ε >= {res.epsilon_lower_bound:.3f} against the claim "
-            f"{t.epsilon:.4g} at {samples} samples a side: {res.witness_description}")
+    seen = (
+        f"{name} ({t.library} {t.version}): certified ε >= {res.epsilon_lower_bound:.3f} against the claim "
+        f"{t.epsilon:.4g} at {samples} samples a side: {res.witness_description}"
+    )
     if expected == PASS:
         assert res.passed, f"violation certified (false-failure rate <= 0.1%): {seen}"
     elif expected == BUG:
-        assert not res.passed and res.extra.get("family") not in ("float structure", "rounding"), \
+        assert not res.passed and res.extra.get("family") not in ("float structure", "rounding"), (
             f"the expected sensitivity bug was not certified by an event on the values (expected in development runs): {seen}"
+        )
     else:
-        assert not res.passed and res.extra.get("family") in ("float structure", "rounding"), \
+        assert not res.passed and res.extra.get("family") in ("float structure", "rounding"), (
             f"the expected floating-point leak was not certified (expected in development runs): {seen}"
+        )
 
 
 @pytest.mark.slow

@@ -27,14 +27,22 @@ def _text(markup: str) -> str:
     return "".join(_parse(markup).itertext())
 
 
-@pytest.mark.parametrize("expr", [
-    sp.Le(sp.Abs(sp.Symbol("y") - sp.Symbol("x'")) - sp.Abs(sp.Symbol("y") - sp.Symbol("x")),
-          sp.Abs(sp.Symbol("x") - sp.Symbol("x'"))),
-    sp.Eq(sp.exp(-sp.Symbol("u") / 2) * sp.pi * sp.I, sp.oo),
-    sp.And(sp.Eq(sp.Symbol("delta_total"), 0), sp.Eq(sp.Symbol("eps_total"), 1)),
-    sp.Le(sp.Rational(1048576, 6291456), 1, evaluate=False),
-    sp.true, sp.false, sp.Integer(3), sp.log(sp.Symbol("S'")) - sp.Symbol("beta") * sp.Symbol("Delta"),
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        sp.Le(
+            sp.Abs(sp.Symbol("y") - sp.Symbol("x'")) - sp.Abs(sp.Symbol("y") - sp.Symbol("x")),
+            sp.Abs(sp.Symbol("x") - sp.Symbol("x'")),
+        ),
+        sp.Eq(sp.exp(-sp.Symbol("u") / 2) * sp.pi * sp.I, sp.oo),
+        sp.And(sp.Eq(sp.Symbol("delta_total"), 0), sp.Eq(sp.Symbol("eps_total"), 1)),
+        sp.Le(sp.Rational(1048576, 6291456), 1, evaluate=False),
+        sp.true,
+        sp.false,
+        sp.Integer(3),
+        sp.log(sp.Symbol("S'")) - sp.Symbol("beta") * sp.Symbol("Delta"),
+    ],
+)
 def test_sympy_expressions_give_well_formed_block_math(expr):
     out = to_mathml(expr)
     root = _parse(out)
@@ -66,8 +74,14 @@ def test_characters_xml_cannot_hold_are_replaced():
 
 
 def test_text_is_escaped_and_falls_back_to_mtext():
-    for text in ("<script>alert(1)</script>", "a & b <mi>x</mi>", "triangle inequality", "x ∈ [0, 1] ⇒ x² ∈ [0, 1]",
-                 "]]><!--", "&ExponentialE; &#x3C;b&#x3E;"):
+    for text in (
+        "<script>alert(1)</script>",
+        "a & b <mi>x</mi>",
+        "triangle inequality",
+        "x ∈ [0, 1] ⇒ x² ∈ [0, 1]",
+        "]]><!--",
+        "&ExponentialE; &#x3C;b&#x3E;",
+    ):
         out = to_mathml(text)
         root = _parse(out)
         assert [child.tag for child in root] == [f"{NS}mtext"], text
@@ -95,11 +109,25 @@ def test_comparison_chains_and_juxtaposition():
     assert parse_formula("ceil(K) + n - 1") is not None
 
 
-@pytest.mark.parametrize("text", [
-    "__import__('os').system('echo hacked')", "x.__class__", "lambda: 1", "open('f')", "so y <= x'",
-    "f(x) <= 1", "||v||_1 <= 1", "|x <= 1|", "P(y|c)", "x <= ", "1 <= [x]", "'a' <= 'b'",
-    "Σ_i d_i <= K", "x" * 500 + " <= 1",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os').system('echo hacked')",
+        "x.__class__",
+        "lambda: 1",
+        "open('f')",
+        "so y <= x'",
+        "f(x) <= 1",
+        "||v||_1 <= 1",
+        "|x <= 1|",
+        "P(y|c)",
+        "x <= ",
+        "1 <= [x]",
+        "'a' <= 'b'",
+        "Σ_i d_i <= K",
+        "x" * 500 + " <= 1",
+    ],
+)
 def test_non_formulas_are_not_parsed(text):
     assert parse_formula(text) is None
     _parse(to_mathml(text))
@@ -117,7 +145,9 @@ def test_names_are_symbols_never_looked_up():
 
 def test_split_formula():
     assert split_formula("triangle inequality |y-x'| - |y-x| <= |x-x'|") == (
-        "triangle inequality", "|y-x'| - |y-x| <= |x-x'|")
+        "triangle inequality",
+        "|y-x'| - |y-x| <= |x-x'|",
+    )
     assert split_formula("y <= x <= x'") == ("", "y <= x <= x'")
     assert split_formula("the pmf is a product over coordinates") == ("the pmf is a product over coordinates", None)
     # a function name is not prose: its argument is not split off as a formula
@@ -150,23 +180,31 @@ def test_other_values():
 
 
 def test_import_is_lazy():
-    code = ("import sys, dpharness, dpharness.mathml, dpharness.derivation; "
-            "assert 'sympy' not in sys.modules, 'sympy imported'; "
-            "dpharness.mathml.to_mathml('x <= 1'); assert 'sympy' in sys.modules")
+    code = (
+        "import sys, dpharness, dpharness.mathml, dpharness.derivation; "
+        "assert 'sympy' not in sys.modules, 'sympy imported'; "
+        "dpharness.mathml.to_mathml('x <= 1'); assert 'sympy' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 _d, _e, _x, _y, _loss, _xp = sp.symbols("delta_total eps_total x y loss x'")
 
 
-@pytest.mark.parametrize("expr", [
-    sp.And(sp.Eq(_d, 0), sp.Eq(_e, 1)),
-    sp.And(sp.Le(-1, _x * _y), sp.Le(_x * _y, 1)),
-    sp.Eq(_loss, sp.Rational(9, 2)),
-    sp.Eq(sp.log(sp.exp(-sp.Abs(_x - _y))) - sp.log(sp.exp(-sp.Abs(_xp - _y))), sp.Abs(_xp - _y) - sp.Abs(_x - _y),
-          evaluate=False),
-    sp.Ne(_x, _y),
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        sp.And(sp.Eq(_d, 0), sp.Eq(_e, 1)),
+        sp.And(sp.Le(-1, _x * _y), sp.Le(_x * _y, 1)),
+        sp.Eq(_loss, sp.Rational(9, 2)),
+        sp.Eq(
+            sp.log(sp.exp(-sp.Abs(_x - _y))) - sp.log(sp.exp(-sp.Abs(_xp - _y))),
+            sp.Abs(_xp - _y) - sp.Abs(_x - _y),
+            evaluate=False,
+        ),
+        sp.Ne(_x, _y),
+    ],
+)
 def test_a_formula_as_sympy_printed_it_is_mathml(expr):
     """A proof step keeps its checked formula as ``str(formula)`` (the cache's JSON form): that text is
     rendered as maths, the same as the expression itself, never as raw sympy in ``<mtext>``."""

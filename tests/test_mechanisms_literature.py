@@ -20,16 +20,29 @@ from scipy import integrate, stats
 
 from dpharness import BoundedChange, ParameterError, Substitute, catalog
 from dpharness.mechanisms.discrete_gaussian import (
-    DiscreteGaussian, bernoulli_exp, discrete_gaussian_delta, sample_discrete_gaussian,
+    DiscreteGaussian,
+    bernoulli_exp,
+    discrete_gaussian_delta,
+    sample_discrete_gaussian,
 )
 from dpharness.mechanisms.histogram import NoisyHistogram, NoisyHistogramScaleBug
 from dpharness.mechanisms.report_noisy_max import (
-    ReportNoisyMax, ReportNoisyMaxExponential, ReportNoisyMaxValueExponential, ReportNoisyMaxValueLaplace,
+    ReportNoisyMax,
+    ReportNoisyMaxExponential,
+    ReportNoisyMaxValueExponential,
+    ReportNoisyMaxValueLaplace,
 )
 from dpharness.mechanisms.snapping import Snapping
 from dpharness.mechanisms.sparse_vector import (
-    BOTTOM, STOPPED, NumericalSparseVector, SparseVector, SparseVectorAlg3, SparseVectorAlg4, SparseVectorAlg5,
-    SparseVectorAlg6, answer_patterns,
+    BOTTOM,
+    STOPPED,
+    NumericalSparseVector,
+    SparseVector,
+    SparseVectorAlg3,
+    SparseVectorAlg4,
+    SparseVectorAlg5,
+    SparseVectorAlg6,
+    answer_patterns,
 )
 from dpharness.mechanisms.textbook_laplace import TextbookLaplace
 from dpharness.mechanisms.truncated_geometric import TruncatedGeometric
@@ -38,19 +51,29 @@ ALPHA = 1e-4  # chi-square level = false-failure rate of each statistical test
 RATE_NOTE = "false-failure rate of this test: 1e-4 per test for a correct sampler"
 
 CORRECT = {
-    "report_noisy_max_laplace": ReportNoisyMax, "report_noisy_max_exponential": ReportNoisyMaxExponential,
-    "sparse_vector": SparseVector, "numerical_sparse_vector": NumericalSparseVector,
-    "truncated_geometric": TruncatedGeometric, "noisy_histogram": NoisyHistogram, "snapping": Snapping,
+    "report_noisy_max_laplace": ReportNoisyMax,
+    "report_noisy_max_exponential": ReportNoisyMaxExponential,
+    "sparse_vector": SparseVector,
+    "numerical_sparse_vector": NumericalSparseVector,
+    "truncated_geometric": TruncatedGeometric,
+    "noisy_histogram": NoisyHistogram,
+    "snapping": Snapping,
     "discrete_gaussian": DiscreteGaussian,
 }
 GALLERY = {
-    "noisy_histogram_scale_bug": NoisyHistogramScaleBug, "report_noisy_max_value_laplace": ReportNoisyMaxValueLaplace,
-    "report_noisy_max_value_exponential": ReportNoisyMaxValueExponential, "svt3": SparseVectorAlg3,
-    "svt4": SparseVectorAlg4, "svt5": SparseVectorAlg5, "svt6": SparseVectorAlg6, "textbook_laplace": TextbookLaplace,
+    "noisy_histogram_scale_bug": NoisyHistogramScaleBug,
+    "report_noisy_max_value_laplace": ReportNoisyMaxValueLaplace,
+    "report_noisy_max_value_exponential": ReportNoisyMaxValueExponential,
+    "svt3": SparseVectorAlg3,
+    "svt4": SparseVectorAlg4,
+    "svt5": SparseVectorAlg5,
+    "svt6": SparseVectorAlg6,
+    "textbook_laplace": TextbookLaplace,
 }
 
 
 # --------------------------------------------------------------------------- registry and calibration
+
 
 def test_registry_entries():
     correct, gallery = catalog(gallery=False), catalog(gallery=True)
@@ -60,13 +83,27 @@ def test_registry_entries():
         assert gallery[name] is cls and cls.buggy and cls.bug and cls.true_epsilon is not None
 
 
-@pytest.mark.parametrize("cls,kwargs", [
-    (ReportNoisyMax, {}), (ReportNoisyMaxExponential, {}), (SparseVector, {}), (NumericalSparseVector, {}),
-    (TruncatedGeometric, {}), (NoisyHistogram, {}), (Snapping, {}), (DiscreteGaussian, {"delta": 1e-5}),
-    (NoisyHistogramScaleBug, {"epsilon": Fraction(1, 2)}), (ReportNoisyMaxValueLaplace, {}),
-    (ReportNoisyMaxValueExponential, {}), (SparseVectorAlg3, {}), (SparseVectorAlg4, {}), (SparseVectorAlg5, {}),
-    (SparseVectorAlg6, {}), (TextbookLaplace, {}),
-])
+@pytest.mark.parametrize(
+    "cls,kwargs",
+    [
+        (ReportNoisyMax, {}),
+        (ReportNoisyMaxExponential, {}),
+        (SparseVector, {}),
+        (NumericalSparseVector, {}),
+        (TruncatedGeometric, {}),
+        (NoisyHistogram, {}),
+        (Snapping, {}),
+        (DiscreteGaussian, {"delta": 1e-5}),
+        (NoisyHistogramScaleBug, {"epsilon": Fraction(1, 2)}),
+        (ReportNoisyMaxValueLaplace, {}),
+        (ReportNoisyMaxValueExponential, {}),
+        (SparseVectorAlg3, {}),
+        (SparseVectorAlg4, {}),
+        (SparseVectorAlg5, {}),
+        (SparseVectorAlg6, {}),
+        (TextbookLaplace, {}),
+    ],
+)
 def test_defaults_are_the_calibrated_instances(cls, kwargs):
     kwargs = {"epsilon": 1, **kwargs}
     assert cls.calibrated(**kwargs) == cls()
@@ -82,7 +119,7 @@ def test_calibration_formulas():
     assert NoisyHistogram.calibrated(1, granularity=4).scale == 16
     assert NoisyHistogramScaleBug.calibrated(Fraction(1, 4)).scale == Fraction(1, 4)
     assert TruncatedGeometric.calibrated(Fraction(1, 3)).log_odds == Fraction(1, 3)
-    assert Snapping.calibrated(1, B=64).scale == 1 + Fraction(64, 2 ** 49)
+    assert Snapping.calibrated(1, B=64).scale == 1 + Fraction(64, 2**49)
     assert Snapping().Lam == 2 and Snapping(B=10, scale=1).Lam == 1
     f = ReportNoisyMax.calibrated(0.3).scale  # inexact float quotient: rounded up
     assert f >= 2 / 0.3 and f == math.nextafter(2 / 0.3, math.inf)
@@ -91,51 +128,64 @@ def test_calibration_formulas():
 
 def test_discrete_gaussian_calibration_is_minimal_on_its_grid():
     m = DiscreteGaussian()
-    assert discrete_gaussian_delta(1, m.sigma2) <= 1e-5 < discrete_gaussian_delta(1, Fraction(m.sigma2) - Fraction(1, 64))
+    assert (
+        discrete_gaussian_delta(1, m.sigma2) <= 1e-5 < discrete_gaussian_delta(1, Fraction(m.sigma2) - Fraction(1, 64))
+    )
 
 
 # --------------------------------------------------------------------------- validation
 
-@pytest.mark.parametrize("build,arg", [
-    (lambda: ReportNoisyMax(n_candidates=1), "n_candidates="),
-    (lambda: ReportNoisyMax(scale=0), "scale="),
-    (lambda: ReportNoisyMaxExponential(scale=math.nan), "scale="),
-    (lambda: ReportNoisyMaxValueLaplace(sensitivity=-1), "sensitivity="),
-    (lambda: ReportNoisyMax.calibrated(0), "epsilon="),
-    (lambda: SparseVector(c=0), "c="),
-    (lambda: SparseVector(n_queries=0), "n_queries="),
-    (lambda: SparseVector(rho_scale=-1), "rho_scale="),
-    (lambda: SparseVector(nu_scale=math.inf), "nu_scale="),
-    (lambda: SparseVector(threshold="1"), "threshold="),
-    (lambda: SparseVectorAlg5(nu_scale=1), "nu_scale="),
-    (lambda: SparseVectorAlg4.calibrated(-1), "epsilon="),
-    (lambda: NumericalSparseVector(granularity=0.3), "granularity="),
-    (lambda: NumericalSparseVector(value_scale=0), "value_scale="),
-    (lambda: TruncatedGeometric(n=0), "n="),
-    (lambda: TruncatedGeometric(log_odds=0), "log_odds="),
-    (lambda: NoisyHistogram(bins=1), "bins="),
-    (lambda: NoisyHistogram(scale=-2), "scale="),
-    (lambda: NoisyHistogram(relation=BoundedChange(1, "l1")), "relation="),
-    (lambda: NoisyHistogramScaleBug(granularity=3), "granularity="),
-    (lambda: Snapping(B=1, scale=2), "B="),
-    (lambda: Snapping(B=2 ** 50, scale=1), "B="),
-    (lambda: Snapping(scale=0), "scale="),
-    (lambda: DiscreteGaussian(sigma2=0), "sigma2="),
-    (lambda: DiscreteGaussian(sigma2=2.5), "sigma2="),
-    (lambda: DiscreteGaussian(sensitivity=0), "sensitivity="),
-    (lambda: DiscreteGaussian.calibrated(1, 0), "delta="),
-    (lambda: TextbookLaplace(dim=0), "dim="),
-    (lambda: TextbookLaplace(scale=math.inf), "scale="),
-])
+
+@pytest.mark.parametrize(
+    "build,arg",
+    [
+        (lambda: ReportNoisyMax(n_candidates=1), "n_candidates="),
+        (lambda: ReportNoisyMax(scale=0), "scale="),
+        (lambda: ReportNoisyMaxExponential(scale=math.nan), "scale="),
+        (lambda: ReportNoisyMaxValueLaplace(sensitivity=-1), "sensitivity="),
+        (lambda: ReportNoisyMax.calibrated(0), "epsilon="),
+        (lambda: SparseVector(c=0), "c="),
+        (lambda: SparseVector(n_queries=0), "n_queries="),
+        (lambda: SparseVector(rho_scale=-1), "rho_scale="),
+        (lambda: SparseVector(nu_scale=math.inf), "nu_scale="),
+        (lambda: SparseVector(threshold="1"), "threshold="),
+        (lambda: SparseVectorAlg5(nu_scale=1), "nu_scale="),
+        (lambda: SparseVectorAlg4.calibrated(-1), "epsilon="),
+        (lambda: NumericalSparseVector(granularity=0.3), "granularity="),
+        (lambda: NumericalSparseVector(value_scale=0), "value_scale="),
+        (lambda: TruncatedGeometric(n=0), "n="),
+        (lambda: TruncatedGeometric(log_odds=0), "log_odds="),
+        (lambda: NoisyHistogram(bins=1), "bins="),
+        (lambda: NoisyHistogram(scale=-2), "scale="),
+        (lambda: NoisyHistogram(relation=BoundedChange(1, "l1")), "relation="),
+        (lambda: NoisyHistogramScaleBug(granularity=3), "granularity="),
+        (lambda: Snapping(B=1, scale=2), "B="),
+        (lambda: Snapping(B=2**50, scale=1), "B="),
+        (lambda: Snapping(scale=0), "scale="),
+        (lambda: DiscreteGaussian(sigma2=0), "sigma2="),
+        (lambda: DiscreteGaussian(sigma2=2.5), "sigma2="),
+        (lambda: DiscreteGaussian(sensitivity=0), "sensitivity="),
+        (lambda: DiscreteGaussian.calibrated(1, 0), "delta="),
+        (lambda: TextbookLaplace(dim=0), "dim="),
+        (lambda: TextbookLaplace(scale=math.inf), "scale="),
+    ],
+)
 def test_bad_parameters_name_the_argument(build, arg):
     with pytest.raises(ParameterError, match=arg):
         build()
 
 
-@pytest.mark.parametrize("mech,data", [
-    (ReportNoisyMax(), np.ones(4)), (SparseVector(), np.ones(3)), (TruncatedGeometric(), np.array([6])),
-    (NoisyHistogram(), np.array([0, 4])), (Snapping(), np.array([math.nan])), (DiscreteGaussian(), np.array([0.5])),
-])
+@pytest.mark.parametrize(
+    "mech,data",
+    [
+        (ReportNoisyMax(), np.ones(4)),
+        (SparseVector(), np.ones(3)),
+        (TruncatedGeometric(), np.array([6])),
+        (NoisyHistogram(), np.array([0, 4])),
+        (Snapping(), np.array([math.nan])),
+        (DiscreteGaussian(), np.array([0.5])),
+    ],
+)
 def test_bad_data_is_refused(mech, data):
     with pytest.raises(ParameterError, match="data"):
         mech.sample(data, 10, np.random.default_rng(0))
@@ -149,15 +199,31 @@ def test_example_pairs_are_neighbours():
 
 # --------------------------------------------------------------------------- exact laws
 
+
 def _finite_probs(law) -> np.ndarray:
-    return np.array([float(p) for p in law.probs]) if hasattr(law, "probs") else np.exp(law.log_prob(np.array(law.outcomes)))
+    return (
+        np.array([float(p) for p in law.probs])
+        if hasattr(law, "probs")
+        else np.exp(law.log_prob(np.array(law.outcomes)))
+    )
 
 
-@pytest.mark.parametrize("mech", [
-    ReportNoisyMax(), ReportNoisyMaxExponential(), SparseVector(), SparseVector(c=2, n_queries=5),
-    SparseVectorAlg4(), SparseVectorAlg5(n_queries=6), SparseVectorAlg6(n_queries=6), TruncatedGeometric(),
-    Snapping(), Snapping(B=3, scale=1),
-], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "mech",
+    [
+        ReportNoisyMax(),
+        ReportNoisyMaxExponential(),
+        SparseVector(),
+        SparseVector(c=2, n_queries=5),
+        SparseVectorAlg4(),
+        SparseVectorAlg5(n_queries=6),
+        SparseVectorAlg6(n_queries=6),
+        TruncatedGeometric(),
+        Snapping(),
+        Snapping(B=3, scale=1),
+    ],
+    ids=lambda m: m.name,
+)
 def test_finite_laws_sum_to_one(mech):
     for data in mech.example_pair():
         law = mech.law(data)
@@ -211,12 +277,13 @@ def test_discrete_gaussian_big_integer_path_matches_law():
 
 
 def test_discrete_gaussian_falls_back_to_big_integers():
-    m = DiscreteGaussian(sigma2=Fraction(10 ** 30 + 1, 3))
+    m = DiscreteGaussian(sigma2=Fraction(10**30 + 1, 3))
     out = m.sample(np.array([5]), 20, np.random.default_rng(0))
     assert out.dtype == np.int64 and len(out) == 20
 
 
 # --------------------------------------------------------------------------- claims vs exact laws
+
 
 def _max_log_ratio(pa: np.ndarray, pb: np.ndarray) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -225,11 +292,21 @@ def _max_log_ratio(pa: np.ndarray, pb: np.ndarray) -> float:
     return float(np.max(r))
 
 
-@pytest.mark.parametrize("mech", [ReportNoisyMax(), ReportNoisyMaxExponential(), SparseVector(),
-                                  SparseVector(c=2, n_queries=5), TruncatedGeometric(), Snapping(B=8, scale=1)],
-                         ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "mech",
+    [
+        ReportNoisyMax(),
+        ReportNoisyMaxExponential(),
+        SparseVector(),
+        SparseVector(c=2, n_queries=5),
+        TruncatedGeometric(),
+        Snapping(B=8, scale=1),
+    ],
+    ids=lambda m: m.name,
+)
 def test_correct_mechanisms_respect_their_claim_on_statdp_pairs(mech):
     from dpharness.mechanisms._literature import statdp_patterns
+
     pairs = [mech.example_pair()]
     if mech.input_spec.dim and mech.input_spec.dim > 1:
         pairs += statdp_patterns(mech.input_spec.dim)
@@ -258,10 +335,12 @@ def test_discrete_gaussian_delta_from_its_law():
 
 # --------------------------------------------------------------------------- gallery: declared true ε
 
+
 def test_noisy_max_value_laplace_true_epsilon():
     """k·Δ/scale = kε/2, attained at every grid point v <= 1 on [1]*k vs [2]*k, never exceeded on
     the StatDP pairs."""
     from dpharness.mechanisms._literature import statdp_patterns
+
     m = ReportNoisyMaxValueLaplace()
     g = m.granularity
     v = np.round(np.linspace(-25, 25, 5001) / g) * g
@@ -276,7 +355,7 @@ def test_noisy_max_value_laplace_true_epsilon():
 
 def test_noisy_max_value_law_normalised_on_a_coarse_grid():
     for cls in (ReportNoisyMaxValueLaplace, ReportNoisyMaxValueExponential):
-        m = cls(granularity=2.0 ** -4)
+        m = cls(granularity=2.0**-4)
         q = np.array([0.3, 1.0, -2.0, 1.0, 0.5])
         v = np.arange(-2000, 3000) * m.granularity
         assert abs(np.exp(m.law(q).log_prob(v)).sum() - 1) < 1e-9
@@ -341,6 +420,7 @@ def test_svt3_loss_exceeds_claim():
 
 # --------------------------------------------------------------------------- statistical: samplers vs laws
 
+
 def _rows(x: np.ndarray) -> list[tuple]:
     x = np.asarray(x)
     return [tuple(r) for r in x.reshape(len(x), -1).tolist()]
@@ -367,14 +447,27 @@ def _chi2_discrete(samples: np.ndarray, law, pilot: np.ndarray, *, min_count: in
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("mech,size", [
-    (ReportNoisyMax(), 100_000), (ReportNoisyMaxExponential(), 100_000), (SparseVector(), 100_000),
-    (SparseVector(c=2, n_queries=5), 100_000), (SparseVectorAlg4(), 100_000), (SparseVectorAlg5(), 100_000),
-    (SparseVectorAlg6(n_queries=5), 100_000), (TruncatedGeometric(), 100_000), (Snapping(), 100_000),
-    (Snapping(B=3, scale=1), 100_000), (NoisyHistogram(granularity=1, scale=2), 50_000),
-    (NoisyHistogramScaleBug(granularity=1), 50_000), (NumericalSparseVector(n_queries=3, granularity=1), 50_000),
-    (DiscreteGaussian(), 100_000), (DiscreteGaussian(sigma2=Fraction(1, 3)), 100_000),
-], ids=lambda v: v.name if hasattr(v, "name") else str(v))
+@pytest.mark.parametrize(
+    "mech,size",
+    [
+        (ReportNoisyMax(), 100_000),
+        (ReportNoisyMaxExponential(), 100_000),
+        (SparseVector(), 100_000),
+        (SparseVector(c=2, n_queries=5), 100_000),
+        (SparseVectorAlg4(), 100_000),
+        (SparseVectorAlg5(), 100_000),
+        (SparseVectorAlg6(n_queries=5), 100_000),
+        (TruncatedGeometric(), 100_000),
+        (Snapping(), 100_000),
+        (Snapping(B=3, scale=1), 100_000),
+        (NoisyHistogram(granularity=1, scale=2), 50_000),
+        (NoisyHistogramScaleBug(granularity=1), 50_000),
+        (NumericalSparseVector(n_queries=3, granularity=1), 50_000),
+        (DiscreteGaussian(), 100_000),
+        (DiscreteGaussian(sigma2=Fraction(1, 3)), 100_000),
+    ],
+    ids=lambda v: v.name if hasattr(v, "name") else str(v),
+)
 def test_sampler_matches_exact_law(mech, size):
     """Chi-square goodness of fit at level 1e-4: false-failure rate 1e-4 for a correct sampler."""
     for seed, data in enumerate(mech.example_pair()):
@@ -396,7 +489,7 @@ def _chi2_cdf_bins(samples: np.ndarray, cdf, bins: int = 40) -> float:
 def test_noisy_max_value_samplers_match_their_laws(cls):
     """On a coarse grid (g = 1/16) the value outputs are few enough for the generic chi-square
     test at level 1e-4 (false-failure rate 1e-4 per input)."""
-    mech = cls(granularity=2.0 ** -4)
+    mech = cls(granularity=2.0**-4)
     for seed, q in enumerate(mech.example_pair() + (np.array([0.3, 1.0, -2.0, 1.0, 0.5]),)):
         s = mech.sample(q, 100_000, np.random.default_rng(50 + seed))
         pilot = mech.sample(q, 50_000, np.random.default_rng(80 + seed))
@@ -453,8 +546,12 @@ def test_truncated_geometric_loss_equals_log_odds(n, eps, x):
 
 
 @settings(max_examples=25, deadline=None)
-@given(k=st.integers(2, 7), eps=st.sampled_from([Fraction(1, 2), 1, 2]),
-       q=st.lists(st.integers(-3, 3), min_size=7, max_size=7), shift=st.lists(st.sampled_from([-1, 0, 1]), min_size=7, max_size=7))
+@given(
+    k=st.integers(2, 7),
+    eps=st.sampled_from([Fraction(1, 2), 1, 2]),
+    q=st.lists(st.integers(-3, 3), min_size=7, max_size=7),
+    shift=st.lists(st.sampled_from([-1, 0, 1]), min_size=7, max_size=7),
+)
 def test_exponential_rnm_respects_its_claim(k, eps, q, shift):
     """Property: permute-and-flip probabilities sum to 1 and their loss stays within ε on any
     linf-neighbouring pair of integer score vectors."""

@@ -37,15 +37,30 @@ from dpharness.mechanisms.warner import WarnerRR
 from dpharness.registry import catalog
 
 ALPHA = 1e-3  # false-failure rate of each statistical test
-N = 200_000   # samples per statistical test
-G = 2.0 ** -20
+N = 200_000  # samples per statistical test
+G = 2.0**-20
 
-SEEDS = [RandomizedResponse, WarnerRR, Rappor, Laplace, DiscreteLaplace, Gaussian, GaussianRDP,
-         ExponentialMechanism, ExponentialMedian, ClampedCount, ClampedSum, ClampedMean, NoisyStd, NoisyPearson]
+SEEDS = [
+    RandomizedResponse,
+    WarnerRR,
+    Rappor,
+    Laplace,
+    DiscreteLaplace,
+    Gaussian,
+    GaussianRDP,
+    ExponentialMechanism,
+    ExponentialMedian,
+    ClampedCount,
+    ClampedSum,
+    ClampedMean,
+    NoisyStd,
+    NoisyPearson,
+]
 TWINS = [RapporUnhalved, ClampedSumUnclamped, ExponentialNoHalf, MedianSubstituteBug]
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _chi_square(f_obs: np.ndarray, f_exp: np.ndarray, what: str) -> None:
     """Pool bins with expected count < 5 into their neighbours' 'rest' bin and run scipy's chi-square."""
@@ -63,8 +78,10 @@ def _chi_square(f_obs: np.ndarray, f_exp: np.ndarray, what: str) -> None:
     assert f_exp.size >= 2, f"{what}: fewer than 2 bins"
     assert f_obs.sum() == pytest.approx(f_exp.sum(), rel=1e-6), f"{what}: law mass {f_exp.sum() / N} != 1"
     p = stats.chisquare(f_obs, f_exp).pvalue
-    assert p > ALPHA, (f"{what}: chi-square p = {p:.3g} <= alpha = {ALPHA} over {f_exp.size} bins "
-                       f"(false-failure rate of this test: {ALPHA})")
+    assert p > ALPHA, (
+        f"{what}: chi-square p = {p:.3g} <= alpha = {ALPHA} over {f_exp.size} bins "
+        f"(false-failure rate of this test: {ALPHA})"
+    )
 
 
 def assert_matches_law(samples: np.ndarray, law, candidates: np.ndarray, what: str) -> None:
@@ -131,6 +148,7 @@ def max_loss(law_a, law_b, outcomes: np.ndarray) -> float:
 
 # --------------------------------------------------------------------------- registry and conventions
 
+
 def test_registry_names_and_gallery_flags():
     names = catalog(gallery=None)
     for cls in SEEDS + TWINS:
@@ -181,7 +199,7 @@ BAD_PARAMETERS = [
     (Laplace, {"sensitivity": -1}, "sensitivity="),
     (Laplace, {"dim": 0}, "dim="),
     (Laplace, {"granularity": 0.3}, "granularity="),
-    (Laplace, {"granularity": -2.0 ** -10}, "granularity="),
+    (Laplace, {"granularity": -(2.0**-10)}, "granularity="),
     (Laplace, {"claim": 1}, "claim="),
     (DiscreteLaplace, {"scale": 0}, "scale="),
     (DiscreteLaplace, {"sensitivity": 0.5}, "sensitivity="),
@@ -215,8 +233,9 @@ BAD_PARAMETERS = [
 ]
 
 
-@pytest.mark.parametrize("cls,kwargs,arg", BAD_PARAMETERS,
-                         ids=[f"{c.name}-{a}{i}" for i, (c, _, a) in enumerate(BAD_PARAMETERS)])
+@pytest.mark.parametrize(
+    "cls,kwargs,arg", BAD_PARAMETERS, ids=[f"{c.name}-{a}{i}" for i, (c, _, a) in enumerate(BAD_PARAMETERS)]
+)
 def test_bad_parameters_raise_at_construction(cls, kwargs, arg):
     with pytest.raises(ParameterError, match=arg):
         cls(**kwargs)
@@ -244,7 +263,9 @@ BAD_CALIBRATIONS = [
 ]
 
 
-@pytest.mark.parametrize("build,arg", BAD_CALIBRATIONS, ids=[f"cal{i}-{a}" for i, (_, a) in enumerate(BAD_CALIBRATIONS)])
+@pytest.mark.parametrize(
+    "build,arg", BAD_CALIBRATIONS, ids=[f"cal{i}-{a}" for i, (_, a) in enumerate(BAD_CALIBRATIONS)]
+)
 def test_bad_calibrations_raise(build, arg):
     with pytest.raises(ParameterError, match=arg):
         build()
@@ -288,6 +309,7 @@ def test_bad_size_and_rng():
 
 
 # --------------------------------------------------------------------------- calibrations
+
 
 def test_calibrations():
     assert RandomizedResponse.calibrated(0.7, k=3).log_odds == 0.7
@@ -337,12 +359,12 @@ def test_gaussian_calibrations():
     assert a.sigma < m.sigma  # the analytic calibration needs less noise (Balle & Wang 2018, Fig. 1)
     # Balle & Wang's σ for the sensitivity in grid steps, raised by 2**-12 to cover the discrete Gaussian's grid
     tight = analytic_sigma(1, 1e-5, 1)
-    assert tight * (1 + 2 ** -12) <= a.sigma <= math.nextafter(tight * (1 + 2 ** -12), math.inf) * (1 + 1e-12)
+    assert tight * (1 + 2**-12) <= a.sigma <= math.nextafter(tight * (1 + 2**-12), math.inf) * (1 + 1e-12)
     assert analytic_delta(a.sigma, 1) <= 1e-5
     big = Gaussian.calibrated(8, 1e-6, sensitivity=2)
     assert analytic_delta(big.sigma, 8, 2) <= 1e-6
     r = GaussianRDP.calibrated(0.5, 3)
-    assert 3 * 1 / (2 * r.sigma ** 2) <= 0.5
+    assert 3 * 1 / (2 * r.sigma**2) <= 0.5
 
 
 def test_rr_law_is_normalised_and_ratio_is_log_odds():
@@ -354,8 +376,12 @@ def test_rr_law_is_normalised_and_ratio_is_log_odds():
 
 def test_grid_outputs_carry_no_float_structure():
     rng = np.random.default_rng(3)
-    for mech, data in [(Laplace(), np.array([0.1])), (Gaussian(), np.array([math.pi])),
-                       (ClampedSum(), np.array([0.1, 0.7])), (NoisyStd(), np.array([0.3, 0.9]))]:
+    for mech, data in [
+        (Laplace(), np.array([0.1])),
+        (Gaussian(), np.array([math.pi])),
+        (ClampedSum(), np.array([0.1, 0.7])),
+        (NoisyStd(), np.array([0.3, 0.9])),
+    ]:
         out = mech.sample(data, 10_000, rng)
         units = np.asarray(out) / G
         assert np.all(units == np.round(units)), mech.name
@@ -364,16 +390,16 @@ def test_grid_outputs_carry_no_float_structure():
 def test_median_bits_32_by_intervals():
     m = ExponentialMedian.calibrated(1, bits=32)
     rng = np.random.default_rng(5)
-    data = rng.integers(0, 2 ** 32, 2001)
+    data = rng.integers(0, 2**32, 2001)
     out = m.sample(data, 100_000, rng)
-    assert out.min() >= 0 and out.max() < 2 ** 32
+    assert out.min() >= 0 and out.max() < 2**32
     law = m.law(data)
     assert law.outcomes is None and np.all(np.isfinite(law.log_prob(out)))
     # the law sums to one over the runs of constant score
     starts, lengths, _ = median_segments(data, 32)
     total = math.fsum(lengths * np.exp(law.log_prob(starts)))
     assert total == pytest.approx(1, abs=1e-9)
-    assert abs(np.median(out) - np.median(data)) < 0.01 * 2 ** 32
+    assert abs(np.median(out) - np.median(data)) < 0.01 * 2**32
 
 
 def test_finalizers():
@@ -392,18 +418,23 @@ def test_finalizers():
 
 # --------------------------------------------------------------------------- laws vs claims (exact)
 
-@pytest.mark.parametrize("mech,outcomes", [
-    (RandomizedResponse(), np.array([0, 1])),
-    (WarnerRR(), np.array([0, 1])),
-    (Rappor(), np.array(list(itertools.product((0, 1), repeat=4)))),
-    (Laplace(), grid_window(0.0, 50, G)),
-    (DiscreteLaplace(), np.arange(-20, 21)),
-    (ExponentialMechanism(), np.arange(4)),
-    (ExponentialMedian(), np.arange(256)),
-    (ExponentialMedian.calibrated(1, relation=Substitute()), np.arange(256)),
-    (ClampedCount(), grid_window(1.0, 50, G)),
-    (ClampedSum(), grid_window(1.0, 50, G)),
-], ids=lambda v: getattr(v, "name", "outcomes"))
+
+@pytest.mark.parametrize(
+    "mech,outcomes",
+    [
+        (RandomizedResponse(), np.array([0, 1])),
+        (WarnerRR(), np.array([0, 1])),
+        (Rappor(), np.array(list(itertools.product((0, 1), repeat=4)))),
+        (Laplace(), grid_window(0.0, 50, G)),
+        (DiscreteLaplace(), np.arange(-20, 21)),
+        (ExponentialMechanism(), np.arange(4)),
+        (ExponentialMedian(), np.arange(256)),
+        (ExponentialMedian.calibrated(1, relation=Substitute()), np.arange(256)),
+        (ClampedCount(), grid_window(1.0, 50, G)),
+        (ClampedSum(), grid_window(1.0, 50, G)),
+    ],
+    ids=lambda v: getattr(v, "name", "outcomes"),
+)
 def test_example_pair_loss_within_claim(mech, outcomes):
     a, b = mech.example_pair()
     loss = max_loss(mech.law(a), mech.law(b), outcomes)
@@ -421,6 +452,7 @@ def test_product_laws_spend_the_claimed_budget():
 
 
 # --------------------------------------------------------------------------- gallery: declared true epsilon
+
 
 def test_rappor_unhalved_true_epsilon():
     outs = np.array(list(itertools.product((0, 1), repeat=4)))
@@ -488,6 +520,7 @@ def test_clamped_sum_unclamped_true_epsilon_is_unbounded():
 
 # --------------------------------------------------------------------------- statistical: samplers vs laws
 
+
 def _check(mech, data, candidates, seed, what=None, size=N):
     rng = np.random.default_rng(seed)
     samples = mech.sample(data, size, rng)
@@ -495,15 +528,19 @@ def _check(mech, data, candidates, seed, what=None, size=N):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("mech,data", [
-    (RandomizedResponse(), 1),
-    (RandomizedResponse(k=5, log_odds=1.5), 2),
-    (RandomizedResponse(k=7, log_odds=0.3), 6),
-    (WarnerRR(), 1),
-    (WarnerRR(p_truth=Fraction(3, 10), p_yes=0.8), 0),
-    (ExponentialMechanism(), np.array([0.0, 4, 4, 4])),
-    (ExponentialNoHalf(n_candidates=6), np.array([1.0, -2, 0.5, 3, 3, -7])),
-], ids=lambda v: getattr(v, "name", "data"))
+@pytest.mark.parametrize(
+    "mech,data",
+    [
+        (RandomizedResponse(), 1),
+        (RandomizedResponse(k=5, log_odds=1.5), 2),
+        (RandomizedResponse(k=7, log_odds=0.3), 6),
+        (WarnerRR(), 1),
+        (WarnerRR(p_truth=Fraction(3, 10), p_yes=0.8), 0),
+        (ExponentialMechanism(), np.array([0.0, 4, 4, 4])),
+        (ExponentialNoHalf(n_candidates=6), np.array([1.0, -2, 0.5, 3, 3, -7])),
+    ],
+    ids=lambda v: getattr(v, "name", "data"),
+)
 def test_finite_samplers_match_law(mech, data):
     """Chi-square over the full finite support; false-failure rate ALPHA = 1e-3."""
     law = mech.law(data)
@@ -522,10 +559,10 @@ def test_rappor_matches_law(cls):
 def test_laplace_coarse_grid_matches_law():
     """Grid Laplace at g = 1/8 (snapped centre 0.25) and g = 1/4 (dim 2): chi-square per grid
     point; false-failure rate ALPHA = 1e-3 each."""
-    g = 2.0 ** -3
+    g = 2.0**-3
     m = Laplace(scale=1, granularity=g)
     _check(m, np.array([0.3]), grid_window(0.25, 100, g), seed=103)
-    g = 2.0 ** -2
+    g = 2.0**-2
     m2 = Laplace(scale=0.75, dim=2, granularity=g)
     _check(m2, np.array([0.3, -1.1]), product_window([0.25, -1.0], [30, 30], g), seed=104)
 
@@ -555,11 +592,15 @@ def test_discrete_laplace_matches_law():
 def test_gaussian_coarse_grid_matches_law():
     """Grid Gaussian at g = 1/4 around the unrounded centre 0.1 (dim 1) and g = 1/2 (dim 2,
     gaussian_rdp): chi-square per grid point; false-failure rate ALPHA = 1e-3 each."""
-    g = 2.0 ** -2
+    g = 2.0**-2
     _check(Gaussian(sigma=1.3, granularity=g), np.array([0.1]), grid_window(0.0, 48, g), seed=108)
-    g = 2.0 ** -1
-    _check(GaussianRDP(sigma=1.0, dim=2, granularity=g), np.array([0.3, 2.2]),
-           product_window([0.5, 2.0], [14, 14], g), seed=109)
+    g = 2.0**-1
+    _check(
+        GaussianRDP(sigma=1.0, dim=2, granularity=g),
+        np.array([0.3, 2.2]),
+        product_window([0.5, 2.0], [14, 14], g),
+        seed=109,
+    )
 
 
 @pytest.mark.statistical
@@ -575,11 +616,15 @@ def test_gaussian_default_grid_matches_law():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("mech,data", [
-    (ExponentialMedian(), np.array([10, 20, 30, 200])),
-    (ExponentialMedian(bits=6), np.array([5, 5, 5, 40, 41, 63, 0])),
-    (MedianSubstituteBug(), np.array([0, 2])),
-], ids=lambda v: getattr(v, "name", "data"))
+@pytest.mark.parametrize(
+    "mech,data",
+    [
+        (ExponentialMedian(), np.array([10, 20, 30, 200])),
+        (ExponentialMedian(bits=6), np.array([5, 5, 5, 40, 41, 63, 0])),
+        (MedianSubstituteBug(), np.array([0, 2])),
+    ],
+    ids=lambda v: getattr(v, "name", "data"),
+)
 def test_median_matches_law(mech, data):
     """Chi-square over the whole grid; false-failure rate ALPHA = 1e-3."""
     _check(mech, data, np.arange(mech.top + 1), seed=111)
@@ -591,7 +636,7 @@ def test_median_bits_32_matches_law():
     is constant on a run, so a part's mass is its length times the pmf at its start);
     false-failure rate ALPHA = 1e-3."""
     m = ExponentialMedian(bits=32)
-    data = np.array([2 ** 31 + k for k in range(0, 40, 3)] + [2 ** 31 + 5] * 3)
+    data = np.array([2**31 + k for k in range(0, 40, 3)] + [2**31 + 5] * 3)
     rng = np.random.default_rng(112)
     samples = m.sample(data, N, rng)
     law = m.law(data)
@@ -603,7 +648,7 @@ def test_median_bits_32_matches_law():
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             edges.append(lo)
             masses.append((hi - lo) * float(np.exp(law.log_prob(np.array([lo]))[0])))
-    edges.append(2 ** 32)
+    edges.append(2**32)
     edges = np.array(edges, dtype=np.int64)
     idx = np.searchsorted(edges, samples, side="right") - 1
     counts = np.bincount(idx, minlength=len(masses))
@@ -615,14 +660,14 @@ def test_clamped_samplers_match_law():
     """Clamped count/sum (and the unclamped twin) at g = 1/4, clamped mean at g = 1/2 under both
     relations: chi-square per grid point (joint for the mean) of the sampler (the parts structure
     executed) against the exact law read off the same structure; false-failure rate ALPHA = 1e-3 each."""
-    g = 2.0 ** -2
+    g = 2.0**-2
     data = np.array([0.3, 5.0, -7.0, 1.1])
     _check(ClampedCount(scale=1.5, granularity=g), data, grid_window(4.0, 120, g), seed=113)
     # clamp to [-1, 2], sum exactly, round once: 0.3 + 2 - 1 + 1.1 = 2.4 -> 2.5 on the grid
     _check(ClampedSum(lo=-1, hi=2, scale=1, granularity=g), data, grid_window(2.5, 80, g), seed=114)
     # unclamped (the gallery twin snaps each record): 0.25 + 5 - 7 + 1 = -0.75
     _check(ClampedSumUnclamped(lo=-1, hi=2, scale=1, granularity=g), data, grid_window(-0.75, 80, g), seed=115)
-    g = 2.0 ** -1
+    g = 2.0**-1
     d = np.array([0.2, 0.9, 0.6])  # exact sum 1.7 -> 1.5 on the grid, count 3
     _check(ClampedMean(scale=1, granularity=g), d, product_window([1.5, 3.0], [24, 24], g), seed=116)
     # substitution: the same pair is released (the count is public: its noise costs nothing)
@@ -634,7 +679,7 @@ def test_clamped_samplers_match_law():
 def test_std_and_pearson_match_law():
     """noisy_std (3 sums) and noisy_pearson (6 sums) at g = 1/2: chi-square on the joint grid
     window around the exact sums; false-failure rate ALPHA = 1e-3 each."""
-    g = 2.0 ** -1
+    g = 2.0**-1
     m = NoisyStd(lo=0, hi=2, scale=0.5, granularity=g)
     d = np.array([0.2, 1.4, 2.0])  # exact sums, each rounded once: n 3, sum 3.6 -> 3.5, sum of squares 6.0
     assert m.noise_scales == (0.5, 1, 2)
@@ -649,7 +694,7 @@ def test_std_and_pearson_match_law():
 def test_the_goodness_of_fit_helpers_reject_a_wrong_law():
     """Power check of the helpers: samples of one mechanism against a slightly different law must
     be rejected (a fixed-seed check; with these sizes the rejection p-values are far below 1e-3)."""
-    g = 2.0 ** -3
+    g = 2.0**-3
     samples = Laplace(scale=1, granularity=g).sample(np.array([0.0]), N, np.random.default_rng(120))
     wrong = Laplace(scale=1.05, granularity=g).law(np.array([0.0]))
     with pytest.raises(AssertionError, match="chi-square"):
@@ -664,9 +709,14 @@ def test_the_goodness_of_fit_helpers_reject_a_wrong_law():
 
 # --------------------------------------------------------------------------- properties (hypothesis)
 
+
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(bits=st.integers(2, 6), data=st.lists(st.integers(0, 63), max_size=8), extra=st.integers(0, 63),
-       substitute=st.booleans())
+@given(
+    bits=st.integers(2, 6),
+    data=st.lists(st.integers(0, 63), max_size=8),
+    extra=st.integers(0, 63),
+    substitute=st.booleans(),
+)
 def test_median_law_normalised_and_loss_bounded(bits, data, extra, substitute):
     """For random data sets and neighbours the median's law sums to one over the grid, its runs
     tile the grid, and the privacy loss never exceeds 2·beta·Δ (Δ = 1 add/remove, 2 substitution)."""
@@ -691,15 +741,19 @@ def test_median_law_normalised_and_loss_bounded(bits, data, extra, substitute):
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(x=st.floats(-100, 100), shift=st.floats(-1, 1), sens=st.sampled_from([1, 0.3, 2.5]),
-       eps=st.sampled_from([0.5, 1, 2]))
+@given(
+    x=st.floats(-100, 100),
+    shift=st.floats(-1, 1),
+    sens=st.sampled_from([1, 0.3, 2.5]),
+    eps=st.sampled_from([0.5, 1, 2]),
+)
 def test_laplace_loss_bounded_by_effective_sensitivity(x, shift, sens, eps):
     """Calibrated grid Laplace: for any neighbours |x - x'| <= Δ the loss over a window of the grid
     is at most ε (the rounding is accounted by effective_sensitivity)."""
-    m = Laplace.calibrated(eps, sensitivity=sens, granularity=2.0 ** -6)
+    m = Laplace.calibrated(eps, sensitivity=sens, granularity=2.0**-6)
     a, b = np.array([x]), np.array([x + shift * sens])
     if abs(b[0] - a[0]) > sens:
         return
     c = round(x * 64) / 64
-    outs = grid_window(c, 64 * 8, 2.0 ** -6)
+    outs = grid_window(c, 64 * 8, 2.0**-6)
     assert max_loss(m.law(a), m.law(b), outs) <= eps + 1e-9

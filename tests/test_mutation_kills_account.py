@@ -68,12 +68,15 @@ def test_parallel_under_add_remove_is_the_part_without_its_single_profile():
     assert many.units == (R(1), R(2), R(3)) and many.eps == 6
 
 
-@pytest.mark.parametrize("inside,across,eps,rho,k,top", [
-    ((R(5),), (R(1),), R(5), R(25, 2), 2, R(5)),                   # the inside scenario is larger
-    ((R(1),), (R(5),), R(10), R(25), 2, R(5)),                     # across two partitions is larger
-    ((R(1), R(1), R(1)), (R(2),), R(4), R(4), 3, R(2)),            # more units inside; largest unit across
-    ((R(3),), (R(1), R(1)), R(4), R(9, 2), 4, R(3)),               # more units across; largest unit inside
-])
+@pytest.mark.parametrize(
+    "inside,across,eps,rho,k,top",
+    [
+        ((R(5),), (R(1),), R(5), R(25, 2), 2, R(5)),  # the inside scenario is larger
+        ((R(1),), (R(5),), R(10), R(25), 2, R(5)),  # across two partitions is larger
+        ((R(1), R(1), R(1)), (R(2),), R(4), R(4), 3, R(2)),  # more units inside; largest unit across
+        ((R(3),), (R(1), R(1)), R(4), R(9, 2), 4, R(3)),  # more units across; largest unit inside
+    ],
+)
 def test_parallel_under_substitution_dominates_both_scenarios(inside, across, eps, rho, k, top):
     out = A.parallel_substitute(_pure(*inside), _pure(*across))
     assert sp.simplify(out.eps - eps) == 0 and sp.simplify(out.rho - rho) == 0

@@ -32,7 +32,11 @@ def test_the_bound_is_recomputable_from_the_reported_counts(confidence, delta):
     level = (1 - confidence) / (2 * r.events_tested)
     assert r.extra["per_event_level"] == pytest.approx(level, rel=1e-12)
     forward = r.extra["direction"] == "data over neighbor"
-    h1, h0 = (r.counts["hits_data"], r.counts["hits_neighbor"]) if forward else (r.counts["hits_neighbor"], r.counts["hits_data"])
+    h1, h0 = (
+        (r.counts["hits_data"], r.counts["hits_neighbor"])
+        if forward
+        else (r.counts["hits_neighbor"], r.counts["hits_data"])
+    )
     n = r.counts["n_data"]
     assert n == r.counts["n_neighbor"] == r.extra["certification_samples"]
     p1, p0 = clopper_pearson_lower(h1, n, level), clopper_pearson_upper(h0, n, level)
@@ -48,9 +52,22 @@ def test_an_audit_without_candidate_events_says_so():
 
 
 def _settings(epsilon: float, delta: float = 0.0, sequential: bool = False):
-    return _audit._settings(_rr(1.0), epsilon=epsilon, delta=delta, samples=1_000, seed=0, confidence=0.95,
-                            vectorized=True, ideal_numerics=False, progress=False, workers=1, max_events=20,
-                            train_fraction=0.1, cluster=None, sequential=sequential)
+    return _audit._settings(
+        _rr(1.0),
+        epsilon=epsilon,
+        delta=delta,
+        samples=1_000,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+        sequential=sequential,
+    )
 
 
 @pytest.mark.parametrize("confidence", [0.9, 0.999])
@@ -63,7 +80,13 @@ def test_bounds_are_the_bonferroni_bounds_of_every_event_at_the_given_confidence
     want_e = epsilon_lower_bound(h1, n, h0, n, confidence=confidence, delta=0.01, candidates=3)
     want_d = delta_lower_bound(h1, n, h0, n, epsilon=1.0, confidence=confidence, candidates=3)
     assert (eb.epsilon, eb.index, eb.level, eb.candidates) == (want_e.epsilon, want_e.index, want_e.level, 3)
-    assert (db.delta, db.index, db.level, db.candidates, db.confidence) == (want_d.delta, want_d.index, want_d.level, 3, confidence)
+    assert (db.delta, db.index, db.level, db.candidates, db.confidence) == (
+        want_d.delta,
+        want_d.index,
+        want_d.level,
+        3,
+        confidence,
+    )
     assert db.delta > 0  # the δ bound depends on the confidence here, so a default confidence would show
 
 
@@ -85,8 +108,9 @@ def test_a_full_audit_certifies_on_every_chunk_at_the_full_confidence():
     """A non-sequential audit over several chunks (fn(data) in a loop: 10 000 samples a chunk) counts all
     its certification samples in one look at the full confidence. Deterministic in what is asserted."""
     rng = np.random.default_rng(0)
-    r = audit(lambda d: int(rng.random() < 0.6) ^ d, 0, 1, epsilon=1.0, samples=25_000, seed=0, workers=1,
-              vectorized=False)
+    r = audit(
+        lambda d: int(rng.random() < 0.6) ^ d, 0, 1, epsilon=1.0, samples=25_000, seed=0, workers=1, vectorized=False
+    )
     assert r.events_tested >= 1 and "sequential" not in r.extra
     assert r.counts["n_data"] == r.extra["certification_samples"] == 25_000 - r.extra["train_samples"] > 20_000
     assert r.extra["per_event_level"] == pytest.approx((1 - r.confidence) / (2 * r.events_tested), rel=1e-12)

@@ -34,4 +34,7 @@ def test_check_records_what_the_mechanism_is(name, buggy):
     c = check(name, samples=2_000, seed=0)
     assert c.buggy is buggy and c.claim == "ε = 1 (pure DP)"
     assert (c.passed, c.caught) == (True, buggy)
-    assert tuple(pass_rule(buggy=buggy, policy=c.policy, audit_passed=c.audit.passed, crashed=False))[:2] == (c.passed, c.caught)
+    assert tuple(pass_rule(buggy=buggy, policy=c.policy, audit_passed=c.audit.passed, crashed=False))[:2] == (
+        c.passed,
+        c.caught,
+    )

@@ -14,7 +14,7 @@ from dpharness.mechanisms.report_noisy_max import ReportNoisyMax, ReportNoisyMax
 def _key(m, **changes):
     from dpharness import _cache
 
-    args = dict(name="laplace", audit_only=False, environment="env", samples=10 ** 6, seed=0, timeout=None)
+    args = dict(name="laplace", audit_only=False, environment="env", samples=10**6, seed=0, timeout=None)
     args.update(changes)
     return _cache.key(m, **args)
 
@@ -24,10 +24,16 @@ def test_the_cache_key_follows_every_input_of_a_check():
     otherwise a gate serves the cached PASS of the old scale."""
     base = _key(Laplace(scale=1))
     assert _key(Laplace(scale=1)) == base
-    changed = [_key(Laplace(scale=2)), _key(Laplace(scale=1, claim=PureDP(2))), _key(Laplace(scale=1), name="other"),
-               _key(Laplace(scale=1), audit_only=True), _key(Laplace(scale=1), environment="env2"),
-               _key(Laplace(scale=1), samples=10 ** 5), _key(Laplace(scale=1), seed=1),
-               _key(Laplace(scale=1), timeout=5.0)]
+    changed = [
+        _key(Laplace(scale=2)),
+        _key(Laplace(scale=1, claim=PureDP(2))),
+        _key(Laplace(scale=1), name="other"),
+        _key(Laplace(scale=1), audit_only=True),
+        _key(Laplace(scale=1), environment="env2"),
+        _key(Laplace(scale=1), samples=10**5),
+        _key(Laplace(scale=1), seed=1),
+        _key(Laplace(scale=1), timeout=5.0),
+    ]
     assert len(set(changed + [base])) == len(changed) + 1
 
 

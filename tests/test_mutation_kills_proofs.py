@@ -21,8 +21,18 @@ from dpharness.proofs import Proof, Verdict, prove, unproven
 
 
 def _proof(m, verdict: Verdict, witness: Witness | None, *, notes=("scripted",), timings=None) -> Proof:
-    return Proof(mechanism=m, claim=m.claim, verdict=verdict, bound_expr=None, bound=1.0, assumptions=("scripted",),
-                 steps=(), witness=witness, notes=notes, timings={} if timings is None else timings)
+    return Proof(
+        mechanism=m,
+        claim=m.claim,
+        verdict=verdict,
+        bound_expr=None,
+        bound=1.0,
+        assumptions=("scripted",),
+        steps=(),
+        witness=witness,
+        notes=notes,
+        timings={} if timings is None else timings,
+    )
 
 
 def _scripted(name: str, script):
@@ -35,11 +45,19 @@ def _scripted(name: str, script):
     return cls
 
 
-RefutedOnInvalidPair = _scripted("RefutedOnInvalidPair", lambda m: _proof(m, Verdict.REFUTED, Witness(data=0, neighbor=7)))
-ProvedWithInvalidPair = _scripted("ProvedWithInvalidPair", lambda m: _proof(m, Verdict.PROVED, Witness(data=0, neighbor=0)))
+RefutedOnInvalidPair = _scripted(
+    "RefutedOnInvalidPair", lambda m: _proof(m, Verdict.REFUTED, Witness(data=0, neighbor=7))
+)
+ProvedWithInvalidPair = _scripted(
+    "ProvedWithInvalidPair", lambda m: _proof(m, Verdict.PROVED, Witness(data=0, neighbor=0))
+)
 RefutedOnValidPair = _scripted("RefutedOnValidPair", lambda m: _proof(m, Verdict.REFUTED, Witness(data=0, neighbor=1)))
-RefutedWithoutData = _scripted("RefutedWithoutData", lambda m: _proof(m, Verdict.REFUTED, Witness(data=None, neighbor=1)))
-RefutedWithoutNeighbor = _scripted("RefutedWithoutNeighbor", lambda m: _proof(m, Verdict.REFUTED, Witness(data=0, neighbor=None)))
+RefutedWithoutData = _scripted(
+    "RefutedWithoutData", lambda m: _proof(m, Verdict.REFUTED, Witness(data=None, neighbor=1))
+)
+RefutedWithoutNeighbor = _scripted(
+    "RefutedWithoutNeighbor", lambda m: _proof(m, Verdict.REFUTED, Witness(data=0, neighbor=None))
+)
 ProvedWithoutWitness = _scripted("ProvedWithoutWitness", lambda m: _proof(m, Verdict.PROVED, None))
 KeepsItsTotal = _scripted("KeepsItsTotal", lambda m: _proof(m, Verdict.PROVED, None, timings={"total": 123.0}))
 
@@ -47,6 +65,7 @@ KeepsItsTotal = _scripted("KeepsItsTotal", lambda m: _proof(m, Verdict.PROVED, N
 def _raise(exc):
     def script(m):
         raise exc
+
     return script
 
 
@@ -56,12 +75,15 @@ RefusesParameters = _scripted("RefusesParameters", _raise(dpharness.ParameterErr
 
 # --------------------------------------------------------------------------- the witness check
 
+
 def test_refutation_on_an_invalid_pair_is_withdrawn():
     m = RefutedOnInvalidPair()
     p = prove(m)
     assert p.verdict is Verdict.UNPROVEN and p.witness is None
     assert p.notes[0] == "scripted" and len(p.notes) == 2
-    assert p.notes[1].startswith("refutation withdrawn: the witness pair is not a neighbouring pair the mechanism accepts (")
+    assert p.notes[1].startswith(
+        "refutation withdrawn: the witness pair is not a neighbouring pair the mechanism accepts ("
+    )
     assert "outside the domain" in p.notes[1]
     assert p.mechanism is m and p.bound == 1.0 and p.assumptions == ("scripted",)
 
@@ -70,7 +92,8 @@ def test_invalid_witness_of_a_proof_is_dropped_and_the_verdict_kept():
     p = prove(ProvedWithInvalidPair())
     assert p.verdict is Verdict.PROVED and p.witness is None
     assert p.notes == ("scripted", p.notes[1]) and p.notes[1].startswith(
-        "witness dropped: the witness pair is not a neighbouring pair the mechanism accepts (")
+        "witness dropped: the witness pair is not a neighbouring pair the mechanism accepts ("
+    )
     assert "same record" in p.notes[1]
 
 
@@ -93,9 +116,15 @@ def test_a_proof_without_witness_is_returned_as_is():
 
 # --------------------------------------------------------------------------- prove(): failures, timings, input
 
-@pytest.mark.parametrize("cls, what", [(Overflows, "OverflowError: exp overflow at log_odds=800"),
-                                       (RefusesParameters, "ParameterError: k=2 is out of reach")],
-                         ids=["arithmetic", "parameter"])
+
+@pytest.mark.parametrize(
+    "cls, what",
+    [
+        (Overflows, "OverflowError: exp overflow at log_odds=800"),
+        (RefusesParameters, "ParameterError: k=2 is out of reach"),
+    ],
+    ids=["arithmetic", "parameter"],
+)
 def test_a_proof_that_cannot_be_carried_out_is_unproven_with_the_reason(cls, what):
     m = cls()
     p = prove(m)
@@ -115,7 +144,8 @@ def test_prove_refuses_what_is_not_a_mechanism():
         prove(42)
     assert str(info.value) == (
         "mechanism=42 is not a dpharness Mechanism; proofs exist for Mechanism values (built from dpharness.parts, "
-        "or with a proof registered by @dpharness.proves); use dpharness.audit for arbitrary callables.")
+        "or with a proof registered by @dpharness.proves); use dpharness.audit for arbitrary callables."
+    )
 
 
 def test_unproven_carries_only_the_reason():
@@ -129,12 +159,15 @@ def test_unproven_carries_only_the_reason():
 
 # --------------------------------------------------------------------------- proves(): registration rules
 
+
 def test_proves_needs_a_class_and_a_callable():
     with pytest.raises(dpharness.ParameterError) as info:
         proves()
     assert str(info.value) == "proves() needs at least one class; write @proves(MyMechanism)."
     decorate = proves(dataclasses.dataclass(frozen=True, kw_only=True)(type("Unused", (RandomizedResponse,), {})))
-    with pytest.raises(dpharness.ParameterError, match=r"^fn=42 is not callable; decorate a function mechanism -> Proof\.$"):
+    with pytest.raises(
+        dpharness.ParameterError, match=r"^fn=42 is not callable; decorate a function mechanism -> Proof\.$"
+    ):
         decorate(42)
 
 
@@ -154,14 +187,17 @@ def test_a_project_proof_cannot_be_replaced_but_may_be_registered_again():
     with pytest.raises(dpharness.ParameterError) as info:
         proves(cls)(prove_twice_other)
     assert str(info.value).startswith(
-        f"class=Twice already has a proof registered by {__name__}.{prove_twice.__qualname__}; a proof may not be replaced")
+        f"class=Twice already has a proof registered by {__name__}.{prove_twice.__qualname__}; a proof may not be replaced"
+    )
     assert find_proof(cls()).proof is prove_twice
 
 
 def test_the_library_may_register_proofs_for_its_own_classes():
     """A proof living in a dpharness module may cover a dpharness class (that is how the built-in
     proofs register); only proofs from outside the library are refused for library classes."""
-    cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("LibraryOwned", (RandomizedResponse,), {"name": "mk_lib"}))
+    cls = dataclasses.dataclass(frozen=True, kw_only=True)(
+        type("LibraryOwned", (RandomizedResponse,), {"name": "mk_lib"})
+    )
     cls.__module__ = "dpharness.mechanisms.mutation_kills_fixture"
 
     def prove_library_owned(m):
@@ -174,17 +210,25 @@ def test_the_library_may_register_proofs_for_its_own_classes():
     def outsider(m):  # pragma: no cover - never registered
         raise AssertionError
 
-    with pytest.raises(dpharness.ParameterError, match=r"^class=LibraryOwned2 is a dpharness class, whose proofs are the "
-                                                         r"library's; subclass it and register the proof for the subclass\.$"):
-        proves(dataclasses.dataclass(frozen=True, kw_only=True)(
-            type("LibraryOwned2", (RandomizedResponse,), {"__module__": "dpharness.mechanisms.x"})))(outsider)
+    with pytest.raises(
+        dpharness.ParameterError,
+        match=r"^class=LibraryOwned2 is a dpharness class, whose proofs are the "
+        r"library's; subclass it and register the proof for the subclass\.$",
+    ):
+        proves(
+            dataclasses.dataclass(frozen=True, kw_only=True)(
+                type("LibraryOwned2", (RandomizedResponse,), {"__module__": "dpharness.mechanisms.x"})
+            )
+        )(outsider)
 
 
 # --------------------------------------------------------------------------- find_proof(): what a subclass may change
 
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Covered(RandomizedResponse):
     """Registered below with an unsealed proof: any redefined method breaks coverage."""
+
     name = "mk_covered"
 
 
@@ -230,12 +274,19 @@ def test_coverage_names_the_class_it_was_written_for():
     assert none.reason.endswith("(build it from dpharness.parts, or register a proof with @dpharness.proves)")
 
 
-@pytest.mark.parametrize("attrs", [
-    {"name": "mk_renamed", "source": "a new source line", "bug": "", "true_epsilon": 1.0},
-    {"__annotations__": {"log_odds": float}, "log_odds": 2.0},               # a field's default
-    {"calibrated": classmethod(lambda cls, eps: cls()), "example_pair": lambda self: (1, 0),
-     "describe": lambda self: "words"},                                       # harmless redefinitions
-], ids=["words", "field-default", "harmless"])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"name": "mk_renamed", "source": "a new source line", "bug": "", "true_epsilon": 1.0},
+        {"__annotations__": {"log_odds": float}, "log_odds": 2.0},  # a field's default
+        {
+            "calibrated": classmethod(lambda cls, eps: cls()),
+            "example_pair": lambda self: (1, 0),
+            "describe": lambda self: "words",
+        },  # harmless redefinitions
+    ],
+    ids=["words", "field-default", "harmless"],
+)
 def test_subclass_changing_words_defaults_or_harmless_methods_is_covered(attrs):
     cls = _sub(Covered, attrs)
     assert all(k in vars(cls) for k in attrs)
@@ -245,6 +296,7 @@ def test_subclass_changing_words_defaults_or_harmless_methods_is_covered(attrs):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CoveredWithHint(RandomizedResponse):
     """A class-level constant that is None: deleting it, or adding another None, is a change."""
+
     name = "mk_covered_hint"
     hint = None
 
@@ -298,9 +350,11 @@ def test_a_plain_mixin_is_checked_too():
     assert cov.proof is None and "Loud overrides _law()" in cov.reason
 
 
-@pytest.mark.parametrize("value", [property(lambda self: "x"), _NonDataDescriptor(), _DataDescriptor(),
-                                   _CallableObject(), staticmethod(lambda: "x")],
-                         ids=["property", "non-data-descriptor", "data-descriptor", "callable", "staticmethod"])
+@pytest.mark.parametrize(
+    "value",
+    [property(lambda self: "x"), _NonDataDescriptor(), _DataDescriptor(), _CallableObject(), staticmethod(lambda: "x")],
+    ids=["property", "non-data-descriptor", "data-descriptor", "callable", "staticmethod"],
+)
 @pytest.mark.parametrize("word", ["name", "source", "true_epsilon"])
 def test_code_under_a_word_name_is_an_override(word, value):
     """``name``, ``source``, ... may change as *strings*; code computing them is an override."""
@@ -312,7 +366,8 @@ def test_code_under_a_word_name_is_an_override(word, value):
 def test_sealed_proofs_only_watch_their_sealed_names():
     # registered inside the test (not at import), so that the registration runs the code under test
     SealedBase = dataclasses.dataclass(frozen=True, kw_only=True)(
-        type("SealedBase", (RandomizedResponse,), {"name": "mk_sealed"}))
+        type("SealedBase", (RandomizedResponse,), {"name": "mk_sealed"})
+    )
 
     def prove_sealed(m):
         return unproven(m, "sealed")

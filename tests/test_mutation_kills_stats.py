@@ -28,6 +28,7 @@ def _ref_upper(k: int, n: int, level: float) -> float:
 
 # --------------------------------------------------------------------------- Clopper-Pearson values and shapes
 
+
 @pytest.mark.parametrize("k, n", [(0, 1), (1, 1), (0, 7), (1, 7), (6, 7), (7, 7), (3, 20), (19, 20), (499, 1000)])
 @pytest.mark.parametrize("level", [0.001, 0.025, 0.3])
 def test_one_sided_bounds_equal_beta_quantiles(k, n, level):
@@ -40,8 +41,10 @@ def test_one_sided_bounds_equal_beta_quantiles(k, n, level):
 def test_scalar_hits_with_array_sizes_give_arrays():
     lo = S.clopper_pearson_lower(3, [10, 20], 0.05)
     hi = S.clopper_pearson_upper(3, np.array([10, 20]), 0.05)
-    for got, ref in ((lo, [_ref_lower(3, 10, 0.05), _ref_lower(3, 20, 0.05)]),
-                     (hi, [_ref_upper(3, 10, 0.05), _ref_upper(3, 20, 0.05)])):
+    for got, ref in (
+        (lo, [_ref_lower(3, 10, 0.05), _ref_lower(3, 20, 0.05)]),
+        (hi, [_ref_upper(3, 10, 0.05), _ref_upper(3, 20, 0.05)]),
+    ):
         assert isinstance(got, np.ndarray) and got.dtype == np.float64 and got.shape == (2,)
         np.testing.assert_allclose(got, ref, rtol=1e-10)
 
@@ -73,6 +76,7 @@ def test_two_sided_interval_fields_and_values():
 
 # --------------------------------------------------------------------------- counts: what is accepted, what is refused
 
+
 def test_integral_floats_and_object_arrays_are_counts():
     ref = S.clopper_pearson_lower(3, 10, 0.05)
     assert S.clopper_pearson_lower(3.0, 10, 0.05) == ref
@@ -87,17 +91,20 @@ def test_one_sample_is_a_sample_size():
     assert S.clopper_pearson_upper(0, 1, 0.05) == pytest.approx(0.95)
 
 
-@pytest.mark.parametrize("hits, n, match", [
-    (["a"], 10, r"hits=\['a'\] is not a count"),
-    (2.5, 10, r"hits=2\.5 \(n=10\) are not whole numbers"),
-    (np.inf, 10, r"hits=inf \(n=10\) are not whole numbers"),
-    (3, 10.5, r"hits=3 \(n=10\.5\) are not whole numbers"),
-    (3, np.inf, r"hits=3 \(n=inf\) are not whole numbers"),
-    (3, np.nan, r"not whole numbers"),
-    (0, 0, r"n=0 must be >= 1"),
-    (-1, 10, r"hits=-1 must lie in 0\.\.n \(n=10\)"),
-    (11, 10, r"hits=11 must lie in 0\.\.n \(n=10\)"),
-])
+@pytest.mark.parametrize(
+    "hits, n, match",
+    [
+        (["a"], 10, r"hits=\['a'\] is not a count"),
+        (2.5, 10, r"hits=2\.5 \(n=10\) are not whole numbers"),
+        (np.inf, 10, r"hits=inf \(n=10\) are not whole numbers"),
+        (3, 10.5, r"hits=3 \(n=10\.5\) are not whole numbers"),
+        (3, np.inf, r"hits=3 \(n=inf\) are not whole numbers"),
+        (3, np.nan, r"not whole numbers"),
+        (0, 0, r"n=0 must be >= 1"),
+        (-1, 10, r"hits=-1 must lie in 0\.\.n \(n=10\)"),
+        (11, 10, r"hits=11 must lie in 0\.\.n \(n=10\)"),
+    ],
+)
 def test_bad_counts_are_refused_with_their_name(hits, n, match):
     for fn in (S.clopper_pearson_lower, S.clopper_pearson_upper):
         with pytest.raises(ParameterError, match=match):
@@ -118,15 +125,19 @@ def test_level_must_lie_strictly_between_0_and_1(level):
 
 @pytest.mark.parametrize("confidence", [0, 1, 1.2])
 def test_confidence_must_lie_strictly_between_0_and_1(confidence):
-    calls = [lambda: S.clopper_pearson_interval(3, 10, confidence), lambda: S.bonferroni_level(confidence, 2),
-             lambda: S.epsilon_lower_bound(3, 10, 1, 10, confidence=confidence),
-             lambda: S.delta_lower_bound(3, 10, 1, 10, epsilon=0.5, confidence=confidence)]
+    calls = [
+        lambda: S.clopper_pearson_interval(3, 10, confidence),
+        lambda: S.bonferroni_level(confidence, 2),
+        lambda: S.epsilon_lower_bound(3, 10, 1, 10, confidence=confidence),
+        lambda: S.delta_lower_bound(3, 10, 1, 10, epsilon=0.5, confidence=confidence),
+    ]
     for call in calls:
         with pytest.raises(ParameterError, match=r"^confidence=.* must lie in \(0, 1\)"):
             call()
 
 
 # --------------------------------------------------------------------------- Bonferroni and the paired bounds
+
 
 def test_bonferroni_level_and_its_candidates():
     assert S.bonferroni_level(0.9, 1) == pytest.approx(0.05)
@@ -159,6 +170,7 @@ def test_candidates_at_least_the_entries():
 
 
 # --------------------------------------------------------------------------- ε lower bound
+
 
 def test_epsilon_bound_values_and_fields():
     r = S.epsilon_lower_bound([90, 60], [100, 100], [10, 40], [100, 100], confidence=0.9, candidates=3)
@@ -193,11 +205,16 @@ def test_epsilon_bound_without_positive_candidate():
 
 # --------------------------------------------------------------------------- δ lower bound
 
+
 def test_delta_bound_values_fields_and_no_positive():
     r = S.delta_lower_bound([60, 90], [100, 100], [40, 10], [100, 100], epsilon=0.5, confidence=0.9, candidates=2)
     level = 0.1 / 4
-    per = np.array([_ref_lower(60, 100, level) - math.exp(0.5) * _ref_upper(40, 100, level),
-                    _ref_lower(90, 100, level) - math.exp(0.5) * _ref_upper(10, 100, level)])
+    per = np.array(
+        [
+            _ref_lower(60, 100, level) - math.exp(0.5) * _ref_upper(40, 100, level),
+            _ref_lower(90, 100, level) - math.exp(0.5) * _ref_upper(10, 100, level),
+        ]
+    )
     assert r.index == 1
     np.testing.assert_allclose(r.per_candidate, per, rtol=1e-10)
     assert r.delta == pytest.approx(per.max(), rel=1e-10) and r.index == int(np.argmax(per))
@@ -221,6 +238,7 @@ def test_delta_bound_at_huge_epsilon_is_zero(eps):
 
 # --------------------------------------------------------------------------- projected ε (ranking heuristic)
 
+
 def _projected_ref(p1, p0, n, level, delta):
     k1 = math.floor(min(max(p1, 0.0), 1.0) * n)
     k0 = math.ceil(min(max(p0, 0.0), 1.0) * n)
@@ -242,6 +260,7 @@ def test_projected_epsilon_is_the_bound_those_counts_would_give(delta):
 
 
 # --------------------------------------------------------------------------- "positive" means > 0, not >= 0
+
 
 def test_a_bound_of_exactly_zero_is_not_a_witness():
     """index is −1 unless some candidate is strictly positive (the docstrings' "0 when no candidate is

@@ -31,6 +31,7 @@ _ALL = dpharness.catalog(gallery=None)
 
 # --------------------------------------------------------------------------- 1. floats read as binary values
 
+
 def test_exact_reads_a_float_as_its_binary_value():
     assert exact(0.1) == sp.Rational(*Fraction(0.1).as_integer_ratio())
     assert exact(0.1) != sp.Rational(1, 10)
@@ -49,8 +50,19 @@ def test_calibration_helpers_round_the_binary_value_safely(value):
     assert up > math.log(1 + value) or Fraction(up) > Fraction(math.log(1 + value))
 
 
-@pytest.mark.parametrize("name", ["laplace", "discrete_laplace", "randomized_response", "gaussian", "clamped_sum",
-                                  "noisy_histogram", "median", "warner_rr"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "laplace",
+        "discrete_laplace",
+        "randomized_response",
+        "gaussian",
+        "clamped_sum",
+        "noisy_histogram",
+        "median",
+        "warner_rr",
+    ],
+)
 @pytest.mark.parametrize("eps", [0.1, 0.3, 0.7])
 def test_calibrated_float_epsilons_are_proved_on_the_binary_reading(name, eps):
     m = _ALL[name].calibrated(eps)
@@ -58,6 +70,7 @@ def test_calibrated_float_epsilons_are_proved_on_the_binary_reading(name, eps):
 
 
 # --------------------------------------------------------------------------- 2. exact neighbour validation
+
 
 def test_bounded_change_has_no_tolerance():
     m = Laplace(scale=1, sensitivity=1, granularity=1.0)
@@ -79,6 +92,7 @@ def test_bounded_change_decides_each_norm_exactly():
 
 
 # --------------------------------------------------------------------------- 3. witnesses are valid inputs
+
 
 def _check_witness(m) -> None:
     m.input_spec.validate_pair(*m.example_pair())
@@ -107,14 +121,22 @@ def test_median_witness_is_a_neighbour_under_its_relation(relation):
     _check_witness(ExponentialMedian.calibrated(1, relation=relation))
 
 
-@pytest.mark.parametrize("m", [Laplace(dim=1, sensitivity=0.1), Laplace(dim=3, sensitivity=0.3),
-                               Laplace(granularity=1.0, sensitivity=3), Gaussian(sensitivity=0.1, dim=3)],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "m",
+    [
+        Laplace(dim=1, sensitivity=0.1),
+        Laplace(dim=3, sensitivity=0.3),
+        Laplace(granularity=1.0, sensitivity=3),
+        Gaussian(sensitivity=0.1, dim=3),
+    ],
+    ids=repr,
+)
 def test_vector_witnesses_at_decimal_sensitivities(m):
     _check_witness(m)
 
 
 # --------------------------------------------------------------------------- 4. Gaussian far tails
+
 
 @pytest.mark.parametrize("sigma", [30.0, 50.0, 1e6])
 def test_gaussian_far_tail_is_proved(sigma):
@@ -128,17 +150,22 @@ def test_gaussian_under_calibrated_is_still_refuted():
 
 # --------------------------------------------------------------------------- 5. (ε', δ) from a pure proof
 
-@pytest.mark.parametrize("m, verdict", [
-    (Laplace(claim=ApproxDP(0.5, 0.25)), Verdict.PROVED),          # δ(1/2) = 1 - e^{-1/4} ≈ 0.2212
-    (Laplace(claim=ApproxDP(0.5, 0.2)), Verdict.REFUTED),
-    (DiscreteLaplace(claim=ApproxDP(0.5, 0.3)), Verdict.PROVED),   # ≈ 0.2876
-    (DiscreteLaplace(claim=ApproxDP(0.5, 0.25)), Verdict.REFUTED),
-    (ClampedCount(claim=ApproxDP(0.5, 0.25)), Verdict.PROVED),
-    (ClampedSum(claim=ApproxDP(0.5, 0.2)), Verdict.REFUTED),
-    (RandomizedResponse(claim=ApproxDP(0.5, 0.3)), Verdict.PROVED),  # (e - e^{1/2})/(e + 1) ≈ 0.2876
-    (RandomizedResponse(claim=ApproxDP(0.5, 0.25)), Verdict.REFUTED),
-    (RandomizedResponse(k=5, log_odds=2, claim=ApproxDP(1, 0.42)), Verdict.PROVED),
-], ids=lambda v: getattr(v, "name", str(v)))
+
+@pytest.mark.parametrize(
+    "m, verdict",
+    [
+        (Laplace(claim=ApproxDP(0.5, 0.25)), Verdict.PROVED),  # δ(1/2) = 1 - e^{-1/4} ≈ 0.2212
+        (Laplace(claim=ApproxDP(0.5, 0.2)), Verdict.REFUTED),
+        (DiscreteLaplace(claim=ApproxDP(0.5, 0.3)), Verdict.PROVED),  # ≈ 0.2876
+        (DiscreteLaplace(claim=ApproxDP(0.5, 0.25)), Verdict.REFUTED),
+        (ClampedCount(claim=ApproxDP(0.5, 0.25)), Verdict.PROVED),
+        (ClampedSum(claim=ApproxDP(0.5, 0.2)), Verdict.REFUTED),
+        (RandomizedResponse(claim=ApproxDP(0.5, 0.3)), Verdict.PROVED),  # (e - e^{1/2})/(e + 1) ≈ 0.2876
+        (RandomizedResponse(claim=ApproxDP(0.5, 0.25)), Verdict.REFUTED),
+        (RandomizedResponse(k=5, log_odds=2, claim=ApproxDP(1, 0.42)), Verdict.PROVED),
+    ],
+    ids=lambda v: getattr(v, "name", str(v)),
+)
 def test_pure_proof_answers_approx_claims_through_the_exact_profile(m, verdict):
     proof = prove(m)
     assert proof.verdict is verdict, proof.notes
@@ -165,6 +192,7 @@ def test_laplace_profile_matches_the_brute_force_hockey_stick(K, u, eps):
 
 # --------------------------------------------------------------------------- 6. accepted parameters never crash
 
+
 def test_noisy_std_with_wide_bounds_is_proved():
     proof = prove(NoisyStd(lo=0, hi=50000))
     assert proof.verdict is Verdict.PROVED
@@ -172,10 +200,23 @@ def test_noisy_std_with_wide_bounds_is_proved():
 
 
 _UNUSUAL = {
-    "scale": [1e9, 1e-9], "sigma": [1e6, 1e-6], "sigma2": [10 ** 12, 1e-6], "sensitivity": [1e9, 1e-9, 0.1],
-    "lo": [-1e6], "hi": [50000, 1e-6], "granularity": [1.0, 2.0 ** -40], "dim": [3], "bits": [2, 52],
-    "log_odds": [1e-9, 30], "beta": [1e-9, 30], "threshold": [1e6], "p_truth": [0.01], "p_yes": [0.99],
+    "scale": [1e9, 1e-9],
+    "sigma": [1e6, 1e-6],
+    "sigma2": [10**12, 1e-6],
+    "sensitivity": [1e9, 1e-9, 0.1],
+    "lo": [-1e6],
+    "hi": [50000, 1e-6],
+    "granularity": [1.0, 2.0**-40],
+    "dim": [3],
+    "bits": [2, 52],
+    "log_odds": [1e-9, 30],
+    "beta": [1e-9, 30],
+    "threshold": [1e6],
+    "p_truth": [0.01],
+    "p_yes": [0.99],
 }
+
+
 def _unusual_cases():
     for name, cls in _ALL.items():
         base = cls()

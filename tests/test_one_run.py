@@ -24,8 +24,9 @@ from dpharness.errors import ParameterError
 
 # --------------------------------------------------------------------------- the statistic, exact
 
+
 def _binom_tail(r: int, q: Fraction, v: int) -> Fraction:
-    return sum((math.comb(r, k) * q ** k * (1 - q) ** (r - k) for k in range(max(v, 0), r + 1)), Fraction(0))
+    return sum((math.comb(r, k) * q**k * (1 - q) ** (r - k) for k in range(max(v, 0), r + 1)), Fraction(0))
 
 
 def _theorem_bound(m: int, r: int, v: int, q: Fraction, delta: Fraction) -> Fraction:
@@ -57,37 +58,45 @@ def test_approximate_dp_p_value_matches_the_theorem_in_rationals():
     checked against exact rationals; by hand for r = v = 1: 3/4 + 2·10·0.01·(1/4)/1 = 0.8."""
     eps = math.log(3)
     _close_above(one_run_p_value(10, 1, 1, eps, 0.01), Fraction(4, 5))
-    for m, r, v, delta in [(10, 4, 4, Fraction(1, 100)), (50, 12, 11, Fraction(1, 1000)), (200, 30, 25, Fraction(1, 10**4))]:
+    for m, r, v, delta in [
+        (10, 4, 4, Fraction(1, 100)),
+        (50, 12, 11, Fraction(1, 1000)),
+        (200, 30, 25, Fraction(1, 10**4)),
+    ]:
         _close_above(one_run_p_value(m, r, v, eps, float(delta)), _theorem_bound(m, r, v, Fraction(3, 4), delta))
 
 
 def test_the_bound_is_the_binomial_quantile():
     """10 of 10 correct at 95%, pure DP: q^10 = 0.05, ε = ln(q/(1 − q)) = 1.05187... (bisection from below)."""
-    q = 0.05 ** 0.1
+    q = 0.05**0.1
     b = one_run_epsilon_lower_bound(100, 10, 10, confidence=0.95)
     assert math.log(q / (1 - q)) - 2e-6 <= b.epsilon <= math.log(q / (1 - q))
     assert b.p_value < 0.05 and (b.m, b.guesses, b.correct, b.delta) == (100, 10, 10, 0.0)
-    assert one_run_epsilon_lower_bound(100, 10, 5).epsilon == 0.0            # half right: nothing certified
-    assert one_run_p_value(100, 10, 10, b.epsilon + 1e-3) >= 0.05            # just above the bound: not rejected
+    assert one_run_epsilon_lower_bound(100, 10, 5).epsilon == 0.0  # half right: nothing certified
+    assert one_run_p_value(100, 10, 10, b.epsilon + 1e-3) >= 0.05  # just above the bound: not rejected
     with_delta = one_run_epsilon_lower_bound(1000, 200, 200, delta=1e-5).epsilon
     assert with_delta < one_run_epsilon_lower_bound(1000, 200, 200).epsilon  # the δ term only weakens it
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: one_run_epsilon_lower_bound(0, 0, 0), "m=0"),
-    (lambda: one_run_epsilon_lower_bound(10, 5, 5, confidence=1.0), "confidence=1.0"),
-    (lambda: one_run_epsilon_lower_bound(10, 5, 5, confidence=0), "confidence=0"),
-    (lambda: one_run_epsilon_lower_bound(10, 11, 5), "guesses=11"),
-    (lambda: one_run_epsilon_lower_bound(10, 5, 6), "correct=6"),
-    (lambda: one_run_epsilon_lower_bound(10, 5, 5, delta=0.1), "delta=0.1"),
-    (lambda: one_run_p_value(10, 5, 5, -1.0), "epsilon=-1.0"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: one_run_epsilon_lower_bound(0, 0, 0), "m=0"),
+        (lambda: one_run_epsilon_lower_bound(10, 5, 5, confidence=1.0), "confidence=1.0"),
+        (lambda: one_run_epsilon_lower_bound(10, 5, 5, confidence=0), "confidence=0"),
+        (lambda: one_run_epsilon_lower_bound(10, 11, 5), "guesses=11"),
+        (lambda: one_run_epsilon_lower_bound(10, 5, 6), "correct=6"),
+        (lambda: one_run_epsilon_lower_bound(10, 5, 5, delta=0.1), "delta=0.1"),
+        (lambda: one_run_p_value(10, 5, 5, -1.0), "epsilon=-1.0"),
+    ],
+)
 def test_bad_counts_are_refused_by_name(call, match):
     with pytest.raises(ParameterError, match=match):
         call()
 
 
 # --------------------------------------------------------------------------- the audit: refusals
+
 
 def _fn(records, rng):
     return float(len(records)) + rng.normal()
@@ -119,9 +128,13 @@ def test_bad_audit_input_is_refused_by_name():
 
 
 def test_a_non_dpsgd_iterate_needs_a_score_and_canaries_in_the_domain():
-    mech = dp.mechanism(name="counter", records=RealBox(0, 1, 1), relation=AddRemove(),
-                        steps=dp.iterate(2, dp.count() >> dp.laplace(1), init=[0.0], update=lambda s, r: s),
-                        claim=ApproxDP(2, 1e-6))
+    mech = dp.mechanism(
+        name="counter",
+        records=RealBox(0, 1, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(2, dp.count() >> dp.laplace(1), init=[0.0], update=lambda s, r: s),
+        claim=ApproxDP(2, 1e-6),
+    )
     with pytest.raises(ParameterError, match="no default score"):
         one_run_audit(mech, np.zeros((3, 1)), data=np.zeros((2, 1)), rng=np.random.default_rng(0))
     with pytest.raises(ParameterError, match="canaries has 1 value"):
@@ -129,6 +142,7 @@ def test_a_non_dpsgd_iterate_needs_a_score_and_canaries_in_the_domain():
 
 
 # --------------------------------------------------------------------------- DP-SGD declared from parts
+
 
 def _gdp_epsilon(mu: float, delta: float) -> float:
     """ε(δ) of μ-Gaussian DP (Dong, Roth & Su 2022: δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2))."""
@@ -146,10 +160,19 @@ def _dirac_dpsgd(m: int, times: int, sigma: float, eps: float, output: str = "re
         return (1 / (1 + np.exp(-float(theta @ x))) - y) * x
 
     noisy_sum = dp.compose(*[dp.column(j) >> dp.sum() >> dp.gaussian(sigma=sigma) for j in range(d)])
-    mech = dp.mechanism(name="dirac_dpsgd", records=RealBox(-1, 1, d + 1), relation=AddRemove(),
-                        steps=dp.iterate(times, dp.map_records(grad, columns=d) >> dp.clip_norm(1) >> noisy_sum,
-                                         init=np.zeros(d), update=lambda th, g: th - 0.05 * np.asarray(g), output=output),
-                        claim=ApproxDP(eps, 1e-5))
+    mech = dp.mechanism(
+        name="dirac_dpsgd",
+        records=RealBox(-1, 1, d + 1),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            times,
+            dp.map_records(grad, columns=d) >> dp.clip_norm(1) >> noisy_sum,
+            init=np.zeros(d),
+            update=lambda th, g: th - 0.05 * np.asarray(g),
+            output=output,
+        ),
+        claim=ApproxDP(eps, 1e-5),
+    )
     rng = np.random.default_rng(11)
     data = np.zeros((20, d + 1))
     data[:, :2] = rng.uniform(-1, 1, (20, 2))
@@ -192,11 +215,13 @@ def test_dpsgd_with_ten_times_less_noise_is_flagged_in_one_run(output):
     mech, canaries, data = _dirac_dpsgd(_M, _T, _SIGMA / 10, _CLAIM, output)
     res = dpharness.one_run_audit(mech, canaries, data=data, rng=np.random.default_rng(2))
     assert res.white_box == (output == "releases")
-    assert not res.passed and res.epsilon_lower_bound > _CLAIM, \
+    assert not res.passed and res.epsilon_lower_bound > _CLAIM, (
         f"10× too little noise not flagged: ε >= {res.epsilon_lower_bound:.3f} vs claim {_CLAIM}"
+    )
 
 
 # --------------------------------------------------------------------------- Opacus (library)
+
 
 def _opacus_required() -> bool:
     names = {n.strip() for n in os.environ.get("DPHARNESS_REQUIRE_LIBS", "").split(",") if n.strip()}
@@ -233,8 +258,10 @@ def test_opacus_training_one_run_passes_and_flags_ten_times_less_noise(_):
     assert good.epsilon == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
     res = dpharness.one_run_audit(good, rng=np.random.default_rng(3))
     assert res.passed, f"correct Opacus run flagged (false-failure rate <= 5%): ε >= {res.epsilon_lower_bound:.3f}"
-    cut = dataclasses.replace(one_run_training(canaries=100, n=1000, steps=50, noise_multiplier=0.2,
-                                               rng=np.random.default_rng(0)), epsilon=good.epsilon)
+    cut = dataclasses.replace(
+        one_run_training(canaries=100, n=1000, steps=50, noise_multiplier=0.2, rng=np.random.default_rng(0)),
+        epsilon=good.epsilon,
+    )
     res = dpharness.one_run_audit(cut, rng=np.random.default_rng(3))
     assert not res.passed, f"σ cut 10× not flagged: ε >= {res.epsilon_lower_bound:.3f} vs claim {good.epsilon:.3f}"
     with pytest.raises(ParameterError, match="n=100"):

@@ -61,7 +61,7 @@ def test_box_candidates_hold_corners_outliers_duplicates_and_small_sizes(relatio
             extra = [r for r in set(big) if big.count(r) > small.count(r)][0]
             return extra in small
         i = next(i for i, (x, y) in enumerate(zip(ra, rb)) if x != y)
-        return rb[i] in ra[:i] + ra[i + 1:] or ra[i] in rb[:i] + rb[i + 1:]
+        return rb[i] in ra[:i] + ra[i + 1 :] or ra[i] in rb[:i] + rb[i + 1 :]
 
     dups = [(a, b) for a, b, g in cands if g == "duplicates"]
     assert dups and all(changed_record_is_a_duplicate(a, b) for a, b in dups)
@@ -81,7 +81,7 @@ def test_box_candidates_are_deterministic_for_a_seed_and_respect_a_larger_minimu
 def test_box_records_are_read_exactly():
     space = Datasets(RealBox(0, 1, 2), AddRemove(), (0, 3))
     assert space.contains([(0.0, 1.0), [1, 0]]) and space.contains(np.zeros((0, 2)))
-    assert not space.contains([(0.0, 1.0 + 2 ** -52)])  # just above hi
+    assert not space.contains([(0.0, 1.0 + 2**-52)])  # just above hi
     assert not space.contains([(0.0, 1.0, 0.0)])  # a row of three columns
     assert not space.contains([(0.0, math.nan)]) and not space.contains([(True, False)])
     assert not space.contains(np.zeros((4, 2)))  # too many records
@@ -93,14 +93,17 @@ def test_box_records_are_read_exactly():
     assert not sub.is_neighbour([(0, 1), (1, 1)], [(0, 0), (1, 0)])
 
 
-@pytest.mark.parametrize("make,match", [
-    (lambda: Datasets(RealBox(0, math.inf, 2), AddRemove(), (0, 3)), r"hi=inf"),
-    (lambda: Datasets(RealBox(-math.inf, 0, 2), Substitute(), (1, 3)), r"lo=-inf"),
-    (lambda: Datasets(RealBox(1, 1, 2), Substitute(), (1, 3)), r"lo=1 must be < hi=1"),
-    (lambda: Datasets(RealBox(0, 1, 2_000), Substitute(), (1, 3)), r"records=.*dim=2000"),
-    (lambda: Datasets(RealBox(0, 1, 2), AddRemove(), (3, 3)), r"size=\(3, 3\)"),
-    (lambda: Datasets(RealBox(0, 1, 2), Substitute(), (0, 0)), r"size=\(0, 0\)"),
-])
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda: Datasets(RealBox(0, math.inf, 2), AddRemove(), (0, 3)), r"hi=inf"),
+        (lambda: Datasets(RealBox(-math.inf, 0, 2), Substitute(), (1, 3)), r"lo=-inf"),
+        (lambda: Datasets(RealBox(1, 1, 2), Substitute(), (1, 3)), r"lo=1 must be < hi=1"),
+        (lambda: Datasets(RealBox(0, 1, 2_000), Substitute(), (1, 3)), r"records=.*dim=2000"),
+        (lambda: Datasets(RealBox(0, 1, 2), AddRemove(), (3, 3)), r"size=\(3, 3\)"),
+        (lambda: Datasets(RealBox(0, 1, 2), Substitute(), (0, 0)), r"size=\(0, 0\)"),
+    ],
+)
 def test_bad_box_spaces_name_the_argument(make, match):
     with pytest.raises(ParameterError, match=match):
         make()
@@ -115,6 +118,7 @@ def test_pairs_outside_the_box_are_refused_by_name():
 
 
 # --------------------------------------------------------------------------- audits over a box
+
 
 def _counts(data) -> np.ndarray:
     """Integer statistics of a data set of rows in [0, 1]^2: how many rows have each column >= 1/2."""
@@ -131,6 +135,7 @@ def _discrete_laplace(scale: float, shape, rng) -> np.ndarray:
 def _counts_mechanism(scale: float):
     def fn(data, size, rng):
         return _counts(data)[None, :] + _discrete_laplace(scale, (size, 2), rng)
+
     return fn
 
 
@@ -164,11 +169,13 @@ def _diverging_parameters(scale: float):
     """A parameter vector as small-data model fits release it: one informative coordinate (a count
     with discrete Laplace noise of ``scale``: exactly 1/scale-DP), one that diverges to ±1.6e152 at
     random (an optimiser running off on a noisy objective), a constant, and wide Gaussian noise."""
+
     def fn(data, size, rng):
         count = int(np.sum(np.asarray(data, dtype=float) >= 0.5))
         a = (count + _discrete_laplace(scale, size, rng)).astype(float)
         b = rng.choice([-1.6e152, 1.6e152, 0.3], size)
         return np.column_stack([b, a, np.full(size, 7.0), rng.normal(size=size) * 1e16])
+
     return fn
 
 

@@ -33,13 +33,18 @@ from dpharness.proofs._model import Verdict
 
 
 def _mean(sum_scale=200, count_scale=2, claim=PureDP(1), relation=AddRemove(), post=True):
-    steps = dp.clamp(0, 100) >> dp.compose(dp.sum() >> dp.laplace(scale=sum_scale), dp.count() >> dp.laplace(scale=count_scale))
+    steps = dp.clamp(0, 100) >> dp.compose(
+        dp.sum() >> dp.laplace(scale=sum_scale), dp.count() >> dp.laplace(scale=count_scale)
+    )
     if post:
         steps = steps >> dp.post(lambda s, c: s / max(c, 1))
-    return dp.mechanism(name="team_noisy_mean", records=RealInterval(0, 100), relation=relation, steps=steps, claim=claim)
+    return dp.mechanism(
+        name="team_noisy_mean", records=RealInterval(0, 100), relation=relation, steps=steps, claim=claim
+    )
 
 
 # --------------------------------------------------------------------------- exact truth by brute force
+
 
 def _datasets(lo: int, hi: int, relation) -> list[tuple[np.ndarray, np.ndarray]]:
     values = range(lo, hi + 1)
@@ -107,7 +112,7 @@ def test_proven_bound_is_at_least_the_exact_truth(m):
     truth = _true_epsilon(m)
     proof = prove(m)
     assert proof.verdict is Verdict.PROVED
-    assert Fraction(proof.bound) >= truth * (1 - Fraction(1, 10 ** 12)), (m.describe(), proof.bound, float(truth))
+    assert Fraction(proof.bound) >= truth * (1 - Fraction(1, 10**12)), (m.describe(), proof.bound, float(truth))
 
 
 def _cut(step, factor):
@@ -152,6 +157,7 @@ def dataclass_replace(m, **changes):
 
 # --------------------------------------------------------------------------- the README example
 
+
 def test_readme_example_is_proved_and_a_ten_percent_cut_is_not():
     assert prove(_mean()).verdict is Verdict.PROVED
     assert prove(_mean()).bound == pytest.approx(1.0)
@@ -179,8 +185,13 @@ def test_substitution_uses_the_substitution_stability():
 def test_renyi_and_approximate_claims():
     assert prove(_mean(claim=RenyiDP(2, 1))).verdict is Verdict.PROVED
     assert prove(_mean(claim=ApproxDP(1, 1e-6))).verdict is Verdict.PROVED
-    g = dp.mechanism(name="g", records=RealInterval(0, 1), relation=AddRemove(), steps=dp.sum() >> dp.gaussian(sigma=5),
-                     claim=ApproxDP(1, 1e-5))
+    g = dp.mechanism(
+        name="g",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.gaussian(sigma=5),
+        claim=ApproxDP(1, 1e-5),
+    )
     assert prove(g).verdict is Verdict.PROVED
     tight = dataclass_replace(g, claim=ApproxDP(0.1, 1e-9))
     assert prove(tight).verdict is not Verdict.PROVED
@@ -188,20 +199,43 @@ def test_renyi_and_approximate_claims():
 
 
 def test_vector_input_histogram_and_parallel():
-    v = dp.mechanism(name="v", records=RealInterval(), relation=BoundedChange(1, "l1"), steps=dp.laplace(scale=1, granularity=1),
-                     claim=PureDP(3), input="vector", dim=3)
+    v = dp.mechanism(
+        name="v",
+        records=RealInterval(),
+        relation=BoundedChange(1, "l1"),
+        steps=dp.laplace(scale=1, granularity=1),
+        claim=PureDP(3),
+        input="vector",
+        dim=3,
+    )
     assert prove(v).verdict is Verdict.PROVED  # rounding 3 real coordinates to the grid: ceil(1) + 3 - 1 = 3 steps
     assert prove(dataclass_replace(v, claim=PureDP(2.9))).verdict is not Verdict.PROVED
-    on_grid = dp.mechanism(name="w", records=IntegerRange(-5, 5), relation=BoundedChange(1, "l1"),
-                           steps=dp.laplace(scale=1, granularity=1), claim=PureDP(3), input="vector", dim=3)
+    on_grid = dp.mechanism(
+        name="w",
+        records=IntegerRange(-5, 5),
+        relation=BoundedChange(1, "l1"),
+        steps=dp.laplace(scale=1, granularity=1),
+        claim=PureDP(3),
+        input="vector",
+        dim=3,
+    )
     assert prove(on_grid).verdict is Verdict.PROVED
-    h = dp.mechanism(name="h", records=RealInterval(0, 10), relation=Substitute(),
-                     steps=dp.histogram(edges=[0, 5, 10]) >> dp.laplace(scale=2), claim=PureDP(1))
+    h = dp.mechanism(
+        name="h",
+        records=RealInterval(0, 10),
+        relation=Substitute(),
+        steps=dp.histogram(edges=[0, 5, 10]) >> dp.laplace(scale=2),
+        claim=PureDP(1),
+    )
     assert prove(h).verdict is Verdict.PROVED
     assert prove(dataclass_replace(h, claim=PureDP(0.9))).verdict is Verdict.REFUTED
-    par = dp.mechanism(name="p", records=IntegerRange(0, 3), relation=AddRemove(),
-                       steps=dp.parallel(dp.count() >> dp.laplace(scale=1, granularity=1), by=0, keys=[0, 1, 2, 3]),
-                       claim=PureDP(1))
+    par = dp.mechanism(
+        name="p",
+        records=IntegerRange(0, 3),
+        relation=AddRemove(),
+        steps=dp.parallel(dp.count() >> dp.laplace(scale=1, granularity=1), by=0, keys=[0, 1, 2, 3]),
+        claim=PureDP(1),
+    )
     assert prove(par).verdict is Verdict.PROVED
     par_sub = dataclass_replace(par, relation=Substitute())
     assert prove(par_sub).verdict is not Verdict.PROVED  # a moved record touches two partitions: ε = 2
@@ -211,9 +245,13 @@ def test_vector_input_histogram_and_parallel():
 @pytest.mark.statistical
 def test_sampler_matches_the_law():
     """Chi-square goodness of fit of the sampler against the exact law; false-failure rate 1e-4 (fixed seed)."""
-    m = dp.mechanism(name="c", records=IntegerRange(0, 5), relation=AddRemove(),
-                     steps=dp.compose(dp.count() >> dp.discrete_laplace(1.5), dp.sum() >> dp.laplace(2, granularity=0.5)),
-                     claim=PureDP(10))
+    m = dp.mechanism(
+        name="c",
+        records=IntegerRange(0, 5),
+        relation=AddRemove(),
+        steps=dp.compose(dp.count() >> dp.discrete_laplace(1.5), dp.sum() >> dp.laplace(2, granularity=0.5)),
+        claim=PureDP(10),
+    )
     data = [1, 2, 5]
     out = m.sample(data, 200_000, np.random.default_rng(7))
     law = m.law(data)
@@ -240,8 +278,13 @@ def test_audit_passes_the_example_and_catches_a_cut():
 def test_register_a_value_and_audit_only_policy():
     from dpharness import registry
 
-    m = dp.mechanism(name="team_value_test", records=IntegerRange(0, 1), relation=AddRemove(),
-                     steps=dp.count() >> dp.discrete_laplace(1), claim=PureDP(1))
+    m = dp.mechanism(
+        name="team_value_test",
+        records=IntegerRange(0, 1),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.discrete_laplace(1),
+        claim=PureDP(1),
+    )
     try:
         assert dpharness.register(m) is m
         assert registry.get("team_value_test")() is m
@@ -255,26 +298,57 @@ def test_register_a_value_and_audit_only_policy():
         registry._AUDIT_ONLY.discard("team_value_test")
 
 
-@pytest.mark.parametrize("build, match", [
-    (lambda: dp.laplace(scale=0), "scale="),
-    (lambda: dp.laplace(scale=1, granularity=0.3), "granularity="),
-    (lambda: dp.clamp(3, 1), "lo="),
-    (lambda: dp.clamp(Fraction(1, 3), 1), "lo="),
-    (lambda: dp.parallel(dp.count() >> dp.laplace(1), by=0, keys=[Fraction(1, 3), 1 / 3]), "keys="),
-    (lambda: dp.histogram(), "histogram needs"),
-    (lambda: dp.Post(lambda s: s.mean(), True), "vectorized=True is reserved"),
-    (lambda: dp.count() >> 3, "right side of >>"),
-    (lambda: dp.mechanism(name="x", records=RealInterval(), relation=AddRemove(), steps=dp.sum() >> dp.laplace(1),
-                          claim=PureDP(1)), "bounded records"),
-    (lambda: dp.mechanism(name="x", records=RealInterval(0, 1), relation=AddRemove(), steps=dp.laplace(1) >> dp.count(),
-                          claim=PureDP(1)), "laplace adds noise to numbers"),
-    (lambda: dp.mechanism(name="x", records=RealInterval(0, 1), relation=AddRemove(), steps=dp.count(),
-                          claim=PureDP(1)), "release nothing random"),
-    (lambda: dp.mechanism(name="Bad Name", records=RealInterval(0, 1), relation=AddRemove(),
-                          steps=dp.count() >> dp.laplace(1), claim=PureDP(1)), "name="),
-    (lambda: dp.mechanism(name="x", records=RealInterval(0, 1), relation=AddRemove(),
-                          steps=dp.count() >> dp.laplace(1), claim=1), "claim="),
-])
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: dp.laplace(scale=0), "scale="),
+        (lambda: dp.laplace(scale=1, granularity=0.3), "granularity="),
+        (lambda: dp.clamp(3, 1), "lo="),
+        (lambda: dp.clamp(Fraction(1, 3), 1), "lo="),
+        (lambda: dp.parallel(dp.count() >> dp.laplace(1), by=0, keys=[Fraction(1, 3), 1 / 3]), "keys="),
+        (lambda: dp.histogram(), "histogram needs"),
+        (lambda: dp.Post(lambda s: s.mean(), True), "vectorized=True is reserved"),
+        (lambda: dp.count() >> 3, "right side of >>"),
+        (
+            lambda: dp.mechanism(
+                name="x", records=RealInterval(), relation=AddRemove(), steps=dp.sum() >> dp.laplace(1), claim=PureDP(1)
+            ),
+            "bounded records",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="x",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.laplace(1) >> dp.count(),
+                claim=PureDP(1),
+            ),
+            "laplace adds noise to numbers",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="x", records=RealInterval(0, 1), relation=AddRemove(), steps=dp.count(), claim=PureDP(1)
+            ),
+            "release nothing random",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="Bad Name",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.count() >> dp.laplace(1),
+                claim=PureDP(1),
+            ),
+            "name=",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="x", records=RealInterval(0, 1), relation=AddRemove(), steps=dp.count() >> dp.laplace(1), claim=1
+            ),
+            "claim=",
+        ),
+    ],
+)
 def test_bad_declarations_name_the_argument(build, match):
     with pytest.raises(dpharness.ParameterError, match=match):
         build()
@@ -289,8 +363,13 @@ def test_subclassed_parts_are_refused():
             return 0
 
     with pytest.raises(dpharness.ParameterError, match="not a dpharness.parts step"):
-        dp.mechanism(name="x", records=RealInterval(0, 1), relation=AddRemove(), steps=NoClampSum() >> dp.laplace(1),
-                     claim=PureDP(1))
+        dp.mechanism(
+            name="x",
+            records=RealInterval(0, 1),
+            relation=AddRemove(),
+            steps=NoClampSum() >> dp.laplace(1),
+            claim=PureDP(1),
+        )
 
 
 def test_post_processing_assumption_is_stated():
@@ -299,6 +378,7 @@ def test_post_processing_assumption_is_stated():
 
 
 # --------------------------------------------------------------------------- local randomizers on one record
+
 
 def _local(steps, claim, records=Finite((2, 5, 7))):
     return dp.mechanism(name="local", records=records, relation=Substitute(), input="record", steps=steps, claim=claim)
@@ -373,12 +453,16 @@ def test_local_randomized_response_approximate_claims_use_the_exact_profile():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("steps, records, x", [
-    (lambda: dp.randomized_response(Fraction(3, 4)), Finite((2, 5, 7, 11)), 5),
-    (lambda: dp.warner(0.7), Finite((0.25, 1.5)), 1.5),
-    (lambda: dp.rappor(0.5), IntegerRange(0, 2), 1),
-    (lambda: dp.compose(dp.randomized_response(1), dp.rappor(Fraction(1, 3))), Finite((0.1, 0.2, 0.3)), 0.2),
-], ids=["randomized_response", "warner", "rappor", "compose"])
+@pytest.mark.parametrize(
+    "steps, records, x",
+    [
+        (lambda: dp.randomized_response(Fraction(3, 4)), Finite((2, 5, 7, 11)), 5),
+        (lambda: dp.warner(0.7), Finite((0.25, 1.5)), 1.5),
+        (lambda: dp.rappor(0.5), IntegerRange(0, 2), 1),
+        (lambda: dp.compose(dp.randomized_response(1), dp.rappor(Fraction(1, 3))), Finite((0.1, 0.2, 0.3)), 0.2),
+    ],
+    ids=["randomized_response", "warner", "rappor", "compose"],
+)
 def test_local_randomizer_sampler_matches_the_exact_law(steps, records, x):
     """Chi-square of 100 000 samples (seed 11) against the exact law over its whole support (every
     sample must be a support point: category values exactly); level 1e-4, so a false-failure rate
@@ -492,24 +576,44 @@ def test_local_extreme_pairs_are_valid_neighbours():
             m.input_spec.validate_pair(a, b)
 
 
-@pytest.mark.parametrize("build, match", [
-    (lambda: dp.warner(0.4), "p="),
-    (lambda: dp.warner(1), "p="),
-    (lambda: dp.rappor(0), "f="),
-    (lambda: dp.rappor(1.5), "f="),
-    (lambda: dp.randomized_response(-1), "log_odds="),
-    (lambda: dp.randomized_response(math.inf), "log_odds="),
-    (lambda: _local(dp.warner(0.75), PureDP(2)), "two categories"),
-    (lambda: _local(dp.randomized_response(1), PureDP(1), RealInterval(0, 1)), "records="),
-    (lambda: _local(dp.randomized_response(1), PureDP(1), Finite((1, 1.0))), "repeats"),
-    (lambda: _local(dp.randomized_response(1), PureDP(1), Finite((Fraction(1, 3), 1))), "not exactly a float"),
-    (lambda: dp.mechanism(name="x", records=Finite((0, 1)), relation=AddRemove(), input="record",
-                          steps=dp.randomized_response(1), claim=PureDP(1)), "relation="),
-    (lambda: dp.mechanism(name="x", records=Finite((0, 1)), relation=Substitute(),
-                          steps=dp.randomized_response(1), claim=PureDP(1)), "randomizes one record"),
-    (lambda: _local(dp.laplace(1), PureDP(1)), "laplace adds noise to numbers"),
-    (lambda: _local(dp.count() >> dp.randomized_response(1), PureDP(1)), "count takes records"),
-])
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: dp.warner(0.4), "p="),
+        (lambda: dp.warner(1), "p="),
+        (lambda: dp.rappor(0), "f="),
+        (lambda: dp.rappor(1.5), "f="),
+        (lambda: dp.randomized_response(-1), "log_odds="),
+        (lambda: dp.randomized_response(math.inf), "log_odds="),
+        (lambda: _local(dp.warner(0.75), PureDP(2)), "two categories"),
+        (lambda: _local(dp.randomized_response(1), PureDP(1), RealInterval(0, 1)), "records="),
+        (lambda: _local(dp.randomized_response(1), PureDP(1), Finite((1, 1.0))), "repeats"),
+        (lambda: _local(dp.randomized_response(1), PureDP(1), Finite((Fraction(1, 3), 1))), "not exactly a float"),
+        (
+            lambda: dp.mechanism(
+                name="x",
+                records=Finite((0, 1)),
+                relation=AddRemove(),
+                input="record",
+                steps=dp.randomized_response(1),
+                claim=PureDP(1),
+            ),
+            "relation=",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="x",
+                records=Finite((0, 1)),
+                relation=Substitute(),
+                steps=dp.randomized_response(1),
+                claim=PureDP(1),
+            ),
+            "randomizes one record",
+        ),
+        (lambda: _local(dp.laplace(1), PureDP(1)), "laplace adds noise to numbers"),
+        (lambda: _local(dp.count() >> dp.randomized_response(1), PureDP(1)), "count takes records"),
+    ],
+)
 def test_bad_local_declarations_name_the_argument(build, match):
     with pytest.raises(dpharness.ParameterError, match=match):
         build()
@@ -522,17 +626,27 @@ def test_the_source_hash_reads_every_parameter_in_full():
     import sys
 
     def m(c):
-        return dp.mechanism(name="q", records=RealInterval(0, 120), relation=AddRemove(),
-                            steps=dp.clamp(0, 120) >> dp.quantile(0.5, candidates=c, scale=2), claim=PureDP(1))
+        return dp.mechanism(
+            name="q",
+            records=RealInterval(0, 120),
+            relation=AddRemove(),
+            steps=dp.clamp(0, 120) >> dp.quantile(0.5, candidates=c, scale=2),
+            claim=PureDP(1),
+        )
 
     a, b = m([0, 1, 2, 50, 119, 120]), m([0, 1, 3, 50, 119, 120])
     assert a.steps.describe() == b.steps.describe()
     assert a.source_hash() != b.source_hash()
-    code = ("from dpharness import AddRemove, PureDP, RealInterval, parts as dp\n"
-            "m = dp.mechanism(name='q', records=RealInterval(0, 120), relation=AddRemove(), steps=dp.clamp(0, 120) >> "
-            "dp.quantile(0.5, candidates=[0, 1, 2, 50, 119, 120], scale=2) >> dp.post(round), claim=PureDP(1))\n"
-            "print(m.source_hash())")
-    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    code = (
+        "from dpharness import AddRemove, PureDP, RealInterval, parts as dp\n"
+        "m = dp.mechanism(name='q', records=RealInterval(0, 120), relation=AddRemove(), steps=dp.clamp(0, 120) >> "
+        "dp.quantile(0.5, candidates=[0, 1, 2, 50, 119, 120], scale=2) >> dp.post(round), claim=PureDP(1))\n"
+        "print(m.source_hash())"
+    )
+    runs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    }
     assert len(runs) == 1
 
 
@@ -540,8 +654,22 @@ def test_integer_vectors_with_a_sensitivity_below_one_are_refused():
     """No two distinct integer vectors are within 1/2 of each other: the relation is refused at
     construction (it crashed the prover's pair search before)."""
     with pytest.raises(dpharness.errors.ParameterError, match="sensitivity >= 1"):
-        dp.mechanism(name="v", records=IntegerRange(0, 10), relation=BoundedChange(0.5, "l1"), input="vector", dim=2,
-                     steps=dp.laplace(scale=1), claim=PureDP(1))
-    ok = dp.mechanism(name="v", records=IntegerRange(0, 10), relation=BoundedChange(1.5, "l1"), input="vector", dim=2,
-                      steps=dp.laplace(scale=1.5), claim=PureDP(1))
+        dp.mechanism(
+            name="v",
+            records=IntegerRange(0, 10),
+            relation=BoundedChange(0.5, "l1"),
+            input="vector",
+            dim=2,
+            steps=dp.laplace(scale=1),
+            claim=PureDP(1),
+        )
+    ok = dp.mechanism(
+        name="v",
+        records=IntegerRange(0, 10),
+        relation=BoundedChange(1.5, "l1"),
+        input="vector",
+        dim=2,
+        steps=dp.laplace(scale=1.5),
+        claim=PureDP(1),
+    )
     assert prove(ok).verdict is Verdict.PROVED

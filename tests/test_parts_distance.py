@@ -14,8 +14,9 @@ from dpharness.registry import get
 
 
 def _count(noise, claim, relation=AddRemove()):
-    return dp.mechanism(name="count_k", records=RealInterval(0, 1), relation=relation, steps=dp.count() >> noise,
-                        claim=claim)
+    return dp.mechanism(
+        name="count_k", records=RealInterval(0, 1), relation=relation, steps=dp.count() >> noise, claim=claim
+    )
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 5])
@@ -25,8 +26,14 @@ def test_a_laplace_count_at_distance_k_is_k_epsilon(k):
 
 
 def test_a_sum_under_substitution_scales_with_k():
-    m = dp.mechanism(name="sum_k", records=RealInterval(0, 1), relation=Substitute(), size=10,
-                     steps=dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1), claim=PureDP(3))
+    m = dp.mechanism(
+        name="sum_k",
+        records=RealInterval(0, 1),
+        relation=Substitute(),
+        size=10,
+        steps=dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1),
+        claim=PureDP(3),
+    )
     assert prove(m, distance=3).verdict is Verdict.PROVED
     assert prove(m, distance=4).verdict is not Verdict.PROVED
 
@@ -41,14 +48,25 @@ def test_a_gaussian_at_distance_two_is_the_gaussian_with_half_the_sigma():
 
 def test_subsampled_mechanisms_use_group_privacy_only():
     eps1 = math.log(1 + 0.25 * (math.e - 1))
-    m = dp.mechanism(name="sub_k", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.poisson_sample(0.25) >> dp.count() >> dp.laplace(scale=1), claim=PureDP(2 * eps1 * (1 + 1e-9)))
+    m = dp.mechanism(
+        name="sub_k",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.poisson_sample(0.25) >> dp.count() >> dp.laplace(scale=1),
+        claim=PureDP(2 * eps1 * (1 + 1e-9)),
+    )
     assert prove(m, distance=2).verdict is Verdict.PROVED
 
 
 def test_distance_is_refused_where_it_means_nothing():
-    local = dp.mechanism(name="rr_k", records=Finite((0, 1, 2)), relation=Substitute(), input="record",
-                         steps=dp.randomized_response(1), claim=PureDP(5))
+    local = dp.mechanism(
+        name="rr_k",
+        records=Finite((0, 1, 2)),
+        relation=Substitute(),
+        input="record",
+        steps=dp.randomized_response(1),
+        claim=PureDP(5),
+    )
     assert prove(local, distance=2).verdict is Verdict.UNPROVEN
     hand_proved = prove(get("median")(), distance=2)
     assert hand_proved.verdict is Verdict.UNPROVEN and "distance 1" in hand_proved.notes[0]

@@ -40,27 +40,36 @@ def _design_delta(threshold, scale, L):
 
 
 def _users(claim, *, k=2, m=1, scale=1, threshold=5, keys=range(5), ell=None):
-    return dp.mechanism(name="users_per_key", records=RealBox(0, 100, 2), relation=dp.AddRemoveUser(user=0),
-                        steps=dp.bound_contributions(user=0, by=1, max_records=k, max_per_partition=m, max_partitions=ell)
-                        >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=threshold, scale=scale)),
-                        claim=claim)
+    return dp.mechanism(
+        name="users_per_key",
+        records=RealBox(0, 100, 2),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=k, max_per_partition=m, max_partitions=ell)
+        >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=threshold, scale=scale)),
+        claim=claim,
+    )
 
 
 def _records(claim, *, scale=1, threshold=3, keys=range(10)):
-    return dp.mechanism(name="records_per_key", records=IntegerRange(0, 9), relation=AddRemove(),
-                        steps=dp.group_by(by=0, keys=keys, select=dp.partition_select(threshold=threshold, scale=scale)),
-                        claim=claim)
+    return dp.mechanism(
+        name="records_per_key",
+        records=IntegerRange(0, 9),
+        relation=AddRemove(),
+        steps=dp.group_by(by=0, keys=keys, select=dp.partition_select(threshold=threshold, scale=scale)),
+        claim=claim,
+    )
 
 
 # --------------------------------------------------------------------------- unit
 
+
 def test_user_level_relation_is_exact():
     rel = dp.AddRemoveUser(user=0)
     d = np.array([[1.0, 0.0], [1.0, 1.0], [2.0, 0.0]])
-    assert rel.is_neighbour(d, d[[2]])                      # user 1 removed
+    assert rel.is_neighbour(d, d[[2]])  # user 1 removed
     assert rel.is_neighbour(d[[2]], d)
-    assert not rel.is_neighbour(d, d[[0, 2]])               # only part of user 1 removed
-    assert not rel.is_neighbour(d, d[:0])                   # two users removed
+    assert not rel.is_neighbour(d, d[[0, 2]])  # only part of user 1 removed
+    assert not rel.is_neighbour(d, d[:0])  # two users removed
     assert not rel.is_neighbour(d, np.concatenate([d, [[2.0, 5.0]]]))  # a record of an existing user added
     assert rel.is_neighbour(d, np.concatenate([d, [[3.0, 5.0], [3.0, 5.0]]]))  # a new user with two records
     assert not rel.is_neighbour(d, d)
@@ -85,14 +94,17 @@ def test_bounding_keeps_at_most_k_records_m_per_key_and_ell_keys(k, m, ell):
         assert set(np.flatnonzero(kept[s]).tolist()) == want
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: dp.partition_select(threshold=0.5, scale=1), "threshold="),
-    (lambda: dp.partition_select(threshold=5, scale=0), "scale="),
-    (lambda: dp.group_by(by=1, keys=[0, 0], select=dp.partition_select(threshold=5, scale=1)), "keys"),
-    (lambda: dp.group_by(by=1, keys=[0, 1], select=5), "select="),
-    (lambda: dp.bound_contributions(user=1, by=1, max_records=2), "user="),
-    (lambda: dp.bound_contributions(user=0, by=1, max_records=0), "max_records="),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: dp.partition_select(threshold=0.5, scale=1), "threshold="),
+        (lambda: dp.partition_select(threshold=5, scale=0), "scale="),
+        (lambda: dp.group_by(by=1, keys=[0, 0], select=dp.partition_select(threshold=5, scale=1)), "keys"),
+        (lambda: dp.group_by(by=1, keys=[0, 1], select=5), "select="),
+        (lambda: dp.bound_contributions(user=1, by=1, max_records=2), "user="),
+        (lambda: dp.bound_contributions(user=0, by=1, max_records=0), "max_records="),
+    ],
+)
 def test_bad_parameters_name_the_argument(call, name):
     with pytest.raises(ParameterError, match=name):
         call()
@@ -101,22 +113,38 @@ def test_bad_parameters_name_the_argument(call, name):
 def test_refused_structures():
     g = dp.group_by(by=1, keys=range(5), select=dp.partition_select(threshold=5, scale=1))
     b = dp.bound_contributions(user=0, by=1, max_records=2)
-    with pytest.raises(ParameterError, match="AddRemoveUser"):     # bounding needs the user-level relation
+    with pytest.raises(ParameterError, match="AddRemoveUser"):  # bounding needs the user-level relation
         dp.mechanism(name="x", records=RealBox(0, 9, 2), relation=AddRemove(), steps=b >> g, claim=ApproxDP(1, 0.1))
     with pytest.raises(ParameterError, match="bound_contributions"):  # user level needs bounding first
-        dp.mechanism(name="x", records=RealBox(0, 9, 2), relation=dp.AddRemoveUser(user=0), steps=g, claim=ApproxDP(1, 0.1))
+        dp.mechanism(
+            name="x", records=RealBox(0, 9, 2), relation=dp.AddRemoveUser(user=0), steps=g, claim=ApproxDP(1, 0.1)
+        )
     with pytest.raises(ParameterError, match="same column"):
-        dp.mechanism(name="x", records=RealBox(0, 9, 2), relation=dp.AddRemoveUser(user=1),
-                     steps=dp.bound_contributions(user=0, by=1, max_records=2) >> g, claim=ApproxDP(1, 0.1))
+        dp.mechanism(
+            name="x",
+            records=RealBox(0, 9, 2),
+            relation=dp.AddRemoveUser(user=1),
+            steps=dp.bound_contributions(user=0, by=1, max_records=2) >> g,
+            claim=ApproxDP(1, 0.1),
+        )
     with pytest.raises(ParameterError, match="group_by"):
-        dp.mechanism(name="x", records=RealBox(0, 9, 2), relation=dp.AddRemoveUser(user=0),
-                     steps=b >> dp.count() >> dp.laplace(1), claim=ApproxDP(1, 0.1))
+        dp.mechanism(
+            name="x",
+            records=RealBox(0, 9, 2),
+            relation=dp.AddRemoveUser(user=0),
+            steps=b >> dp.count() >> dp.laplace(1),
+            claim=ApproxDP(1, 0.1),
+        )
 
 
 def test_substitution_is_unproven():
-    m = dp.mechanism(name="x", records=IntegerRange(0, 9), relation=Substitute(),
-                     steps=dp.group_by(by=0, keys=range(10), select=dp.partition_select(threshold=3, scale=1)),
-                     claim=ApproxDP(10, 0.5))
+    m = dp.mechanism(
+        name="x",
+        records=IntegerRange(0, 9),
+        relation=Substitute(),
+        steps=dp.group_by(by=0, keys=range(10), select=dp.partition_select(threshold=3, scale=1)),
+        claim=ApproxDP(10, 0.5),
+    )
     assert prove(m).verdict is Verdict.UNPROVEN
 
 
@@ -131,6 +159,7 @@ def test_sampler_never_releases_an_absent_key_and_encodes_zero():
 
 # --------------------------------------------------------------------------- proofs at the exact (ε, δ)
 
+
 @pytest.mark.parametrize("k, scale, threshold", [(1, 1, 5), (2, 1, 5), (4, Fraction(1, 2), 10), (3, 2, 30)])
 def test_user_level_is_proved_at_its_exact_design(k, scale, threshold):
     L = min(k, 5)
@@ -141,8 +170,10 @@ def test_user_level_is_proved_at_its_exact_design(k, scale, threshold):
     assert proof.verdict is Verdict.PROVED, proof.notes
     assert proof.bound == pytest.approx(float(eps), rel=1e-12)
     assert proof.delta_bound == pytest.approx(delta, rel=1e-9)
-    assert prove(_users(ApproxDP(eps * Fraction(99, 100), up), k=k, scale=scale, threshold=threshold)).verdict \
+    assert (
+        prove(_users(ApproxDP(eps * Fraction(99, 100), up), k=k, scale=scale, threshold=threshold)).verdict
         is not Verdict.PROVED
+    )
     low = prove(_users(ApproxDP(eps, delta * 0.99), k=k, scale=scale, threshold=threshold))
     assert low.verdict is Verdict.REFUTED
     assert low.witness is not None and low.witness.event is not None
@@ -156,7 +187,7 @@ def test_record_level_is_proved_at_its_exact_design():
     assert proof.verdict is Verdict.PROVED and proof.bound == 1.0
     assert prove(_records(ApproxDP(0.99, 0.5))).verdict is not Verdict.PROVED
     assert prove(_records(ApproxDP(1, delta * 0.99))).verdict is Verdict.REFUTED
-    assert prove(_records(PureDP(50))).verdict is Verdict.REFUTED   # no pure bound: δ > 0 is necessary
+    assert prove(_records(PureDP(50))).verdict is Verdict.REFUTED  # no pure bound: δ > 0 is necessary
 
 
 def test_the_encoding_universe_caps_the_keys_one_user_touches():
@@ -168,15 +199,22 @@ def test_the_encoding_universe_caps_the_keys_one_user_touches():
 
 def test_composed_with_a_count_adds_epsilon_and_delta():
     delta = _design_delta(3, 1.0, 1)
-    m = dp.mechanism(name="c", records=IntegerRange(0, 9), relation=AddRemove(),
-                     steps=dp.compose(dp.group_by(by=0, keys=range(10), select=dp.partition_select(threshold=3, scale=1)),
-                                      dp.count() >> dp.laplace(scale=2)),
-                     claim=ApproxDP(1.5, delta * (1 + 1e-9)))
+    m = dp.mechanism(
+        name="c",
+        records=IntegerRange(0, 9),
+        relation=AddRemove(),
+        steps=dp.compose(
+            dp.group_by(by=0, keys=range(10), select=dp.partition_select(threshold=3, scale=1)),
+            dp.count() >> dp.laplace(scale=2),
+        ),
+        claim=ApproxDP(1.5, delta * (1 + 1e-9)),
+    )
     assert prove(m).verdict is Verdict.PROVED
     assert prove(m.replace(claim=ApproxDP(1.49, 0.5))).verdict is not Verdict.PROVED
 
 
 # --------------------------------------------------------------------------- exact truth on tiny inputs
+
 
 def _dlap(k, t):
     q = math.exp(-1 / t)
@@ -313,9 +351,15 @@ def test_exact_delta_with_a_count_part_is_within_the_proof():
     δ(ε) <= the proven δ; and ε is attained: on existing keys, δ(0.99 ε) exceeds δ(ε) by more than 1e-3."""
     keys, T, t, tp, width = (0, 1), 2, 0.5, 0.5, 14
     m = _users(ApproxDP(9, 0.5), k=2, m=2, scale=Fraction(1, 2), threshold=2, keys=keys)
-    m = m.replace(steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=2)
-                  >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=2, scale=Fraction(1, 2)),
-                                 part=dp.count() >> dp.discrete_laplace(Fraction(1, 2))))
+    m = m.replace(
+        steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=2)
+        >> dp.group_by(
+            by=1,
+            keys=keys,
+            select=dp.partition_select(threshold=2, scale=Fraction(1, 2)),
+            part=dp.count() >> dp.discrete_laplace(Fraction(1, 2)),
+        )
+    )
     proof = prove(m)
     assert proof.verdict is Verdict.PROVED and proof.bound == 8.0
     eps, delta = proof.bound, proof.delta_bound
@@ -334,6 +378,7 @@ def test_exact_delta_with_a_count_part_is_within_the_proof():
 
 # --------------------------------------------------------------------------- statistical
 
+
 def _chi2(samples, law):
     rows = [tuple(r) for r in np.asarray(samples).tolist()]
     counts = {}
@@ -351,8 +396,11 @@ def _chi2(samples, law):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("data", [[(1, 0), (2, 0), (3, 0), (4, 1)], [(1, 0), (1, 1), (1, 1), (2, 0), (2, 1), (3, 1)]],
-                         ids=["deterministic", "random_bounding"])
+@pytest.mark.parametrize(
+    "data",
+    [[(1, 0), (2, 0), (3, 0), (4, 1)], [(1, 0), (1, 1), (1, 1), (2, 0), (2, 1), (3, 1)]],
+    ids=["deterministic", "random_bounding"],
+)
 def test_sampler_follows_the_independent_law(data):
     """Chi-square of 40 000 draws against the enumerated law (k = 1, m = 1: the second data set bounds at
     random), seed 7; false-failure rate 1e-4 per case."""
@@ -404,9 +452,13 @@ def test_a_part_other_than_a_noisy_count_or_sum_is_refused():
 def test_record_level_with_parts_is_proved_at_its_exact_epsilon():
     """ε = 1/t + 1/t_count + 10/t_sum (clamped to [0, 10], one grid step of rounding slack for the sum)."""
     part = dp.compose(dp.count() >> dp.laplace(2), dp.column(1) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(20))
-    m = dp.mechanism(name="sums_per_key", records=RealBox(0, 10, 2), relation=AddRemove(),
-                     steps=dp.group_by(by=0, keys=range(11), select=dp.partition_select(threshold=3, scale=1), part=part),
-                     claim=ApproxDP(2.001, _design_delta(3, 1.0, 1) * (1 + 1e-9)))
+    m = dp.mechanism(
+        name="sums_per_key",
+        records=RealBox(0, 10, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=0, keys=range(11), select=dp.partition_select(threshold=3, scale=1), part=part),
+        claim=ApproxDP(2.001, _design_delta(3, 1.0, 1) * (1 + 1e-9)),
+    )
     proof = prove(m)
     assert proof.verdict is Verdict.PROVED and proof.bound == pytest.approx(2.0, abs=1e-6)
     assert prove(m.replace(claim=ApproxDP(1.98, 0.5))).verdict is not Verdict.PROVED
@@ -418,11 +470,19 @@ def test_record_level_with_parts_is_proved_at_its_exact_epsilon():
 
 def test_library_law_with_a_count_part_matches_the_independent_law():
     keys = (0, 1)
-    m = dp.mechanism(name="u", records=RealBox(0, 100, 2), relation=dp.AddRemoveUser(user=0),
-                     steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=2)
-                     >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=2, scale=Fraction(1, 2)),
-                                    part=dp.count() >> dp.discrete_laplace(Fraction(1, 2))),
-                     claim=ApproxDP(9, 0.5))
+    m = dp.mechanism(
+        name="u",
+        records=RealBox(0, 100, 2),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=2)
+        >> dp.group_by(
+            by=1,
+            keys=keys,
+            select=dp.partition_select(threshold=2, scale=Fraction(1, 2)),
+            part=dp.count() >> dp.discrete_laplace(Fraction(1, 2)),
+        ),
+        claim=ApproxDP(9, 0.5),
+    )
     data = [(1, 0), (1, 0), (2, 0), (2, 1), (3, 1)]
     law = _law_with_count(data, keys, 2, 2, 2, 0.5, 0.5, 14)
     outs = [o for o in law if law[o] > 1e-10]
@@ -433,11 +493,15 @@ def test_library_law_with_a_count_part_matches_the_independent_law():
 
 def test_post_processing_after_a_user_level_group_by():
     delta = _design_delta(5, 1.0, 2)
-    m = dp.mechanism(name="released_keys", records=RealBox(0, 100, 2), relation=dp.AddRemoveUser(user=0),
-                     steps=dp.bound_contributions(user=0, by=1, max_records=2)
-                     >> dp.group_by(by=1, keys=range(5), select=dp.partition_select(threshold=5, scale=1))
-                     >> dp.post(lambda v: float((np.asarray(v) > 0).sum())),
-                     claim=ApproxDP(2, delta * (1 + 1e-9)))
+    m = dp.mechanism(
+        name="released_keys",
+        records=RealBox(0, 100, 2),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=2)
+        >> dp.group_by(by=1, keys=range(5), select=dp.partition_select(threshold=5, scale=1))
+        >> dp.post(lambda v: float((np.asarray(v) > 0).sum())),
+        claim=ApproxDP(2, delta * (1 + 1e-9)),
+    )
     assert prove(m).verdict is Verdict.PROVED
     assert prove(m.replace(claim=ApproxDP(2, delta * 0.99))).verdict is not Verdict.REFUTED  # post may discard
     out = m.sample(np.array([[u, 0.0] for u in range(12)]), 100, np.random.default_rng(4))
@@ -447,13 +511,20 @@ def test_post_processing_after_a_user_level_group_by():
 def test_compositions_add_delta_repetitions_multiply_it():
     delta = _design_delta(3, 1.0, 1)
     g = dp.group_by(by=0, keys=range(10), select=dp.partition_select(threshold=3, scale=1))
-    twice = dp.mechanism(name="twice", records=IntegerRange(0, 9), relation=AddRemove(), steps=dp.compose(g, g),
-                         claim=ApproxDP(2, 2 * delta * (1 + 1e-9)))
+    twice = dp.mechanism(
+        name="twice",
+        records=IntegerRange(0, 9),
+        relation=AddRemove(),
+        steps=dp.compose(g, g),
+        claim=ApproxDP(2, 2 * delta * (1 + 1e-9)),
+    )
     assert prove(twice).verdict is Verdict.PROVED
     assert prove(twice.replace(claim=ApproxDP(2, 1.9 * delta))).verdict is not Verdict.PROVED
     rep = twice.replace(steps=dp.repeat(3, g), claim=ApproxDP(3, 3 * delta * (1 + 1e-9)))
     assert prove(rep).verdict is Verdict.PROVED
     assert prove(rep.replace(claim=ApproxDP(3, 2.9 * delta))).verdict is not Verdict.PROVED
-    sampled = twice.replace(steps=dp.poisson_sample(Fraction(1, 10)) >> g,
-                            claim=ApproxDP(math.log(1 + (math.e - 1) / 10) + 1e-12, delta / 10 * (1 + 1e-9)))
+    sampled = twice.replace(
+        steps=dp.poisson_sample(Fraction(1, 10)) >> g,
+        claim=ApproxDP(math.log(1 + (math.e - 1) / 10) + 1e-12, delta / 10 * (1 + 1e-9)),
+    )
     assert prove(sampled).verdict is Verdict.PROVED

@@ -25,10 +25,22 @@ def _step(theta, noisy_sum):
 
 
 def _dpsgd(eps, *, times=1000, rate=0.01, sigma=1.0, clip=1):
-    return dp.mechanism(name="dpsgd", records=RealBox(-1, 1, 2), relation=AddRemove(),
-                        steps=dp.iterate(times, dp.poisson_sample(rate) >> dp.map_records(_grad) >> dp.clip_norm(clip)
-                                         >> dp.sum() >> dp.gaussian(sigma=sigma * clip), init=[0.0], update=_step),
-                        claim=ApproxDP(eps, 1e-5))
+    return dp.mechanism(
+        name="dpsgd",
+        records=RealBox(-1, 1, 2),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            times,
+            dp.poisson_sample(rate)
+            >> dp.map_records(_grad)
+            >> dp.clip_norm(clip)
+            >> dp.sum()
+            >> dp.gaussian(sigma=sigma * clip),
+            init=[0.0],
+            update=_step,
+        ),
+        claim=ApproxDP(eps, 1e-5),
+    )
 
 
 def test_dpsgd_for_logistic_regression_is_proved_at_its_pld_value():
@@ -54,52 +66,87 @@ def test_dpsgd_trains():
 def test_the_state_reaches_the_map_and_the_update_reads_the_release():
     """Negligible noise (t = 2^-30 grid steps): each round releases Σ_r θ = 3θ on 3 records and the
     update sets θ ← release/3 + 1, so θ counts the rounds."""
-    m = dp.mechanism(name="counter", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.iterate(5, dp.map_records(lambda theta, r: theta[0]) >> dp.clamp(0, 10) >> dp.sum()
-                                      >> dp.discrete_laplace(2.0 ** -30), init=[0.0],
-                                      update=lambda theta, release: [release / 3 + 1]),
-                     claim=PureDP(300))
+    m = dp.mechanism(
+        name="counter",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            5,
+            dp.map_records(lambda theta, r: theta[0]) >> dp.clamp(0, 10) >> dp.sum() >> dp.discrete_laplace(2.0**-30),
+            init=[0.0],
+            update=lambda theta, release: [release / 3 + 1],
+        ),
+        claim=PureDP(300),
+    )
     assert np.all(m.sample(np.zeros(3), 2, np.random.default_rng(0)) == 5)
-    releases = dp.mechanism(name="counter_releases", records=RealInterval(0, 1), relation=AddRemove(),
-                            steps=dp.iterate(4, dp.map_records(lambda theta, r: theta[0]) >> dp.clamp(0, 10) >> dp.sum()
-                                             >> dp.discrete_laplace(2.0 ** -30), init=[0.0],
-                                             update=lambda theta, release: [release / 3 + 1], output="releases"),
-                            claim=PureDP(300))
+    releases = dp.mechanism(
+        name="counter_releases",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            4,
+            dp.map_records(lambda theta, r: theta[0]) >> dp.clamp(0, 10) >> dp.sum() >> dp.discrete_laplace(2.0**-30),
+            init=[0.0],
+            update=lambda theta, release: [release / 3 + 1],
+            output="releases",
+        ),
+        claim=PureDP(300),
+    )
     assert np.array_equal(releases.sample(np.zeros(3), 1, np.random.default_rng(0))[0], [0, 3, 6, 9])
 
 
 def test_map_records_is_one_stable_and_needs_a_clip_before_a_sum():
-    m = dp.mechanism(name="doubled", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.map_records(lambda r: 2 * r) >> dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1),
-                     claim=PureDP(1))
+    m = dp.mechanism(
+        name="doubled",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.map_records(lambda r: 2 * r) >> dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1),
+        claim=PureDP(1),
+    )
     assert prove(m).verdict is Verdict.PROVED
     with pytest.raises(ParameterError, match="sum"):
-        dp.mechanism(name="unbounded", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.map_records(lambda r: 2 * r) >> dp.sum() >> dp.laplace(scale=1), claim=PureDP(1))
+        dp.mechanism(
+            name="unbounded",
+            records=RealInterval(0, 1),
+            relation=AddRemove(),
+            steps=dp.map_records(lambda r: 2 * r) >> dp.sum() >> dp.laplace(scale=1),
+            claim=PureDP(1),
+        )
 
 
 def test_bad_functions_are_named():
     with pytest.raises(ParameterError, match="fn="):
         dp.map_records(3)
-    m = dp.mechanism(name="nan", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.map_records(lambda r: float("nan")) >> dp.clip_norm(1) >> dp.sum() >> dp.laplace(scale=1),
-                     claim=PureDP(1))
+    m = dp.mechanism(
+        name="nan",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.map_records(lambda r: float("nan")) >> dp.clip_norm(1) >> dp.sum() >> dp.laplace(scale=1),
+        claim=PureDP(1),
+    )
     with pytest.raises(ParameterError, match="not finite"):
         m.sample(np.zeros(2), 3, np.random.default_rng(0))
     with pytest.raises(ParameterError, match="update="):
         dp.iterate(3, dp.count() >> dp.laplace(1), init=[0.0], update=None)
     with pytest.raises(ParameterError, match="init="):
         dp.iterate(3, dp.count() >> dp.laplace(1), init=[], update=lambda s, r: s)
-    bad = dp.mechanism(name="bad_update", records=RealInterval(0, 1), relation=AddRemove(),
-                       steps=dp.iterate(2, dp.count() >> dp.laplace(1), init=[0.0], update=lambda s, r: [1.0, 2.0]),
-                       claim=PureDP(2))
+    bad = dp.mechanism(
+        name="bad_update",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(2, dp.count() >> dp.laplace(1), init=[0.0], update=lambda s, r: [1.0, 2.0]),
+        claim=PureDP(2),
+    )
     with pytest.raises(ParameterError, match="update returned"):
         bad.sample(np.zeros(2), 1, np.random.default_rng(0))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=5), st.sampled_from(["l1", "l2", "linf"]),
-       st.sampled_from([1, 0.1, 3.5, 2.0 ** -20]))
+@given(
+    st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=5),
+    st.sampled_from(["l1", "l2", "linf"]),
+    st.sampled_from([1, 0.1, 3.5, 2.0**-20]),
+)
 def test_clipped_records_are_within_the_bound_exactly(v, norm, bound):
     out = dp.clip_norm(bound, norm=norm).apply(np.array([v]))[0]
     values = [Fraction(x) for x in out.tolist()]

@@ -25,9 +25,13 @@ DPSGD_TRUTH = 1.8272
 
 
 def _rounds(eps, *, times=1000, rate=0.01, sigma=1, delta=1e-5, relation=AddRemove()):
-    return dp.mechanism(name="rounds", records=RealInterval(0, 1), relation=relation,
-                        steps=dp.repeat(times, dp.poisson_sample(rate) >> dp.count() >> dp.gaussian(sigma=sigma)),
-                        claim=ApproxDP(eps, delta))
+    return dp.mechanism(
+        name="rounds",
+        records=RealInterval(0, 1),
+        relation=relation,
+        steps=dp.repeat(times, dp.poisson_sample(rate) >> dp.count() >> dp.gaussian(sigma=sigma)),
+        claim=ApproxDP(eps, delta),
+    )
 
 
 def _pld_step(proof):
@@ -64,9 +68,15 @@ def test_ten_percent_less_noise_is_not_proved_at_the_claim():
 
 def test_pure_amplification_is_the_exact_subsampling_bound():
     """ε = 1 Laplace count at rate 1/4: ln(1 + (e − 1)/4) = 0.357374..."""
+
     def m(eps):
-        return dp.mechanism(name="sub", records=RealInterval(0, 1), relation=AddRemove(),
-                            steps=dp.poisson_sample(0.25) >> dp.count() >> dp.laplace(scale=1), claim=PureDP(eps))
+        return dp.mechanism(
+            name="sub",
+            records=RealInterval(0, 1),
+            relation=AddRemove(),
+            steps=dp.poisson_sample(0.25) >> dp.count() >> dp.laplace(scale=1),
+            claim=PureDP(eps),
+        )
 
     amplified = math.log(1 + 0.25 * (math.e - 1))
     assert prove(m(amplified * (1 + 1e-9))).verdict is Verdict.PROVED
@@ -81,11 +91,14 @@ def test_substitution_is_not_proved():
     assert any("add/remove neighbours only" in s.justification for s in proof.steps)
 
 
-@pytest.mark.parametrize("steps, fix", [
-    (lambda: dp.poisson_sample(0.1), "followed by >> steps that end in noise"),
-    (lambda: dp.poisson_sample(0.1) >> dp.count(), "releases no noise after the sample"),
-    (lambda: dp.count() >> dp.poisson_sample(0.1) >> dp.laplace(1), "poisson_sample takes records"),
-])
+@pytest.mark.parametrize(
+    "steps, fix",
+    [
+        (lambda: dp.poisson_sample(0.1), "followed by >> steps that end in noise"),
+        (lambda: dp.poisson_sample(0.1) >> dp.count(), "releases no noise after the sample"),
+        (lambda: dp.count() >> dp.poisson_sample(0.1) >> dp.laplace(1), "poisson_sample takes records"),
+    ],
+)
 def test_misplaced_sampling_is_refused(steps, fix):
     with pytest.raises(ParameterError, match=fix):
         dp.mechanism(name="bad", records=RealInterval(0, 1), relation=AddRemove(), steps=steps(), claim=PureDP(1))
@@ -107,18 +120,30 @@ def test_the_sampler_keeps_each_record_with_the_stated_rate():
     """With negligible noise (t = 2^-30 grid steps: P[noise != 0] < e^{-2^30}) the release is the
     subsample's size, Binomial(8, 0.3): chi-square goodness of fit at level 1e-3 (false-failure rate
     1e-3, fixed seed)."""
-    m = dp.mechanism(name="size", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.poisson_sample(0.3) >> dp.count() >> dp.discrete_laplace(2.0 ** -30), claim=PureDP(1))
+    m = dp.mechanism(
+        name="size",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.poisson_sample(0.3) >> dp.count() >> dp.discrete_laplace(2.0**-30),
+        claim=PureDP(1),
+    )
     y = m.sample(np.ones(8), 40_000, np.random.default_rng(20261126))
     assert np.all(y == np.round(y))
     observed = np.bincount(y.astype(int), minlength=9)
     expected = stats.binom.pmf(np.arange(9), 8, 0.3) * len(y)
-    assert stats.chisquare(observed, expected).pvalue > 1e-3, "subsample sizes are not Binomial(8, 0.3) (false-failure rate 1e-3)"
+    assert stats.chisquare(observed, expected).pvalue > 1e-3, (
+        "subsample sizes are not Binomial(8, 0.3) (false-failure rate 1e-3)"
+    )
 
 
 def test_repeat_runs_independent_rounds_and_the_same_seed_repeats_them():
-    m = dp.mechanism(name="rep", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.repeat(3, dp.poisson_sample(0.5) >> dp.count() >> dp.laplace(scale=2)), claim=PureDP(1.5))
+    m = dp.mechanism(
+        name="rep",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.repeat(3, dp.poisson_sample(0.5) >> dp.count() >> dp.laplace(scale=2)),
+        claim=PureDP(1.5),
+    )
     a = m.sample(np.ones(4), 500, np.random.default_rng(3))
     b = m.sample(np.ones(4), 500, np.random.default_rng(3))
     assert a.shape == (500, 3) and np.array_equal(a, b)
@@ -132,14 +157,20 @@ def test_repeat_runs_independent_rounds_and_the_same_seed_repeats_them():
 def test_the_audit_lower_bound_sits_below_the_amplified_epsilon():
     """The sandwich on a subsampled Laplace count: the certified lower bound (95%, fixed seed) is at
     most the proven amplified ε = 0.357 (a violation has probability <= 5%)."""
-    m = dp.mechanism(name="sub_audit", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.poisson_sample(0.25) >> dp.count() >> dp.laplace(scale=1), claim=PureDP(0.36))
+    m = dp.mechanism(
+        name="sub_audit",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.poisson_sample(0.25) >> dp.count() >> dp.laplace(scale=1),
+        claim=PureDP(0.36),
+    )
     result = audit(m, samples=50_000, seed=11)
     assert result.passed, "a correct subsampled mechanism failed its audit (false-failure rate <= 5%)"
     assert result.epsilon_lower_bound <= math.log(1 + 0.25 * (math.e - 1))
 
 
 # --------------------------------------------------------------------------- an independent accountant
+
 
 def _dp_accounting_epsilon(rate, sigma, times, delta):
     from dp_accounting import dp_event
@@ -153,12 +184,15 @@ def _dp_accounting_epsilon(rate, sigma, times, delta):
     return acc.get_epsilon(delta)
 
 
-@pytest.mark.parametrize("rate, sigma, times, delta", [
-    (0.01, 1.0, 100, 1e-5),
-    pytest.param(0.05, 2.0, 300, 1e-6, marks=pytest.mark.slow),
-    pytest.param(0.1, 0.8, 20, 1e-5, marks=pytest.mark.slow),
-    pytest.param(1.0, 3.0, 50, 1e-5, marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "rate, sigma, times, delta",
+    [
+        (0.01, 1.0, 100, 1e-5),
+        pytest.param(0.05, 2.0, 300, 1e-6, marks=pytest.mark.slow),
+        pytest.param(0.1, 0.8, 20, 1e-5, marks=pytest.mark.slow),
+        pytest.param(1.0, 3.0, 50, 1e-5, marks=pytest.mark.slow),
+    ],
+)
 def test_proven_epsilon_agrees_with_dp_accounting(rate, sigma, times, delta):
     """dp_accounting's pessimistic PLD (connect the dots, interval 1e-4) is an upper bound within about
     1e-3 of the truth: the proven ε(δ) is within 1% of it, and never below it by more than its own
@@ -169,7 +203,9 @@ def test_proven_epsilon_agrees_with_dp_accounting(rate, sigma, times, delta):
     assert proof.verdict is Verdict.PROVED
     lower, upper = _bracket(proof)
     assert (lower is None or lower <= reference) and reference * 0.998 <= upper <= reference * 1.01
-    assert prove(_rounds(reference * 0.99, times=times, rate=rate, sigma=sigma, delta=delta)).verdict is not Verdict.PROVED
+    assert (
+        prove(_rounds(reference * 0.99, times=times, rate=rate, sigma=sigma, delta=delta)).verdict is not Verdict.PROVED
+    )
 
 
 def test_the_subsampled_leaf_is_exact_at_its_grid_points():
@@ -181,11 +217,13 @@ def test_the_subsampled_leaf_is_exact_at_its_grid_points():
     from dpharness.proofs import _pld_shift
 
     q = 0.01
-    pair = _pld_shift.shift_pair("gaussian", Fraction(2 ** 40), 2 ** 20, Fraction(q))
+    pair = _pld_shift.shift_pair("gaussian", Fraction(2**40), 2**20, Fraction(q))
     for eps in (0.5, 1.0, 2.0):
+
         def remove(y):
             m = (1 - q) * stats.norm.pdf(y) + q * stats.norm.pdf(y - 1)
             return max(m - math.exp(eps) * stats.norm.pdf(y), 0.0)
+
         cut = 0.5 + math.log((math.exp(eps) - 1 + q) / q)  # the loss exceeds ε to the right of this point
         truth = integrate.quad(remove, cut, 40, epsabs=1e-16, epsrel=1e-12)[0]
         got = pair.forward.delta(eps)

@@ -30,26 +30,37 @@ from dpharness.mechanisms.parts.threshold import ThresholdLeaf
 from dpharness.proofs import prove
 from dpharness.proofs._model import Verdict
 
-CUTS = range(20, 120, 2)   # 50 cut points
+CUTS = range(20, 120, 2)  # 50 cut points
 
 
 def _older_than(claim=0.75, scale=2, query_scale=None, relation=AddRemove(), threshold=40, c=1):
     """50 queries: how many (clamped) ages are at least k, k = 20, 22, ..., 118."""
-    return dp.mechanism(name="older_than", records=RealInterval(0, 120), relation=relation,
-                        steps=dp.clamp(0, 120) >> dp.above_threshold(
-                            threshold, queries=[dp.histogram(edges=[k, 120]) for k in CUTS], scale=scale,
-                            query_scale=query_scale, c=c),
-                        claim=PureDP(claim))
+    return dp.mechanism(
+        name="older_than",
+        records=RealInterval(0, 120),
+        relation=relation,
+        steps=dp.clamp(0, 120)
+        >> dp.above_threshold(
+            threshold, queries=[dp.histogram(edges=[k, 120]) for k in CUTS], scale=scale, query_scale=query_scale, c=c
+        ),
+        claim=PureDP(claim),
+    )
 
 
 # --------------------------------------------------------------------------- unit
 
+
 def test_answers_stop_after_c_and_pad():
-    m = dp.mechanism(name="t", records=RealInterval(0, 10), relation=AddRemove(),
-                     steps=dp.above_threshold(2, queries=[dp.histogram(edges=[k, 10]) for k in range(10)],
-                                              scale=Fraction(1, 64), c=2),
-                     claim=PureDP(1000))
-    x = np.array([0.5, 1.5, 2.5, 3.5, 4.5, 5.5])   # counts >= k: 6, 5, 4, 3, 2, 1, 0, ...
+    m = dp.mechanism(
+        name="t",
+        records=RealInterval(0, 10),
+        relation=AddRemove(),
+        steps=dp.above_threshold(
+            2, queries=[dp.histogram(edges=[k, 10]) for k in range(10)], scale=Fraction(1, 64), c=2
+        ),
+        claim=PureDP(1000),
+    )
+    x = np.array([0.5, 1.5, 2.5, 3.5, 4.5, 5.5])  # counts >= k: 6, 5, 4, 3, 2, 1, 0, ...
     out = m.sample(x, 200, np.random.default_rng(0))
     assert out.shape == (200, 10)
     # noise of scale 1/64 almost never moves an answer by a whole step: 1 1 then stop
@@ -68,26 +79,51 @@ def test_user_query_answers_are_read_exactly():
         dp.query(lambda x: math.nan, sensitivity=1).answer(np.zeros(2))
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: dp.above_threshold(1, queries=[dp.count()], scale=0), "scale="),
-    (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, query_scale=-1), "query_scale="),
-    (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, c=0), "c="),
-    (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, granularity=3), "granularity="),
-    (lambda: dp.above_threshold(2.0 ** 60, queries=[dp.count()], scale=1), "threshold="),
-    (lambda: dp.above_threshold(1, queries=[dp.count() >> dp.laplace(1)], scale=1), "queries"),
-    (lambda: dp.above_threshold(1, queries=[], scale=1), "queries"),
-    (lambda: dp.above_threshold(1, queries=5, scale=1), "queries="),
-    (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, granularity=2.0 ** -50), "scale="),
-    (lambda: dp.query(lambda x: 1, sensitivity=-1), "sensitivity="),
-    (lambda: dp.mechanism(name="m", records=RealInterval(0, 1), relation=AddRemove(),
-                          steps=dp.above_threshold(1, queries=[dp.histogram(edges=[0, 0.5, 1])], scale=1),
-                          claim=PureDP(1)), "one number"),
-    (lambda: dp.mechanism(name="m", records=RealInterval(0, 1), relation=AddRemove(),
-                          steps=dp.above_threshold(1, scale=1), claim=PureDP(1)), "queries="),
-    (lambda: dp.mechanism(name="m", records=RealInterval(0, 1), relation=AddRemove(),
-                          steps=dp.histogram(edges=[0, 1]) >> dp.above_threshold(1, queries=[dp.count()], scale=1),
-                          claim=PureDP(1)), "records"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: dp.above_threshold(1, queries=[dp.count()], scale=0), "scale="),
+        (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, query_scale=-1), "query_scale="),
+        (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, c=0), "c="),
+        (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, granularity=3), "granularity="),
+        (lambda: dp.above_threshold(2.0**60, queries=[dp.count()], scale=1), "threshold="),
+        (lambda: dp.above_threshold(1, queries=[dp.count() >> dp.laplace(1)], scale=1), "queries"),
+        (lambda: dp.above_threshold(1, queries=[], scale=1), "queries"),
+        (lambda: dp.above_threshold(1, queries=5, scale=1), "queries="),
+        (lambda: dp.above_threshold(1, queries=[dp.count()], scale=1, granularity=2.0**-50), "scale="),
+        (lambda: dp.query(lambda x: 1, sensitivity=-1), "sensitivity="),
+        (
+            lambda: dp.mechanism(
+                name="m",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.above_threshold(1, queries=[dp.histogram(edges=[0, 0.5, 1])], scale=1),
+                claim=PureDP(1),
+            ),
+            "one number",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="m",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.above_threshold(1, scale=1),
+                claim=PureDP(1),
+            ),
+            "queries=",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="m",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.histogram(edges=[0, 1]) >> dp.above_threshold(1, queries=[dp.count()], scale=1),
+                claim=PureDP(1),
+            ),
+            "records",
+        ),
+    ],
+)
 def test_bad_parameters_name_the_argument(call, name):
     with pytest.raises(ParameterError, match=name):
         call()
@@ -103,21 +139,32 @@ def test_a_subclassed_part_is_refused():
         pass
 
     with pytest.raises(ParameterError, match="not a dpharness.parts step"):
-        dp.mechanism(name="m", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=Tweaked(1, (dp.count(),), 1, 2), claim=PureDP(1))
+        dp.mechanism(
+            name="m",
+            records=RealInterval(0, 1),
+            relation=AddRemove(),
+            steps=Tweaked(1, (dp.count(),), 1, 2),
+            claim=PureDP(1),
+        )
     with pytest.raises(ParameterError, match="not a dpharness.parts step"):
-        dp.mechanism(name="m", records=RealInterval(0, 1), relation=AddRemove(),
-                     steps=dp.above_threshold(1, queries=[Sneaky(len, 1)], scale=1), claim=PureDP(1))
+        dp.mechanism(
+            name="m",
+            records=RealInterval(0, 1),
+            relation=AddRemove(),
+            steps=dp.above_threshold(1, queries=[Sneaky(len, 1)], scale=1),
+            claim=PureDP(1),
+        )
 
 
 # --------------------------------------------------------------------------- proofs at the exact ε
+
 
 def test_fifty_counting_queries_are_proved_at_their_exact_epsilon():
     """Monotone counts (add/remove), D = 1, t_ρ = 2, t_ν = 4 (default 2c·scale): ε = 1/2 + 1/4 = 3/4."""
     proof = prove(_older_than(0.75))
     assert proof.verdict is Verdict.PROVED and Fraction(proof.bound) == Fraction(3, 4)
     assert prove(_older_than(0.75 * 0.99)).verdict is not Verdict.PROVED
-    assert prove(_older_than(0.75, scale=1.8)).verdict is not Verdict.PROVED                # 10% less noise
+    assert prove(_older_than(0.75, scale=1.8)).verdict is not Verdict.PROVED  # 10% less noise
     assert prove(_older_than(0.75, scale=2, query_scale=3.6)).verdict is not Verdict.PROVED
 
 
@@ -129,27 +176,43 @@ def test_general_queries_pay_twice_per_answer():
     assert prove(_older_than(0.99, relation=Substitute())).verdict is not Verdict.PROVED
     p3 = prove(_older_than(1, relation=Substitute(), c=3))
     assert p3.verdict is Verdict.PROVED and p3.bound == 1.0
-    vec = dp.mechanism(name="svt_vec", records=RealInterval(-1000, 1000), relation=BoundedChange(1, "linf"),
-                       input="vector", dim=10, steps=dp.above_threshold(0, scale=2, c=1), claim=PureDP(1))
+    vec = dp.mechanism(
+        name="svt_vec",
+        records=RealInterval(-1000, 1000),
+        relation=BoundedChange(1, "linf"),
+        input="vector",
+        dim=10,
+        steps=dp.above_threshold(0, scale=2, c=1),
+        claim=PureDP(1),
+    )
     assert prove(vec).verdict is Verdict.PROVED and prove(vec).bound == 1.0
     assert prove(vec.replace(claim=PureDP(0.99))).verdict is not Verdict.PROVED
 
 
 def test_a_histogram_feeds_its_bins_as_monotone_queries():
-    m = dp.mechanism(name="bins", records=IntegerRange(0, 9), relation=AddRemove(),
-                     steps=dp.histogram(categories=list(range(10))) >> dp.above_threshold(5, scale=1, c=2),
-                     claim=PureDP(1.5))   # 1/1 + 2·1/4
+    m = dp.mechanism(
+        name="bins",
+        records=IntegerRange(0, 9),
+        relation=AddRemove(),
+        steps=dp.histogram(categories=list(range(10))) >> dp.above_threshold(5, scale=1, c=2),
+        claim=PureDP(1.5),
+    )  # 1/1 + 2·1/4
     assert prove(m).verdict is Verdict.PROVED and prove(m).bound == 1.5
 
 
 def test_composed_with_a_count_and_rounded_answers():
     """A sum of clamped values in [−1, 1] (not monotone, Δ = 1) on the grid 1/4 with scale 1: D = 4 steps,
     t_ρ = 4, t_ν = 8: ε = 1 + 2·4/8 = 2; composed with a count (1/2): 2.5."""
-    m = dp.mechanism(name="mixed", records=RealInterval(-1, 1), relation=AddRemove(),
-                     steps=dp.compose(dp.above_threshold(0, queries=[dp.sum(), dp.count()], scale=1,
-                                                         granularity=0.25),
-                                      dp.count() >> dp.laplace(scale=2)),
-                     claim=PureDP(2.5))
+    m = dp.mechanism(
+        name="mixed",
+        records=RealInterval(-1, 1),
+        relation=AddRemove(),
+        steps=dp.compose(
+            dp.above_threshold(0, queries=[dp.sum(), dp.count()], scale=1, granularity=0.25),
+            dp.count() >> dp.laplace(scale=2),
+        ),
+        claim=PureDP(2.5),
+    )
     p = prove(m)
     assert p.verdict is Verdict.PROVED and p.bound == 2.5
     assert prove(m.replace(claim=PureDP(2.47))).verdict is not Verdict.PROVED
@@ -159,15 +222,20 @@ def test_composed_with_a_count_and_rounded_answers():
 
 def test_user_queries_carry_their_stated_sensitivity_and_direction():
     up = [dp.query(lambda x, k=k: int(np.sum(x >= k)), sensitivity=1, increasing=True) for k in range(5)]
-    m = dp.mechanism(name="user", records=RealInterval(0, 10), relation=AddRemove(),
-                     steps=dp.above_threshold(2, queries=up, scale=2), claim=PureDP(0.75))
+    m = dp.mechanism(
+        name="user",
+        records=RealInterval(0, 10),
+        relation=AddRemove(),
+        steps=dp.above_threshold(2, queries=up, scale=2),
+        claim=PureDP(0.75),
+    )
     p = prove(m)
     assert p.verdict is Verdict.PROVED and p.bound == 0.75
     assert any("STATED" in a for a in p.assumptions)
     plain = [dp.query(lambda x, k=k: int(np.sum(x >= k)), sensitivity=1) for k in range(5)]
     assert prove(m.replace(steps=dp.above_threshold(2, queries=plain, scale=2))).verdict is not Verdict.PROVED
     frac = [dp.query(lambda x: float(np.mean(x)) if len(x) else 0.0, sensitivity=0.5)]
-    m2 = m.replace(steps=dp.above_threshold(2, queries=frac, scale=2), claim=PureDP(1))   # ceil(0.5) = 1 step
+    m2 = m.replace(steps=dp.above_threshold(2, queries=frac, scale=2), claim=PureDP(1))  # ceil(0.5) = 1 step
     assert prove(m2).bound == 1.0
 
 
@@ -181,6 +249,7 @@ def _independent_log_probs(answers, threshold, t_rho, t_nu, c, patterns):
     Laplace pmf tanh(1/(2t)) e^{−|k|/t} summed term by term for every survival probability (a running sum
     from the far upper tail down), ρ summed over 70·max(t_ρ, t_ν) + 2 beyond the answers' range."""
     with mpmath.workdps(40):
+
         def pmf(k, t):
             return mpmath.tanh(mpmath.mpf(1) / (2 * t)) * mpmath.exp(-abs(k) / mpmath.mpf(t))
 
@@ -190,7 +259,7 @@ def _independent_log_probs(answers, threshold, t_rho, t_nu, c, patterns):
         zs = [threshold + r - a for r in (rs[0], rs[-1]) for a in answers]
         lo, hi = min(zs), max(zs)
         table = _SURVIVAL.setdefault(t_nu, {})
-        if lo not in table or hi not in table:   # P(ν >= z) for z in [lo, hi]: Σ_{k >= z} pmf(k)
+        if lo not in table or hi not in table:  # P(ν >= z) for z in [lo, hi]: Σ_{k >= z} pmf(k)
             top = max(hi, 0) + reach
             run = mpmath.fsum(pmf(k, t_nu) for k in range(hi + 1, top))
             for z in range(hi, lo - 1, -1):
@@ -231,8 +300,13 @@ def _pairs(values, relation, max_n):
 def test_worst_loss_is_within_the_proven_bound(relation, c):
     """Records in {0..3}, queries #(x >= 1), #(x >= 2), #(x >= 3), threshold 1, t_ρ = 1, t_ν = 2c."""
     queries = [dp.histogram(edges=[k - 0.5, 3]) for k in (1, 2, 3)]
-    m = dp.mechanism(name="tiny", records=IntegerRange(0, 3), relation=relation,
-                     steps=dp.above_threshold(1, queries=queries, scale=1, c=c), claim=PureDP(100))
+    m = dp.mechanism(
+        name="tiny",
+        records=IntegerRange(0, 3),
+        relation=relation,
+        steps=dp.above_threshold(1, queries=queries, scale=1, c=c),
+        claim=PureDP(100),
+    )
     proven = prove(m).bound
     law_patterns = np.asarray(m.law(np.zeros(0)).support(), float)
     cache = {}
@@ -260,36 +334,46 @@ def test_the_proven_epsilon_is_the_supremum_of_the_loss():
     space = dp.input_space(RealInterval(0, 120), "dataset", None)
     pat = np.array([[0] * 16 + [1] + [-1] * 33])
     d = np.full(200, 119.0)
-    loss = (ThresholdLeaf(at, d, space).pattern_log_probs(pat) - ThresholdLeaf(at, np.append(d, 50.0), space)
-            .pattern_log_probs(pat))[0]
+    loss = (
+        ThresholdLeaf(at, d, space).pattern_log_probs(pat)
+        - ThresholdLeaf(at, np.append(d, 50.0), space).pattern_log_probs(pat)
+    )[0]
     assert 0.75 * 0.9999 < loss <= 0.75
     vec = dp.above_threshold(0, scale=2, c=1)
     vspace = dp.input_space(RealInterval(-1000, 1000), "vector", 10)
     q = np.array([200.0] * 9 + [150.0])
     q2 = np.array([201.0] * 9 + [149.0])
     pat = np.array([[0] * 9 + [1]])
-    loss = (ThresholdLeaf(vec, q, vspace).pattern_log_probs(pat) - ThresholdLeaf(vec, q2, vspace).pattern_log_probs(pat))[0]
+    loss = (
+        ThresholdLeaf(vec, q, vspace).pattern_log_probs(pat) - ThresholdLeaf(vec, q2, vspace).pattern_log_probs(pat)
+    )[0]
     assert 0.99 < loss <= 1.0
-    ind = _independent_log_probs([200] * 9 + [150], 0, 2, 4, 1, pat.tolist()) - \
-        _independent_log_probs([201] * 9 + [149], 0, 2, 4, 1, pat.tolist())
+    ind = _independent_log_probs([200] * 9 + [150], 0, 2, 4, 1, pat.tolist()) - _independent_log_probs(
+        [201] * 9 + [149], 0, 2, 4, 1, pat.tolist()
+    )
     assert abs(ind[0] - loss) < 1e-9
 
 
 # --------------------------------------------------------------------------- statistical
 
+
 @pytest.mark.statistical
 def test_sampler_follows_its_exact_law():
     """Chi-square of 40 000 draws (10 queries, c = 2) against the law, seed 5; false-failure rate 1e-4."""
-    m = dp.mechanism(name="t", records=RealInterval(0, 10), relation=AddRemove(),
-                     steps=dp.above_threshold(3, queries=[dp.histogram(edges=[k, 10]) for k in range(10)], scale=1, c=2),
-                     claim=PureDP(100))
+    m = dp.mechanism(
+        name="t",
+        records=RealInterval(0, 10),
+        relation=AddRemove(),
+        steps=dp.above_threshold(3, queries=[dp.histogram(edges=[k, 10]) for k in range(10)], scale=1, c=2),
+        claim=PureDP(100),
+    )
     x = np.array([0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 5.5])
     out = m.sample(x, 40_000, np.random.default_rng(5))
     law = m.law(x)
     outcomes = np.asarray(law.support(), float)
     assert abs(np.exp(law.log_prob(outcomes)).sum() - 1) < 1e-9
     counts = np.array([np.sum(np.all(out == o[None, :], axis=1)) for o in outcomes])
-    assert counts.sum() == len(out)   # every draw is a listed outcome
+    assert counts.sum() == len(out)  # every draw is a listed outcome
     expected = np.exp(law.log_prob(outcomes)) * len(out)
     keep = expected > 5
     chi2 = ((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum()
@@ -301,10 +385,14 @@ def test_sampler_follows_its_exact_law():
 def test_audit_passes_at_the_proven_epsilon():
     """Audit at 2e5 samples a side, seed 1, at the proven ε (a small instance: 6 queries): passes (false-failure
     rate <= 0.05)."""
-    m = dp.mechanism(name="t6", records=RealInterval(0, 12), relation=AddRemove(),
-                     steps=dp.clamp(0, 12) >> dp.above_threshold(1, queries=[dp.histogram(edges=[k, 12]) for k in
-                                                                            (1, 3, 5, 7, 9, 11)], scale=1, c=1),
-                     claim=PureDP(1.5))
+    m = dp.mechanism(
+        name="t6",
+        records=RealInterval(0, 12),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 12)
+        >> dp.above_threshold(1, queries=[dp.histogram(edges=[k, 12]) for k in (1, 3, 5, 7, 9, 11)], scale=1, c=1),
+        claim=PureDP(1.5),
+    )
     assert prove(m).verdict is Verdict.PROVED
     result = dpharness.audit(m, samples=200_000, seed=1)
     assert result.passed, result

@@ -24,6 +24,7 @@ EPS_GRID = [-0.5, 0.0, 0.1, 0.3, 0.5, 0.77, 1.0, 1.5, 2.0, 3.0]
 
 # --------------------------------------------------------------------------- exact truths
 
+
 def _atoms_delta(atoms, eps) -> mpmath.mpf:
     """δ(ε) = Σ p·max(0, 1 − e^{ε − l}) over (loss l, P-mass p) atoms, at 50 digits."""
     with mpmath.workdps(50):
@@ -42,7 +43,7 @@ def _dl_pmf(t: Fraction, K: int):
 def _dg_pmf(tau2: Fraction, K: int):
     with mpmath.workdps(50):
         t2 = mpmath.mpf(tau2.numerator) / tau2.denominator
-        f = {y: mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * t2)) for y in range(-K, K + 1)}
+        f = {y: mpmath.exp(-(mpmath.mpf(y) ** 2) / (2 * t2)) for y in range(-K, K + 1)}
         Z = mpmath.fsum(f.values())
         return {y: v / Z for y, v in f.items()}
 
@@ -105,6 +106,7 @@ def _check_bracket(pair_up, pair_lo, atoms, T: int = 1, eps_grid=EPS_GRID, tol=1
 
 # --------------------------------------------------------------------------- leaves
 
+
 @pytest.mark.parametrize("t,D", [(Fraction(1), 1), (Fraction(5, 2), 1), (Fraction(2), 3), (Fraction(1, 3), 2)])
 def test_discrete_laplace_brackets_exact(t, D):
     K = int(80 * t) + 10
@@ -127,14 +129,13 @@ def test_discrete_gaussian_small_tau_brackets_exact(tau2, D):
     K = int(12 * math.sqrt(tau2)) + 20 + D
     pmf = _dg_pmf(tau2, K)
     atoms = [a for a in _shift_atoms(pmf, D) if a[0] != mpmath.inf]
-    _check_bracket(P.discrete_gaussian(tau2, D), P.discrete_gaussian(tau2, D, pessimistic=False), atoms,
-                   tol=1e-13)
+    _check_bracket(P.discrete_gaussian(tau2, D), P.discrete_gaussian(tau2, D, pessimistic=False), atoms, tol=1e-13)
 
 
 def test_discrete_gaussian_grouped_path_brackets_exact():
     # τ² = 10^9 (τ ≈ 31623 > the enumeration limit): the analytic per-bucket enclosure; truth from the
     # continuous Gaussian profile, which the discrete one matches to ~e^{−2π²τ²} at this τ
-    tau2, D = Fraction(10 ** 9), 3000
+    tau2, D = Fraction(10**9), 3000
     mu = D / math.sqrt(float(tau2))
     up, lo = P.discrete_gaussian(tau2, D), P.discrete_gaussian(tau2, D, pessimistic=False)
     for e in [0.0, 0.2, 0.5, 1.0, 1.5]:
@@ -184,6 +185,7 @@ def test_randomized_response_irrational_log_odds():
 
 # --------------------------------------------------------------------------- composition
 
+
 def test_composition_of_different_leaves_brackets_brute_force():
     t, tau2 = Fraction(2), Fraction(3)
     a = [x for x in _shift_atoms(_dl_pmf(t, 170), 1) if x[0] != mpmath.inf]
@@ -191,8 +193,13 @@ def test_composition_of_different_leaves_brackets_brute_force():
     c = _rr_atoms(3, mpmath.mpf(1))
     truth = _convolve_atoms(_convolve_atoms(_merge(a), _merge(b)), c)
     up = P.compose([P.discrete_laplace(t, 1), P.discrete_gaussian(tau2, 1), P.randomized_response(3, 1)])
-    lo = P.compose([P.discrete_laplace(t, 1, pessimistic=False), P.discrete_gaussian(tau2, 1, pessimistic=False),
-                    P.randomized_response(3, 1, pessimistic=False)])
+    lo = P.compose(
+        [
+            P.discrete_laplace(t, 1, pessimistic=False),
+            P.discrete_gaussian(tau2, 1, pessimistic=False),
+            P.randomized_response(3, 1, pessimistic=False),
+        ]
+    )
     _check_bracket(up, lo, truth, T=3, eps_grid=[0.0, 0.5, 1.0, 1.7, 2.5], tol=1e-12)
 
 
@@ -215,12 +222,12 @@ def test_fft_convolution_slack_covers_the_error():
     rng = np.random.default_rng(7)
     for n in (3000, 5000):
         a = rng.random(n) ** 4
-        b = np.exp(-np.linspace(-6, 6, n) ** 2) * rng.random(n)
+        b = np.exp(-(np.linspace(-6, 6, n) ** 2)) * rng.random(n)
         a, b = a / a.sum(), b / b.sum()
         assert len(a) * len(b) > P._DIRECT_MAX
         y, s = P._convolve(a, b, True)
         direct = np.convolve(a, b)  # error <= n u · direct (non-negative terms): far below s
-        g = n * 2.0 ** -53
+        g = n * 2.0**-53
         assert s > 0 and np.all(y >= 0)
         # the 2-norm bound covers the FFT's error with room for the direct sum's own error
         assert np.linalg.norm(y - direct) <= s + 2 * g * np.linalg.norm(direct)
@@ -253,8 +260,11 @@ def test_validation():
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
-@given(t=st.fractions(min_value=Fraction(1, 4), max_value=Fraction(4), max_denominator=8),
-       D=st.integers(1, 4), eps=st.floats(-1, 4))
+@given(
+    t=st.fractions(min_value=Fraction(1, 4), max_value=Fraction(4), max_denominator=8),
+    D=st.integers(1, 4),
+    eps=st.floats(-1, 4),
+)
 def test_property_discrete_laplace_upper_never_below_exact(t, D, eps):
     K = int(80 * t) + 10
     atoms = [a for a in _shift_atoms(_dl_pmf(t, K + D), D) if a[0] != mpmath.inf]
@@ -264,6 +274,7 @@ def test_property_discrete_laplace_upper_never_below_exact(t, D, eps):
 
 
 # --------------------------------------------------------------------------- the target
+
 
 def _gauss_delta(mu: float, eps: float) -> float:
     """Exact δ(ε) of the Gaussian pair N(0,1) vs N(mu,1) (Balle & Wang 2018, Thm 8), at 50 digits."""
@@ -275,18 +286,18 @@ def _gauss_delta(mu: float, eps: float) -> float:
 # Google dp_accounting 0.4.x (pip install dp-accounting, scratch venv), from_gaussian_mechanism(1.0,
 # sensitivity=1, value_discretization_interval=1e-4).self_compose(10).get_epsilon_for_delta(1e-5):
 GOOGLE_PESSIMISTIC = 17.856586848540235
-GOOGLE_OPTIMISTIC = 17.856086834689368   # same with pessimistic_estimate=False
-EXACT_TARGET = 17.8566                   # the analytic Gaussian profile with μ = √10 (below)
+GOOGLE_OPTIMISTIC = 17.856086834689368  # same with pessimistic_estimate=False
+EXACT_TARGET = 17.8566  # the analytic Gaussian profile with μ = √10 (below)
 
 
 def test_target_ten_gaussian_counts():
     """Ten ``count >> gaussian(sigma=1)`` at grid 2^-20: τ² = 2^40, shift D = 2^20 grid steps."""
     P.discrete_gaussian.cache_clear()
     start = time.perf_counter()
-    up = P.self_compose(P.discrete_gaussian(2 ** 40, 2 ** 20), 10)
+    up = P.self_compose(P.discrete_gaussian(2**40, 2**20), 10)
     eps_up = up.epsilon(1e-5)
     elapsed = time.perf_counter() - start
-    lo = P.self_compose(P.discrete_gaussian(2 ** 40, 2 ** 20, pessimistic=False), 10)
+    lo = P.self_compose(P.discrete_gaussian(2**40, 2**20, pessimistic=False), 10)
     eps_lo = lo.epsilon(1e-5)
     print(f"\ntarget: ε(1e-5) ∈ [{eps_lo:.6f}, {eps_up:.6f}] in {elapsed:.2f} s (upper, leaf included)")
     # the analytic continuous truth, to which the discrete Gaussian is within ~1e-10 at this τ
@@ -295,7 +306,7 @@ def test_target_ten_gaussian_counts():
     assert eps_lo <= exact_eps - 1e-6 < exact_eps + 1e-6 <= eps_up
     assert eps_lo <= GOOGLE_OPTIMISTIC and GOOGLE_PESSIMISTIC <= eps_up
     assert 17.85 <= eps_up <= 17.95
-    assert up.delta(17.95) <= 1e-5            # the claim (17.95, 1e-5) is certified
-    assert up.delta(17.857 * 0.995) > 1e-5    # a claim 0.5% below the truth is not
-    assert lo.delta(17.857 * 0.995) > 1e-5    # ... and is refuted by the certified lower bound
+    assert up.delta(17.95) <= 1e-5  # the claim (17.95, 1e-5) is certified
+    assert up.delta(17.857 * 0.995) > 1e-5  # a claim 0.5% below the truth is not
+    assert lo.delta(17.857 * 0.995) > 1e-5  # ... and is refuted by the certified lower bound
     # its time is a benchmark (benchmarks/bench_pld.py), not asserted here

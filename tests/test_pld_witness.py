@@ -13,9 +13,13 @@ from dpharness.proofs import Verdict
 
 
 def _ten(eps: float) -> object:
-    return dp.mechanism(name="ten_counts", records=IntegerRange(0, 100), relation=AddRemove(),
-                        steps=dp.compose(*[dp.count() >> dp.gaussian(sigma=1) for _ in range(10)]),
-                        claim=ApproxDP(eps, 1e-5))
+    return dp.mechanism(
+        name="ten_counts",
+        records=IntegerRange(0, 100),
+        relation=AddRemove(),
+        steps=dp.compose(*[dp.count() >> dp.gaussian(sigma=1) for _ in range(10)]),
+        claim=ApproxDP(eps, 1e-5),
+    )
 
 
 def test_ten_gaussians_below_the_lower_end_are_refuted_with_the_optimal_event():
@@ -32,11 +36,17 @@ def test_a_claim_inside_the_bracket_is_neither_proved_nor_refuted():
 
 
 def _mixed(eps: float, delta: float) -> object:
-    return dp.mechanism(name="mixed", records=IntegerRange(0, 3), relation=AddRemove(),
-                        steps=dp.compose(dp.count() >> dp.discrete_laplace(scale=1),
-                                         dp.clamp(0, 3) >> dp.sum() >> dp.discrete_gaussian(sigma=3),
-                                         dp.count() >> dp.discrete_gaussian(sigma=2)),
-                        claim=ApproxDP(eps, delta))
+    return dp.mechanism(
+        name="mixed",
+        records=IntegerRange(0, 3),
+        relation=AddRemove(),
+        steps=dp.compose(
+            dp.count() >> dp.discrete_laplace(scale=1),
+            dp.clamp(0, 3) >> dp.sum() >> dp.discrete_gaussian(sigma=3),
+            dp.count() >> dp.discrete_gaussian(sigma=2),
+        ),
+        claim=ApproxDP(eps, delta),
+    )
 
 
 def _exact_delta(eps: float) -> float:
@@ -48,8 +58,11 @@ def _exact_delta(eps: float) -> float:
         p = np.exp(logp - logp.max())
         return p / p.sum()
 
-    pairs = [(law(-np.abs(y)), law(-np.abs(y - 1))), (law(-y ** 2 / 18), law(-(y - 3) ** 2 / 18)),
-             (law(-y ** 2 / 8), law(-(y - 1) ** 2 / 8))]
+    pairs = [
+        (law(-np.abs(y)), law(-np.abs(y - 1))),
+        (law(-(y**2) / 18), law(-((y - 3) ** 2) / 18)),
+        (law(-(y**2) / 8), law(-((y - 1) ** 2) / 8)),
+    ]
     p = np.einsum("i,j,k->ijk", *(a for a, _ in pairs))
     q = np.einsum("i,j,k->ijk", *(b for _, b in pairs))
     return float(np.maximum(p - np.exp(eps) * q, 0).sum())
@@ -78,20 +91,27 @@ def test_the_witness_event_is_the_optimal_set_on_samples():
 
 def test_no_refutation_when_no_pair_moves_every_leaf_at_once():
     # the two sums move by 3 on different records (3 and -3): the product of worst pairs is not attained
-    steps = dp.compose(dp.clamp(0, 3) >> dp.sum() >> dp.discrete_gaussian(sigma=1),
-                       dp.clamp(-3, 0) >> dp.sum() >> dp.discrete_gaussian(sigma=1))
-    m = dp.mechanism(name="apart", records=IntegerRange(-3, 3), relation=AddRemove(), steps=steps,
-                     claim=ApproxDP(3.5, 1e-5))
+    steps = dp.compose(
+        dp.clamp(0, 3) >> dp.sum() >> dp.discrete_gaussian(sigma=1),
+        dp.clamp(-3, 0) >> dp.sum() >> dp.discrete_gaussian(sigma=1),
+    )
+    m = dp.mechanism(
+        name="apart", records=IntegerRange(-3, 3), relation=AddRemove(), steps=steps, claim=ApproxDP(3.5, 1e-5)
+    )
     p = prove(m)
     assert p.verdict is Verdict.UNPROVEN
     assert any("no examined neighbouring pair attains" in n for n in p.notes)
 
 
-@pytest.mark.parametrize("steps", [
-    dp.compose(*[dp.count() >> dp.gaussian(sigma=1) for _ in range(10)]) >> dp.post(lambda x: x),
-    dp.repeat(200, dp.poisson_sample(0.05) >> dp.count() >> dp.gaussian(sigma=1)),
-])
+@pytest.mark.parametrize(
+    "steps",
+    [
+        dp.compose(*[dp.count() >> dp.gaussian(sigma=1) for _ in range(10)]) >> dp.post(lambda x: x),
+        dp.repeat(200, dp.poisson_sample(0.05) >> dp.count() >> dp.gaussian(sigma=1)),
+    ],
+)
 def test_post_processing_and_subsampling_are_not_refuted_from_the_lower_end(steps):
-    m = dp.mechanism(name="not_exact", records=IntegerRange(0, 100), relation=AddRemove(), steps=steps,
-                     claim=ApproxDP(0.5, 1e-5))
+    m = dp.mechanism(
+        name="not_exact", records=IntegerRange(0, 100), relation=AddRemove(), steps=steps, claim=ApproxDP(0.5, 1e-5)
+    )
     assert prove(m).verdict is Verdict.UNPROVEN

@@ -12,7 +12,7 @@ import dpharness.auditors
 
 pytest_plugins = ["pytester"]
 
-_INNER = '''
+_INNER = """
 import pytest
 import dpharness, dpharness.auditors
 import dp_fakes
@@ -43,7 +43,7 @@ def test_explicit_seed_wins():
 @pytest.mark.statistical
 def test_marked():
     pass
-'''
+"""
 
 
 def test_violation_carries_the_result(monkeypatch):
@@ -84,7 +84,9 @@ def inner(pytester):
 
 
 def test_header_shows_seed_and_failure_reproduces(inner):
-    result = inner.runpytest_subprocess("--dp-seed=77", "--dp-samples=5000", "-s", "--strict-markers", "-p", "no:cacheprovider")
+    result = inner.runpytest_subprocess(
+        "--dp-seed=77", "--dp-samples=5000", "-s", "--strict-markers", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["dpharness: --dp-seed=77 --dp-samples=5000*"])
     result.stdout.fnmatch_lines(["*SEEN 77 5000*"])
@@ -121,7 +123,7 @@ def test_statistical_marker_is_registered(inner):
 
 def test_statistical_hypothesis_tests_have_no_deadline(pytester):
     """assert_private inside @given: the plugin lifts Hypothesis' 200 ms deadline for statistical tests."""
-    pytester.makepyfile('''
+    pytester.makepyfile("""
         import time
         import pytest
         from hypothesis import given, settings, strategies as st
@@ -140,6 +142,6 @@ def test_statistical_hypothesis_tests_have_no_deadline(pytester):
         @given(st.integers(0, 3))
         def test_not_statistical_keeps_its_deadline(x):
             time.sleep(0.3)
-    ''')
+    """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=1, failed=1)

@@ -29,7 +29,11 @@ def _import_source(tmp_path, monkeypatch, module: str, source: str):
 
 
 def test_lookalike_in_a_module_named_laplace_is_not_proved(tmp_path, monkeypatch):
-    mod = _import_source(tmp_path, monkeypatch, "laplace", """
+    mod = _import_source(
+        tmp_path,
+        monkeypatch,
+        "laplace",
+        """
         from dataclasses import dataclass
         from typing import Any
         import numpy as np
@@ -57,14 +61,19 @@ def test_lookalike_in_a_module_named_laplace_is_not_proved(tmp_path, monkeypatch
 
             def example_pair(self):
                 return np.zeros(1), np.ones(1)
-    """)
+    """,
+    )
     proof = prove(mod.Laplace())
     assert proof.verdict is Verdict.UNPROVEN
     assert "no proof" in proof.notes[0] and "audited only" in proof.notes[0]
 
 
 def test_class_named_clampedsum_that_forgets_to_clamp_is_not_proved(tmp_path, monkeypatch):
-    mod = _import_source(tmp_path, monkeypatch, "clamped", """
+    mod = _import_source(
+        tmp_path,
+        monkeypatch,
+        "clamped",
+        """
         from dataclasses import dataclass
         from dpharness.mechanisms.clamped import ClampedSum as _Builtin
         from dpharness import Mechanism
@@ -83,7 +92,8 @@ def test_class_named_clampedsum_that_forgets_to_clamp_is_not_proved(tmp_path, mo
                 return _Builtin()._law(data)
             def example_pair(self):
                 return _Builtin().example_pair()
-    """)
+    """,
+    )
     proof = prove(mod.ClampedSum())
     assert proof.verdict is Verdict.UNPROVEN
 
@@ -97,14 +107,25 @@ def test_correct_subclass_in_another_module_is_proved():
     assert prove(TeamLaplace()).verdict is Verdict.PROVED
 
 
-@pytest.mark.parametrize("base, method", [(Laplace, "_sample"), (Laplace, "_law"), (ClampedSum, "_sample"),
-                                          (ClampedSum, "_law"), (Laplace, "__getattribute__"),
-                                          (RandomizedResponse, "_sample"), (RandomizedResponse, "p_truth"),
-                                          (RandomizedResponse, "__getattribute__"), (RandomizedResponse, "__post_init__")],
-                         ids=lambda v: getattr(v, "__name__", v))
+@pytest.mark.parametrize(
+    "base, method",
+    [
+        (Laplace, "_sample"),
+        (Laplace, "_law"),
+        (ClampedSum, "_sample"),
+        (ClampedSum, "_law"),
+        (Laplace, "__getattribute__"),
+        (RandomizedResponse, "_sample"),
+        (RandomizedResponse, "p_truth"),
+        (RandomizedResponse, "__getattribute__"),
+        (RandomizedResponse, "__post_init__"),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
 def test_subclass_overriding_code_is_not_covered_and_the_method_is_named(base, method):
     """Catalog classes are declared from parts (``Composite``): the sampler and the law are sealed, so
     a subclass redefining them is not covered, and the reason names the method."""
+
     def body(self, *args, **kwargs):
         return getattr(super(type(self), self), method)(*args, **kwargs)
 
@@ -119,15 +140,22 @@ def test_subclass_changing_the_declaration_is_proved_by_walking_it(method):
     """``_check`` and ``structure`` only feed the declaration, which the proof walks: a subclass that
     redefines them stays covered, and a weaker declaration is not PROVED."""
     if method == "_check":
-        cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Sub", (ClampedSum,), {"_check": lambda self: None}))
+        cls = dataclasses.dataclass(frozen=True, kw_only=True)(
+            type("Sub", (ClampedSum,), {"_check": lambda self: None})
+        )
         assert prove(cls()).verdict is Verdict.PROVED
         return
 
     def structure(self):  # forgets the clamp's upper half: records up to 2 reach the sum
         from dpharness import parts as dp
 
-        return dp.mechanism(name=self.name, records=dpharness.RealInterval(), relation=self.relation,
-                            steps=dp.clamp(self.lo, 2 * self.hi) >> dp.sum() >> dp.laplace(self.scale), claim=self.claim)
+        return dp.mechanism(
+            name=self.name,
+            records=dpharness.RealInterval(),
+            relation=self.relation,
+            steps=dp.clamp(self.lo, 2 * self.hi) >> dp.sum() >> dp.laplace(self.scale),
+            claim=self.claim,
+        )
 
     cls = dataclasses.dataclass(frozen=True, kw_only=True)(type("Sub", (ClampedSum,), {"structure": structure}))
     assert prove(cls()).verdict is Verdict.REFUTED
@@ -175,6 +203,7 @@ def test_proves_rejects_non_mechanisms():
 def test_a_registered_proof_cannot_be_replaced():
     """A project cannot swap the library's proof of a built-in class for its own (e.g. one that always says PROVED)."""
     with pytest.raises(dpharness.ParameterError, match="dpharness class"):
+
         @proves(Laplace)
         def always_proved(m):  # pragma: no cover - never registered
             raise AssertionError

@@ -28,6 +28,7 @@ def _mech(name: str, **kw):
 
 # --------------------------------------------------------------------------- alignment (z3)
 
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("noise", ["laplace", "exponential"])
 def test_rnm_alignment_holds_at_calibration_for_each_fixed_n(n, noise):
@@ -66,8 +67,18 @@ def test_alignment_obligations_name_the_fixed_n():
 
 # --------------------------------------------------------------------------- PROVED at calibration
 
-@pytest.mark.parametrize("name", ["exponential", "median", "report_noisy_max_laplace", "report_noisy_max_exponential",
-                                  "sparse_vector", "numerical_sparse_vector"])
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "exponential",
+        "median",
+        "report_noisy_max_laplace",
+        "report_noisy_max_exponential",
+        "sparse_vector",
+        "numerical_sparse_vector",
+    ],
+)
 def test_calibrated_defaults_are_proved(name):
     m = _mech(name)
     p = prove(m)
@@ -114,13 +125,16 @@ def test_rnm_exponential_bound_is_attained_exactly():
 
 # --------------------------------------------------------------------------- gallery: never PROVED
 
+
 def test_exponential_no_half_refuted_with_an_exact_witness():
     m = _mech("exponential_no_half")
     p = prove(m)
     assert p.verdict is Verdict.REFUTED
     w = p.witness
     # independent confirmation from the mechanism's exact law
-    lp = float(m.law(w.data).log_prob(np.array([w.output]))[0]) - float(m.law(w.neighbor).log_prob(np.array([w.output]))[0])
+    lp = float(m.law(w.data).log_prob(np.array([w.output]))[0]) - float(
+        m.law(w.neighbor).log_prob(np.array([w.output]))[0]
+    )
     assert lp > float(m.claim.epsilon)
     assert m.input_spec.relation.is_neighbour(w.data, w.neighbor)
 
@@ -131,9 +145,11 @@ def test_median_substitute_bug_refuted_with_the_laws_own_probabilities():
     assert p.verdict is Verdict.REFUTED
     w = p.witness
     assert Substitute().is_neighbour(w.data, w.neighbor)
-    lp = float(m.law(w.data).log_prob(np.array([w.output]))[0]) - float(m.law(w.neighbor).log_prob(np.array([w.output]))[0])
+    lp = float(m.law(w.data).log_prob(np.array([w.output]))[0]) - float(
+        m.law(w.neighbor).log_prob(np.array([w.output]))[0]
+    )
     assert lp > float(m.claim.epsilon)
-    assert p.bound == pytest.approx(2.0)   # 2βΔ with the derived Δ_u = 2
+    assert p.bound == pytest.approx(2.0)  # 2βΔ with the derived Δ_u = 2
 
 
 def test_rnm_value_laplace_refuted_with_loss_above_the_claim():
@@ -210,18 +226,32 @@ def test_cutting_noise_by_ten_percent_is_not_proved(name, change):
     assert p.verdict is not Verdict.PROVED
 
 
-@pytest.mark.parametrize("name", ["exponential", "median", "report_noisy_max_laplace", "report_noisy_max_exponential",
-                                  "sparse_vector", "numerical_sparse_vector"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "exponential",
+        "median",
+        "report_noisy_max_laplace",
+        "report_noisy_max_exponential",
+        "sparse_vector",
+        "numerical_sparse_vector",
+    ],
+)
 def test_tightening_the_claim_by_ten_percent_is_not_proved(name):
     m = _mech(name)
     p = prove(m.replace(claim=PureDP(Fraction(9, 10) * Fraction(m.claim.epsilon))))
     assert p.verdict is not Verdict.PROVED
 
 
-@pytest.mark.parametrize("name,change", [("exponential", {"beta": Fraction(11, 20)}),
-                                         ("report_noisy_max_exponential", {"scale": Fraction(9, 5)}),
-                                         ("report_noisy_max_laplace", {"scale": Fraction(9, 5)}),
-                                         ("sparse_vector", {"rho_scale": Fraction(9, 5)})])
+@pytest.mark.parametrize(
+    "name,change",
+    [
+        ("exponential", {"beta": Fraction(11, 20)}),
+        ("report_noisy_max_exponential", {"scale": Fraction(9, 5)}),
+        ("report_noisy_max_laplace", {"scale": Fraction(9, 5)}),
+        ("sparse_vector", {"rho_scale": Fraction(9, 5)}),
+    ],
+)
 def test_mutations_with_tight_proofs_are_refuted_exactly(name, change):
     """Where the derived bound is the supremum, the mutated claim is REFUTED, not merely unproven."""
     p = prove(_mech(name).replace(**change))
@@ -282,8 +312,8 @@ def test_float_laplace_is_refuted_by_an_observed_output_impossible_on_the_neighb
 def test_sterbenz_spacing():
     from dpharness.proofs.textbook_laplace import sterbenz_spacing
 
-    assert sterbenz_spacing(1.0) == Fraction(1, 2 ** 53)
-    assert sterbenz_spacing(3.0) == Fraction(1, 2 ** 52)
+    assert sterbenz_spacing(1.0) == Fraction(1, 2**53)
+    assert sterbenz_spacing(3.0) == Fraction(1, 2**52)
 
 
 # --------------------------------------------------------------------------- discrete Gaussian (test double)
@@ -301,7 +331,7 @@ class _DiscreteGaussianDouble(Mechanism):
 
     @property
     def input_spec(self):
-        return InputSpec(IntegerRange(-10 ** 6, 10 ** 6), BoundedChange(self.sensitivity, "l1"), "vector", dim=1)
+        return InputSpec(IntegerRange(-(10**6), 10**6), BoundedChange(self.sensitivity, "l1"), "vector", dim=1)
 
     def _sample(self, data, size, rng):  # pragma: no cover - not used by the proof
         raise NotImplementedError
@@ -315,9 +345,9 @@ class _DiscreteGaussianDouble(Mechanism):
 
 def _dg_delta(sigma2: float, eps: float, d: int = 1) -> float:
     y = np.arange(-2000, 2001)
-    p = np.exp(-y ** 2 / (2 * sigma2))
+    p = np.exp(-(y**2) / (2 * sigma2))
     p /= p.sum()
-    q = np.exp(-(y - d) ** 2 / (2 * sigma2))
+    q = np.exp(-((y - d) ** 2) / (2 * sigma2))
     q /= q.sum()
     return float(np.maximum(p - math.exp(eps) * q, 0).sum())
 
@@ -325,7 +355,7 @@ def _dg_delta(sigma2: float, eps: float, d: int = 1) -> float:
 def test_discrete_gaussian_renyi_is_exact_for_integer_alpha():
     from dpharness.proofs import discrete_gaussian as DG
 
-    m = _DiscreteGaussianDouble(sigma2=Fraction(1), claim=RenyiDP(2, 1))   # α Δ²/(2σ²) = 1
+    m = _DiscreteGaussianDouble(sigma2=Fraction(1), claim=RenyiDP(2, 1))  # α Δ²/(2σ²) = 1
     assert DG.prove(m).verdict is Verdict.PROVED
     cut = DG.prove(m.replace(sigma2=Fraction(81, 100)))
     assert cut.verdict is Verdict.REFUTED and cut.witness.loss == pytest.approx(100 / 81)
@@ -356,6 +386,7 @@ def test_discrete_gaussian_is_not_pure_dp():
 
 
 # --------------------------------------------------------------------------- snapping (test double)
+
 
 @dataclass(frozen=True, kw_only=True)
 class _SnappingDouble(Mechanism):
@@ -389,7 +420,7 @@ class _SnappingDouble(Mechanism):
 def test_snapping_bound_and_side_conditions():
     from dpharness.proofs import snapping as SN
 
-    lam = 1 + Fraction(1024, 2 ** 49)           # λ = 1 + 2^-49 B: ε' = 1/λ + 2^-49 B/λ = 1
+    lam = 1 + Fraction(1024, 2**49)  # λ = 1 + 2^-49 B: ε' = 1/λ + 2^-49 B/λ = 1
     m = _SnappingDouble(scale=lam, claim=PureDP(1))
     p = SN.prove(m)
     assert p.verdict is Verdict.PROVED and p.bound == pytest.approx(1.0)
@@ -397,13 +428,14 @@ def test_snapping_bound_and_side_conditions():
     # λ = 1 exactly: ε' = 1 + 2^-39 > 1, not proved
     assert SN.prove(m.replace(scale=1)).verdict is not Verdict.PROVED
     # side condition B < 2^46 λ violated
-    assert SN.prove(m.replace(B=2 ** 47)).verdict is not Verdict.PROVED
+    assert SN.prove(m.replace(B=2**47)).verdict is not Verdict.PROVED
     # mutations
     assert SN.prove(m.replace(scale=lam * Fraction(9, 10))).verdict is not Verdict.PROVED
     assert SN.prove(m.replace(claim=PureDP(Fraction(9, 10)))).verdict is not Verdict.PROVED
 
 
 # --------------------------------------------------------------------------- the registered float/exact mechanisms
+
 
 def test_snapping_registered_mechanism():
     C = dpharness.get("snapping")
@@ -425,8 +457,10 @@ def test_discrete_gaussian_registered_mechanism():
     assert p.delta_bound == pytest.approx(direct, rel=1e-9) and p.delta_bound <= float(m.claim.delta)
     cut = prove(m.replace(sigma2=Fraction(m.sigma2) * Fraction(81, 100)))
     assert cut.verdict is Verdict.REFUTED
-    assert prove(m.replace(claim=ApproxDP(Fraction(9, 10) * Fraction(m.claim.epsilon), m.claim.delta))).verdict \
+    assert (
+        prove(m.replace(claim=ApproxDP(Fraction(9, 10) * Fraction(m.claim.epsilon), m.claim.delta))).verdict
         is not Verdict.PROVED
+    )
 
 
 def test_textbook_laplace_registered_gallery_entry_is_refuted_by_a_float_output():

@@ -48,7 +48,7 @@ def _noise_mutations(m) -> list[tuple[str, Any]]:
             out.append((name, _times(value, Fraction(9, 10))))
         elif name in NOISE_UP and value > 0:
             out.append((name, _times(value, Fraction(10, 9))))
-        elif name in ("sigma2", "variance") and value > 0:   # σ cut by 10%: σ² times 81/100
+        elif name in ("sigma2", "variance") and value > 0:  # σ cut by 10%: σ² times 81/100
             out.append((name, _times(value, Fraction(81, 100))))
         elif name == "p_truth":
             out.append((name, 1 - _times(1 - Fraction(value), Fraction(9, 10))))

@@ -22,6 +22,7 @@ from dpharness.proofs._model import Verdict
 
 # --------------------------------------------------------------------------- kernel semantics
 
+
 def test_sympy_none_is_a_failure_not_a_pass():
     z = K.sym("z")
     ob = K.discharge("undecidable sign", sp.Ge(sp.sin(z) + 2 * z, 0), "none")
@@ -45,8 +46,12 @@ def test_true_linear_obligation_is_checked_by_both():
 
 def test_z3_alone_discharges_when_sympy_is_undecided():
     z = K.sym("z")
-    ob = K.discharge("exp monotone", sp.Le(sp.exp(z) / (sp.exp(z) + 1), sp.E / (sp.exp(z) + 1)), "exp increasing",
-                     hypotheses=[sp.Le(z, 1)])
+    ob = K.discharge(
+        "exp monotone",
+        sp.Le(sp.exp(z) / (sp.exp(z) + 1), sp.E / (sp.exp(z) + 1)),
+        "exp increasing",
+        hypotheses=[sp.Le(z, 1)],
+    )
     assert ob.discharged and ob.checker == "z3"
 
 
@@ -66,7 +71,7 @@ def test_disagreement_sympy_false_z3_proof_raises(monkeypatch):
     z = K.sym("z")
     monkeypatch.setattr(K, "sympy_decide", lambda f: (False, "forced"))
     with pytest.raises(K.CheckerDisagreement):
-        K.discharge("wrongly refuted", sp.Ge(z ** 2, 0), "none")
+        K.discharge("wrongly refuted", sp.Ge(z**2, 0), "none")
 
 
 def test_ordering_cases_cover_all_permutations_and_prove_the_triangle_inequality():
@@ -98,8 +103,11 @@ def test_exact_sign_and_violation():
 
 
 def test_find_violation_returns_the_first_confirmed_point():
-    cands = [(sp.Rational(1, 2), sp.Rational(1, 2), "tie"), (sp.Rational(3, 4), sp.Rational(1, 4), "ratio 3"),
-             (sp.Rational(1, 2), 0, "zero")]
+    cands = [
+        (sp.Rational(1, 2), sp.Rational(1, 2), "tie"),
+        (sp.Rational(3, 4), sp.Rational(1, 4), "ratio 3"),
+        (sp.Rational(1, 2), 0, "zero"),
+    ]
     w, loss = K.find_violation(cands, sp.log(2))
     assert w == "ratio 3" and K.exact_sign(loss - sp.log(3)) == 0
     assert K.find_violation(cands[:1], 0) is None
@@ -111,6 +119,7 @@ def test_builder_verdicts():
 
     class _M:  # a stand-in carrying a claim; the builder only reads .claim
         from dpharness.core import PureDP
+
         claim = PureDP(1)
 
     pb = K.ProofBuilder(_M())
@@ -126,13 +135,22 @@ def test_builder_verdicts():
 
 # --------------------------------------------------------------------------- lemmas
 
-@pytest.mark.parametrize("lemma", [
-    L.triangle_inequality, lambda: L.l1_triangle(3), lambda: L.logsumexp_monotone(3), L.gaussian_profile,
-    lambda: L.gaussian_rdp()[0], lambda: L.sequential_composition([1, 1, 1], total_eps=3),
-    lambda: L.advanced_composition(10, sp.Rational(1, 10), 0, sp.Rational(1, 10 ** 5))[0],
-    lambda: L.rdp_to_dp(2, 1, sp.Rational(1, 10 ** 5))[0], lambda: L.group_privacy(2, 1)[0],
-    lambda: L.post_processing("std from sums"),
-])
+
+@pytest.mark.parametrize(
+    "lemma",
+    [
+        L.triangle_inequality,
+        lambda: L.l1_triangle(3),
+        lambda: L.logsumexp_monotone(3),
+        L.gaussian_profile,
+        lambda: L.gaussian_rdp()[0],
+        lambda: L.sequential_composition([1, 1, 1], total_eps=3),
+        lambda: L.advanced_composition(10, sp.Rational(1, 10), 0, sp.Rational(1, 10**5))[0],
+        lambda: L.rdp_to_dp(2, 1, sp.Rational(1, 10**5))[0],
+        lambda: L.group_privacy(2, 1)[0],
+        lambda: L.post_processing("std from sums"),
+    ],
+)
 def test_lemmas_discharge(lemma):
     obs = lemma()
     assert obs and all(o.discharged for o in obs), [o.statement for o in obs if not o.discharged]
@@ -146,15 +164,18 @@ def test_composition_lemma_fails_when_totals_exceed():
 
 def test_lemmas_refuse_floats():
     from dpharness.errors import ParameterError
+
     with pytest.raises(ParameterError):
         L.sequential_composition([sp.Float(0.5)])
 
 
 def test_gaussian_profile_matches_balle_wang_numerically():
     from scipy.stats import norm
+
     expr = L.gaussian_profile_expr(sp.Integer(2), sp.Integer(1), sp.Rational(1, 2))
     s, d, e = 2.0, 1.0, 0.5
     import math
+
     ref = norm.cdf(d / (2 * s) - e * s / d) - math.exp(e) * norm.cdf(-d / (2 * s) - e * s / d)
     assert abs(float(expr) - ref) < 1e-12
 
@@ -173,6 +194,7 @@ def _simple():
     from dpharness.mechanisms.clamped import ClampedCount, ClampedSum, ClampedMean
     from dpharness.mechanisms.std import NoisyStd
     from dpharness.mechanisms.pearson import NoisyPearson
+
     cases = [
         ("rr", RandomizedResponse, [("log_odds", 1.1)]),
         ("rr_k5", lambda: RandomizedResponse.calibrated(0.5, k=5), [("log_odds", 1.1)]),
@@ -188,15 +210,22 @@ def _simple():
         ("clamped_sum", ClampedSum, [("scale", 0.9)]),
         ("clamped_sum_sub", lambda: ClampedSum.calibrated(1, lo=-2, hi=3, relation=Substitute()), [("scale", 0.9)]),
         ("clamped_mean", ClampedMean, [("scale", 0.9)]),
-        ("clamped_mean_sub", lambda: ClampedMean.calibrated(1, lo=-1, hi=2, relation=Substitute(), n=4), [("scale", 0.9)]),
+        (
+            "clamped_mean_sub",
+            lambda: ClampedMean.calibrated(1, lo=-1, hi=2, relation=Substitute(), n=4),
+            [("scale", 0.9)],
+        ),
         ("noisy_std", NoisyStd, [("scale", 0.9)]),
         ("noisy_pearson", NoisyPearson, [("scale", 0.9)]),
     ]
     # imported directly: a missing module or class is an error of the checkout, never a dropped case
     from dpharness.mechanisms.histogram import NoisyHistogram
     from dpharness.mechanisms.truncated_geometric import TruncatedGeometric
+
     cases.append(("noisy_histogram", NoisyHistogram, [("scale", 0.9)]))
-    tg_mutations = [(f.name, 1.1) for f in dataclasses.fields(TruncatedGeometric) if f.name in ("log_odds", "epsilon_noise")]
+    tg_mutations = [
+        (f.name, 1.1) for f in dataclasses.fields(TruncatedGeometric) if f.name in ("log_odds", "epsilon_noise")
+    ]
     assert tg_mutations, "TruncatedGeometric has neither log_odds nor epsilon_noise: update the mutation list"
     cases.append(("truncated_geometric", TruncatedGeometric, tg_mutations))
     return cases
@@ -215,6 +244,7 @@ def _tightened(claim):
 
 def _mutate(value, factor):
     from fractions import Fraction
+
     if isinstance(value, Fraction):
         return value * Fraction(factor).limit_denominator(100)
     return float(value) * factor
@@ -248,6 +278,7 @@ def _confirm_with_law(mech, w):
 @pytest.mark.parametrize("name", ["rappor_unhalved", "clamped_sum_unclamped", "noisy_histogram_scale_bug"])
 def test_gallery_twins_refuted_with_exact_witness(name):
     from dpharness.registry import catalog
+
     gallery = catalog(gallery=True)
     assert name in gallery, f"gallery entry {name!r} is missing from the registry (registered: {sorted(gallery)})"
     mech = gallery[name]()
@@ -256,7 +287,11 @@ def test_gallery_twins_refuted_with_exact_witness(name):
     w = proof.witness
     assert w is not None and w.loss > float(mech.claim.epsilon)
     assert any("confirmed by exact evaluation" in n for n in proof.notes)
-    assert mech.input_spec.relation.is_neighbour(w.data, w.neighbor) if mech.input_spec.shape != "record" else w.data != w.neighbor
+    assert (
+        mech.input_spec.relation.is_neighbour(w.data, w.neighbor)
+        if mech.input_spec.shape != "record"
+        else w.data != w.neighbor
+    )
     assert _confirm_with_law(mech, w) > float(mech.claim.epsilon)
 
 
@@ -264,6 +299,7 @@ def test_classic_gaussian_is_proved_by_the_exact_profile_and_stays_proved_with_l
     """The classic calibration is loose: 10% less σ is still (1, 1e-5)-DP by the exact profile (the
     mutation rule cannot flip a true statement); the analytic calibration is the tight one."""
     from dpharness.mechanisms.gaussian import Gaussian
+
     mech = Gaussian()
     proof = prove(mech)
     assert proof.verdict is Verdict.PROVED
@@ -281,9 +317,10 @@ def test_gaussian_profile_proof_equals_balle_wang_symbolically():
 
 def test_laplace_grid_rounding_accounted_in_dimension_two():
     from dpharness.mechanisms.laplace import Laplace
+
     proof = prove(Laplace(dim=2))  # scale 1 for L1 sensitivity 1: snapping adds g
     assert proof.verdict is Verdict.REFUTED
-    assert proof.bound == pytest.approx(1 + 2.0 ** -20)
+    assert proof.bound == pytest.approx(1 + 2.0**-20)
     assert _confirm_with_law(Laplace(dim=2), proof.witness) > 1.0
 
 
@@ -296,6 +333,7 @@ _rationals = st.fractions(min_value=Fraction(1, 20), max_value=Fraction(5), max_
 @given(k=st.integers(2, 6), log_odds=_rationals, eps=_rationals)
 def test_randomized_response_verdict_is_exactly_the_comparison(k, log_odds, eps):
     from dpharness.mechanisms.randomized_response import RandomizedResponse
+
     proof = prove(RandomizedResponse(k=k, log_odds=log_odds, claim=PureDP(eps)))
     assert proof.verdict is (Verdict.PROVED if log_odds <= eps else Verdict.REFUTED)
     if proof.verdict is Verdict.REFUTED:
@@ -303,10 +341,16 @@ def test_randomized_response_verdict_is_exactly_the_comparison(k, log_odds, eps)
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
-@given(dim=st.integers(1, 3), scale=_rationals, sens=st.sampled_from([Fraction(1, 2), Fraction(1), Fraction(3)]), eps=_rationals)
+@given(
+    dim=st.integers(1, 3),
+    scale=_rationals,
+    sens=st.sampled_from([Fraction(1, 2), Fraction(1), Fraction(3)]),
+    eps=_rationals,
+)
 def test_laplace_verdict_is_exactly_the_comparison(dim, scale, sens, eps):
     from dpharness.mechanisms.laplace import Laplace
-    g = Fraction(1, 2 ** 10)
+
+    g = Fraction(1, 2**10)
     mech = Laplace(scale=scale, sensitivity=sens, dim=dim, granularity=float(g), claim=PureDP(eps))
     proof = prove(mech)
     delta_g = (math.ceil(sens / g) + dim - 1) * g

@@ -31,8 +31,12 @@ from dpharness.proofs._model import Verdict
 
 BUDGET_S = 2.0
 SIZES = [17, 100, 10_000]
-INDEXED = [(ReportNoisyMax, "n_candidates"), (ReportNoisyMaxExponential, "n_candidates"),
-           (SparseVector, "n_queries"), (NumericalSparseVector, "n_queries")]
+INDEXED = [
+    (ReportNoisyMax, "n_candidates"),
+    (ReportNoisyMaxExponential, "n_candidates"),
+    (SparseVector, "n_queries"),
+    (NumericalSparseVector, "n_queries"),
+]
 
 
 def _calibrated(cls, field: str, size: int):
@@ -49,12 +53,13 @@ def _noise_fields(m) -> list[str]:
 
 # --------------------------------------------------------------------------- the lemmas over n
 
+
 @pytest.mark.parametrize("noise", ["laplace", "exponential"])
 def test_rnm_lemma_holds_for_every_n_with_cost_2delta_over_b(noise):
     res = A.report_noisy_max_all_n(2, 1, noise=noise)
     assert res.holds and res.cost_bound == 1
     assert res.obligations[-1].checker == "lemma" and "EVERY number" in res.obligations[-1].statement
-    assert not any("[n=" in o.statement for o in res.obligations)   # nothing instantiated per candidate
+    assert not any("[n=" in o.statement for o in res.obligations)  # nothing instantiated per candidate
     assert {"sympy+z3", "z3"} <= {o.checker for o in res.obligations}
 
 
@@ -75,13 +80,14 @@ def test_svt_lemma_holds_for_alg1_and_numerical_and_fails_for_the_broken_variant
 def test_svt_lemma_agrees_with_the_fixed_n_z3_check(n):
     for kw in ({}, {"value_scale": 3}, {"value_from_nu": True}):
         lemma = A.sparse_vector_all_n(n, 1, 2, 4, 1, **kw)
-        fixed = A.sparse_vector(n, 1, 2, 4, 1, 10, **kw)   # ε = 10: only the alignment itself is compared
+        fixed = A.sparse_vector(n, 1, 2, 4, 1, 10, **kw)  # ε = 10: only the alignment itself is compared
         assert lemma.holds == fixed.holds, kw
         if lemma.holds:
             assert lemma.cost_bound == fixed.cost_bound
 
 
 # --------------------------------------------------------------------------- PROVED at every size, fast
+
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("cls,field", INDEXED, ids=[c.__name__ for c, _ in INDEXED])
@@ -91,7 +97,7 @@ def test_calibrated_is_proved_within_budget_at_every_size(cls, field, size):
     assert p.verdict is Verdict.PROVED, p.notes  # its time is a benchmark (benchmarks/bench_proofs.py), not asserted
     assert p.bound <= float(m.claim.epsilon) + 1e-12
     assert any("EVERY number" in o.statement and o.checker == "lemma" and o.discharged for o in p.steps)
-    assert not any("[n=" in o.statement for o in p.steps)   # the verdict rests on the lemma, not a fixed-n check
+    assert not any("[n=" in o.statement for o in p.steps)  # the verdict rests on the lemma, not a fixed-n check
 
 
 @pytest.mark.parametrize("cls,field", INDEXED, ids=[c.__name__ for c, _ in INDEXED])
@@ -102,6 +108,7 @@ def test_the_proof_has_the_same_obligations_at_every_size(cls, field):
 
 # --------------------------------------------------------------------------- mutations at large sizes
 
+
 @pytest.mark.parametrize("size", [17, 10_000])
 @pytest.mark.parametrize("cls,field", INDEXED, ids=[c.__name__ for c, _ in INDEXED])
 def test_cutting_each_noise_by_ten_percent_is_never_proved(cls, field, size):
@@ -109,7 +116,7 @@ def test_cutting_each_noise_by_ten_percent_is_never_proved(cls, field, size):
     for name in _noise_fields(m):
         p = prove(_cut(m, name))
         assert p.verdict is not Verdict.PROVED, name
-        assert p.verdict is Verdict.REFUTED, (name, p.notes)   # the witnesses are exact at every size
+        assert p.verdict is Verdict.REFUTED, (name, p.notes)  # the witnesses are exact at every size
         assert p.witness.loss > 1.0
         assert m.input_spec.relation.is_neighbour(p.witness.data, p.witness.neighbor)
 
@@ -131,8 +138,7 @@ def test_rnm_laplace_witness_at_k_100_confirmed_by_quadrature():
         f = lambda x: stats.laplace.pdf(x - q[0], scale=b) * stats.laplace.cdf(x - q[1], scale=b) ** (len(q) - 1)  # noqa: E731
         assert np.all(q[1:] == q[1])
         pts = sorted({q[0], q[1]})
-        return sum(integrate.quad(f, lo, hi, limit=200, epsabs=0)[0]
-                   for lo, hi in zip([-np.inf] + pts, pts + [np.inf]))
+        return sum(integrate.quad(f, lo, hi, limit=200, epsabs=0)[0] for lo, hi in zip([-np.inf] + pts, pts + [np.inf]))
 
     assert math.log(p0(w.data) / p0(w.neighbor)) == pytest.approx(w.loss, rel=1e-6)
     assert w.loss > float(m.claim.epsilon)
@@ -142,7 +148,7 @@ def test_rnm_exponential_witness_confirmed_by_the_law_and_by_quadrature():
     m = _cut(ReportNoisyMaxExponential.calibrated(1, n_candidates=100), "scale")
     w = prove(m).witness
     b = float(m.scale)
-    l1 = math.log(rnm_exponential_probs(w.data, b)[0])       # the mechanism's law (O(k²): k = 100 here)
+    l1 = math.log(rnm_exponential_probs(w.data, b)[0])  # the mechanism's law (O(k²): k = 100 here)
     l2 = math.log(rnm_exponential_probs(w.neighbor, b)[0])
     assert l1 - l2 == pytest.approx(w.loss, rel=1e-9) and w.loss > 1.0
     # k = 10,000: P(0) = ∫_0^1 p_0 Π_{j>0} (1 - u p_j) du with p = e^{(q - max q)/b}, by quadrature
@@ -221,6 +227,7 @@ def test_prefix_probability_is_the_sum_over_its_completions_exactly():
 
 # --------------------------------------------------------------------------- gallery at n >= 17
 
+
 @pytest.mark.parametrize("name", ["svt3", "svt4", "svt5", "svt6"])
 @pytest.mark.parametrize("n", [17, 100])
 def test_svt_gallery_stays_refuted_at_larger_n(name, n):
@@ -237,6 +244,7 @@ def test_rnm_value_gallery_stays_refuted_at_k_17(name):
 
 
 # --------------------------------------------------------------------------- randomized response, exponential mechanism
+
 
 def test_randomized_response_k_1000_proved_within_budget():
     m = RandomizedResponse.calibrated(1, k=1000)

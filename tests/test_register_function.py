@@ -38,8 +38,9 @@ def names():
 def test_a_function_is_registered_in_one_call_and_stays_audit_only(names):
     fn = geometric_count(1.0)
     names.append("fn_count")
-    got = dpharness.register(fn, name="fn_count", data=[1, 2, 3], neighbor=[1, 2], relation=AddRemove(),
-                             claim=PureDP(1))
+    got = dpharness.register(
+        fn, name="fn_count", data=[1, 2, 3], neighbor=[1, 2], relation=AddRemove(), claim=PureDP(1)
+    )
     assert got is fn  # usable as before
     m = dpharness.get("fn_count")()
     assert m.name == "fn_count" and m.claim == PureDP(1) and registry.audit_only("fn_count")
@@ -60,20 +61,33 @@ def test_the_gate_audits_the_given_pair_and_never_proves_it(names):
     assert not leaky.passed and leaky.audit is not None and not leaky.audit.passed
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"^name= is missing"),
-    (dict(name="f", neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"^data= is missing"),
-    (dict(name="f", data=[1, 2], neighbor=[1], claim=PureDP(1)), r"^relation= is missing"),
-    (dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove()), r"^claim= is missing"),
-    (dict(name="Bad Name", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"^name='Bad Name'"),
-    (dict(name="f", data=[1, 2], neighbor=[1], relation="add_remove", claim=PureDP(1)), r"^relation='add_remove'"),
-    (dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=1.0), r"^claim=1.0 is not a Claim"),
-    (dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1), records=(0, 1)), r"^records="),
-    (dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1), shape="table"), r"shape='table'"),
-    (dict(name="f", data=[1, 2, 3], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"not neighbours"),
-    (dict(name="f", data=[1, 2], neighbor=[1, 3], relation=Substitute(), claim=ApproxDP(1, 1e-6), shape="dataset"),
-     None),  # a valid substitution pair: accepted
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"^name= is missing"),
+        (dict(name="f", neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"^data= is missing"),
+        (dict(name="f", data=[1, 2], neighbor=[1], claim=PureDP(1)), r"^relation= is missing"),
+        (dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove()), r"^claim= is missing"),
+        (dict(name="Bad Name", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"^name='Bad Name'"),
+        (dict(name="f", data=[1, 2], neighbor=[1], relation="add_remove", claim=PureDP(1)), r"^relation='add_remove'"),
+        (dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=1.0), r"^claim=1.0 is not a Claim"),
+        (
+            dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1), records=(0, 1)),
+            r"^records=",
+        ),
+        (
+            dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1), shape="table"),
+            r"shape='table'",
+        ),
+        (dict(name="f", data=[1, 2, 3], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"not neighbours"),
+        (
+            dict(
+                name="f", data=[1, 2], neighbor=[1, 3], relation=Substitute(), claim=ApproxDP(1, 1e-6), shape="dataset"
+            ),
+            None,
+        ),  # a valid substitution pair: accepted
+    ],
+)
 def test_bad_arguments_name_the_argument(kwargs, match, names):
     names.append("f")
     if match is None:
@@ -86,8 +100,9 @@ def test_bad_arguments_name_the_argument(kwargs, match, names):
 
 def test_a_function_must_take_data_size_and_rng(names):
     with pytest.raises(ParameterError, match=r"takes 1 positional argument.*fn\(data, size, rng\)"):
-        dpharness.register(lambda data: len(data), name="f", data=[1, 2], neighbor=[1], relation=AddRemove(),
-                           claim=PureDP(1))
+        dpharness.register(
+            lambda data: len(data), name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1)
+        )
 
 
 def test_function_arguments_are_refused_for_a_mechanism():

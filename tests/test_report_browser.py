@@ -21,18 +21,29 @@ import pytest
 import dpharness
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"),
+]
 
 
 def _chromium(tmp_path, *args: str) -> str:
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
     profile.mkdir()
-    out = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
@@ -81,12 +92,17 @@ def test_derivation_tree_page_renders_mathml(tmp_path):
 
     proof = dpharness.prove(dpharness.get("laplace")())
     tree_html = render_tree_html(derivation_tree(proof), open_levels=9)
-    body = (f"<h1>laplace: {proof.verdict.value}</h1><p>Derived bound: ε ≤ {to_mathml(proof.bound_expr, display='inline')}</p>"
-            f"{tree_html}<p id='probe'></p>")
+    body = (
+        f"<h1>laplace: {proof.verdict.value}</h1><p>Derived bound: ε ≤ {to_mathml(proof.bound_expr, display='inline')}</p>"
+        f"{tree_html}<p id='probe'></p>"
+    )
     page = tmp_path / "tree.html"
-    page.write_text("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>derivation</title>"
-                    f"<style>body{{font-family:sans-serif;max-width:1100px;margin:1em auto}}{TREE_CSS}</style></head>"
-                    f"<body>{body}{_PROBE}</body></html>", encoding="utf-8")
+    page.write_text(
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>derivation</title>"
+        f"<style>body{{font-family:sans-serif;max-width:1100px;margin:1em auto}}{TREE_CSS}</style></head>"
+        f"<body>{body}{_PROBE}</body></html>",
+        encoding="utf-8",
+    )
     dom = _dom(tmp_path, page)
     assert "laplace: PROVED" in dom
     n = body.count("<math ")

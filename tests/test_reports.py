@@ -40,12 +40,25 @@ def test_report_content(fakes, tmp_path):
     assert "| claimed ε | proven bound | certified empirical lower bound (0.95 confidence) |" in md
     assert "| 1 | 1 | 0.9788 |" in md
     assert "Verdict: PROVED · audit passed" in md
-    for needle in ("## Assumptions", "numeric model: ideal reals", "## Derivation",
-                   "**derivation** — 2 obligations, all discharged", "- bound <= claimed ε — discharged: exact evaluation",
-                   "## Witness", "output = `0`",
-                   "hits_data", "Reproduce: `dpharness audit fake_coin --samples 20000 --seed 3`",
-                   dp_fakes.Coin().source_hash(), "numpy", "scipy", "sympy", "z3", "python",
-                   "![plots](fake_coin.png)", "1000 samples: 0.9051"):
+    for needle in (
+        "## Assumptions",
+        "numeric model: ideal reals",
+        "## Derivation",
+        "**derivation** — 2 obligations, all discharged",
+        "- bound <= claimed ε — discharged: exact evaluation",
+        "## Witness",
+        "output = `0`",
+        "hits_data",
+        "Reproduce: `dpharness audit fake_coin --samples 20000 --seed 3`",
+        dp_fakes.Coin().source_hash(),
+        "numpy",
+        "scipy",
+        "sympy",
+        "z3",
+        "python",
+        "![plots](fake_coin.png)",
+        "1000 samples: 0.9051",
+    ):
         assert needle in md, needle
     meta = report.read_metadata(str(tmp_path / "fake_coin.md"))
     assert meta["source_hash"] == dp_fakes.Coin().source_hash()
@@ -77,7 +90,9 @@ def test_reports_are_deterministic(fakes, tmp_path):
     report.write(_build(dp_fakes.Coin()), str(a))
     report.write(_build(dp_fakes.Coin()), str(b))
     for name in ("fake_coin.md", "fake_coin.html", "fake_coin.png"):  # the pages name their own directory
-        assert (a / name).read_bytes().replace(bytes(a), b"OUT") == (b / name).read_bytes().replace(bytes(b), b"OUT"), name
+        assert (a / name).read_bytes().replace(bytes(a), b"OUT") == (b / name).read_bytes().replace(bytes(b), b"OUT"), (
+            name
+        )
     assert f"--out {a} fake_coin" in (a / "fake_coin.md").read_text()
     assert b"Software" not in (a / "fake_coin.png").read_bytes()
 
@@ -88,7 +103,12 @@ def test_index_lists_catalog_and_gallery(fakes, tmp_path):
     md_path, html_path = report.write_index(str(tmp_path))
     index = open(md_path).read()
     assert "[fake_coin](fake_coin.md)" in index and "[fake_coin_bug](fake_coin_bug.md)" in index
-    assert index.index("## Catalog") < index.index("fake_coin.md") < index.index("## Gallery") < index.index("fake_coin_bug.md")
+    assert (
+        index.index("## Catalog")
+        < index.index("fake_coin.md")
+        < index.index("## Gallery")
+        < index.index("fake_coin_bug.md")
+    )
     assert 'href="fake_coin_bug.html"' in open(html_path).read()
 
 
@@ -103,6 +123,7 @@ def test_report_survives_a_crashing_prover(fakes, tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- committed reports
+
 
 def _registered():
     return registry.catalog(gallery=None)
@@ -130,7 +151,7 @@ def test_committed_reports_are_fresh():
             refers_to_png = f"]({name}.png)" in fh.read()
         if refers_to_png and not os.path.exists(os.path.join(REPORTS, f"{name}.png")):
             stale.append(f"{name}: no png")
-    assert not stale, ("stale reports (regenerate with `dpharness report --out reports NAME...`): " + "; ".join(stale))
+    assert not stale, "stale reports (regenerate with `dpharness report --out reports NAME...`): " + "; ".join(stale)
 
 
 def test_committed_reports_have_no_orphans_and_an_index():
@@ -143,11 +164,14 @@ def test_committed_reports_have_no_orphans_and_an_index():
         assert f"]({name}.md)" in index and f'href="{name}.html"' in html_index, name
 
 
-@pytest.mark.parametrize("doc, shown", [
-    ("A mechanism declared from parts (:func:`mechanism`). Its sampler", "(`mechanism`). Its sampler"),
-    ("See :class:`~dpharness.pipeline.Check` and :py:meth:`the run <a.b>`.", "See `Check` and `the run`."),
-    ("Uses ``rng`` only.", "Uses `rng` only."),
-])
+@pytest.mark.parametrize(
+    "doc, shown",
+    [
+        ("A mechanism declared from parts (:func:`mechanism`). Its sampler", "(`mechanism`). Its sampler"),
+        ("See :class:`~dpharness.pipeline.Check` and :py:meth:`the run <a.b>`.", "See `Check` and `the run`."),
+        ("Uses ``rng`` only.", "Uses `rng` only."),
+    ],
+)
 def test_docstring_roles_are_shown_as_code(doc, shown):
     """A Sphinx role in a mechanism's docstring reaches the page as code, never as ":func:`...`"."""
     got = report._first_paragraph(doc)
@@ -187,9 +211,13 @@ def test_an_epsilon_delta_parts_mechanism_gets_its_privacy_profile_panel(tmp_pat
     from dpharness.core import AddRemove, ApproxDP, IntegerRange
     from dpharness.report import build, render_markdown
 
-    m = dp.mechanism(name="profiled", records=IntegerRange(0, 5), relation=AddRemove(),
-                     steps=dp.compose(dp.count() >> dp.discrete_gaussian(sigma=2), dp.count() >> dp.discrete_gaussian(sigma=3)),
-                     claim=ApproxDP(2, 1e-6))
+    m = dp.mechanism(
+        name="profiled",
+        records=IntegerRange(0, 5),
+        relation=AddRemove(),
+        steps=dp.compose(dp.count() >> dp.discrete_gaussian(sigma=2), dp.count() >> dp.discrete_gaussian(sigma=3)),
+        claim=ApproxDP(2, 1e-6),
+    )
     r = build(m, samples=2000, seed=0)
     assert r.profile is not None and r.png is not None
     assert all(e >= 0 for _, e, _ in r.profile.points)

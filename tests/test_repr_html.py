@@ -7,8 +7,13 @@ from dpharness import AddRemove, PureDP, RealInterval, audit, check, parts as dp
 
 
 def _mechanism(scale=2, name="html_count"):
-    return dp.mechanism(name=name, records=RealInterval(0, 1), relation=AddRemove(),
-                        steps=dp.count() >> dp.laplace(scale=scale), claim=PureDP(0.5))
+    return dp.mechanism(
+        name=name,
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.laplace(scale=scale),
+        claim=PureDP(0.5),
+    )
 
 
 def test_a_proof_renders_its_verdict_bound_and_derivation():

@@ -47,8 +47,8 @@ from dpharness.errors import ParameterError
 from dpharness.proofs import prove
 from dpharness.proofs._model import Verdict
 
-DELTA_MARGIN = 1e-9        # relative: float summation of the brute-force δ (its own error is below 1e-11)
-DELTA_FLOOR = 1e-15        # absolute
+DELTA_MARGIN = 1e-9  # relative: float summation of the brute-force δ (its own error is below 1e-11)
+DELTA_FLOOR = 1e-15  # absolute
 
 
 def identity(*outputs):
@@ -57,6 +57,7 @@ def identity(*outputs):
 
 
 # --------------------------------------------------------------------------- drawing structures
+
 
 @dataclass(frozen=True)
 class _Ctx:
@@ -76,31 +77,74 @@ class _Domain:
     name: str
     records: Any
     code: str
-    values: tuple        # candidate values per column for the brute force
+    values: tuple  # candidate values per column for the brute force
     ctx: _Ctx
 
 
 _DOMAINS = (
-    _Domain("box", RealBox(0, 1, 2), "RealBox(0, 1, 2)", ((0.0, 0.375, 1.0),) * 2,
-            _Ctx(2, True, ((0, 0.5), (0.25, 1), (0.375, 0.75)), (0, 0.375, 1, 0.5),
-                 ((0, 0.5, 1), (0, 0.25, 0.75), (0, 1)), ((0, 1), (0.375,), (0, 0.375, 1)))),
-    _Domain("signed_box", RealBox(-1, 1, 2), "RealBox(-1, 1, 2)", ((-1.0, 0.375, 1.0),) * 2,
-            _Ctx(2, True, ((0, 1), (-0.5, 0.5), (-1, 0.375)), (-1, 0.375, 1),
-                 ((-1, 0, 1), (-0.5, 0.5), (0, 1)), ((-1, 1), (0.375,), (-1, 0.375, 1)))),
-    _Domain("int", IntegerRange(-1, 2), "IntegerRange(-1, 2)", ((-1.0, 0.0, 1.0, 2.0),),
-            _Ctx(1, True, ((0, 1), (-1, 1), (0, 2)), (-1, 0, 1, 2),
-                 ((-1, 0, 2), (0, 1, 2), (0, 2)), ((0, 1), (-1, 2), (1,)))),
-    _Domain("interval", RealInterval(-1, 2), "RealInterval(-1, 2)", ((-1.0, 0.0, 0.375, 0.5, 1.0, 2.0),),
-            _Ctx(1, True, ((0, 1), (0, 0.5), (-0.5, 1)), (0, 0.5, 1, 2),
-                 ((0, 0.5, 1), (-1, 0, 2), (0, 2)), ((0, 1), (0.375, 2), (0.5,)))),
-    _Domain("line", RealInterval(), "RealInterval()", ((-2.0, -1.0, 0.0, 0.375, 1.0, 2.0),),
-            _Ctx(1, False, ((0, 1), (-1, 1), (0, 0.5)), (0, 1, -1),
-                 ((0, 0.5, 1), (-1, 0, 1)), ((0, 1), (0.375, -1)))),
+    _Domain(
+        "box",
+        RealBox(0, 1, 2),
+        "RealBox(0, 1, 2)",
+        ((0.0, 0.375, 1.0),) * 2,
+        _Ctx(
+            2,
+            True,
+            ((0, 0.5), (0.25, 1), (0.375, 0.75)),
+            (0, 0.375, 1, 0.5),
+            ((0, 0.5, 1), (0, 0.25, 0.75), (0, 1)),
+            ((0, 1), (0.375,), (0, 0.375, 1)),
+        ),
+    ),
+    _Domain(
+        "signed_box",
+        RealBox(-1, 1, 2),
+        "RealBox(-1, 1, 2)",
+        ((-1.0, 0.375, 1.0),) * 2,
+        _Ctx(
+            2,
+            True,
+            ((0, 1), (-0.5, 0.5), (-1, 0.375)),
+            (-1, 0.375, 1),
+            ((-1, 0, 1), (-0.5, 0.5), (0, 1)),
+            ((-1, 1), (0.375,), (-1, 0.375, 1)),
+        ),
+    ),
+    _Domain(
+        "int",
+        IntegerRange(-1, 2),
+        "IntegerRange(-1, 2)",
+        ((-1.0, 0.0, 1.0, 2.0),),
+        _Ctx(
+            1, True, ((0, 1), (-1, 1), (0, 2)), (-1, 0, 1, 2), ((-1, 0, 2), (0, 1, 2), (0, 2)), ((0, 1), (-1, 2), (1,))
+        ),
+    ),
+    _Domain(
+        "interval",
+        RealInterval(-1, 2),
+        "RealInterval(-1, 2)",
+        ((-1.0, 0.0, 0.375, 0.5, 1.0, 2.0),),
+        _Ctx(
+            1,
+            True,
+            ((0, 1), (0, 0.5), (-0.5, 1)),
+            (0, 0.5, 1, 2),
+            ((0, 0.5, 1), (-1, 0, 2), (0, 2)),
+            ((0, 1), (0.375, 2), (0.5,)),
+        ),
+    ),
+    _Domain(
+        "line",
+        RealInterval(),
+        "RealInterval()",
+        ((-2.0, -1.0, 0.0, 0.375, 1.0, 2.0),),
+        _Ctx(1, False, ((0, 1), (-1, 1), (0, 0.5)), (0, 1, -1), ((0, 0.5, 1), (-1, 0, 1)), ((0, 1), (0.375, -1))),
+    ),
 )
 
 _SCALES = (0.25, 0.5, 1, 2, 3, 0.2, Fraction(5, 3))
 _SIGMAS = (0.5, 1, 2, 3)
-_GRIDS = (None, 1, 0.5, 0.25, 2)   # None: the default granularity
+_GRIDS = (None, 1, 0.5, 0.25, 2)  # None: the default granularity
 
 
 def _num(x: Any) -> str:
@@ -188,8 +232,9 @@ def _parallel(draw, ctx: _Ctx, depth: int) -> _Part:
     by = draw(st.integers(0, ctx.dim - 1))
     keys = draw(st.lists(st.sampled_from(ctx.keys), min_size=1, max_size=3, unique=True))
     p = draw(_part(ctx, depth - 1))
-    return _Part(dp.parallel(p.step, by=by, keys=keys), f"dp.parallel({p.code}, by={by}, keys={keys!r})",
-                 len(keys) * p.leaves)
+    return _Part(
+        dp.parallel(p.step, by=by, keys=keys), f"dp.parallel({p.code}, by={by}, keys={keys!r})", len(keys) * p.leaves
+    )
 
 
 @st.composite
@@ -197,8 +242,12 @@ def _part(draw, ctx: _Ctx, depth: int, top: bool = False) -> _Part:
     """A randomized part: a leaf, or (``depth`` > 0) a combinator of parts one level shallower; the
     top of a structure is a combinator. Combinators come first in the list: hypothesis draws the
     first choice more often than the others."""
-    kinds = (["compose", "parallel", "repeat_plus", "repeat", "compose", "parallel", "clamp_then"]
-             + (["column_then"] if ctx.dim >= 2 else []) if depth > 0 else []) + ([] if top and depth > 0 else ["leaf"])
+    kinds = (
+        ["compose", "parallel", "repeat_plus", "repeat", "compose", "parallel", "clamp_then"]
+        + (["column_then"] if ctx.dim >= 2 else [])
+        if depth > 0
+        else []
+    ) + ([] if top and depth > 0 else ["leaf"])
     kind = draw(st.sampled_from(kinds))
     if kind == "leaf":
         out = draw(_leaf(ctx))
@@ -206,8 +255,11 @@ def _part(draw, ctx: _Ctx, depth: int, top: bool = False) -> _Part:
         palette = draw(st.lists(_part(ctx, depth - 1), min_size=1, max_size=3))
         picks = draw(st.lists(st.integers(0, len(palette) - 1), min_size=2, max_size=5))
         parts = [palette[i] for i in picks]
-        out = _Part(dp.compose(*[p.step for p in parts]), "dp.compose(" + ", ".join(p.code for p in parts) + ")",
-                    sum(p.leaves for p in parts))
+        out = _Part(
+            dp.compose(*[p.step for p in parts]),
+            "dp.compose(" + ", ".join(p.code for p in parts) + ")",
+            sum(p.leaves for p in parts),
+        )
     elif kind == "repeat":  # equal parts: advanced composition applies
         p = draw(_part(ctx, depth - 1))
         k = draw(st.integers(2, 8))
@@ -216,7 +268,9 @@ def _part(draw, ctx: _Ctx, depth: int, top: bool = False) -> _Part:
         p = draw(_part(ctx, depth - 1))
         k = draw(st.integers(2, 8))
         q = draw(_part(ctx, depth - 1))
-        out = _Part(dp.compose(*[p.step] * k, q.step), f"dp.compose(*[{p.code}] * {k}, {q.code})", k * p.leaves + q.leaves)
+        out = _Part(
+            dp.compose(*[p.step] * k, q.step), f"dp.compose(*[{p.code}] * {k}, {q.code})", k * p.leaves + q.leaves
+        )
     elif kind == "parallel":
         out = draw(_parallel(ctx, depth))
     elif kind == "clamp_then":
@@ -241,13 +295,21 @@ class Drawn:
         self.size, self.steps, self.code = size, steps, code
 
     def mechanism(self, claim: Any):
-        return dp.mechanism(name="drawn", records=self.domain.records, relation=self.relation, steps=self.steps,
-                            claim=claim, size=self.size)
+        return dp.mechanism(
+            name="drawn",
+            records=self.domain.records,
+            relation=self.relation,
+            steps=self.steps,
+            claim=claim,
+            size=self.size,
+        )
 
     def snippet(self, claim: Any) -> str:
         size = "" if self.size is None else f", size={self.size}"
-        return (f"dp.mechanism(name='drawn', records={self.domain.code}, relation={self.relation_code}{size}, "
-                f"steps={self.code}, claim={claim!r})")
+        return (
+            f"dp.mechanism(name='drawn', records={self.domain.code}, relation={self.relation_code}{size}, "
+            f"steps={self.code}, claim={claim!r})"
+        )
 
     def __repr__(self) -> str:
         return f"Drawn(records={self.domain.code}, relation={self.relation_code}, size={self.size}, steps={self.code})"
@@ -269,14 +331,18 @@ def _composition(draw, ctx: _Ctx) -> _Part:
     if draw(st.sampled_from([False, False, False, True])):
         others.append(draw(_part(ctx, draw(st.sampled_from([0, 1, 2])))))
     if draw(st.booleans()):
-        out = _Part(dp.compose(*[p.step] * k, *[q.step for q in others]),
-                    f"dp.compose(*[{p.code}] * {k}, " + ", ".join(q.code for q in others) + ")",
-                    k * p.leaves + sum(q.leaves for q in others))
+        out = _Part(
+            dp.compose(*[p.step] * k, *[q.step for q in others]),
+            f"dp.compose(*[{p.code}] * {k}, " + ", ".join(q.code for q in others) + ")",
+            k * p.leaves + sum(q.leaves for q in others),
+        )
     else:
         inner = _Part(dp.compose(*[p.step] * k), f"dp.compose(*[{p.code}] * {k})", k * p.leaves)
-        out = _Part(dp.compose(inner.step, *[q.step for q in others]),
-                    f"dp.compose({inner.code}, " + ", ".join(q.code for q in others) + ")",
-                    inner.leaves + sum(q.leaves for q in others))
+        out = _Part(
+            dp.compose(inner.step, *[q.step for q in others]),
+            f"dp.compose({inner.code}, " + ", ".join(q.code for q in others) + ")",
+            inner.leaves + sum(q.leaves for q in others),
+        )
     return _post(out) if draw(st.sampled_from([False] * 7 + [True])) else out
 
 
@@ -339,6 +405,7 @@ def claims(draw, truth: Any) -> Any:
 
 # --------------------------------------------------------------------------- the property
 
+
 def _violations(claim: Any, proof: Any, truth: Any) -> list[str]:
     """What a PROVED verdict asserts that the brute-force lower bound on the truth contradicts."""
     out = []
@@ -346,13 +413,15 @@ def _violations(claim: Any, proof: Any, truth: Any) -> list[str]:
         eps = truth.pure_epsilon()
         if eps > Fraction(claim.epsilon):
             out.append(f"exact ε = {float(eps)!r} > claimed ε = {claim.epsilon} (pair {truth.pure_witness()})")
-        if proof.bound is not None and eps > Fraction(float(proof.bound)) * (1 + Fraction(1, 10 ** 12)):
+        if proof.bound is not None and eps > Fraction(float(proof.bound)) * (1 + Fraction(1, 10**12)):
             out.append(f"exact ε = {float(eps)!r} > proven bound {proof.bound!r}")
     elif isinstance(claim, ApproxDP):
         d = truth.delta(claim.epsilon)
         if d > float(claim.delta) * (1 + DELTA_MARGIN) + DELTA_FLOOR:
-            out.append(f"exact δ(ε = {claim.epsilon}) >= {d!r} > claimed δ = {claim.delta} "
-                       f"(pair {truth.delta_witness(claim.epsilon)})")
+            out.append(
+                f"exact δ(ε = {claim.epsilon}) >= {d!r} > claimed δ = {claim.delta} "
+                f"(pair {truth.delta_witness(claim.epsilon)})"
+            )
         if proof.bound is not None and proof.delta_bound is not None and math.isfinite(proof.bound):
             d2 = truth.delta(proof.bound)
             if d2 > float(proof.delta_bound) * (1 + DELTA_MARGIN) + DELTA_FLOOR:
@@ -376,16 +445,23 @@ def _check_one(data: Any) -> None:
     claim = data.draw(claims(truth), label="claim")
     m = drawn.mechanism(claim)
     proof = prove(m)
-    note(f"verdict {proof.verdict.value}, bound {proof.bound!r}, δ bound {proof.delta_bound!r}; truth over "
-         f"{truth.pairs} pairs: pure ε {float(truth.pure_epsilon())!r}")
+    note(
+        f"verdict {proof.verdict.value}, bound {proof.bound!r}, δ bound {proof.delta_bound!r}; truth over "
+        f"{truth.pairs} pairs: pure ε {float(truth.pure_epsilon())!r}"
+    )
     if proof.verdict is not Verdict.PROVED:
         return
     bad = _violations(claim, proof, truth)
-    assert not bad, "PROVED but the exact truth violates it:\n  " + "\n  ".join(bad) + f"\n  reproduce: {drawn.snippet(claim)}"
+    assert not bad, (
+        "PROVED but the exact truth violates it:\n  " + "\n  ".join(bad) + f"\n  reproduce: {drawn.snippet(claim)}"
+    )
 
 
-_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                                     HealthCheck.data_too_large], print_blob=True)
+_COMMON = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    print_blob=True,
+)
 
 
 @settings(max_examples=300, derandomize=True, **_COMMON)
@@ -424,6 +500,7 @@ def test_a_proved_claim_is_never_violated_by_the_exact_truth_many_structures(dat
 
 # --------------------------------------------------------------------------- the oracle is the code's structure
 
+
 @settings(max_examples=40, derandomize=True, **_COMMON)
 @given(structures(), st.randoms(use_true_random=False))
 def test_the_brute_force_reads_the_structure_as_the_sampler_runs_it(drawn, rnd):
@@ -448,29 +525,39 @@ def test_the_brute_force_reads_the_structure_as_the_sampler_runs_it(drawn, rnd):
 
 # --------------------------------------------------------------------------- the issue and variants
 
+
 def _issue_mechanism(claim=ApproxDP(1, 1e-5)):
-    steps = dp.compose(dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1]),
-                       dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
-                       dp.column(1) >> dp.sum() >> dp.laplace(scale=10))
+    steps = dp.compose(
+        dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1]),
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+    )
     return dp.mechanism(name="par_adv", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps, claim=claim)
 
 
 def _nested_mechanism():
     """The parallel under substitution one compose deeper, its part itself a compose."""
-    inner = dp.compose(dp.parallel(dp.compose(dp.count() >> dp.laplace(scale=0.25), dp.count() >> dp.laplace(scale=0.5)),
-                                   by=0, keys=[0, 1]),
-                       dp.column(1) >> dp.sum() >> dp.laplace(scale=10))
+    inner = dp.compose(
+        dp.parallel(
+            dp.compose(dp.count() >> dp.laplace(scale=0.25), dp.count() >> dp.laplace(scale=0.5)), by=0, keys=[0, 1]
+        ),
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+    )
     steps = dp.compose(inner, dp.column(1) >> dp.sum() >> dp.laplace(scale=10)) >> dp.post(identity)
-    return dp.mechanism(name="par_nested", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps,
-                        claim=ApproxDP(1, 1e-5))
+    return dp.mechanism(
+        name="par_nested", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps, claim=ApproxDP(1, 1e-5)
+    )
 
 
 def _renyi_mechanism():
-    steps = dp.compose(dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1]),
-                       dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
-                       dp.column(1) >> dp.sum() >> dp.laplace(scale=10))
-    return dp.mechanism(name="par_renyi", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps,
-                        claim=RenyiDP(2, 1))
+    steps = dp.compose(
+        dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1]),
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+    )
+    return dp.mechanism(
+        name="par_renyi", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps, claim=RenyiDP(2, 1)
+    )
 
 
 def _many_leaves_mechanism():
@@ -478,19 +565,23 @@ def _many_leaves_mechanism():
     parallel count (ε = 2·2 = 4 under substitution) is one more part, the truth far above the claim."""
     leaf = dp.column(1) >> dp.sum() >> dp.laplace(scale=8)
     steps = dp.compose(*[leaf] * 12, dp.parallel(dp.count() >> dp.laplace(scale=0.5, granularity=1), by=0, keys=[0, 1]))
-    return dp.mechanism(name="par_many", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps,
-                        claim=ApproxDP(3, 1e-5))
+    return dp.mechanism(
+        name="par_many", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps, claim=ApproxDP(3, 1e-5)
+    )
 
 
-@pytest.mark.parametrize("build", [_issue_mechanism, _nested_mechanism, _renyi_mechanism, _many_leaves_mechanism],
-                         ids=["issue", "nested_compose", "renyi", "advanced_composition"])
+@pytest.mark.parametrize(
+    "build",
+    [_issue_mechanism, _nested_mechanism, _renyi_mechanism, _many_leaves_mechanism],
+    ids=["issue", "nested_compose", "renyi", "advanced_composition"],
+)
 def test_parallel_under_substitution_inside_compose_is_not_proved_beyond_the_truth(build):
     m = build()
     truth = exact_truth(m, posts_are_injective=True)
     claim = m.claim
     if isinstance(claim, ApproxDP):
         violated = truth.delta(claim.epsilon)
-        assert violated > 100 * float(claim.delta), violated     # the brute force: the claim is false
+        assert violated > 100 * float(claim.delta), violated  # the brute force: the claim is false
     else:
         violated = truth.renyi(claim.alpha)
         assert violated > 2 * float(claim.epsilon), violated

@@ -14,8 +14,19 @@ import numpy as np
 import pytest
 
 from dpharness import (
-    AddRemove, ApproxDP, Finite, IntegerRange, Mechanism, ParameterError, PureDP, RealBox, RealInterval, RenyiDP,
-    Substitute, parts as dp, prove,
+    AddRemove,
+    ApproxDP,
+    Finite,
+    IntegerRange,
+    Mechanism,
+    ParameterError,
+    PureDP,
+    RealBox,
+    RealInterval,
+    RenyiDP,
+    Substitute,
+    parts as dp,
+    prove,
 )
 from dpharness.mechanisms import parts as P
 from dpharness.mechanisms.laplace import Laplace
@@ -29,10 +40,15 @@ def _verdict(m) -> Verdict:
 
 # --------------------------------------------------------------------------- 1. parallel under substitution in advanced composition
 
+
 def _par_adv(claim, parallel=None, *extra):
     parallel = parallel or dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1])
-    steps = dp.compose(parallel, dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
-                       dp.column(1) >> dp.sum() >> dp.laplace(scale=10), *extra)
+    steps = dp.compose(
+        parallel,
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+        dp.column(1) >> dp.sum() >> dp.laplace(scale=10),
+        *extra,
+    )
     return dp.mechanism(name="par_adv", records=RealBox(0, 1, 2), relation=Substitute(), steps=steps, claim=claim)
 
 
@@ -45,8 +61,11 @@ def test_parallel_under_substitution_is_counted_by_advanced_composition():
     assert pure.verdict is Verdict.REFUTED and pure.bound == pytest.approx(10.2)
 
 
-@pytest.mark.parametrize("claim", [ApproxDP(1, 1e-5), ApproxDP(3, 1e-3), RenyiDP(2, 1), RenyiDP(8, 2)],
-                         ids=["approx-1", "approx-3", "renyi-2", "renyi-8"])
+@pytest.mark.parametrize(
+    "claim",
+    [ApproxDP(1, 1e-5), ApproxDP(3, 1e-3), RenyiDP(2, 1), RenyiDP(8, 2)],
+    ids=["approx-1", "approx-3", "renyi-2", "renyi-8"],
+)
 def test_parallel_under_substitution_variants_are_not_proved(claim):
     """Claims far below the truth (pure 10.2; a Rényi divergence of order 2 at least ρ·α... with ρ >= 50):
     none is PROVED, through any route."""
@@ -54,12 +73,17 @@ def test_parallel_under_substitution_variants_are_not_proved(claim):
 
 
 def test_nested_compose_inside_parallel_and_parallel_inside_nested_compose():
-    inner = dp.parallel(dp.compose(dp.count() >> dp.laplace(scale=0.2), dp.count() >> dp.laplace(scale=0.2)),
-                        by=0, keys=[0, 1])
+    inner = dp.parallel(
+        dp.compose(dp.count() >> dp.laplace(scale=0.2), dp.count() >> dp.laplace(scale=0.2)), by=0, keys=[0, 1]
+    )
     assert _verdict(_par_adv(ApproxDP(1, 1e-5), inner)) is not Verdict.PROVED
-    nested = dp.compose(dp.compose(dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1])),
-                        *[dp.column(1) >> dp.sum() >> dp.laplace(scale=10) for _ in range(4)])
-    m = dp.mechanism(name="nested", records=RealBox(0, 1, 2), relation=Substitute(), steps=nested, claim=ApproxDP(1, 1e-5))
+    nested = dp.compose(
+        dp.compose(dp.parallel(dp.count() >> dp.laplace(scale=0.2), by=0, keys=[0, 1])),
+        *[dp.column(1) >> dp.sum() >> dp.laplace(scale=10) for _ in range(4)],
+    )
+    m = dp.mechanism(
+        name="nested", records=RealBox(0, 1, 2), relation=Substitute(), steps=nested, claim=ApproxDP(1, 1e-5)
+    )
     assert _verdict(m) is not Verdict.PROVED
 
 
@@ -82,26 +106,29 @@ def test_many_equal_leaves_still_prove_by_advanced_composition():
     """The fix counts more, not less: 40 equal Laplace counts under add/remove are PROVED at the advanced
     composition bound (below the basic 40 × 0.05 = 2) and not below it."""
     steps = dp.compose(*[dp.count() >> dp.laplace(scale=20) for _ in range(40)])
-    m = dp.mechanism(name="many", records=RealInterval(0, 1), relation=AddRemove(), steps=steps, claim=ApproxDP(1.95, 1e-5))
+    m = dp.mechanism(
+        name="many", records=RealInterval(0, 1), relation=AddRemove(), steps=steps, claim=ApproxDP(1.95, 1e-5)
+    )
     proof = prove(m)
     assert proof.verdict is Verdict.PROVED and proof.bound < 2
 
 
 # --------------------------------------------------------------------------- 2. categories, edges and keys equal as floats
 
-@pytest.mark.parametrize("cats", [[2 ** 53, 2 ** 53 + 1], [Fraction(1, 3), 1 / 3], [0.1, Fraction(1, 10)]])
+
+@pytest.mark.parametrize("cats", [[2**53, 2**53 + 1], [Fraction(1, 3), 1 / 3], [0.1, Fraction(1, 10)]])
 def test_categories_equal_as_floats_are_refused(cats):
     with pytest.raises(ParameterError, match="categories="):
         dp.histogram(categories=cats)
 
 
-@pytest.mark.parametrize("edges", [[0, Fraction(1, 3), 1], [0, 2 ** 53 + 1, 2 ** 54]])
+@pytest.mark.parametrize("edges", [[0, Fraction(1, 3), 1], [0, 2**53 + 1, 2**54]])
 def test_edges_that_are_not_floats_are_refused(edges):
     with pytest.raises(ParameterError, match="edges="):
         dp.histogram(edges)
 
 
-@pytest.mark.parametrize("keys", [[2 ** 53, 2 ** 53 + 1], [Fraction(1, 3), 1 / 3]])
+@pytest.mark.parametrize("keys", [[2**53, 2**53 + 1], [Fraction(1, 3), 1 / 3]])
 def test_partition_keys_equal_as_floats_are_refused(keys):
     with pytest.raises(ParameterError, match="keys="):
         dp.parallel(dp.count() >> dp.laplace(scale=1), by=0, keys=keys)
@@ -110,21 +137,31 @@ def test_partition_keys_equal_as_floats_are_refused(keys):
 
 
 def test_histogram_of_distinct_float_categories_counts_each_record_once():
-    m = dp.mechanism(name="h", records=RealInterval(0, 2.0 ** 54), relation=AddRemove(),
-                     steps=dp.histogram(categories=[2 ** 53, 2 ** 53 + 2]) >> dp.laplace(scale=1, granularity=1),
-                     claim=PureDP(1))
+    m = dp.mechanism(
+        name="h",
+        records=RealInterval(0, 2.0**54),
+        relation=AddRemove(),
+        steps=dp.histogram(categories=[2**53, 2**53 + 2]) >> dp.laplace(scale=1, granularity=1),
+        claim=PureDP(1),
+    )
     assert _verdict(m) is Verdict.PROVED
-    assert P.Histogram(categories=(2 ** 53, 2 ** 53 + 2)).apply(np.array([2.0 ** 53])) == (1, 0)
+    assert P.Histogram(categories=(2**53, 2**53 + 2)).apply(np.array([2.0**53])) == (1, 0)
 
 
 # --------------------------------------------------------------------------- 3. no data-dependent failure
 
+
 def _big_sum(noise):
-    return dp.mechanism(name="big", records=RealInterval(0, 10 ** 6), relation=AddRemove(),
-                        steps=dp.clamp(0, 10 ** 6) >> dp.sum() >> noise, claim=ApproxDP(1, 1e-5))
+    return dp.mechanism(
+        name="big",
+        records=RealInterval(0, 10**6),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 10**6) >> dp.sum() >> noise,
+        claim=ApproxDP(1, 1e-5),
+    )
 
 
-@pytest.mark.parametrize("noise", [dp.laplace(scale=10 ** 6), dp.gaussian(sigma=10 ** 7)], ids=["laplace", "gaussian"])
+@pytest.mark.parametrize("noise", [dp.laplace(scale=10**6), dp.gaussian(sigma=10**7)], ids=["laplace", "gaussian"])
 def test_a_statistic_beyond_the_grid_saturates_instead_of_raising(noise):
     """4295 records of 10^6 give 2^52 + ... grid steps at granularity 2^-20: the sampler saturates the
     rounded centre at 2^52 steps (the proof covers it: saturation is 1-Lipschitz) and answers on both
@@ -132,25 +169,26 @@ def test_a_statistic_beyond_the_grid_saturates_instead_of_raising(noise):
     m = _big_sum(noise)
     assert _verdict(m) is Verdict.PROVED
     rng = np.random.default_rng(0)
-    for n in (4294, 4295, 10 ** 5):
+    for n in (4294, 4295, 10**5):
         out = m.sample([1e6] * n, 1000, rng)
         assert out.shape == (1000,) and np.all(np.isfinite(out))
-    cap = 2.0 ** 52 * 2.0 ** -20
-    assert abs(np.median(m.sample([1e6] * 10 ** 5, 1001, rng)) - cap) < 100 * 10 ** 7
+    cap = 2.0**52 * 2.0**-20
+    assert abs(np.median(m.sample([1e6] * 10**5, 1001, rng)) - cap) < 100 * 10**7
     from dpharness.mechanisms.parts._grid import _centres
 
-    assert _centres(Fraction(10 ** 12), Fraction(1, 2 ** 20)) == [2 ** 52]
-    assert _centres(Fraction(-10 ** 12), Fraction(1, 2 ** 20)) == [-2 ** 52]
+    assert _centres(Fraction(10**12), Fraction(1, 2**20)) == [2**52]
+    assert _centres(Fraction(-(10**12)), Fraction(1, 2**20)) == [-(2**52)]
 
 
 def test_the_law_saturates_as_the_sampler_does():
     from dpharness.mechanisms.parts._law import leaves
 
-    m = _big_sum(dp.laplace(scale=10 ** 6))
-    assert leaves(m, np.array([1e6] * 10 ** 5))[0].centres == [2 ** 52]
+    m = _big_sum(dp.laplace(scale=10**6))
+    assert leaves(m, np.array([1e6] * 10**5))[0].centres == [2**52]
 
 
 # --------------------------------------------------------------------------- 4. a mixin after the proved class
+
 
 class _Leak(Mechanism):
     """Returns the record: what a mixin may do to the public entry points."""
@@ -170,8 +208,9 @@ class _LeakLaw(Mechanism):
 
 
 @pytest.mark.parametrize("base", [RandomizedResponse, Laplace], ids=["hand-proved", "composite"])
-@pytest.mark.parametrize("mixin,attr", [(_Leak, "sample"), (_LeakCallOnly, "__call__"), (_LeakLaw, "law")],
-                         ids=["sample", "call", "law"])
+@pytest.mark.parametrize(
+    "mixin,attr", [(_Leak, "sample"), (_LeakCallOnly, "__call__"), (_LeakLaw, "law")], ids=["sample", "call", "law"]
+)
 def test_a_mixin_after_the_proved_class_voids_the_proof(base, mixin, attr):
     Evil = dataclasses.dataclass(frozen=True, kw_only=True)(type("Evil", (base, mixin), {}))
     proof = prove(Evil())
@@ -189,6 +228,7 @@ def test_a_mixin_with_no_code_keeps_the_proof():
 
 # --------------------------------------------------------------------------- 5. parameters read one way
 
+
 class _Sly(float):
     def __float__(self):
         return 1000.0
@@ -202,21 +242,37 @@ class _SlyInt(int):
         return 0
 
 
-@pytest.mark.parametrize("build,arg", [
-    (lambda: dp.clamp(0, _Sly(1.0)), "hi="),
-    (lambda: dp.laplace(scale=_Sly(1.0)), "scale="),
-    (lambda: dp.gaussian(sigma=_Sly(1.0)), "sigma="),
-    (lambda: dp.laplace(scale=1, granularity=_Sly(1.0)), "granularity="),
-    (lambda: dp.histogram([0, _Sly(1.0), 2]), "edges="),
-    (lambda: dp.histogram(categories=[0, _Sly(1.0)]), "categories="),
-    (lambda: dp.parallel(dp.count() >> dp.laplace(scale=1), by=0, keys=[0, _Sly(1.0)]), "keys="),
-    (lambda: dp.randomized_response(_Sly(1.0)), "log_odds="),
-    (lambda: dp.warner(_Sly(0.75)), "p="),
-    (lambda: dp.rappor(_Sly(0.5)), "f="),
-    (lambda: dp.truncated_geometric(1, 0, _Sly(5.0)), "hi="),
-    (lambda: dp.clamp(0, Fraction(1, 3)), "hi="),
-], ids=["clamp", "laplace", "gaussian", "granularity", "edges", "categories", "keys", "rr", "warner", "rappor",
-        "truncated", "clamp-not-float"])
+@pytest.mark.parametrize(
+    "build,arg",
+    [
+        (lambda: dp.clamp(0, _Sly(1.0)), "hi="),
+        (lambda: dp.laplace(scale=_Sly(1.0)), "scale="),
+        (lambda: dp.gaussian(sigma=_Sly(1.0)), "sigma="),
+        (lambda: dp.laplace(scale=1, granularity=_Sly(1.0)), "granularity="),
+        (lambda: dp.histogram([0, _Sly(1.0), 2]), "edges="),
+        (lambda: dp.histogram(categories=[0, _Sly(1.0)]), "categories="),
+        (lambda: dp.parallel(dp.count() >> dp.laplace(scale=1), by=0, keys=[0, _Sly(1.0)]), "keys="),
+        (lambda: dp.randomized_response(_Sly(1.0)), "log_odds="),
+        (lambda: dp.warner(_Sly(0.75)), "p="),
+        (lambda: dp.rappor(_Sly(0.5)), "f="),
+        (lambda: dp.truncated_geometric(1, 0, _Sly(5.0)), "hi="),
+        (lambda: dp.clamp(0, Fraction(1, 3)), "hi="),
+    ],
+    ids=[
+        "clamp",
+        "laplace",
+        "gaussian",
+        "granularity",
+        "edges",
+        "categories",
+        "keys",
+        "rr",
+        "warner",
+        "rappor",
+        "truncated",
+        "clamp-not-float",
+    ],
+)
 def test_a_parameter_that_could_be_read_two_ways_is_refused(build, arg):
     with pytest.raises(ParameterError, match=arg):
         build()
@@ -224,9 +280,13 @@ def test_a_parameter_that_could_be_read_two_ways_is_refused(build, arg):
 
 def test_the_review_mechanism_with_a_sly_bound_is_refused():
     with pytest.raises(ParameterError, match="subclass"):
-        dp.mechanism(name="sly", records=RealInterval(0, 1000), relation=AddRemove(),
-                     steps=dp.clamp(0, _Sly(1.0)) >> dp.sum() >> dp.laplace(scale=1) >> dp.post(lambda x: x),
-                     claim=PureDP(1))
+        dp.mechanism(
+            name="sly",
+            records=RealInterval(0, 1000),
+            relation=AddRemove(),
+            steps=dp.clamp(0, _Sly(1.0)) >> dp.sum() >> dp.laplace(scale=1) >> dp.post(lambda x: x),
+            claim=PureDP(1),
+        )
 
 
 def test_integer_parameters_are_stored_as_plain_ints():
@@ -244,10 +304,16 @@ def test_parameters_are_normalised_once_to_plain_values():
 
 # --------------------------------------------------------------------------- 6. structure swapped after construction
 
+
 def _team_sum(post=True):
     steps = dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1)
-    return dp.mechanism(name="swap", records=RealInterval(0, 1000), relation=AddRemove(),
-                        steps=steps >> dp.post(lambda x: x) if post else steps, claim=PureDP(1))
+    return dp.mechanism(
+        name="swap",
+        records=RealInterval(0, 1000),
+        relation=AddRemove(),
+        steps=steps >> dp.post(lambda x: x) if post else steps,
+        claim=PureDP(1),
+    )
 
 
 class _ForeignCount(P.Count):
@@ -274,8 +340,13 @@ def test_swapped_relation_or_declaration_is_revalidated():
     object.__setattr__(m, "steps", dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1) >> dp.laplace(scale=1))
     assert _verdict(m) is Verdict.UNPROVEN
     lap = Laplace()
-    bad = dp.mechanism(name="laplace", records=RealInterval(0, 1), relation=AddRemove(),
-                       steps=dp.count() >> dp.laplace(scale=1), claim=PureDP(2))
+    bad = dp.mechanism(
+        name="laplace",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.laplace(scale=1),
+        claim=PureDP(2),
+    )
     object.__setattr__(lap, "_cache_parts", bad)
     proof = prove(lap)
     assert proof.verdict is Verdict.UNPROVEN and "one claim" in proof.notes[0]
@@ -283,12 +354,17 @@ def test_swapped_relation_or_declaration_is_revalidated():
 
 # --------------------------------------------------------------------------- 7. class-level and module-level monkeypatches
 
-@pytest.mark.parametrize("target,attr,value", [
-    (RandomizedResponse, "_sample", lambda self, data, size, rng: np.repeat(data, size)),
-    (Mechanism, "sample", lambda self, data, size, rng: np.repeat(data, size)),
-    (P.GridLaplace, "_noise", lambda self, shape, rng: np.zeros(shape, dtype=np.int64)),
-    (P.PartsMechanism, "_sample", lambda self, data, size, rng: np.repeat(np.sum(data), size)),
-], ids=["catalog-_sample", "Mechanism.sample", "part-_noise", "PartsMechanism._sample"])
+
+@pytest.mark.parametrize(
+    "target,attr,value",
+    [
+        (RandomizedResponse, "_sample", lambda self, data, size, rng: np.repeat(data, size)),
+        (Mechanism, "sample", lambda self, data, size, rng: np.repeat(data, size)),
+        (P.GridLaplace, "_noise", lambda self, shape, rng: np.zeros(shape, dtype=np.int64)),
+        (P.PartsMechanism, "_sample", lambda self, data, size, rng: np.repeat(np.sum(data), size)),
+    ],
+    ids=["catalog-_sample", "Mechanism.sample", "part-_noise", "PartsMechanism._sample"],
+)
 def test_a_class_level_monkeypatch_voids_the_proof(monkeypatch, target, attr, value):
     subjects = [RandomizedResponse(), _team_sum(post=False), Laplace()]
     assert all(_verdict(s) is Verdict.PROVED for s in subjects)
@@ -316,18 +392,36 @@ def test_a_module_level_monkeypatch_voids_the_proof(monkeypatch):
 
 # --------------------------------------------------------------------------- 8. records read exactly
 
+
 def test_integer_records_beyond_2_53_are_refused():
     with pytest.raises(ParameterError, match="2\\*\\*53"):
-        dp.mechanism(name="bigint", records=IntegerRange(3, 2 ** 53 + 3), relation=Substitute(),
-                     steps=dp.sum() >> dp.laplace(scale=2 ** 47, granularity=4), claim=PureDP(64))
-    ok = dp.mechanism(name="bigint", records=IntegerRange(3, 2 ** 53), relation=Substitute(),
-                      steps=dp.sum() >> dp.laplace(scale=2 ** 47, granularity=4), claim=PureDP(64))
+        dp.mechanism(
+            name="bigint",
+            records=IntegerRange(3, 2**53 + 3),
+            relation=Substitute(),
+            steps=dp.sum() >> dp.laplace(scale=2**47, granularity=4),
+            claim=PureDP(64),
+        )
+    ok = dp.mechanism(
+        name="bigint",
+        records=IntegerRange(3, 2**53),
+        relation=Substitute(),
+        steps=dp.sum() >> dp.laplace(scale=2**47, granularity=4),
+        claim=PureDP(64),
+    )
     assert _verdict(ok) is Verdict.PROVED
 
 
-@pytest.mark.parametrize("records", [RealInterval(0, 2 ** 53 + 3), RealInterval(Fraction(1, 3), 1),
-                                     Finite((0, Fraction(1, 3))), RealBox(0, Fraction(1, 3), 2)],
-                         ids=["real-int-bound", "real-fraction-bound", "finite", "box"])
+@pytest.mark.parametrize(
+    "records",
+    [
+        RealInterval(0, 2**53 + 3),
+        RealInterval(Fraction(1, 3), 1),
+        Finite((0, Fraction(1, 3))),
+        RealBox(0, Fraction(1, 3), 2),
+    ],
+    ids=["real-int-bound", "real-fraction-bound", "finite", "box"],
+)
 def test_record_bounds_that_are_not_floats_are_refused(records):
     steps = (dp.column(0) >> dp.sum() if isinstance(records, RealBox) else dp.sum()) >> dp.laplace(scale=1)
     with pytest.raises(ParameterError, match="float"):
@@ -335,6 +429,7 @@ def test_record_bounds_that_are_not_floats_are_refused(records):
 
 
 # --------------------------------------------------------------------------- catalog parameters, read one way and re-checked
+
 
 def test_a_catalog_mechanism_refuses_a_number_subclass():
     with pytest.raises(ParameterError, match="log_odds="):
@@ -354,19 +449,24 @@ def test_a_catalog_field_replaced_after_construction_is_rechecked():
     assert _verdict(m) is Verdict.UNPROVEN
 
 
-@pytest.mark.parametrize("build,arg", [(lambda: dp.gaussian(sigma=1e-320), "sigma="),
-                                       (lambda: dp.laplace(scale=1e-320), "scale="),
-                                       (lambda: dp.discrete_gaussian(2.0 ** -17), "sigma=")])
+@pytest.mark.parametrize(
+    "build,arg",
+    [
+        (lambda: dp.gaussian(sigma=1e-320), "sigma="),
+        (lambda: dp.laplace(scale=1e-320), "scale="),
+        (lambda: dp.discrete_gaussian(2.0**-17), "sigma="),
+    ],
+)
 def test_a_scale_below_the_exact_samplers_range_is_refused_at_construction(build, arg):
     """Every accepted parameter samples: a scale the exact sampler cannot draw is refused by the constructor."""
     with pytest.raises(ParameterError, match=arg):
         build()
-    assert dp.discrete_gaussian(2.0 ** -16).run(0, P.Space("scalar"), 3, np.random.default_rng(0)).shape == (3, 1)
+    assert dp.discrete_gaussian(2.0**-16).run(0, P.Space("scalar"), 3, np.random.default_rng(0)).shape == (3, 1)
 
 
 def test_the_exact_discrete_gaussian_samples_at_its_smallest_variance_and_refuses_below():
     from dpharness.mechanisms._exact import discrete_gaussian
 
-    assert discrete_gaussian(Fraction(1, 2 ** 32), (100,), np.random.default_rng(0)).tolist() == [0] * 100
+    assert discrete_gaussian(Fraction(1, 2**32), (100,), np.random.default_rng(0)).tolist() == [0] * 100
     with pytest.raises(ParameterError, match="sigma2="):
-        discrete_gaussian(Fraction(1, 2 ** 33), (1,), np.random.default_rng(0))
+        discrete_gaussian(Fraction(1, 2**33), (1,), np.random.default_rng(0))

@@ -10,10 +10,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpharness import (
-    AddRemove, BoundedChange, Finite, IntegerRange, ParameterError, RealBox, RealInterval, Substitute,
+    AddRemove,
+    BoundedChange,
+    Finite,
+    IntegerRange,
+    ParameterError,
+    RealBox,
+    RealInterval,
+    Substitute,
 )
 from dpharness.strategies import (
-    mechanism_inputs, neighboring_datasets, neighboring_records, records_from_domain,
+    mechanism_inputs,
+    neighboring_datasets,
+    neighboring_records,
+    records_from_domain,
 )
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,10 +47,17 @@ def test_dataset_pairs_are_neighbours(domain, relation):
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
-@pytest.mark.parametrize("domain, sensitivity", [
-    (RealInterval(), 1), (RealInterval(), 0.5), (RealInterval(-2, 2), 3), (IntegerRange(-10, 10), 1),
-    (IntegerRange(-10, 10), 3),
-], ids=["reals-1", "reals-0.5", "bounded-3", "integers-1", "integers-3"])
+@pytest.mark.parametrize(
+    "domain, sensitivity",
+    [
+        (RealInterval(), 1),
+        (RealInterval(), 0.5),
+        (RealInterval(-2, 2), 3),
+        (IntegerRange(-10, 10), 1),
+        (IntegerRange(-10, 10), 3),
+    ],
+    ids=["reals-1", "reals-0.5", "bounded-3", "integers-1", "integers-3"],
+)
 def test_vector_pairs_respect_the_bound(norm, sensitivity, domain):
     relation = BoundedChange(sensitivity, norm)
 
@@ -136,23 +153,27 @@ def test_catalog_mechanisms_accept_generated_pairs():
         spec = m.input_spec
 
         @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-        @given(mechanism_inputs(m, max_size=5) if spec.shape == "dataset" and spec.size is None
-               else mechanism_inputs(m))
+        @given(
+            mechanism_inputs(m, max_size=5) if spec.shape == "dataset" and spec.size is None else mechanism_inputs(m)
+        )
         def check(pair):
             spec.validate_pair(*pair)
 
         check()
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    ({"records": IntegerRange(0, 3)}, "relation=None"),
-    ({"relation": AddRemove()}, "records=None"),
-    ({"records": 5, "relation": AddRemove()}, "records=5"),
-    ({"records": IntegerRange(0, 3), "relation": AddRemove(), "shape": "vector"}, "shape='vector'"),
-    ({"records": IntegerRange(0, 3), "relation": AddRemove(), "shape": "record"}, "shape='record'"),
-    ({"records": IntegerRange(0, 3), "relation": Substitute(), "max_size": 0}, "max_size=0"),
-    ({"records": IntegerRange(0, 3), "relation": AddRemove(), "min_size": 3, "max_size": 2}, "max_size=2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"records": IntegerRange(0, 3)}, "relation=None"),
+        ({"relation": AddRemove()}, "records=None"),
+        ({"records": 5, "relation": AddRemove()}, "records=5"),
+        ({"records": IntegerRange(0, 3), "relation": AddRemove(), "shape": "vector"}, "shape='vector'"),
+        ({"records": IntegerRange(0, 3), "relation": AddRemove(), "shape": "record"}, "shape='record'"),
+        ({"records": IntegerRange(0, 3), "relation": Substitute(), "max_size": 0}, "max_size=0"),
+        ({"records": IntegerRange(0, 3), "relation": AddRemove(), "min_size": 3, "max_size": 2}, "max_size=2"),
+    ],
+)
 def test_bad_arguments(kwargs, needle):
     with pytest.raises(ParameterError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         neighboring_datasets(**kwargs)

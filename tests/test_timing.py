@@ -37,6 +37,7 @@ def _work(iterations: int) -> int:
 
 # --------------------------------------------------------------------------- exact, with a fake clock
 
+
 def test_input_dependent_duration_certifies_exact_bound():
     clock = FakeClock()
 
@@ -75,7 +76,7 @@ def test_schedule_interleaves_each_batch_in_random_order():
     order = _schedule(23, 5, rng)
     assert len(order) == 46
     for start in range(0, 40, 10):  # four full batches of 5 + 5
-        block = order[start:start + 10]
+        block = order[start : start + 10]
         assert (block == 0).sum() == 5 and (block == 1).sum() == 5
     assert (order[40:] == 0).sum() == 3 and (order[40:] == 1).sum() == 3  # the short last batch
     # not one side's chunk then the other's: the order changes side many times
@@ -96,7 +97,7 @@ def test_calls_follow_the_schedule_and_warmup_is_discarded():
     r = timing_audit(fn, "a", "b", epsilon=0.0, samples=40, seed=5, batch=4, warmup=4, clock=clock)
     assert len(calls) == 2 * (4 + 40)
     for start in range(0, len(calls), 8):
-        block = calls[start:start + 8]
+        block = calls[start : start + 8]
         assert block.count("a") == 4 and block.count("b") == 4
     assert r.median_ns_data == 1 and r.median_ns_neighbor == 1 and r.passed
 
@@ -134,7 +135,8 @@ def test_value_only_leak_is_found_by_the_value_families():
     r = timing_audit(fn, 0, 1, epsilon=1.0, samples=200, seed=0, clock=clock)
     assert r.family == "value" and not r.passed
     assert r.epsilon_lower_bound == pytest.approx(
-        stats.epsilon_lower_bound(100, 100, 0, 100, candidates=r_candidates(r)).epsilon, rel=1e-12)
+        stats.epsilon_lower_bound(100, 100, 0, 100, candidates=r_candidates(r)).epsilon, rel=1e-12
+    )
 
 
 def r_candidates(r: TimingAuditResult) -> int:
@@ -180,22 +182,26 @@ def test_public_entry_result_and_real_clock_resolution():
 
 # --------------------------------------------------------------------------- refusals
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(epsilon=-1.0), "epsilon=-1.0"),
-    (dict(epsilon=1.0, delta=1.0), "delta=1.0"),
-    (dict(epsilon=1.0, samples=10), "samples=10"),
-    (dict(epsilon=1.0, samples=100.0), "samples=100.0"),
-    (dict(epsilon=1.0, confidence=1.0), "confidence=1.0"),
-    (dict(epsilon=1.0, train_fraction=0.0), "train_fraction=0.0"),
-    (dict(epsilon=1.0, samples=50, train_fraction=0.9), "train_fraction=0.9"),
-    (dict(epsilon=1.0, batch=0), "batch=0"),
-    (dict(epsilon=1.0, warmup=-1), "warmup=-1"),
-    (dict(epsilon=1.0, max_events=0), "max_events=0"),
-    (dict(epsilon=1.0, seed=-2), "seed=-2"),
-    (dict(epsilon=1.0, workers=2), "workers=2"),
-    (dict(epsilon=1.0, clock="wallclock"), "clock='wallclock'"),
-    (dict(epsilon=1.0, clock=3), "clock=3"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(epsilon=-1.0), "epsilon=-1.0"),
+        (dict(epsilon=1.0, delta=1.0), "delta=1.0"),
+        (dict(epsilon=1.0, samples=10), "samples=10"),
+        (dict(epsilon=1.0, samples=100.0), "samples=100.0"),
+        (dict(epsilon=1.0, confidence=1.0), "confidence=1.0"),
+        (dict(epsilon=1.0, train_fraction=0.0), "train_fraction=0.0"),
+        (dict(epsilon=1.0, samples=50, train_fraction=0.9), "train_fraction=0.9"),
+        (dict(epsilon=1.0, batch=0), "batch=0"),
+        (dict(epsilon=1.0, warmup=-1), "warmup=-1"),
+        (dict(epsilon=1.0, max_events=0), "max_events=0"),
+        (dict(epsilon=1.0, seed=-2), "seed=-2"),
+        (dict(epsilon=1.0, workers=2), "workers=2"),
+        (dict(epsilon=1.0, clock="wallclock"), "clock='wallclock'"),
+        (dict(epsilon=1.0, clock=3), "clock=3"),
+    ],
+)
 def test_bad_arguments_are_refused_by_name(kwargs, name):
     with pytest.raises(ParameterError, match=name.replace("(", r"\(").replace(".", r"\.")):
         timing_audit(lambda d: 0, 0, 1, **kwargs)
@@ -231,6 +237,7 @@ def test_raising_fn_is_a_mechanism_error_naming_the_side():
 
 # --------------------------------------------------------------------------- real clock
 
+
 @pytest.mark.statistical
 def test_input_dependent_loop_is_flagged_under_load():
     """1 vs 50 iterations of real work (medians 0.5 µs vs 14.5 µs here) with identical outputs: only
@@ -240,6 +247,7 @@ def test_input_dependent_loop_is_flagged_under_load():
     it stays above 1 unless more than about half of the fast calls are delayed past the threshold. False-failure rate: the
     Clopper-Pearson bound fails at most with probability 0.05 when the effect is there, and the margin
     (3.8 vs 1) makes it far smaller; not observed in 20 runs at load average 12-16 on 2 cores."""
+
     def fn(d):
         _work(1 if d == 0 else 50)
         return 0
@@ -247,7 +255,8 @@ def test_input_dependent_loop_is_flagged_under_load():
     r = timing_audit(fn, 0, 1, epsilon=1.0, samples=600, seed=0, warmup=50)
     assert not r.passed and r.epsilon_lower_bound > 1.0, (
         f"timing leak not flagged (false-failure rate far below 0.05): bound {r.epsilon_lower_bound:.3g}, "
-        f"event {r.event_description}, medians {r.median_ns_data:.0f} / {r.median_ns_neighbor:.0f} ns")
+        f"event {r.event_description}, medians {r.median_ns_data:.0f} / {r.median_ns_neighbor:.0f} ns"
+    )
     assert r.family in ("duration", "joint")
 
 
@@ -276,7 +285,8 @@ def test_value_dependent_loop_is_flagged_by_joint_events():
     r = timing_audit(fn, 0, 1, epsilon=1.0, samples=2000, seed=0)
     assert not r.passed and r.family == "joint", (
         f"value-dependent loop not flagged (false-failure rate well below 0.05): bound {r.epsilon_lower_bound:.3g}, "
-        f"family {r.family}, event {r.event_description}")
+        f"family {r.family}, event {r.event_description}"
+    )
 
 
 @pytest.mark.slow
@@ -296,15 +306,19 @@ def test_constant_time_false_alarms_within_one_minus_confidence():
     for seed in range(100):
         rng = np.random.default_rng(10_000 + seed)
         if seed < 50:
+
             def fn(d, rng=rng):
                 _work(20)
                 return int(rng.integers(2))
+
             claim = 0.0
         else:
+
             def fn(d, rng=rng):
                 _work(20)
                 g = np.cumprod(rng.random((2, 64)) < p, axis=1).sum(axis=1)
                 return d + int(g[0]) - int(g[1])
+
             claim = 1.0
         r = timing_audit(fn, 0, 1, epsilon=claim, samples=400, seed=seed, warmup=20)
         if not r.passed:

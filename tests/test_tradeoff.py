@@ -23,6 +23,7 @@ import dp_fakes
 
 # --------------------------------------------------------------------------- the points are the exact intervals
 
+
 def _exact_interval_check(result):
     """Every certified point against scipy's exact one-sided intervals at the per-bound level of the
     audit's union bound, recomputed from the recorded counts."""
@@ -86,6 +87,7 @@ def test_bad_input_names_the_argument():
 
 # --------------------------------------------------------------------------- properties over random counts
 
+
 @st.composite
 def _counts(draw):
     m = draw(st.integers(1, 8))
@@ -118,8 +120,10 @@ def test_envelope_is_a_convex_non_increasing_curve_on_or_below_every_point(c):
 
 def _mu_by_bisection(a, b):
     """The supremum of μ for which G_μ passes above some point, found by bisection on the condition."""
+
     def above(mu):
         return bool(np.any(special.ndtr(special.ndtri(1 - a) - mu) > b))
+
     if not above(0.0):
         return 0.0
     lo, hi = 0.0, 1.0
@@ -163,6 +167,7 @@ def test_more_hits_on_the_alternative_lower_beta_and_more_on_the_null_raise_alph
 
 # --------------------------------------------------------------------------- the curves against brute force
 
+
 def _np_curve(alpha_pts, beta_pts, a):
     """Lower convex hull of threshold-test points, evaluated at a (randomised tests interpolate)."""
     ea, eb = T._lower_hull(np.append(alpha_pts, [0, 1]), np.append(beta_pts, [1, 0]))
@@ -186,13 +191,14 @@ def test_discrete_laplace_curve_is_the_neyman_pearson_curve_of_its_pmf(k, s):
 def test_laplace_curve_matches_threshold_tests_and_is_the_fine_grid_limit():
     mu = 1.3
     t = np.linspace(-30, 30, 60001)
-    alpha_pts = np.where(t >= 0, np.exp(-t) / 2, 1 - np.exp(t) / 2)                    # P(Lap(0) > t)
-    beta_pts = np.where(t >= mu, 1 - np.exp(-(t - mu)) / 2, np.exp(t - mu) / 2)       # P(Lap(μ) <= t)
+    alpha_pts = np.where(t >= 0, np.exp(-t) / 2, 1 - np.exp(t) / 2)  # P(Lap(0) > t)
+    beta_pts = np.where(t >= mu, 1 - np.exp(-(t - mu)) / 2, np.exp(t - mu) / 2)  # P(Lap(μ) <= t)
     a = np.linspace(0, 1, 1001)
     np.testing.assert_allclose(T.laplace_curve(a, mu), _np_curve(alpha_pts, beta_pts, a), atol=1e-6)
-    g = 2.0 ** -12
-    np.testing.assert_allclose(T.discrete_laplace_curve(a, int(mu / g), g), T.laplace_curve(a, int(mu / g) * g),
-                               atol=1e-6)
+    g = 2.0**-12
+    np.testing.assert_allclose(
+        T.discrete_laplace_curve(a, int(mu / g), g), T.laplace_curve(a, int(mu / g) * g), atol=1e-6
+    )
     # at a fixed grid the discrete curve is at most (never above) the continuous one in its middle part
     assert np.all(T.discrete_laplace_curve(a, 8, 0.25) <= T.laplace_curve(a, 2.0) + 1e-12)
 
@@ -209,6 +215,7 @@ def test_gaussian_and_epsilon_delta_curves():
 
 
 # --------------------------------------------------------------------------- statistical
+
 
 def _pair_shift(m: Laplace, data, neighbor) -> int:
     """Grid steps between the rounded centres of a one-coordinate pair."""
@@ -256,15 +263,20 @@ def test_a_buggy_mechanism_has_certified_points_below_its_claimed_curve():
 
 # --------------------------------------------------------------------------- the report
 
+
 def _with_certification(fake):
     def wrapped(*args, **kw):
         r = fake(*args, **kw)
         n = r.samples
-        rows = [[0, True, int(0.7 * n), n, int(0.3 * n), n, "fake"], [0, False, int(0.5 * n), n, int(0.2 * n), n, "fake"]]
+        rows = [
+            [0, True, int(0.7 * n), n, int(0.3 * n), n, "fake"],
+            [0, False, int(0.5 * n), n, int(0.2 * n), n, "fake"],
+        ]
         extra = {**r.extra, "certification": {"confidence": r.confidence, "candidates": 2, "events": rows}}
         import dataclasses
 
         return dataclasses.replace(r, extra=extra)
+
     return wrapped
 
 

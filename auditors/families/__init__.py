@@ -48,8 +48,9 @@ FAMILIES: list[EventFamily] = [
 ]
 
 
-def propose(train_a: np.ndarray, train_b: np.ndarray, ctx: ProposalContext,
-            families: list[EventFamily] | None = None) -> list[Proposal]:
+def propose(
+    train_a: np.ndarray, train_b: np.ndarray, ctx: ProposalContext, families: list[EventFamily] | None = None
+) -> list[Proposal]:
     """Proposals of every family (of ``families``, default :data:`FAMILIES` as it is now) that
     applies to ``ctx.kind``, in registry order."""
     out: list[Proposal] = []

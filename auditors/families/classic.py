@@ -14,8 +14,17 @@ from .. import events as _ev
 from ._protocol import Proposal, ProposalContext
 
 __all__ = [
-    "FunctionFamily", "HistogramFamily", "PatternHistogramFamily", "HISTOGRAM", "PATTERN_HISTOGRAM",
-    "PATTERN_FEATURES", "THRESHOLDS", "INTERVALS", "ATOMS", "COORDINATES", "PROJECTIONS",
+    "FunctionFamily",
+    "HistogramFamily",
+    "PatternHistogramFamily",
+    "HISTOGRAM",
+    "PATTERN_HISTOGRAM",
+    "PATTERN_FEATURES",
+    "THRESHOLDS",
+    "INTERVALS",
+    "ATOMS",
+    "COORDINATES",
+    "PROJECTIONS",
 ]
 
 
@@ -36,8 +45,10 @@ class FunctionFamily:
 
 
 def _one_sided(keys_a, keys_b, *, object_kind: bool, label: str, name: str, describe=None) -> list[Proposal]:
-    return [Proposal(e, name, True)
-            for e, _ in _ev.one_sided_events(keys_a, keys_b, object_kind=object_kind, label=label, describe=describe)]
+    return [
+        Proposal(e, name, True)
+        for e, _ in _ev.one_sided_events(keys_a, keys_b, object_kind=object_kind, label=label, describe=describe)
+    ]
 
 
 class HistogramFamily:
@@ -54,8 +65,9 @@ class HistogramFamily:
         if ctx.kind == "object":
             ka, kb = _ev._ObjectKeys.keys(train_a), _ev._ObjectKeys.keys(train_b)
             return out + _one_sided(ka, kb, object_kind=True, label="output", name=self.name)
-        return out + _one_sided(_ev.row_keys(train_a), _ev.row_keys(train_b), object_kind=False, label="output",
-                                name=self.name)
+        return out + _one_sided(
+            _ev.row_keys(train_a), _ev.row_keys(train_b), object_kind=False, label="output", name=self.name
+        )
 
 
 def repeated_rows(train_a, train_b, *, max_events: int) -> list[Event]:
@@ -66,8 +78,15 @@ def repeated_rows(train_a, train_b, *, max_events: int) -> list[Event]:
         return []
     rep = vals[counts >= 2]
     ia, ib = np.isin(ka, rep), np.isin(kb, rep)
-    return _ev._discrete_events(ka[ia], kb[ib], np.asarray(train_a)[ia], np.asarray(train_b)[ib],
-                                max_events=max_events, object_kind=False, label="output vector")
+    return _ev._discrete_events(
+        ka[ia],
+        kb[ib],
+        np.asarray(train_a)[ia],
+        np.asarray(train_b)[ib],
+        max_events=max_events,
+        object_kind=False,
+        label="output vector",
+    )
 
 
 class PatternHistogramFamily:
@@ -83,8 +102,9 @@ class PatternHistogramFamily:
         if ctx.kind == "float-vector":
             return [Proposal(e, self.name) for e in repeated_rows(train_a, train_b, max_events=ctx.max_events)]
         out = [Proposal(e, self.name) for e in _ev.propose_discrete(train_a, train_b, max_events=ctx.max_events)]
-        return out + _one_sided(_ev.row_keys(train_a), _ev.row_keys(train_b), object_kind=False,
-                                label="output pattern", name=self.name)
+        return out + _one_sided(
+            _ev.row_keys(train_a), _ev.row_keys(train_b), object_kind=False, label="output pattern", name=self.name
+        )
 
 
 HISTOGRAM = HistogramFamily()

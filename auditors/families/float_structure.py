@@ -19,5 +19,9 @@ class FloatStructureFamily:
         return kind in ("float", "float-vector") and not ctx.ideal_numerics
 
     def propose(self, train_a, train_b, ctx: ProposalContext) -> list[Proposal]:
-        return [Proposal(e, self.name, one_sided) for e, one_sided in
-                _fl.float_structure_proposals(train_a, train_b, max_events=ctx.max_events, shifts=ctx.shifts)]
+        return [
+            Proposal(e, self.name, one_sided)
+            for e, one_sided in _fl.float_structure_proposals(
+                train_a, train_b, max_events=ctx.max_events, shifts=ctx.shifts
+            )
+        ]

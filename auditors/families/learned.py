@@ -29,9 +29,16 @@ class LearnedRatioFamily:
         # a bounded subsample (the first rows: training rows are independent draws), so the fit costs
         # the same at every audit size; the event's words state the subsample's size
         rows = min(len(train_a), len(train_b), MAX_ROWS)
-        events = _vec.propose_vector_events(train_a[:rows], train_b[:rows], max_events=ctx.max_events,
-                                            certify_samples=ctx.certification_samples, confidence=ctx.confidence)
+        events = _vec.propose_vector_events(
+            train_a[:rows],
+            train_b[:rows],
+            max_events=ctx.max_events,
+            certify_samples=ctx.certification_samples,
+            confidence=ctx.confidence,
+        )
         if rows == MAX_ROWS:
-            events = [Event(e.contains, f"{e.description} (score fitted on the first {rows} training outputs a side)")
-                      for e in events]
+            events = [
+                Event(e.contains, f"{e.description} (score fitted on the first {rows} training outputs a side)")
+                for e in events
+            ]
         return [Proposal(e, self.name) for e in events]

@@ -27,10 +27,18 @@ from dpharness.core import Event
 from .. import events as _ev
 from ._protocol import Proposal, ProposalContext
 
-__all__ = ["FLOAT_SPLITS", "INT_SPLITS", "RESIDUE_BITS", "float_subrange_bits", "int_subrange_bits",
-           "int_residues", "RoundingFamily", "propose_rounding"]
+__all__ = [
+    "FLOAT_SPLITS",
+    "INT_SPLITS",
+    "RESIDUE_BITS",
+    "float_subrange_bits",
+    "int_subrange_bits",
+    "int_residues",
+    "RoundingFamily",
+    "propose_rounding",
+]
 
-FLOAT_SPLITS = ((3, 1), (5, 1))   # (sub-range bits k, low mantissa bits b)
+FLOAT_SPLITS = ((3, 1), (5, 1))  # (sub-range bits k, low mantissa bits b)
 INT_SPLITS = ((2, 1), (4, 1))
 RESIDUE_BITS = (1, 2, 3)
 _MAX_COORDS = 4
@@ -39,13 +47,14 @@ _MANT = np.uint64((1 << 52) - 1)
 
 # --------------------------------------------------------------------------- features
 
+
 def float_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     """Key ``(sign, exponent, top k mantissa bits, low b mantissa bits)`` of each double (int64)."""
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     bits = v.view(np.uint64)
-    key = bits >> np.uint64(52 - k)        # sign, exponent (12 bits) and the top k mantissa bits
+    key = bits >> np.uint64(52 - k)  # sign, exponent (12 bits) and the top k mantissa bits
     key <<= np.uint64(b)
-    bits &= np.uint64((1 << b) - 1)        # the low b bits of the mantissa (v is this function's own copy)
+    bits &= np.uint64((1 << b) - 1)  # the low b bits of the mantissa (v is this function's own copy)
     key |= bits
     return key.view(np.int64)
 
@@ -58,7 +67,7 @@ def _describe_float(key: int, k: int, b: int) -> str:
         where = f"{sign}subnormal, sub-range {top + 1}/{1 << k}"
     else:
         e = expo - 1023
-        lo, hi = 2.0 ** e * (1 + top / (1 << k)), 2.0 ** e * (1 + (top + 1) / (1 << k))
+        lo, hi = 2.0**e * (1 + top / (1 << k)), 2.0**e * (1 + (top + 1) / (1 << k))
         where = f"|x| in [{lo!r}, {hi!r}) sign {sign}"
     return f"({where}, last {b} mantissa bit{'s' if b > 1 else ''} = {low:0{b}b})"
 
@@ -95,7 +104,7 @@ def _describe_int(key: int, k: int, b: int) -> str:
         return f"(x = 0, x mod {1 << b} = {low})"
     lo = 2 ** (length - 1)
     width = lo / (1 << k)
-    return (f"(|x| in [{lo + top * width:g}, {lo + (top + 1) * width:g}) sign {sign}, x mod {1 << b} = {low})")
+    return f"(|x| in [{lo + top * width:g}, {lo + (top + 1) * width:g}) sign {sign}, x mod {1 << b} = {low})"
 
 
 class _Feature:
@@ -113,18 +122,29 @@ class _Feature:
 
 # --------------------------------------------------------------------------- proposal
 
+
 def _features(floating: bool, column: int | None) -> list[tuple[str, _Feature, object]]:
     out: list[tuple[str, _Feature, object]] = []
     if floating:
         for k, b in FLOAT_SPLITS:
-            out.append((f"sub-binade range (1/{1 << k} binade) and last {b} mantissa bit{'s' if b > 1 else ''}",
-                        _Feature(float_subrange_bits, column, k, b), lambda key, k=k, b=b: _describe_float(key, k, b)))
+            out.append(
+                (
+                    f"sub-binade range (1/{1 << k} binade) and last {b} mantissa bit{'s' if b > 1 else ''}",
+                    _Feature(float_subrange_bits, column, k, b),
+                    lambda key, k=k, b=b: _describe_float(key, k, b),
+                )
+            )
     else:
         for b in RESIDUE_BITS:
             out.append((f"residue mod {1 << b}", _Feature(int_residues, column, b), lambda key: str(int(key))))
         for k, b in INT_SPLITS:
-            out.append((f"sub-range (1/{1 << k} of its power of two) and residue mod {1 << b}",
-                        _Feature(int_subrange_bits, column, k, b), lambda key, k=k, b=b: _describe_int(key, k, b)))
+            out.append(
+                (
+                    f"sub-range (1/{1 << k} of its power of two) and residue mod {1 << b}",
+                    _Feature(int_subrange_bits, column, k, b),
+                    lambda key, k=k, b=b: _describe_int(key, k, b),
+                )
+            )
     return out
 
 
@@ -144,10 +164,20 @@ def propose_rounding(train_a, train_b, *, max_events: int, max_coords: int = _MA
     for col, (what, feat, describe) in feats:
         label = "output" if col is None else f"coordinate {col}"
         fa, fb = feat(a), feat(b)
-        singles = _ev.best_single_keys(fa, fb, max_events=max(1, per // 2), label=label, transform=feat,
-                                       describe=describe)
-        sets = _ev._discrete_events(fa, fb, None, None, max_events=max(1, per - len(singles)), object_kind=False,
-                                    label=label, transform=feat, describe=describe)
+        singles = _ev.best_single_keys(
+            fa, fb, max_events=max(1, per // 2), label=label, transform=feat, describe=describe
+        )
+        sets = _ev._discrete_events(
+            fa,
+            fb,
+            None,
+            None,
+            max_events=max(1, per - len(singles)),
+            object_kind=False,
+            label=label,
+            transform=feat,
+            describe=describe,
+        )
         for e in singles + sets:
             out.append((Event(e.contains, e.description.replace(label, f"{what} of the {label}", 1)), False))
         for e, _ in _ev.one_sided_events(fa, fb, label=label, transform=feat, describe=describe):
@@ -167,5 +197,7 @@ class RoundingFamily:
         return kind in ("discrete", "discrete-vector")
 
     def propose(self, train_a, train_b, ctx: ProposalContext) -> list[Proposal]:
-        return [Proposal(e, self.name, one_sided)
-                for e, one_sided in propose_rounding(train_a, train_b, max_events=ctx.max_events)]
+        return [
+            Proposal(e, self.name, one_sided)
+            for e, one_sided in propose_rounding(train_a, train_b, max_events=ctx.max_events)
+        ]

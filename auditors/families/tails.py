@@ -21,7 +21,13 @@ class TailFamily:
         return kind in ("float", "discrete") and ctx.delta > 0
 
     def propose(self, train_a, train_b, ctx: ProposalContext) -> list[Proposal]:
-        events = _tails.propose_tail_events(train_a, train_b, max_events=ctx.candidates, delta=ctx.delta,
-                                            cert_n=ctx.certification_samples, confidence=ctx.confidence,
-                                            epsilon=ctx.epsilon if math.isfinite(ctx.epsilon) else None)
+        events = _tails.propose_tail_events(
+            train_a,
+            train_b,
+            max_events=ctx.candidates,
+            delta=ctx.delta,
+            cert_n=ctx.certification_samples,
+            confidence=ctx.confidence,
+            epsilon=ctx.epsilon if math.isfinite(ctx.epsilon) else None,
+        )
         return [Proposal(e, self.name) for e in events]

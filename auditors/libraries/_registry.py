@@ -67,18 +67,35 @@ class LibraryTarget:
         from dpharness.auditors import audit  # deferred: the auditor imports this package's parent
 
         if "inputs" in kwargs:
-            raise ParameterError("inputs= is fixed by the target (the records of the bounds it passes to the library); "
-                                 "build the target with get_target(name, {'data': ..., 'neighbor': ...}) to audit one pair.")
+            raise ParameterError(
+                "inputs= is fixed by the target (the records of the bounds it passes to the library); "
+                "build the target with get_target(name, {'data': ..., 'neighbor': ...}) to audit one pair."
+            )
         for fixed in ("epsilon", "delta", "vectorized", "data", "neighbor"):
             if fixed in kwargs:
-                raise ParameterError(f"{fixed}= is fixed by the target; build the target with get_target(name, "
-                                     f"{{{fixed!r}: ...}}) to change it.")
+                raise ParameterError(
+                    f"{fixed}= is fixed by the target; build the target with get_target(name, "
+                    f"{{{fixed!r}: ...}}) to change it."
+                )
         if self.inputs is not None:
-            result = audit(self.fn, inputs=self.inputs, epsilon=self.epsilon, delta=self.delta,
-                           vectorized=self.vectorized, **kwargs)
+            result = audit(
+                self.fn,
+                inputs=self.inputs,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                vectorized=self.vectorized,
+                **kwargs,
+            )
         else:
-            result = audit(self.fn, self.data, self.neighbor, epsilon=self.epsilon, delta=self.delta,
-                           vectorized=self.vectorized, **kwargs)
+            result = audit(
+                self.fn,
+                self.data,
+                self.neighbor,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                vectorized=self.vectorized,
+                **kwargs,
+            )
         if not self.unseeded:
             return result
         notes = [*result.extra.get("notes", ()), f"not reproducible by seed: {self.unseeded}"]
@@ -113,9 +130,9 @@ class TargetInfo:
 @dataclass(frozen=True)
 class _Spec:
     name: str
-    library: str        # distribution name (pip)
-    module: str         # import name
-    extra: str          # dpharness extra that installs it
+    library: str  # distribution name (pip)
+    module: str  # import name
+    extra: str  # dpharness extra that installs it
     description: str
     params: tuple[Param, ...]
     build: Callable[[dict], dict]
@@ -124,8 +141,9 @@ class _Spec:
 _SPECS: dict[str, _Spec] = {}
 
 
-def register(name: str, *, library: str, module: str, extra: str, description: str,
-             params: tuple[Param, ...]) -> Callable:
+def register(
+    name: str, *, library: str, module: str, extra: str, description: str, params: tuple[Param, ...]
+) -> Callable:
     """Decorator: register ``build(params) -> dict of LibraryTarget fields`` under ``name``."""
 
     def deco(build: Callable[[dict], dict]) -> Callable[[dict], dict]:
@@ -139,6 +157,7 @@ def register(name: str, *, library: str, module: str, extra: str, description: s
 
 # --------------------------------------------------------------------------- parsing
 
+
 def _from_string(name: str, text: str) -> Any:
     try:
         return json.loads(text)
@@ -146,8 +165,9 @@ def _from_string(name: str, text: str) -> Any:
         low = text.strip().lower()
         if low in ("true", "false"):
             return low == "true"
-        raise ParameterError(f"{name}={text!r} is not a number, a JSON list or true/false; pass e.g. {name}=1.0 "
-                             f"or {name}=[0.0, 1.0].") from None
+        raise ParameterError(
+            f"{name}={text!r} is not a number, a JSON list or true/false; pass e.g. {name}=1.0 or {name}=[0.0, 1.0]."
+        ) from None
 
 
 def _parse(p: Param, value: Any) -> Any:
@@ -164,16 +184,20 @@ def _parse(p: Param, value: Any) -> Any:
         except ValueError:
             arr = np.asarray(value, dtype=object)
         if arr.dtype == object or arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.ndim != 2:
-            raise ParameterError(f"{name}={value!r:.60} is not a list of records of equal length; pass e.g. "
-                                 f"{name}=[[0.0, 1.0], [1.0, 0.0]].")
+            raise ParameterError(
+                f"{name}={value!r:.60} is not a list of records of equal length; pass e.g. "
+                f"{name}=[[0.0, 1.0], [1.0, 0.0]]."
+            )
         if not np.all(np.isfinite(arr)):
             raise ParameterError(f"{name}={value!r:.60} has NaN or infinite entries; pass finite numbers.")
         return arr.astype(np.float64).tolist()
     if p.kind == "value":
         arr = np.asarray(value)
         if arr.dtype == object or arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.ndim > 1:
-            raise ParameterError(f"{name}={value!r:.60} is not a number or a flat list of numbers; pass e.g. "
-                                 f"{name}=0.0 or {name}=[0.0, 1.0].")
+            raise ParameterError(
+                f"{name}={value!r:.60} is not a number or a flat list of numbers; pass e.g. "
+                f"{name}=0.0 or {name}=[0.0, 1.0]."
+            )
         if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
             raise ParameterError(f"{name}={value!r:.60} has NaN or infinite entries; pass finite numbers.")
         return arr.tolist() if arr.ndim else arr.item()
@@ -201,11 +225,11 @@ def _parse(p: Param, value: Any) -> Any:
 
 # --------------------------------------------------------------------------- public functions
 
+
 def _spec(name: Any) -> _Spec:
     if not isinstance(name, str) or name not in _SPECS:
         close = difflib.get_close_matches(str(name), list(_SPECS), n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else \
-            "list_targets() names them all."
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "list_targets() names them all."
         raise ParameterError(f"name={name!r} is not a library target; {hint}")
     return _SPECS[name]
 
@@ -255,12 +279,15 @@ def get_target(name: str, params: Mapping[str, Any] | None = None) -> LibraryTar
     space = fields.get("inputs")
     if space is not None and ("data" in params or "neighbor" in params):
         fields["inputs"] = None  # the caller fixed the pair: audit it rather than search the space
-    target = LibraryTarget(library=spec.library, version=version_of(spec.library), name=name,
-                           params=dict(values), **fields)
+    target = LibraryTarget(
+        library=spec.library, version=version_of(spec.library), name=name, params=dict(values), **fields
+    )
     rel = target.neighbor_relation
     if rel is not None and not rel.is_neighbour(np.asarray(target.data), np.asarray(target.neighbor)):
-        raise ParameterError(f"data={target.data!r:.60}, neighbor={target.neighbor!r:.60} are not neighbours under "
-                             f"{name!r}'s relation ({target.relation}); pass a neighbouring pair.")
+        raise ParameterError(
+            f"data={target.data!r:.60}, neighbor={target.neighbor!r:.60} are not neighbours under "
+            f"{name!r}'s relation ({target.relation}); pass a neighbouring pair."
+        )
     if space is not None:  # the pair, given or default, lies in the declared records (the box of the bounds)
         space.validate_pair(target.data, target.neighbor)
     return target
@@ -270,12 +297,20 @@ def list_targets() -> list[TargetInfo]:
     """Every registered target, installed or not: (name, library, description, parameters with defaults).
 
     A required parameter's default is shown as ``"required"``."""
-    return [TargetInfo(s.name, s.library, s.description,
-                       tuple((p.name, "required" if p.default is _REQUIRED else p.default) for p in s.params))
-            for s in _SPECS.values()]
+    return [
+        TargetInfo(
+            s.name,
+            s.library,
+            s.description,
+            tuple((p.name, "required" if p.default is _REQUIRED else p.default) for p in s.params),
+        )
+        for s in _SPECS.values()
+    ]
 
 
 def pair_params(data: Any, neighbor: Any) -> tuple[Param, Param]:
     """The ``data``/``neighbor`` parameters every target takes, with its default pair."""
-    return (Param("data", data, "value", "the data side of the pair"),
-            Param("neighbor", neighbor, "value", "the neighbour side of the pair"))
+    return (
+        Param("data", data, "value", "the data side of the pair"),
+        Param("neighbor", neighbor, "value", "the neighbour side of the pair"),
+    )

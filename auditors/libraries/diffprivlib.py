@@ -65,11 +65,17 @@ def _mechanism_target(cls_name: str, v: dict, *, integer: bool, with_delta: bool
     cast = int if integer else float
     sens = v["sensitivity"]
     return dict(
-        fn=_mechanism_sampler(lambda rs: cls(**kwargs, random_state=rs), cast), vectorized=True,
-        data=cast(v["data"]), neighbor=cast(v["neighbor"]), epsilon=eps, delta=delta,
+        fn=_mechanism_sampler(lambda rs: cls(**kwargs, random_state=rs), cast),
+        vectorized=True,
+        data=cast(v["data"]),
+        neighbor=cast(v["neighbor"]),
+        epsilon=eps,
+        delta=delta,
         relation=f"scalar query answers at absolute distance <= {sens} (the mechanism's sensitivity={sens})",
-        claim_source=(f"diffprivlib {cls_name}(**{kwargs}).epsilon = {eps!r} and .delta = {delta!r} "
-                      f"(the mechanism's own validated parameters)"),
+        claim_source=(
+            f"diffprivlib {cls_name}(**{kwargs}).epsilon = {eps!r} and .delta = {delta!r} "
+            f"(the mechanism's own validated parameters)"
+        ),
         neighbor_relation=BoundedChange(sens, "l1"),
     )
 
@@ -80,39 +86,72 @@ _ISENS = Param("sensitivity", 1, "positive_int", "the integer query's sensitivit
 _DELTA = Param("delta", 1e-5, "probability", "the mechanism's delta")
 
 
-@register("diffprivlib:laplace", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="mechanisms.Laplace.randomise on a float scalar (delta=0: pure ε-DP)",
-          params=(_EPS, Param("delta", 0.0, "nonnegative", "the mechanism's delta (0: pure DP)"), _SENS,
-                  *pair_params(0.0, 1.0)))
+@register(
+    "diffprivlib:laplace",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="mechanisms.Laplace.randomise on a float scalar (delta=0: pure ε-DP)",
+    params=(
+        _EPS,
+        Param("delta", 0.0, "nonnegative", "the mechanism's delta (0: pure DP)"),
+        _SENS,
+        *pair_params(0.0, 1.0),
+    ),
+)
 def _laplace(v: dict) -> dict:
     return _mechanism_target("Laplace", v, integer=False, with_delta=True)
 
 
-@register("diffprivlib:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="mechanisms.Gaussian (classic, epsilon <= 1) on a float scalar",
-          params=(Param("epsilon", 0.5, "positive", "the mechanism's epsilon (diffprivlib requires <= 1)"), _DELTA,
-                  _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "diffprivlib:gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="mechanisms.Gaussian (classic, epsilon <= 1) on a float scalar",
+    params=(
+        Param("epsilon", 0.5, "positive", "the mechanism's epsilon (diffprivlib requires <= 1)"),
+        _DELTA,
+        _SENS,
+        *pair_params(0.0, 1.0),
+    ),
+)
 def _gaussian(v: dict) -> dict:
     return _mechanism_target("Gaussian", v, integer=False, with_delta=True)
 
 
-@register("diffprivlib:gaussian_analytic", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="mechanisms.GaussianAnalytic (Balle-Wang calibration) on a float scalar",
-          params=(_EPS, _DELTA, _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "diffprivlib:gaussian_analytic",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="mechanisms.GaussianAnalytic (Balle-Wang calibration) on a float scalar",
+    params=(_EPS, _DELTA, _SENS, *pair_params(0.0, 1.0)),
+)
 def _gaussian_analytic(v: dict) -> dict:
     return _mechanism_target("GaussianAnalytic", v, integer=False, with_delta=True)
 
 
-@register("diffprivlib:discrete_gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="mechanisms.GaussianDiscrete on an integer scalar",
-          params=(_EPS, _DELTA, _ISENS, *pair_params(0, 1)))
+@register(
+    "diffprivlib:discrete_gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="mechanisms.GaussianDiscrete on an integer scalar",
+    params=(_EPS, _DELTA, _ISENS, *pair_params(0, 1)),
+)
 def _discrete_gaussian(v: dict) -> dict:
     return _mechanism_target("GaussianDiscrete", v, integer=True, with_delta=True)
 
 
-@register("diffprivlib:geometric", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="mechanisms.Geometric on an integer scalar",
-          params=(_EPS, _ISENS, *pair_params(0, 1)))
+@register(
+    "diffprivlib:geometric",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="mechanisms.Geometric on an integer scalar",
+    params=(_EPS, _ISENS, *pair_params(0, 1)),
+)
 def _geometric(v: dict) -> dict:
     return _mechanism_target("Geometric", v, integer=True, with_delta=False)
 
@@ -134,17 +173,28 @@ def _tool_target(tool: str, v: dict) -> dict:
         arr = np.asarray(d, dtype=float)
         rs = _seed(rng)
         acc = BudgetAccountant()  # a private ledger per chunk: the global default one would grow without bound
-        return np.asarray([fn_tool(arr, epsilon=eps, bounds=bounds, random_state=rs, accountant=acc)
-                           for _ in range(int(size))], dtype=float)
+        return np.asarray(
+            [fn_tool(arr, epsilon=eps, bounds=bounds, random_state=rs, accountant=acc) for _ in range(int(size))],
+            dtype=float,
+        )
 
     n = len(data)
     sens = "upper - lower" if tool == "sum" else "(upper - lower) / n"
     return dict(
-        fn=fn, vectorized=True, data=data, neighbor=nb, epsilon=spent_eps, delta=spent_delta,
-        relation=(f"data sets of {n} records clipped to bounds={bounds} that differ in one record (substitution; "
-                  f"diffprivlib.tools.{tool} calibrates to sensitivity {sens} for the array's size)"),
-        claim_source=(f"diffprivlib BudgetAccountant.total() after one tools.{tool}(epsilon={eps}, bounds={bounds}) "
-                      f"call: (ε, δ) = ({spent_eps!r}, {spent_delta!r})"),
+        fn=fn,
+        vectorized=True,
+        data=data,
+        neighbor=nb,
+        epsilon=spent_eps,
+        delta=spent_delta,
+        relation=(
+            f"data sets of {n} records clipped to bounds={bounds} that differ in one record (substitution; "
+            f"diffprivlib.tools.{tool} calibrates to sensitivity {sens} for the array's size)"
+        ),
+        claim_source=(
+            f"diffprivlib BudgetAccountant.total() after one tools.{tool}(epsilon={eps}, bounds={bounds}) "
+            f"call: (ε, δ) = ({spent_eps!r}, {spent_delta!r})"
+        ),
         neighbor_relation=Substitute(),
     )
 
@@ -152,16 +202,26 @@ def _tool_target(tool: str, v: dict) -> dict:
 _BOUNDS = (Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"))
 
 
-@register("diffprivlib:sum", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="tools.sum of float records in bounds (truncated Laplace)",
-          params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])))
+@register(
+    "diffprivlib:sum",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="tools.sum of float records in bounds (truncated Laplace)",
+    params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])),
+)
 def _sum(v: dict) -> dict:
     return _tool_target("sum", v)
 
 
-@register("diffprivlib:mean", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="tools.mean of float records in bounds (truncated Laplace)",
-          params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])))
+@register(
+    "diffprivlib:mean",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="tools.mean of float records in bounds (truncated Laplace)",
+    params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])),
+)
 def _mean(v: dict) -> dict:
     return _tool_target("mean", v)
 
@@ -191,10 +251,14 @@ def _box_bounds(v: dict) -> tuple[float, float]:
     lo, hi = v["lower"], v["upper"]
     for name, x in (("lower", lo), ("upper", hi)):
         if isinstance(x, list):
-            raise ParameterError(f"{name}={x!r:.60} is a list; model targets take one number, the bound of every "
-                                 f"column of the box of records (pass e.g. {name}=0.0).")
+            raise ParameterError(
+                f"{name}={x!r:.60} is a list; model targets take one number, the bound of every "
+                f"column of the box of records (pass e.g. {name}=0.0)."
+            )
     if not float(lo) < float(hi):
-        raise ParameterError(f"lower={lo!r}, upper={hi!r}: pass lower < upper (the box of records is [lower, upper]^columns).")
+        raise ParameterError(
+            f"lower={lo!r}, upper={hi!r}: pass lower < upper (the box of records is [lower, upper]^columns)."
+        )
     return float(lo), float(hi)
 
 
@@ -268,24 +332,38 @@ def _model_target(v: dict, *, model: str, one: Callable, width: int, relation_te
     lo, hi = _box_bounds(v)
     dim = int(v["columns"])
     if v["max_n"] < min_n:
-        raise ParameterError(f"max_n={v['max_n']} is below {min_n}, the smallest data set {model} fits on; pass max_n >= {min_n}.")
+        raise ParameterError(
+            f"max_n={v['max_n']} is below {min_n}, the smallest data set {model} fits on; pass max_n >= {min_n}."
+        )
     space = Datasets(RealBox(lo, hi, dim), Substitute(), (min_n, int(v["max_n"])))
     if v["data"] is None or v["neighbor"] is None:  # default: the low corner against the high corner, one record
         base = [[lo] * dim] * (min_n - 1)
         v = {**v, "data": v["data"] or base + [[lo] * dim], "neighbor": v["neighbor"] or base + [[hi] * dim]}
     data, nb = (np.asarray(x, dtype=float) for x in (v["data"], v["neighbor"]))
     if data.ndim != 2 or data.shape[1] != dim or nb.ndim != 2 or nb.shape[1] != dim:
-        raise ParameterError(f"data={v['data']!r:.60} / neighbor={v['neighbor']!r:.60}: pass lists of records of "
-                             f"columns={dim} numbers each.")
+        raise ParameterError(
+            f"data={v['data']!r:.60} / neighbor={v['neighbor']!r:.60}: pass lists of records of "
+            f"columns={dim} numbers each."
+        )
     shape = _rows_of(dim)
     eps, delta = _spent(lambda acc: one(shape(data).copy(), np.random.RandomState(0), acc))
     return dict(
-        fn=_calls(one, shape, width), vectorized=True, data=data.tolist(), neighbor=nb.tolist(),
-        epsilon=eps, delta=delta, neighbor_relation=Substitute(), inputs=space,
-        relation=(f"data sets of {min_n}..{int(v['max_n'])} records in [{lo:g}, {hi:g}]^{dim} that differ in one "
-                  f"record (substitution: {relation_text})"),
-        claim_source=(f"diffprivlib BudgetAccountant.total() after one {model} fit (epsilon={v['epsilon']}): "
-                      f"(ε, δ) = ({eps!r}, {delta!r})"),
+        fn=_calls(one, shape, width),
+        vectorized=True,
+        data=data.tolist(),
+        neighbor=nb.tolist(),
+        epsilon=eps,
+        delta=delta,
+        neighbor_relation=Substitute(),
+        inputs=space,
+        relation=(
+            f"data sets of {min_n}..{int(v['max_n'])} records in [{lo:g}, {hi:g}]^{dim} that differ in one "
+            f"record (substitution: {relation_text})"
+        ),
+        claim_source=(
+            f"diffprivlib BudgetAccountant.total() after one {model} fit (epsilon={v['epsilon']}): "
+            f"(ε, δ) = ({eps!r}, {delta!r})"
+        ),
     )
 
 
@@ -301,17 +379,30 @@ def _labels(rows: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndar
     return X, y
 
 
-_MODEL_PARAMS = (_EPS, Param("lower", 0.0, "value", "lower bound of every column of a record"),
-                 Param("upper", 1.0, "value", "upper bound of every column of a record"),
-                 Param("columns", 2, "positive_int", "columns of a record (features, then the target or label)"),
-                 Param("max_n", 10, "positive_int", "largest data set the pair search builds"))
+_MODEL_PARAMS = (
+    _EPS,
+    Param("lower", 0.0, "value", "lower bound of every column of a record"),
+    Param("upper", 1.0, "value", "upper bound of every column of a record"),
+    Param("columns", 2, "positive_int", "columns of a record (features, then the target or label)"),
+    Param("max_n", 10, "positive_int", "largest data set the pair search builds"),
+)
 
 
 def _rows_params(data, neighbor) -> tuple[Param, Param]:
-    return (Param("data", data, "rows", "the data side of the pair (a list of records; default: the box's low "
-                                        "corner, after min_n - 1 of them)"),
-            Param("neighbor", neighbor, "rows", "the neighbour side of the pair (default: the high corner in "
-                                                "place of the last low one)"))
+    return (
+        Param(
+            "data",
+            data,
+            "rows",
+            "the data side of the pair (a list of records; default: the box's low corner, after min_n - 1 of them)",
+        ),
+        Param(
+            "neighbor",
+            neighbor,
+            "rows",
+            "the neighbour side of the pair (default: the high corner in place of the last low one)",
+        ),
+    )
 
 
 def _linear_regression_noisy_fit():
@@ -347,12 +438,24 @@ def _linear_regression_noisy_fit():
     return NoisyLinearRegression
 
 
-@register("diffprivlib:linear_regression", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="models.LinearRegression(bounds_X, bounds_y) fit on (x, y) records: the noisy means and "
-                      "objective coefficients it releases (coef_, intercept_ with minimize=true)",
-          params=(*_MODEL_PARAMS, Param("minimize", False, "bool", "true: run scipy's minimize and release "
-                                        "coef_ and intercept_ (about a second a fit on small data sets)"),
-                  *_rows_params(*_ROWS_DEFAULT)))
+@register(
+    "diffprivlib:linear_regression",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="models.LinearRegression(bounds_X, bounds_y) fit on (x, y) records: the noisy means and "
+    "objective coefficients it releases (coef_, intercept_ with minimize=true)",
+    params=(
+        *_MODEL_PARAMS,
+        Param(
+            "minimize",
+            False,
+            "bool",
+            "true: run scipy's minimize and release coef_ and intercept_ (about a second a fit on small data sets)",
+        ),
+        *_rows_params(*_ROWS_DEFAULT),
+    ),
+)
 def _linear_regression(v: dict) -> dict:
     from diffprivlib.models import LinearRegression
 
@@ -360,9 +463,11 @@ def _linear_regression(v: dict) -> dict:
     eps, f = v["epsilon"], int(v["columns"]) - 1
     _need_features(v)
     if v["minimize"]:
+
         def one(rows: np.ndarray, rs, acc) -> np.ndarray:
-            m = LinearRegression(epsilon=eps, bounds_X=(lo, hi), bounds_y=(lo, hi), random_state=rs,
-                                 accountant=acc).fit(rows[:, :-1], rows[:, -1])
+            m = LinearRegression(
+                epsilon=eps, bounds_X=(lo, hi), bounds_y=(lo, hi), random_state=rs, accountant=acc
+            ).fit(rows[:, :-1], rows[:, -1])
             return np.concatenate([np.ravel(m.coef_), np.ravel(m.intercept_)])
 
         width, what = f + 1, "coef_ and intercept_"
@@ -371,25 +476,38 @@ def _linear_regression(v: dict) -> dict:
         upper = np.triu_indices(f)
 
         def one(rows: np.ndarray, rs, acc) -> np.ndarray:
-            m = model(epsilon=eps, bounds_X=(lo, hi), bounds_y=(lo, hi), random_state=rs,
-                      accountant=acc).fit(rows[:, :-1], rows[:, -1])
+            m = model(epsilon=eps, bounds_X=(lo, hi), bounds_y=(lo, hi), random_state=rs, accountant=acc).fit(
+                rows[:, :-1], rows[:, -1]
+            )
             x_off, y_off = m.noisy_offsets_
             c0, c1, c2 = m._obj_coefs
             return np.concatenate([np.ravel(x_off), np.ravel(y_off), np.ravel(c0), np.ravel(c1), c2[upper]])
 
         width = 2 * f + 2 + f * (f + 1) // 2
-        what = ("the noisy means X_offset, y_offset and the noisy objective coefficients _obj_coefs (y·y, x·y, "
-                "x·xᵀ) that fit() computes and keeps on the model; coef_ and intercept_ are their post-processing")
-    target = _model_target(v, model="models.LinearRegression", one=one, width=width,
-                           relation_text="the means are calibrated to (upper - lower) / n and the objective's "
-                                         "coefficients to the range of one record's terms")
+        what = (
+            "the noisy means X_offset, y_offset and the noisy objective coefficients _obj_coefs (y·y, x·y, "
+            "x·xᵀ) that fit() computes and keeps on the model; coef_ and intercept_ are their post-processing"
+        )
+    target = _model_target(
+        v,
+        model="models.LinearRegression",
+        one=one,
+        width=width,
+        relation_text="the means are calibrated to (upper - lower) / n and the objective's "
+        "coefficients to the range of one record's terms",
+    )
     target["relation"] += f"; output: {what}"
     return target
 
 
-@register("diffprivlib:logistic_regression", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="models.LogisticRegression(data_norm) fit on (x, label) records: coef_ and intercept_",
-          params=(*_MODEL_PARAMS, *_rows_params(*_ROWS_DEFAULT)))
+@register(
+    "diffprivlib:logistic_regression",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="models.LogisticRegression(data_norm) fit on (x, label) records: coef_ and intercept_",
+    params=(*_MODEL_PARAMS, *_rows_params(*_ROWS_DEFAULT)),
+)
 def _logistic_regression(v: dict) -> dict:
     from diffprivlib.models import LogisticRegression
 
@@ -403,14 +521,24 @@ def _logistic_regression(v: dict) -> dict:
         return np.concatenate([np.ravel(m.coef_), np.ravel(m.intercept_)])
 
     _need_features(v)
-    return _model_target(v, model=f"models.LogisticRegression(data_norm={norm:g})", one=one, width=int(v["columns"]),
-                         relation_text="objective perturbation (the Vector mechanism) for n training records, "
-                                       "labels from the last column, two public anchor records added")
+    return _model_target(
+        v,
+        model=f"models.LogisticRegression(data_norm={norm:g})",
+        one=one,
+        width=int(v["columns"]),
+        relation_text="objective perturbation (the Vector mechanism) for n training records, "
+        "labels from the last column, two public anchor records added",
+    )
 
 
-@register("diffprivlib:gaussian_nb", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="models.GaussianNB(bounds) fit on (x, label) records: theta_, var_ and class_prior_",
-          params=(*_MODEL_PARAMS, *_rows_params(*_ROWS_DEFAULT)))
+@register(
+    "diffprivlib:gaussian_nb",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="models.GaussianNB(bounds) fit on (x, label) records: theta_, var_ and class_prior_",
+    params=(*_MODEL_PARAMS, *_rows_params(*_ROWS_DEFAULT)),
+)
 def _gaussian_nb(v: dict) -> dict:
     from diffprivlib.models import GaussianNB
 
@@ -424,14 +552,24 @@ def _gaussian_nb(v: dict) -> dict:
 
     _need_features(v)
     f = int(v["columns"]) - 1
-    return _model_target(v, model="models.GaussianNB", one=one, width=4 * f + 2,
-                         relation_text="noisy class counts forced to sum to n, per-class sums calibrated to the "
-                                       "bounds; labels from the last column, two public anchor records added")
+    return _model_target(
+        v,
+        model="models.GaussianNB",
+        one=one,
+        width=4 * f + 2,
+        relation_text="noisy class counts forced to sum to n, per-class sums calibrated to the "
+        "bounds; labels from the last column, two public anchor records added",
+    )
 
 
-@register("diffprivlib:pca", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="models.PCA(data_norm, bounds) fit on records: components_, explained_variance_ and mean_",
-          params=(*_MODEL_PARAMS, *_rows_params(*_ROWS_DEFAULT)))
+@register(
+    "diffprivlib:pca",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="models.PCA(data_norm, bounds) fit on records: components_, explained_variance_ and mean_",
+    params=(*_MODEL_PARAMS, *_rows_params(*_ROWS_DEFAULT)),
+)
 def _pca(v: dict) -> dict:
     from diffprivlib.models import PCA
 
@@ -444,9 +582,14 @@ def _pca(v: dict) -> dict:
         return np.concatenate([np.ravel(m.components_), np.ravel(m.explained_variance_), np.ravel(m.mean_)])
 
     # two records at least: sklearn's explained variance divides by n - 1
-    return _model_target(v, model=f"models.PCA(n_components={d}, data_norm={norm:g})", one=one, width=d * d + 2 * d,
-                         relation_text="the mean calibrated to (upper - lower) / n, the covariance to data_norm",
-                         min_n=2)
+    return _model_target(
+        v,
+        model=f"models.PCA(n_components={d}, data_norm={norm:g})",
+        one=one,
+        width=d * d + 2 * d,
+        relation_text="the mean calibrated to (upper - lower) / n, the covariance to data_norm",
+        min_n=2,
+    )
 
 
 def _need_features(v: dict) -> None:
@@ -456,8 +599,9 @@ def _need_features(v: dict) -> None:
         raise ParameterError(f"columns={v['columns']} leaves no feature beside the label; pass columns >= 2.")
 
 
-def _statistic_target(v: dict, *, tool: str, one: Callable, width: int, dtype, relation, relation_text: str,
-                      min_n: int) -> dict:
+def _statistic_target(
+    v: dict, *, tool: str, one: Callable, width: int, dtype, relation, relation_text: str, min_n: int
+) -> dict:
     from dpharness.auditors.pairsearch import Datasets
     from dpharness.core import RealInterval
 
@@ -468,11 +612,19 @@ def _statistic_target(v: dict, *, tool: str, one: Callable, width: int, dtype, r
     shape = lambda d: np.asarray(d, dtype=float)  # noqa: E731
     eps, delta = _spent(lambda acc: one(shape(data).copy(), np.random.RandomState(0), acc))
     return dict(
-        fn=_calls(one, shape, width, dtype), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=delta,
-        neighbor_relation=relation, inputs=space,
+        fn=_calls(one, shape, width, dtype),
+        vectorized=True,
+        data=data,
+        neighbor=nb,
+        epsilon=eps,
+        delta=delta,
+        neighbor_relation=relation,
+        inputs=space,
         relation=f"data sets of {min_n}..{int(v['max_n'])} records in [{lo:g}, {hi:g}] ({relation_text})",
-        claim_source=(f"diffprivlib BudgetAccountant.total() after one tools.{tool} call (epsilon={v['epsilon']}): "
-                      f"(ε, δ) = ({eps!r}, {delta!r})"),
+        claim_source=(
+            f"diffprivlib BudgetAccountant.total() after one tools.{tool} call (epsilon={v['epsilon']}): "
+            f"(ε, δ) = ({eps!r}, {delta!r})"
+        ),
     )
 
 
@@ -480,9 +632,14 @@ _STAT_PARAMS = (_EPS, *_BOUNDS, Param("max_n", 10, "positive_int", "largest data
 
 
 def _spread(tool: str):
-    @register(f"diffprivlib:{tool}", library=_LIB, module=_MOD, extra=_EXTRA,
-              description=f"tools.{tool} of float records in bounds (Laplace on a bounded domain)",
-              params=(*_STAT_PARAMS, *pair_params([0.0, 0.0], [0.0, 1.0])))
+    @register(
+        f"diffprivlib:{tool}",
+        library=_LIB,
+        module=_MOD,
+        extra=_EXTRA,
+        description=f"tools.{tool} of float records in bounds (Laplace on a bounded domain)",
+        params=(*_STAT_PARAMS, *pair_params([0.0, 0.0], [0.0, 1.0])),
+    )
     def build(v: dict) -> dict:
         import diffprivlib.tools as tools
 
@@ -490,8 +647,16 @@ def _spread(tool: str):
         bounds = _box_bounds(v)
         eps = v["epsilon"]
         one = lambda x, rs, acc: fn_tool(x, epsilon=eps, bounds=bounds, random_state=rs, accountant=acc)  # noqa: E731
-        return _statistic_target(v, tool=tool, one=one, width=1, dtype=float, relation=Substitute(), min_n=1,
-                                 relation_text=f"substitute one record: tools.{tool} calibrates to the array's size n")
+        return _statistic_target(
+            v,
+            tool=tool,
+            one=one,
+            width=1,
+            dtype=float,
+            relation=Substitute(),
+            min_n=1,
+            relation_text=f"substitute one record: tools.{tool} calibrates to the array's size n",
+        )
 
     return build
 
@@ -500,41 +665,88 @@ _var = _spread("var")
 _std = _spread("std")
 
 
-@register("diffprivlib:quantile", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="tools.quantile of float records in bounds (exponential mechanism over the sorted records)",
-          params=(*_STAT_PARAMS, Param("quant", 0.25, "probability", "the quantile"), *pair_params([0.0, 0.0], [0.0, 1.0])))
+@register(
+    "diffprivlib:quantile",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="tools.quantile of float records in bounds (exponential mechanism over the sorted records)",
+    params=(*_STAT_PARAMS, Param("quant", 0.25, "probability", "the quantile"), *pair_params([0.0, 0.0], [0.0, 1.0])),
+)
 def _quantile(v: dict) -> dict:
     from diffprivlib.tools import quantile
 
     bounds, eps, q = _box_bounds(v), v["epsilon"], v["quant"]
     one = lambda x, rs, acc: quantile(x, q, epsilon=eps, bounds=bounds, random_state=rs, accountant=acc)  # noqa: E731
-    return _statistic_target(v, tool=f"quantile(quant={q})", one=one, width=1, dtype=float, relation=Substitute(),
-                             min_n=1, relation_text="substitute one record: utility -|rank - quant·n| of sensitivity 1")
+    return _statistic_target(
+        v,
+        tool=f"quantile(quant={q})",
+        one=one,
+        width=1,
+        dtype=float,
+        relation=Substitute(),
+        min_n=1,
+        relation_text="substitute one record: utility -|rank - quant·n| of sensitivity 1",
+    )
 
 
-@register("diffprivlib:median", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="tools.median of float records in bounds (exponential mechanism over the sorted records)",
-          params=(*_STAT_PARAMS, *pair_params([0.0, 0.0], [0.0, 1.0])))
+@register(
+    "diffprivlib:median",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="tools.median of float records in bounds (exponential mechanism over the sorted records)",
+    params=(*_STAT_PARAMS, *pair_params([0.0, 0.0], [0.0, 1.0])),
+)
 def _median(v: dict) -> dict:
     from diffprivlib.tools import median
 
     bounds, eps = _box_bounds(v), v["epsilon"]
     one = lambda x, rs, acc: median(x, epsilon=eps, bounds=bounds, random_state=rs, accountant=acc)  # noqa: E731
-    return _statistic_target(v, tool="median", one=one, width=1, dtype=float, relation=Substitute(), min_n=1,
-                             relation_text="substitute one record: utility -|rank - n/2| of sensitivity 1")
+    return _statistic_target(
+        v,
+        tool="median",
+        one=one,
+        width=1,
+        dtype=float,
+        relation=Substitute(),
+        min_n=1,
+        relation_text="substitute one record: utility -|rank - n/2| of sensitivity 1",
+    )
 
 
-@register("diffprivlib:histogram", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="tools.histogram of float records over range=(lower, upper) (geometric noise per bin)",
-          params=(*_STAT_PARAMS, Param("bins", 4, "positive_int", "number of equal-width bins"),
-                  *pair_params([0.0], [0.0, 1.0])))
+@register(
+    "diffprivlib:histogram",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="tools.histogram of float records over range=(lower, upper) (geometric noise per bin)",
+    params=(
+        *_STAT_PARAMS,
+        Param("bins", 4, "positive_int", "number of equal-width bins"),
+        *pair_params([0.0], [0.0, 1.0]),
+    ),
+)
 def _histogram(v: dict) -> dict:
     from dpharness.core import AddRemove
     from diffprivlib.tools import histogram
 
     bounds, eps, bins = _box_bounds(v), v["epsilon"], int(v["bins"])
-    one = lambda x, rs, acc: histogram(x, epsilon=eps, bins=bins, range=bounds, random_state=rs,  # noqa: E731
-                                       accountant=acc)[0]
-    return _statistic_target(v, tool=f"histogram(bins={bins})", one=one, width=bins, dtype=np.int64,
-                             relation=AddRemove(), min_n=0,
-                             relation_text="add or remove one record: one bin count moves by 1, the noise's sensitivity")
+    one = lambda x, rs, acc: histogram(
+        x,
+        epsilon=eps,
+        bins=bins,
+        range=bounds,
+        random_state=rs,  # noqa: E731
+        accountant=acc,
+    )[0]
+    return _statistic_target(
+        v,
+        tool=f"histogram(bins={bins})",
+        one=one,
+        width=bins,
+        dtype=np.int64,
+        relation=AddRemove(),
+        min_n=0,
+        relation_text="add or remove one record: one bin count moves by 1, the noise's sensitivity",
+    )

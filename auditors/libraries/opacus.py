@@ -52,8 +52,10 @@ def _claim(sigma: float, delta: float) -> tuple[float, str]:
     acc = RDPAccountant()
     acc.step(noise_multiplier=sigma, sample_rate=1.0)
     eps = float(acc.get_epsilon(delta))
-    return eps, (f"Opacus RDPAccountant after one step(noise_multiplier={sigma}, sample_rate=1.0): "
-                 f"get_epsilon(delta={delta!r}) = {eps!r} (delta is the target's parameter, default 1e-5)")
+    return eps, (
+        f"Opacus RDPAccountant after one step(noise_multiplier={sigma}, sample_rate=1.0): "
+        f"get_epsilon(delta={delta!r}) = {eps!r} (delta is the target's parameter, default 1e-5)"
+    )
 
 
 def _generator(rng: np.random.Generator):
@@ -64,20 +66,29 @@ def _generator(rng: np.random.Generator):
     return g
 
 
-_COMMON = (Param("noise_multiplier", 1.0, "positive", "sigma: noise std / max_grad_norm"),
-           Param("max_grad_norm", 1.0, "positive", "per-example L2 clipping norm"),
-           Param("delta", 1e-5, "probability", "δ at which the accountant states ε"))
+_COMMON = (
+    Param("noise_multiplier", 1.0, "positive", "sigma: noise std / max_grad_norm"),
+    Param("max_grad_norm", 1.0, "positive", "per-example L2 clipping norm"),
+    Param("delta", 1e-5, "probability", "δ at which the accountant states ε"),
+)
 
 
 def _relation(c: float) -> str:
-    return (f"data sets that differ by adding or removing one example (Opacus's accountant); each per-example "
-            f"gradient clipped to L2 norm max_grad_norm = {c}, so the summed gradient moves by at most {c}")
+    return (
+        f"data sets that differ by adding or removing one example (Opacus's accountant); each per-example "
+        f"gradient clipped to L2 norm max_grad_norm = {c}, so the summed gradient moves by at most {c}"
+    )
 
 
-@register("opacus:dpsgd_step", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="one DPOptimizer step (GradSampleModule, full batch, sample rate 1) on a 1-parameter model; "
-                      "output = the noisy clipped gradient sum (one step per sample)",
-          params=(*_COMMON, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "opacus:dpsgd_step",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="one DPOptimizer step (GradSampleModule, full batch, sample rate 1) on a 1-parameter model; "
+    "output = the noisy clipped gradient sum (one step per sample)",
+    params=(*_COMMON, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])),
+)
 def _dpsgd_step(v: dict) -> dict:
     import torch
     from opacus import GradSampleModule
@@ -90,8 +101,14 @@ def _dpsgd_step(v: dict) -> dict:
         gen = _generator(rng)
         model = GradSampleModule(torch.nn.Linear(1, 1, bias=False, dtype=torch.float64))
         x = torch.tensor(np.asarray(data, dtype=float).reshape(-1, 1), dtype=torch.float64)
-        opt = DPOptimizer(torch.optim.SGD(model.parameters(), lr=1.0), noise_multiplier=sigma, max_grad_norm=c,
-                          expected_batch_size=max(1, len(x)), loss_reduction="sum", generator=gen)
+        opt = DPOptimizer(
+            torch.optim.SGD(model.parameters(), lr=1.0),
+            noise_multiplier=sigma,
+            max_grad_norm=c,
+            expected_batch_size=max(1, len(x)),
+            loss_reduction="sum",
+            generator=gen,
+        )
         weight = model._module.weight
         out = np.empty(int(size))
         for i in range(int(size)):
@@ -107,14 +124,27 @@ def _dpsgd_step(v: dict) -> dict:
 
     data = [float(x) for x in np.atleast_1d(v["data"])]
     nb = [float(x) for x in np.atleast_1d(v["neighbor"])]
-    return dict(fn=fn, vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=float(v["delta"]),
-                relation=_relation(c), claim_source=source, neighbor_relation=AddRemove())
+    return dict(
+        fn=fn,
+        vectorized=True,
+        data=data,
+        neighbor=nb,
+        epsilon=eps,
+        delta=float(v["delta"]),
+        relation=_relation(c),
+        claim_source=source,
+        neighbor_relation=AddRemove(),
+    )
 
 
-@register("opacus:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="DPOptimizer's noise primitive (_generate_noise, private API) on the clipped gradient sum; "
-                      "vectorised",
-          params=(*_COMMON, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "opacus:gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="DPOptimizer's noise primitive (_generate_noise, private API) on the clipped gradient sum; vectorised",
+    params=(*_COMMON, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])),
+)
 def _gaussian(v: dict) -> dict:
     import torch
     from opacus.optimizers.optimizer import _generate_noise
@@ -135,15 +165,35 @@ def _gaussian(v: dict) -> dict:
 
     data = [float(x) for x in np.atleast_1d(v["data"])]
     nb = [float(x) for x in np.atleast_1d(v["neighbor"])]
-    return dict(fn=fn, vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=float(v["delta"]),
-                relation=_relation(c), claim_source=source, neighbor_relation=AddRemove())
+    return dict(
+        fn=fn,
+        vectorized=True,
+        data=data,
+        neighbor=nb,
+        epsilon=eps,
+        delta=float(v["delta"]),
+        relation=_relation(c),
+        claim_source=source,
+        neighbor_relation=AddRemove(),
+    )
 
 
 # --------------------------------------------------------------------------- one-run auditing (not a registered target)
 
-def one_run_training(*, canaries: int = 1000, n: int = 10_000, steps: int = 100, sample_rate: float = 0.1,
-                     noise_multiplier: float = 2.0, max_grad_norm: float = 1.0, lr: float = 0.01,
-                     canary_scale: float = 10.0, delta: float = 1e-5, rng: np.random.Generator):
+
+def one_run_training(
+    *,
+    canaries: int = 1000,
+    n: int = 10_000,
+    steps: int = 100,
+    sample_rate: float = 0.1,
+    noise_multiplier: float = 2.0,
+    max_grad_norm: float = 1.0,
+    lr: float = 0.01,
+    canary_scale: float = 10.0,
+    delta: float = 1e-5,
+    rng: np.random.Generator,
+):
     """A :class:`~dpharness.auditors.one_run.OneRunTarget`: DP-SGD training with Opacus's
     ``PrivacyEngine`` (``make_private``, Poisson sampling, flat clipping to ``max_grad_norm``,
     ``loss_reduction="sum"``, the RDP accountant), audited in one run by
@@ -179,20 +229,26 @@ def one_run_training(*, canaries: int = 1000, n: int = 10_000, steps: int = 100,
     rng = _v.rng("rng", rng)
     batches = round(1 / q)
     if abs(batches * q - 1) > 1e-12:
-        raise ParameterError(f"sample_rate={q!r} is not 1/L for an integer L; Opacus's sample rate is 1/len(loader): "
-                             "pass e.g. 0.1 or 0.05.")
+        raise ParameterError(
+            f"sample_rate={q!r} is not 1/L for an integer L; Opacus's sample rate is 1/len(loader): "
+            "pass e.g. 0.1 or 0.05."
+        )
     batch = -(-(n + m) // batches)
     if -(-n // batch) != batches:
-        raise ParameterError(f"n={n} with canaries={m} and sample_rate={q}: no batch size keeps len(loader) = "
-                             f"{batches} for every number of included canaries; pass n >= {(batches - 1) * m + 1}.")
+        raise ParameterError(
+            f"n={n} with canaries={m} and sample_rate={q}: no batch size keeps len(loader) = "
+            f"{batches} for every number of included canaries; pass n >= {(batches - 1) * m + 1}."
+        )
     from opacus.accountants import RDPAccountant
 
     acc = RDPAccountant()
     for _ in range(steps):
         acc.step(noise_multiplier=sigma, sample_rate=q)
     eps = float(acc.get_epsilon(delta))
-    source = (f"Opacus RDPAccountant after {steps} x step(noise_multiplier={sigma}, sample_rate={q}): "
-              f"get_epsilon(delta={delta!r}) = {eps!r}")
+    source = (
+        f"Opacus RDPAccountant after {steps} x step(noise_multiplier={sigma}, sample_rate={q}): "
+        f"get_epsilon(delta={delta!r}) = {eps!r}"
+    )
     width = 2 + m
     x = rng.uniform(-1, 1, size=(n, 2))
     data = np.zeros((n, width + 1))
@@ -207,8 +263,11 @@ def one_run_training(*, canaries: int = 1000, n: int = 10_000, steps: int = 100,
         from opacus import PrivacyEngine
 
         recs = torch.tensor(np.asarray(records, dtype=np.float32))
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(recs[:, :width], recs[:, width]),
-                                             batch_size=batch, generator=_generator(run_rng))
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(recs[:, :width], recs[:, width]),
+            batch_size=batch,
+            generator=_generator(run_rng),
+        )
         model = torch.nn.Linear(width, 1, bias=False)
         with torch.no_grad():
             model.weight.zero_()
@@ -216,9 +275,15 @@ def one_run_training(*, canaries: int = 1000, n: int = 10_000, steps: int = 100,
             warnings.simplefilter("ignore", UserWarning)
             engine = PrivacyEngine(accountant="rdp", secure_mode=False)
             model, opt, loader = engine.make_private(
-                module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr), data_loader=loader,
-                noise_multiplier=sigma, max_grad_norm=c, poisson_sampling=True, loss_reduction="sum",
-                noise_generator=_generator(run_rng))
+                module=model,
+                optimizer=torch.optim.SGD(model.parameters(), lr=lr),
+                data_loader=loader,
+                noise_multiplier=sigma,
+                max_grad_norm=c,
+                poisson_sampling=True,
+                loss_reduction="sum",
+                noise_generator=_generator(run_rng),
+            )
         loss_fn = torch.nn.BCEWithLogitsLoss(reduction="sum")
         done = 0
         while done < steps:
@@ -237,7 +302,16 @@ def one_run_training(*, canaries: int = 1000, n: int = 10_000, steps: int = 100,
         z = np.asarray(canary_records)[:, :width] @ np.asarray(weights, dtype=float)
         return -np.logaddexp(0.0, -z)  # minus the logistic loss at label 1
 
-    return OneRunTarget(run=run, score=score, data=data, canaries=cans, epsilon=eps, delta=delta,
-                        name="opacus:dpsgd_training", claim_source=source, white_box=False,
-                        description=f"Opacus DP-SGD, logistic regression on 2 features + {m} canary slots, {steps} steps, "
-                                    f"q = {q}, sigma = {sigma}, clip {c}, lr {lr}")
+    return OneRunTarget(
+        run=run,
+        score=score,
+        data=data,
+        canaries=cans,
+        epsilon=eps,
+        delta=delta,
+        name="opacus:dpsgd_training",
+        claim_source=source,
+        white_box=False,
+        description=f"Opacus DP-SGD, logistic regression on 2 features + {m} canary slots, {steps} steps, "
+        f"q = {q}, sigma = {sigma}, clip {c}, lr {lr}",
+    )

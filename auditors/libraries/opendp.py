@@ -33,8 +33,10 @@ from ._convert import zcdp_to_approx
 from ._registry import Param, pair_params, register
 
 _LIB, _MOD, _EXTRA = "opendp", "opendp", "opendp"
-_UNSEEDED = ("OpenDP draws from the operating system's entropy source, which takes no seed; the seed fixes the "
-             "events and pairs tested, not the outputs")
+_UNSEEDED = (
+    "OpenDP draws from the operating system's entropy source, which takes no seed; the seed fixes the "
+    "events and pairs tested, not the outputs"
+)
 
 
 def _dp():
@@ -61,11 +63,13 @@ def _measurement(recipe: tuple) -> Any:
         return make(dp.vector_domain(atom), metric, scale=scale)
     if recipe[0] == "sum":
         _, lo, hi, scale = recipe
-        return dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False)), dp.symmetric_distance()) \
-            >> dp.m.then_laplace(scale=scale)
+        return dp.t.make_sum(
+            dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False)), dp.symmetric_distance()
+        ) >> dp.m.then_laplace(scale=scale)
     _, lo, hi, n, scale = recipe
-    return dp.t.make_mean(dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False), size=n),
-                          dp.symmetric_distance()) >> dp.m.then_laplace(scale=scale)
+    return dp.t.make_mean(
+        dp.vector_domain(dp.atom_domain(bounds=(lo, hi), nan=False), size=n), dp.symmetric_distance()
+    ) >> dp.m.then_laplace(scale=scale)
 
 
 def _vector_sampler(recipe: tuple, cast):
@@ -91,31 +95,57 @@ def _loop_sampler(recipe: tuple, cast):
     return fn
 
 
-def _scalar_target(kind: str, scale: float, sensitivity: Any, v: dict, *, integer: bool, delta: float | None = None) -> dict:
+def _scalar_target(
+    kind: str, scale: float, sensitivity: Any, v: dict, *, integer: bool, delta: float | None = None
+) -> dict:
     T = int if integer else float
     scalar = _measurement(("scalar", kind, scale, integer))
     vector = ("vector", kind, scale, integer)
     d_in = int(sensitivity) if integer else float(sensitivity)
     claim = scalar.map(d_in)
-    noise = {"laplace": "discrete Laplace" if integer else "Laplace (sampled as discrete Laplace on a 2^k grid)",
-             "gaussian": "discrete Gaussian" if integer else "Gaussian (sampled as discrete Gaussian on a 2^k grid)",
-             "geometric": "geometric (two-sided)"}[kind]
-    relation = (f"scalar query answers at absolute distance <= {d_in} (OpenDP input metric "
-                f"absolute_distance({T.__name__}), d_in = {d_in}); {noise} noise of scale {scale}")
+    noise = {
+        "laplace": "discrete Laplace" if integer else "Laplace (sampled as discrete Laplace on a 2^k grid)",
+        "gaussian": "discrete Gaussian" if integer else "Gaussian (sampled as discrete Gaussian on a 2^k grid)",
+        "geometric": "geometric (two-sided)",
+    }[kind]
+    relation = (
+        f"scalar query answers at absolute distance <= {d_in} (OpenDP input metric "
+        f"absolute_distance({T.__name__}), d_in = {d_in}); {noise} noise of scale {scale}"
+    )
     cast = int if integer else float
     if kind == "gaussian":
         rho = float(claim)
         eps = zcdp_to_approx(rho, delta)
-        source = (f"OpenDP privacy map: make_gaussian(scale={scale}).map({d_in}) = ρ = {rho!r} "
-                  f"(ZeroConcentratedDivergence), converted to (ε, δ) at δ = {delta!r} (the target's delta "
-                  f"parameter; default 1e-6) by zcdp_to_approx (Canonne-Kamath-Steinke 2020 Cor. 13)")
-        return dict(fn=_vector_sampler(vector, cast), vectorized=True, data=cast(v["data"]),
-                    neighbor=cast(v["neighbor"]), epsilon=eps, delta=float(delta), relation=relation,
-                    claim_source=source, neighbor_relation=BoundedChange(d_in, "l1"), unseeded=_UNSEEDED)
+        source = (
+            f"OpenDP privacy map: make_gaussian(scale={scale}).map({d_in}) = ρ = {rho!r} "
+            f"(ZeroConcentratedDivergence), converted to (ε, δ) at δ = {delta!r} (the target's delta "
+            f"parameter; default 1e-6) by zcdp_to_approx (Canonne-Kamath-Steinke 2020 Cor. 13)"
+        )
+        return dict(
+            fn=_vector_sampler(vector, cast),
+            vectorized=True,
+            data=cast(v["data"]),
+            neighbor=cast(v["neighbor"]),
+            epsilon=eps,
+            delta=float(delta),
+            relation=relation,
+            claim_source=source,
+            neighbor_relation=BoundedChange(d_in, "l1"),
+            unseeded=_UNSEEDED,
+        )
     source = f"OpenDP privacy map: make_{kind}(scale={scale}).map({d_in}) = ε = {float(claim)!r} (MaxDivergence)"
-    return dict(fn=_vector_sampler(vector, cast), vectorized=True, data=cast(v["data"]), neighbor=cast(v["neighbor"]),
-                epsilon=float(claim), delta=0.0, relation=relation, claim_source=source,
-                neighbor_relation=BoundedChange(d_in, "l1"), unseeded=_UNSEEDED)
+    return dict(
+        fn=_vector_sampler(vector, cast),
+        vectorized=True,
+        data=cast(v["data"]),
+        neighbor=cast(v["neighbor"]),
+        epsilon=float(claim),
+        delta=0.0,
+        relation=relation,
+        claim_source=source,
+        neighbor_relation=BoundedChange(d_in, "l1"),
+        unseeded=_UNSEEDED,
+    )
 
 
 _SCALE = Param("scale", 1.0, "positive", "noise scale as OpenDP defines it")
@@ -124,37 +154,62 @@ _ISENS = Param("sensitivity", 1, "positive_int", "d_in: the integer query's sens
 _DELTA = Param("delta", 1e-6, "probability", "δ at which the zCDP claim is converted to (ε, δ)")
 
 
-@register("opendp:laplace", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_laplace on a float scalar (vectorised through the vector-domain measurement)",
-          params=(_SCALE, _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "opendp:laplace",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_laplace on a float scalar (vectorised through the vector-domain measurement)",
+    params=(_SCALE, _SENS, *pair_params(0.0, 1.0)),
+)
 def _laplace(v: dict) -> dict:
     return _scalar_target("laplace", v["scale"], v["sensitivity"], v, integer=False)
 
 
-@register("opendp:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_gaussian on a float scalar; zCDP ρ converted at delta (default 1e-6)",
-          params=(_SCALE, _SENS, _DELTA, *pair_params(0.0, 1.0)))
+@register(
+    "opendp:gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_gaussian on a float scalar; zCDP ρ converted at delta (default 1e-6)",
+    params=(_SCALE, _SENS, _DELTA, *pair_params(0.0, 1.0)),
+)
 def _gaussian(v: dict) -> dict:
     return _scalar_target("gaussian", v["scale"], v["sensitivity"], v, integer=False, delta=v["delta"])
 
 
-@register("opendp:discrete_laplace", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_laplace on an integer scalar (discrete Laplace)",
-          params=(_SCALE, _ISENS, *pair_params(0, 1)))
+@register(
+    "opendp:discrete_laplace",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_laplace on an integer scalar (discrete Laplace)",
+    params=(_SCALE, _ISENS, *pair_params(0, 1)),
+)
 def _discrete_laplace(v: dict) -> dict:
     return _scalar_target("laplace", v["scale"], v["sensitivity"], v, integer=True)
 
 
-@register("opendp:geometric", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_geometric on an integer scalar",
-          params=(_SCALE, _ISENS, *pair_params(0, 1)))
+@register(
+    "opendp:geometric",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_geometric on an integer scalar",
+    params=(_SCALE, _ISENS, *pair_params(0, 1)),
+)
 def _geometric(v: dict) -> dict:
     return _scalar_target("geometric", v["scale"], v["sensitivity"], v, integer=True)
 
 
-@register("opendp:discrete_gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_gaussian on an integer scalar (discrete Gaussian); zCDP ρ converted at delta (default 1e-6)",
-          params=(_SCALE, _ISENS, _DELTA, *pair_params(0, 1)))
+@register(
+    "opendp:discrete_gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_gaussian on an integer scalar (discrete Gaussian); zCDP ρ converted at delta (default 1e-6)",
+    params=(_SCALE, _ISENS, _DELTA, *pair_params(0, 1)),
+)
 def _discrete_gaussian(v: dict) -> dict:
     return _scalar_target("gaussian", v["scale"], v["sensitivity"], v, integer=True, delta=v["delta"])
 
@@ -163,38 +218,76 @@ def _floats(x: Any) -> list[float]:
     return [float(e) for e in np.atleast_1d(np.asarray(x, dtype=float))]
 
 
-@register("opendp:sum", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_sum of float records clamped to [lower, upper] (symmetric distance) then make_laplace; "
-                      "one library call per sample",
-          params=(Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"),
-                  _SCALE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "opendp:sum",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_sum of float records clamped to [lower, upper] (symmetric distance) then make_laplace; "
+    "one library call per sample",
+    params=(
+        Param("lower", 0.0, "value", "lower bound of a record"),
+        Param("upper", 1.0, "value", "upper bound"),
+        _SCALE,
+        *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]),
+    ),
+)
 def _sum(v: dict) -> dict:
     lo, hi = float(v["lower"]), float(v["upper"])
     recipe = ("sum", lo, hi, v["scale"])
     eps = float(_measurement(recipe).map(1))
     data, nb = _floats(v["data"]), _floats(v["neighbor"])
-    return dict(fn=_loop_sampler(recipe, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
-                relation=(f"data sets of floats in [{lo}, {hi}] at symmetric distance 1 (add or remove one record; "
-                          f"OpenDP SymmetricDistance, d_in = 1); the sum's sensitivity is max(|lower|, |upper|) plus "
-                          f"OpenDP's floating-point rounding allowance"),
-                claim_source=f"OpenDP privacy map: (make_sum >> then_laplace(scale={v['scale']})).map(1) = ε = {eps!r}",
-                neighbor_relation=AddRemove(), unseeded=_UNSEEDED)
+    return dict(
+        fn=_loop_sampler(recipe, _floats),
+        vectorized=True,
+        data=data,
+        neighbor=nb,
+        epsilon=eps,
+        delta=0.0,
+        relation=(
+            f"data sets of floats in [{lo}, {hi}] at symmetric distance 1 (add or remove one record; "
+            f"OpenDP SymmetricDistance, d_in = 1); the sum's sensitivity is max(|lower|, |upper|) plus "
+            f"OpenDP's floating-point rounding allowance"
+        ),
+        claim_source=f"OpenDP privacy map: (make_sum >> then_laplace(scale={v['scale']})).map(1) = ε = {eps!r}",
+        neighbor_relation=AddRemove(),
+        unseeded=_UNSEEDED,
+    )
 
 
-@register("opendp:mean", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="make_mean of a known number of float records in [lower, upper] then make_laplace; "
-                      "one library call per sample",
-          params=(Param("lower", 0.0, "value", "lower bound of a record"), Param("upper", 1.0, "value", "upper bound"),
-                  _SCALE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])))
+@register(
+    "opendp:mean",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="make_mean of a known number of float records in [lower, upper] then make_laplace; "
+    "one library call per sample",
+    params=(
+        Param("lower", 0.0, "value", "lower bound of a record"),
+        Param("upper", 1.0, "value", "upper bound"),
+        _SCALE,
+        *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
+    ),
+)
 def _mean(v: dict) -> dict:
     lo, hi = float(v["lower"]), float(v["upper"])
     data, nb = _floats(v["data"]), _floats(v["neighbor"])
     n = len(data)
     recipe = ("mean", lo, hi, n, v["scale"])
     eps = float(_measurement(recipe).map(2))
-    return dict(fn=_loop_sampler(recipe, _floats), vectorized=True, data=data, neighbor=nb, epsilon=eps, delta=0.0,
-                relation=(f"data sets of exactly {n} floats in [{lo}, {hi}] that differ in one record (OpenDP "
-                          f"SymmetricDistance on a sized domain, d_in = 2: one substitution); sensitivity "
-                          f"(upper - lower) / n plus OpenDP's rounding allowance"),
-                claim_source=f"OpenDP privacy map: (make_mean(size={n}) >> then_laplace(scale={v['scale']})).map(2) = ε = {eps!r}",
-                neighbor_relation=Substitute(), unseeded=_UNSEEDED)
+    return dict(
+        fn=_loop_sampler(recipe, _floats),
+        vectorized=True,
+        data=data,
+        neighbor=nb,
+        epsilon=eps,
+        delta=0.0,
+        relation=(
+            f"data sets of exactly {n} floats in [{lo}, {hi}] that differ in one record (OpenDP "
+            f"SymmetricDistance on a sized domain, d_in = 2: one substitution); sensitivity "
+            f"(upper - lower) / n plus OpenDP's rounding allowance"
+        ),
+        claim_source=f"OpenDP privacy map: (make_mean(size={n}) >> then_laplace(scale={v['scale']})).map(2) = ε = {eps!r}",
+        neighbor_relation=Substitute(),
+        unseeded=_UNSEEDED,
+    )

@@ -36,8 +36,10 @@ from dpharness.core import AddRemove, BoundedChange
 from ._registry import Param, pair_params, register
 
 _LIB, _MOD, _EXTRA = "pipeline-dp", "pipeline_dp", "pipeline-dp"
-_UNSEEDED = ("PipelineDP's noise comes from PyDP's (Google's C++ library's) own secure generator, which takes no "
-             "seed; the seed fixes the events and pairs tested, not the outputs")
+_UNSEEDED = (
+    "PipelineDP's noise comes from PyDP's (Google's C++ library's) own secure generator, which takes no "
+    "seed; the seed fixes the events and pairs tested, not the outputs"
+)
 
 
 @functools.lru_cache(maxsize=64)
@@ -62,27 +64,45 @@ def _mechanism(kind: str, v: dict) -> dict:
     def fn(data: Any) -> float:
         return float(_noise(*recipe).add_noise(float(data)))
 
-    return dict(fn=fn, vectorized=False, data=float(v["data"]), neighbor=float(v["neighbor"]), epsilon=eps,
-                delta=delta, relation=f"scalar query answers at distance <= {sens} ({'L1' if kind == 'laplace' else 'L2'} "
-                                      f"sensitivity {sens})",
-                claim_source=f"PipelineDP {mech.describe().strip()} (the mechanism's own epsilon/delta)",
-                neighbor_relation=BoundedChange(sens, "l1"), unseeded=_UNSEEDED)
+    return dict(
+        fn=fn,
+        vectorized=False,
+        data=float(v["data"]),
+        neighbor=float(v["neighbor"]),
+        epsilon=eps,
+        delta=delta,
+        relation=f"scalar query answers at distance <= {sens} ({'L1' if kind == 'laplace' else 'L2'} "
+        f"sensitivity {sens})",
+        claim_source=f"PipelineDP {mech.describe().strip()} (the mechanism's own epsilon/delta)",
+        neighbor_relation=BoundedChange(sens, "l1"),
+        unseeded=_UNSEEDED,
+    )
 
 
 _EPS = Param("epsilon", 1.0, "positive", "epsilon")
 _SENS = Param("sensitivity", 1.0, "positive", "the query's sensitivity")
 
 
-@register("pipeline-dp:laplace", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="dp_computations.LaplaceMechanism.create_from_epsilon(...).add_noise on a float scalar (per call)",
-          params=(_EPS, _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "pipeline-dp:laplace",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="dp_computations.LaplaceMechanism.create_from_epsilon(...).add_noise on a float scalar (per call)",
+    params=(_EPS, _SENS, *pair_params(0.0, 1.0)),
+)
 def _laplace(v: dict) -> dict:
     return _mechanism("laplace", v)
 
 
-@register("pipeline-dp:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="dp_computations.GaussianMechanism.create_from_epsilon_delta(...).add_noise on a float scalar (per call)",
-          params=(_EPS, Param("delta", 1e-5, "probability", "delta"), _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "pipeline-dp:gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="dp_computations.GaussianMechanism.create_from_epsilon_delta(...).add_noise on a float scalar (per call)",
+    params=(_EPS, Param("delta", 1e-5, "probability", "delta"), _SENS, *pair_params(0.0, 1.0)),
+)
 def _gaussian(v: dict) -> dict:
     return _mechanism("gaussian", v)
 
@@ -97,10 +117,17 @@ def _engine(metric: str, v: dict) -> dict:
     def release(values: list[float]) -> float:
         acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
         engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
-        params = pipeline_dp.AggregateParams(metrics=[metric_obj], noise_kind=noise, max_partitions_contributed=1,
-                                             max_contributions_per_partition=1, min_value=lo, max_value=hi)
-        extract = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: 0,
-                                             value_extractor=lambda r: r[1])
+        params = pipeline_dp.AggregateParams(
+            metrics=[metric_obj],
+            noise_kind=noise,
+            max_partitions_contributed=1,
+            max_contributions_per_partition=1,
+            min_value=lo,
+            max_value=hi,
+        )
+        extract = pipeline_dp.DataExtractors(
+            privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: 0, value_extractor=lambda r: r[1]
+        )
         rows = [(i, float(x)) for i, x in enumerate(values)]
         result = engine.aggregate(rows, params, extract, public_partitions=[0])
         acc.compute_budgets()
@@ -115,28 +142,50 @@ def _engine(metric: str, v: dict) -> dict:
     claim_eps, claim_delta = float(probe.total_epsilon), float(probe.total_delta)
     data = [float(x) for x in np.atleast_1d(v["data"])]
     nb = [float(x) for x in np.atleast_1d(v["neighbor"])]
-    return dict(fn=release, vectorized=False, data=data, neighbor=nb, epsilon=claim_eps, delta=claim_delta,
-                relation=(f"data sets that differ by adding or removing one privacy unit contributing one record to the "
-                          f"one public partition (max_partitions_contributed = max_contributions_per_partition = 1), "
-                          f"values clamped to [{lo}, {hi}]"),
-                claim_source=(f"PipelineDP NaiveBudgetAccountant(total_epsilon={eps}, total_delta={delta}): "
-                              f".total_epsilon = {claim_eps!r}, .total_delta = {claim_delta!r}, the budget of the whole "
-                              f"DPEngine.aggregate({metric}, Laplace noise, public partitions)"),
-                neighbor_relation=AddRemove(), unseeded=_UNSEEDED)
+    return dict(
+        fn=release,
+        vectorized=False,
+        data=data,
+        neighbor=nb,
+        epsilon=claim_eps,
+        delta=claim_delta,
+        relation=(
+            f"data sets that differ by adding or removing one privacy unit contributing one record to the "
+            f"one public partition (max_partitions_contributed = max_contributions_per_partition = 1), "
+            f"values clamped to [{lo}, {hi}]"
+        ),
+        claim_source=(
+            f"PipelineDP NaiveBudgetAccountant(total_epsilon={eps}, total_delta={delta}): "
+            f".total_epsilon = {claim_eps!r}, .total_delta = {claim_delta!r}, the budget of the whole "
+            f"DPEngine.aggregate({metric}, Laplace noise, public partitions)"
+        ),
+        neighbor_relation=AddRemove(),
+        unseeded=_UNSEEDED,
+    )
 
 
 _RANGE = (Param("min_value", 0.0, "value", "min_value"), Param("max_value", 1.0, "value", "max_value"))
 
 
-@register("pipeline-dp:sum", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="DPEngine.aggregate SUM (Laplace, LocalBackend, one public partition) (per call; slow)",
-          params=(_EPS, *_RANGE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "pipeline-dp:sum",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="DPEngine.aggregate SUM (Laplace, LocalBackend, one public partition) (per call; slow)",
+    params=(_EPS, *_RANGE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])),
+)
 def _sum(v: dict) -> dict:
     return _engine("SUM", v)
 
 
-@register("pipeline-dp:mean", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="DPEngine.aggregate MEAN (Laplace, LocalBackend, one public partition) (per call; slow)",
-          params=(_EPS, *_RANGE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "pipeline-dp:mean",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="DPEngine.aggregate MEAN (Laplace, LocalBackend, one public partition) (per call; slow)",
+    params=(_EPS, *_RANGE, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])),
+)
 def _mean(v: dict) -> dict:
     return _engine("MEAN", v)

@@ -33,8 +33,10 @@ from dpharness.core import AddRemove, BoundedChange
 from ._registry import Param, pair_params, register
 
 _LIB, _MOD, _EXTRA = "python-dp", "pydp", "pydp"
-_UNSEEDED = ("PyDP draws from Google's C++ library's own secure generator, which takes no seed; the seed fixes the "
-             "events and pairs tested, not the outputs")
+_UNSEEDED = (
+    "PyDP draws from Google's C++ library's own secure generator, which takes no seed; the seed fixes the "
+    "events and pairs tested, not the outputs"
+)
 
 
 @functools.lru_cache(maxsize=64)
@@ -55,33 +57,54 @@ def _mechanism(kind: str, v: dict) -> dict:
         source = f"PyDP LaplaceMechanism(epsilon={v['epsilon']}, sensitivity={v['sensitivity']}).epsilon = {eps!r}"
     else:
         eps, delta = float(mech.epsilon), float(mech.delta)
-        source = (f"PyDP GaussianMechanism(epsilon={v['epsilon']}, delta={v['delta']}, sensitivity={v['sensitivity']})"
-                  f".epsilon = {eps!r}, .delta = {delta!r} (L2 sensitivity {float(mech.l2_sensitivity)!r}, "
-                  f"std {float(mech.std)!r})")
+        source = (
+            f"PyDP GaussianMechanism(epsilon={v['epsilon']}, delta={v['delta']}, sensitivity={v['sensitivity']})"
+            f".epsilon = {eps!r}, .delta = {delta!r} (L2 sensitivity {float(mech.l2_sensitivity)!r}, "
+            f"std {float(mech.std)!r})"
+        )
 
     def fn(data: Any) -> float:
         return float(_noise(*recipe).add_noise(float(data)))
 
     sens = v["sensitivity"]
-    return dict(fn=fn, vectorized=False, data=float(v["data"]), neighbor=float(v["neighbor"]), epsilon=eps,
-                delta=delta, relation=f"scalar query answers at absolute distance <= {sens} (sensitivity={sens})",
-                claim_source=source, neighbor_relation=BoundedChange(sens, "l1"), unseeded=_UNSEEDED)
+    return dict(
+        fn=fn,
+        vectorized=False,
+        data=float(v["data"]),
+        neighbor=float(v["neighbor"]),
+        epsilon=eps,
+        delta=delta,
+        relation=f"scalar query answers at absolute distance <= {sens} (sensitivity={sens})",
+        claim_source=source,
+        neighbor_relation=BoundedChange(sens, "l1"),
+        unseeded=_UNSEEDED,
+    )
 
 
 _EPS = Param("epsilon", 1.0, "positive", "the mechanism's epsilon")
 _SENS = Param("sensitivity", 1.0, "positive", "the query's sensitivity")
 
 
-@register("pydp:laplace", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="numerical_mechanisms.LaplaceMechanism.add_noise on a float scalar (per call)",
-          params=(_EPS, _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "pydp:laplace",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="numerical_mechanisms.LaplaceMechanism.add_noise on a float scalar (per call)",
+    params=(_EPS, _SENS, *pair_params(0.0, 1.0)),
+)
 def _laplace(v: dict) -> dict:
     return _mechanism("laplace", v)
 
 
-@register("pydp:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="numerical_mechanisms.GaussianMechanism.add_noise on a float scalar (per call)",
-          params=(_EPS, Param("delta", 1e-5, "probability", "the mechanism's delta"), _SENS, *pair_params(0.0, 1.0)))
+@register(
+    "pydp:gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="numerical_mechanisms.GaussianMechanism.add_noise on a float scalar (per call)",
+    params=(_EPS, Param("delta", 1e-5, "probability", "the mechanism's delta"), _SENS, *pair_params(0.0, 1.0)),
+)
 def _gaussian(v: dict) -> dict:
     return _mechanism("gaussian", v)
 
@@ -102,25 +125,45 @@ def _bounded(cls_name: str, v: dict) -> dict:
 
     data = [float(x) for x in np.atleast_1d(v["data"])]
     nb = [float(x) for x in np.atleast_1d(v["neighbor"])]
-    return dict(fn=fn, vectorized=False, data=data, neighbor=nb, epsilon=eps, delta=delta,
-                relation=(f"data sets that differ by adding or removing one privacy unit with one record "
-                          f"(l0_sensitivity = linf_sensitivity = 1), records clamped to [{lo}, {hi}]"),
-                claim_source=f"PyDP {cls_name}(**{kwargs}).epsilon = {eps!r}, .delta = {delta!r}",
-                neighbor_relation=AddRemove(), unseeded=_UNSEEDED)
+    return dict(
+        fn=fn,
+        vectorized=False,
+        data=data,
+        neighbor=nb,
+        epsilon=eps,
+        delta=delta,
+        relation=(
+            f"data sets that differ by adding or removing one privacy unit with one record "
+            f"(l0_sensitivity = linf_sensitivity = 1), records clamped to [{lo}, {hi}]"
+        ),
+        claim_source=f"PyDP {cls_name}(**{kwargs}).epsilon = {eps!r}, .delta = {delta!r}",
+        neighbor_relation=AddRemove(),
+        unseeded=_UNSEEDED,
+    )
 
 
 _BOUNDS = (Param("lower", 0.0, "value", "lower_bound"), Param("upper", 1.0, "value", "upper_bound"))
 
 
-@register("pydp:bounded_sum", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="laplacian.BoundedSum (dtype float) of records in [lower, upper] (per call)",
-          params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "pydp:bounded_sum",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="laplacian.BoundedSum (dtype float) of records in [lower, upper] (per call)",
+    params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])),
+)
 def _bounded_sum(v: dict) -> dict:
     return _bounded("BoundedSum", v)
 
 
-@register("pydp:bounded_mean", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="laplacian.BoundedMean (dtype float) of records in [lower, upper] (per call)",
-          params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])))
+@register(
+    "pydp:bounded_mean",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="laplacian.BoundedMean (dtype float) of records in [lower, upper] (per call)",
+    params=(_EPS, *_BOUNDS, *pair_params([0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0])),
+)
 def _bounded_mean(v: dict) -> dict:
     return _bounded("BoundedMean", v)

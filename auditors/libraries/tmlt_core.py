@@ -46,8 +46,10 @@ from ._registry import Param, pair_params, register
 _LIB, _MOD, _EXTRA = "tmlt.core", "tmlt.core", "tmlt"
 
 
-_UNSEEDED = ("Tumult Core draws from its own secure generator (RDRAND, or os.urandom without it), which takes no "
-             "seed; the seed fixes the events and pairs tested, not the outputs")
+_UNSEEDED = (
+    "Tumult Core draws from its own secure generator (RDRAND, or os.urandom without it), which takes no "
+    "seed; the seed fixes the events and pairs tested, not the outputs"
+)
 
 
 @functools.lru_cache(maxsize=32)
@@ -78,9 +80,12 @@ def _loop(kind: str, parameter: Fraction, cast: type):
     return fn
 
 
-_PARAMETER = {"laplace": ("scale", "AddLaplaceNoise"), "geometric": ("alpha", "AddGeometricNoise"),
-              "discrete_gaussian": ("sigma_squared", "AddDiscreteGaussianNoise"),
-              "gaussian": ("sigma_squared", "AddGaussianNoise")}
+_PARAMETER = {
+    "laplace": ("scale", "AddLaplaceNoise"),
+    "geometric": ("alpha", "AddGeometricNoise"),
+    "discrete_gaussian": ("sigma_squared", "AddDiscreteGaussianNoise"),
+    "gaussian": ("sigma_squared", "AddGaussianNoise"),
+}
 
 
 def _target(kind: str, v: dict) -> dict:
@@ -96,49 +101,99 @@ def _target(kind: str, v: dict) -> dict:
     claim = float(value.to_float(round_up=True))
     measure = type(meas.output_measure).__name__
     relation = f"scalar query answers at absolute difference <= {d_in} (Tumult Core AbsoluteDifference, d_in = {d_in})"
-    common = dict(fn=_loop(kind, parameter, cast), vectorized=True, data=cast(v["data"]),
-                  neighbor=cast(v["neighbor"]), relation=relation, neighbor_relation=BoundedChange(d_in, "l1"),
-                  unseeded=_UNSEEDED)
+    common = dict(
+        fn=_loop(kind, parameter, cast),
+        vectorized=True,
+        data=cast(v["data"]),
+        neighbor=cast(v["neighbor"]),
+        relation=relation,
+        neighbor_relation=BoundedChange(d_in, "l1"),
+        unseeded=_UNSEEDED,
+    )
     if measure == "RhoZCDP":
         eps = zcdp_to_approx(claim, v["delta"])
-        return dict(common, epsilon=eps, delta=float(v["delta"]),
-                    claim_source=(f"Tumult Core {what}.privacy_function({d_in}) = ρ = {value} (RhoZCDP), converted "
-                                  f"to (ε, δ) at δ = {v['delta']!r} (the target's delta parameter; default 1e-6) by "
-                                  f"zcdp_to_approx (Canonne-Kamath-Steinke 2020 Cor. 13)"))
-    return dict(common, epsilon=claim, delta=0.0,
-                claim_source=f"Tumult Core {what}.privacy_function({d_in}) = ε = {value} ({measure}), rounded up to a float")
+        return dict(
+            common,
+            epsilon=eps,
+            delta=float(v["delta"]),
+            claim_source=(
+                f"Tumult Core {what}.privacy_function({d_in}) = ρ = {value} (RhoZCDP), converted "
+                f"to (ε, δ) at δ = {v['delta']!r} (the target's delta parameter; default 1e-6) by "
+                f"zcdp_to_approx (Canonne-Kamath-Steinke 2020 Cor. 13)"
+            ),
+        )
+    return dict(
+        common,
+        epsilon=claim,
+        delta=0.0,
+        claim_source=f"Tumult Core {what}.privacy_function({d_in}) = ε = {value} ({measure}), rounded up to a float",
+    )
 
 
 _DELTA = Param("delta", 1e-6, "probability", "δ at which the zCDP claim is converted to (ε, δ)")
 
 
-@register("tmlt.core:laplace", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="AddLaplaceNoise on a float scalar (one call per sample)",
-          params=(Param("scale", 1.0, "positive", "Laplace scale"), Param("sensitivity", 1.0, "positive", "d_in"),
-                  *pair_params(0.0, 1.0)))
+@register(
+    "tmlt.core:laplace",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="AddLaplaceNoise on a float scalar (one call per sample)",
+    params=(
+        Param("scale", 1.0, "positive", "Laplace scale"),
+        Param("sensitivity", 1.0, "positive", "d_in"),
+        *pair_params(0.0, 1.0),
+    ),
+)
 def _laplace(v: dict) -> dict:
     return _target("laplace", v)
 
 
-@register("tmlt.core:geometric", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="AddGeometricNoise (two-sided geometric, scale alpha) on an integer scalar",
-          params=(Param("alpha", 1.0, "positive", "noise scale alpha"), Param("sensitivity", 1, "positive_int", "d_in"),
-                  *pair_params(0, 1)))
+@register(
+    "tmlt.core:geometric",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="AddGeometricNoise (two-sided geometric, scale alpha) on an integer scalar",
+    params=(
+        Param("alpha", 1.0, "positive", "noise scale alpha"),
+        Param("sensitivity", 1, "positive_int", "d_in"),
+        *pair_params(0, 1),
+    ),
+)
 def _geometric(v: dict) -> dict:
     return _target("geometric", v)
 
 
-@register("tmlt.core:discrete_gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="AddDiscreteGaussianNoise on an integer scalar; zCDP ρ converted at delta (default 1e-6)",
-          params=(Param("sigma_squared", 1.0, "positive", "variance parameter"),
-                  Param("sensitivity", 1, "positive_int", "d_in"), _DELTA, *pair_params(0, 1)))
+@register(
+    "tmlt.core:discrete_gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="AddDiscreteGaussianNoise on an integer scalar; zCDP ρ converted at delta (default 1e-6)",
+    params=(
+        Param("sigma_squared", 1.0, "positive", "variance parameter"),
+        Param("sensitivity", 1, "positive_int", "d_in"),
+        _DELTA,
+        *pair_params(0, 1),
+    ),
+)
 def _discrete_gaussian(v: dict) -> dict:
     return _target("discrete_gaussian", v)
 
 
-@register("tmlt.core:gaussian", library=_LIB, module=_MOD, extra=_EXTRA,
-          description="AddGaussianNoise on a float scalar; zCDP ρ converted at delta (default 1e-6)",
-          params=(Param("sigma_squared", 1.0, "positive", "variance"), Param("sensitivity", 1.0, "positive", "d_in"),
-                  _DELTA, *pair_params(0.0, 1.0)))
+@register(
+    "tmlt.core:gaussian",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="AddGaussianNoise on a float scalar; zCDP ρ converted at delta (default 1e-6)",
+    params=(
+        Param("sigma_squared", 1.0, "positive", "variance"),
+        Param("sensitivity", 1.0, "positive", "d_in"),
+        _DELTA,
+        *pair_params(0.0, 1.0),
+    ),
+)
 def _gaussian(v: dict) -> dict:
     return _target("gaussian", v)

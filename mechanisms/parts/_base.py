@@ -33,9 +33,11 @@ def _plain(name: str, value: Any) -> int | float | Fraction:
     if type(value) not in (int, float, Fraction):
         if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
             raise ParameterError(f"{name}={value!r} is not a number; pass an int, float or Fraction.")
-        raise ParameterError(f"{name}={value!r} is a {type(value).__qualname__}, a subclass of "
-                             f"{type(value).__mro__[1].__qualname__}; pass a plain int, float or Fraction (a subclass "
-                             "may read as different numbers to the sampler and the prover).")
+        raise ParameterError(
+            f"{name}={value!r} is a {type(value).__qualname__}, a subclass of "
+            f"{type(value).__mro__[1].__qualname__}; pass a plain int, float or Fraction (a subclass "
+            "may read as different numbers to the sampler and the prover)."
+        )
     if type(value) is float and not math.isfinite(value):
         raise ParameterError(f"{name}={value!r} is not finite; pass a finite number.")
     if type(value) is Fraction and (type(value.numerator) is not int or type(value.denominator) is not int):
@@ -58,8 +60,10 @@ def _float_exact(name: str, value: Any, what: str) -> int | float | Fraction:
     except OverflowError:
         raise ParameterError(f"{name}={value!r} is beyond the float range; pass a smaller {what}.") from None
     if Fraction(as_float) != exact_value:
-        raise ParameterError(f"{name}={value!r} is not a float: {what} is compared with records as a float, so pass a "
-                             f"value a float represents exactly (e.g. {as_float!r}).")
+        raise ParameterError(
+            f"{name}={value!r} is not a float: {what} is compared with records as a float, so pass a "
+            f"value a float represents exactly (e.g. {as_float!r})."
+        )
     return value
 
 
@@ -69,6 +73,7 @@ def _rhu(v: Fraction) -> int:
 
 
 # --------------------------------------------------------------------------- what flows between steps
+
 
 @dataclass(frozen=True)
 class Space:
@@ -93,7 +98,11 @@ class Space:
             shown = ", ".join(map(str, cats)) if len(cats) <= 6 else f"{cats[0]}, {cats[1]}, ..., {cats[-1]}"
             return f"one record of {len(cats)} categories {{{shown}}}"
         rng = ", ".join(f"[{_show(a)}, {_show(b)}]" for a, b in zip(self.lo, self.hi))
-        what = {"records": f"records of {self.dim} column(s)", "scalar": "a number", "vector": f"a vector of {self.dim}"}[self.kind]
+        what = {
+            "records": f"records of {self.dim} column(s)",
+            "scalar": "a number",
+            "vector": f"a vector of {self.dim}",
+        }[self.kind]
         return f"{what} in {rng}" + (f", multiples of {self.quantum}" if self.quantum is not None else "")
 
 
@@ -121,7 +130,7 @@ class Distance:
     def describe(self) -> str:
         if self.relation is not None:
             return f"neighbouring data sets ({self.relation.describe()})"
-        if self.l1 == self.linf and self.l2sq == self.l1 ** 2:
+        if self.l1 == self.linf and self.l2sq == self.l1**2:
             return f"|v − v'| <= {self.l1}"
         return f"||v − v'||₁ <= {self.l1}, ||v − v'||₂² <= {self.l2sq}, ||v − v'||∞ <= {self.linf}"
 
@@ -131,6 +140,7 @@ def _scalar_distance(d: Fraction) -> Distance:
 
 
 # --------------------------------------------------------------------------- steps
+
 
 class Step:
     """A node of a mechanism's structure. ``a >> b`` chains two steps.
@@ -153,8 +163,10 @@ class Step:
 
     def __rshift__(self, other: Any) -> "Step":
         if not isinstance(other, Step):
-            raise ParameterError(f"right side of >> is {other!r}; chain a dpharness.parts step (transformation, "
-                                 "noise, dp.compose(...), dp.post(fn)).")
+            raise ParameterError(
+                f"right side of >> is {other!r}; chain a dpharness.parts step (transformation, "
+                "noise, dp.compose(...), dp.post(fn))."
+            )
         return _chain(self, other)
 
     def describe(self) -> str:  # pragma: no cover - overridden
@@ -223,8 +235,10 @@ class Measurement(Step):
 
 def _need(space: Space, kind: str, what: str) -> None:
     if space.kind != kind:
-        raise ParameterError(f"{what} takes {kind}, but the previous step gives {space.describe()}; "
-                             f"reorder the steps (e.g. transformations on records come before the noise).")
+        raise ParameterError(
+            f"{what} takes {kind}, but the previous step gives {space.describe()}; "
+            f"reorder the steps (e.g. transformations on records come before the noise)."
+        )
 
 
 # the state of the running dp.iterate round on this thread, passed to dp.map_records functions
@@ -232,6 +246,7 @@ _ITERATE_STATE: contextvars.ContextVar = contextvars.ContextVar("dpharness_itera
 
 
 # --------------------------------------------------------------------------- the glue: >> and post-processing
+
 
 @dataclass(frozen=True)
 class Chain(Step):
@@ -254,8 +269,10 @@ class Chain(Step):
                 return None, -1  # post-processing: width decided by fn
             if isinstance(self.second, Chain) and isinstance(self.second.first, Post):
                 return None, -1
-            raise ParameterError(f"{self.second.describe()} follows a randomized step; only dp.post(fn) may follow noise "
-                                 "(transformations must come before it).")
+            raise ParameterError(
+                f"{self.second.describe()} follows a randomized step; only dp.post(fn) may follow noise "
+                "(transformations must come before it)."
+            )
         return check_structure(self.second, mid)
 
     def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
@@ -284,8 +301,10 @@ class Post(Step):
         if self.vectorized and not getattr(self.fn, "_dpharness_rowwise", False):
             # a function called once on all runs could mix runs (e.g. average them): only the library's own
             # row-wise maps are called vectorised
-            raise ParameterError("vectorized=True is reserved for the library's row-wise maps; pass dp.post(fn), "
-                                 "which calls fn once per run.")
+            raise ParameterError(
+                "vectorized=True is reserved for the library's row-wise maps; pass dp.post(fn), "
+                "which calls fn once per run."
+            )
 
     def describe(self) -> str:
         return f"post({getattr(self.fn, '__name__', 'fn')})"
@@ -298,6 +317,7 @@ def _chain(a: Step, b: Step) -> Step:
 
 
 # --------------------------------------------------------------------------- the interpreter (sampler side)
+
 
 def heads_chain(step: Step) -> bool:
     """Whether ``step`` governs the steps chained after it (its class defines ``check_head``)."""
@@ -339,13 +359,17 @@ def _apply_post(step: Post, outputs: Any) -> np.ndarray:
     if step.vectorized:
         res = np.asarray(step.fn(*args))
         if res.shape[:1] != (n,):
-            raise ParameterError(f"post fn with vectorized=True returned shape {res.shape}; return one row per run ({n}).")
+            raise ParameterError(
+                f"post fn with vectorized=True returned shape {res.shape}; return one row per run ({n})."
+            )
         return res
     rows = [step.fn(*(a[i] if a.ndim == 1 else a[i] for a in args)) for i in range(n)]
     res = np.asarray(rows)
     if res.dtype == object:
-        raise ParameterError("post fn returned values that are not numbers or equal-length number sequences; "
-                             "return a number or a fixed-length tuple of numbers.")
+        raise ParameterError(
+            "post fn returned values that are not numbers or equal-length number sequences; "
+            "return a number or a fixed-length tuple of numbers."
+        )
     return res
 
 
@@ -393,8 +417,17 @@ register(Chain, Post)
 def _children(step: Any) -> list:
     """The nodes directly under ``step`` (a threshold part's queries included)."""
     queries = getattr(step, "queries", None) if type(step) in STEP_TYPES else None
-    return [c for c in (getattr(step, "first", None), getattr(step, "second", None), getattr(step, "part", None),
-                        *getattr(step, "parts", ()), *(queries or ())) if c is not None]
+    return [
+        c
+        for c in (
+            getattr(step, "first", None),
+            getattr(step, "second", None),
+            getattr(step, "part", None),
+            *getattr(step, "parts", ()),
+            *(queries or ()),
+        )
+        if c is not None
+    ]
 
 
 def walk_nodes(step: Step) -> list:

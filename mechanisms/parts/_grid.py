@@ -16,7 +16,7 @@ from dpharness.errors import ParameterError
 from ._base import Distance, Space, _frac, _rhu
 
 # the exact discrete Laplace sampler's smallest scale, in grid steps (mechanisms._exact.discrete_laplace)
-LAPLACE_MIN_UNITS = Fraction(1, 2 ** 1000)
+LAPLACE_MIN_UNITS = Fraction(1, 2**1000)
 
 
 def _centres(value: Any, g: Fraction) -> list[int]:
@@ -31,10 +31,10 @@ def _centres(value: Any, g: Fraction) -> list[int]:
     return [max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(Fraction(v) / g))) for v in vals]
 
 
-_MAX_SCALE_UNITS = Fraction(2 ** 45)
+_MAX_SCALE_UNITS = Fraction(2**45)
 
 
-_MAX_UNITS = 2 ** 52
+_MAX_UNITS = 2**52
 
 
 def _check_scale_units(name: str, value: Any, granularity: Any) -> None:
@@ -42,15 +42,21 @@ def _check_scale_units(name: str, value: Any, granularity: Any) -> None:
     if units > _MAX_SCALE_UNITS:
         need = _frac(name, value) / _MAX_SCALE_UNITS
         coarser = 2.0 ** math.ceil(math.log2(need))
-        raise ParameterError(f"{name}={value!r} is {float(units):.3g} grid steps of granularity={granularity!r}, above the "
-                             f"2**45 limit where outputs stay exact grid floats; pass granularity={coarser!r} or coarser.")
+        raise ParameterError(
+            f"{name}={value!r} is {float(units):.3g} grid steps of granularity={granularity!r}, above the "
+            f"2**45 limit where outputs stay exact grid floats; pass granularity={coarser!r} or coarser."
+        )
 
 
 def _release(centres: list[int], noise: np.ndarray, g: Fraction) -> np.ndarray:
     """Float outputs ``g * (c + noise)``: exact while |c + noise| < 2**53, else the round-to-nearest
     of the exact grid value (a deterministic function of the exact integer: post-processing)."""
-    c = np.asarray(centres, dtype=object) if any(abs(x) >= 2 ** 62 for x in centres) else np.asarray(centres, dtype=np.int64)
-    if c.dtype == object or int(np.abs(noise).max(initial=0)) >= 2 ** 62 - int(np.abs(c).max(initial=0)):
+    c = (
+        np.asarray(centres, dtype=object)
+        if any(abs(x) >= 2**62 for x in centres)
+        else np.asarray(centres, dtype=np.int64)
+    )
+    if c.dtype == object or int(np.abs(noise).max(initial=0)) >= 2**62 - int(np.abs(c).max(initial=0)):
         units = noise.astype(object) + c.astype(object)
         return np.vectorize(lambda u: float(u) * float(g), otypes=[float])(units)
     units = noise + c

@@ -26,7 +26,15 @@ from ._base import LEAVES, Chain, heads_chain, Space, Step, Transformation, reco
 from ._grid import _centres
 from ._structure import _domain_bounds, has_post, has_sampling, measurement_leaves
 from .combinators import Compose, Iterate, Parallel, Repeat
-from .local import _MAX_CATEGORIES, LocalRandomizedResponse, LocalRandomizer, LocalRappor, LocalWarner, category_index, category_values
+from .local import (
+    _MAX_CATEGORIES,
+    LocalRandomizedResponse,
+    LocalRandomizer,
+    LocalRappor,
+    LocalWarner,
+    category_index,
+    category_values,
+)
 from .noise import GridGaussian, GridLaplace
 from .transformations import Clamp
 
@@ -109,7 +117,7 @@ class LocalLeaf:
         rows = []
         for bits in itertools.product((0, 1), repeat=self.k):
             agree = sum(1 for a, b in zip(bits, onehot) if a == b)
-            rows.append((bits, truth ** agree * other ** (self.k - agree)))
+            rows.append((bits, truth**agree * other ** (self.k - agree)))
         return rows
 
     def prob(self, y: tuple) -> Any:
@@ -121,7 +129,7 @@ class LocalLeaf:
             if any(b not in (0, 1) for b in y) or len(y) != self.k:
                 return sp.Integer(0)
             agree = sum(1 for j, b in enumerate(y) if b == int(j == self.index))
-            return truth ** agree * other ** (self.k - agree)
+            return truth**agree * other ** (self.k - agree)
         (v,) = y
         cats = self.space.categories
         return truth if v == cats[self.index] else other if v in cats else sp.Integer(0)
@@ -153,15 +161,23 @@ class LocalLeaf:
 
         truth, other = self.probabilities()
         if isinstance(self.measurement, LocalRappor):
-            return sp.Mul(*[sp.Piecewise((truth, sp.Eq(s, int(j == self.index))), (other, sp.Eq(s, int(j != self.index))),
-                                         (0, True)) for j, s in enumerate(symbols)])
+            return sp.Mul(
+                *[
+                    sp.Piecewise(
+                        (truth, sp.Eq(s, int(j == self.index))), (other, sp.Eq(s, int(j != self.index))), (0, True)
+                    )
+                    for j, s in enumerate(symbols)
+                ]
+            )
         (s,) = symbols
         cats = [exact(c) for c in self.space.categories]
-        return sp.Piecewise((truth, sp.Eq(s, cats[self.index])), (other, sp.Contains(s, sp.FiniteSet(*cats))), (0, True))
+        return sp.Piecewise(
+            (truth, sp.Eq(s, cats[self.index])), (other, sp.Contains(s, sp.FiniteSet(*cats))), (0, True)
+        )
 
 
-_MAX_ENUMERATED_BITS = 10   # RAPPOR laws list every output up to 2**10
-_MAX_TABLE = 1024           # outputs of a product law listed as a DiscreteLaw (exact probabilities)
+_MAX_ENUMERATED_BITS = 10  # RAPPOR laws list every output up to 2**10
+_MAX_TABLE = 1024  # outputs of a product law listed as a DiscreteLaw (exact probabilities)
 
 
 def leaves(m: Any, data: Any) -> list:
@@ -169,8 +185,10 @@ def leaves(m: Any, data: Any) -> list:
     (:class:`Leaf` for grid noise, :class:`LocalLeaf` for a local randomizer). A structure with a
     random subsample has none (its noise perturbs a random subsample's value)."""
     if has_sampling(m.steps):
-        raise UnsupportedError(f"{m.name} draws a random subsample; its noise leaves perturb a random value, so there is "
-                               "no fixed leaf per data set")
+        raise UnsupportedError(
+            f"{m.name} draws a random subsample; its noise leaves perturb a random value, so there is "
+            "no fixed leaf per data set"
+        )
     if m.shape == "record":
         return _walk(m.steps, record_value(data), m.space)
     value = np.asarray(data, dtype=float)
@@ -218,11 +236,15 @@ def _gaussian_log_norm(tau2: Fraction) -> float:
 def law(m: Any, data: Any) -> FunctionLaw | DiscreteLaw:
     """The exact law of the output (when no post-processing follows the noise)."""
     if has_post(m.steps):
-        raise UnsupportedError(f"{m.name} post-processes its noisy outputs; its output law has no closed form here "
-                               "(the proof works on the law before post-processing).")
+        raise UnsupportedError(
+            f"{m.name} post-processes its noisy outputs; its output law has no closed form here "
+            "(the proof works on the law before post-processing)."
+        )
     if has_sampling(m.steps):
-        raise UnsupportedError(f"{m.name} draws a random subsample per release; its output law is a mixture over the "
-                               "subsamples, not listed here (the proof accounts for it by amplification).")
+        raise UnsupportedError(
+            f"{m.name} draws a random subsample per release; its output law is a mixture over the "
+            "subsamples, not listed here (the proof accounts for it by amplification)."
+        )
     import sympy as sp
 
     from dpharness.core import exact
@@ -259,7 +281,7 @@ def law(m: Any, data: Any) -> FunctionLaw | DiscreteLaw:
                 t = exact(leaf.measurement.t)
                 expr = expr * sp.tanh(1 / (2 * t)) * sp.exp(-sp.Abs(k) / t)
             else:
-                expr = expr * sp.exp(-k ** 2 / (2 * exact(leaf.measurement.tau2)))  # unnormalised
+                expr = expr * sp.exp(-(k**2) / (2 * exact(leaf.measurement.tau2)))  # unnormalised
         return expr
 
     return FunctionLaw("discrete", log_prob, symbols, Deferred(build_expr))
@@ -293,7 +315,7 @@ def _mixed_law(ls: list) -> FunctionLaw:
         out = np.asarray(outputs, dtype=float).reshape(-1, width)
         total, first = np.zeros(len(out)), 0
         for leaf, w in zip(ls, widths):
-            cols = out[:, first:first + w]
+            cols = out[:, first : first + w]
             total = total + (_grid_log_prob(leaf, cols) if isinstance(leaf, Leaf) else leaf.log_prob(cols))
             first += w
         return total
@@ -327,14 +349,16 @@ def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
     symbols = tuple(sp.Symbol(f"y{j}", real=True) for j in range(width))
     expr, start = sp.Integer(1), 0
     for leaf, w in zip(ls, widths):
-        expr = expr * leaf.expr(symbols[start:start + w])
+        expr = expr * leaf.expr(symbols[start : start + w])
         start += w
     tables = [leaf.table() for leaf in ls]
     outcomes = None
     if all(t is not None for t in tables):
         count = math.prod(len(t) for t in tables)
         if count <= _MAX_TABLE:
-            rows = [(sum((o for o, _ in combo), ()), sp.Mul(*[p for _, p in combo])) for combo in itertools.product(*tables)]
+            rows = [
+                (sum((o for o, _ in combo), ()), sp.Mul(*[p for _, p in combo])) for combo in itertools.product(*tables)
+            ]
             outcomes = tuple(o[0] if width == 1 else o for o, _ in rows)
             probs = tuple(p for _, p in rows)
             if all(float(p) > 0 for p in probs):
@@ -347,7 +371,7 @@ def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
         out = np.asarray(outputs, dtype=float).reshape(-1, width)
         total, first = np.zeros(len(out)), 0
         for leaf, w in zip(ls, widths):
-            total = total + leaf.log_prob(out[:, first:first + w])
+            total = total + leaf.log_prob(out[:, first : first + w])
             first += w
         return total
 

@@ -14,7 +14,17 @@ import numpy as np
 
 from dpharness import _validate as _v
 from dpharness.core import (
-    AddRemove, BoundedChange, Claim, Domain, InputSpec, IntegerRange, Mechanism, OutputLaw, PureDP, Relation, Substitute,
+    AddRemove,
+    BoundedChange,
+    Claim,
+    Domain,
+    InputSpec,
+    IntegerRange,
+    Mechanism,
+    OutputLaw,
+    PureDP,
+    Relation,
+    Substitute,
 )
 from dpharness.errors import ParameterError
 
@@ -50,45 +60,66 @@ class PartsMechanism(Mechanism):
 
     def _check(self) -> None:
         if not isinstance(self.label, str) or not self.label.isidentifier() or self.label != self.label.lower():
-            raise ParameterError(f"name={self.label!r} must be a lower_snake identifier; pass e.g. name='team_noisy_mean'.")
+            raise ParameterError(
+                f"name={self.label!r} must be a lower_snake identifier; pass e.g. name='team_noisy_mean'."
+            )
         if not isinstance(self.records, Domain):
             raise ParameterError(f"records={self.records!r} is not a Domain; pass e.g. RealInterval(0, 100).")
         if not isinstance(self.relation, Relation):
             raise ParameterError(f"relation={self.relation!r} is not a Relation; pass AddRemove() or Substitute().")
         if not isinstance(self.steps, Step):
-            raise ParameterError(f"steps={self.steps!r} is not a dpharness.parts step; build it with dp.count() >> dp.laplace(...).")
+            raise ParameterError(
+                f"steps={self.steps!r} is not a dpharness.parts step; build it with dp.count() >> dp.laplace(...)."
+            )
         _v.choice("input", self.shape, ("dataset", "vector", "record"))
         if self.shape == "vector":
             if not isinstance(self.relation, BoundedChange):
-                raise ParameterError(f"relation={self.relation!r} does not fit vector input; pass BoundedChange(sensitivity, norm).")
+                raise ParameterError(
+                    f"relation={self.relation!r} does not fit vector input; pass BoundedChange(sensitivity, norm)."
+                )
             _v.integer("dim", self.dim, minimum=1)
             if isinstance(self.records, IntegerRange) and _frac("sensitivity", self.relation.sensitivity) < 1:
                 # distinct integer vectors are at least 1 apart in every norm: no two inputs would be neighbours
-                raise ParameterError(f"relation={self.relation!r} on integer vectors ({self.records.describe()}): no two "
-                                     "distinct integer vectors are within a sensitivity below 1; pass a sensitivity >= 1 "
-                                     "or a RealInterval domain.")
+                raise ParameterError(
+                    f"relation={self.relation!r} on integer vectors ({self.records.describe()}): no two "
+                    "distinct integer vectors are within a sensitivity below 1; pass a sensitivity >= 1 "
+                    "or a RealInterval domain."
+                )
         elif self.shape == "record":
             if not isinstance(self.relation, Substitute):
-                raise ParameterError(f"relation={self.relation!r} does not fit a one-record input; pass Substitute() "
-                                     "(any two records are neighbours: local DP).")
+                raise ParameterError(
+                    f"relation={self.relation!r} does not fit a one-record input; pass Substitute() "
+                    "(any two records are neighbours: local DP)."
+                )
             if self.dim is not None or self.size is not None:
-                raise ParameterError(f"dim={self.dim!r}, size={self.size!r}: a one-record input has neither; drop them.")
+                raise ParameterError(
+                    f"dim={self.dim!r}, size={self.size!r}: a one-record input has neither; drop them."
+                )
         elif isinstance(self.relation, AddRemoveUser):
             check_user_level(self.relation, self.steps, self.space)
         elif not isinstance(self.relation, (AddRemove, Substitute)):
-            raise ParameterError(f"relation={self.relation!r} does not fit data-set input; pass AddRemove() or Substitute().")
+            raise ParameterError(
+                f"relation={self.relation!r} does not fit data-set input; pass AddRemove() or Substitute()."
+            )
         if not isinstance(self.relation, AddRemoveUser) and any(
-                type(n) is BoundContributions for n in walk_nodes(self.steps)):
-            raise ParameterError("dp.bound_contributions(...) bounds each user's records for the add/remove-one-user "
-                                 "relation; declare relation=dp.AddRemoveUser(user=...).")
+            type(n) is BoundContributions for n in walk_nodes(self.steps)
+        ):
+            raise ParameterError(
+                "dp.bound_contributions(...) bounds each user's records for the add/remove-one-user "
+                "relation; declare relation=dp.AddRemoveUser(user=...)."
+            )
         if self.size is not None:
             _v.integer("size", self.size, minimum=1)
             if isinstance(self.relation, AddRemove):
-                raise ParameterError("size= fixes the number of records, which add/remove changes; use Substitute() or drop size.")
+                raise ParameterError(
+                    "size= fixes the number of records, which add/remove changes; use Substitute() or drop size."
+                )
         _check_types(self.steps)
         _, width = check_structure(self.steps, self.space)
         if width == 0:
-            raise ParameterError("steps release nothing random; end them with a noise measurement (e.g. >> dp.laplace(scale)).")
+            raise ParameterError(
+                "steps release nothing random; end them with a noise measurement (e.g. >> dp.laplace(scale))."
+            )
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -116,14 +147,29 @@ class PartsMechanism(Mechanism):
         return _law.extreme_pairs(self)[0]
 
     def noise_parameters(self) -> dict[str, Any]:
-        return {"steps": self.steps.describe(), "records": self.records.describe(),
-                "relation": self.relation.describe()}
+        return {
+            "steps": self.steps.describe(),
+            "records": self.records.describe(),
+            "relation": self.relation.describe(),
+        }
 
     def source_hash(self) -> str:
         """SHA-256 of the structure (every field of every node, in full: a description may abbreviate,
         e.g. a long candidate list) and the source of every user function."""
-        h = hashlib.sha256(repr((self.label, _canonical(self.steps), self.records, self.relation, self.shape,
-                                 self.dim, self.size, self.claim)).encode())
+        h = hashlib.sha256(
+            repr(
+                (
+                    self.label,
+                    _canonical(self.steps),
+                    self.records,
+                    self.relation,
+                    self.shape,
+                    self.dim,
+                    self.size,
+                    self.claim,
+                )
+            ).encode()
+        )
         for fn in _post_functions(self.steps) + _query_functions(self.steps):
             try:
                 h.update(inspect.getsource(fn).encode())
@@ -143,8 +189,10 @@ def _canonical(value: Any) -> Any:
     if callable(value) and not isinstance(value, Step):
         return ("fn", getattr(value, "__qualname__", type(value).__qualname__))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return (type(value).__qualname__,
-                tuple((f.name, _canonical(getattr(value, f.name))) for f in dataclasses.fields(value)))
+        return (
+            type(value).__qualname__,
+            tuple((f.name, _canonical(getattr(value, f.name))) for f in dataclasses.fields(value)),
+        )
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.str, value.shape, tuple(value.ravel().tolist()))
     if isinstance(value, (list, tuple)):
@@ -156,9 +204,18 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
-def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, claim: Claim,
-              input: str = "dataset", dim: int | None = None, size: int | None = None,
-              description: str = "") -> PartsMechanism:
+def mechanism(
+    *,
+    name: str,
+    records: Domain,
+    relation: Relation,
+    steps: Step,
+    claim: Claim,
+    input: str = "dataset",
+    dim: int | None = None,
+    size: int | None = None,
+    description: str = "",
+) -> PartsMechanism:
     """A :class:`~dpharness.core.Mechanism` declared from parts.
 
     ``records``: the record domain (``RealInterval``, ``IntegerRange``, ``Finite``, ``RealBox``);
@@ -170,14 +227,43 @@ def mechanism(*, name: str, records: Domain, relation: Relation, steps: Step, cl
     local DP), and ``steps`` are local randomizers (``dp.randomized_response``, ``dp.warner``,
     ``dp.rappor``, ``dp.compose`` of them, ``>> dp.post(fn)``)."""
     if not isinstance(claim, Claim):
-        raise ParameterError(f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps).")
-    return PartsMechanism(label=name, records=records, relation=relation, steps=steps, shape=input, dim=dim,
-                          size=size, description=description, claim=claim)
+        raise ParameterError(
+            f"claim={claim!r} is not a Claim; pass PureDP(eps), ApproxDP(eps, delta) or RenyiDP(alpha, eps)."
+        )
+    return PartsMechanism(
+        label=name,
+        records=records,
+        relation=relation,
+        steps=steps,
+        shape=input,
+        dim=dim,
+        size=size,
+        description=description,
+        claim=claim,
+    )
 
 
-COMPOSITE_SEALED = ("_sample", "_law", "sample", "law", "__call__", "validate", "input_spec", "parts", "__post_init__",
-                    "_build_parts", "example_pair", "source_hash", "__getattribute__", "__getattr__", "__setattr__",
-                    "__init__", "__new__", "__init_subclass__", "__class_getitem__")
+COMPOSITE_SEALED = (
+    "_sample",
+    "_law",
+    "sample",
+    "law",
+    "__call__",
+    "validate",
+    "input_spec",
+    "parts",
+    "__post_init__",
+    "_build_parts",
+    "example_pair",
+    "source_hash",
+    "__getattribute__",
+    "__getattr__",
+    "__setattr__",
+    "__init__",
+    "__new__",
+    "__init_subclass__",
+    "__class_getitem__",
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,10 +18,32 @@ from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
 from ._base import (
-    _ITERATE_STATE, Post, Space, Step, _float_exact, _need, _plain, _Tuple, check_structure, execute, flatten, register,
+    _ITERATE_STATE,
+    Post,
+    Space,
+    Step,
+    _float_exact,
+    _need,
+    _plain,
+    _Tuple,
+    check_structure,
+    execute,
+    flatten,
+    register,
 )
 
-__all__ = ["Compose", "Parallel", "Repeat", "Iterate", "SplitBudget", "compose", "post", "parallel", "repeat", "iterate"]
+__all__ = [
+    "Compose",
+    "Parallel",
+    "Repeat",
+    "Iterate",
+    "SplitBudget",
+    "compose",
+    "post",
+    "parallel",
+    "repeat",
+    "iterate",
+]
 
 
 @dataclass(frozen=True)
@@ -35,10 +57,14 @@ class Compose(Step):
     def __post_init__(self) -> None:
         object.__setattr__(self, "parts", tuple(self.parts))
         if len(self.parts) < 1:
-            raise ParameterError("compose() needs at least one part; pass e.g. dp.compose(dp.sum() >> dp.laplace(2), ...).")
+            raise ParameterError(
+                "compose() needs at least one part; pass e.g. dp.compose(dp.sum() >> dp.laplace(2), ...)."
+            )
         for p in self.parts:
             if not isinstance(p, Step):
-                raise ParameterError(f"part={p!r} is not a dpharness.parts step; build parts with dp.sum() >> dp.laplace(...).")
+                raise ParameterError(
+                    f"part={p!r} is not a dpharness.parts step; build parts with dp.sum() >> dp.laplace(...)."
+                )
 
     def describe(self) -> str:
         return "compose(" + ", ".join(p.describe() for p in self.parts) + ")"
@@ -50,8 +76,10 @@ class Compose(Step):
         for p in self.parts:
             out, width = check_structure(p, space)
             if out is not None:
-                raise ParameterError(f"compose part {p.describe()} releases no noise; end every part with a noise "
-                                     "measurement (e.g. >> dp.laplace(scale)).")
+                raise ParameterError(
+                    f"compose part {p.describe()} releases no noise; end every part with a noise "
+                    "measurement (e.g. >> dp.laplace(scale))."
+                )
             total = -1 if (width < 0 or total < 0) else total + width
         return None, total
 
@@ -92,7 +120,9 @@ class Parallel(Step):
             raise ParameterError(f"by={self.by} but records have {space.dim} column(s); pass by < {space.dim}.")
         out, width = check_structure(self.part, space)
         if out is not None:
-            raise ParameterError(f"parallel part {self.part.describe()} releases no noise; end it with a noise measurement.")
+            raise ParameterError(
+                f"parallel part {self.part.describe()} releases no noise; end it with a noise measurement."
+            )
         return None, -1 if width < 0 else width * len(self.keys)
 
     def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
@@ -117,7 +147,9 @@ class Repeat(Step):
     def __post_init__(self) -> None:
         object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
         if not isinstance(self.part, Step):
-            raise ParameterError(f"part={self.part!r} is not a dpharness.parts step; pass e.g. dp.count() >> dp.gaussian(sigma=1).")
+            raise ParameterError(
+                f"part={self.part!r} is not a dpharness.parts step; pass e.g. dp.count() >> dp.gaussian(sigma=1)."
+            )
 
     def describe(self) -> str:
         return f"repeat({self.times}, {self.part.describe()})"
@@ -125,7 +157,9 @@ class Repeat(Step):
     def check(self, space: Space) -> tuple[Space | None, int]:
         out, width = check_structure(self.part, space)
         if out is not None:
-            raise ParameterError(f"repeat part {self.part.describe()} releases no noise; end it with a noise measurement.")
+            raise ParameterError(
+                f"repeat part {self.part.describe()} releases no noise; end it with a noise measurement."
+            )
         return None, -1 if width < 0 else width * self.times
 
     def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
@@ -154,22 +188,30 @@ class Iterate(Step):
         if not isinstance(self.part, Step):
             raise ParameterError(f"part={self.part!r} is not a dpharness.parts step.")
         if self.update is None or not callable(self.update):
-            raise ParameterError(f"update={self.update!r} is not callable; pass update(state, release) -> the next state.")
+            raise ParameterError(
+                f"update={self.update!r} is not callable; pass update(state, release) -> the next state."
+            )
         init = np.array(self.init, dtype=float).reshape(-1) if self.init is not None else None
         if init is None or len(init) == 0 or not np.all(np.isfinite(init)):
-            raise ParameterError(f"init={self.init!r} must be a non-empty sequence of finite numbers (the first state).")
+            raise ParameterError(
+                f"init={self.init!r} must be a non-empty sequence of finite numbers (the first state)."
+            )
         init.setflags(write=False)
         object.__setattr__(self, "init", init)
         _v.choice("output", self.output, ("state", "releases"))
 
     def describe(self) -> str:
-        return (f"iterate({self.times}, {self.part.describe()}, update={getattr(self.update, '__name__', 'update')}, "
-                f"output={self.output!r})")
+        return (
+            f"iterate({self.times}, {self.part.describe()}, update={getattr(self.update, '__name__', 'update')}, "
+            f"output={self.output!r})"
+        )
 
     def check(self, space: Space) -> tuple[Space | None, int]:
         out, width = check_structure(self.part, space)
         if out is not None:
-            raise ParameterError(f"iterate part {self.part.describe()} releases no noise; end it with a noise measurement.")
+            raise ParameterError(
+                f"iterate part {self.part.describe()} releases no noise; end it with a noise measurement."
+            )
         if self.output == "state":
             return None, len(self.init)
         return None, -1 if width < 0 else width * self.times
@@ -194,8 +236,10 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
             releases.append(np.atleast_1d(release))
             state = np.asarray(step.update(state, release), dtype=float).reshape(-1)
             if state.shape != step.init.shape or not np.all(np.isfinite(state)):
-                raise ParameterError(f"update returned a state of shape {state.shape} (or not finite); return "
-                                     f"{len(step.init)} finite numbers, like init.")
+                raise ParameterError(
+                    f"update returned a state of shape {state.shape} (or not finite); return "
+                    f"{len(step.init)} finite numbers, like init."
+                )
         outs.append(state if step.output == "state" else np.concatenate(releases))
     out = np.asarray(outs)
     return out[:, 0] if out.shape[1] == 1 else out
@@ -205,6 +249,7 @@ register(Compose, Parallel, Repeat, Iterate)
 
 
 # --------------------------------------------------------------------------- public constructors
+
 
 @dataclass(frozen=True)
 class SplitBudget(Step):
@@ -239,25 +284,34 @@ class SplitBudget(Step):
                     raise ParameterError(f"{name}={value!r} must be > 0; pass the positive budget the parts may spend.")
                 object.__setattr__(self, name, value)
         if self.epsilon is None and self.rho is None:
-            raise ParameterError(f"compose(delta={self.delta!r}) splits no budget: pass epsilon= (with delta= when a part is "
-                                 "Gaussian) or rho=.")
+            raise ParameterError(
+                f"compose(delta={self.delta!r}) splits no budget: pass epsilon= (with delta= when a part is "
+                "Gaussian) or rho=."
+            )
         if self.rho is not None and (self.epsilon is not None or self.delta is not None):
-            raise ParameterError("compose(rho=..., epsilon=...): pass a zCDP total (rho=) or an (ε, δ) total, not both.")
+            raise ParameterError(
+                "compose(rho=..., epsilon=...): pass a zCDP total (rho=) or an (ε, δ) total, not both."
+            )
         if self.delta is not None and not Fraction(self.delta) < 1:
             raise ParameterError(f"delta={self.delta!r} must be < 1; pass a small δ such as 1e-6.")
         if self.weights is not None:
             w = tuple(_plain("weights", x) for x in self.weights)
             if len(w) != len(self.parts) or any(not Fraction(x) > 0 for x in w):
-                raise ParameterError(f"weights={self.weights!r}: pass one positive weight per part ({len(self.parts)}).")
+                raise ParameterError(
+                    f"weights={self.weights!r}: pass one positive weight per part ({len(self.parts)})."
+                )
             object.__setattr__(self, "weights", w)
 
     def describe(self) -> str:
-        total = ", ".join(f"{n}={getattr(self, n)!r}" for n in ("epsilon", "delta", "rho") if getattr(self, n) is not None)
+        total = ", ".join(
+            f"{n}={getattr(self, n)!r}" for n in ("epsilon", "delta", "rho") if getattr(self, n) is not None
+        )
         return "compose(" + ", ".join(p.describe() for p in self.parts) + f"; split {total})"
 
 
-def compose(*parts: Step, epsilon: Any = None, delta: Any = None, rho: Any = None,
-            weights: Sequence | None = None) -> Step:
+def compose(
+    *parts: Step, epsilon: Any = None, delta: Any = None, rho: Any = None, weights: Sequence | None = None
+) -> Step:
     """Run every part on the same input (independent randomness); the output is their tuple. With a
     total budget (``epsilon=``, with ``delta=`` when a part is Gaussian, or ``rho=``), it is split over
     the parts by ``weights`` (equal by default) and each part's noise, declared without a scale

@@ -59,20 +59,43 @@ from dpharness.core import RealBox, Relation, record_definition
 from dpharness.errors import ParameterError, UnsupportedError
 
 from ._base import (
-    Chain, Measurement, Post, Space, Step, _float_exact, _need, _plain, _post_chain, check_structure, execute, flatten,
-    register, walk_nodes,
+    Chain,
+    Measurement,
+    Post,
+    Space,
+    Step,
+    _float_exact,
+    _need,
+    _plain,
+    _post_chain,
+    check_structure,
+    execute,
+    flatten,
+    register,
+    walk_nodes,
 )
 from ._grid import LAPLACE_MIN_UNITS, _check_scale_units
 
-__all__ = ["AddRemoveUser", "BoundContributions", "GroupBy", "PartitionSelect", "STEP_TYPES",
-           "bound_contributions", "group_by", "partition_select", "GroupLeaf", "user_level_pairs"]
+__all__ = [
+    "AddRemoveUser",
+    "BoundContributions",
+    "GroupBy",
+    "PartitionSelect",
+    "STEP_TYPES",
+    "bound_contributions",
+    "group_by",
+    "partition_select",
+    "GroupLeaf",
+    "user_level_pairs",
+]
 
-_MAX_KEYS = 2 ** 12        # encoded output coordinates
-_MAX_RECORDS_PER_USER = 2 ** 16
-_CHUNK = 50_000            # releases bounded at once (memory: chunk × a user's records)
+_MAX_KEYS = 2**12  # encoded output coordinates
+_MAX_RECORDS_PER_USER = 2**16
+_CHUNK = 50_000  # releases bounded at once (memory: chunk × a user's records)
 
 
 # --------------------------------------------------------------------------- the user-level relation
+
 
 def _key(row: Any) -> tuple:
     return tuple(np.atleast_1d(np.asarray(row, dtype=float)).tolist())
@@ -116,11 +139,14 @@ class AddRemoveUser(Relation):
 
 # --------------------------------------------------------------------------- partition selection
 
+
 def _threshold(value: Any) -> Any:
     value = _plain("threshold", value)
     if Fraction(value) < 1:
-        raise ParameterError(f"threshold={value!r} must be >= 1 (a key is released when its noisy count reaches it; "
-                             "below 1 most absent-looking keys pass); pass e.g. threshold=20.")
+        raise ParameterError(
+            f"threshold={value!r} must be >= 1 (a key is released when its noisy count reaches it; "
+            "below 1 most absent-looking keys pass); pass e.g. threshold=20."
+        )
     return value
 
 
@@ -139,8 +165,9 @@ class PartitionSelect:
             raise ParameterError(f"scale={scale!r} must be > 0; pass the discrete Laplace scale of the noisy count.")
         _check_scale_units("scale", scale, 1)
         if Fraction(scale) < LAPLACE_MIN_UNITS:
-            raise ParameterError(f"scale={scale!r} is below 2**-1000, the smallest scale the exact sampler draws; "
-                                 "pass a larger scale.")
+            raise ParameterError(
+                f"scale={scale!r} is below 2**-1000, the smallest scale the exact sampler draws; pass a larger scale."
+            )
         object.__setattr__(self, "scale", scale)
 
     @property
@@ -167,10 +194,13 @@ def partition_select(*, threshold: Any, scale: Any) -> PartitionSelect:
 
 # --------------------------------------------------------------------------- the group-by
 
+
 def _encoding_keys(keys: Any) -> tuple:
     if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
-        raise ParameterError(f"keys={keys!r} is not a sequence; pass the key universe used to encode the release "
-                             "(e.g. keys=range(0, 100)).")
+        raise ParameterError(
+            f"keys={keys!r} is not a sequence; pass the key universe used to encode the release "
+            "(e.g. keys=range(0, 100))."
+        )
     vals = tuple(_float_exact("keys", k, "a partition key") for k in keys)
     if not 1 <= len(vals) <= _MAX_KEYS or len({Fraction(k) for k in vals}) != len(vals):
         raise ParameterError(f"keys has {len(vals)} values; pass between 1 and {_MAX_KEYS} distinct keys.")
@@ -206,8 +236,10 @@ class GroupBy(Measurement):
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
         object.__setattr__(self, "keys", _encoding_keys(self.keys))
         if type(self.select) is not PartitionSelect:  # a subclass could read its threshold or scale two ways
-            raise ParameterError(f"select={self.select!r} is not a partition selection; pass "
-                                 "select=dp.partition_select(threshold=..., scale=...).")
+            raise ParameterError(
+                f"select={self.select!r} is not a partition selection; pass "
+                "select=dp.partition_select(threshold=..., scale=...)."
+            )
         if self.part is not None:
             simple_parts(self.part)
 
@@ -247,8 +279,9 @@ class GroupBy(Measurement):
             out[i] = int(rows.sum()) if user is None else len(np.unique(arr[rows, user]))
         return out
 
-    def release(self, counts: np.ndarray, rng: np.random.Generator, records: Any = None,
-                space: Space | None = None) -> np.ndarray:
+    def release(
+        self, counts: np.ndarray, rng: np.random.Generator, records: Any = None, space: Space | None = None
+    ) -> np.ndarray:
         """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
         outputs on each key's ``records`` (zeros where the key is not released)."""
         from dpharness.mechanisms._exact import discrete_laplace
@@ -271,7 +304,7 @@ class GroupBy(Measurement):
         blocks = []
         for i, k in enumerate(self.keys):
             vals = flatten(execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
-            blocks.append(np.concatenate([sel[:, i:i + 1], np.where(sel[:, i:i + 1] != 0, vals, 0.0)], axis=1))
+            blocks.append(np.concatenate([sel[:, i : i + 1], np.where(sel[:, i : i + 1] != 0, vals, 0.0)], axis=1))
         return np.concatenate(blocks, axis=1)
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -280,6 +313,7 @@ class GroupBy(Measurement):
 
 
 # --------------------------------------------------------------------------- contribution bounding
+
 
 @dataclass(frozen=True)
 class BoundContributions(Step):
@@ -299,12 +333,15 @@ class BoundContributions(Step):
         object.__setattr__(self, "user", _v.integer("user", self.user, minimum=0))
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
         object.__setattr__(self, "max_records", _v.integer("max_records", self.max_records, minimum=1))
-        object.__setattr__(self, "max_per_partition", _v.integer("max_per_partition", self.max_per_partition, minimum=1))
+        object.__setattr__(
+            self, "max_per_partition", _v.integer("max_per_partition", self.max_per_partition, minimum=1)
+        )
         if self.max_partitions is not None:
             object.__setattr__(self, "max_partitions", _v.integer("max_partitions", self.max_partitions, minimum=1))
         if self.user == self.by:
-            raise ParameterError(f"user={self.user} and by={self.by} are the same column; pass the user id column and "
-                                 "the key column.")
+            raise ParameterError(
+                f"user={self.user} and by={self.by} are the same column; pass the user id column and the key column."
+            )
 
     @property
     def partitions(self) -> int:
@@ -314,8 +351,10 @@ class BoundContributions(Step):
 
     def describe(self) -> str:
         extra = "" if self.max_partitions is None else f", max_partitions={self.max_partitions}"
-        return (f"bound_contributions(user=column {self.user}, by=column {self.by}, max_records={self.max_records}, "
-                f"max_per_partition={self.max_per_partition}{extra})")
+        return (
+            f"bound_contributions(user=column {self.user}, by=column {self.by}, max_records={self.max_records}, "
+            f"max_per_partition={self.max_per_partition}{extra})"
+        )
 
     def check(self, space: Space) -> tuple[Space | None, int]:
         raise ParameterError(f"{self.describe()} must be followed by >> dp.group_by(by={self.by}, ...).")
@@ -348,16 +387,23 @@ def simple_parts(step: Any) -> list[tuple[list, Any, Any]]:
         node = node.second
     steps.append(node)
     *pre, agg, noise = steps if len(steps) >= 2 else (None, None)
-    if (len(steps) < 2 or _role(noise) != "noise" or _role(agg) != "aggregate"
-            or any(_role(x) != "record-wise" for x in pre)):
-        raise ParameterError(f"part={step.describe() if isinstance(step, Step) else step!r} is not a per-key aggregate "
-                             "this family proves; pass [dp.clamp(lo, hi) >>] [dp.column(j) >>] dp.count() or dp.sum() "
-                             ">> dp.laplace(scale), or dp.compose(...) of such.")
+    if (
+        len(steps) < 2
+        or _role(noise) != "noise"
+        or _role(agg) != "aggregate"
+        or any(_role(x) != "record-wise" for x in pre)
+    ):
+        raise ParameterError(
+            f"part={step.describe() if isinstance(step, Step) else step!r} is not a per-key aggregate "
+            "this family proves; pass [dp.clamp(lo, hi) >>] [dp.column(j) >>] dp.count() or dp.sum() "
+            ">> dp.laplace(scale), or dp.compose(...) of such."
+        )
     return [(pre, agg, noise)]
 
 
-def bound_contributions(*, user: int, by: int, max_records: int, max_per_partition: int = 1,
-                        max_partitions: int | None = None) -> BoundContributions:
+def bound_contributions(
+    *, user: int, by: int, max_records: int, max_per_partition: int = 1, max_partitions: int | None = None
+) -> BoundContributions:
     """Keep at most ``max_records`` records per user (id in column ``user``) and at most
     ``max_per_partition`` per (user, key in column ``by``), of at most ``max_partitions`` keys per user
     (default: no bound beyond ``max_records``), in a uniformly random order per user;
@@ -382,6 +428,7 @@ STEP_TYPES = frozenset({GroupBy, BoundContributions})
 
 # --------------------------------------------------------------------------- structure hooks (check_head/execute_head)
 
+
 def split_bounded(step: Chain) -> tuple[BoundContributions, Any, Step | None]:
     """``bound_contributions >> group_by [>> post ...]`` as (bounding, group-by, the post-processing or None)."""
     rest = step.second
@@ -396,8 +443,10 @@ def check_bounded(step: Chain, space: Space) -> int:
     b, g, post = split_bounded(step)
     _need(space, "records", "bound_contributions")
     if type(g) is not GroupBy:
-        raise ParameterError(f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...); the bounded "
-                             "records feed a group-by only.")
+        raise ParameterError(
+            f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...); the bounded "
+            "records feed a group-by only."
+        )
     if post is not None and not all(type(n) in (Post, Chain) for n in walk_nodes(post)):
         raise ParameterError(f"{post.describe()} follows the group-by; only dp.post(fn) may follow it.")
     if max(b.user, b.by) >= space.dim:
@@ -416,14 +465,20 @@ def check_user_level(relation: Relation, steps: Step, space: Space) -> None:
             check_user_level(relation, p, space)
         return
     if not (isinstance(steps, Chain) and isinstance(steps.first, BoundContributions)):
-        raise ParameterError(f"relation={relation.describe()} needs steps = dp.bound_contributions(user={relation.user}, "
-                             "...) >> dp.group_by(...) (a user's records are bounded before anything else sees them); "
-                             f"got {steps.describe()}.")
+        raise ParameterError(
+            f"relation={relation.describe()} needs steps = dp.bound_contributions(user={relation.user}, "
+            "...) >> dp.group_by(...) (a user's records are bounded before anything else sees them); "
+            f"got {steps.describe()}."
+        )
     if steps.first.user != relation.user:
-        raise ParameterError(f"bound_contributions(user={steps.first.user}) but the relation's user column is "
-                             f"{relation.user}; pass the same column.")
+        raise ParameterError(
+            f"bound_contributions(user={steps.first.user}) but the relation's user column is "
+            f"{relation.user}; pass the same column."
+        )
     if space.kind != "records" or space.dim < 2:
-        raise ParameterError("user-level records need a user id column and a key column; declare records=RealBox(dim, ...).")
+        raise ParameterError(
+            "user-level records need a user id column and a key column; declare records=RealBox(dim, ...)."
+        )
 
 
 def _user_groups(arr: np.ndarray, b: BoundContributions) -> list[np.ndarray]:
@@ -481,7 +536,7 @@ def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: n
         for start in range(0, size, _CHUNK):
             stop = min(size, start + _CHUNK)
             order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
-            rank = np.argsort(order, axis=1, kind="stable")   # rank[s, i] = position of record i in order s
+            rank = np.argsort(order, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
             kept = _kept_in_order(keys, rank, b)
             for k in np.unique(keys):
                 if float(k) in key_index:
@@ -508,8 +563,9 @@ def execute_bounded(step: Chain, value: Any, space: Space, size: int, rng: np.ra
     return out if post is None else _post_chain(post, out)
 
 
-def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: Space, size: int,
-                     rng: np.random.Generator) -> np.ndarray:
+def _execute_bounded(
+    b: BoundContributions, g: GroupBy, value: Any, space: Space, size: int, rng: np.random.Generator
+) -> np.ndarray:
     if g.part is None:
         return g.release(user_counts(b, g, value, size, rng), rng)
     arr = np.asarray(value, dtype=float)
@@ -520,7 +576,7 @@ def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: Space
         mask = kept_rows(b, arr, stop - start, rng)
         patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
         inverse = np.asarray(inverse).reshape(-1)
-        for j, pattern in enumerate(patterns):   # releases that kept the same records run together
+        for j, pattern in enumerate(patterns):  # releases that kept the same records run together
             rows = start + np.flatnonzero(inverse == j)
             data = arr[pattern]
             out[rows] = g.release(np.tile(g.counts(data, user=b.user), (len(rows), 1)), rng, data, space)
@@ -529,12 +585,19 @@ def _execute_bounded(b: BoundContributions, g: GroupBy, value: Any, space: Space
 
 # --------------------------------------------------------------------------- exact law (read by _law)
 
+
 class GroupLeaf:
     """One group-by and the exact per-key counts it perturbs on some input (deterministic bounding only);
     ``log_prob`` of its ``width`` encoded columns."""
 
-    def __init__(self, measurement: GroupBy, counts: np.ndarray, records: Any = None, space: Space | None = None,
-                 walk: Any = None) -> None:
+    def __init__(
+        self,
+        measurement: GroupBy,
+        counts: np.ndarray,
+        records: Any = None,
+        space: Space | None = None,
+        walk: Any = None,
+    ) -> None:
         self.measurement = measurement
         self.counts = [int(c) for c in counts]
         w = measurement.part_width
@@ -558,16 +621,16 @@ class GroupLeaf:
         for j, c in enumerate(self.counts):
             y = allcols[:, j * (1 + w)]
             if w:
-                rest = allcols[:, j * (1 + w) + 1:(j + 1) * (1 + w)]
+                rest = allcols[:, j * (1 + w) + 1 : (j + 1) * (1 + w)]
                 zeros = np.all(rest == 0, axis=1)
-                part_lp = sum(lf.log_prob(rest[:, i:i + 1]) for i, lf in enumerate(self.part_leaves[j]))
+                part_lp = sum(lf.log_prob(rest[:, i : i + 1]) for i, lf in enumerate(self.part_leaves[j]))
                 total += np.where(y == 0, np.where(zeros, 0.0, -np.inf), part_lp)
             if c == 0:
                 total += np.where(y == 0, 0.0, -np.inf)
                 continue
-            a = T - 1 - c   # P(0) = P(K <= a)
+            a = T - 1 - c  # P(0) = P(K <= a)
             # P(K <= a) = 1 − q^{a+1}/(1 + q) for a >= 0; q^{−a}/(1 + q) for a < 0
-            log_unreleased = (math.log1p(-q ** (a + 1) / (1 + q)) if a >= 0 else -a * math.log(q) - math.log1p(q))
+            log_unreleased = math.log1p(-(q ** (a + 1)) / (1 + q)) if a >= 0 else -a * math.log(q) - math.log1p(q)
             whole = (y == np.round(y)) & (y >= T)
             lp = np.where(whole, discrete_laplace_logpmf(np.where(whole, y, c) - c, t), -np.inf)
             total += np.where(y == 0, log_unreleased, lp)
@@ -583,8 +646,10 @@ def leaf(step: Step, value: Any, space: Space | None = None, walk: Any = None) -
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     if not all(_kept_deterministically(arr, rows, b) for rows in _user_groups(arr, b)):
-        raise UnsupportedError(f"{b.describe()} drops records at random on this input; its output law is a mixture over "
-                               "the draws, not listed here (the proof covers every draw)")
+        raise UnsupportedError(
+            f"{b.describe()} drops records at random on this input; its output law is a mixture over "
+            "the draws, not listed here (the proof covers every draw)"
+        )
     return GroupLeaf(g, g.counts(arr, user=b.user), arr, space, walk)
 
 
@@ -592,6 +657,7 @@ register(GroupBy, BoundContributions, leaf=leaf)
 
 
 # --------------------------------------------------------------------------- extreme pairs
+
 
 def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Neighbouring pairs for the audit: the empty data set against one user with records under
@@ -618,7 +684,9 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
 
     if user_col is None:
         one = np.array([row(0, keys[0])])
-        return [(np.zeros((0, dim)), one) if m.space.dim > 1 or isinstance(m.records, RealBox) else (np.zeros(0), one[:, 0])]
+        return [
+            (np.zeros((0, dim)), one) if m.space.dim > 1 or isinstance(m.records, RealBox) else (np.zeros(0), one[:, 0])
+        ]
     new_user = np.array([row(ids[0], k) for k in keys])
     pairs = [(np.zeros((0, dim)), new_user)]
     # existing partitions: T distinct other users under each key (ids spread between lo and hi)

@@ -15,17 +15,28 @@ from dpharness.errors import ParameterError
 
 from ._base import Measurement, Space, _frac, _plain, record_value, register
 
-__all__ = ["LocalRandomizer", "LocalRandomizedResponse", "LocalWarner", "LocalRappor", "randomized_response", "warner",
-           "rappor", "category_index", "category_values"]
+__all__ = [
+    "LocalRandomizer",
+    "LocalRandomizedResponse",
+    "LocalWarner",
+    "LocalRappor",
+    "randomized_response",
+    "warner",
+    "rappor",
+    "category_index",
+    "category_values",
+]
 
-_MAX_CATEGORIES = 2 ** 16
+_MAX_CATEGORIES = 2**16
 
 
 def _need_record(space: Space, what: str) -> None:
     if space.kind != "record":
-        raise ParameterError(f"{what} randomizes one record, but the previous step gives {space.describe()}; declare "
-                             "dp.mechanism(input='record', records=Finite(values), relation=Substitute(), ...) with it as "
-                             "the first step.")
+        raise ParameterError(
+            f"{what} randomizes one record, but the previous step gives {space.describe()}; declare "
+            "dp.mechanism(input='record', records=Finite(values), relation=Substitute(), ...) with it as "
+            "the first step."
+        )
 
 
 def category_index(space: Space, value: Any) -> int:
@@ -34,7 +45,9 @@ def category_index(space: Space, value: Any) -> int:
     for i, c in enumerate(space.categories):
         if v == c:
             return i
-    raise ParameterError(f"record={value!r} is not one of the {len(space.categories)} categories; pass a record of the domain.")
+    raise ParameterError(
+        f"record={value!r} is not one of the {len(space.categories)} categories; pass a record of the domain."
+    )
 
 
 def category_values(space: Space) -> np.ndarray:
@@ -68,7 +81,9 @@ class LocalRandomizedResponse(LocalRandomizer):
     def __post_init__(self) -> None:
         object.__setattr__(self, "log_odds", _plain("log_odds", self.log_odds))
         if _frac("log_odds", self.log_odds) < 0:
-            raise ParameterError(f"log_odds={self.log_odds!r} must be >= 0; pass the log-odds of a truthful report (ε).")
+            raise ParameterError(
+                f"log_odds={self.log_odds!r} must be >= 0; pass the log-odds of a truthful report (ε)."
+            )
 
     @property
     def L(self) -> Fraction:
@@ -105,8 +120,10 @@ class LocalWarner(LocalRandomizer):
         object.__setattr__(self, "p", _plain("p", self.p))
         q = _frac("p", self.p)
         if not Fraction(1, 2) <= q < 1:
-            raise ParameterError(f"p={self.p!r} must be in [1/2, 1) (the probability of a truthful report: p = 1 is not "
-                                 "private, p < 1/2 lies more often than not); pass e.g. p=0.75.")
+            raise ParameterError(
+                f"p={self.p!r} must be in [1/2, 1) (the probability of a truthful report: p = 1 is not "
+                "private, p < 1/2 lies more often than not); pass e.g. p=0.75."
+            )
 
     @property
     def p_exact(self) -> Fraction:
@@ -118,9 +135,11 @@ class LocalWarner(LocalRandomizer):
     def out_width(self, space: Space) -> int:
         _need_record(space, self.describe())
         if len(space.categories) != 2:
-            raise ParameterError(f"{self.describe()} randomizes one of two categories, but records have "
-                                 f"{len(space.categories)}; pass records=Finite((a, b)) or use "
-                                 "dp.randomized_response(log_odds) for k categories.")
+            raise ParameterError(
+                f"{self.describe()} randomizes one of two categories, but records have "
+                f"{len(space.categories)}; pass records=Finite((a, b)) or use "
+                "dp.randomized_response(log_odds) for k categories."
+            )
         return 1
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -150,8 +169,10 @@ class LocalRappor(LocalRandomizer):
         object.__setattr__(self, "f", _plain("f", self.f))
         q = _frac("f", self.f)
         if not 0 < q <= 1:
-            raise ParameterError(f"f={self.f!r} must be in (0, 1] (the probability that a bit is replaced by a fair "
-                                 "coin); pass e.g. f=0.5.")
+            raise ParameterError(
+                f"f={self.f!r} must be in (0, 1] (the probability that a bit is replaced by a fair "
+                "coin); pass e.g. f=0.5."
+            )
 
     @property
     def f_exact(self) -> Fraction:
@@ -176,6 +197,7 @@ register(LocalRandomizedResponse, LocalWarner, LocalRappor)
 
 
 # --------------------------------------------------------------------------- public constructors
+
 
 def randomized_response(log_odds: Any) -> LocalRandomizedResponse:
     """k-ary randomized response on one record (``input="record"``): the truth with probability

@@ -17,8 +17,20 @@ from dpharness.mechanisms._noise import DEFAULT_GRANULARITY, check_granularity, 
 from ._base import Distance, Measurement, Post, Space, Step, _chain, _float_exact, _frac, _plain, register
 from ._grid import _MAX_SCALE_UNITS, LAPLACE_MIN_UNITS, _centres, _check_scale_units, _release, grid_steps
 
-__all__ = ["GridLaplace", "GridGaussian", "NoiseBudget", "laplace", "discrete_laplace", "geometric", "gaussian", "discrete_gaussian",
-           "truncated_geometric", "grid_distance", "fit_granularity", "PerStatisticScales"]
+__all__ = [
+    "GridLaplace",
+    "GridGaussian",
+    "NoiseBudget",
+    "laplace",
+    "discrete_laplace",
+    "geometric",
+    "gaussian",
+    "discrete_gaussian",
+    "truncated_geometric",
+    "grid_distance",
+    "fit_granularity",
+    "PerStatisticScales",
+]
 
 
 class _GridNoise(Measurement):
@@ -42,20 +54,27 @@ class _GridNoise(Measurement):
         _check_scale_units(name, getattr(self, name), self.granularity)
         units = _frac(name, getattr(self, name)) / self.g
         if units < self._min_units:  # the exact sampler's smallest scale: refused here, not at the first draw
-            raise ParameterError(f"{name}={getattr(self, name)!r} is below {self._min_units_text} grid steps of "
-                                 f"granularity={self.granularity!r}, the smallest {self._meaning} the exact sampler "
-                                 f"draws; pass a larger {name} or a finer granularity.")
+            raise ParameterError(
+                f"{name}={getattr(self, name)!r} is below {self._min_units_text} grid steps of "
+                f"granularity={self.granularity!r}, the smallest {self._meaning} the exact sampler "
+                f"draws; pass a larger {name} or a finer granularity."
+            )
 
     def describe(self) -> str:
         g = self.granularity
-        return (f"{self._word}({self._amount}={getattr(self, self._amount)!r}"
-                + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}") + ")"
-                + (f" [{self.derived}]" if self.derived else ""))
+        return (
+            f"{self._word}({self._amount}={getattr(self, self._amount)!r}"
+            + ("" if g == DEFAULT_GRANULARITY else f", granularity={g!r}")
+            + ")"
+            + (f" [{self.derived}]" if self.derived else "")
+        )
 
     def out_width(self, space: Space) -> int:
         if space.kind not in ("scalar", "vector"):
-            raise ParameterError(f"{self._word} adds noise to numbers, but the previous step gives {space.describe()}; "
-                                 "aggregate first (dp.count(), dp.sum(), dp.histogram(...)).")
+            raise ParameterError(
+                f"{self._word} adds noise to numbers, but the previous step gives {space.describe()}; "
+                "aggregate first (dp.count(), dp.sum(), dp.histogram(...))."
+            )
         return space.dim
 
     def _noise(self, shape: tuple, rng: np.random.Generator) -> np.ndarray:
@@ -115,7 +134,7 @@ class GridGaussian(_GridNoise):
     sigma: Any
     granularity: Any = DEFAULT_GRANULARITY
     derived: str = ""  # how sigma was derived from a budget (dp.gaussian(rho=...)); shown, never read
-    _min_units: ClassVar[Fraction] = Fraction(1, 2 ** 16)  # τ² >= 2**-32 (mechanisms._exact.discrete_gaussian)
+    _min_units: ClassVar[Fraction] = Fraction(1, 2**16)  # τ² >= 2**-32 (mechanisms._exact.discrete_gaussian)
     _min_units_text: ClassVar[str] = "2**-16"
     _amount: ClassVar[str] = "sigma"
     _meaning: ClassVar[str] = "standard deviation"
@@ -135,6 +154,7 @@ register(GridLaplace, GridGaussian)
 
 
 # --------------------------------------------------------------------------- public constructors
+
 
 def _budget_value(name: str, value: Any) -> Any:
     if value is None:
@@ -170,15 +190,20 @@ class NoiseBudget(Step):
             object.__setattr__(self, name, _budget_value(name, getattr(self, name)))
         if self.family == "laplace":
             if self.delta is not None or self.rho is not None:
-                raise ParameterError("laplace noise is pure ε-DP; pass epsilon= only (delta= and rho= are for "
-                                     "dp.gaussian).")
+                raise ParameterError(
+                    "laplace noise is pure ε-DP; pass epsilon= only (delta= and rho= are for dp.gaussian)."
+                )
         elif self.family == "gaussian":
             if self.rho is not None and (self.epsilon is not None or self.delta is not None):
-                raise ParameterError(f"gaussian(rho={self.rho!r}, epsilon={self.epsilon!r}, delta={self.delta!r}): pass "
-                                     "rho= alone or epsilon= with delta=, not both.")
+                raise ParameterError(
+                    f"gaussian(rho={self.rho!r}, epsilon={self.epsilon!r}, delta={self.delta!r}): pass "
+                    "rho= alone or epsilon= with delta=, not both."
+                )
             if (self.epsilon is None) != (self.delta is None):
-                raise ParameterError(f"gaussian(epsilon={self.epsilon!r}, delta={self.delta!r}): Gaussian noise is not "
-                                     "pure DP; pass both epsilon= and delta= (or rho=).")
+                raise ParameterError(
+                    f"gaussian(epsilon={self.epsilon!r}, delta={self.delta!r}): Gaussian noise is not "
+                    "pure DP; pass both epsilon= and delta= (or rho=)."
+                )
             if self.delta is not None and not Fraction(self.delta) < 1:
                 raise ParameterError(f"delta={self.delta!r} must be < 1; pass a small δ such as 1e-6.")
         else:
@@ -189,7 +214,9 @@ class NoiseBudget(Step):
         return self.epsilon is not None or self.rho is not None
 
     def describe(self) -> str:
-        what = ", ".join(f"{n}={getattr(self, n)!r}" for n in ("epsilon", "delta", "rho") if getattr(self, n) is not None)
+        what = ", ".join(
+            f"{n}={getattr(self, n)!r}" for n in ("epsilon", "delta", "rho") if getattr(self, n) is not None
+        )
         return f"{self.family}({what or 'budget from the enclosing compose'})"
 
 
@@ -197,8 +224,10 @@ def _noise_or_budget(family: str, amount: str, value: Any, granularity: Any, **b
     given = {k: v for k, v in budget.items() if v is not None}
     if value is not None and given:
         named = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        raise ParameterError(f"{family}({amount}={value!r}, {named}): pass the noise {amount}= or the budget it should "
-                             f"spend ({', '.join(k + '=' for k in budget)}), not both.")
+        raise ParameterError(
+            f"{family}({amount}={value!r}, {named}): pass the noise {amount}= or the budget it should "
+            f"spend ({', '.join(k + '=' for k in budget)}), not both."
+        )
     if value is not None:
         return (GridLaplace if family == "laplace" else GridGaussian)(value, granularity)
     return NoiseBudget(family, granularity, **budget)
@@ -220,8 +249,14 @@ def discrete_laplace(scale: Any = None, *, epsilon: Any = None) -> Step:
 geometric = discrete_laplace
 
 
-def gaussian(sigma: Any = None, *, rho: Any = None, epsilon: Any = None, delta: Any = None,
-             granularity: Any = DEFAULT_GRANULARITY) -> Step:
+def gaussian(
+    sigma: Any = None,
+    *,
+    rho: Any = None,
+    epsilon: Any = None,
+    delta: Any = None,
+    granularity: Any = DEFAULT_GRANULARITY,
+) -> Step:
     """Gaussian noise of standard deviation ``sigma`` on the grid (exact discrete Gaussian). Or give the
     budget instead: ``rho=`` (zCDP: ``σ = g·D₂/√(2ρ)``, rounded up) or ``epsilon=`` with ``delta=`` (the
     smallest σ whose proven δ(ε) is within ``delta``); ``dp.mechanism`` derives σ from the stability of
@@ -236,9 +271,13 @@ def discrete_gaussian(sigma: Any = None, *, rho: Any = None, epsilon: Any = None
 
 def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
     """Two-sided geometric noise on the integers, the result clamped to ``[lo, hi]`` (post-processing)."""
-    lo_f, hi_f = float(_float_exact("lo", lo, "a truncation bound")), float(_float_exact("hi", hi, "a truncation bound"))
+    lo_f, hi_f = (
+        float(_float_exact("lo", lo, "a truncation bound")),
+        float(_float_exact("hi", hi, "a truncation bound")),
+    )
     if not lo_f < hi_f:
         raise ParameterError(f"lo={lo!r} must be below hi={hi!r}; pass lo < hi.")
+
     def clip(y: np.ndarray) -> np.ndarray:
         return np.clip(y, lo_f, hi_f)
 
@@ -247,6 +286,7 @@ def truncated_geometric(scale: Any, lo: Any, hi: Any) -> Step:
 
 
 # --------------------------------------------------------------------------- calibration (catalog classes declared from parts)
+
 
 def grid_distance(delta: Any, granularity: Any, dim: int = 1, quantum: Any = None) -> Fraction:
     """The distance (exact, in value units) of two values at L1 distance ``delta`` after each
@@ -269,7 +309,7 @@ def fit_granularity(granularity: Any, scales_at: Any) -> float:
     if granularity is not None:
         return check_granularity("granularity", granularity)
     g = DEFAULT_GRANULARITY
-    while g < 2.0 ** 30 and any(Fraction(s) / Fraction(g) > _MAX_SCALE_UNITS for s in scales_at(g)):
+    while g < 2.0**30 and any(Fraction(s) / Fraction(g) > _MAX_SCALE_UNITS for s in scales_at(g)):
         g *= 2
     return g
 

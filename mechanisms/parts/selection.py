@@ -42,11 +42,20 @@ from ._base import Distance, Measurement, Space, Step, Transformation, _chain, _
 from ._grid import LAPLACE_MIN_UNITS, _centres, _check_scale_units
 
 __all__ = [
-    "QuantileScore", "ExponentialSelection", "NoisyMaxExponential", "NoisyMaxLaplace", "SelectionBudget", "STEP_TYPES",
-    "quantile_score", "exponential", "quantile", "report_noisy_max", "SelectionLeaf",
+    "QuantileScore",
+    "ExponentialSelection",
+    "NoisyMaxExponential",
+    "NoisyMaxLaplace",
+    "SelectionBudget",
+    "STEP_TYPES",
+    "quantile_score",
+    "exponential",
+    "quantile",
+    "report_noisy_max",
+    "SelectionLeaf",
 ]
 
-_MAX_CANDIDATES = 2 ** 12   # the exact sampler's cost grows with the number of candidates
+_MAX_CANDIDATES = 2**12  # the exact sampler's cost grows with the number of candidates
 _INF = math.inf
 
 
@@ -72,6 +81,7 @@ def _labels(name: str, values: Any) -> tuple:
 
 
 # --------------------------------------------------------------------------- the quantile score
+
 
 @dataclass(frozen=True)
 class QuantileScore(Transformation):
@@ -99,7 +109,9 @@ class QuantileScore(Transformation):
             raise ParameterError(f"alpha={self.alpha!r} must be in [0, 1]; pass e.g. alpha=0.5 for the median.")
         cands = _labels("candidates", self.candidates)
         if any(Fraction(a) >= Fraction(b) for a, b in zip(cands, cands[1:])):
-            raise ParameterError(f"candidates={self.candidates!r} must be strictly increasing; pass sorted distinct values.")
+            raise ParameterError(
+                f"candidates={self.candidates!r} must be strictly increasing; pass sorted distinct values."
+            )
         object.__setattr__(self, "candidates", cands)
 
     @property
@@ -118,7 +130,9 @@ class QuantileScore(Transformation):
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "quantile_score")
         if space.dim != 1:
-            raise ParameterError(f"quantile_score takes one-column records, got {space.dim}; put dp.column(j) before it.")
+            raise ParameterError(
+                f"quantile_score takes one-column records, got {space.dim}; put dp.column(j) before it."
+            )
         k = len(self.candidates)
         return Space("vector", k, (-_INF,) * k, (Fraction(0),) * k, Fraction(1, self.alpha_exact.denominator))
 
@@ -130,7 +144,7 @@ class QuantileScore(Transformation):
     def apply(self, value: Any) -> Any:
         x = np.sort(np.asarray(value, dtype=float).ravel())
         c = np.asarray([float(v) for v in self.candidates])
-        lt = np.searchsorted(x, c, side="left")           # #{x < c}, exact float comparisons
+        lt = np.searchsorted(x, c, side="left")  # #{x < c}, exact float comparisons
         gt = len(x) - np.searchsorted(x, c, side="right")  # #{x > c}
         a = self.alpha_exact
         return tuple(-abs((1 - a) * int(lo) - a * int(g)) for lo, g in zip(lt.tolist(), gt.tolist()))
@@ -138,11 +152,14 @@ class QuantileScore(Transformation):
 
 # --------------------------------------------------------------------------- selections on a vector
 
+
 def _vector_in(space: Space, what: str) -> int:
     if space.kind != "vector":
-        raise ParameterError(f"{what} selects among the coordinates of a vector of scores, but the previous step gives "
-                             f"{space.describe()}; put a vector-valued step before it (e.g. dp.histogram(categories=...) "
-                             "or dp.quantile_score(...)).")
+        raise ParameterError(
+            f"{what} selects among the coordinates of a vector of scores, but the previous step gives "
+            f"{space.describe()}; put a vector-valued step before it (e.g. dp.histogram(categories=...) "
+            "or dp.quantile_score(...))."
+        )
     return space.dim
 
 
@@ -196,8 +213,9 @@ class ExponentialSelection(Measurement):
         if self.k > dim:
             raise ParameterError(f"k={self.k} but the score vector has {dim} coordinates; pass k <= {dim}.")
         if self.labels is not None and len(self.labels) != dim:
-            raise ParameterError(f"labels has {len(self.labels)} values but the score vector has {dim}; pass one label "
-                                 "per score.")
+            raise ParameterError(
+                f"labels has {len(self.labels)} values but the score vector has {dim}; pass one label per score."
+            )
         return self.k
 
     def log_weights(self, value: Any) -> list[Fraction]:
@@ -228,8 +246,11 @@ def _peel(log_weights: list[Fraction], k: int, size: int, rng: np.random.Generat
         nxt = []
         for rows, taken in groups:
             rest = [i for i in range(len(log_weights)) if i not in taken]
-            picks = np.asarray(rest, dtype=np.int64)[_categorical([log_weights[i] for i in rest], len(rows), rng)
-                                                     if len(rest) > 1 else np.zeros(len(rows), dtype=np.int64)]
+            picks = np.asarray(rest, dtype=np.int64)[
+                _categorical([log_weights[i] for i in rest], len(rows), rng)
+                if len(rest) > 1
+                else np.zeros(len(rows), dtype=np.int64)
+            ]
             out[rows, m] = picks
             if m + 1 < k:
                 for v in np.unique(picks):
@@ -271,7 +292,9 @@ class NoisyMaxExponential(Measurement):
         return Fraction(self.scale)
 
     def describe(self) -> str:
-        return f"report_noisy_max(scale={self.scale!r}, noise='exponential')" + (f" [{self.derived}]" if self.derived else "")
+        return f"report_noisy_max(scale={self.scale!r}, noise='exponential')" + (
+            f" [{self.derived}]" if self.derived else ""
+        )
 
     def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
@@ -339,8 +362,12 @@ class NoisyMaxLaplace(Measurement):
 
     def describe(self) -> str:
         g = self.granularity
-        return (f"report_noisy_max(scale={self.scale!r}, noise='laplace'" + ("" if g == 1 else f", granularity={g!r}") + ")"
-                + (f" [{self.derived}]" if self.derived else ""))
+        return (
+            f"report_noisy_max(scale={self.scale!r}, noise='laplace'"
+            + ("" if g == 1 else f", granularity={g!r}")
+            + ")"
+            + (f" [{self.derived}]" if self.derived else "")
+        )
 
     def out_width(self, space: Space) -> int:
         dim = _vector_in(space, self.describe())
@@ -353,10 +380,16 @@ class NoisyMaxLaplace(Measurement):
 
         c = _centres(value if isinstance(value, tuple) else tuple(_utilities(value)), self.g)
         noise = discrete_laplace(self.t, (size, len(c)), rng)
-        noisy = noise.astype(object) + np.asarray(c, dtype=object) if noise.dtype == object else \
-            noise.astype(np.int64) + np.asarray(c, dtype=np.int64)
-        idx = np.asarray([int(np.argmax(r)) for r in noisy], dtype=np.int64) if noisy.dtype == object \
+        noisy = (
+            noise.astype(object) + np.asarray(c, dtype=object)
+            if noise.dtype == object
+            else noise.astype(np.int64) + np.asarray(c, dtype=np.int64)
+        )
+        idx = (
+            np.asarray([int(np.argmax(r)) for r in noisy], dtype=np.int64)
+            if noisy.dtype == object
             else np.argmax(noisy, axis=1).astype(np.int64)
+        )
         return _emit(idx, self.labels).reshape(size, 1)
 
 
@@ -366,6 +399,7 @@ register(QuantileScore)
 
 
 # --------------------------------------------------------------------------- exact laws (read by _law)
+
 
 class SelectionLeaf:
     """One selection measurement and the exact score vector it selects from on some input; ``log_prob``
@@ -389,7 +423,9 @@ class SelectionLeaf:
             from itertools import permutations
 
             if math.perm(n, m.k) > 20_000:
-                raise UnsupportedError(f"{m.describe()}: {math.perm(n, m.k)} ordered outputs; the law lists at most 20000.")
+                raise UnsupportedError(
+                    f"{m.describe()}: {math.perm(n, m.k)} ordered outputs; the law lists at most 20000."
+                )
             table = {}
             for combo in permutations(range(n), m.k):
                 lp, left = 0.0, np.ones(n, bool)
@@ -438,9 +474,9 @@ def _grid_laplace_max_probs(m: NoisyMaxLaplace, u: list[Fraction]) -> np.ndarray
         raise UnsupportedError(f"{m.describe()}: the law sums over more than 2e6 grid points; audit on samples.")
     y = np.arange(c.min() - w, c.max() + w + 1)
     lq = -1.0 / t  # ln q
-    log_norm = math.log(-math.expm1(lq)) - math.log1p(math.exp(lq))   # ln((1 − q)/(1 + q))
+    log_norm = math.log(-math.expm1(lq)) - math.log1p(math.exp(lq))  # ln((1 − q)/(1 + q))
 
-    def log_cdf_le(k: np.ndarray) -> np.ndarray:   # ln P(K <= k)
+    def log_cdf_le(k: np.ndarray) -> np.ndarray:  # ln P(K <= k)
         neg = k < 0
         out = np.empty_like(k, dtype=float)
         out[neg] = -k[neg] * lq - math.log1p(math.exp(lq))
@@ -459,6 +495,7 @@ def _grid_laplace_max_probs(m: NoisyMaxLaplace, u: list[Fraction]) -> np.ndarray
 
 
 # --------------------------------------------------------------------------- public constructors
+
 
 def quantile_score(alpha: Any, *, candidates: Sequence) -> QuantileScore:
     """The vector of quantile utilities u(c) = −|(1 − α)#{x < c} − α#{x > c}| over ``candidates``."""
@@ -493,7 +530,9 @@ class SelectionBudget(Step):
         if self.epsilon is not None:
             eps = _plain("epsilon", self.epsilon)
             if not Fraction(eps) > 0:
-                raise ParameterError(f"epsilon={self.epsilon!r} must be > 0; pass the positive budget this part may spend.")
+                raise ParameterError(
+                    f"epsilon={self.epsilon!r} must be > 0; pass the positive budget this part may spend."
+                )
             object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "k", _v.integer("k", self.k, minimum=1))
         object.__setattr__(self, "labels", _labels("labels", self.labels))
@@ -519,8 +558,10 @@ class SelectionBudget(Step):
 
 def _one_of(scale: Any, epsilon: Any, what: str) -> None:
     if scale is not None and epsilon is not None:
-        raise ParameterError(f"{what}(scale={scale!r}, epsilon={epsilon!r}): pass the scale= or the budget epsilon= it "
-                             "should spend, not both.")
+        raise ParameterError(
+            f"{what}(scale={scale!r}, epsilon={epsilon!r}): pass the scale= or the budget epsilon= it "
+            "should spend, not both."
+        )
 
 
 def exponential(scale: Any = None, *, k: int = 1, labels: Sequence | None = None, epsilon: Any = None) -> Step:
@@ -542,19 +583,23 @@ def quantile(alpha: Any, *, candidates: Sequence, scale: Any = None, epsilon: An
     _one_of(scale, epsilon, "quantile")
     cands = _sequence("candidates", candidates)
     score = QuantileScore(alpha, cands)  # validates the candidates first (its messages name candidates=)
-    chosen = SelectionBudget("exponential", epsilon, 1, cands) if scale is None else ExponentialSelection(scale, 1, cands)
+    chosen = (
+        SelectionBudget("exponential", epsilon, 1, cands) if scale is None else ExponentialSelection(scale, 1, cands)
+    )
     return _chain(score, chosen)
 
 
-def report_noisy_max(scale: Any = None, noise: str = "laplace", k: int = 1, *, granularity: Any = 1,
-                     epsilon: Any = None) -> Step:
+def report_noisy_max(
+    scale: Any = None, noise: str = "laplace", k: int = 1, *, granularity: Any = 1, epsilon: Any = None
+) -> Step:
     """The index of the largest noisy score (``noise`` "laplace" on a grid, "gumbel" (``k`` > 1: one-shot
     top-k) or "exponential" (permute-and-flip)). See :mod:`dpharness.mechanisms.parts.selection`."""
     _v.choice("noise", noise, ("laplace", "gumbel", "exponential"))
     k = _v.integer("k", k, minimum=1)
     if noise != "gumbel" and k != 1:
-        raise ParameterError(f"k={k} with noise={noise!r}: one-shot top-k is proved for Gumbel noise only; pass "
-                             "noise='gumbel' or k=1.")
+        raise ParameterError(
+            f"k={k} with noise={noise!r}: one-shot top-k is proved for Gumbel noise only; pass noise='gumbel' or k=1."
+        )
     if noise != "laplace" and granularity != 1:
         raise ParameterError(f"granularity={granularity!r} applies to noise='laplace' only; drop it.")
     _one_of(scale, epsilon, "report_noisy_max")

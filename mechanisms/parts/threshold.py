@@ -56,19 +56,39 @@ from dpharness.errors import ParameterError, UnsupportedError
 from dpharness.mechanisms._noise import check_granularity
 
 from ._base import (
-    Chain, Measurement, Space, Step, Transformation, _plain, _rhu, check_structure, execute, register, walk_nodes,
+    Chain,
+    Measurement,
+    Space,
+    Step,
+    Transformation,
+    _plain,
+    _rhu,
+    check_structure,
+    execute,
+    register,
+    walk_nodes,
 )
 from ._grid import LAPLACE_MIN_UNITS, _centres, _check_scale_units
 
-__all__ = ["UserQuery", "AboveThreshold", "ThresholdLeaf", "STEP_TYPES", "MEASUREMENT_TYPES", "above_threshold",
-           "query", "leaf", "add_direction"]
+__all__ = [
+    "UserQuery",
+    "AboveThreshold",
+    "ThresholdLeaf",
+    "STEP_TYPES",
+    "MEASUREMENT_TYPES",
+    "above_threshold",
+    "query",
+    "leaf",
+    "add_direction",
+]
 
 TOP, BOT, NOT_ANSWERED = 1, 0, -1
 _MAX_QUERIES = 4096
-_MAX_UNITS = 2 ** 52
+_MAX_UNITS = 2**52
 
 
 # --------------------------------------------------------------------------- a user query
+
 
 @dataclass(frozen=True)
 class UserQuery(Step):
@@ -88,8 +108,10 @@ class UserQuery(Step):
             raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of the records returning a number.")
         object.__setattr__(self, "sensitivity", _plain("sensitivity", self.sensitivity))
         if Fraction(self.sensitivity) < 0:
-            raise ParameterError(f"sensitivity={self.sensitivity!r} must be >= 0; pass the most the answer can move "
-                                 "between neighbouring data sets.")
+            raise ParameterError(
+                f"sensitivity={self.sensitivity!r} must be >= 0; pass the most the answer can move "
+                "between neighbouring data sets."
+            )
         if not isinstance(self.increasing, bool):
             raise ParameterError(f"increasing={self.increasing!r} must be True or False.")
 
@@ -112,6 +134,7 @@ class UserQuery(Step):
 
 # --------------------------------------------------------------------------- the measurement
 
+
 def _positive_scale(name: str, value: Any, g: Fraction) -> Any:
     value = _plain(name, value)
     if Fraction(value) <= 0:
@@ -127,14 +150,18 @@ def _query_space(q: Any, space: Space, i: int) -> Space:
     if isinstance(q, UserQuery):
         return Space("scalar", 1, (-math.inf,), (math.inf,), None)
     if not isinstance(q, (Transformation, Chain)):
-        raise ParameterError(f"queries[{i}]={q!r} is not a query; pass transformations such as dp.count() or "
-                             "dp.histogram(edges=[k, hi]), or dp.query(fn, sensitivity=...).")
+        raise ParameterError(
+            f"queries[{i}]={q!r} is not a query; pass transformations such as dp.count() or "
+            "dp.histogram(edges=[k, hi]), or dp.query(fn, sensitivity=...)."
+        )
     out, _ = check_structure(q, space)
     if out is None:
         raise ParameterError(f"queries[{i}]={q.describe()} releases noise; a query is a transformation only.")
     if out.kind not in ("scalar", "vector") or out.dim != 1:
-        raise ParameterError(f"queries[{i}]={q.describe()} gives {out.describe()}; a query gives one number (e.g. "
-                             "dp.histogram(edges=[k, hi]) for one bin, dp.count(), dp.sum()).")
+        raise ParameterError(
+            f"queries[{i}]={q.describe()} gives {out.describe()}; a query gives one number (e.g. "
+            "dp.histogram(edges=[k, hi]) for one bin, dp.count(), dp.sum())."
+        )
     return out
 
 
@@ -170,16 +197,20 @@ class AboveThreshold(Measurement):
         object.__setattr__(self, "query_scale", _positive_scale("query_scale", self.query_scale, g))
         object.__setattr__(self, "threshold", _plain("threshold", self.threshold))
         if abs(Fraction(self.threshold) / g) > _MAX_UNITS:
-            raise ParameterError(f"threshold={self.threshold!r} is beyond 2**52 grid steps; pass a smaller threshold or "
-                                 "a coarser granularity.")
+            raise ParameterError(
+                f"threshold={self.threshold!r} is beyond 2**52 grid steps; pass a smaller threshold or "
+                "a coarser granularity."
+            )
         if self.queries is not None:
             qs = tuple(self.queries)
             if not 1 <= len(qs) <= _MAX_QUERIES:
                 raise ParameterError(f"queries has {len(qs)} entries; pass between 1 and {_MAX_QUERIES}.")
             for i, q in enumerate(qs):
                 if not isinstance(q, Step):
-                    raise ParameterError(f"queries[{i}]={q!r} is not a query; pass transformations such as dp.count() "
-                                         "or dp.query(fn, sensitivity=...).")
+                    raise ParameterError(
+                        f"queries[{i}]={q!r} is not a query; pass transformations such as dp.count() "
+                        "or dp.query(fn, sensitivity=...)."
+                    )
                 _transformations_only(q, i)
             object.__setattr__(self, "queries", qs)
 
@@ -202,11 +233,16 @@ class AboveThreshold(Measurement):
 
     def describe(self) -> str:
         # every query in full: the description keys the gate's cache and the source hash
-        n = "queries=coordinates" if self.queries is None else \
-            f"queries=[{', '.join(q.describe() for q in self.queries)}] ({len(self.queries)})"
+        n = (
+            "queries=coordinates"
+            if self.queries is None
+            else f"queries=[{', '.join(q.describe() for q in self.queries)}] ({len(self.queries)})"
+        )
         g = "" if self.granularity == 1 else f", granularity={self.granularity!r}"
-        return (f"above_threshold({self.threshold!r}, {n}, scale={self.scale!r}, query_scale={self.query_scale!r}, "
-                f"c={self.c}{g})")
+        return (
+            f"above_threshold({self.threshold!r}, {n}, scale={self.scale!r}, query_scale={self.query_scale!r}, "
+            f"c={self.c}{g})"
+        )
 
     def query_spaces(self, space: Space) -> list[Space]:
         return [_query_space(q, space, i) for i, q in enumerate(self.queries)]
@@ -214,12 +250,16 @@ class AboveThreshold(Measurement):
     def out_width(self, space: Space) -> int:
         if self.queries is None:
             if space.kind not in ("scalar", "vector"):
-                raise ParameterError(f"{self.describe()} on {space.describe()}: pass queries=[...] (transformations of "
-                                     "the records, e.g. dp.histogram(edges=[k, hi]) or dp.query(fn, sensitivity=...)).")
+                raise ParameterError(
+                    f"{self.describe()} on {space.describe()}: pass queries=[...] (transformations of "
+                    "the records, e.g. dp.histogram(edges=[k, hi]) or dp.query(fn, sensitivity=...))."
+                )
             return space.dim
         if space.kind != "records":
-            raise ParameterError(f"{self.describe()}: queries run on records, but the previous step gives "
-                                 f"{space.describe()}; drop queries= to compare the vector's coordinates.")
+            raise ParameterError(
+                f"{self.describe()}: queries run on records, but the previous step gives "
+                f"{space.describe()}; drop queries= to compare the vector's coordinates."
+            )
         self.query_spaces(space)
         return len(self.queries)
 
@@ -258,7 +298,7 @@ class AboveThreshold(Measurement):
         else:
             above = nu.astype(np.int64) + np.asarray(c, dtype=np.int64) >= rho.astype(np.int64) + self.threshold_units
         codes = above.astype(np.int8)
-        before = np.cumsum(above, axis=1) - above   # ⊤ answers strictly before each query
+        before = np.cumsum(above, axis=1) - above  # ⊤ answers strictly before each query
         codes[before >= self.c] = NOT_ANSWERED
         return codes.astype(float)
 
@@ -268,6 +308,7 @@ MEASUREMENT_TYPES = frozenset({AboveThreshold})
 
 
 # --------------------------------------------------------------------------- monotonicity (read by the prover)
+
 
 def add_direction(q: Any, space: Space) -> int | None:
     """Under add/remove: +1 when adding a record never decreases the query's answer (and removing never
@@ -287,12 +328,15 @@ def add_direction(q: Any, space: Space) -> int | None:
 
 # --------------------------------------------------------------------------- exact law (read by _law)
 
+
 def answer_patterns(n: int, c: int) -> np.ndarray:
     """Every answer vector the algorithm can output (rows over {1, 0, −1}), when there are at most 2**14."""
     total = sum(math.comb(n, k) for k in range(0, min(c, n) + 1))
-    if total > 2 ** 14:
-        raise UnsupportedError(f"above_threshold over {n} queries with c = {c} has {total} outputs; the law lists at "
-                               "most 16384 (audit on samples).")
+    if total > 2**14:
+        raise UnsupportedError(
+            f"above_threshold over {n} queries with c = {c} has {total} outputs; the law lists at "
+            "most 16384 (audit on samples)."
+        )
     rows: list[list[int]] = []
 
     def walk(prefix: list[int], tops: int) -> None:
@@ -341,21 +385,23 @@ class ThresholdLeaf:
         w = math.ceil(60 * (tr + tn)) + 2
         lo, hi = min(0, min(gaps)) - w, max(0, max(gaps)) + w
         if hi - lo + 1 > 2_000_000:
-            raise UnsupportedError(f"{m.describe()}: the law sums over more than 2e6 threshold values; audit on samples.")
+            raise UnsupportedError(
+                f"{m.describe()}: the law sums over more than 2e6 threshold values; audit on samples."
+            )
         r = np.arange(lo, hi + 1, dtype=float)
         lq = -1.0 / tr
         log_norm = math.log(-math.expm1(lq)) - math.log1p(math.exp(lq))
         log_rho = log_norm + np.abs(r) * lq
         c = np.asarray(self.centres, dtype=float)
-        z = m.threshold_units + r[None, :] - c[:, None]          # ⊤ iff ν >= z
-        top = _log_survival(z, tn)                                 # (n, R)
-        bot = _log_survival(-(z - 1), tn)                          # P(ν <= z − 1) = P(ν >= 1 − z)
+        z = m.threshold_units + r[None, :] - c[:, None]  # ⊤ iff ν >= z
+        top = _log_survival(z, tn)  # (n, R)
+        bot = _log_survival(-(z - 1), tn)  # P(ν <= z − 1) = P(ν >= 1 − z)
         codes = np.asarray(codes).reshape(-1, self.width)
         tops = (codes == TOP).astype(float)
         bots = (codes == BOT).astype(float)
-        total = log_rho[None, :] + tops @ top + bots @ bot          # (P, R)
+        total = log_rho[None, :] + tops @ top + bots @ bot  # (P, R)
         mx = total.max(axis=1, keepdims=True)
-        return (mx[:, 0] + np.log(np.exp(total - mx).sum(axis=1)))
+        return mx[:, 0] + np.log(np.exp(total - mx).sum(axis=1))
 
     def outputs(self) -> list[tuple]:
         return [tuple(float(v) for v in row) for row in answer_patterns(self.width, self.measurement.c)]
@@ -383,6 +429,7 @@ register(*MEASUREMENT_TYPES, leaf=leaf)
 
 # --------------------------------------------------------------------------- public constructors
 
+
 def query(fn: Callable, *, sensitivity: Any, increasing: bool = False) -> UserQuery:
     """A query for :func:`above_threshold` by a user function of the records, with a STATED
     ``sensitivity`` (a precondition of the proof, tested by the audit); ``increasing``: adding a record
@@ -390,8 +437,15 @@ def query(fn: Callable, *, sensitivity: Any, increasing: bool = False) -> UserQu
     return UserQuery(fn, sensitivity, increasing)
 
 
-def above_threshold(threshold: Any, *, queries: Sequence | None = None, scale: Any, query_scale: Any = None,
-                    c: int = 1, granularity: Any = 1) -> AboveThreshold:
+def above_threshold(
+    threshold: Any,
+    *,
+    queries: Sequence | None = None,
+    scale: Any,
+    query_scale: Any = None,
+    c: int = 1,
+    granularity: Any = 1,
+) -> AboveThreshold:
     """Above threshold / sparse vector (Lyu, Su & Li 2017, Alg. 1) over ``queries`` (transformations giving
     one number each, or :func:`query`; omitted on a vector input: its coordinates): for each in order, 1 if
     its noisy answer reaches the noisy threshold, else 0; −1 for every query after the ``c``-th 1. Discrete

@@ -18,11 +18,39 @@ from dpharness.core import AddRemove
 from dpharness.errors import ParameterError
 
 from ._base import (
-    _INF, _ITERATE_STATE, Distance, Space, Transformation, _float_exact, _frac, _need, _scalar_distance, _show, register,
+    _INF,
+    _ITERATE_STATE,
+    Distance,
+    Space,
+    Transformation,
+    _float_exact,
+    _frac,
+    _need,
+    _scalar_distance,
+    _show,
+    register,
 )
 
-__all__ = ["Clamp", "MapRecords", "ClipNorm", "Column", "Count", "Sum", "SumSquares", "SumProducts", "Histogram",
-           "clamp", "column", "count", "sum", "sum_squares", "sum_products", "histogram", "map_records", "clip_norm"]
+__all__ = [
+    "Clamp",
+    "MapRecords",
+    "ClipNorm",
+    "Column",
+    "Count",
+    "Sum",
+    "SumSquares",
+    "SumProducts",
+    "Histogram",
+    "clamp",
+    "column",
+    "count",
+    "sum",
+    "sum_squares",
+    "sum_products",
+    "histogram",
+    "map_records",
+    "clip_norm",
+]
 
 
 @dataclass(frozen=True)
@@ -75,12 +103,16 @@ class MapRecords(Transformation):
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
-            raise ParameterError(f"fn={self.fn!r} is not callable; pass a function of one record (inside dp.iterate: of "
-                                 "the state and one record).")
+            raise ParameterError(
+                f"fn={self.fn!r} is not callable; pass a function of one record (inside dp.iterate: of "
+                "the state and one record)."
+            )
         object.__setattr__(self, "columns", _v.integer("columns", self.columns, minimum=1))
 
     def describe(self) -> str:
-        return f"map_records({getattr(self.fn, '__name__', 'fn')}" + (f", columns={self.columns})" if self.columns > 1 else ")")
+        return f"map_records({getattr(self.fn, '__name__', 'fn')}" + (
+            f", columns={self.columns})" if self.columns > 1 else ")"
+        )
 
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "map_records")
@@ -95,11 +127,15 @@ class MapRecords(Transformation):
         rows = [self.fn(r) if state is None else self.fn(state, r) for r in arr]
         out = np.asarray(rows, dtype=float).reshape(len(arr), -1) if rows else np.zeros((0, self.columns))
         if out.shape[1] != self.columns:
-            raise ParameterError(f"map_records fn returned {out.shape[1]} value(s) per record, not columns={self.columns}; "
-                                 "pass columns= the number of values it returns.")
+            raise ParameterError(
+                f"map_records fn returned {out.shape[1]} value(s) per record, not columns={self.columns}; "
+                "pass columns= the number of values it returns."
+            )
         if not np.all(np.isfinite(out)):
-            raise ParameterError(f"map_records fn returned a value that is not finite (record {int(np.argmin(np.isfinite(out).all(axis=1)))}); "
-                                 "return finite numbers.")
+            raise ParameterError(
+                f"map_records fn returned a value that is not finite (record {int(np.argmin(np.isfinite(out).all(axis=1)))}); "
+                "return finite numbers."
+            )
         return out[:, 0] if self.columns == 1 else out
 
 
@@ -128,7 +164,9 @@ class ClipNorm(Transformation):
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "clip_norm")
         b = _frac("bound", self.bound)
-        return Space("records", space.dim, tuple(max(-b, a) for a in space.lo), tuple(min(b, c) for c in space.hi), None)
+        return Space(
+            "records", space.dim, tuple(max(-b, a) for a in space.lo), tuple(min(b, c) for c in space.hi), None
+        )
 
     def stability(self, space: Space, d: Distance) -> Distance:
         return d
@@ -146,7 +184,7 @@ class ClipNorm(Transformation):
         bq = Fraction(b)
         for i in np.flatnonzero(norms > b):  # the float scaling may overshoot by an ulp: check exactly
             while _norm_exceeds(out[i], bq, order):
-                out[i] = out[i] * (1 - 2.0 ** -50)
+                out[i] = out[i] * (1 - 2.0**-50)
         return out
 
 
@@ -210,8 +248,10 @@ class Count(Transformation):
 def _bounded(space: Space, what: str) -> tuple[Fraction, Fraction]:
     lo, hi = space.lo[0], space.hi[0]
     if lo == -_INF or hi == _INF:
-        raise ParameterError(f"{what} needs bounded records, but they are in [{_show(lo)}, {_show(hi)}]; "
-                             "put dp.clamp(lo, hi) before it or declare bounded records.")
+        raise ParameterError(
+            f"{what} needs bounded records, but they are in [{_show(lo)}, {_show(hi)}]; "
+            "put dp.clamp(lo, hi) before it or declare bounded records."
+        )
     return lo, hi
 
 
@@ -269,7 +309,9 @@ class SumSquares(Transformation):
     def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
         _need(space, "records", "sum_squares")
         if space.dim != 1:
-            raise ParameterError(f"sum_squares() takes one-column records, got {space.dim}; put dp.column(j) before it.")
+            raise ParameterError(
+                f"sum_squares() takes one-column records, got {space.dim}; put dp.column(j) before it."
+            )
         lo, hi = _bounded(space, "sum_squares()")
         top = max(lo * lo, hi * hi)
         bottom = Fraction(0) if lo <= 0 <= hi else min(lo * lo, hi * hi)
@@ -310,11 +352,15 @@ class SumProducts(Transformation):
     def contribution(self, space: Space) -> tuple[Fraction, Fraction]:
         _need(space, "records", "sum_products")
         if max(self.i, self.j) >= space.dim:
-            raise ParameterError(f"sum_products({self.i}, {self.j}) but records have {space.dim} column(s); "
-                                 f"pass columns below {space.dim}.")
+            raise ParameterError(
+                f"sum_products({self.i}, {self.j}) but records have {space.dim} column(s); "
+                f"pass columns below {space.dim}."
+            )
         for c in (self.i, self.j):
             if space.lo[c] == -_INF or space.hi[c] == _INF:
-                raise ParameterError(f"sum_products needs bounded columns; column {c} is unbounded. Put dp.clamp(lo, hi) before it.")
+                raise ParameterError(
+                    f"sum_products needs bounded columns; column {c} is unbounded. Put dp.clamp(lo, hi) before it."
+                )
         corners = [a * b for a in (space.lo[self.i], space.hi[self.i]) for b in (space.lo[self.j], space.hi[self.j])]
         if self.i == self.j:
             lo, hi = space.lo[self.i], space.hi[self.i]
@@ -353,19 +399,25 @@ class Histogram(Transformation):
 
     def __post_init__(self) -> None:
         if (self.edges is None) == (self.categories is None):
-            raise ParameterError("histogram needs exactly one of edges=... or categories=...; pass e.g. "
-                                 "dp.histogram(edges=[0, 10, 20]) or dp.histogram(categories=[0, 1, 2]).")
+            raise ParameterError(
+                "histogram needs exactly one of edges=... or categories=...; pass e.g. "
+                "dp.histogram(edges=[0, 10, 20]) or dp.histogram(categories=[0, 1, 2])."
+            )
         # every edge and category is a value a float represents exactly, since records are compared with it as
         # floats: distinct (increasing) as numbers is then distinct (increasing) as the floats the sampler compares
         if self.edges is not None:
             e = tuple(_float_exact("edges", x, "a bin edge") for x in self.edges)
             if len(e) < 2 or any(Fraction(a) >= Fraction(b) for a, b in zip(e, e[1:])):
-                raise ParameterError(f"edges={self.edges!r} must be at least 2 increasing numbers; pass sorted bin edges.")
+                raise ParameterError(
+                    f"edges={self.edges!r} must be at least 2 increasing numbers; pass sorted bin edges."
+                )
             object.__setattr__(self, "edges", e)
         else:
             cats = tuple(_float_exact("categories", c, "a category") for c in self.categories)
             if len(cats) < 1 or len({Fraction(c) for c in cats}) != len(cats):
-                raise ParameterError(f"categories={self.categories!r} must be distinct values; pass a list of categories.")
+                raise ParameterError(
+                    f"categories={self.categories!r} must be distinct values; pass a list of categories."
+                )
             object.__setattr__(self, "categories", cats)
 
     @property
@@ -373,7 +425,11 @@ class Histogram(Transformation):
         return len(self.edges) - 1 if self.edges is not None else len(self.categories)
 
     def describe(self) -> str:
-        return f"histogram(edges={list(self.edges)})" if self.edges is not None else f"histogram(categories={list(self.categories)})"
+        return (
+            f"histogram(edges={list(self.edges)})"
+            if self.edges is not None
+            else f"histogram(categories={list(self.categories)})"
+        )
 
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "histogram")
@@ -407,6 +463,7 @@ register(Clamp, MapRecords, ClipNorm, Column, Count, Sum, SumSquares, SumProduct
 
 
 # --------------------------------------------------------------------------- public constructors
+
 
 def clamp(lo: Any, hi: Any) -> Clamp:
     """Clamp every record (every column) to ``[lo, hi]``."""

@@ -46,7 +46,9 @@ def _registrar(table: dict) -> Callable:
             for t in types:
                 table[t] = fn
             return fn
+
         return add
+
     return register
 
 
@@ -100,8 +102,9 @@ class _Walk:
         laplace_l1_steps(self.pb, 2, grid="discrete Laplace on the grid, in grid steps (b = t = scale/g)")
         for i in range(before, len(self.pb.steps)):
             o = self.pb.steps[i]
-            self.pb.steps[i] = Obligation("[family: grid Laplace] " + o.statement, o.formula, o.justification, o.checker,
-                                          o.discharged, o.detail)
+            self.pb.steps[i] = Obligation(
+                "[family: grid Laplace] " + o.statement, o.formula, o.justification, o.checker, o.discharged, o.detail
+            )
 
     def _family(self, name: str, obligations: tuple) -> None:
         """Add a family's lemma (proved once, symbolically) the first time a node of it appears."""
@@ -109,9 +112,12 @@ class _Walk:
             return
         self.families.add(name)
         tag = f"[family: {name}] "
-        self.pb.add([Obligation(tag + o.statement, o.formula, o.justification, o.checker, o.discharged, o.detail)
-                     for o in obligations])
-
+        self.pb.add(
+            [
+                Obligation(tag + o.statement, o.formula, o.justification, o.checker, o.discharged, o.detail)
+                for o in obligations
+            ]
+        )
 
     # --- dispatch by what a node is ------------------------------------------------------
     def transformation(self, path: str, t: Transformation, space: Space, d: Distance) -> Distance:
@@ -148,7 +154,13 @@ class _Walk:
     def _post(self, path: str, step: Step) -> None:
         if isinstance(step, Post):
             for o in lemmas.post_processing(step.describe()):
-                self.pb.add([Obligation(self._tag(path, o.statement), o.formula, o.justification, o.checker, o.discharged, o.detail)])
+                self.pb.add(
+                    [
+                        Obligation(
+                            self._tag(path, o.statement), o.formula, o.justification, o.checker, o.discharged, o.detail
+                        )
+                    ]
+                )
         elif isinstance(step, Chain):
             self._post(path, step.first)
             self._post(path, step.second)

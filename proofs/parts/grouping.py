@@ -68,46 +68,72 @@ def _family() -> tuple[Obligation, ...]:
     y, c = sym("y"), sym("c")
     p, n = sym("p", nonnegative=True), sym("n", integer=True, nonnegative=True)
     return (
-        discharge("discrete Laplace tail: Σ_{k>=a} (1 − q)/(1 + q)·q^k = q^a/(1 + q) for integers a >= 0 (geometric "
-                  "series, 0 < q = e^{−1/t} < 1)", sp.Eq(sp.simplify((1 - q) / (1 + q) * q ** a / (1 - q)), q ** a / (1 + q)),
-                  "algebra (sympy simplify)", use_z3=False),
+        discharge(
+            "discrete Laplace tail: Σ_{k>=a} (1 − q)/(1 + q)·q^k = q^a/(1 + q) for integers a >= 0 (geometric "
+            "series, 0 < q = e^{−1/t} < 1)",
+            sp.Eq(sp.simplify((1 - q) / (1 + q) * q**a / (1 - q)), q**a / (1 + q)),
+            "algebra (sympy simplify)",
+            use_z3=False,
+        ),
         _argued("the geometric series Σ_{k>=a} q^k = q^a/(1 − q) converges for 0 <= q < 1", "standard"),
-        discharge("[key in E] pointwise loss of a count raised by 1: ln P(K = y − c) − ln P(K = y − c − 1) = "
-                  "(|y − c − 1| − |y − c|)/t <= 1/t", sp.Le(sp.Abs(y - c - 1) - sp.Abs(y - c), 1),
-                  "triangle inequality (z3 over the reals; both orders by symmetry)"),
-        _argued("[key in E] the encoded output f(c + K) (f(y) = y if y >= T else 0) is a function of c + K: post-"
-                "processing keeps the 1/t bound; the keys of E are independent, so the block is |E|/t-DP",
-                "Dwork & Roth 2014 Thm 2.1 (post-processing) and Thm 3.16 (composition of independent parts)"),
-        _argued("[key in N] on D the key is absent (count 0) and encoded 0 surely; on D' its count is 1 and it is "
-                "released iff 1 + K >= T, with probability p = P(K >= T − 1) = q^{T−1}/(1 + q) (T >= 1)",
-                "the sampler: an absent key is never released (mechanisms.parts.grouping.GroupBy.release)"),
-        _argued("[adding] R = 'some key of N released' has P_D(R) = 0 and P_D'(R) = 1 − (1 − p)^{|N|} (independent keys); "
-                "P_D'(S) <= P_D'(S ∖ R) + P_D'(R) <= e^{|E|/t} P_D(S) + 1 − (1 − p)^{|N|}",
-                "on the complement of R the N keys are 0 as on D; then (i)"),
-        _argued("[removing] P_D(S) − e^ε P_D'(S) <= P_D^E(S₀) − e^ε (1 − p)^{|N|} P_D'^E(S₀) <= P_D^E(S₀)(1 − (1 − p)^{|N|}) "
-                "<= 1 − (1 − p)^{|N|} for ε >= |E|/t (S₀: S with the N keys 0; P^E: the other keys' law)",
-                "P_D'(S) >= P_D'(S ∖ R) = (1 − p)^{|N|} P_D'^E(S₀) and P_D'^E(S₀) >= e^{−|E|/t} P_D^E(S₀) by (i)"),
-        discharge("[worst case] δ = 1 − (1 − p)^n grows with n: 1 − (1 − p)^{n+1} − (1 − (1 − p)^n) = p(1 − p)^n >= 0",
-                  sp.Eq(sp.expand((1 - (1 - p) ** (n + 1)) - (1 - (1 - p) ** n) - p * (1 - p) ** n), 0),
-                  "algebra; 0 <= p <= 1", use_z3=False),
-        _argued("hence with |E| + |N| <= L: (ε, δ) = (L/t, 1 − (1 − p)^L) in both directions",
-                "ε grows with |E| and δ with |N|; Korolova et al. 2009, Wilson et al. 2020 §3.2"),
+        discharge(
+            "[key in E] pointwise loss of a count raised by 1: ln P(K = y − c) − ln P(K = y − c − 1) = "
+            "(|y − c − 1| − |y − c|)/t <= 1/t",
+            sp.Le(sp.Abs(y - c - 1) - sp.Abs(y - c), 1),
+            "triangle inequality (z3 over the reals; both orders by symmetry)",
+        ),
+        _argued(
+            "[key in E] the encoded output f(c + K) (f(y) = y if y >= T else 0) is a function of c + K: post-"
+            "processing keeps the 1/t bound; the keys of E are independent, so the block is |E|/t-DP",
+            "Dwork & Roth 2014 Thm 2.1 (post-processing) and Thm 3.16 (composition of independent parts)",
+        ),
+        _argued(
+            "[key in N] on D the key is absent (count 0) and encoded 0 surely; on D' its count is 1 and it is "
+            "released iff 1 + K >= T, with probability p = P(K >= T − 1) = q^{T−1}/(1 + q) (T >= 1)",
+            "the sampler: an absent key is never released (mechanisms.parts.grouping.GroupBy.release)",
+        ),
+        _argued(
+            "[adding] R = 'some key of N released' has P_D(R) = 0 and P_D'(R) = 1 − (1 − p)^{|N|} (independent keys); "
+            "P_D'(S) <= P_D'(S ∖ R) + P_D'(R) <= e^{|E|/t} P_D(S) + 1 − (1 − p)^{|N|}",
+            "on the complement of R the N keys are 0 as on D; then (i)",
+        ),
+        _argued(
+            "[removing] P_D(S) − e^ε P_D'(S) <= P_D^E(S₀) − e^ε (1 − p)^{|N|} P_D'^E(S₀) <= P_D^E(S₀)(1 − (1 − p)^{|N|}) "
+            "<= 1 − (1 − p)^{|N|} for ε >= |E|/t (S₀: S with the N keys 0; P^E: the other keys' law)",
+            "P_D'(S) >= P_D'(S ∖ R) = (1 − p)^{|N|} P_D'^E(S₀) and P_D'^E(S₀) >= e^{−|E|/t} P_D^E(S₀) by (i)",
+        ),
+        discharge(
+            "[worst case] δ = 1 − (1 − p)^n grows with n: 1 − (1 − p)^{n+1} − (1 − (1 − p)^n) = p(1 − p)^n >= 0",
+            sp.Eq(sp.expand((1 - (1 - p) ** (n + 1)) - (1 - (1 - p) ** n) - p * (1 - p) ** n), 0),
+            "algebra; 0 <= p <= 1",
+            use_z3=False,
+        ),
+        _argued(
+            "hence with |E| + |N| <= L: (ε, δ) = (L/t, 1 − (1 − p)^L) in both directions",
+            "ε grows with |E| and δ with |N|; Korolova et al. 2009, Wilson et al. 2020 §3.2",
+        ),
     )
 
 
 @functools.lru_cache(maxsize=None)
 def _bounding_family() -> tuple[Obligation, ...]:
     return (
-        _argued("bound_contributions: each user's kept records are a function of that user's records and that user's "
-                "own random order only; other users' kept records have the same law on D and D' = D + one user",
-                "the sampler (mechanisms.parts.grouping.user_counts: one permutation per user and release)"),
-        _argued("the added user keeps at most k = max_records records of at most ℓ = max_partitions keys, so raises at "
-                "most min(k, ℓ) keys' distinct-user counts, each by exactly 1 (the user counts once per key)",
-                "the kept set: walking the user's order, a record is kept while its key is among the first ℓ keys met, "
-                "fewer than m of its key and fewer than k in all are kept"),
-        _argued("the bound for every draw of the bounding gives the bound for the mixture: P_D'(S) − e^ε P_D(S) = "
-                "Σ_r w_r (P_{D',r}(S) − e^ε P_{D,r}(S)) with the same weights w_r (other users' draws) on both sides",
-                "the hockey-stick divergence is jointly convex (a mixture over a shared random draw)"),
+        _argued(
+            "bound_contributions: each user's kept records are a function of that user's records and that user's "
+            "own random order only; other users' kept records have the same law on D and D' = D + one user",
+            "the sampler (mechanisms.parts.grouping.user_counts: one permutation per user and release)",
+        ),
+        _argued(
+            "the added user keeps at most k = max_records records of at most ℓ = max_partitions keys, so raises at "
+            "most min(k, ℓ) keys' distinct-user counts, each by exactly 1 (the user counts once per key)",
+            "the kept set: walking the user's order, a record is kept while its key is among the first ℓ keys met, "
+            "fewer than m of its key and fewer than k in all are kept",
+        ),
+        _argued(
+            "the bound for every draw of the bounding gives the bound for the mixture: P_D'(S) − e^ε P_D(S) = "
+            "Σ_r w_r (P_{D',r}(S) − e^ε P_{D,r}(S)) with the same weights w_r (other users' draws) on both sides",
+            "the hockey-stick divergence is jointly convex (a mixture over a shared random draw)",
+        ),
     )
 
 
@@ -132,33 +158,51 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
         one = walk.transformation(_join(here, agg.describe()), agg, sp_, d)
         agg_space = agg.out_space(sp_)
         c1 = one.l1
-        walk.fact(here, f"one unit adds at most {L1} records over at most {L} keys, at most {m1} in one key; the key's "
-                        f"{agg.describe()} is a sum of per-record contributions, each moving it by at most {c1} (above): "
-                        f"per key |Δ| <= {m1}·{c1}, over the keys Σ|Δ| <= {L1}·{c1}",
-                  "triangle inequality over the added records (group privacy of an additive aggregate)")
+        walk.fact(
+            here,
+            f"one unit adds at most {L1} records over at most {L} keys, at most {m1} in one key; the key's "
+            f"{agg.describe()} is a sum of per-record contributions, each moving it by at most {c1} (above): "
+            f"per key |Δ| <= {m1}·{c1}, over the keys Σ|Δ| <= {L1}·{c1}",
+            "triangle inequality over the added records (group privacy of an additive aggregate)",
+        )
         walk.laplace_family()
         gq, tq = noise.g, noise.t
         if agg_space.quantum is not None and (agg_space.quantum / gq).denominator == 1:
             D = Fraction(L1) * c1 / gq
-            walk.fact(here, f"values are multiples of {agg_space.quantum}, a multiple of the grid g = {gq}: rounding is "
-                            f"exact, so the keys' centres move by Σ D_key <= {L1}·{c1}/g = {D} grid steps",
-                      "floor(v/g + 1/2) = v/g when v/g is an integer")
+            walk.fact(
+                here,
+                f"values are multiples of {agg_space.quantum}, a multiple of the grid g = {gq}: rounding is "
+                f"exact, so the keys' centres move by Σ D_key <= {L1}·{c1}/g = {D} grid steps",
+                "floor(v/g + 1/2) = v/g when v/g is an integer",
+            )
         else:
             walk.pb.add(walk._rounding())
             D = Fraction(min(math.ceil(Fraction(L1) * c1 / gq) + L - 1, L * math.ceil(Fraction(m1) * c1 / gq)))
-            walk.evaluate(here, f"rounding to g = {gq}: each key's centre moves by at most ceil(|Δ_key|/g) < |Δ_key|/g + 1, "
-                                f"so Σ D_key <= min(ceil({L1}·{c1}/g) + L − 1, L·ceil({m1}·{c1}/g)) = {D} grid steps",
-                          sp.Eq(sp.Min(sp.ceiling(_F(Fraction(L1) * c1 / gq)) + L - 1,
-                                       L * sp.ceiling(_F(Fraction(m1) * c1 / gq))), _F(D)),
-                          "grid-rounding lemma per key; an integer below X + L is at most ceil(X) + L − 1")
+            walk.evaluate(
+                here,
+                f"rounding to g = {gq}: each key's centre moves by at most ceil(|Δ_key|/g) < |Δ_key|/g + 1, "
+                f"so Σ D_key <= min(ceil({L1}·{c1}/g) + L − 1, L·ceil({m1}·{c1}/g)) = {D} grid steps",
+                sp.Eq(
+                    sp.Min(sp.ceiling(_F(Fraction(L1) * c1 / gq)) + L - 1, L * sp.ceiling(_F(Fraction(m1) * c1 / gq))),
+                    _F(D),
+                ),
+                "grid-rounding lemma per key; an integer below X + L is at most ceil(X) + L − 1",
+            )
         walk.fact(here, "saturating each centre to [−2**52, 2**52] grid steps is 1-Lipschitz", "saturation")
         eps = _F(D) / _F(tq)
-        walk.evaluate(here, f"{noise.describe()} on each released key, independent: ε = Σ D_key/t = {_F(D)}/{_F(tq)} = {eps}",
-                      sp.Eq(eps, _F(D / tq)), "grid Laplace privacy map per key, composed over the keys (independent)")
+        walk.evaluate(
+            here,
+            f"{noise.describe()} on each released key, independent: ε = Σ D_key/t = {_F(D)}/{_F(tq)} = {eps}",
+            sp.Eq(eps, _F(D / tq)),
+            "grid Laplace privacy map per key, composed over the keys (independent)",
+        )
         total += eps
-    walk.fact(path, "a part's outputs are released only with their key: on a key in N they are 0 on D and, outside the "
-                    "event R, on D' too, so R absorbs them; on a key in E they add their ε to the key's",
-              "the sampler zeroes the part where the selection coordinate is 0 (GroupBy.release)")
+    walk.fact(
+        path,
+        "a part's outputs are released only with their key: on a key in N they are 0 on D and, outside the "
+        "event R, on D' too, so R absorbs them; on a key in E they add their ε to the key's",
+        "the sampler zeroes the part where the selection coordinate is 0 (GroupBy.release)",
+    )
     return total
 
 
@@ -167,41 +211,80 @@ def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: Space, L1
 
     patched = patched_code(G.PartitionSelect)
     if patched is not None:
-        walk.pb.add([Obligation(walk._tag(path, f"{patched} is the code as defined"), sp.false,
-                                "the family's lemma is about PartitionSelect as its class statement defined it",
-                                "lemma", False, "patched code")])
+        walk.pb.add(
+            [
+                Obligation(
+                    walk._tag(path, f"{patched} is the code as defined"),
+                    sp.false,
+                    "the family's lemma is about PartitionSelect as its class statement defined it",
+                    "lemma",
+                    False,
+                    "patched code",
+                )
+            ]
+        )
     walk._family("group-by with Laplace partition selection", _family())
     sel = g.select
     t = _F(sel.t)
     T = sel.T
-    walk.evaluate(path, f"integer threshold T = ceil({sel.threshold}) = {T} >= 1", sp.Ge(T, 1),
-                  "c + K is an integer, so c + K >= τ iff c + K >= ceil(τ); exact")
-    walk.fact(path, f"one neighbour changes the counts of at most L = {L} encoded keys, each by exactly 1: {why}",
-              "the stability of what precedes the group-by")
+    walk.evaluate(
+        path,
+        f"integer threshold T = ceil({sel.threshold}) = {T} >= 1",
+        sp.Ge(T, 1),
+        "c + K is an integer, so c + K >= τ iff c + K >= ceil(τ); exact",
+    )
+    walk.fact(
+        path,
+        f"one neighbour changes the counts of at most L = {L} encoded keys, each by exactly 1: {why}",
+        "the stability of what precedes the group-by",
+    )
     p, delta = selection_delta(sel, L)
     eps = sp.Integer(L) / t
     walk.evaluate(path, f"{g.describe()}: ε = L/t = {L}/{t} = {eps}", sp.Eq(eps, L / t), "the family's map, exact")
     if g.part is not None:
         part_eps = _parts_epsilon(walk, path, g, space, L, L1, m1)
         eps = eps + part_eps
-        walk.evaluate(path, f"selection and parts: ε = {eps}", sp.Eq(eps, sp.Integer(L) / t + part_eps),
-                      "basic composition per key (independent noise), exact")
-    walk.evaluate(path, f"p = P(K >= T − 1) = e^(−{T - 1}/{t})/(1 + e^(−1/{t})) ≈ {float(sp.N(p, 15)):.6g} in (0, 1); "
-                        f"δ = 1 − (1 − p)^{L} ≈ {float(sp.N(delta, 15)):.6g}",
-                  sp.And(sp.Gt(p, 0), sp.Lt(p, 1)), "exact evaluation")
+        walk.evaluate(
+            path,
+            f"selection and parts: ε = {eps}",
+            sp.Eq(eps, sp.Integer(L) / t + part_eps),
+            "basic composition per key (independent noise), exact",
+        )
+    walk.evaluate(
+        path,
+        f"p = P(K >= T − 1) = e^(−{T - 1}/{t})/(1 + e^(−1/{t})) ≈ {float(sp.N(p, 15)):.6g} in (0, 1); "
+        f"δ = 1 − (1 − p)^{L} ≈ {float(sp.N(delta, 15)):.6g}",
+        sp.And(sp.Gt(p, 0), sp.Lt(p, 1)),
+        "exact evaluation",
+    )
     return A.leaf(eps, sp.oo, ("partition_select", L), None, delta)
 
 
 def account(walk: Any, path: str, g: G.GroupBy, space: Space, d: Distance) -> A.Account:
     """A group-by on records under add/remove of one record (each record its own user)."""
     if not isinstance(d.relation, AddRemove):
-        walk.pb.add([Obligation(walk._tag(path, f"{g.describe()} under {d.describe()}"), sp.false,
-                                "partition selection is proved here under add/remove of one record or of one user "
-                                "(dp.bound_contributions); declare relation=AddRemove() or dp.AddRemoveUser(...)",
-                                "lemma", False, "not proved for this relation")])
+        walk.pb.add(
+            [
+                Obligation(
+                    walk._tag(path, f"{g.describe()} under {d.describe()}"),
+                    sp.false,
+                    "partition selection is proved here under add/remove of one record or of one user "
+                    "(dp.bound_contributions); declare relation=AddRemove() or dp.AddRemoveUser(...)",
+                    "lemma",
+                    False,
+                    "not proved for this relation",
+                )
+            ]
+        )
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
-    return _leaf(walk, path, g, 1, "under add/remove one record, whose key is one key (a record-wise step before "
-                                   "keeps it one record)", space)
+    return _leaf(
+        walk,
+        path,
+        g,
+        1,
+        "under add/remove one record, whose key is one key (a record-wise step before keeps it one record)",
+        space,
+    )
 
 
 def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance) -> A.Account:
@@ -210,20 +293,34 @@ def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance
     if post is not None:
         walk._post(path, post)
     if not isinstance(d.relation, G.AddRemoveUser) or d.relation.user != b.user:
-        walk.pb.add([Obligation(walk._tag(path, f"{b.describe()} under {d.describe()}"), sp.false,
-                                "contribution bounding is proved for add/remove of one user in its user column",
-                                "lemma", False, "not proved for this relation")])
+        walk.pb.add(
+            [
+                Obligation(
+                    walk._tag(path, f"{b.describe()} under {d.describe()}"),
+                    sp.false,
+                    "contribution bounding is proved for add/remove of one user in its user column",
+                    "lemma",
+                    False,
+                    "not proved for this relation",
+                )
+            ]
+        )
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     walk._family("contribution bounding", _bounding_family())
     L = min(b.partitions, len(g.keys))
     ell = b.max_records if b.max_partitions is None else b.max_partitions
-    walk.evaluate(_join(path, "bound_contributions"),
-                  f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
-                  f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
-                  sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L), "exact")
+    walk.evaluate(
+        _join(path, "bound_contributions"),
+        f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
+        f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
+        sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L),
+        "exact",
+    )
     m1 = min(b.max_per_partition, b.max_records)
     L1 = min(b.max_records, L * m1)
-    return _leaf(walk, _join(path, "group_by"), g, L, f"one user, bounded to {L} keys, counted once per key", space, L1, m1)
+    return _leaf(
+        walk, _join(path, "group_by"), g, L, f"one user, bounded to {L} keys, counted once per key", space, L1, m1
+    )
 
 
 def _join(path: str, part: str) -> str:
@@ -232,16 +329,26 @@ def _join(path: str, part: str) -> str:
 
 # --------------------------------------------------------------------------- judging an (ε, δ) account
 
+
 def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | None]:
     """The verdict for an account with δ > 0 (partition selection), by basic composition only."""
     claim = pb.claim
     delta = prof.delta
     witness = _delta_witness(m, prof)
     if not isinstance(claim, ApproxDP):
-        pb.add([Obligation(f"{claim.describe()}: partition selection releases a key with probability 0 on one neighbour "
-                           "and > 0 on the other, so no pure or Rényi bound holds", sp.false,
-                           "δ > 0 is necessary (the released event has probability 0 on D)", "lemma", False,
-                           "not pure DP")])
+        pb.add(
+            [
+                Obligation(
+                    f"{claim.describe()}: partition selection releases a key with probability 0 on one neighbour "
+                    "and > 0 on the other, so no pure or Rényi bound holds",
+                    sp.false,
+                    "δ > 0 is necessary (the released event has probability 0 on D)",
+                    "lemma",
+                    False,
+                    "not pure DP",
+                )
+            ]
+        )
         if witness is not None and isinstance(claim, PureDP):
             w, p_release = witness
             pb.refute(w, f"P_D(S) = 0 and P_D'(S) = {p_release} > 0 for S = {w.event.description}: no finite ε")
@@ -249,21 +356,44 @@ def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | Non
     exact(claim.epsilon)  # read exactly (raises on a non-exact claim)
     delta_c = exact(claim.delta)
     if prof.eps is None:
-        pb.add([Obligation("every part beside the partition selection is pure DP", sp.false,
-                           "(ε, δ) parts are composed here by basic composition of pure parts and selections only",
-                           "lemma", False, "a part is not pure DP")])
+        pb.add(
+            [
+                Obligation(
+                    "every part beside the partition selection is pure DP",
+                    sp.false,
+                    "(ε, δ) parts are composed here by basic composition of pure parts and selections only",
+                    "lemma",
+                    False,
+                    "a part is not pure DP",
+                )
+            ]
+        )
         return None, None
-    pb.fact(f"basic composition: ε = Σ ε_i = {prof.eps}, δ = Σ δ_i = {delta}",
-            "Dwork & Roth 2014 Thm 3.16 (pure parts have δ_i = 0)")
+    pb.fact(
+        f"basic composition: ε = Σ ε_i = {prof.eps}, δ = Σ δ_i = {delta}",
+        "Dwork & Roth 2014 Thm 3.16 (pure parts have δ_i = 0)",
+    )
     pb.claim_bound(prof.eps)
     ok = exact_sign(sp.log(delta_c) - sp.log(delta)) in (0, 1)
-    pb.add([Obligation(f"δ = {delta} ≈ {float(sp.N(delta, 15)):.6g} <= claimed δ = {claim.delta}: ln δ <= ln δ_claim",
-                       sp.Le(sp.log(delta), sp.log(delta_c), evaluate=False), "exact evaluation (log space)", "exact",
-                       bool(ok), f"sign of ln δ_claim − ln δ: {exact_sign(sp.log(delta_c) - sp.log(delta))}")])
+    pb.add(
+        [
+            Obligation(
+                f"δ = {delta} ≈ {float(sp.N(delta, 15)):.6g} <= claimed δ = {claim.delta}: ln δ <= ln δ_claim",
+                sp.Le(sp.log(delta), sp.log(delta_c), evaluate=False),
+                "exact evaluation (log space)",
+                "exact",
+                bool(ok),
+                f"sign of ln δ_claim − ln δ: {exact_sign(sp.log(delta_c) - sp.log(delta))}",
+            )
+        ]
+    )
     if witness is not None and exact_sign(delta - delta_c) == 1:
         w, p_release = witness
-        pb.refute(w, f"P_D'(S) = {float(sp.N(p_release, 15)):.6g} > e^ε·P_D(S) + δ = 0 + {claim.delta} for S = "
-                     f"{w.event.description} (P_D(S) = 0)")
+        pb.refute(
+            w,
+            f"P_D'(S) = {float(sp.N(p_release, 15)):.6g} > e^ε·P_D(S) + δ = 0 + {claim.delta} for S = "
+            f"{w.event.description} (P_D(S) = 0)",
+        )
     return prof.eps, float(sp.N(delta, 20))
 
 
@@ -297,8 +427,9 @@ def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
 
     event = Event(released, f"one of the keys {sorted(keys)} released (coordinates {cols} not 0)")
     _, delta = selection_delta(g.select, L)
-    return Witness(d2, d, event, None, float("inf"), "a unit on L new keys: released with probability δ on D', "
-                                                      "never on D"), delta
+    return Witness(
+        d2, d, event, None, float("inf"), "a unit on L new keys: released with probability δ on D', never on D"
+    ), delta
 
 
 from . import _walk as W  # noqa: E402

@@ -37,19 +37,38 @@ def _rr_family() -> tuple[Obligation, ...]:
     Z = sp.exp(L) + K - 1
     p_true, p_other = sp.exp(L) / Z, 1 / Z
     obs = [
-        discharge("pmf: P(y = x) = e^L/Z and P(y = c) = 1/Z for each of the k − 1 other categories c, Z = e^L + k − 1; "
-                  "it sums to 1", sp.Eq(p_true + (K - 1) * p_other, 1), "algebra"),
-        discharge("every category has positive probability (Z > 0), so every loss is finite",
-                  sp.And(sp.Gt(p_true, 0), sp.Gt(p_other, 0)), "e^L > 0 and k >= 1"),
+        discharge(
+            "pmf: P(y = x) = e^L/Z and P(y = c) = 1/Z for each of the k − 1 other categories c, Z = e^L + k − 1; "
+            "it sums to 1",
+            sp.Eq(p_true + (K - 1) * p_other, 1),
+            "algebra",
+        ),
+        discharge(
+            "every category has positive probability (Z > 0), so every loss is finite",
+            sp.And(sp.Gt(p_true, 0), sp.Gt(p_other, 0)),
+            "e^L > 0 and k >= 1",
+        ),
     ]
-    for hyp, loss, value in (("y = x, so y ≠ x'", sp.log(p_true) - sp.log(p_other), L),
-                             ("y = x', so y ≠ x", sp.log(p_other) - sp.log(p_true), -L),
-                             ("y ∉ {x, x'} (k >= 3)", sp.log(p_other) - sp.log(p_other), sp.Integer(0))):
-        obs.append(discharge(f"[case {hyp}] ln P(y|x) − ln P(y|x') = {value} (Z cancels in log space)",
-                             sp.Eq(loss, value), "expand_log; Z > 0"))
+    for hyp, loss, value in (
+        ("y = x, so y ≠ x'", sp.log(p_true) - sp.log(p_other), L),
+        ("y = x', so y ≠ x", sp.log(p_other) - sp.log(p_true), -L),
+        ("y ∉ {x, x'} (k >= 3)", sp.log(p_other) - sp.log(p_other), sp.Integer(0)),
+    ):
+        obs.append(
+            discharge(
+                f"[case {hyp}] ln P(y|x) − ln P(y|x') = {value} (Z cancels in log space)",
+                sp.Eq(loss, value),
+                "expand_log; Z > 0",
+            )
+        )
         obs.append(discharge(f"[case {hyp}] the loss {value} is <= L", sp.Le(value, L), "L >= 0"))
-    obs.append(_argued("the three cases are exhaustive for x ≠ x', so sup_y ln P(y|x) − ln P(y|x') = L (attained at y = x): "
-                       "ε = L, pure DP for any two records", "y = x, y = x', or neither (Kairouz, Oh & Viswanath 2014)"))
+    obs.append(
+        _argued(
+            "the three cases are exhaustive for x ≠ x', so sup_y ln P(y|x) − ln P(y|x') = L (attained at y = x): "
+            "ε = L, pure DP for any two records",
+            "y = x, y = x', or neither (Kairouz, Oh & Viswanath 2014)",
+        )
+    )
     return tuple(obs)
 
 
@@ -61,13 +80,21 @@ def _warner_family() -> tuple[Obligation, ...]:
     p = r / (1 + r)
     L = sp.log(r)
     return (
-        discharge("p ↦ r = p/(1 − p) is inverted by p = r/(1 + r): (r/(1 + r))/(1 − r/(1 + r)) = r",
-                  sp.Eq(p / (1 - p), r), "algebra"),
-        discharge("with L = ln r = ln(p/(1 − p)): P(y = x) = p = e^L/(e^L + 2 − 1) and P(y ≠ x) = 1 − p = 1/(e^L + 2 − 1), "
-                  "the pmf of k-ary randomized response at k = 2",
-                  sp.And(sp.Eq(p, sp.exp(L) / (sp.exp(L) + 1)), sp.Eq(1 - p, 1 / (sp.exp(L) + 1))), "exp(ln r) = r, r > 0"),
-        _argued("hence ε = L = ln(p/(1 − p)) by the k-ary randomized response lemma (its hypothesis L >= 0 is p >= 1/2)",
-                "Warner 1965; the same law, so the same privacy loss"),
+        discharge(
+            "p ↦ r = p/(1 − p) is inverted by p = r/(1 + r): (r/(1 + r))/(1 − r/(1 + r)) = r",
+            sp.Eq(p / (1 - p), r),
+            "algebra",
+        ),
+        discharge(
+            "with L = ln r = ln(p/(1 − p)): P(y = x) = p = e^L/(e^L + 2 − 1) and P(y ≠ x) = 1 − p = 1/(e^L + 2 − 1), "
+            "the pmf of k-ary randomized response at k = 2",
+            sp.And(sp.Eq(p, sp.exp(L) / (sp.exp(L) + 1)), sp.Eq(1 - p, 1 / (sp.exp(L) + 1))),
+            "exp(ln r) = r, r > 0",
+        ),
+        _argued(
+            "hence ε = L = ln(p/(1 − p)) by the k-ary randomized response lemma (its hypothesis L >= 0 is p >= 1/2)",
+            "Warner 1965; the same law, so the same privacy loss",
+        ),
     )
 
 
@@ -81,29 +108,54 @@ def _rappor_family() -> tuple[Obligation, ...]:
     ell = sym("ell", nonnegative=True)
     keep, flip = sp.exp(ell) / (1 + sp.exp(ell)), 1 / (1 + sp.exp(ell))
     obs = [
-        discharge("f ↦ r = (1 − f/2)/(f/2) = (2 − f)/f is inverted by f = 2/(1 + r)",
-                  sp.Eq((1 - f / 2) / (f / 2), r), "algebra"),
-        discharge("with ℓ = ln r: a bit is flipped with probability f/2 = 1/(1 + e^ℓ) and kept with probability "
-                  "1 − f/2 = e^ℓ/(1 + e^ℓ)",
-                  sp.And(sp.Eq(f / 2, 1 / (1 + sp.exp(sp.log(r)))), sp.Eq(1 - f / 2, sp.exp(sp.log(r)) / (1 + sp.exp(sp.log(r))))),
-                  "exp(ln r) = r, r > 0"),
-        discharge("each bit's law sums to 1 and both outcomes have positive probability",
-                  sp.And(sp.Eq(keep + flip, 1), sp.Gt(keep, 0), sp.Gt(flip, 0)), "algebra; e^ℓ > 0"),
-        _argued("independence: ln P(y|x) = Σ_j ln P(y_j | b_j), b = onehot(x)", "the sampler draws k independent flips"),
-        _argued("onehot(x) and onehot(x') differ exactly in bits x and x' (x ≠ x'); the other k − 2 factors are equal "
-                "and cancel in ln P(y|x) − ln P(y|x')", "one-hot encoding"),
-        discharge("a differing bit reported as its value under x contributes ln(keep/flip) = ℓ",
-                  sp.Eq(sp.log(keep) - sp.log(flip), ell), "expand_log"),
-        discharge("a differing bit reported as its value under x' contributes ln(flip/keep) = −ℓ",
-                  sp.Eq(sp.log(flip) - sp.log(keep), -ell), "expand_log"),
+        discharge(
+            "f ↦ r = (1 − f/2)/(f/2) = (2 − f)/f is inverted by f = 2/(1 + r)",
+            sp.Eq((1 - f / 2) / (f / 2), r),
+            "algebra",
+        ),
+        discharge(
+            "with ℓ = ln r: a bit is flipped with probability f/2 = 1/(1 + e^ℓ) and kept with probability "
+            "1 − f/2 = e^ℓ/(1 + e^ℓ)",
+            sp.And(
+                sp.Eq(f / 2, 1 / (1 + sp.exp(sp.log(r)))), sp.Eq(1 - f / 2, sp.exp(sp.log(r)) / (1 + sp.exp(sp.log(r))))
+            ),
+            "exp(ln r) = r, r > 0",
+        ),
+        discharge(
+            "each bit's law sums to 1 and both outcomes have positive probability",
+            sp.And(sp.Eq(keep + flip, 1), sp.Gt(keep, 0), sp.Gt(flip, 0)),
+            "algebra; e^ℓ > 0",
+        ),
+        _argued(
+            "independence: ln P(y|x) = Σ_j ln P(y_j | b_j), b = onehot(x)", "the sampler draws k independent flips"
+        ),
+        _argued(
+            "onehot(x) and onehot(x') differ exactly in bits x and x' (x ≠ x'); the other k − 2 factors are equal "
+            "and cancel in ln P(y|x) − ln P(y|x')",
+            "one-hot encoding",
+        ),
+        discharge(
+            "a differing bit reported as its value under x contributes ln(keep/flip) = ℓ",
+            sp.Eq(sp.log(keep) - sp.log(flip), ell),
+            "expand_log",
+        ),
+        discharge(
+            "a differing bit reported as its value under x' contributes ln(flip/keep) = −ℓ",
+            sp.Eq(sp.log(flip) - sp.log(keep), -ell),
+            "expand_log",
+        ),
     ]
     for a, b in itertools.product((True, False), repeat=2):
         v = (ell if a else -ell) + (ell if b else -ell)
         how = {True: "reported as under x", False: "reported as under x'"}
-        obs.append(discharge(f"[case bit x {how[a]}, bit x' {how[b]}] "
-                             f"loss {v} <= 2ℓ", sp.Le(v, 2 * ell), "ℓ >= 0"))
-    obs.append(_argued("the four cases are exhaustive, so sup_y ln P(y|x) − ln P(y|x') = 2ℓ (attained at y = onehot(x)): "
-                       "ε = 2ℓ = 2 ln((1 − f/2)/(f/2))", "Erlingsson, Pihur & Korolova 2014, Thm 1 (h = 1)"))
+        obs.append(discharge(f"[case bit x {how[a]}, bit x' {how[b]}] loss {v} <= 2ℓ", sp.Le(v, 2 * ell), "ℓ >= 0"))
+    obs.append(
+        _argued(
+            "the four cases are exhaustive, so sup_y ln P(y|x) − ln P(y|x') = 2ℓ (attained at y = onehot(x)): "
+            "ε = 2ℓ = 2 ln((1 − f/2)/(f/2))",
+            "Erlingsson, Pihur & Korolova 2014, Thm 1 (h = 1)",
+        )
+    )
     return tuple(obs)
 
 
@@ -118,8 +170,12 @@ def local(walk: Any, path: str, m: LocalRandomizer, space: Space) -> Profile:
         L = _F(m.L)
         model = (sp.exp(L) / (sp.exp(L) + k - 1), 1 / (sp.exp(L) + k - 1))
         eps, rr = L, (k, L)
-        walk.evaluate(path, f"{m.describe()} on k = {k} categories: L = {L} >= 0, so ε = L = {eps}", sp.Ge(L, 0),
-                      "the family's privacy map (hypothesis L >= 0), exact arithmetic")
+        walk.evaluate(
+            path,
+            f"{m.describe()} on k = {k} categories: L = {L} >= 0, so ε = L = {eps}",
+            sp.Ge(L, 0),
+            "the family's privacy map (hypothesis L >= 0), exact arithmetic",
+        )
     elif isinstance(m, LocalWarner):
         walk._family("k-ary randomized response", _rr_family())
         walk._family("Warner randomized response", _warner_family())
@@ -127,22 +183,34 @@ def local(walk: Any, path: str, m: LocalRandomizer, space: Space) -> Profile:
         model = (p, 1 - p)
         eps = sp.log(p / (1 - p))
         rr = (2, eps)
-        walk.evaluate(path, f"{m.describe()}: binary randomized response with L = ln(p/(1 − p)) = {eps} >= 0 "
-                            f"(p = {p} >= 1/2), so ε = L", sp.Ge(eps, 0),
-                      "the family's reduction to k-ary randomized response at k = 2; exact evaluation")
+        walk.evaluate(
+            path,
+            f"{m.describe()}: binary randomized response with L = ln(p/(1 − p)) = {eps} >= 0 "
+            f"(p = {p} >= 1/2), so ε = L",
+            sp.Ge(eps, 0),
+            "the family's reduction to k-ary randomized response at k = 2; exact evaluation",
+        )
     else:
         walk._family("RAPPOR bit flipping", _rappor_family())
         f = _F(m.f_exact)
         model = (1 - f / 2, f / 2)
         ell = sp.log((2 - f) / f)
         eps = 2 * ell
-        walk.evaluate(path, f"{m.describe()} on k = {k} categories: per-bit log-odds ℓ = ln((1 − f/2)/(f/2)) = {ell} "
-                            f">= 0 (f = {f} <= 1), so ε = 2ℓ = {eps}", sp.Ge(ell, 0),
-                      "the family's privacy map (hypothesis ℓ >= 0); exact evaluation")
-    walk.evaluate(path, f"the node's law (as dpharness.mechanisms.parts._law reads it) is the lemma's pmf: "
-                        f"({truth}, {other}) per {'bit (kept, flipped)' if isinstance(m, LocalRappor) else 'report (truth, each other category)'}",
-                  sp.And(sp.Eq(truth, model[0]), sp.Eq(other, model[1])), "exact comparison")
-    return A.leaf(eps, eps ** 2 / 2, None if rr is None else ("rr", *rr), None if rr is None else (("rr", *rr),))
+        walk.evaluate(
+            path,
+            f"{m.describe()} on k = {k} categories: per-bit log-odds ℓ = ln((1 − f/2)/(f/2)) = {ell} "
+            f">= 0 (f = {f} <= 1), so ε = 2ℓ = {eps}",
+            sp.Ge(ell, 0),
+            "the family's privacy map (hypothesis ℓ >= 0); exact evaluation",
+        )
+    walk.evaluate(
+        path,
+        f"the node's law (as dpharness.mechanisms.parts._law reads it) is the lemma's pmf: "
+        f"({truth}, {other}) per {'bit (kept, flipped)' if isinstance(m, LocalRappor) else 'report (truth, each other category)'}",
+        sp.And(sp.Eq(truth, model[0]), sp.Eq(other, model[1])),
+        "exact comparison",
+    )
+    return A.leaf(eps, eps**2 / 2, None if rr is None else ("rr", *rr), None if rr is None else (("rr", *rr),))
 
 
 @account(LocalRandomizedResponse, LocalWarner, LocalRappor)

@@ -26,26 +26,42 @@ def grid_units(walk: Any, path: str, m: Any, space: Space, d: Distance) -> tuple
     g = m.g
     d1, d2, how = grid_steps(space, d, g)
     if d.l1 != 0:
-        walk.fact(path, "the sampler saturates each rounded centre to [−2**52, 2**52] grid steps: "
-                        "|sat(c) − sat(c')| <= |c − c'| per coordinate, so the bounds below hold for the saturated centres",
-                  "saturation (clamping to an interval) is 1-Lipschitz")
+        walk.fact(
+            path,
+            "the sampler saturates each rounded centre to [−2**52, 2**52] grid steps: "
+            "|sat(c) − sat(c')| <= |c − c'| per coordinate, so the bounds below hold for the saturated centres",
+            "saturation (clamping to an interval) is 1-Lipschitz",
+        )
     if how == "zero":
-        walk.fact(path, "the value is the same on neighbouring inputs (distance 0), so the rounded centres agree",
-                  "stability 0")
+        walk.fact(
+            path,
+            "the value is the same on neighbouring inputs (distance 0), so the rounded centres agree",
+            "stability 0",
+        )
     elif how == "exact":
-        walk.fact(path, f"values are multiples of {space.quantum}, a multiple of the grid g = {g}: rounding to the grid "
-                        "is exact, so distances in grid steps are the distances divided by g",
-                  "floor(v/g + 1/2) = v/g when v/g is an integer")
+        walk.fact(
+            path,
+            f"values are multiples of {space.quantum}, a multiple of the grid g = {g}: rounding to the grid "
+            "is exact, so distances in grid steps are the distances divided by g",
+            "floor(v/g + 1/2) = v/g when v/g is an integer",
+        )
     else:
         walk.pb.add(walk._rounding())
         if how == "scalar":
-            walk.evaluate(path, f"rounding to g = {g}: |c − c'| <= ceil(Δ/g) = {d1} grid steps",
-                          sp.Eq(sp.ceiling(_F(d.l1 / g)), _F(d1)), "grid-rounding lemma, exact arithmetic")
+            walk.evaluate(
+                path,
+                f"rounding to g = {g}: |c − c'| <= ceil(Δ/g) = {d1} grid steps",
+                sp.Eq(sp.ceiling(_F(d.l1 / g)), _F(d1)),
+                "grid-rounding lemma, exact arithmetic",
+            )
         else:
-            walk.evaluate(path, f"rounding to g = {g}: ||c − c'||₁ <= ceil(Δ₁/g) + dim − 1 = {d1} grid steps; "
-                                f"||c − c'||₂² <= Σ(d_i + 1)² <= Δ₂²/g² + 2Δ₁/g + dim = {d2}",
-                          sp.Eq(sp.ceiling(_F(d.l1 / g)) + space.dim - 1, _F(d1)),
-                          "grid-rounding lemma (per coordinate |r(u) − r(v)| <= |u − v| + 1)")
+            walk.evaluate(
+                path,
+                f"rounding to g = {g}: ||c − c'||₁ <= ceil(Δ₁/g) + dim − 1 = {d1} grid steps; "
+                f"||c − c'||₂² <= Σ(d_i + 1)² <= Δ₂²/g² + 2Δ₁/g + dim = {d2}",
+                sp.Eq(sp.ceiling(_F(d.l1 / g)) + space.dim - 1, _F(d1)),
+                "grid-rounding lemma (per coordinate |r(u) − r(v)| <= |u − v| + 1)",
+            )
     return _F(d1), _F(d2)
 
 
@@ -55,17 +71,40 @@ def gaussian_family(walk) -> None:
     walk.families.add("gaussian")
     y, a, d, sg = sym("y"), sym("alpha", positive=True), sym("d", positive=True), sym("tau2", positive=True)
     tag = "[family: discrete Gaussian] "
-    walk.pb.check(tag + "completing the square: α y² + (1−α)(y − d)² = (y − (1−α)d)² + α(1−α)d²",
-                  sp.Eq(sp.expand(a * y ** 2 + (1 - a) * (y - d) ** 2),
-                        sp.expand((y - (1 - a) * d) ** 2 + a * (1 - a) * d ** 2)), "polynomial identity")
-    walk.pb.check(tag + "hence D_α(N_Z(c, τ²) || N_Z(c', τ²)) <= (1/(α−1))·α(α−1)d²/(2τ²) = α d²/(2τ²)",
-                  sp.Eq(sp.simplify(-a * (1 - a) * d ** 2 / (2 * sg) / (a - 1)), a * d ** 2 / (2 * sg)), "algebra")
-    walk.pb.add([Obligation(tag + "Σ_y e^{−(y − s)²/(2τ²)} <= Σ_y e^{−y²/(2τ²)} for every real shift s", sp.true,
-                            "cited: Canonne, Kamath & Steinke 2020 (the discrete Gaussian's theta sum is maximal "
-                            "at integer shifts), so the shifted normaliser never exceeds Z", "lemma", True)])
-    walk.pb.add([Obligation(tag + "independent coordinates: Rényi divergences add, so D_α <= α ||c − c'||₂²/(2τ²); "
-                                  "i.e. ρ-zCDP with ρ = D₂²/(2τ²)", sp.true,
-                            "Rényi divergence of a product measure is the sum (Mironov 2017)", "lemma", True)])
+    walk.pb.check(
+        tag + "completing the square: α y² + (1−α)(y − d)² = (y − (1−α)d)² + α(1−α)d²",
+        sp.Eq(sp.expand(a * y**2 + (1 - a) * (y - d) ** 2), sp.expand((y - (1 - a) * d) ** 2 + a * (1 - a) * d**2)),
+        "polynomial identity",
+    )
+    walk.pb.check(
+        tag + "hence D_α(N_Z(c, τ²) || N_Z(c', τ²)) <= (1/(α−1))·α(α−1)d²/(2τ²) = α d²/(2τ²)",
+        sp.Eq(sp.simplify(-a * (1 - a) * d**2 / (2 * sg) / (a - 1)), a * d**2 / (2 * sg)),
+        "algebra",
+    )
+    walk.pb.add(
+        [
+            Obligation(
+                tag + "Σ_y e^{−(y − s)²/(2τ²)} <= Σ_y e^{−y²/(2τ²)} for every real shift s",
+                sp.true,
+                "cited: Canonne, Kamath & Steinke 2020 (the discrete Gaussian's theta sum is maximal "
+                "at integer shifts), so the shifted normaliser never exceeds Z",
+                "lemma",
+                True,
+            )
+        ]
+    )
+    walk.pb.add(
+        [
+            Obligation(
+                tag + "independent coordinates: Rényi divergences add, so D_α <= α ||c − c'||₂²/(2τ²); "
+                "i.e. ρ-zCDP with ρ = D₂²/(2τ²)",
+                sp.true,
+                "Rényi divergence of a product measure is the sum (Mironov 2017)",
+                "lemma",
+                True,
+            )
+        ]
+    )
 
 
 def _pld_leaf(kind: str, param: sp.Expr, d1: sp.Expr, space: Space) -> tuple | None:
@@ -85,14 +124,22 @@ def _grid_noise(walk: Any, path: str, m: Any, space: Space, d: Distance) -> Prof
         walk.laplace_family()
         t = _F(m.t)
         eps = d1 / t
-        walk.evaluate(path, f"{m.describe()}: t = scale/g = {t}; ε = D/t = {d1}/{t} = {eps}",
-                      sp.Eq(eps, d1 / t), "the family's privacy map at distance D (triangle inequality)")
+        walk.evaluate(
+            path,
+            f"{m.describe()}: t = scale/g = {t}; ε = D/t = {d1}/{t} = {eps}",
+            sp.Eq(eps, d1 / t),
+            "the family's privacy map at distance D (triangle inequality)",
+        )
         one_d = ("laplace", int(d1), _F(m.scale_exact), _F(m.g)) if space.dim == 1 else None
-        return A.leaf(eps, eps ** 2 / 2, one_d, _pld_leaf("laplace", t, d1, space))
+        return A.leaf(eps, eps**2 / 2, one_d, _pld_leaf("laplace", t, d1, space))
     gaussian_family(walk)
     tau2 = _F(m.tau2)
     rho = d2 / (2 * tau2)
-    walk.evaluate(path, f"{m.describe()}: τ² = (σ/g)² = {tau2}; ρ = D₂²/(2τ²) = {rho}",
-                  sp.Eq(rho, d2 / (2 * tau2)), "the family's privacy map at distance D₂")
+    walk.evaluate(
+        path,
+        f"{m.describe()}: τ² = (σ/g)² = {tau2}; ρ = D₂²/(2τ²) = {rho}",
+        sp.Eq(rho, d2 / (2 * tau2)),
+        "the family's privacy map at distance D₂",
+    )
     one_d = ("gaussian", tau2, int(d1)) if space.dim == 1 and int(d1) != 0 else None
     return A.leaf(None if rho != 0 else sp.Integer(0), rho, one_d, _pld_leaf("gaussian", tau2, d1, space))
