@@ -34,8 +34,17 @@ from fractions import Fraction
 
 import sympy as sp
 
-__all__ = ["Account", "leaf", "compose", "repeat", "poisson", "group", "parallel_add_remove", "parallel_substitute",
-           "advanced_units"]
+__all__ = [
+    "Account",
+    "leaf",
+    "compose",
+    "repeat",
+    "poisson",
+    "group",
+    "parallel_add_remove",
+    "parallel_substitute",
+    "advanced_units",
+]
 
 
 @dataclass(frozen=True)
@@ -71,8 +80,13 @@ class Account:
         return self.single[1:] if self.single is not None and self.single[0] == "rr" else None
 
 
-def leaf(eps: sp.Expr | None, rho: sp.Expr, single: tuple | None = None, pld: tuple | None = None,
-         delta: sp.Expr = sp.Integer(0)) -> Account:
+def leaf(
+    eps: sp.Expr | None,
+    rho: sp.Expr,
+    single: tuple | None = None,
+    pld: tuple | None = None,
+    delta: sp.Expr = sp.Integer(0),
+) -> Account:
     """One noise measurement: one unit; ``pld`` its worst pair (a one-entry tuple, or empty when its
     shift is 0), None when it has none here; ``delta`` > 0 for an (ε, δ) leaf (partition selection:
     then ``rho`` is ∞ and ``pld`` None: only basic composition counts it)."""
@@ -128,6 +142,24 @@ def poisson(inner: Account, rate: Fraction) -> Account:
     return Account(eps, inner.rho, (eps,), None, pld, q * inner.delta)
 
 
+def fixed_sample(inner: Account, rate: Fraction) -> Account:
+    """Sampling ``m`` of ``n`` records without replacement (``rate`` = m/n) before ``inner``, under
+    substitution neighbours on data sets of n records.
+
+    * ε: ln(1 + rate·(e^ε − 1)) (Balle, Barthe & Gaboardi 2018, Thm 9: sampling without replacement,
+      substitution relation);
+    * (ε, δ): δ → rate·δ (the same theorem);
+    * ρ: unchanged, an upper bound: the outputs on two neighbours are mixtures, with the same weights
+      (the uniform m-subset of indices), of pairs that are identical (the substituted record not drawn)
+      or substitution neighbours of size m, and the Rényi divergence is jointly quasi-convex;
+    * one unit (the amplified ε); no PLD (the dominating pairs of this sampling are not built here)."""
+    if rate == 1:
+        return inner
+    q = sp.Rational(rate.numerator, rate.denominator)
+    eps = None if inner.eps is None else sp.log(1 + q * (sp.exp(inner.eps) - 1))
+    return Account(eps, inner.rho, (eps,), None, None, q * inner.delta)
+
+
 def group(account: Account, k: int, shifts_scale: bool) -> Account:
     """The account for neighbours at distance k (k records added/removed, or substituted), from the
     account at distance 1: pure ε → kε and every unit's ε → kε (group privacy, Dwork & Roth 2014,
@@ -140,12 +172,22 @@ def group(account: Account, k: int, shifts_scale: bool) -> Account:
         return account
     if account.delta != 0:  # (ε, δ) -> (kε, k·e^{(k−1)ε}·δ) (Dwork & Roth 2014, Thm 2.2 and its (ε, δ) form)
         eps = account.eps * k
-        return Account(eps, account.rho * k * k, tuple(None if u is None else u * k for u in account.units), None, None,
-                       k * sp.exp((k - 1) * account.eps) * account.delta)
+        return Account(
+            eps,
+            account.rho * k * k,
+            tuple(None if u is None else u * k for u in account.units),
+            None,
+            None,
+            k * sp.exp((k - 1) * account.eps) * account.delta,
+        )
     eps = None if account.eps is None else account.eps * k
     units = tuple(None if u is None else u * k for u in account.units)
     pld = None
-    if shifts_scale and account.pld is not None and all(e[0] in ("laplace", "gaussian") and len(e) == 3 for e in account.pld):
+    if (
+        shifts_scale
+        and account.pld is not None
+        and all(e[0] in ("laplace", "gaussian") and len(e) == 3 for e in account.pld)
+    ):
         pld = tuple((kind, scale, shift * k) for kind, scale, shift in account.pld)
     return Account(eps, account.rho * k * k, units, None, pld)
 

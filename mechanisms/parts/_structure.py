@@ -13,11 +13,25 @@ import numpy as np
 from dpharness.core import BoundedChange, Domain, Finite, IntegerRange, RealBox, RealInterval, Relation
 from dpharness.errors import ParameterError
 
-from ._base import _INF, STEP_TYPES, Chain, Distance, Measurement, Post, Space, Step, _children, _frac, _float_exact, walk_nodes
+from ._base import (
+    _INF,
+    STEP_TYPES,
+    Chain,
+    Distance,
+    Measurement,
+    Post,
+    Space,
+    Step,
+    _children,
+    _frac,
+    _float_exact,
+    walk_nodes,
+)
 from .combinators import Compose, Iterate, Parallel, Repeat
 from .local import _MAX_CATEGORIES
-from .sampling import PoissonSample
+from .sampling import FixedSample, PoissonSample
 from .transformations import MapRecords
+
 
 def input_space(records: Domain, shape: str, dim: int | None) -> Space:
     """The space of the mechanism's input."""
@@ -26,8 +40,13 @@ def input_space(records: Domain, shape: str, dim: int | None) -> Space:
         return Space("record", 1, (Fraction(min(cats)),), (Fraction(max(cats)),), None, cats)
     if shape == "vector":
         lo, hi = _domain_bounds(records)
-        return Space("vector", int(dim), (lo,) * int(dim), (hi,) * int(dim),
-                     Fraction(1) if isinstance(records, IntegerRange) else None)
+        return Space(
+            "vector",
+            int(dim),
+            (lo,) * int(dim),
+            (hi,) * int(dim),
+            Fraction(1) if isinstance(records, IntegerRange) else None,
+        )
     if isinstance(records, RealBox):
         lo = Fraction(_float_exact("lo", records.lo, "a record bound"))
         hi = Fraction(_float_exact("hi", records.hi, "a record bound"))
@@ -42,9 +61,11 @@ def _domain_bounds(records: Domain) -> tuple:
     be exactly a float: records are read as floats, and rounding could carry a record past a bound
     that is not one (e.g. ``IntegerRange(0, 2**53 + 3)``: the record 2**53 + 3 is read as 2**53 + 4)."""
     if isinstance(records, (RealInterval, IntegerRange)):
-        if isinstance(records, IntegerRange) and max(abs(int(records.lo)), abs(int(records.hi))) > 2 ** 53:
-            raise ParameterError(f"records={records!r}: integer records are read as floats, exact only up to 2**53 in "
-                                 "magnitude; pass an IntegerRange within ±2**53 (or scale the data down).")
+        if isinstance(records, IntegerRange) and max(abs(int(records.lo)), abs(int(records.hi))) > 2**53:
+            raise ParameterError(
+                f"records={records!r}: integer records are read as floats, exact only up to 2**53 in "
+                "magnitude; pass an IntegerRange within ±2**53 (or scale the data down)."
+            )
         lo = -_INF if _is_inf(records.lo) else Fraction(_float_exact("lo", records.lo, "a record bound"))
         hi = _INF if _is_inf(records.hi) else Fraction(_float_exact("hi", records.hi, "a record bound"))
         return lo, hi
@@ -65,23 +86,29 @@ def _categories(records: Domain) -> tuple:
     if isinstance(records, IntegerRange):
         k = int(records.hi) - int(records.lo) + 1
         if k > _MAX_CATEGORIES:
-            raise ParameterError(f"records={records!r} has {k} categories, above {_MAX_CATEGORIES}; pass a smaller domain.")
+            raise ParameterError(
+                f"records={records!r} has {k} categories, above {_MAX_CATEGORIES}; pass a smaller domain."
+            )
         values = tuple(range(int(records.lo), int(records.hi) + 1))
     elif isinstance(records, Finite):
         values = records.values
     else:
-        raise ParameterError(f"records={records!r} does not fit input='record'; pass Finite(values) or IntegerRange(lo, hi) "
-                             "(the categories a local randomizer reports).")
+        raise ParameterError(
+            f"records={records!r} does not fit input='record'; pass Finite(values) or IntegerRange(lo, hi) "
+            "(the categories a local randomizer reports)."
+        )
     cats = []
     for v in values:
         q = _frac("values", v)
-        if q.denominator == 1 and abs(q) < 2 ** 53:
+        if q.denominator == 1 and abs(q) < 2**53:
             cats.append(int(q))
         elif Fraction(float(q)) == q:
             cats.append(float(q))
         else:
-            raise ParameterError(f"values={records.values!r}: {v!r} is not exactly a float; pass categories that are "
-                                 "ints or floats (they are released as such).")
+            raise ParameterError(
+                f"values={records.values!r}: {v!r} is not exactly a float; pass categories that are "
+                "ints or floats (they are released as such)."
+            )
     if len(set(cats)) != len(cats):
         raise ParameterError(f"values={records.values!r} repeats a category; pass distinct values.")
     if not 2 <= len(cats) <= _MAX_CATEGORIES:
@@ -122,7 +149,7 @@ def measurement_leaves(step: Step) -> list:
 def has_sampling(step: Step) -> bool:
     """Whether a random subsample feeds some part, or rounds adapt to earlier releases (the output law
     is then a mixture, not a product of fixed leaves)."""
-    return any(isinstance(n, (PoissonSample, Iterate)) for n in walk_nodes(step))
+    return any(isinstance(n, (PoissonSample, FixedSample, Iterate)) for n in walk_nodes(step))
 
 
 def has_post(step: Step) -> bool:
@@ -163,8 +190,11 @@ def _post_functions(step: Step) -> list:
 def _query_functions(step: Step) -> list:
     """The user functions of family nodes (a threshold part's ``dp.query(fn, ...)``): every registered node
     with a callable ``fn`` other than those :func:`_post_functions` lists."""
-    return [n.fn for n in walk_nodes(step)
-            if type(n) in STEP_TYPES and type(n) not in (Post, MapRecords) and callable(getattr(n, "fn", None))]
+    return [
+        n.fn
+        for n in walk_nodes(step)
+        if type(n) in STEP_TYPES and type(n) not in (Post, MapRecords) and callable(getattr(n, "fn", None))
+    ]
 
 
 def has_budget(step: Any) -> bool:
@@ -178,12 +208,16 @@ def _check_types(step: Any) -> None:
     defined): the prover's lemmas are about these classes' code. Checked at construction and again by
     the prover (a structure swapped in after construction is caught there)."""
     if getattr(type(step), "is_budget", False):
-        raise ParameterError(f"{step.describe()} is a budget, not yet a scale; declare the mechanism with "
-                             "dpharness.parts.mechanism(...), which derives the scale (or pass scale=/sigma=).")
+        raise ParameterError(
+            f"{step.describe()} is a budget, not yet a scale; declare the mechanism with "
+            "dpharness.parts.mechanism(...), which derives the scale (or pass scale=/sigma=)."
+        )
     if type(step) not in STEP_TYPES:
-        raise ParameterError(f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
-                             "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "
-                             "change code its lemma is about).")
+        raise ParameterError(
+            f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "
+            "dpharness.parts step; build steps with the dp.* constructors (a subclass of a part would "
+            "change code its lemma is about)."
+        )
     for child in _children(step):
         _check_types(child)
 

@@ -1,7 +1,8 @@
 """Sampling: Poisson subsampling (:func:`poisson_sample`): each record kept independently with probability
-exactly ``rate``, a fresh subsample for every release, the steps chained after it run on the kept records.
-The node governs the chain it heads (``check_head``/``execute_head``). Amplification proved in
-:mod:`dpharness.proofs.parts.sampling`."""
+exactly ``rate``; and sampling without replacement of a fixed size (:func:`sample`): ``m`` of the ``n``
+records, every m-subset equally likely. A fresh subsample for every release; the steps chained after it
+run on the kept records. The nodes govern the chain they head (``check_head``/``execute_head``).
+Amplification proved in :mod:`dpharness.proofs.parts.sampling`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dpharness.errors import ParameterError
 
 from ._base import Chain, Space, Step, _need, _plain, check_structure, execute, flatten, register
 
-__all__ = ["PoissonSample", "poisson_sample"]
+__all__ = ["PoissonSample", "poisson_sample", "FixedSample", "sample"]
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,19 @@ class PoissonSample(Step):
         return f"poisson_sample({self.rate})"
 
     def check(self, space: Space) -> tuple[Space | None, int]:
-        raise ParameterError(f"{self.describe()} must be followed by >> steps that end in noise "
-                             "(e.g. dp.poisson_sample(0.01) >> dp.count() >> dp.gaussian(sigma=1)).")
+        raise ParameterError(
+            f"{self.describe()} must be followed by >> steps that end in noise "
+            "(e.g. dp.poisson_sample(0.01) >> dp.count() >> dp.gaussian(sigma=1))."
+        )
 
     def check_head(self, chain: Chain, space: Space) -> tuple[Space | None, int]:
         _need(space, "records", "poisson_sample")
         out, width = check_structure(chain.second, space)
         if out is not None:
-            raise ParameterError(f"{chain.describe()} releases no noise after the sample; end it with a noise measurement "
-                                 "(e.g. >> dp.gaussian(sigma)).")
+            raise ParameterError(
+                f"{chain.describe()} releases no noise after the sample; end it with a noise measurement "
+                "(e.g. >> dp.gaussian(sigma))."
+            )
         return None, width
 
     def execute_head(self, chain: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
@@ -58,8 +63,9 @@ class PoissonSample(Step):
 register(PoissonSample)
 
 
-def _subsampled(sample: PoissonSample, rest: Step, value: Any, space: Space, size: int,
-                rng: np.random.Generator) -> np.ndarray:
+def _subsampled(
+    sample: PoissonSample, rest: Step, value: Any, space: Space, size: int, rng: np.random.Generator
+) -> np.ndarray:
     """``size`` releases, each on its own Poisson subsample: an exact Bernoulli(rate) per record and
     release; the releases that kept the same records run ``rest`` together (one call per distinct
     subsample, in a fixed order, so the same seed gives the same outputs)."""
@@ -70,19 +76,88 @@ def _subsampled(sample: PoissonSample, rest: Step, value: Any, space: Space, siz
     if n == 0:
         return flatten(execute(rest, arr, space, size, rng))
     keep = bernoulli(sample.rate, (size, n), rng)
+    return _run_on(keep, rest, arr, space, size, rng)
+
+
+def _run_on(
+    keep: np.ndarray, rest: Step, arr: np.ndarray, space: Space, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Release i runs ``rest`` on the records ``keep[i]`` selects; releases with the same selection run
+    together (one call per distinct subsample, in a fixed order: the same seed gives the same outputs)."""
     patterns, inverse = np.unique(keep, axis=0, return_inverse=True)
     inverse = np.asarray(inverse).reshape(-1)
     order = np.argsort(inverse, kind="stable")
     counts = np.bincount(inverse, minlength=len(patterns))
     rows, outs, start = [], [], 0
     for pattern, c in zip(patterns, counts):
-        rows.append(order[start:start + c])
+        rows.append(order[start : start + c])
         outs.append(flatten(execute(rest, arr[pattern], space, int(c), rng)))
         start += c
     got = np.concatenate(outs)
     out = np.empty_like(got)
     out[np.concatenate(rows)] = got
     return out
+
+
+@dataclass(frozen=True)
+class FixedSample(Step):
+    """Sampling without replacement of a fixed size: ``size`` records drawn uniformly among the data set's
+    n records (every size-subset equally likely; :meth:`numpy.random.Generator.choice` without
+    replacement, integer arithmetic only), a fresh subsample for every release, and what follows (``>>``)
+    runs on the kept records and must end in noise. Privacy under substitution neighbours on data sets of
+    a declared size n (``dp.mechanism(..., relation=Substitute(), size=n)``): amplification at
+    q = size/n (ε-DP becomes ln(1 + q(e^ε − 1))-DP, Balle, Barthe & Gaboardi 2018, Thm 9); under any
+    other relation, or without a declared size, not proved here (UNPROVEN)."""
+
+    size: int
+
+    def __post_init__(self) -> None:
+        from dpharness import _validate as _v
+
+        object.__setattr__(self, "size", _v.integer("size", self.size, minimum=1))
+
+    def describe(self) -> str:
+        return f"sample({self.size})"
+
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        raise ParameterError(
+            f"{self.describe()} must be followed by >> steps that end in noise "
+            "(e.g. dp.sample(100) >> dp.count() >> dp.gaussian(sigma=1))."
+        )
+
+    def check_head(self, chain: Chain, space: Space) -> tuple[Space | None, int]:
+        _need(space, "records", "sample")
+        out, width = check_structure(chain.second, space)
+        if out is not None:
+            raise ParameterError(
+                f"{chain.describe()} releases no noise after the sample; end it with a noise measurement "
+                "(e.g. >> dp.gaussian(sigma))."
+            )
+        return None, width
+
+    def execute_head(self, chain: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
+        arr = np.asarray(value)
+        n = len(arr)
+        if n < self.size:
+            raise ParameterError(
+                f"{self.describe()} draws {self.size} records but the data set has {n}; declare size=n >= {self.size} "
+                "(or sample fewer)."
+            )
+        keep = np.zeros((size, n), dtype=bool)
+        for i in range(size):  # one uniform size-subset per release
+            keep[i, rng.choice(n, self.size, replace=False)] = True
+        return _run_on(keep, chain.second, arr, space, size, rng)
+
+
+register(FixedSample)
+
+
+def sample(size: int) -> FixedSample:
+    """Keep ``size`` records drawn without replacement (every subset of that size equally likely), afresh
+    for every release; chain the rest after it: ``dp.sample(100) >> dp.count() >> dp.laplace(scale=1)``.
+    Proved under ``relation=Substitute()`` with the data-set size declared (``size=n``): amplification at
+    q = size/n."""
+    return FixedSample(size)
 
 
 def poisson_sample(rate: Any) -> PoissonSample:

@@ -22,7 +22,7 @@ from dpharness.mechanisms.parts._law import extreme_pairs, leaves
 from dpharness.mechanisms.parts._structure import has_post, has_sampling, input_distance, measurement_leaves
 from dpharness.mechanisms.parts.combinators import Parallel
 from dpharness.mechanisms.parts.noise import GridLaplace
-from dpharness.mechanisms.parts.sampling import PoissonSample
+from dpharness.mechanisms.parts.sampling import FixedSample, PoissonSample
 from dpharness.proof_registry import patched_code, proves
 
 from .. import _account as A
@@ -31,6 +31,7 @@ from .._kernel import ProofBuilder, confirm_violation, exact_sign, exceeds, sym
 from .._model import Obligation, Proof, unproven
 from . import grouping
 from ._walk import _F, Profile, _Walk
+
 
 def _zcdp_log_delta(rho: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """(ln δ, α): ρ-zCDP gives (ε, δ)-DP with δ = e^{(α−1)(αρ − ε)}/(α−1) · (1 − 1/α)^α for every α > 1
@@ -82,13 +83,15 @@ def _dg_delta_bounds(eps: sp.Expr, d: int, tau2: Fraction) -> tuple[float, float
         lo = s1[0] - ee * s2[1]
         hi = s1[1] - ee * s2[0]
         widen = mpmath.mpf(10) ** -40
-        return float(lo - abs(lo) * widen - mpmath.mpf(10) ** -300), float(hi + abs(hi) * widen + mpmath.mpf(10) ** -300) * (1 + 2 ** -50)
+        return float(lo - abs(lo) * widen - mpmath.mpf(10) ** -300), float(
+            hi + abs(hi) * widen + mpmath.mpf(10) ** -300
+        ) * (1 + 2**-50)
 
 
-_MAX_ENCLOSURE_TAU2 = 10 ** 6
+_MAX_ENCLOSURE_TAU2 = 10**6
 
 
-_MAX_ENCLOSURE_SHIFT = 10 ** 4  # and it sums ~ d terms for a shift of d grid steps
+_MAX_ENCLOSURE_SHIFT = 10**4  # and it sums ~ d terms for a shift of d grid steps
 
 
 def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> tuple[sp.Expr | None, float | None]:
@@ -97,8 +100,18 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
         return grouping.judge(pb, prof, m)
     if isinstance(claim, PureDP):
         if prof.eps is None:
-            pb.add([Obligation("pure ε-DP: every noise is pure DP", sp.false,
-                               "a Gaussian measurement is not pure DP", "lemma", False, "not pure DP")])
+            pb.add(
+                [
+                    Obligation(
+                        "pure ε-DP: every noise is pure DP",
+                        sp.false,
+                        "a Gaussian measurement is not pure DP",
+                        "lemma",
+                        False,
+                        "not pure DP",
+                    )
+                ]
+            )
             return None, None
         pb.claim_bound(prof.eps)
         return prof.eps, None
@@ -107,8 +120,10 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
         bound = alpha * prof.rho
         if prof.eps is not None:
             bound = sp.Min(bound, prof.eps)
-        pb.fact(f"Rényi DP of order α = {alpha}: ρ-zCDP gives D_α <= αρ; pure ε-DP gives D_α <= ε",
-                "Bun & Steinke 2016 Def. 1.1; D_α <= D_∞")
+        pb.fact(
+            f"Rényi DP of order α = {alpha}: ρ-zCDP gives D_α <= αρ; pure ε-DP gives D_α <= ε",
+            "Bun & Steinke 2016 Def. 1.1; D_α <= D_∞",
+        )
         pb.claim_bound(bound, eps_c, what="Rényi ε")
         return bound, None
     eps_c, delta_c = exact(claim.epsilon), exact(claim.delta)
@@ -134,25 +149,41 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
             how = "truncated sum plus geometric tail bound in interval arithmetic (mpmath.iv)"
         else:
             lo, hi = _dg_delta_bounds(eps_c, d_units, tau2)
-            how = ("sum–integral comparison: for f(y) = e^{−y²/(2τ²)} decreasing on [0, ∞), ∫_m^∞ f <= Σ_{y>=m} f(y) "
-                   "<= ∫_{m−1}^∞ f (m >= 1) and τ√(2π) − 1 <= Z <= τ√(2π) + 1; tails by erfc at 60 digits, "
-                   "rounded outward")
+            how = (
+                "sum–integral comparison: for f(y) = e^{−y²/(2τ²)} decreasing on [0, ∞), ∫_m^∞ f <= Σ_{y>=m} f(y) "
+                "<= ∫_{m−1}^∞ f (m >= 1) and τ√(2π) − 1 <= Z <= τ√(2π) + 1; tails by erfc at 60 digits, "
+                "rounded outward"
+            )
         ok = Fraction(hi) <= Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else hi <= float(delta_c)
-        pb.add([Obligation(f"δ(ε = {eps_c}) of the discrete Gaussian (τ² = {float(tau2):.6g}) for a {d_units}-sensitive "
-                           f"integer query: δ ∈ [{lo:.6g}, {hi:.6g}] <= claimed δ = {claim.delta}",
-                           sp.Le(sym("delta_eps"), delta_c),
-                           "δ = P[Y > ετ²/Δ − Δ/2] − e^ε P[Y > ετ²/Δ + Δ/2] for every Δ-sensitive integer query "
-                           "(Canonne, Kamath & Steinke 2020, Thm 7); " + how, "exact", bool(ok), f"bounds [{lo!r}, {hi!r}]")])
+        pb.add(
+            [
+                Obligation(
+                    f"δ(ε = {eps_c}) of the discrete Gaussian (τ² = {float(tau2):.6g}) for a {d_units}-sensitive "
+                    f"integer query: δ ∈ [{lo:.6g}, {hi:.6g}] <= claimed δ = {claim.delta}",
+                    sp.Le(sym("delta_eps"), delta_c),
+                    "δ = P[Y > ετ²/Δ − Δ/2] − e^ε P[Y > ετ²/Δ + Δ/2] for every Δ-sensitive integer query "
+                    "(Canonne, Kamath & Steinke 2020, Thm 7); " + how,
+                    "exact",
+                    bool(ok),
+                    f"bounds [{lo!r}, {hi!r}]",
+                )
+            ]
+        )
         if ok:
             return eps_c, hi
     # (c) zCDP conversion, in log space
     log_delta, alpha = _zcdp_log_delta(prof.rho, eps_c)
     gap = sp.log(delta_c) - log_delta
     sign = exact_sign(gap)
-    zc = Obligation(f"ρ-zCDP with ρ = {prof.rho} ⇒ (ε, δ)-DP at α = {alpha}: ln δ = (α−1)(αρ−ε) − ln(α−1) + α ln(1−1/α) "
-                    f"<= ln(claimed δ = {claim.delta})", sp.Le(log_delta, sp.log(delta_c), evaluate=False),
-                    "Canonne, Kamath & Steinke 2020 Prop. 12 (valid at every α > 1); exact evaluation", "exact",
-                    sign in (0, 1), f"sign of the gap: {sign}")
+    zc = Obligation(
+        f"ρ-zCDP with ρ = {prof.rho} ⇒ (ε, δ)-DP at α = {alpha}: ln δ = (α−1)(αρ−ε) − ln(α−1) + α ln(1−1/α) "
+        f"<= ln(claimed δ = {claim.delta})",
+        sp.Le(log_delta, sp.log(delta_c), evaluate=False),
+        "Canonne, Kamath & Steinke 2020 Prop. 12 (valid at every α > 1); exact evaluation",
+        "exact",
+        sign in (0, 1),
+        f"sign of the gap: {sign}",
+    )
     delta_value = float(sp.N(sp.exp(log_delta), 20))
     if zc.discharged:
         pb.add([zc])
@@ -162,8 +193,11 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
         k, e0 = A.advanced_units(prof)
         adv, e_tot, d_tot = lemmas.advanced_composition(k, e0, 0, delta_c)
         if not exceeds(e_tot, eps_c):
-            pb.check(f"the structure is a composition of k = {k} units, each ε_i-DP with ε_i <= ε₀ = {e0}",
-                     sp.And(*[sp.Le(u, e0) for u in prof.units]), "the walk's account: every unit of every node")
+            pb.check(
+                f"the structure is a composition of k = {k} units, each ε_i-DP with ε_i <= ε₀ = {e0}",
+                sp.And(*[sp.Le(u, e0) for u in prof.units]),
+                "the walk's account: every unit of every node",
+            )
             pb.add(adv)
             pb.claim_bound(e_tot)
             return e_tot, float(delta_c)
@@ -193,7 +227,7 @@ def _typical_loss(entry: tuple) -> float:
     return float(sp.N(b))
 
 
-_MAX_PLD_TOTAL = 10 ** 6
+_MAX_PLD_TOTAL = 10**6
 
 
 @functools.lru_cache(maxsize=16)
@@ -228,14 +262,18 @@ def _composed(counted: dict, pessimistic: bool):
 
 def _leaf_text(entry: tuple) -> str:
     kind, a, b = entry[:3]
-    names = {"laplace": f"discrete Laplace t = {a}", "gaussian": f"discrete Gaussian τ² = {a}",
-             "rr": f"randomized response k = {a}"}
+    names = {
+        "laplace": f"discrete Laplace t = {a}",
+        "gaussian": f"discrete Gaussian τ² = {a}",
+        "rr": f"randomized response k = {a}",
+    }
     text = names[kind] + (f", shift {b}" if kind != "rr" else f", L = {b}")
     return text + (f", Poisson-subsampled at rate {entry[3]}" if len(entry) == 4 else "")
 
 
-def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr,
-               m: PartsMechanism | None = None) -> float | None:
+def _pld_route(
+    pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr, m: PartsMechanism | None = None
+) -> float | None:
     """δ(ε) of the composition by privacy-loss distributions (:mod:`._pld`, :mod:`._pld_shift`): each
     leaf's worst pair (centres 0 and D grid steps; the hockey-stick divergence of discrete Laplace,
     discrete Gaussian and randomized response grows with the shift; a Poisson-subsampled leaf's
@@ -256,7 +294,11 @@ def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr
     if upper is None:
         return None
     eps_f = float(eps_c)
-    if Fraction(eps_f) > Fraction(str(sp.N(eps_c, 40))) if not eps_c.is_Rational else Fraction(eps_f) > Fraction(int(eps_c.p), int(eps_c.q)):
+    if (
+        Fraction(eps_f) > Fraction(str(sp.N(eps_c, 40)))
+        if not eps_c.is_Rational
+        else Fraction(eps_f) > Fraction(int(eps_c.p), int(eps_c.q))
+    ):
         eps_f = math.nextafter(eps_f, -math.inf)  # δ(ε) decreases in ε: a smaller ε is the safe side
     hi = upper.delta(eps_f)
     claimed = Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else Fraction(float(delta_c))
@@ -267,29 +309,43 @@ def _pld_route(pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr
     leaves_n = sum(counted.values())
     lower = _composed(counted, False) if leaves_n * upper.forward.w <= 0.05 * max(up_eps, 0.1) else None
     lo_eps = lower.epsilon(float(delta_c)) if lower is not None else None
-    bracket = (f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}]" if lo_eps is not None
-               else f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no certified lower end: rounding {leaves_n} leaves' "
-                    f"losses down would lose up to {leaves_n * upper.forward.w:.3g} nats)")
+    bracket = (
+        f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}]"
+        if lo_eps is not None
+        else f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no certified lower end: rounding {leaves_n} leaves' "
+        f"losses down would lose up to {leaves_n * upper.forward.w:.3g} nats)"
+    )
     if not ok:
         lo_delta = f"{lower.delta(eps_f):.6g}" if lower is not None else "?"
-        pb.note(f"PLD accounting (the product of the leaves' worst pairs: {leaves_text}): δ(ε = {eps_f:.6g}) ∈ "
-                f"[{lo_delta}, {hi:.6g}], above the claimed δ = {float(delta_c):.6g}; the same accounting brackets "
-                f"{bracket} (the lower end is certified for these worst pairs; it bounds the true δ from below when one "
-                "neighbouring pair attains every leaf's worst shift)")
+        pb.note(
+            f"PLD accounting (the product of the leaves' worst pairs: {leaves_text}): δ(ε = {eps_f:.6g}) ∈ "
+            f"[{lo_delta}, {hi:.6g}], above the claimed δ = {float(delta_c):.6g}; the same accounting brackets "
+            f"{bracket} (the lower end is certified for these worst pairs; it bounds the true δ from below when one "
+            "neighbouring pair attains every leaf's worst shift)"
+        )
         if lower is not None and eps_c.is_Rational:
             from .. import _pld_witness
 
             _pld_witness.refute(pb, m, counted, lower, Fraction(int(eps_c.p), int(eps_c.q)), claimed)
         return None
-    pb.add([Obligation(f"privacy-loss distribution of the composition ({leaves_text}): δ(ε = {eps_f:.6g}) <= {hi:.6g} "
-                       f"<= claimed δ = {float(delta_c):.6g}; bracket {bracket}", sp.Le(sym("delta_pld"), delta_c),
-                       "each leaf's worst pair (centres 0 and D: the hockey-stick divergence of a log-concave integer "
-                       "noise grows with the shift; a Poisson-subsampled leaf's dominating pairs, Zhu, Dong & Wang 2022, "
-                       "Thm 11); the product of dominating pairs dominates the composition (Zhu, Dong & Wang 2022, "
-                       "Thm 10); pessimistic discretisation (losses rounded up, or split between the neighbouring grid "
-                       "losses by connecting the dots, Doroshenko et al. 2022), masses bounded above, tails moved to +∞, "
-                       "convolution error bounded in the 2-norm and added upward (dpharness.proofs._pld, ._pld_shift)",
-                       "numeric (certified upper bound)", True, f"δ upper bound {hi!r}")])
+    pb.add(
+        [
+            Obligation(
+                f"privacy-loss distribution of the composition ({leaves_text}): δ(ε = {eps_f:.6g}) <= {hi:.6g} "
+                f"<= claimed δ = {float(delta_c):.6g}; bracket {bracket}",
+                sp.Le(sym("delta_pld"), delta_c),
+                "each leaf's worst pair (centres 0 and D: the hockey-stick divergence of a log-concave integer "
+                "noise grows with the shift; a Poisson-subsampled leaf's dominating pairs, Zhu, Dong & Wang 2022, "
+                "Thm 11); the product of dominating pairs dominates the composition (Zhu, Dong & Wang 2022, "
+                "Thm 10); pessimistic discretisation (losses rounded up, or split between the neighbouring grid "
+                "losses by connecting the dots, Doroshenko et al. 2022), masses bounded above, tails moved to +∞, "
+                "convolution error bounded in the 2-norm and added upward (dpharness.proofs._pld, ._pld_shift)",
+                "numeric (certified upper bound)",
+                True,
+                f"δ upper bound {hi!r}",
+            )
+        ]
+    )
     return hi
 
 
@@ -341,8 +397,10 @@ def _structure_refusal(subject: Any, m: Any) -> str | None:
     """Why the structure the sampler will execute is not one the walk proves, re-checked at every proof
     (it may have been swapped in, or its classes patched, after construction), or None."""
     if type(m) is not PartsMechanism:
-        return (f"the declaration is a {type(m).__qualname__}, not a dpharness.parts mechanism; the walk proves only "
-                "structures dp.mechanism(...) builds")
+        return (
+            f"the declaration is a {type(m).__qualname__}, not a dpharness.parts mechanism; the walk proves only "
+            "structures dp.mechanism(...) builds"
+        )
     if m.claim != subject.claim:
         return f"the declaration claims {m.claim.describe()}, the mechanism {subject.claim.describe()}; they must be one claim"
     try:
@@ -370,31 +428,46 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
     d0 = input_distance(m.relation, space)
     pb.precondition(f"input: {m.input_spec.describe()}")
     if m.shape == "record":
-        pb.precondition(f"input: one record, one of k = {len(space.categories)} categories; any two different records are "
-                        "neighbours (local DP)")
-        pb.precondition("numeric model: each local randomizer samples its law exactly (randomized response lies with "
-                        "probability exactly (k − 1)/(e^L + k − 1), dpharness.mechanisms._exact.randomized_response; "
-                        "Warner lies and RAPPOR flips by _exact.bernoulli with the exact rationals 1 − p and f/2); "
-                        "parameters read as their exact binary values")
+        pb.precondition(
+            f"input: one record, one of k = {len(space.categories)} categories; any two different records are "
+            "neighbours (local DP)"
+        )
+        pb.precondition(
+            "numeric model: each local randomizer samples its law exactly (randomized response lies with "
+            "probability exactly (k − 1)/(e^L + k − 1), dpharness.mechanisms._exact.randomized_response; "
+            "Warner lies and RAPPOR flips by _exact.bernoulli with the exact rationals 1 − p and f/2); "
+            "parameters read as their exact binary values"
+        )
     else:
-        pb.precondition("numeric model: records read as their exact binary values; aggregates computed exactly; each noise "
-                        "measurement rounds its input to its grid exactly and adds integer noise from an exact sampler "
-                        "(discrete Laplace / discrete Gaussian, Canonne, Kamath & Steinke 2020); the float released is a "
-                        "deterministic function of the exact grid value (post-processing)")
+        pb.precondition(
+            "numeric model: records read as their exact binary values; aggregates computed exactly; each noise "
+            "measurement rounds its input to its grid exactly and adds integer noise from an exact sampler "
+            "(discrete Laplace / discrete Gaussian, Canonne, Kamath & Steinke 2020); the float released is a "
+            "deterministic function of the exact grid value (post-processing)"
+        )
     pb.pseudocode(m.steps.describe())
     if has_post(m.steps):
-        pb.precondition("every post-processing function is a pure function of the noisy outputs it receives (called once "
-                        "per run; no state kept between calls, no access to the data)")
+        pb.precondition(
+            "every post-processing function is a pure function of the noisy outputs it receives (called once "
+            "per run; no state kept between calls, no access to the data)"
+        )
     walk = _Walk(pb)
     if isinstance(m.relation, BoundedChange):
-        pb.fact(f"input distance: {d0.describe()} (from {m.relation.describe()} on vectors of {space.dim})",
-                "norm inequalities: ||v||₂ <= ||v||₁, ||v||₁ <= √dim ||v||₂, ||v||₁ <= dim ||v||∞")
+        pb.fact(
+            f"input distance: {d0.describe()} (from {m.relation.describe()} on vectors of {space.dim})",
+            "norm inequalities: ||v||₂ <= ||v||₁, ||v||₁ <= √dim ||v||₂, ||v||₁ <= dim ||v||∞",
+        )
     with pb.phase("derive"):
         prof = walk.walk("", m.steps, space, d0)
         if distance > 1:
             prof = _at_distance(pb, m, prof, distance)
-    pb.postcondition(f"(ε, δ) = ({prof.eps}, {prof.delta})" if prof.delta != 0 else
-                     f"ε = {prof.eps} (pure)" if prof.eps is not None else f"ρ = {prof.rho} (zCDP)")
+    pb.postcondition(
+        f"(ε, δ) = ({prof.eps}, {prof.delta})"
+        if prof.delta != 0
+        else f"ε = {prof.eps} (pure)"
+        if prof.eps is not None
+        else f"ρ = {prof.rho} (zCDP)"
+    )
     with pb.phase("judge"):
         bound, delta_bound = _judge(pb, prof, m)
         witness = None
@@ -405,22 +478,33 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
         if worst is not None:
             d, d2, y, loss = worst
             out = y[0] if len(y) == 1 else np.array(y)
-            how = ("any two records: the loss at y = the truthful report on D (RAPPOR: its one-hot bits) is the sum of "
-                   "the leaves' ε" if local else "extreme neighbouring pair: the loss at y = the rounded centres on D is "
-                   "Σ |c − c'|/t")
+            how = (
+                "any two records: the loss at y = the truthful report on D (RAPPOR: its one-hot bits) is the sum of "
+                "the leaves' ε"
+                if local
+                else "extreme neighbouring pair: the loss at y = the rounded centres on D is Σ |c − c'|/t"
+            )
             witness = Witness(d, d2, None, None if has_post(m.steps) else out, float(sp.N(loss, 20)), how)
             if isinstance(m.claim, PureDP) and not has_post(m.steps):
                 eps_c = exact(m.claim.epsilon)
                 p, q = sp.Integer(1), sp.exp(-loss)
                 if exceeds(loss, eps_c) and confirm_violation(p * 1, q, eps_c) and _on_exact_range(y):
                     law_name = "local randomizers'" if local else "discrete-Laplace"
-                    pb.refute(witness, f"at y = {y}: ln P_D(y) − ln P_D'(y) = {loss} > ε = {eps_c} (exact, from the "
-                                       f"code's own {law_name} law)")
+                    pb.refute(
+                        witness,
+                        f"at y = {y}: ln P_D(y) − ln P_D'(y) = {loss} > ε = {eps_c} (exact, from the "
+                        f"code's own {law_name} law)",
+                    )
         elif isinstance(m.claim, ApproxDP) and prof.gaussian_1d is not None and not has_post(m.steps) and not sampled:
             witness = _gaussian_refutation(pb, m, prof)
         elif prof.eps is None and isinstance(m.claim, PureDP):
             pb.note("no refutation attempted: a Gaussian measurement is not pure DP (the claim is not provable)")
-        if isinstance(m.claim, PureDP) and has_post(m.steps) and prof.eps is not None and exceeds(prof.eps, exact(m.claim.epsilon)):
+        if (
+            isinstance(m.claim, PureDP)
+            and has_post(m.steps)
+            and prof.eps is not None
+            and exceeds(prof.eps, exact(m.claim.epsilon))
+        ):
             pb.note("the derived bound exceeds the claim; not refuted, since post-processing may discard information")
     if witness is None and pb.witness is None and distance == 1:
         d, d2 = extreme_pairs(m)[0]
@@ -430,22 +514,39 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
 
 def _at_distance(pb: ProofBuilder, m: PartsMechanism, prof: Profile, k: int) -> Profile:
     if m.shape != "dataset":
-        pb.add([Obligation(f"neighbours at distance {k}", sp.false, "a distance counts records of a data set; this "
-                           "mechanism's input is one record or a vector (its relation already fixes how far apart "
-                           "inputs are)", "lemma", False, "distance applies to data sets only")])
+        pb.add(
+            [
+                Obligation(
+                    f"neighbours at distance {k}",
+                    sp.false,
+                    "a distance counts records of a data set; this "
+                    "mechanism's input is one record or a vector (its relation already fixes how far apart "
+                    "inputs are)",
+                    "lemma",
+                    False,
+                    "distance applies to data sets only",
+                )
+            ]
+        )
         return prof
     nodes = walk_nodes(m.steps)
-    shifts = not any(isinstance(n, (Parallel, PoissonSample)) for n in nodes)
+    shifts = not any(isinstance(n, (Parallel, PoissonSample, FixedSample)) for n in nodes)
     out = A.group(prof, k, shifts)
-    pb.precondition(f"neighbours at distance {k}: data sets that differ by {k} records "
-                    f"({m.relation.describe()} applied {k} times)")
-    pb.fact(f"group privacy at distance k = {k}: ε → kε = {out.eps}" if out.eps is not None else
-            f"group privacy at distance k = {k}", "Dwork & Roth 2014, Thm 2.2 (pure ε); Bun & Steinke 2016, Prop. 1.9 "
-            f"(ρ → k²ρ = {out.rho})")
+    pb.precondition(
+        f"neighbours at distance {k}: data sets that differ by {k} records ({m.relation.describe()} applied {k} times)"
+    )
+    pb.fact(
+        f"group privacy at distance k = {k}: ε → kε = {out.eps}"
+        if out.eps is not None
+        else f"group privacy at distance k = {k}",
+        f"Dwork & Roth 2014, Thm 2.2 (pure ε); Bun & Steinke 2016, Prop. 1.9 (ρ → k²ρ = {out.rho})",
+    )
     if out.pld:
-        pb.fact(f"PLD at distance {k}: each scalar leaf's centres move by at most {k} times their distance-1 bound (the "
-                "triangle inequality along a path of neighbours): its worst pair is the shift by k·D",
-                "the walk's stability bounds are per neighbouring pair; the hockey-stick divergence grows with the shift")
+        pb.fact(
+            f"PLD at distance {k}: each scalar leaf's centres move by at most {k} times their distance-1 bound (the "
+            "triangle inequality along a path of neighbours): its worst pair is the shift by k·D",
+            "the walk's stability bounds are per neighbouring pair; the hockey-stick divergence grows with the shift",
+        )
     return out
 
 
@@ -480,17 +581,28 @@ def _gaussian_refutation(pb: ProofBuilder, m: PartsMechanism, prof: Profile) -> 
         else:
             cut = (c + m1) * g
             event = Event.threshold(cut, above=True)
-        w = Witness(d, d2, event, None, None, f"the optimal event S = {event.description} for the pair with the largest "
-                                               f"shift: P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g}")
+        w = Witness(
+            d,
+            d2,
+            event,
+            None,
+            None,
+            f"the optimal event S = {event.description} for the pair with the largest "
+            f"shift: P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g}",
+        )
         if violated:
-            pb.refute(w, f"on this pair the optimal event {event.description} has P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g} "
-                         f"> claimed δ = {m.claim.delta} (rigorous lower bound; CKS 2020 Thm 7 is exact for the pair)")
+            pb.refute(
+                w,
+                f"on this pair the optimal event {event.description} has P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g} "
+                f"> claimed δ = {m.claim.delta} (rigorous lower bound; CKS 2020 Thm 7 is exact for the pair)",
+            )
         return w
     return None
 
 
-def _rr_profile(pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: sp.Expr,
-                delta_c: sp.Expr) -> tuple[sp.Expr, float]:
+def _rr_profile(
+    pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr
+) -> tuple[sp.Expr, float]:
     """(ε', δ) below the pure bound for one k-ary randomized response (Warner: k = 2, L = ln(p/(1 − p))):
     every pair of records has the same hockey-stick divergence, δ(ε') = (e^L − e^{ε'})/(e^L + k − 1)
     (:class:`._common.RandomizedResponseProfile`). REFUTED on the first pair of records with the event
@@ -503,16 +615,21 @@ def _rr_profile(pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: sp.Ex
     if refutation is not None:
         w, detail = refutation
         if has_post(m.steps):
-            pb.note("δ(ε) exceeds the claim before post-processing; not refuted, since post-processing may discard information")
+            pb.note(
+                "δ(ε) exceeds the claim before post-processing; not refuted, since post-processing may discard information"
+            )
         else:
-            w = Witness(d, d2, Event.point(d), d, w.loss, f"the truthful report y = {d!r} on data {d!r}, neighbour {d2!r}")
+            w = Witness(
+                d, d2, Event.point(d), d, w.loss, f"the truthful report y = {d!r} on data {d!r}, neighbour {d2!r}"
+            )
             pb.refute(w, detail.replace("P(0|0) - e^ε P(0|1)", f"P({d}|{d}) - e^ε P({d}|{d2})"))
     delta = (sp.exp(L) - sp.exp(eps_c)) / (sp.exp(L) + k - 1)
     return eps_c, max(0.0, float(sp.N(delta, 20)))
 
 
-def _laplace_profile(pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: sp.Expr,
-                     delta_c: sp.Expr) -> tuple[sp.Expr, float]:
+def _laplace_profile(
+    pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr
+) -> tuple[sp.Expr, float]:
     """(ε', δ) below the pure bound for one scalar grid Laplace: δ(ε') of the dominating pair (centres K
     grid steps apart; monotone likelihood ratio and Neyman–Pearson, :class:`._common.LaplaceProfile`).
     REFUTED on the extreme pair whose centres are K steps apart when δ(ε') exceeds the claimed δ (never
@@ -527,8 +644,14 @@ def _laplace_profile(pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: 
         if best is None or abs(shift) > abs(best[2]):
             best = (d, d2, shift, a.centres[0])
     d, d2, shift, centre = best
-    profile = LaplaceProfile(steps=K, scale=scale, g=g, centre=centre, direction=1 if shift >= 0 else -1,
-                             witness_steps=None if has_post(m.steps) else abs(shift))
+    profile = LaplaceProfile(
+        steps=K,
+        scale=scale,
+        g=g,
+        centre=centre,
+        direction=1 if shift >= 0 else -1,
+        witness_steps=None if has_post(m.steps) else abs(shift),
+    )
     refutation = profile.judge(pb, prof.eps, eps_c, delta_c, data=d, neighbor=d2)
     if refutation is not None:
         pb.refute(*refutation)
@@ -536,4 +659,4 @@ def _laplace_profile(pb: ProofBuilder, m: PartsMechanism, prof: Profile, eps_c: 
 
 
 def _on_exact_range(y: list[float]) -> bool:
-    return all(abs(v) < 2.0 ** 52 for v in y)
+    return all(abs(v) < 2.0**52 for v in y)
