@@ -14,13 +14,13 @@ from dpharness.mechanisms.parts import mechanism as _declare
 from dpharness.mechanisms.parts._structure import has_budget as _has_budget
 
 
-def mechanism(
+def mechanism(  # type: ignore[no-redef]  # wraps the star-imported one: calibrates budgets first
     *,
     name: str,
     records: Domain,
     relation: Relation,
     steps: Step,
-    claim: Claim,  # type: ignore[no-redef]
+    claim: Claim,
     input: str = "dataset",
     dim: int | None = None,
     size: int | None = None,
