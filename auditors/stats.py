@@ -141,25 +141,78 @@ def _scalar_or_array(x: np.ndarray, like) -> np.ndarray | float:
 # --------------------------------------------------------------------------- Clopper-Pearson
 
 
+# A quantile from scipy's inverse incomplete beta is checked forward with the incomplete beta itself:
+# scipy 1.17.1's betaincinv / betainccinv (Boost ibeta_inv) return wrong quantiles at some arguments
+# (a = 1000 exactly with b above ~6·10^7: betaincinv(1000, 10^9 − 999, 0.025) = 1.9e-6, whose lower tail
+# is 1.0, not 0.025; the upper quantile drifts from b ~ 3·10^6), which made equal counts certify ε = 0.58.
+# Where the forward tail exceeds the level by more than float noise, the quantile is solved again by
+# bisection on the (accurate) forward function, and always rounded to the conservative side.
+_FORWARD_TOL = 1e-9
+
+
+def _solve_tail(tail, level: float, lo: float, hi: float, conservative_down: bool) -> float:
+    """The x in [lo, hi] with tail(x) <= level, as close to tail(x) = level as bisection in floats gets,
+    on the conservative side (``tail`` is monotone: increasing in x when ``conservative_down``)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        ok = tail(mid) <= level
+        if conservative_down:
+            lo, hi = (mid, hi) if ok else (lo, mid)
+        else:
+            lo, hi = (lo, mid) if ok else (mid, hi)
+    return lo if conservative_down else hi
+
+
+def _checked(
+    values: np.ndarray, active: np.ndarray, a: np.ndarray, b: np.ndarray, level: float, lower: bool
+) -> np.ndarray:
+    """``values`` with every active entry whose forward tail exceeds ``level`` re-solved (see above)."""
+    out = np.array(values, dtype=float, copy=True)
+    flat, fa, fb, act = (
+        out.reshape(-1),
+        np.broadcast_to(a, out.shape).reshape(-1),
+        np.broadcast_to(b, out.shape).reshape(-1),
+        np.broadcast_to(active, out.shape).reshape(-1),
+    )
+    for i in np.flatnonzero(act):
+        ai, bi = float(fa[i]), float(fb[i])
+        if lower:  # Pr[Beta(a, b) <= L] <= level; a smaller L is safe
+            tail = lambda x, ai=ai, bi=bi: float(_sp.betainc(ai, bi, x))  # noqa: E731
+            if not tail(flat[i]) <= level * (1 + _FORWARD_TOL):
+                flat[i] = _solve_tail(tail, level, 0.0, float(flat[i]), conservative_down=True)
+        else:  # Pr[Beta(a, b) >= U] <= level; a larger U is safe
+            tail = lambda x, ai=ai, bi=bi: float(_sp.betaincc(ai, bi, x))  # noqa: E731
+            if not tail(flat[i]) <= level * (1 + _FORWARD_TOL):
+                flat[i] = _solve_tail(tail, level, float(flat[i]), 1.0, conservative_down=False)
+    return out
+
+
 def clopper_pearson_lower(hits, n, level: float) -> np.ndarray | float:
     """Exact one-sided lower bound L with Pr[p < L] <= ``level``: the ``level`` quantile of Beta(k, n−k+1)
-    (``scipy.special.betaincinv``, as ``scipy.stats.beta.ppf``); 0 when k = 0."""
+    (``scipy.special.betaincinv``, as ``scipy.stats.beta.ppf``, checked forward with ``betainc``); 0 when k = 0."""
     k, m = _counts(hits, n, "hits")
     level = _level(level)
+    a, b = np.maximum(k, 1), m - k + 1
     with np.errstate(invalid="ignore"):
-        lo = np.where(k > 0, _sp.betaincinv(np.maximum(k, 1), m - k + 1, level), 0.0)
-    return _scalar_or_array(np.asarray(lo, dtype=float), hits)
+        lo = np.where(k > 0, _sp.betaincinv(a, b, level), 0.0)
+    lo = _checked(np.asarray(lo, dtype=float), k > 0, a, b, level, lower=True)
+    return _scalar_or_array(lo, hits)
 
 
 def clopper_pearson_upper(hits, n, level: float) -> np.ndarray | float:
-    """Exact one-sided upper bound U with Pr[p > U] <= ``level``: the 1−``level`` quantile of Beta(k+1, n−k); 1 when k = n.
+    """Exact one-sided upper bound U with Pr[p > U] <= ``level``: the 1−``level`` quantile of Beta(k+1, n−k)
+    (checked forward with ``betaincc``); 1 when k = n.
 
     U > 0 for every k (for k = 0 it is 1 − level^(1/n))."""
     k, m = _counts(hits, n, "hits")
     level = _level(level)
+    a, b = k + 1, np.maximum(m - k, 1)
     with np.errstate(invalid="ignore"):
-        hi = np.where(k < m, _sp.betainccinv(k + 1, np.maximum(m - k, 1), level), 1.0)
-    return _scalar_or_array(np.asarray(hi, dtype=float), hits)
+        hi = np.where(k < m, _sp.betainccinv(a, b, level), 1.0)
+    hi = _checked(np.asarray(hi, dtype=float), k < m, a, b, level, lower=False)
+    return _scalar_or_array(hi, hits)
 
 
 def clopper_pearson_interval(hits, n, confidence: float = 0.95) -> ProportionBound:

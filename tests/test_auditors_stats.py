@@ -140,3 +140,19 @@ def test_projected_epsilon_counts_whole_hits_despite_float_error():
     got = float(projected_epsilon(7 / n, 3 / n, n, level))
     want = float(np.log(clopper_pearson_lower(7, n, level) / clopper_pearson_upper(3, n, level)))
     assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_clopper_pearson_bounds_are_checked_forward_where_scipy_inverts_wrongly():
+    """scipy 1.17.1's betaincinv(1000, ~10^9, 0.025) returns 1.9e-6, whose lower tail is 1.0: equal counts
+    of 1000 in 10^9 a side certified ε = 0.58. The bounds are re-solved where the forward tail is wrong."""
+    from scipy import special
+
+    from dpharness.auditors.stats import clopper_pearson_lower, clopper_pearson_upper, epsilon_lower_bound
+
+    assert epsilon_lower_bound(1000, 10**9, 1000, 10**9, confidence=0.95).epsilon == 0.0
+    for k, n in ((1000, 10**9), (1000, 6 * 10**7), (999, 8 * 10**8), (3, 10), (500_000, 10**6)):
+        lo = clopper_pearson_lower(k, n, 0.025)
+        hi = clopper_pearson_upper(k, n, 0.025)
+        assert special.betainc(k, n - k + 1, lo) <= 0.025 * (1 + 1e-9)  # Pr[p < lo] <= level
+        assert special.betaincc(k + 1, n - k, hi) <= 0.025 * (1 + 1e-9)  # Pr[p > hi] <= level
+        assert abs(special.betainc(k, n - k + 1, lo) - 0.025) < 1e-6  # and tight, not merely safe
