@@ -313,7 +313,7 @@ def oracle_family(case) -> OracleFamily:
         labels = [f"⊥^{i}⊤" for i in range(k)] + [f"⊥^{k}"]
         return _atom_sets(
             name,
-            "bench_dpsniper._svt_patterns (trapezoid over ρ on [−1000, 1000], step 0.005, normalised; changes by < 1e-5 from step 0.05; 10^7 draws a side agree)",
+            "bench_dpsniper._svt_patterns (trapezoid over ρ on [−1000, 1000], step 0.005, normalised; changes by < 1e-5 from step 0.05; adaptive quadrature agrees within 1e-9 on the best atoms, 10^7 draws a side within sampling error)",
             pa,
             pb,
             labels,
