@@ -93,3 +93,59 @@ def test_false_alarm_rate_large():
     assert alarms <= limit, (
         f"{alarms} false alarms in 1000 audits at α = 0.05 (limit {limit}; false-failure probability < 1e-3)"
     )
+
+
+def _box_counts(data, size, rng):
+    """A parameter vector from a data set of (x, y) records in [0, 1]²: the record count and the number of
+    records with x >= 1/2, each with discrete Laplace noise of scale 2 (exact integers): a record moves the
+    vector by at most 2 in L1, so the release is exactly 1-DP under add/remove, tight on a pair whose
+    extra record has x >= 1/2."""
+    arr = np.asarray(data, dtype=float).reshape(-1, 2)
+    stats = np.array([len(arr), int(np.count_nonzero(arr[:, 0] >= 0.5))], dtype=np.int64)
+    p = 1.0 - math.exp(-0.5)
+    return stats[None, :] + rng.geometric(p, (size, 2)) - rng.geometric(p, (size, 2))
+
+
+def _constant_time(d):  # uniform on {0..7}, one draw per call whatever d is: its outputs and time carry nothing
+    return int(np.random.default_rng().integers(0, 8))
+
+
+@pytest.mark.statistical
+@pytest.mark.slow
+def test_false_alarm_rate_of_the_new_families():
+    """Issue 16: 240 audits of correct mechanisms at confidence 0.9 (α = 0.1), counted together:
+    120 audits of a parameter vector over pairs searched in Datasets(RealBox(0, 1, 2)) (the model
+    targets' pair search and vector events; true ε = 1 = claim), and 120 timing audits of a sampler
+    whose outputs and running time do not depend on the input (claim ε = 0: any positive bound is an
+    alarm). Every audit's certified trade-off points are also checked against the claim's curve (none
+    may fall below f_{1,0} for the vector mechanism). False-failure probability < 1e-3 (binomial tail)."""
+    from dpharness import timing_audit
+    from dpharness.auditors.pairsearch import Datasets
+    from dpharness.auditors.tradeoff import epsilon_delta_curve
+    from dpharness.core import AddRemove, RealBox
+
+    space = Datasets(RealBox(0, 1, 2), AddRemove(), (0, 6))
+    alarms, below_curve = 0, 0
+    for i in range(120):
+        r = audit(
+            _box_counts,
+            inputs=space,
+            epsilon=1.0,
+            samples=4_000,
+            seed=20_000 + i,
+            confidence=0.9,
+            workers=1,
+            progress=False,
+        )
+        alarms += not r.passed
+        curve = r.tradeoff()
+        if curve is not None:  # any certified point below the true curve's claim f_{1,0} is a false alarm too
+            below_curve += int(np.any(curve.below(lambda a: epsilon_delta_curve(a, 1.0))))
+    for i in range(120):
+        t = timing_audit(_constant_time, 0, 1, epsilon=0.0, samples=1_000, seed=30_000 + i, confidence=0.9)
+        alarms += not t.passed
+    limit = int(binom.isf(FALSE_FAILURE, 240, 0.1))
+    assert alarms <= limit, (
+        f"{alarms} false alarms in 240 audits at α = 0.1 (limit {limit}; false-failure probability < 1e-3)"
+    )
+    assert below_curve <= limit, f"{below_curve} audits certified trade-off points below the true curve"
