@@ -17,7 +17,9 @@ process), so the worker pool can ship it.
 Default pairs: scalar queries use 0 vs ``sensitivity`` (the full sensitivity step; 0 is the value
 whose floating-point neighbourhood is densest, where Mironov-style rounding leaks show first);
 data sets differ by one record at the upper bound 1.0 among zeros (the exact sums 0 and 1 are the
-scalar pair again).
+scalar pair again). The aggregate targets (variance, quantile, count, histogram, context_mean) declare
+their records instead (``inputs``: data sets of 0..max_n floats in [lower, upper], add/remove one
+record, OpenDP's SymmetricDistance) and the audit searches its pairs there.
 """
 
 from __future__ import annotations
