@@ -242,6 +242,47 @@ def test_opendp_claims_are_its_privacy_maps():
     assert s.epsilon > 1.0 and s.epsilon < 1.0 + 1e-6  # float sum: OpenDP adds a rounding allowance
 
 
+def test_opendp_aggregate_claims_are_their_privacy_maps_and_search_add_remove():
+    """The aggregate targets' claims are OpenDP's privacy maps at d_in = 1 of the same chains built here
+    from OpenDP's constructors; their input is SymmetricDistance (add/remove), searched over data sets of
+    0..max_n records in [lower, upper]."""
+    _need("opendp")
+    import opendp.prelude as dp
+
+    from dpharness.auditors.pairsearch import Datasets
+    from dpharness.core import AddRemove, RealInterval
+
+    dp.enable_features("contrib")
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance()
+    var = space >> dp.t.then_clamp((-1.0, 2.0)) >> dp.t.then_resize(size=5, constant=0.5)
+    var = var >> dp.t.then_variance(ddof=1) >> dp.m.then_laplace(scale=0.3)
+    t = get_target("opendp:variance", {"lower": -1.0, "upper": 2.0, "size": 5, "scale": 0.3})
+    assert t.epsilon == var.map(1) and t.delta == 0.0
+    assert isinstance(t.inputs, Datasets) and t.inputs.records == RealInterval(-1.0, 2.0)
+    assert isinstance(t.inputs.relation, AddRemove) and t.inputs.size == (0, 10)
+    q = dp.m.make_private_quantile(
+        *space, dp.max_divergence(), candidates=[0.0, 0.25, 0.5, 0.75, 1.0], alpha=0.25, scale=2.0
+    )
+    assert get_target("opendp:quantile", {"candidates": 5, "alpha": 0.25, "scale": 2.0}).epsilon == q.map(1)
+    assert get_target("opendp:count", {"scale": 4.0}).epsilon == (
+        space >> dp.t.then_count() >> dp.m.then_laplace(scale=4.0)
+    ).map(1)
+    h = get_target("opendp:histogram", {"bins": 3, "scale": 0.5})
+    assert h.epsilon == 2.0 and h.fn([0.0, 0.5, 1.0], 4, np.random.default_rng(0)).shape == (4, 3)
+    m = get_target("opendp:context_mean", {"epsilon": 0.5})
+    assert 0.5 * (1 - 1e-9) <= m.epsilon <= 0.5  # the scale OpenDP solved for, mapped back by its own privacy map
+    for name in ("opendp:variance", "opendp:quantile", "opendp:count", "opendp:histogram", "opendp:context_mean"):
+        assert "SymmetricDistance" in get_target(name).relation, name
+        with pytest.raises(ParameterError, match=r"lower=1.0, upper=0.0: pass lower < upper"):
+            get_target(name, {"lower": 1.0, "upper": 0.0})
+    with pytest.raises(ParameterError, match=r"candidates=1: pass at least 2"):
+        get_target("opendp:quantile", {"candidates": 1})
+    with pytest.raises(ParameterError, match=r"bins=1: pass at least 2"):
+        get_target("opendp:histogram", {"bins": 1})
+    with pytest.raises(ParameterError, match=r"size=1, ddof=1"):
+        get_target("opendp:variance", {"size": 1})
+
+
 def test_opendp_string_params_and_bad_values():
     _need("opendp")
     assert get_target("opendp:geometric", {"scale": "3"}).epsilon == pytest.approx(1 / 3)
@@ -452,6 +493,11 @@ SMOKE = {
     "opendp:discrete_gaussian": (10_000, PASS),
     "opendp:sum": (5_000, PASS),
     "opendp:mean": (5_000, PASS),
+    "opendp:variance": (10_000, PASS),
+    "opendp:quantile": (10_000, PASS),
+    "opendp:count": (10_000, PASS),
+    "opendp:histogram": (10_000, PASS),
+    "opendp:context_mean": (10_000, PASS),
     "pipeline-dp:laplace": (5_000, PASS),
     "pipeline-dp:gaussian": (5_000, LEAK),
     "pipeline-dp:sum": (1_000, PASS),
