@@ -1,7 +1,9 @@
 """Running one task per item in isolated worker processes with a hard time limit (pebble), with a
 progress bar (tqdm). Used by ``dpharness gate`` and ``dpharness report``. Private.
 
-Each task runs in a spawned worker (no fork after numpy/z3 threads) whose address space is capped
+Each task runs in a worker forked from a fork server that imported the project once (no interpreter
+start-up or imports per worker; no fork of this process, whose numpy/z3 threads may hold locks; spawn
+where there is no fork server), whose address space is capped
 at its share of 80% of the RAM (a runaway audit raises MemoryError in its own worker). A task that
 runs past ``limit`` seconds is killed with its worker — whatever it is doing, including a C call
 that holds the GIL and ignores signals — and a worker that dies takes only its own task with it;
@@ -99,6 +101,39 @@ def _worker_start(fraction: float) -> None:
     limit_memory(fraction)
 
 
+# what every gate or report task imports (sympy, z3, scipy.stats, numpy among them): loaded once, in the
+# fork server, instead of once per worker
+_PRELOAD = ("dpharness.pipeline", "dpharness.proofs", "dpharness.auditors", "dpharness.mechanisms", "dpharness.cli")
+
+
+def _context():
+    """The start method of the workers: a fork server that has imported :data:`_PRELOAD` (each worker
+    is a fork of it: no interpreter start-up and no imports per worker, and a worker killed at its
+    limit is replaced at the cost of a fork), where the platform has one; else spawn. The fork server
+    forks from its single main thread, with one BLAS thread (no fork of this process, whose threads
+    may hold locks)."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(_PRELOAD))
+    blas = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    saved = {k: os.environ.get(k) for k in blas}
+    os.environ.update({k: "1" for k in blas})  # the server's numpy starts no BLAS threads
+    try:
+        forkserver.ensure_running()  # once per process; the server then lives as long as this process
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return ctx
+
+
 def _kill_workers() -> None:
     """SIGKILL the process group of each worker process of this process that leads one (see
     :func:`_worker_start`): the worker and every process it started."""
@@ -115,7 +150,6 @@ def _kill_workers() -> None:
 
 
 def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> None:
-    import multiprocessing
     from concurrent.futures import TimeoutError as FutureTimeout
     from concurrent.futures import as_completed
 
@@ -123,7 +157,7 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> 
 
     pool = ProcessPool(
         max_workers=workers,
-        context=multiprocessing.get_context("spawn"),
+        context=_context(),
         initializer=_worker_start,
         initargs=(0.8 / workers,),
     )

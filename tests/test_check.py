@@ -272,3 +272,17 @@ def test_a_stuck_check_is_killed_at_its_hard_limit_and_the_gate_moves_on(tmp_pat
     assert "worker process was killed" not in lines["laplace"]
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().findall("testcase")}
     assert "timeout" in cases["stuck_laplace"].find("error").get("message")
+
+
+def test_a_cold_gate_starts_the_longest_builtin_first_and_a_timed_run_overrides_the_estimate():
+    from dpharness import registry
+    from dpharness._cache import _BUILTIN_SECONDS, longest_first
+
+    builtins = list(registry.catalog())
+    longest = max((n for n in builtins if n in _BUILTIN_SECONDS), key=_BUILTIN_SECONDS.__getitem__)
+    # never timed (no cache yet): the built-ins by their measured estimate; a name with no estimate first
+    order = longest_first(["not_a_builtin", *builtins], {})
+    assert order[:2] == ["not_a_builtin", longest]
+    assert sorted(order) == sorted(["not_a_builtin", *builtins])  # the same checks, only their order
+    # a duration this cache measured wins over the estimate
+    assert longest_first(["laplace", longest], {"laplace": 1e6})[0] == "laplace"
