@@ -19,8 +19,31 @@ from ._base import Chain, Space, Step, _need, _plain, check_structure, execute, 
 __all__ = ["PoissonSample", "poisson_sample", "FixedSample", "sample"]
 
 
+class _Subsample(Step):
+    """What the two samplings share: each heads a chain (``sample >> rest``) whose rest runs on the kept
+    records and must end in noise. Subclasses name themselves (``_word``) and give an example."""
+
+    _word = ""
+    _example = ""
+
+    def check(self, space: Space) -> tuple[Space | None, int]:
+        raise ParameterError(
+            f"{self.describe()} must be followed by >> steps that end in noise (e.g. {self._example})."
+        )
+
+    def check_head(self, chain: Chain, space: Space) -> tuple[Space | None, int]:
+        _need(space, "records", self._word)
+        out, width = check_structure(chain.second, space)
+        if out is not None:
+            raise ParameterError(
+                f"{chain.describe()} releases no noise after the sample; end it with a noise measurement "
+                "(e.g. >> dp.gaussian(sigma))."
+            )
+        return None, width
+
+
 @dataclass(frozen=True)
-class PoissonSample(Step):
+class PoissonSample(_Subsample):
     """Poisson subsampling: every record is kept independently with probability exactly ``rate``
     (:func:`dpharness.mechanisms._exact.bernoulli`: the rate read as its exact value), a fresh
     subsample for every release, and what follows (``>>``) runs on the kept records and must end in
@@ -37,24 +60,11 @@ class PoissonSample(Step):
             raise ParameterError(f"rate={self.rate!r} must be in (0, 1]; pass the probability of keeping each record.")
         object.__setattr__(self, "rate", rate)
 
+    _word = "poisson_sample"
+    _example = "dp.poisson_sample(0.01) >> dp.count() >> dp.gaussian(sigma=1)"
+
     def describe(self) -> str:
         return f"poisson_sample({self.rate})"
-
-    def check(self, space: Space) -> tuple[Space | None, int]:
-        raise ParameterError(
-            f"{self.describe()} must be followed by >> steps that end in noise "
-            "(e.g. dp.poisson_sample(0.01) >> dp.count() >> dp.gaussian(sigma=1))."
-        )
-
-    def check_head(self, chain: Chain, space: Space) -> tuple[Space | None, int]:
-        _need(space, "records", "poisson_sample")
-        out, width = check_structure(chain.second, space)
-        if out is not None:
-            raise ParameterError(
-                f"{chain.describe()} releases no noise after the sample; end it with a noise measurement "
-                "(e.g. >> dp.gaussian(sigma))."
-            )
-        return None, width
 
     def execute_head(self, chain: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
         return _subsampled(self, chain.second, value, space, size, rng)
@@ -100,7 +110,7 @@ def _run_on(
 
 
 @dataclass(frozen=True)
-class FixedSample(Step):
+class FixedSample(_Subsample):
     """Sampling without replacement of a fixed size: ``size`` records drawn uniformly among the data set's
     n records (every size-subset equally likely; :meth:`numpy.random.Generator.choice` without
     replacement, integer arithmetic only), a fresh subsample for every release, and what follows (``>>``)
@@ -116,24 +126,11 @@ class FixedSample(Step):
 
         object.__setattr__(self, "size", _v.integer("size", self.size, minimum=1))
 
+    _word = "sample"
+    _example = "dp.sample(100) >> dp.count() >> dp.gaussian(sigma=1)"
+
     def describe(self) -> str:
         return f"sample({self.size})"
-
-    def check(self, space: Space) -> tuple[Space | None, int]:
-        raise ParameterError(
-            f"{self.describe()} must be followed by >> steps that end in noise "
-            "(e.g. dp.sample(100) >> dp.count() >> dp.gaussian(sigma=1))."
-        )
-
-    def check_head(self, chain: Chain, space: Space) -> tuple[Space | None, int]:
-        _need(space, "records", "sample")
-        out, width = check_structure(chain.second, space)
-        if out is not None:
-            raise ParameterError(
-                f"{chain.describe()} releases no noise after the sample; end it with a noise measurement "
-                "(e.g. >> dp.gaussian(sigma))."
-            )
-        return None, width
 
     def execute_head(self, chain: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
         arr = np.asarray(value)
