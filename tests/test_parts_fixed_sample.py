@@ -87,3 +87,35 @@ def test_the_audit_stays_below_the_amplified_bound():
     (false-failure rate <= 5%)."""
     r = audit(_wor(AMPLIFIED * 1.0001), samples=200_000, seed=0)
     assert r.passed and r.epsilon_lower_bound <= AMPLIFIED
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # a partition sees fewer than n records: q = m/n would understate its rate
+        dp.parallel(dp.sample(2) >> dp.count() >> dp.discrete_laplace(scale=1), by=0, keys=[0, 1]),
+        # the second sample draws from the first's 5 records, not from n
+        dp.sample(5) >> dp.sample(2) >> dp.sum() >> dp.discrete_laplace(scale=1),
+    ],
+)
+def test_a_sample_that_does_not_see_the_whole_data_set_is_not_amplified_by_m_over_n(steps):
+    m = dp.mechanism(
+        name="wor_part", records=IntegerRange(0, 1), relation=Substitute(), size=20, steps=steps, claim=PureDP(5)
+    )
+    p = prove(m)
+    assert p.verdict is Verdict.UNPROVEN
+    assert any("must see the whole data set" in o.justification for o in p.steps if not o.discharged)
+    assert not any("q = m/n" in o.statement for o in p.steps)
+
+
+def test_a_sample_inside_a_composition_sees_the_whole_data_set():
+    part = dp.sample(5) >> dp.sum() >> dp.discrete_laplace(scale=1)
+    m = dp.mechanism(
+        name="wor_twice",
+        records=IntegerRange(0, 1),
+        relation=Substitute(),
+        size=20,
+        steps=dp.compose(part, part),
+        claim=PureDP(2 * AMPLIFIED * 1.0001),
+    )
+    assert prove(m).verdict is Verdict.PROVED

@@ -78,13 +78,16 @@ def fixed_sample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -
     q = m/n."""
     m = step.first.size
     inner = walk.walk(_join(path, "on the subsample"), step.second, space, d)
-    subject = walk.pb.mechanism
-    n = getattr(getattr(subject, "parts", subject), "size", None)
-    if not isinstance(d.relation, Substitute) or n is None or n < m:
+    subject = getattr(walk.pb.mechanism, "parts", walk.pb.mechanism)
+    n = getattr(subject, "size", None)
+    whole = subject is not None and _every_sample_sees_whole_data_set(subject.steps)
+    if not isinstance(d.relation, Substitute) or n is None or n < m or not whole:
         why = (
             "declare relation=Substitute()"
             if not isinstance(d.relation, Substitute)
             else f"declare the data-set size (size=n, n >= {m})"
+            if n is None or n < m
+            else "it must see the whole data set of n records (not a partition or a subsample of it)"
         )
         walk.pb.add(
             [
@@ -124,3 +127,24 @@ def fixed_sample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -
         "quasi-convex (van Erven & Harremoës 2014, Thm 13)",
     )
     return out
+
+
+def _every_sample_sees_whole_data_set(step: Any, whole: bool = True) -> bool:
+    """Whether every ``sample(m)`` node in the structure runs on the whole input data set: reached from the
+    root only through record-wise transformations (which keep every record) and the parts of compose,
+    repeat and iterate (which all receive the input). Under a partition, a subsample or a group-by a
+    sample sees fewer than n records, and q = m/n would understate its rate. Checked for every node,
+    not the one being walked: the same (equal, or even identical) node may stand in several places."""
+    from dpharness.mechanisms.parts._base import _children
+    from dpharness.mechanisms.parts.combinators import Compose, Iterate, Repeat
+    from dpharness.mechanisms.parts.transformations import Clamp, ClipNorm, Column, MapRecords
+
+    if type(step) is FixedSample:
+        return whole
+    if isinstance(step, Chain):
+        keeps = type(step.first) in (Clamp, Column, MapRecords, ClipNorm)
+        return _every_sample_sees_whole_data_set(step.first, whole) and _every_sample_sees_whole_data_set(
+            step.second, whole and keeps
+        )
+    inner = whole and type(step) in (Compose, Repeat, Iterate)
+    return all(_every_sample_sees_whole_data_set(c, inner) for c in _children(step))
