@@ -30,7 +30,7 @@ from ._base import (
 from .combinators import Compose, Iterate, Parallel, Repeat
 from .local import _MAX_CATEGORIES
 from .sampling import FixedSample, PoissonSample
-from .transformations import MapRecords
+from .transformations import Clamp, ClipNorm, Column, MapRecords
 
 
 def input_space(records: Domain, shape: str, dim: int | None) -> Space:
@@ -195,6 +195,23 @@ def _query_functions(step: Step) -> list:
         for n in walk_nodes(step)
         if type(n) in STEP_TYPES and type(n) not in (Post, MapRecords) and callable(getattr(n, "fn", None))
     ]
+
+
+def samples_see_whole_data_set(step: Any, whole: bool = True) -> bool:
+    """Whether every ``sample(m)`` node in the structure runs on the whole input data set: reached from the
+    root only through record-wise transformations (which keep every record) and the parts of compose,
+    repeat and iterate (which all receive the input). Under a partition, a subsample or a group-by a
+    sample sees fewer than n records, and q = m/n would understate its rate. Checked for every node,
+    not the one being walked: the same (equal, or even identical) node may stand in several places."""
+    if type(step) is FixedSample:
+        return whole
+    if isinstance(step, Chain):
+        keeps = type(step.first) in (Clamp, Column, MapRecords, ClipNorm)
+        return samples_see_whole_data_set(step.first, whole) and samples_see_whole_data_set(
+            step.second, whole and keeps
+        )
+    inner = whole and type(step) in (Compose, Repeat, Iterate)
+    return all(samples_see_whole_data_set(c, inner) for c in _children(step))
 
 
 def has_budget(step: Any) -> bool:

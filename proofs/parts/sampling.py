@@ -13,6 +13,7 @@ import sympy as sp
 
 from dpharness.core import AddRemove, Substitute
 from dpharness.mechanisms.parts._base import Chain, Distance, Space
+from dpharness.mechanisms.parts._structure import samples_see_whole_data_set
 from dpharness.mechanisms.parts.sampling import FixedSample, PoissonSample
 
 from .. import _account as A
@@ -80,7 +81,7 @@ def fixed_sample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -
     inner = walk.walk(_join(path, "on the subsample"), step.second, space, d)
     subject = getattr(walk.pb.mechanism, "parts", walk.pb.mechanism)
     n = getattr(subject, "size", None)
-    whole = subject is not None and _every_sample_sees_whole_data_set(subject.steps)
+    whole = subject is not None and samples_see_whole_data_set(subject.steps)
     if not isinstance(d.relation, Substitute) or n is None or n < m or not whole:
         why = (
             "declare relation=Substitute()"
@@ -127,24 +128,3 @@ def fixed_sample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -
         "quasi-convex (van Erven & Harremoës 2014, Thm 13)",
     )
     return out
-
-
-def _every_sample_sees_whole_data_set(step: Any, whole: bool = True) -> bool:
-    """Whether every ``sample(m)`` node in the structure runs on the whole input data set: reached from the
-    root only through record-wise transformations (which keep every record) and the parts of compose,
-    repeat and iterate (which all receive the input). Under a partition, a subsample or a group-by a
-    sample sees fewer than n records, and q = m/n would understate its rate. Checked for every node,
-    not the one being walked: the same (equal, or even identical) node may stand in several places."""
-    from dpharness.mechanisms.parts._base import _children
-    from dpharness.mechanisms.parts.combinators import Compose, Iterate, Repeat
-    from dpharness.mechanisms.parts.transformations import Clamp, ClipNorm, Column, MapRecords
-
-    if type(step) is FixedSample:
-        return whole
-    if isinstance(step, Chain):
-        keeps = type(step.first) in (Clamp, Column, MapRecords, ClipNorm)
-        return _every_sample_sees_whole_data_set(step.first, whole) and _every_sample_sees_whole_data_set(
-            step.second, whole and keeps
-        )
-    inner = whole and type(step) in (Compose, Repeat, Iterate)
-    return all(_every_sample_sees_whole_data_set(c, inner) for c in _children(step))
