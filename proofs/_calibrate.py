@@ -161,19 +161,25 @@ def _stability_walk() -> Any:
     return _Walk(ProofBuilder(None, PureDP(1)))
 
 
-def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
+def _budget_of(step: Any, share: _Share | None, own: _Share, name: str, own_args: str, scale_args: str) -> _Share:
+    """The budget a placeholder spends: its own, or its share of a split; exactly one of them."""
     if step.budgeted and share is not None:
         raise ParameterError(
-            f"{step.describe()} has its own budget inside a split composition; drop its epsilon=/rho= (the "
+            f"{step.describe()} has its own budget inside a split composition; drop its {own_args} (the "
             "split gives it a share) or take it out of the split."
         )
     if not step.budgeted and share is None:
         raise ParameterError(
-            f"{step.family}() has neither a scale nor a budget; pass "
-            + ("scale= or epsilon=" if step.family == "laplace" else "sigma=, rho= or epsilon= with delta=")
-            + ", or put it in dp.compose(..., epsilon=...) to take a share of a total."
+            f"{name} has neither a scale nor a budget; pass {scale_args}, or put it in "
+            "dp.compose(..., epsilon=...) to take a share of a total."
         )
-    budget = share or _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
+    return share or own
+
+
+def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None) -> P.Step:
+    own = _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
+    scale_args = "scale= or epsilon=" if step.family == "laplace" else "sigma=, rho= or epsilon= with delta="
+    budget = _budget_of(step, share, own, f"{step.family}()", "epsilon=/rho=", scale_args)
     if space.kind not in ("scalar", "vector"):
         raise ParameterError(
             f"{step.describe()} follows {space.describe()}; aggregate first (dp.count(), dp.sum(), ...)."
@@ -219,17 +225,7 @@ def _selection(step: SelectionBudget, space: P.Space, d: P.Distance, share: _Sha
     """The selection's scale from its family's privacy map (:mod:`dpharness.proofs.parts.selection`) at the
     scores' L∞ distance Δ: exponential mechanism ε = c·k·Δ/scale (c = 1 on monotone scores, else 2),
     permute-and-flip ε = 2Δ/scale, grid-Laplace noisy max ε = 2D/t with D the distance in grid steps."""
-    if step.budgeted and share is not None:
-        raise ParameterError(
-            f"{step.describe()} has its own budget inside a split composition; drop its epsilon= (the "
-            "split gives it a share) or take it out of the split."
-        )
-    if not step.budgeted and share is None:
-        raise ParameterError(
-            f"{step.describe()} has neither a scale nor a budget; pass scale= or epsilon=, or put it in "
-            "dp.compose(..., epsilon=...) to take a share of a total."
-        )
-    budget = share or _Share(_exact(step.epsilon))
+    budget = _budget_of(step, share, _Share(_exact(step.epsilon)), step.describe(), "epsilon=", "scale= or epsilon=")
     eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
     delta = d.linf
     if delta == 0:

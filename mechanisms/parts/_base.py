@@ -45,6 +45,17 @@ def _plain(name: str, value: Any) -> int | float | Fraction:
     return value
 
 
+def _budget(name: str, value: Any, who: str = "this part") -> Any:
+    """A budget parameter (``epsilon=``, ``delta=``, ``rho=``) read as :func:`_plain`; None stays None;
+    refused unless > 0."""
+    if value is None:
+        return None
+    v = _plain(name, value)
+    if not Fraction(v) > 0:
+        raise ParameterError(f"{name}={value!r} must be > 0; pass the positive budget {who} may spend.")
+    return v
+
+
 def _frac(name: str, value: Any) -> Fraction:
     """The exact value of a parameter: ints and Fractions as they are, a float as its binary value."""
     return Fraction(_plain(name, value))

@@ -19,6 +19,7 @@ from dpharness.errors import ParameterError
 
 from ._base import (
     _ITERATE_STATE,
+    _budget,
     Post,
     Space,
     Step,
@@ -277,12 +278,7 @@ class SplitBudget(Step):
         Compose(tuple(self.parts))  # the same validation of the parts
         object.__setattr__(self, "parts", tuple(self.parts))
         for name in ("epsilon", "delta", "rho"):
-            value = getattr(self, name)
-            if value is not None:
-                value = _plain(name, value)
-                if not Fraction(value) > 0:
-                    raise ParameterError(f"{name}={value!r} must be > 0; pass the positive budget the parts may spend.")
-                object.__setattr__(self, name, value)
+            object.__setattr__(self, name, _budget(name, getattr(self, name), "the parts"))
         if self.epsilon is None and self.rho is None:
             raise ParameterError(
                 f"compose(delta={self.delta!r}) splits no budget: pass epsilon= (with delta= when a part is "

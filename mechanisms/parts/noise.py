@@ -14,7 +14,7 @@ import numpy as np
 from dpharness.errors import ParameterError
 from dpharness.mechanisms._noise import DEFAULT_GRANULARITY, check_granularity, ratio_up
 
-from ._base import Distance, Measurement, Post, Space, Step, _chain, _float_exact, _frac, _plain, register
+from ._base import Distance, Measurement, Post, Space, Step, _budget, _chain, _float_exact, _frac, _plain, register
 from ._grid import _MAX_SCALE_UNITS, LAPLACE_MIN_UNITS, _centres, _check_scale_units, _release, grid_steps
 
 __all__ = [
@@ -156,15 +156,6 @@ register(GridLaplace, GridGaussian)
 # --------------------------------------------------------------------------- public constructors
 
 
-def _budget_value(name: str, value: Any) -> Any:
-    if value is None:
-        return None
-    v = _plain(name, value)
-    if not Fraction(v) > 0:
-        raise ParameterError(f"{name}={value!r} must be > 0; pass the positive budget this part may spend.")
-    return v
-
-
 @dataclass(frozen=True)
 class NoiseBudget(Step):
     """Grid noise of ``family`` (``"laplace"`` or ``"gaussian"``) on the grid ``granularity * Z`` that
@@ -187,7 +178,7 @@ class NoiseBudget(Step):
         object.__setattr__(self, "granularity", _plain("granularity", self.granularity))
         check_granularity("granularity", self.granularity)
         for name in ("epsilon", "delta", "rho"):
-            object.__setattr__(self, name, _budget_value(name, getattr(self, name)))
+            object.__setattr__(self, name, _budget(name, getattr(self, name)))
         if self.family == "laplace":
             if self.delta is not None or self.rho is not None:
                 raise ParameterError(

@@ -38,7 +38,19 @@ from dpharness.errors import ParameterError, UnsupportedError
 
 from dpharness.mechanisms._noise import check_granularity
 
-from ._base import Distance, Measurement, Space, Step, Transformation, _chain, _float_exact, _need, _plain, register
+from ._base import (
+    Distance,
+    Measurement,
+    Space,
+    Step,
+    Transformation,
+    _budget,
+    _chain,
+    _float_exact,
+    _need,
+    _plain,
+    register,
+)
 from ._grid import LAPLACE_MIN_UNITS, _centres, _check_scale_units
 
 __all__ = [
@@ -527,13 +539,7 @@ class SelectionBudget(Step):
     is_budget: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if self.epsilon is not None:
-            eps = _plain("epsilon", self.epsilon)
-            if not Fraction(eps) > 0:
-                raise ParameterError(
-                    f"epsilon={self.epsilon!r} must be > 0; pass the positive budget this part may spend."
-                )
-            object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "epsilon", _budget("epsilon", self.epsilon))
         object.__setattr__(self, "k", _v.integer("k", self.k, minimum=1))
         object.__setattr__(self, "labels", _labels("labels", self.labels))
         object.__setattr__(self, "granularity", _plain("granularity", self.granularity))
