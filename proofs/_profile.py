@@ -76,19 +76,11 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
     pure = None if prof.eps is None else float(prof.eps)
     rho = float(prof.rho) if prof.rho is not None and math.isfinite(float(prof.rho)) else None
     upper = lower = None
-    if prof.pld and len(prof.pld) <= proof._MAX_PLD_TOTAL and delta0 == 0:
-        counted: dict = {}
-        for e in prof.pld:
-            counted[e] = counted.get(e, 0) + 1
-        if len(counted) <= proof._MAX_PLD_LEAVES and all(
-            proof._typical_loss(e) <= proof._MAX_PLD_LOSS for e in counted
-        ):
-            upper = proof._composed(counted, True)
-            if upper is not None:
-                n = sum(counted.values())
-                guess = upper.epsilon(1e-6)
-                if n * upper.forward.w <= 0.05 * max(guess, 0.1):
-                    lower = proof._composed(counted, False)
+    counted = proof._pld_leaves(prof) if delta0 == 0 else None
+    if counted is not None:
+        upper = proof._composed(counted, True)
+        if upper is not None:
+            lower = proof._lower_where_tight(counted, upper, upper.epsilon(1e-6))
     points, methods = [], []
     for d in sorted(deltas):
         options = []

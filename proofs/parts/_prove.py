@@ -271,6 +271,26 @@ def _leaf_text(entry: tuple) -> str:
     return text + (f", Poisson-subsampled at rate {entry[3]}" if len(entry) == 4 else "")
 
 
+def _pld_leaves(prof: Profile) -> dict | None:
+    """The PLD route's distinct leaf entries with their multiplicities, or None where the route does not
+    apply (no PLD entries, too many leaves, or a leaf whose loss grid would be too large)."""
+    if not prof.pld or len(prof.pld) > _MAX_PLD_TOTAL:
+        return None
+    counted: dict = {}
+    for e in prof.pld:
+        counted[e] = counted.get(e, 0) + 1
+    if len(counted) > _MAX_PLD_LEAVES or any(_typical_loss(e) > _MAX_PLD_LOSS for e in counted):
+        return None
+    return counted
+
+
+def _lower_where_tight(counted: dict, upper: Any, eps_ref: float) -> Any:
+    """The optimistic composition (the bracket's lower end). It rounds every loss down, losing up to w per
+    leaf: computed only where that loss is at most 5% of ``eps_ref`` (the upper ε at the δ of interest)."""
+    n = sum(counted.values())
+    return _composed(counted, False) if n * upper.forward.w <= 0.05 * max(eps_ref, 0.1) else None
+
+
 def _pld_route(
     pb: ProofBuilder, prof: Profile, eps_c: sp.Expr, delta_c: sp.Expr, m: PartsMechanism | None = None
 ) -> float | None:
@@ -283,12 +303,8 @@ def _pld_route(
     Repeated leaves are self-composed by squaring. Adds the obligation and returns the certified δ when
     it is within the claim, else None (and a note with the bracket); a claim below the certified lower
     end is refuted when one neighbouring pair attains every leaf's worst pair (:mod:`.._pld_witness`)."""
-    if not prof.pld or len(prof.pld) > _MAX_PLD_TOTAL:
-        return None
-    counted: dict = {}
-    for e in prof.pld:
-        counted[e] = counted.get(e, 0) + 1
-    if len(counted) > _MAX_PLD_LEAVES or any(_typical_loss(e) > _MAX_PLD_LOSS for e in counted):
+    counted = _pld_leaves(prof)
+    if counted is None:
         return None
     upper = _composed(counted, True)
     if upper is None:
@@ -305,9 +321,8 @@ def _pld_route(
     ok = Fraction(hi) <= claimed
     leaves_text = "; ".join(f"{n} × {_leaf_text(e)}" if n > 1 else _leaf_text(e) for e, n in counted.items())
     up_eps = upper.epsilon(float(delta_c))
-    # the lower end rounds every loss down, losing up to w per leaf: computed only where that loss is small
     leaves_n = sum(counted.values())
-    lower = _composed(counted, False) if leaves_n * upper.forward.w <= 0.05 * max(up_eps, 0.1) else None
+    lower = _lower_where_tight(counted, upper, up_eps)
     lo_eps = lower.epsilon(float(delta_c)) if lower is not None else None
     bracket = (
         f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}]"
