@@ -65,8 +65,8 @@ _MAX_PAIRS = 4
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000  # samples per chunk for fn(data) called in a loop
-_POOL_MIN_SECONDS = 3.0  # certification draws expected to take this long in one process start a worker pool,
-_POOL_MIN_DRAWS = 20_000_000  # as do this many draws (both sides, every pair; starting the pool costs 1-3 s)
+_POOL_MIN_SECONDS = 3.0  # an audit's draws expected to take this long in one process start a worker pool,
+_POOL_MIN_DRAWS = 20_000_000  # as do this many draws (training and certification, both sides, every pair)
 _RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
 _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
@@ -404,74 +404,219 @@ def _output_events_sound(vectorized: bool, raised: bool) -> bool:
     return not vectorized or not raised
 
 
-def _train(
-    sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str]
-) -> tuple[list[_Training], tuple | None, int]:
-    """Training outputs of every pair, split in halves; the output signature; training samples a side.
+@dataclass(frozen=True)
+class _PairOutcome:
+    """What stages 2-4 of one pair leave behind, all the parent needs (no outputs): the ranked
+    candidates (both directions of every proposal kept, :func:`_rank`), how many events were proposed,
+    the training calls that raised on each side, whether output events may be chosen on the pair
+    (see :class:`_Training`), the output kind and signature, the training samples a side asked for,
+    and the seconds spent drawing ``drawn`` training samples (the sampler's pace)."""
 
-    A call that raises is an outcome (recorded in the pair's tallies), not an error, unless every
-    training call on both sides of every pair raised: the mechanism never produced an output."""
+    candidates: tuple
+    proposed: int
+    raises_a: _runner.Raises
+    raises_b: _runner.Raises
+    usable: bool
+    kind: str | None
+    ref: tuple | None
+    requested: int
+    seconds: float
+    drawn: int
+
+
+def _training_outputs(
+    sampler: _runner.Sampler,
+    p: int,
+    a: Any,
+    b: Any,
+    s: _Settings,
+    *,
+    ref: tuple | None,
+    bar: _runner.Progress | None,
+    workers: int,
+    cluster: Any,
+) -> tuple[_Training, tuple | None, int, float, int]:
+    """One pair's training outputs split in halves; the output signature; training samples a side
+    asked for; seconds spent drawing and samples drawn."""
     chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
-    bar = _runner.Progress(
-        2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
+    t0 = time.perf_counter()
+    common = dict(
+        seed=s.seed, phase=_runner.TRAINING, pair=p, chunk=chunk, progress=bar, cluster=cluster, workers=workers
     )
+    da = _runner.draw(
+        sampler,
+        a,
+        s.train_n,
+        side=0,
+        ref=ref,
+        label=f"training (data side of pair {p})",
+        max_elements=_TRAIN_ELEMENTS,
+        outcomes=True,
+        **common,
+    )
+    if da.outputs is not None:
+        ref = _runner.signature(da.outputs)
+    db = _runner.draw(
+        sampler,
+        b,
+        da.requested,
+        side=1,
+        ref=ref,
+        label=f"training (neighbor side of pair {p})",
+        outcomes=True,
+        **common,
+    )
+    seconds = time.perf_counter() - t0
+    if ref is None and db.outputs is not None:
+        ref = _runner.signature(db.outputs)
+    ta, tb = da.outputs, db.outputs
+    raised = bool(da.raises.raised or db.raises.raised)
+    if ta is None or tb is None or not _output_events_sound(s.vectorized, raised):
+        empty = np.empty(0)
+        t = _Training(None, empty, empty, empty, empty, da.raises, db.raises, usable=False)
+    else:
+        # propose on the first half, rank on the second: ranking on the samples that suggested an
+        # event would favour events fitted to noise (e.g. atoms seen once)
+        ha, hb = len(ta) // 2, len(tb) // 2
+        t = _Training(_ev.output_kind(ta), ta[:ha], tb[:hb], ta[ha:], tb[hb:], da.raises, db.raises)
+    drawn = sum(len(x) for x in (ta, tb) if x is not None)
+    return t, ref, da.requested, seconds, drawn
+
+
+def _pair_stage(
+    sampler: _runner.Sampler,
+    p: int,
+    a: Any,
+    b: Any,
+    s: _Settings,
+    level: float,
+    *,
+    ref: tuple | None = None,
+    bar: _runner.Progress | None = None,
+    workers: int = 1,
+    cluster: Any = None,
+) -> _PairOutcome:
+    """Stages 2-4 of pair ``p``: draw its training outputs, propose events on one half, rank them on
+    the other. Runs in a worker (one task per pair, :class:`_PairJob`) or in this process; either way
+    the same outputs (chunk seeds) hence the same candidates."""
+    t, ref, requested, seconds, drawn = _training_outputs(
+        sampler, p, a, b, s, ref=ref, bar=bar, workers=workers, cluster=cluster
+    )
+    candidates: list[_Candidate] = []
+    proposed = 0
+    if t.usable:
+        proposals = _propose_pair(t, a, b, s)
+        proposed = len(proposals)
+        candidates = _rank(p, proposals, t.rank_a, t.rank_b, cert_n=s.cert_n, level=level, delta=s.delta)
+        _ev.clear_cache()
+    return _PairOutcome(
+        tuple(candidates), proposed, t.raises_a, t.raises_b, t.usable, t.kind, ref, requested, seconds, drawn
+    )
+
+
+@dataclass(frozen=True)
+class _PairJob:
+    """Stages 2-4 of every pair as worker tasks ``(pair,)`` (see :mod:`._runner`'s jobs): only the
+    candidates and tallies (:class:`_PairOutcome`) come back, never the training outputs."""
+
+    sampler: _runner.Sampler
+    inputs: tuple  # per pair: (data, neighbor)
+    settings: _Settings  # cluster None: a task draws its chunks in its own process
+    level: float
+    seed: int
+    chunks: _runner.ChunkPlan  # one "chunk" per task, both sides' training (the hang detector's pace scale)
+    min_timeout: float = 600.0  # proposing and ranking come on top of the drawing: the hang limit starts here
+
+    def run(self, task: tuple) -> _PairOutcome:
+        (p,) = task
+        a, b = self.inputs[p]
+        return _pair_stage(self.sampler, p, a, b, self.settings, self.level)
+
+    def key(self, task: tuple) -> tuple:
+        return _runner.TRAINING, task[0], 2  # side 2: the pair's task (its chunks draw from their own seeds)
+
+    def samples(self, task: tuple) -> None:
+        return None  # the task's seconds include proposing and ranking: its pace is reported in the outcome
+
+    def describe(self, task: tuple) -> str:
+        return f"training, event proposal and ranking of pair {task[0]}"
+
+
+def _pooled(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, draws: int) -> bool:
+    """Whether this audit's chunks go to the worker pool (a cluster: always): a pool pays about a
+    second to start, so only when ``draws`` take long here, by this sampler's measured pace, or are
+    many. Which it is changes no output and no count."""
+    if s.cluster is not None:
+        return True
+    if s.workers <= 1:
+        return False
+    expected = _runner.expected_seconds(sampler, draws)
+    return (expected is not None and expected >= _POOL_MIN_SECONDS) or draws >= _POOL_MIN_DRAWS
+
+
+def _train(
+    sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str], level: float
+) -> tuple[list[_PairOutcome], tuple | None, int]:
+    """Stages 2-4 of every pair (:func:`_pair_stage`); the output signature; training samples a side.
+
+    A vectorised sampler's pairs are tasks on the worker pool when the audit is pooled (each draws
+    its training chunks, proposes and ranks where it runs: no outputs travel); a per-call sampler's
+    training chunks are spread over the pool and its events proposed here (its calls cost far more
+    than proposing). A call that raises is an outcome (recorded in the pair's tallies), not an error,
+    unless every training call on both sides of every pair raised: the mechanism never produced an
+    output."""
+    draws = 2 * len(pairs) * (s.train_n + s.cert_n)
+    pooled = _pooled(sampler, pairs, s, draws)
+    out: list[_PairOutcome | None] = [None] * len(pairs)
     ref = None
-    out: list[_Training] = []
-    used = 0
-    for p, (a, b) in enumerate(pairs):
-        da = _runner.draw(
+    if pooled and s.vectorized:
+        job = _PairJob(
             sampler,
-            a,
-            s.train_n,
-            seed=s.seed,
-            phase=_runner.TRAINING,
-            pair=p,
-            side=0,
-            chunk=chunk,
-            ref=ref,
-            label=f"training (data side of pair {p})",
-            progress=bar,
-            max_elements=_TRAIN_ELEMENTS,
-            cluster=s.cluster,
-            workers=s.workers,
-            outcomes=True,
+            tuple(tuple(x) for x in pairs),
+            dataclasses.replace(s, cluster=None, workers=1, show=False),
+            level,
+            s.seed,
+            _runner.chunk_plan(2 * s.train_n, 2 * s.train_n),
         )
-        if da.outputs is not None:
-            ref = _runner.signature(da.outputs)
-        db = _runner.draw(
-            sampler,
-            b,
-            da.requested,
-            seed=s.seed,
-            phase=_runner.TRAINING,
-            pair=p,
-            side=1,
-            chunk=chunk,
-            ref=ref,
-            label=f"training (neighbor side of pair {p})",
-            progress=bar,
-            cluster=s.cluster,
-            workers=s.workers,
-            outcomes=True,
+        with _runner.run_tasks(job, workers=s.workers, cluster=s.cluster, what="training and ranking") as running:
+            if running is not None:
+                for (p,), res in running.run([(p,) for p in range(len(pairs))]):
+                    out[p] = res
+    if any(o is None for o in out):
+        chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+        bar = _runner.Progress(
+            2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
         )
-        if ref is None and db.outputs is not None:
-            ref = _runner.signature(db.outputs)
-        ta, tb = da.outputs, db.outputs
-        raised = bool(da.raises.raised or db.raises.raised)
-        if ta is None or tb is None or not _output_events_sound(s.vectorized, raised):
-            empty = np.empty(0)
-            out.append(_Training(None, empty, empty, empty, empty, da.raises, db.raises, usable=False))
-        else:
-            # propose on the first half, rank on the second: ranking on the samples that suggested an
-            # event would favour events fitted to noise (e.g. atoms seen once)
-            ha, hb = len(ta) // 2, len(tb) // 2
-            out.append(_Training(_ev.output_kind(ta), ta[:ha], tb[:hb], ta[ha:], tb[hb:], da.raises, db.raises))
-        used = max(used, da.requested)
-    bar.close()
-    silent = [t for t in out if t.raises_a.always and t.raises_b.always]
-    if len(silent) == len(out):
-        first = out[0].raises_a
-        types = sorted({name for t in out for name in (*t.raises_a.types, *t.raises_b.types)})
+        spread = pooled and not s.vectorized
+        for p, (a, b) in enumerate(pairs):
+            out[p] = _pair_stage(
+                sampler,
+                p,
+                a,
+                b,
+                s,
+                level,
+                ref=ref,
+                bar=bar,
+                workers=s.workers if spread else 1,
+                cluster=s.cluster if spread else None,
+            )
+            ref = ref or out[p].ref
+        bar.close()
+    outcomes = [o for o in out if o is not None]
+    for p, o in enumerate(outcomes):  # every pair's outputs have the first pair's shape and type
+        if o.ref is not None:
+            if ref is None:
+                ref = o.ref
+            elif o.ref != ref:
+                _runner.check_signature_of(o.ref, ref, s.name, f"training of pair {p}")
+        _runner.note_pace(sampler, o.seconds, o.drawn)
+    used = max((o.requested for o in outcomes), default=0)
+    silent = [o for o in outcomes if o.raises_a.always and o.raises_b.always]
+    if len(silent) == len(outcomes):
+        chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+        first = outcomes[0].raises_a
+        types = sorted({name for o in outcomes for name in (*o.raises_a.types, *o.raises_b.types)})
         calls = (
             f"{first.calls} training call(s) a side of up to {chunk} samples each"
             if s.vectorized
@@ -485,37 +630,31 @@ def _train(
         )
     if silent:
         notes.append(
-            f"{len(silent)} of {len(out)} pairs left out: the mechanism raised on every training call on "
+            f"{len(silent)} of {len(outcomes)} pairs left out: the mechanism raised on every training call on "
             "both of their inputs"
         )
-    return out, ref, used
+    return outcomes, ref, used
 
 
 # --------------------------------------------------------------------------- stage 3: proposals
 
 
-def _propose(training: list[_Training], pairs: list[tuple], s: _Settings) -> list[list[_families.Proposal]]:
-    """Every applicable family's proposals, per pair."""
-    out = []
-    for t, (a, b) in zip(training, pairs):
-        if not t.usable:
-            out.append([])
-            continue
-        ctx = _families.ProposalContext(
-            kind=t.kind,
-            max_events=2 * s.max_events,
-            candidates=s.max_events,
-            certification_samples=s.cert_n,
-            confidence=s.confidence,
-            epsilon=s.epsilon,
-            delta=s.delta,
-            ideal_numerics=s.ideal_numerics,
-            shifts=_fl.shifts_from_pair(a, b),
-            data=a,
-            neighbor=b,
-        )
-        out.append(_families.propose(t.propose_a, t.propose_b, ctx))
-    return out
+def _propose_pair(t: _Training, a: Any, b: Any, s: _Settings) -> list[_families.Proposal]:
+    """Every applicable family's proposals on one pair's proposing half."""
+    ctx = _families.ProposalContext(
+        kind=t.kind,
+        max_events=2 * s.max_events,
+        candidates=s.max_events,
+        certification_samples=s.cert_n,
+        confidence=s.confidence,
+        epsilon=s.epsilon,
+        delta=s.delta,
+        ideal_numerics=s.ideal_numerics,
+        shifts=_fl.shifts_from_pair(a, b),
+        data=a,
+        neighbor=b,
+    )
+    return _families.propose(t.propose_a, t.propose_b, ctx)
 
 
 # --------------------------------------------------------------------------- stage 4: ranking
@@ -626,20 +765,7 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     return chosen
 
 
-def _rank_all(
-    proposals: list[list[_families.Proposal]], training: list[_Training], s: _Settings, slots: int | None = None
-) -> list[_Candidate]:
-    """The output events to certify: the best of every pair's proposals, in ``slots`` slots
-    (``max_events`` less the slots the raise events took)."""
-    level = _stats.bonferroni_level(s.confidence, s.max_events)
-    ranked: list[_Candidate] = []
-    for p, (props, t) in enumerate(zip(proposals, training)):
-        ranked.extend(_rank(p, props, t.rank_a, t.rank_b, cert_n=s.cert_n, level=level, delta=s.delta))
-    _ev.clear_cache()
-    return _select(ranked, s.max_events if slots is None else slots)
-
-
-def _raise_candidates(training: list[_Training], s: _Settings) -> list[_RaiseCandidate]:
+def _raise_candidates(training: Sequence[_PairOutcome], s: _Settings) -> list[_RaiseCandidate]:
     """The event "one release raises" on every pair whose two sides raised at different rates on
     their training calls, the side that raised more as numerator; the largest differences first, at
     most ``max_events`` of them. The event is fixed in advance and only its direction is read from
@@ -790,12 +916,9 @@ def _certify(
     n_probe_tasks = sum(2 * math.ceil(k / _runner.PROBE_CHUNK) for k in probes) if s.vectorized else 0
     n_tasks = sum(2 * len(plan) for p in range(len(pairs)) if drawn[p]) + n_probe_tasks
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
-    # a pool pays about a second to start: it runs certification only when that takes long here, by the
-    # training pace (drawing) or by the number of draws (drawing plus counting). The counts are the same.
-    draws = 2 * s.cert_n * sum(drawn)
-    expected = _runner.expected_seconds(sampler, draws)
-    slow = expected is not None and expected >= _POOL_MIN_SECONDS
-    workers = s.workers if slow or draws >= _POOL_MIN_DRAWS else 1
+    # the pool runs certification when the audit's draws take long here (by the training pace) or are
+    # many (:func:`_pooled`, the rule training followed); the counts are the same either way
+    workers = s.workers if _pooled(sampler, pairs, s, 2 * s.samples * sum(drawn)) else 1
     if not chosen and not raising:
         bar.close()
         return _Certified([[np.zeros(0, np.int64)] * 2 for _ in pairs], slot, None, None, workers, s.cert_n)
@@ -1181,14 +1304,13 @@ def audit(
     # parent does not take the workers' cores)
     with threadpool_limits(limits=1), _runner.cluster_session(cluster, s.workers) as open_cluster:
         s = dataclasses.replace(s, cluster=open_cluster)
-        training, ref, train_used = _train(sampler, pairs, s, notes)
-        proposals = _propose(training, pairs, s)
-        raising = _raise_candidates(training, s)
-        chosen = _rank_all(proposals, training, s, slots=s.max_events - len(raising))
-        kind = next((t.kind for t in reversed(training) if t.usable), None)
-        train_raises = [(t.raises_a, t.raises_b) for t in training]
-        del training  # training outputs are not needed past ranking
+        level = _stats.bonferroni_level(s.confidence, s.max_events)
+        outcomes, ref, train_used = _train(sampler, pairs, s, notes, level)
+        raising = _raise_candidates(outcomes, s)
+        ranked = [c for o in outcomes for c in o.candidates]
+        chosen = _select(ranked, s.max_events - len(raising))
+        kind = next((o.kind for o in reversed(outcomes) if o.usable), None)
+        train_raises = [(o.raises_a, o.raises_b) for o in outcomes]
+        proposed = sum(o.proposed for o in outcomes)
         cert = _certify(sampler, pairs, chosen, ref, s, raising)
-    return _result(
-        s, pairs, pair_how, chosen, cert, kind, train_used, sum(len(x) for x in proposals), notes, t0, train_raises
-    )
+    return _result(s, pairs, pair_how, chosen, cert, kind, train_used, proposed, notes, t0, train_raises)

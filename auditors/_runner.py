@@ -343,7 +343,11 @@ def signature(arr: np.ndarray) -> tuple:
 
 
 def check_signature(arr: np.ndarray, ref: tuple, name: str, where: str) -> None:
-    sig = signature(arr)
+    check_signature_of(signature(arr), ref, name, where)
+
+
+def check_signature_of(sig: tuple, ref: tuple, name: str, where: str) -> None:
+    """:class:`MechanismError` unless the output signature ``sig`` (of :func:`signature`) is ``ref``."""
     if sig != ref:
         raise MechanismError(
             f"mechanism {name!r} changed its output between chunks: {where} gave rows of shape {sig[0]} ({sig[1]}), "
@@ -405,6 +409,11 @@ def _note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
             _PACE[sampler] = max(_PACE.get(sampler, 0.0), seconds / samples)
         except TypeError:  # an unhashable fn: no pace, the generous default applies
             pass
+
+
+def note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
+    """Record that ``samples`` draws of ``sampler`` took ``seconds`` (drawn where :func:`expected_seconds` cannot see)."""
+    _note_pace(sampler, seconds, samples)
 
 
 def expected_seconds(sampler: Sampler, samples: int) -> float | None:
@@ -875,12 +884,13 @@ class _Tasks:
         return _TasksContext(cls, job, workers, cluster, what)
 
     def _limit(self, size: int) -> float:
+        least = max(_MIN_TIMEOUT, getattr(self.job, "min_timeout", 0.0))  # a job may need more than drawing
         if self.slowest > 0:
-            return max(_MIN_TIMEOUT, _TIMEOUT_FACTOR * self.slowest)
+            return max(least, _TIMEOUT_FACTOR * self.slowest)
         pace = _PACE.get(self.job.sampler) if _hashable(self.job.sampler) else None
         if pace:
-            return max(_MIN_TIMEOUT, _TIMEOUT_FACTOR * pace * size)
-        return max(_MIN_TIMEOUT, _UNKNOWN_TIMEOUT)
+            return max(least, _TIMEOUT_FACTOR * pace * size)
+        return max(least, _UNKNOWN_TIMEOUT)
 
     def run(self, tasks: Iterable[tuple]):
         """Yield (task, result) as chunks finish (any order); raise MechanismError on a hang. ``tasks``
@@ -931,6 +941,16 @@ class _Tasks:
             "file call, a thread pool that does not survive in a child process) or be far slower than measured; "
             "check it for blocking calls, or run it in this process with workers=1 (no cluster)."
         )
+
+
+def run_tasks(job: Any, *, workers: int, cluster: Any, what: str) -> "_TasksContext":
+    """A context manager giving a runner of ``job``'s tasks on the local pool (``workers`` processes)
+    or ``cluster`` — ``running.run(tasks)`` yields ``(task, result)`` as they finish, with the hang
+    detector — or ``None`` when the job cannot be shipped (then run its tasks here). ``job`` has the
+    interface of this module's jobs: ``sampler``, ``seed``, ``chunks``, ``run(task)``, ``key(task)``
+    (the seed key of the task's global random states), ``samples(task)``, ``describe(task)``, and
+    optionally ``min_timeout``."""
+    return _Tasks.open(job, workers=max(1, workers), cluster=cluster, what=what)
 
 
 def _hashable(x: Any) -> bool:
@@ -1012,17 +1032,32 @@ def _use_import_path(path: tuple) -> None:
     single_blas_thread()
 
 
+# what every audit worker needs to run a chunk (numpy, the runner, the event families, the catalog, cloudpickle):
+# imported once, in the fork server its workers are forked from
+_PRELOAD = ("dpharness.auditors", "dpharness.auditors.families", "dpharness.mechanisms", "cloudpickle")
+
+
 class _LocalPool:
-    """loky's reusable executor: fresh interpreters (fork+exec), cloudpickle, reused across calls."""
+    """loky's reusable executor (cloudpickle, reused across calls, idle workers exit) whose workers
+    are forks of a fork server that imported the auditors once (:func:`dpharness._run.forkserver_context`):
+    a worker costs a fork, not an interpreter start-up and the imports (about a second of CPU each).
+    Never a fork of this process, whose thread pools (torch, BLAS, OpenMP) may hold locks. Where there
+    is no fork server, loky's own fork+exec workers."""
 
     def __init__(self, workers: int) -> None:
         import loky
 
+        from dpharness._run import forkserver_context
+
         self._loky = loky
-        # workers start fresh (fork+exec): give them this process's import path, so a mechanism defined in a
-        # module imported from a path added at run time (a project's --module, a test's tmp dir) unpickles there
+        # a worker's import path: this process's in its order (a mechanism defined in a module imported from
+        # a path added at run time, a project's --module or a test's tmp dir, unpickles there)
         self.executor = loky.get_reusable_executor(
-            max_workers=workers, timeout=_IDLE_SECONDS, initializer=_use_import_path, initargs=(tuple(sys.path),)
+            max_workers=workers,
+            timeout=_IDLE_SECONDS,
+            initializer=_use_import_path,
+            initargs=(tuple(sys.path),),
+            context=forkserver_context(_PRELOAD),
         )
 
     def submit(self, fn: Callable, *args: Any) -> Any:

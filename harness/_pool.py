@@ -107,31 +107,13 @@ _PRELOAD = ("dpharness.pipeline", "dpharness.proofs", "dpharness.auditors", "dph
 
 
 def _context():
-    """The start method of the workers: a fork server that has imported :data:`_PRELOAD` (each worker
-    is a fork of it: no interpreter start-up and no imports per worker, and a worker killed at its
-    limit is replaced at the cost of a fork), where the platform has one; else spawn. The fork server
-    forks from its single main thread, with one BLAS thread (no fork of this process, whose threads
-    may hold locks)."""
+    """The start method of the workers: forks of a fork server that imported :data:`_PRELOAD`
+    (:func:`dpharness._run.forkserver_context`), where the platform has one; else spawn."""
     import multiprocessing
 
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    from multiprocessing import forkserver
+    from ._run import forkserver_context
 
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(list(_PRELOAD))
-    blas = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {k: os.environ.get(k) for k in blas}
-    os.environ.update({k: "1" for k in blas})  # the server's numpy starts no BLAS threads
-    try:
-        forkserver.ensure_running()  # once per process; the server then lives as long as this process
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return ctx
+    return forkserver_context(_PRELOAD) or multiprocessing.get_context("spawn")
 
 
 def _kill_workers() -> None:

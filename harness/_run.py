@@ -6,14 +6,17 @@ nothing of the pipeline (:mod:`dpharness.pipeline`) or the reports. Private."""
 from __future__ import annotations
 
 import math
+import os
+import threading
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .core import AddRemove, ApproxDP, Claim, Mechanism, PureDP, Relation, RenyiDP, Substitute
 from .errors import ParameterError
 
 # δ at which a Rényi claim is converted to (ε, δ) for auditing (Mironov 2017, Prop. 3).
 RENYI_AUDIT_DELTA = 1e-6
+_FORKSERVER_LOCK = threading.Lock()  # one thread at a time sets the preload and starts the server
 
 _RELATIONS = {"add_remove": AddRemove, "addremove": AddRemove, "add-remove": AddRemove, "substitute": Substitute}
 
@@ -284,3 +287,36 @@ def load_modules(modules: Iterable[str]) -> list[str]:
             )
         names += [n for n in got if n not in names]
     return names
+
+
+def forkserver_context(preload: Sequence[str]) -> Any:
+    """A multiprocessing context whose workers are forks of a fork server that imported ``preload``
+    once (no interpreter start-up and no imports per worker; a worker killed at a limit is replaced at
+    the cost of a fork), or ``None`` where the platform has no fork server (Windows). The server forks
+    from its single main thread and starts with one BLAS thread, so a worker never inherits a lock
+    held by another thread of this process (numpy's, z3's, torch's), as a plain ``fork`` of this
+    process could.
+
+    The fork server is one per process and lives as long as this process: the ``preload`` of the
+    call that started it is the one imported (the gate's list covers the audits' too); a module a
+    later caller needs and the server did not import is imported by each worker on first use."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return None
+    ctx = multiprocessing.get_context("forkserver")
+    blas = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    with _FORKSERVER_LOCK:
+        ctx.set_forkserver_preload(list(preload))  # takes effect when the server (re)starts
+        saved = {k: os.environ.get(k) for k in blas}
+        os.environ.update({k: "1" for k in blas})  # the server's numpy starts no BLAS threads
+        try:
+            forkserver.ensure_running()  # once per process (again if the server died)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return ctx

@@ -303,7 +303,9 @@ def test_inputs_come_from_pairsearch(monkeypatch):
         audit(even_geometric(0.0), 0, 1, epsilon=1.0, samples=1_000, inputs="SPACE")
 
 
-def test_cluster_is_passed_to_every_draw_and_count(monkeypatch):
+def test_cluster_is_passed_to_every_task_and_count(monkeypatch):
+    """With a cluster, a vectorised sampler's pairs go to it as tasks (training, proposal and ranking
+    where the samples are drawn) and so do the certification counts."""
     import contextlib
 
     import dpharness.auditors._runner as runner
@@ -313,11 +315,16 @@ def test_cluster_is_passed_to_every_draw_and_count(monkeypatch):
 
     def spy_draw(*args, **kw):
         got.append(("draw", kw.get("cluster")))
-        return draw(*args, **{**kw, "cluster": None})
+        return draw(*args, **kw)
 
     def spy_count(*args, **kw):
         got.append(("count", kw.get("cluster")))
         return count(*args, **{**kw, "cluster": None})
+
+    @contextlib.contextmanager
+    def spy_tasks(job, *, workers, cluster, what):
+        got.append(("tasks", cluster))
+        yield None  # "cannot be shipped": the pairs' tasks run here, as the fallback does
 
     @contextlib.contextmanager
     def session(cluster, workers):
@@ -325,10 +332,10 @@ def test_cluster_is_passed_to_every_draw_and_count(monkeypatch):
 
     monkeypatch.setattr(runner, "draw", spy_draw)
     monkeypatch.setattr(runner, "count_events", spy_count)
+    monkeypatch.setattr(runner, "run_tasks", spy_tasks)
     monkeypatch.setattr(runner, "cluster_session", session)
     audit(even_geometric(0.0), 0, 1, epsilon=1.0, samples=5_000, workers=1, cluster="CLUSTER")
-    assert [k for k, _ in got] == ["draw", "draw", "count"]
-    assert all(c == ("opened", "CLUSTER") for _, c in got)
+    assert got == [("tasks", ("opened", "CLUSTER")), ("draw", None), ("draw", None), ("count", ("opened", "CLUSTER"))]
 
 
 def test_one_sided_events_cover_keys_never_seen_in_the_proposing_half():
