@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 from dpharness import _validate as _v
 from dpharness.core import AddRemove, Mechanism, RenyiDP
@@ -113,6 +112,8 @@ def _p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
         return 1.0
     q = 1.0 / (1.0 + math.exp(-eps)) if eps < 700 else 1.0
     vs = np.arange(1, v + 1)
+    from scipy import stats as _st  # here, not at import: scipy.stats costs every audit worker 0.3 s
+
     tail = _st.binom.sf(vs - 1, r, q)  # f(v') = P[X >= v'], v' = 1..v
     bound = tail
     if delta > 0:
