@@ -556,8 +556,9 @@ def _pooled(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, draws: i
 
 def _train(
     sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str], level: float
-) -> tuple[list[_PairOutcome], tuple | None, int]:
-    """Stages 2-4 of every pair (:func:`_pair_stage`); the output signature; training samples a side.
+) -> tuple[list[_PairOutcome], tuple | None, int, bool]:
+    """Stages 2-4 of every pair (:func:`_pair_stage`); the output signature; training samples a side;
+    whether the pairs ran as tasks on the workers.
 
     A vectorised sampler's pairs are tasks on the worker pool when the audit is pooled (each draws
     its training chunks, proposes and ranks where it runs: no outputs travel); a per-call sampler's
@@ -569,6 +570,7 @@ def _train(
     pooled = _pooled(sampler, pairs, s, draws)
     out: list[_PairOutcome | None] = [None] * len(pairs)
     ref = None
+    on_workers = False
     if pooled and s.vectorized:
         job = _PairJob(
             sampler,
@@ -582,6 +584,7 @@ def _train(
             if running is not None:
                 for (p,), res in running.run([(p,) for p in range(len(pairs))]):
                     out[p] = res
+                on_workers = True
     if any(o is None for o in out):
         chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
         bar = _runner.Progress(
@@ -633,7 +636,7 @@ def _train(
             f"{len(silent)} of {len(outcomes)} pairs left out: the mechanism raised on every training call on "
             "both of their inputs"
         )
-    return outcomes, ref, used
+    return outcomes, ref, used, on_workers
 
 
 # --------------------------------------------------------------------------- stage 3: proposals
@@ -1305,7 +1308,9 @@ def audit(
     with threadpool_limits(limits=1), _runner.cluster_session(cluster, s.workers) as open_cluster:
         s = dataclasses.replace(s, cluster=open_cluster)
         level = _stats.bonferroni_level(s.confidence, s.max_events)
-        outcomes, ref, train_used = _train(sampler, pairs, s, notes, level)
+        t1 = time.perf_counter()
+        outcomes, ref, train_used, on_workers = _train(sampler, pairs, s, notes, level)
+        t2 = time.perf_counter()
         raising = _raise_candidates(outcomes, s)
         ranked = [c for o in outcomes for c in o.candidates]
         chosen = _select(ranked, s.max_events - len(raising))
@@ -1313,4 +1318,13 @@ def audit(
         train_raises = [(o.raises_a, o.raises_b) for o in outcomes]
         proposed = sum(o.proposed for o in outcomes)
         cert = _certify(sampler, pairs, chosen, ref, s, raising)
-    return _result(s, pairs, pair_how, chosen, cert, kind, train_used, proposed, notes, t0, train_raises)
+        phases = {
+            "pairs": {"seconds": t2 - t1, "on_workers": on_workers},
+            "certification": {
+                "seconds": time.perf_counter() - t2,
+                "on_workers": cert.workers > 1 or s.cluster is not None,
+            },
+        }
+    result = _result(s, pairs, pair_how, chosen, cert, kind, train_used, proposed, notes, t0, train_raises)
+    result.extra["phases"] = phases
+    return result

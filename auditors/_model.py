@@ -28,7 +28,9 @@ class AuditResult:
     calls), ``output_kind``, ``train_samples``, ``certification_samples``, ``proposed_events``,
     ``one_sided_events`` (kept candidates ranked as seen on one side only), ``direction``, ``p1_low``,
     ``p0_high``, ``per_event_level``, ``certification`` (every certified candidate's counts, read by
-    :meth:`tradeoff`), and ``pairs``/``notes`` when there are any."""
+    :meth:`tradeoff`), ``workers``, ``phases`` (``{"pairs": {...}, "certification": {...}}``: the wall
+    seconds of training, proposing and ranking every pair, and of certifying, and whether each ran on
+    the workers), and ``pairs``/``notes`` when there are any."""
 
     epsilon_lower_bound: float
     passed: bool

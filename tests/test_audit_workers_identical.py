@@ -2,8 +2,9 @@
 local pool of 2 and 4 workers, and on a dask LocalCluster (issue 20): the chunk plan and the seeds do
 not depend on where chunks run, and only integer counts leave a chunk.
 
-Deterministic (fixed seeds, exact equality). Certification is forced into the pool (it otherwise runs
-in this process below 2·10^7 draws) and cut into several chunks a side, so the workers really share it.
+Deterministic (fixed seeds, exact equality). The pool is forced (it otherwise starts from 2·10^7
+draws) and certification cut into several chunks a side, so the workers really share it; each pair's
+training, proposal and ranking is a task on the workers.
 The LocalCluster test is ``slow`` (process start-up) and skips without the dask extra."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _cases():
 
 
 def _fingerprint(r):
-    extra = {k: v for k, v in r.extra.items() if k != "workers"}
+    extra = {k: v for k, v in r.extra.items() if k not in ("workers", "phases")}
     return (r.epsilon_lower_bound, r.passed, r.method, r.witness_description, r.counts, r.events_tested, repr(extra))
 
 
@@ -50,6 +51,8 @@ def _run(case, **kw):
 def test_one_two_and_four_workers_give_the_same_result(pooled, case):
     results = [_run(case, workers=w) for w in (1, 2, 4)]
     assert [r.extra["workers"] for r in results] == [1, 2, 4]
+    # with workers, each pair's training, proposal and ranking ran as a task there too
+    assert [r.extra["phases"]["pairs"]["on_workers"] for r in results] == [False, True, True]
     first = _fingerprint(results[0])
     for w, r in zip((2, 4), results[1:]):
         assert _fingerprint(r) == first, f"workers={w} differs from workers=1"
