@@ -1,8 +1,25 @@
 """Test-suite wide settings."""
 
 import os
+import re
 
 import pytest
+
+# optional modules a CI stage installed on purpose (comma-separated, e.g. "distributed"): a test that
+# skips because one of them cannot be imported fails there instead (a skipped test proves nothing)
+_REQUIRED = frozenset(m.strip() for m in os.environ.get("DPHARNESS_REQUIRE_MODULES", "").split(",") if m.strip())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under ``DPHARNESS_REQUIRE_MODULES``, a skip for a missing required module is a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if _REQUIRED and report.skipped and isinstance(report.longrepr, tuple):
+        missing = re.search(r"could not import '([\w.]+)'", str(report.longrepr[2]))
+        if missing and missing.group(1) in _REQUIRED:
+            report.outcome = "failed"
+            report.longrepr = f"{missing.group(1)} is required here (DPHARNESS_REQUIRE_MODULES) but {report.longrepr[2]}"
 
 
 def pytest_configure(config):
