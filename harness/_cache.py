@@ -72,7 +72,7 @@ def environment_digest() -> str:
     """Loaded module files (path, size, mtime) and installed distributions (name, version)."""
     h = hashlib.sha256()
     h.update(f"format {_FORMAT}; python {platform.python_version()}".encode())
-    import importlib
+    import importlib.util
     import sysconfig
 
     installed = tuple(
@@ -84,9 +84,14 @@ def environment_digest() -> str:
         if path and not os.path.realpath(path).startswith(installed):
             files.add(path)
     for package in ("dpharness", "dpharness.mechanisms", "dpharness.proofs", "dpharness.auditors"):
-        for top in importlib.import_module(package).__path__:  # all of dpharness, imported yet or not,
-            for root, dirs, entries in os.walk(top):  # subpackages too (auditors.families, ...): the
-                dirs[:] = [d for d in dirs if d != "__pycache__"]  # same files whatever this process loaded
+        # found, not imported: the proofs and auditors (sympy, z3, scipy.stats) are the workers' imports,
+        # and a warm gate never needs them
+        spec = importlib.util.find_spec(package)
+        for top in (spec.submodule_search_locations or []) if spec is not None else []:
+            # all of dpharness, imported yet or not, subpackages too (auditors.families, ...): the same
+            # files whatever this process loaded
+            for root, dirs, entries in os.walk(top):
+                dirs[:] = [d for d in dirs if d != "__pycache__"]
                 files.update(os.path.join(root, e) for e in entries if e.endswith(".py"))
     for path in sorted(files):
         try:
