@@ -54,6 +54,7 @@ __all__ = [
     "KEY_ENV",
     "SigningKey",
     "environment_digest",
+    "is_empty",
     "key",
     "key_file_path",
     "load",
@@ -191,6 +192,16 @@ def key(
         "timeout": timeout,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def is_empty(directory: str) -> bool:
+    """No gate entry has been stored under ``directory`` (a cold cache: every check is going to run).
+    A hint for starting work early; decides no result."""
+    try:
+        with os.scandir(os.path.join(directory, "gate")) as entries:
+            return not any(e.is_dir() for e in entries)
+    except OSError:
+        return True
 
 
 def _path(directory: str, k: str) -> str:
