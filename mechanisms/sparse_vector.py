@@ -163,10 +163,12 @@ class _SparseVectorBase(Mechanism):
         return statdp_patterns(self.n_queries)[-1]
 
     # --- sampling -------------------------------------------------------------
-    def _answers(self, q: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def _answers(
+        self, q: np.ndarray, size: int, rng: np.random.Generator, values: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """``size`` independent runs of the algorithm on ``q``: ``(codes, noisy)``, the int8 answers
-        (1 = ⊤, 0 = ⊥, -1 = not answered) and the float ``q_i + ν_i`` of every answered query (NaN
-        where the query was not answered).
+        (1 = ⊤, 0 = ⊥, -1 = not answered) and, with ``values``, the float ``q_i + ν_i`` of every
+        answered query (NaN where the query was not answered; None without ``values``).
 
         With a cutoff the runs go in lockstep, query by query, as the pseudocode does: ``ρ`` for every
         run first, then for query i a ``ν_i`` for each run still answering only; a run stops after
@@ -183,24 +185,29 @@ class _SparseVectorBase(Mechanism):
             bar += float(self.threshold)  # T + ρ
             noisy = rng.laplace(0.0, bnu, (size, n)) if bnu > 0 else np.zeros((size, n))
             noisy += q[None, :]  # q_i + ν_i
-            return (noisy >= bar).astype(np.int8), noisy
+            return (noisy >= bar).astype(np.int8), (noisy if values else None)
         bar = rng.laplace(0.0, float(self.rho_scale), size)
-        bar += float(self.threshold)  # T + ρ
-        codes = np.full((size, n), NOT_ANSWERED, dtype=np.int8)
-        noisy = np.full((size, n), np.nan)
+        bar += float(self.threshold)  # T + ρ of each run still answering (compacted with `live`)
+        codes = np.full((n, size), NOT_ANSWERED, dtype=np.int8)  # query-major while filling
+        noisy = np.full((n, size), np.nan) if values else None
         live = np.arange(size)  # the runs still answering
-        tops = np.zeros(size, dtype=np.int64)  # ⊤ answers so far, per run
+        tops = np.zeros(size, dtype=np.int64) if self.c > 1 else None  # ⊤ answers so far (c > 1)
         for i in range(n):
             if not len(live):
                 break
             value = rng.laplace(0.0, bnu, len(live)) if bnu > 0 else np.zeros(len(live))
             value += q[i]  # q_i + ν_i
-            above = value >= bar[live]
-            codes[live, i] = above
-            noisy[live, i] = value
-            tops[live] += above
-            live = live[tops[live] < self.c]
-        return codes, noisy
+            above = value >= bar
+            codes[i, live] = above
+            if noisy is not None:
+                noisy[i, live] = value
+            if tops is None:  # c = 1: a run stops at its first ⊤
+                going = ~above
+            else:
+                tops[live] += above
+                going = tops[live] < self.c
+            live, bar = live[going], bar[going]
+        return np.ascontiguousarray(codes.T), (None if noisy is None else np.ascontiguousarray(noisy.T))
 
     def _sample(self, data, size, rng):
         return self._answers(data, size, rng)[0]
@@ -514,7 +521,7 @@ class SparseVectorAlg3(_ValueOutput, _SparseVectorBase):
         )
 
     def _sample(self, data, size, rng):
-        codes, noisy = self._answers(data, size, rng)
+        codes, noisy = self._answers(data, size, rng, values=True)
         g = float(self.granularity)
         out = round_half_up(np.where(codes == TOP, noisy, 0.0) / g).astype(float) * g
         out[codes == BOT] = BOTTOM

@@ -94,7 +94,7 @@ def test_alg3_releases_the_compared_value_rounded_to_the_grid():
     m = SparseVectorAlg3(c=2)
     g = float(m.granularity)
     for q in _pairs(m):
-        codes, noisy = m._answers(q, SIZE, np.random.default_rng(9))
+        codes, noisy = m._answers(q, SIZE, np.random.default_rng(9), values=True)
         out = m.sample(q, SIZE, np.random.default_rng(9))
         assert np.array_equal(m._decode(out), codes)
         top = codes == TOP
