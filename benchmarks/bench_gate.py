@@ -31,8 +31,9 @@ def _subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed (Linux only)")
 
 
-def _run(argv: list[str]) -> tuple[float, float, str, float]:
-    """(wall seconds of the gate process, CPU seconds of its process tree, its summary line, load)."""
+def _run(argv: list[str], keep: Path | None = None) -> tuple[float, float, str, float]:
+    """(wall seconds of the gate process, CPU seconds of its process tree, its summary line, load);
+    ``keep``: a file to write the gate's output to (its per-check lines, to compare runs)."""
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -48,6 +49,8 @@ def _run(argv: list[str]) -> tuple[float, float, str, float]:
     if proc.returncode != 0:
         raise SystemExit(f"the gate exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     summary = proc.stdout.strip().splitlines()[-1]
+    if keep is not None:
+        keep.write_text(proc.stdout, encoding="utf-8")
     return wall, cpu, summary, load
 
 
@@ -55,14 +58,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--lines", type=Path, default=None, help="write the first cold gate's output to this file")
+    ap.add_argument(
+        "--no-write", action="store_true", help=f"print the table only (do not append it to {RESULTS.name})"
+    )
     args = ap.parse_args()
     _subreaper()
     exe = str(Path(sys.executable).with_name("dpharness"))
     rows = []
-    for _ in range(args.rounds):
+    for i in range(args.rounds):
         with tempfile.TemporaryDirectory() as cache:
             argv = [exe, "gate", "--jobs", str(args.jobs), "--cache-dir", cache]
-            rows.append(("cold", *_run(argv)))
+            rows.append(("cold", *_run(argv, args.lines if i == 0 else None)))
             rows.append(("warm", *_run(argv)))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     import numpy
@@ -84,6 +91,8 @@ def main() -> None:
         f"| {kind} | {load:.2f} | {wall:.1f} | {cpu:.1f} | {summary} |" for kind, wall, cpu, summary, load in rows
     ]
     print("\n".join(lines))
+    if args.no_write:
+        return
     with open(RESULTS, "a", encoding="utf-8") as fh:
         fh.write("\n" + "\n".join(lines) + "\n")
 

@@ -101,9 +101,18 @@ def _worker_start(fraction: float) -> None:
     limit_memory(fraction)
 
 
-# what every gate or report task imports (sympy, z3, scipy.stats, numpy among them): loaded once, in the
-# fork server, instead of once per worker
-_PRELOAD = ("dpharness.pipeline", "dpharness.proofs", "dpharness.auditors", "dpharness.mechanisms", "dpharness.cli")
+# what every gate or report task imports (sympy, z3, scipy, numpy among them): loaded once, in the fork
+# server, instead of once per worker; with what the first check of a worker imports on first use
+# (hypothesis, for the neighbour search's candidate pairs; sympy's units, which its simplification loads)
+_PRELOAD = (
+    "dpharness.pipeline",
+    "dpharness.proofs",
+    "dpharness.auditors",
+    "dpharness.mechanisms",
+    "dpharness.cli",
+    "dpharness.strategies",
+    "sympy.physics.units",
+)
 
 
 def _context():
@@ -114,6 +123,14 @@ def _context():
     from ._run import forkserver_context
 
     return forkserver_context(_PRELOAD) or multiprocessing.get_context("spawn")
+
+
+def prestart(jobs: int | None) -> None:
+    """Start the fork server now, for a run that is going to need the pool: its imports (a few
+    seconds) then overlap this process's own work before the pool starts (building the mechanisms,
+    the cache keys). Idempotent; nothing where there is no fork server or for ``jobs == 1``."""
+    if (jobs or os.cpu_count() or 1) > 1:
+        _context()
 
 
 def _kill_workers() -> None:

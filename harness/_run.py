@@ -254,14 +254,24 @@ def limit_memory(fraction: float) -> None:
         pass
 
 
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def single_blas_thread() -> None:
-    """Limit the BLAS/OpenMP thread pools of this process (numpy's and scipy's, loaded here first) to
-    one thread. For worker processes of a pool sized to the cores: each worker's BLAS would otherwise
-    start a thread per core, and two workers on two cores then run the audit's fits about 3x slower."""
-    import numpy  # noqa: F401 - load the BLAS libraries the limit applies to
-    import scipy.linalg  # noqa: F401
+    """Limit the BLAS/OpenMP thread pools of this process (numpy's and scipy's) to one thread. For
+    worker processes of a pool sized to the cores: each worker's BLAS would otherwise start a thread
+    per core, and two workers on two cores then run the audit's fits about 3x slower.
+
+    The libraries loaded already are limited now (threadpoolctl); for those loaded later (scipy's
+    OpenBLAS is loaded with ``scipy.linalg``, which a warm gate never imports) the thread-count
+    variables are set to 1, which OpenBLAS and OpenMP read when they load (processes started from
+    here inherit them)."""
+    import os
+
+    import numpy  # noqa: F401 - load numpy's BLAS, the limit applies to it now
     from threadpoolctl import threadpool_limits
 
+    os.environ.update({k: "1" for k in _BLAS_THREADS})
     threadpool_limits(limits=1)
 
 

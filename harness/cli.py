@@ -760,6 +760,18 @@ def _check_writable(option: str, directory: str) -> None:
         ) from None
 
 
+def _cache_is_empty(directory: str) -> bool:
+    from . import _cache
+
+    return _cache.is_empty(directory)
+
+
+def _prestart_pool(jobs: int | None) -> None:
+    from . import _pool
+
+    _pool.prestart(jobs)
+
+
 def _cmd_gate(args) -> int:
     from . import registry
     from ._run import load_modules
@@ -774,10 +786,17 @@ def _cmd_gate(args) -> int:
     own = load_modules(args.modules)
     if args.own and not args.modules:
         raise ParameterError("--own gates the mechanisms of the --module packages; pass --module PKG as well.")
+    # a cold run (every check is going to run): start the workers' fork server now, so that its imports
+    # overlap building the mechanisms and their cache keys here (a hint: results are the same)
+    cold = bool(args.no_cache or args.report or _cache_is_empty(args.cache_dir))
+    if cold and not args.names:
+        _prestart_pool(args.jobs)
     if args.names:
         for name in args.names:
             registry.get(name)  # unknown names: ParameterError (with a suggestion) before any work
         names = list(dict.fromkeys(args.names))
+        if cold:
+            _prestart_pool(args.jobs)
     elif args.own:
         names = [n for n in own if bool(registry.get(n).buggy) == bool(args.gallery)]
     else:

@@ -229,6 +229,12 @@ def _words(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.bit_generator.random_raw(n)
 
 
+def _small_uint_to_float(x: np.ndarray) -> np.ndarray:
+    """uint64 values below 2**63 as float64, through int64 (the same integers, so the same doubles;
+    numpy converts int64 to float64 several times faster than uint64). Exact for values <= 2**53."""
+    return x.view(np.int64).astype(np.float64)
+
+
 def _word(rng: np.random.Generator) -> int:
     return int(rng.bit_generator.random_raw())
 
@@ -279,7 +285,7 @@ def _below_approx(p: np.ndarray, err: np.ndarray, enclose_at: Callable[[int, int
     the exact ``p_i``. Exact (see the module docstring)."""
     w = _words(rng, len(p))
     h = w >> np.uint64(11)
-    u_lo = h.astype(np.float64) * _INV53
+    u_lo = _small_uint_to_float(h) * _INV53
     with np.errstate(invalid="ignore", over="ignore"):
         yes = (u_lo + _INV53) <= (p - err)
         no = u_lo >= (p + err)
@@ -402,7 +408,11 @@ def _geometric_quotient(w: np.ndarray, s: Fraction, rng) -> np.ndarray:
     int64, or object when a resolved value exceeds int64 (probability < e^{-2**40})."""
     sf = float(s)
     h = w >> np.uint64(11)
-    y = np.log((h + np.uint64(1)).astype(np.float64) * _INV53) * (-sf)
+    # y = log((h + 1) * 2**-53) * (-s), computed in place (the same operations in the same order)
+    y = _small_uint_to_float(h + np.uint64(1))
+    y *= _INV53
+    np.log(y, out=y)
+    y *= -sf
     a = np.floor(y)
     frac = y - a
     band = sf * _LOG_BAND
@@ -479,17 +489,17 @@ def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
         need = n - filled
         m = min(_CHUNK, int(need / rate * 1.01) + 8)
         g, negative, accepted = _geometric_proposals(tq, k, s, m, rng)
-        idx = np.flatnonzero(accepted)[:need]
         if g.dtype == object:
+            idx = np.flatnonzero(accepted)[:need]
             part = np.where(negative[idx], -g[idx], g[idx])
             if all(-(2**63) <= int(v) < 2**63 for v in part):
                 part = part.astype(np.int64)
             else:
                 big = True
-        else:
-            part = np.where(negative[idx], -g[idx], g[idx])
+        else:  # the same values: signs on the whole chunk, then the first `need` accepted (4x cheaper)
+            part = np.where(negative, -g, g)[accepted][:need]
         parts.append(part)
-        filled += len(idx)
+        filled += len(part)
     if not parts:
         return np.zeros(shape, dtype=np.int64)
     out = np.concatenate([p.astype(object) for p in parts] if big else parts)

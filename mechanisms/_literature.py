@@ -118,6 +118,8 @@ def integrate_line(
     """``∫_lo^hi fn`` by adaptive quadrature (scipy.integrate.quad), split at the ``kinks`` of the
     integrand (where it is not smooth) so each piece is smooth; infinite ends are integrated as
     tails from the outermost kink. Tolerance: relative 1e-11, absolute 1e-15 per piece."""
+    from scipy import integrate  # imported when used: building a mechanism needs none of scipy
+
     pts = sorted({float(k) for k in kinks if lo < k < hi})
     edges = [lo] + pts + [hi]
     total = 0.0
@@ -137,6 +139,8 @@ def integrate_line_vec(
     """Vector-valued :func:`integrate_line`: ``fn(r)`` returns an array (e.g. one entry per output
     pattern) and every entry is integrated at once (scipy.integrate.quad_vec, relative 1e-11,
     absolute 1e-15 per piece, split at the kinks)."""
+    from scipy import integrate
+
     pts = sorted({float(k) for k in kinks if lo < k < hi})
     edges = [lo] + pts + [hi]
     total = None

@@ -26,7 +26,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from dpharness import _validate as _v
 from dpharness.errors import ParameterError
@@ -178,6 +177,8 @@ def log_diff_ndtr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     flip = (a + b) > 0
     lo = np.where(flip, -b, a)
     hi = np.where(flip, -a, b)
+    from scipy import special  # imported when used: building a mechanism (a warm gate's cache key) needs none of scipy
+
     lb = special.log_ndtr(hi)
     la = special.log_ndtr(lo)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -463,6 +463,7 @@ def _chi2_discrete(samples: np.ndarray, law, pilot: np.ndarray, *, min_count: in
         (NoisyHistogram(granularity=1, scale=2), 50_000),
         (NoisyHistogramScaleBug(granularity=1), 50_000),
         (NumericalSparseVector(n_queries=3, granularity=1), 50_000),
+        (NumericalSparseVector(n_queries=3, c=2, granularity=1), 50_000),
         (DiscreteGaussian(), 100_000),
         (DiscreteGaussian(sigma2=Fraction(1, 3)), 100_000),
     ],
