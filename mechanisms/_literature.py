@@ -126,8 +126,6 @@ def integrate_line(
     for a, b in zip(edges[:-1], edges[1:]):
         if b <= a:
             continue
-        from scipy import integrate  # here, not at import (0.3 s for every process that loads the catalog)
-
         val, _ = integrate.quad(fn, a, b, epsabs=1e-15, epsrel=1e-11, limit=400)
         total += val
     return total
@@ -147,8 +145,6 @@ def integrate_line_vec(
     for a, b in zip(edges[:-1], edges[1:]):
         if b <= a:
             continue
-        from scipy import integrate
-
         val, _ = integrate.quad_vec(fn, a, b, epsabs=1e-15, epsrel=1e-11, limit=2000)
         total = val if total is None else total + val
     return total

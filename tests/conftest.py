@@ -19,7 +19,9 @@ def pytest_runtest_makereport(item, call):
         missing = re.search(r"could not import '([\w.]+)'", str(report.longrepr[2]))
         if missing and missing.group(1) in _REQUIRED:
             report.outcome = "failed"
-            report.longrepr = f"{missing.group(1)} is required here (DPHARNESS_REQUIRE_MODULES) but {report.longrepr[2]}"
+            report.longrepr = (
+                f"{missing.group(1)} is required here (DPHARNESS_REQUIRE_MODULES) but {report.longrepr[2]}"
+            )
 
 
 def pytest_configure(config):
