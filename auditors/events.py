@@ -437,6 +437,7 @@ def _histogram(keys_a, keys_b, object_kind: bool):
         ca = np.array([counts[k][0] for k in uniq], dtype=np.int64)
         cb = np.array([counts[k][1] for k in uniq], dtype=np.int64)
         return uniq, ca, cb
+    keys_a, keys_b = np.asarray(keys_a), np.asarray(keys_b)
     allk = np.concatenate([keys_a, keys_b])
     if allk.size and allk.dtype.kind in "iu":
         lo, hi = allk.min(), allk.max()
@@ -447,10 +448,35 @@ def _histogram(keys_a, keys_b, object_kind: bool):
             cb = np.bincount(off[len(keys_a) :], minlength=span + 1)
             seen = np.flatnonzero(ca + cb)
             return lo + seen.astype(allk.dtype), ca[seen].astype(np.int64), cb[seen].astype(np.int64)
+        # each side sorted on its own and the two sorted runs merged: the same distinct keys (ascending)
+        # and counts as np.unique(allk, return_inverse=True), without sorting the pooled keys' indices
+        ua, na = _sorted_counts(keys_a.astype(allk.dtype, copy=False))
+        ub, nb = _sorted_counts(keys_b.astype(allk.dtype, copy=False))
+        both = np.concatenate([ua, ub])
+        both.sort(kind="stable")  # two sorted runs: a merge
+        uniq, _n = _sorted_counts(both, presorted=True)
+        ca = np.zeros(len(uniq), dtype=np.int64)
+        cb = np.zeros(len(uniq), dtype=np.int64)
+        ca[np.searchsorted(uniq, ua)] = na
+        cb[np.searchsorted(uniq, ub)] = nb
+        return uniq, ca, cb
     uniq, inv = np.unique(allk, return_inverse=True)
     ca = np.bincount(inv[: len(keys_a)], minlength=len(uniq)).astype(np.int64)
     cb = np.bincount(inv[len(keys_a) :], minlength=len(uniq)).astype(np.int64)
     return uniq, ca, cb
+
+
+def _sorted_counts(keys: np.ndarray, *, presorted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct integer keys (ascending) and how many times each occurs: ``np.unique(keys,
+    return_counts=True)`` (``presorted``: ``keys`` are sorted already)."""
+    s = keys if presorted else np.sort(keys)
+    if len(s) == 0:
+        return s, np.zeros(0, dtype=np.int64)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    return s[starts], np.diff(np.append(starts, len(s))).astype(np.int64)
 
 
 def _lr_sets(ca: np.ndarray, cb: np.ndarray, na: int, nb: int, max_events: int) -> list[np.ndarray]:
@@ -514,27 +540,42 @@ def _discrete_events(
         uniq = [uniq[i] for i in keep] if object_kind else uniq[keep]
         ca, cb = ca[keep], cb[keep]
     sets = _lr_sets(ca, cb, len(keys_a), len(keys_b), max_events)
-    # representatives for the words
+    # representatives for the words, found only for the outcomes a description shows
+    shown_keys = [[uniq[i] for i in st[:6].tolist()] if object_kind else uniq[st[:6]].tolist() for st in sets]
     rep: dict = {}
-    if describe is None:
-        if object_kind:
-            for k in uniq:
-                rep[k] = repr(k)
-        else:
-            first = {}
-            for side_keys, side_outs in ((keys_a, outs_a), (keys_b, outs_b)):
-                ks, idx = np.unique(side_keys, return_index=True)
-                for k, i in zip(ks.tolist(), idx.tolist()):
-                    first.setdefault(k, (side_outs, i))
-            for k, (o, i) in first.items():
-                rep[k] = _show_key_value("array", np.asarray(o)[i])
+    if describe is None and not object_kind:
+        rep = _first_outputs(
+            np.unique(np.concatenate([uniq[st[:6]] for st in sets])) if sets else uniq[:0],
+            ((keys_a, outs_a), (keys_b, outs_b)),
+        )
     events = []
-    for s in sets:
-        ks = [uniq[i] for i in s.tolist()] if object_kind else uniq[s]
-        klist = list(ks) if object_kind else ks.tolist()
-        shown = [describe(k) if describe else rep.get(k, "?") for k in klist[:6]]
+    for st, klist in zip(sets, shown_keys):
+        ks = [uniq[i] for i in st.tolist()] if object_kind else uniq[st]
+        if describe is not None:
+            shown = [describe(k) for k in klist]
+        elif object_kind:
+            shown = [repr(k) for k in klist]
+        else:
+            shown = [rep.get(k, "?") for k in klist]
         events.append(set_event(ks, object_kind=object_kind, label=label, transform=transform, shown=shown))
     return events
+
+
+def _first_outputs(wanted: np.ndarray, sides) -> dict:
+    """{key: the words for the output of its first row}, for the integer keys in ``wanted``: the
+    first row holding the key on the first side of ``sides`` ((keys, outputs) pairs) that has it."""
+    first: dict = {}
+    if len(wanted) == 0:
+        return first
+    wanted_set = KeySet(wanted)
+    for side_keys, side_outs in sides:
+        side_keys = np.asarray(side_keys)
+        rows = np.flatnonzero(wanted_set(side_keys))
+        ks, idx = np.unique(side_keys[rows], return_index=True)
+        for k, i in zip(ks.tolist(), rows[idx].tolist()):
+            if k not in first:
+                first[k] = _show_key_value("array", np.asarray(side_outs)[i])
+    return first
 
 
 def one_sided_events(
@@ -661,30 +702,40 @@ def propose_atoms(train_a, train_b, *, max_events: int) -> list[Event]:
     events over the repeated values only."""
     a = np.asarray(train_a, dtype=float).reshape(-1)
     b = np.asarray(train_b, dtype=float).reshape(-1)
-    vals, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    atoms = vals[counts >= 2]
+    # the values seen at least twice in the pooled outputs (NaN never equals itself, so it is no atom),
+    # from the sorted outputs the thresholds share; rows are matched to them by key (the value's bits,
+    # -0.0 read as 0.0, as equality does)
+    pooled = np.concatenate([cached(_sorted_floats, train_a), cached(_sorted_floats, train_b)])
+    pooled.sort(kind="stable")  # two sorted runs: a merge
+    atoms = pooled[1:][pooled[1:] == pooled[:-1]]
     if len(atoms) == 0:
         return []
-    ina, inb = np.isin(a, atoms), np.isin(b, atoms)
+    ka, kb = row_keys(a), row_keys(b)
+    atom_keys = KeySet(row_keys(atoms))
+    ina, inb = atom_keys(ka), atom_keys(kb)
     # the histogram over atoms (non-atoms fall out of every event)
-    return _discrete_events(
-        row_keys(a[ina]), row_keys(b[inb]), a[ina], b[inb], max_events=max_events, object_kind=False, label="output"
-    )
+    return _discrete_events(ka[ina], kb[inb], a[ina], b[inb], max_events=max_events, object_kind=False, label="output")
 
 
 # --------------------------------------------------------------------------- continuous scalars
 
 
+def _sorted_floats(x) -> np.ndarray:
+    """The outputs as a sorted 1-D float array (shared, read-only, by the scalar proposers of one pair)."""
+    return np.sort(np.asarray(x, dtype=float).reshape(-1))
+
+
 def _grid(a: np.ndarray, b: np.ndarray, points: int) -> np.ndarray:
+    """Quantiles of the pooled outputs at ``points`` - 1 equally spaced levels (``a``, ``b`` sorted)."""
     pooled = np.concatenate([a, b])
+    pooled.sort(kind="stable")  # two sorted runs: a merge, and quantiles of sorted data are cheap
     qs = np.quantile(pooled, np.linspace(0, 1, points + 1)[1:-1], method="inverted_cdf")
     return np.unique(qs)
 
 
 def propose_thresholds(train_a, train_b, *, max_events: int, points: int = 512) -> list[Event]:
     """Events ``output >= t`` and ``output <= t`` over a quantile grid of the pooled training outputs."""
-    a = np.sort(np.asarray(train_a, dtype=float).reshape(-1))
-    b = np.sort(np.asarray(train_b, dtype=float).reshape(-1))
+    a, b = cached(_sorted_floats, train_a), cached(_sorted_floats, train_b)
     g = _grid(a, b, points)
     if len(g) == 0:
         return []
@@ -704,8 +755,7 @@ def propose_thresholds(train_a, train_b, *, max_events: int, points: int = 512) 
 
 def propose_intervals(train_a, train_b, *, max_events: int, points: int = 128) -> list[Event]:
     """Events ``lo <= output < hi`` for all pairs of points of a quantile grid (cumulative counts)."""
-    a = np.sort(np.asarray(train_a, dtype=float).reshape(-1))
-    b = np.sort(np.asarray(train_b, dtype=float).reshape(-1))
+    a, b = cached(_sorted_floats, train_a), cached(_sorted_floats, train_b)
     g = _grid(a, b, points)
     if len(g) < 2:
         return []
