@@ -342,14 +342,28 @@ def histogram_counts(events, out) -> dict[int, int]:
         if hist is None:
             continue
         uniq, counts = hist
+        ascending = len(uniq) < 2 or bool(np.all(uniq[1:] > uniq[:-1]))
         for i, f in members:
             if isinstance(f, _Beyond):
                 hits[i] = int(counts[uniq < f.bound].sum() if f.below else counts[uniq > f.bound].sum())
             elif isinstance(f, _Outside):
-                hits[i] = n - int(counts[f.inside.keys(uniq)].sum())
+                hits[i] = n - _set_hits(f.inside.keys, uniq, counts, ascending)
             else:
-                hits[i] = int(counts[f.keys(uniq)].sum())
+                hits[i] = _set_hits(f.keys, uniq, counts, ascending)
     return hits
+
+
+def _set_hits(keys: "KeySet", uniq: np.ndarray, counts: np.ndarray, ascending: bool) -> int:
+    """Rows whose key is in ``keys``, from the distinct keys ``uniq`` of a chunk and their ``counts``:
+    a set much smaller than the histogram looks its keys up in it (``uniq`` ascending, same dtype),
+    otherwise every distinct key is tested for membership in the set."""
+    k = keys.keys
+    if ascending and k.dtype == uniq.dtype and 8 * len(k) < len(uniq):
+        pos = np.searchsorted(uniq, k)
+        inside = pos < len(uniq)
+        pos, k = pos[inside], k[inside]
+        return int(counts[pos[uniq[pos] == k]].sum())
+    return int(counts[keys(uniq)].sum())
 
 
 _CACHE: list[tuple] = []  # (function, argument, result): features of the current chunk, shared by events
@@ -370,6 +384,7 @@ def cached(fn: Callable, x):
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _LAST_HISTOGRAM.clear()
 
 
 class KeySet:
@@ -425,8 +440,22 @@ def member(keys: np.ndarray, key_set) -> np.ndarray:
     return (key_set if isinstance(key_set, KeySet) else KeySet(key_set))(keys)
 
 
+_LAST_HISTOGRAM: list = []  # (keys_a, keys_b, object_kind, result) of the last call: a family's proposers share it
+
+
 def _histogram(keys_a, keys_b, object_kind: bool):
-    """Distinct keys with their counts on each side, and one representative output index per key."""
+    """Distinct keys with their counts on each side (the last call's result is reused when called
+    again on the same two key arrays, as the proposers of one feature are)."""
+    if _LAST_HISTOGRAM:
+        la, lb, lk, res = _LAST_HISTOGRAM[0]
+        if la is keys_a and lb is keys_b and lk == object_kind:
+            return res
+    res = _count_keys(keys_a, keys_b, object_kind)
+    _LAST_HISTOGRAM[:] = [(keys_a, keys_b, object_kind, res)]
+    return res
+
+
+def _count_keys(keys_a, keys_b, object_kind: bool):
     if object_kind:
         counts: dict = {}
         for side, ks in ((0, keys_a), (1, keys_b)):

@@ -117,6 +117,12 @@ class _Feature:
     def __call__(self, out) -> np.ndarray:
         arr = np.asarray(out)
         col = arr.reshape(-1) if self.column is None else arr.reshape(len(arr), -1)[:, self.column]
+        if col.dtype.kind in "iu" and col.dtype.itemsize <= 2 and len(col) > 4 * 256**col.dtype.itemsize:
+            # 8- and 16-bit integers (bits, small counts): the feature, elementwise, of every value the
+            # dtype holds, read off by each row's bit pattern — the same keys as computing it row by row
+            unsigned = np.dtype(f"u{col.dtype.itemsize}")
+            values = np.arange(256**col.dtype.itemsize, dtype=unsigned).view(col.dtype)
+            return self.fn(values, *self.args)[col.view(unsigned)]
         return self.fn(col, *self.args)
 
 
