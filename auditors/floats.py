@@ -50,6 +50,10 @@ _MANT = np.uint64((1 << 52) - 1)
 
 def float_cells(x: np.ndarray) -> np.ndarray:
     """Key ``sign << 20 | exponent << 8 | trailing_zero_bits`` of each double (int64)."""
+    return _ev.by_blocks(_float_cells, x)
+
+
+def _float_cells(x: np.ndarray) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     tz = _trailing_zeros(b & _MANT)
@@ -82,6 +86,10 @@ _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
 
 def lowest_bit(x: np.ndarray) -> np.ndarray:
     """Exponent v of the weight 2^v of the lowest set bit of each double (int64; 2000 for 0.0)."""
+    return _ev.by_blocks(_lowest_bit, x)
+
+
+def _lowest_bit(x: np.ndarray) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     out = _trailing_zeros(b & _MANT)
@@ -114,6 +122,10 @@ def describe_cell(key: int) -> str:
 
 def round_trip_cells(x: np.ndarray, shifts: Sequence[float]) -> np.ndarray:
     """Key ``sign, exponent, bits [fl(fl(x − c) + c) == x for c in shifts]`` of each double."""
+    return _ev.by_blocks(_round_trip_cells, x, tuple(shifts))
+
+
+def _round_trip_cells(x: np.ndarray, shifts: Sequence[float]) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     key = ((b >> np.uint64(52)) & np.uint64(0xFFF)).astype(np.int64) << len(shifts)

@@ -50,6 +50,10 @@ _MANT = np.uint64((1 << 52) - 1)
 
 def float_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     """Key ``(sign, exponent, top k mantissa bits, low b mantissa bits)`` of each double (int64)."""
+    return _ev.by_blocks(_float_subrange_bits, x, k, b)
+
+
+def _float_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     bits = v.view(np.uint64)
     key = bits >> np.uint64(52 - k)  # sign, exponent (12 bits) and the top k mantissa bits
@@ -79,6 +83,10 @@ def int_residues(x: np.ndarray, b: int) -> np.ndarray:
 
 def int_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     """Key ``(sign, bit length of |x|, top k bits of |x| below its leading bit, x mod 2^b)`` (int64)."""
+    return _ev.by_blocks(_int_subrange_bits, x, k, b)
+
+
+def _int_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     v = np.asarray(x).reshape(-1).astype(np.int64)
     mag = np.abs(v)
     length = np.zeros(len(v), np.int64)
