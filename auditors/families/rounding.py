@@ -130,7 +130,7 @@ class _Feature:
             # dtype holds, read off by each row's bit pattern — the same keys as computing it row by row
             unsigned = np.dtype(f"u{col.dtype.itemsize}")
             values = np.arange(256**col.dtype.itemsize, dtype=unsigned).view(col.dtype)
-            return self.fn(values, *self.args)[col.view(unsigned)]
+            return np.take(self.fn(values, *self.args), col.view(unsigned))
         return self.fn(col, *self.args)
 
 
