@@ -197,8 +197,8 @@ def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
         scale = 2.0**e
         s = flat * (1.0 / scale)  # exact: a power of two, far from overflow and underflow
         lo_f, hi_f = float(s.min()), float(s.max())
-        if hi_f - lo_f > _DISTINCT_RANGE or abs(lo_f) > 2.0**52 or abs(hi_f) > 2.0**52:
-            return None
+        if not (abs(lo_f) <= 2.0**52 and abs(hi_f) <= 2.0**52 and hi_f - lo_f <= _DISTINCT_RANGE):
+            return None  # far apart, huge, or NaN
         q = s.astype(np.int64)
         if not np.array_equal(q, s):
             return None  # not all on the grid
