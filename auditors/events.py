@@ -339,6 +339,24 @@ def histogram_counts(events, out) -> dict[int, int]:
     for transform, members in groups.values():
         if len(members) < 2:
             continue
+        dense = _dense_counts(out, transform)
+        if dense is not None:  # small-range integer keys: every event read off the counts by offset
+            lo, per_key = dense
+            left = []
+            for i, f in members:
+                if isinstance(f, _Beyond):
+                    cut = f.bound - lo
+                    part = per_key[: max(cut, 0)] if f.below else per_key[max(cut + 1, 0) :]
+                    hits[i] = int(part.sum())
+                    continue
+                inside = _dense_hits((f.inside if isinstance(f, _Outside) else f).keys, lo, per_key)
+                if inside is None:
+                    left.append((i, f))
+                else:
+                    hits[i] = n - inside if isinstance(f, _Outside) else inside
+            if not left:
+                continue
+            members = left
         hist = key_histogram(out, transform, allow_sort=len(members) >= _SORT_GROUP)
         if hist is None:
             continue
@@ -352,6 +370,29 @@ def histogram_counts(events, out) -> dict[int, int]:
             else:
                 hits[i] = _set_hits(f.keys, uniq, counts, ascending)
     return hits
+
+
+def _dense_counts(out, transform) -> tuple[int, np.ndarray] | None:
+    """``(lo, counts)`` with ``counts[j]`` the rows whose key (of ``transform(out)``) is ``lo + j``,
+    for int64 keys of a small range (as :func:`key_histogram` counts them); None otherwise."""
+    feats = out if transform is None else cached(transform, out)
+    if np.ndim(feats) > 1:
+        return None
+    keys = cached(row_keys, feats)
+    if keys.size and keys.dtype == np.int64:
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < max(2 * keys.size, 1 << 16):
+            return lo, np.bincount(keys if lo == 0 else keys - lo, minlength=hi - lo + 1)
+    return None
+
+
+def _dense_hits(keys: "KeySet", lo: int, per_key: np.ndarray) -> int | None:
+    """Rows whose key is in ``keys``, from dense counts by key offset (None: keys not int64)."""
+    k = keys.keys
+    if k.dtype != np.int64:
+        return None
+    inside = k[(k >= lo) & (k < lo + len(per_key))]  # compared as Python ints: no wrap-around
+    return int(per_key[inside - lo].sum())
 
 
 def _set_hits(keys: "KeySet", uniq: np.ndarray, counts: np.ndarray, ascending: bool) -> int:

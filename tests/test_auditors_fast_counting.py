@@ -200,3 +200,25 @@ def test_interval_in_blocks_equals_comparisons():
     for lo, hi in ((0.5, 2.0), (-np.inf, 0.0), (0.0, np.inf), (1.0, 1.0), (-0.0, 1e-300)):
         assert np.array_equal(ev._interval(lo, hi).contains(x), (x >= lo) & (x < hi))
         assert np.array_equal(ev._interval(lo, hi).contains(x[:1000]), (x[:1000] >= lo) & (x[:1000] < hi))
+
+
+def test_set_events_on_dense_counts_equal_row_counts():
+    """Small-range integer keys (float cells, lowest bits, residues): events read off counts by offset,
+    with key sets that reach outside the chunk's range, complements and half-lines."""
+    rng = np.random.default_rng(9)
+    x = _floats(9, 60_000)
+    for feature in (fl.float_cells, fl.lowest_bit):
+        transform = fl._Picked(feature, None)
+        keys = feature(x)
+        uniq = np.unique(keys)
+        sets = [uniq[:1], uniq[rng.choice(len(uniq), 5, replace=False)], np.array([uniq[0] - 1, uniq[-1] + 1, 2**62])]
+        sets.append(np.array([-(2**63) + 1, uniq[0]]))  # far below the range: no wrap-around
+        events = [ev.Event(ev.KeyMembership(ev.KeySet(s), transform), "set") for s in sets]
+        events += [ev.Event(ev._Outside(e.contains), "complement") for e in events[:2]]
+        for bound in (int(uniq[0]) - 5, int(uniq[len(uniq) // 2]), int(uniq[-1]) + 5):
+            events += [ev.Event(ev._Beyond(bound, below, transform), "beyond") for below in (True, False)]
+        counts = ev.histogram_counts(events, x)
+        assert set(counts) == set(range(len(events)))
+        for i, e in enumerate(events):
+            assert counts[i] == int(np.count_nonzero(e.contains(x))), (feature.__name__, i)
+        ev.clear_cache()
