@@ -222,3 +222,21 @@ def test_set_events_on_dense_counts_equal_row_counts():
         for i, e in enumerate(events):
             assert counts[i] == int(np.count_nonzero(e.contains(x))), (feature.__name__, i)
         ev.clear_cache()
+
+
+@pytest.mark.parametrize("kind", ["continuous", "few values", "many integers", "grid"])
+def test_too_many_patterns_only_when_pattern_events_propose_nothing(kind):
+    rng = np.random.default_rng(10)
+    for trial in range(6):
+        n, k = int(rng.integers(100, 12_000)), int(rng.integers(1, 4))
+        if kind == "continuous":
+            fa, fb = rng.laplace(size=(n, k)), rng.laplace(size=(n, k))
+        elif kind == "few values":
+            fa, fb = rng.integers(0, 3, (n, k)), rng.integers(0, 3, (n, k))
+        elif kind == "many integers":
+            fa, fb = rng.integers(0, 6000, (n, k)), rng.integers(0, 6000, (n, k))
+        else:
+            fa, fb = np.round(rng.laplace(size=(n, k)) * 4) / 4, np.round(rng.laplace(size=(n, k)) * 4) / 4
+        coder = vec._PatternCoder(fa, fb)
+        if vec._too_many_patterns(fa, fb):
+            assert coder.ok is False or vec._pattern_events(coder, fa, fb, fa, fb, (10**6,), 3.0) == []
