@@ -337,8 +337,8 @@ def histogram_counts(events, out) -> dict[int, int]:
     hits: dict[int, int] = {}
     n = len(out)
     for transform, members in groups.values():
-        if len(members) < 2:
-            continue
+        if len(members) < 2 and not _large_set(members[0][1]):
+            continue  # one event alone: testing its rows costs less than counting every key
         dense = _dense_counts(out, transform)
         if dense is not None:  # small-range integer keys: every event read off the counts by offset
             lo, per_key = dense
@@ -357,6 +357,8 @@ def histogram_counts(events, out) -> dict[int, int]:
             if not left:
                 continue
             members = left
+        if len(members) < 2:
+            continue  # a large set alone is worth counting by offset only
         hist = key_histogram(out, transform, allow_sort=len(members) >= _SORT_GROUP)
         if hist is None:
             continue
@@ -370,6 +372,13 @@ def histogram_counts(events, out) -> dict[int, int]:
             else:
                 hits[i] = _set_hits(f.keys, uniq, counts, ascending)
     return hits
+
+
+def _large_set(f) -> bool:
+    """Whether a set event (or its complement) tests its rows by a lookup table or a hash, not by a
+    few comparisons (then counting its keys by offset is cheaper)."""
+    inner = f.inside if isinstance(f, _Outside) else f
+    return isinstance(inner, KeyMembership) and inner.keys.mode in ("table", "hash")
 
 
 def _dense_counts(out, transform) -> tuple[int, np.ndarray] | None:

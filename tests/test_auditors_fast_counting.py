@@ -240,3 +240,16 @@ def test_too_many_patterns_only_when_pattern_events_propose_nothing(kind):
         coder = vec._PatternCoder(fa, fb)
         if vec._too_many_patterns(fa, fb):
             assert coder.ok is False or vec._pattern_events(coder, fa, fb, fa, fb, (10**6,), 3.0) == []
+
+
+def test_one_large_set_event_counted_by_offset_equals_row_count():
+    x = _floats(11, 60_000)
+    transform = fl._Picked(fl.lowest_bit, None)
+    keys = np.unique(fl.lowest_bit(x))
+    for event in (
+        ev.Event(ev.KeyMembership(ev.KeySet(keys[::2]), transform), "set"),
+        ev.Event(ev._Outside(ev.KeyMembership(ev.KeySet(keys[1:-1]), transform)), "complement"),
+    ):
+        counts = ev.histogram_counts([event], x)
+        assert counts == {0: int(np.count_nonzero(event.contains(x)))}
+        ev.clear_cache()
