@@ -69,16 +69,17 @@ def _float_cells(x: np.ndarray) -> np.ndarray:
 
 
 def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
-    """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the lowest set bit ``2^t`` is a
-    double exactly, and ``t`` is its unbiased exponent."""
-    low = np.negative(mant)  # two's complement: ~mant + 1 (wrapping)
-    low &= mant  # the lowest set bit
-    low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
-    tz = low.astype(np.float64).view(np.uint64)
-    tz >>= np.uint64(52)
-    out = tz.view(np.int64)
-    out -= 1023
-    return out
+    """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the bits below the lowest set
+    bit are ``(mant - 1) & ~mant``, counted by ``np.bitwise_count`` (all 52 when ``mant`` is 0)."""
+    if not hasattr(np, "bitwise_count"):  # numpy < 2.0: the lowest set bit's exponent as a double
+        low = np.negative(mant)  # two's complement: ~mant + 1 (wrapping)
+        low &= mant  # the lowest set bit
+        low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
+        return (low.astype(np.float64).view(np.uint64) >> np.uint64(52)).view(np.int64) - 1023
+    below = mant - np.uint64(1)  # wraps for 0: all ones, cut to the mantissa's 52 below
+    below &= ~mant
+    below &= _MANT
+    return np.bitwise_count(below).astype(np.int64)
 
 
 _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
