@@ -1013,14 +1013,34 @@ def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
     return out
 
 
+def _nonzero_coordinates(o) -> np.ndarray:
+    """The number of nonzero coordinates of each row (int64), column by column: the counts of
+    ``np.count_nonzero(axis=1)``, which reduces each short row on its own (several times slower)."""
+    rows = np.asarray(o).reshape(len(o), -1)
+    out = np.zeros(len(rows), dtype=np.int64)
+    for j in range(rows.shape[1]):
+        out += rows[:, j] != 0
+    return out
+
+
+def _integer_row_sum(o) -> np.ndarray:
+    """The sum of the coordinates of each row in int64, column by column: integer addition (wrapping
+    alike) gives ``astype(np.int64).sum(axis=1)`` whatever the order."""
+    rows = np.asarray(o).reshape(len(o), -1)
+    out = np.zeros(len(rows), dtype=np.int64)
+    for j in range(rows.shape[1]):
+        out += rows[:, j].astype(np.int64)
+    return out
+
+
 def propose_pattern_features(train_a, train_b, *, max_events: int) -> list[Event]:
     """Integer vectors: histograms of the number of nonzero coordinates and of the coordinate sum
     (coarser than whole patterns, so they still work when patterns are too many to count)."""
     a = np.asarray(train_a)
     b = np.asarray(train_b)
     feats = [
-        ("number of nonzero coordinates", lambda o: np.count_nonzero(np.asarray(o).reshape(len(o), -1), axis=1)),
-        ("sum of coordinates", lambda o: np.asarray(o).reshape(len(o), -1).astype(np.int64).sum(axis=1)),
+        ("number of nonzero coordinates", _nonzero_coordinates),
+        ("sum of coordinates", _integer_row_sum),
     ]
     out: list[Event] = []
     per = max(2, max_events // 2)

@@ -253,3 +253,16 @@ def test_one_large_set_event_counted_by_offset_equals_row_count():
         counts = ev.histogram_counts([event], x)
         assert counts == {0: int(np.count_nonzero(event.contains(x)))}
         ev.clear_cache()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int64", "uint64", "bool"])
+def test_pattern_features_column_by_column_equal_numpy(dtype):
+    rng = np.random.default_rng(12)
+    for k in (1, 4, 10):
+        rows = rng.integers(-3, 3, (5_000, k)).astype(dtype)
+        if dtype in ("int64", "uint64"):
+            rows[::7, 0] = np.array(2**62, dtype=dtype)  # large entries: the int64 sum wraps alike
+        want_nonzero = np.count_nonzero(rows.reshape(len(rows), -1), axis=1)
+        want_sum = rows.reshape(len(rows), -1).astype(np.int64).sum(axis=1)
+        assert np.array_equal(ev._nonzero_coordinates(rows), want_nonzero)
+        assert _same_bits(ev._integer_row_sum(rows), want_sum)
