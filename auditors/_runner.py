@@ -696,7 +696,7 @@ class _CountJob:
                 raise MechanismError(
                     f"event {ev.description!r} returned shape {hit.shape} on {where}; expected ({len(rows)},)."
                 )
-            counts[i] = int(hit.sum()) if weights is None else int(weights[hit].sum())
+            counts[i] = int(np.count_nonzero(hit)) if weights is None else int(weights[hit].sum())
         _events.clear_cache()
         return counts
 

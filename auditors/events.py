@@ -40,6 +40,7 @@ __all__ = [
     "histogram_counts",
     "pattern_codes",
     "distinct_outputs",
+    "by_blocks",
 ]
 
 _MAX_DISTINCT = 200_000  # outcomes seen in training beyond which the histogram keeps repeated ones only
@@ -90,7 +91,7 @@ def row_keys(out: np.ndarray) -> np.ndarray:
     if arr.ndim <= 1:
         if np.issubdtype(arr.dtype, np.floating):
             return _as_u64(arr.reshape(-1))
-        return arr.reshape(-1).astype(np.int64)
+        return arr.reshape(-1).astype(np.int64, copy=False)
     packed = cached(pattern_codes, arr)
     if packed is not None:
         code, table, _counts = packed
@@ -196,8 +197,8 @@ def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
         scale = 2.0**e
         s = flat * (1.0 / scale)  # exact: a power of two, far from overflow and underflow
         lo_f, hi_f = float(s.min()), float(s.max())
-        if hi_f - lo_f > _DISTINCT_RANGE or abs(lo_f) > 2.0**52 or abs(hi_f) > 2.0**52:
-            return None
+        if not (abs(lo_f) <= 2.0**52 and abs(hi_f) <= 2.0**52 and hi_f - lo_f <= _DISTINCT_RANGE):
+            return None  # far apart, huge, or NaN
         q = s.astype(np.int64)
         if not np.array_equal(q, s):
             return None  # not all on the grid
@@ -336,20 +337,102 @@ def histogram_counts(events, out) -> dict[int, int]:
     hits: dict[int, int] = {}
     n = len(out)
     for transform, members in groups.values():
+        if len(members) < 2 and not _large_set(members[0][1]):
+            continue  # one event alone: testing its rows costs less than counting every key
+        dense = _dense_counts(out, transform)
+        if dense is not None:  # small-range integer keys: every event read off the counts by offset
+            lo, per_key = dense
+            left = []
+            for i, f in members:
+                if isinstance(f, _Beyond):
+                    cut = f.bound - lo
+                    part = per_key[: max(cut, 0)] if f.below else per_key[max(cut + 1, 0) :]
+                    hits[i] = int(part.sum())
+                    continue
+                inside = _dense_hits((f.inside if isinstance(f, _Outside) else f).keys, lo, per_key)
+                if inside is None:
+                    left.append((i, f))
+                else:
+                    hits[i] = n - inside if isinstance(f, _Outside) else inside
+            if not left:
+                continue
+            members = left
         if len(members) < 2:
-            continue
+            continue  # a large set alone is worth counting by offset only
         hist = key_histogram(out, transform, allow_sort=len(members) >= _SORT_GROUP)
         if hist is None:
             continue
         uniq, counts = hist
+        ascending = len(uniq) < 2 or bool(np.all(uniq[1:] > uniq[:-1]))
         for i, f in members:
             if isinstance(f, _Beyond):
                 hits[i] = int(counts[uniq < f.bound].sum() if f.below else counts[uniq > f.bound].sum())
             elif isinstance(f, _Outside):
-                hits[i] = n - int(counts[f.inside.keys(uniq)].sum())
+                hits[i] = n - _set_hits(f.inside.keys, uniq, counts, ascending)
             else:
-                hits[i] = int(counts[f.keys(uniq)].sum())
+                hits[i] = _set_hits(f.keys, uniq, counts, ascending)
     return hits
+
+
+def _large_set(f) -> bool:
+    """Whether a set event (or its complement) tests its rows by a lookup table or a hash, not by a
+    few comparisons (then counting its keys by offset is cheaper)."""
+    inner = f.inside if isinstance(f, _Outside) else f
+    return isinstance(inner, KeyMembership) and inner.keys.mode in ("table", "hash")
+
+
+def _dense_counts(out, transform) -> tuple[int, np.ndarray] | None:
+    """``(lo, counts)`` with ``counts[j]`` the rows whose key (of ``transform(out)``) is ``lo + j``,
+    for int64 keys of a small range (as :func:`key_histogram` counts them); None otherwise."""
+    feats = out if transform is None else cached(transform, out)
+    if np.ndim(feats) > 1:
+        return None
+    keys = cached(row_keys, feats)
+    if keys.size and keys.dtype == np.int64:
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < max(2 * keys.size, 1 << 16):
+            return lo, np.bincount(keys if lo == 0 else keys - lo, minlength=hi - lo + 1)
+    return None
+
+
+def _dense_hits(keys: "KeySet", lo: int, per_key: np.ndarray) -> int | None:
+    """Rows whose key is in ``keys``, from dense counts by key offset (None: keys not int64)."""
+    k = keys.keys
+    if k.dtype != np.int64:
+        return None
+    inside = k[(k >= lo) & (k < lo + len(per_key))]  # compared as Python ints: no wrap-around
+    return int(per_key[inside - lo].sum())
+
+
+def _set_hits(keys: "KeySet", uniq: np.ndarray, counts: np.ndarray, ascending: bool) -> int:
+    """Rows whose key is in ``keys``, from the distinct keys ``uniq`` of a chunk and their ``counts``:
+    a set much smaller than the histogram looks its keys up in it (``uniq`` ascending, same dtype),
+    otherwise every distinct key is tested for membership in the set."""
+    k = keys.keys
+    if ascending and k.dtype == uniq.dtype and 8 * len(k) < len(uniq):
+        pos = np.searchsorted(uniq, k)
+        inside = pos < len(uniq)
+        pos, k = pos[inside], k[inside]
+        return int(counts[pos[uniq[pos] == k]].sum())
+    return int(counts[keys(uniq)].sum())
+
+
+_BLOCK = 1 << 16  # elements per block of an elementwise feature: its temporaries stay in the CPU's cache
+
+
+def by_blocks(fn: Callable[..., np.ndarray], x, *args) -> np.ndarray:
+    """``fn(x, *args)`` of an elementwise feature ``fn`` of the flattened ``x``, computed on blocks
+    of :data:`_BLOCK` elements: the same values, without a chunk-sized temporary per operation
+    (fresh memory for each, page faults and cache misses, cost more than the arithmetic)."""
+    v = np.asarray(x).reshape(-1)
+    if len(v) <= 2 * _BLOCK:
+        return fn(v, *args)
+    first = fn(v[:_BLOCK], *args)
+    out = np.empty(len(v), dtype=first.dtype)
+    out[:_BLOCK] = first
+    for start in range(_BLOCK, len(v), _BLOCK):
+        out[start : start + _BLOCK] = fn(v[start : start + _BLOCK], *args)
+    return out
 
 
 _CACHE: list[tuple] = []  # (function, argument, result): features of the current chunk, shared by events
@@ -370,6 +453,7 @@ def cached(fn: Callable, x):
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _LAST_HISTOGRAM.clear()
 
 
 class KeySet:
@@ -425,8 +509,22 @@ def member(keys: np.ndarray, key_set) -> np.ndarray:
     return (key_set if isinstance(key_set, KeySet) else KeySet(key_set))(keys)
 
 
+_LAST_HISTOGRAM: list = []  # (keys_a, keys_b, object_kind, result) of the last call: a family's proposers share it
+
+
 def _histogram(keys_a, keys_b, object_kind: bool):
-    """Distinct keys with their counts on each side, and one representative output index per key."""
+    """Distinct keys with their counts on each side (the last call's result is reused when called
+    again on the same two key arrays, as the proposers of one feature are)."""
+    if _LAST_HISTOGRAM:
+        la, lb, lk, res = _LAST_HISTOGRAM[0]
+        if la is keys_a and lb is keys_b and lk == object_kind:
+            return res
+    res = _count_keys(keys_a, keys_b, object_kind)
+    _LAST_HISTOGRAM[:] = [(keys_a, keys_b, object_kind, res)]
+    return res
+
+
+def _count_keys(keys_a, keys_b, object_kind: bool):
     if object_kind:
         counts: dict = {}
         for side, ks in ((0, keys_a), (1, keys_b)):
@@ -437,6 +535,16 @@ def _histogram(keys_a, keys_b, object_kind: bool):
         ca = np.array([counts[k][0] for k in uniq], dtype=np.int64)
         cb = np.array([counts[k][1] for k in uniq], dtype=np.int64)
         return uniq, ca, cb
+    keys_a, keys_b = np.asarray(keys_a), np.asarray(keys_b)
+    if len(keys_a) and len(keys_b) and keys_a.dtype == keys_b.dtype and keys_a.dtype.kind in "iu":
+        # the two sides counted apart (as on their concatenation, without building it)
+        lo, hi = min(keys_a.min(), keys_b.min()), max(keys_a.max(), keys_b.max())
+        span = int(hi) - int(lo)
+        if span < max(4 * (len(keys_a) + len(keys_b)), 1 << 16):  # keys in a small range: count by offset
+            ca = np.bincount((keys_a - lo).astype(np.int64, copy=False), minlength=span + 1)
+            cb = np.bincount((keys_b - lo).astype(np.int64, copy=False), minlength=span + 1)
+            seen = np.flatnonzero(ca + cb)
+            return lo + seen.astype(keys_a.dtype), ca[seen].astype(np.int64), cb[seen].astype(np.int64)
     allk = np.concatenate([keys_a, keys_b])
     if allk.size and allk.dtype.kind in "iu":
         lo, hi = allk.min(), allk.max()
@@ -447,10 +555,35 @@ def _histogram(keys_a, keys_b, object_kind: bool):
             cb = np.bincount(off[len(keys_a) :], minlength=span + 1)
             seen = np.flatnonzero(ca + cb)
             return lo + seen.astype(allk.dtype), ca[seen].astype(np.int64), cb[seen].astype(np.int64)
+        # each side sorted on its own and the two sorted runs merged: the same distinct keys (ascending)
+        # and counts as np.unique(allk, return_inverse=True), without sorting the pooled keys' indices
+        ua, na = _sorted_counts(keys_a.astype(allk.dtype, copy=False))
+        ub, nb = _sorted_counts(keys_b.astype(allk.dtype, copy=False))
+        both = np.concatenate([ua, ub])
+        both.sort(kind="stable")  # two sorted runs: a merge
+        uniq, _n = _sorted_counts(both, presorted=True)
+        ca = np.zeros(len(uniq), dtype=np.int64)
+        cb = np.zeros(len(uniq), dtype=np.int64)
+        ca[np.searchsorted(uniq, ua)] = na
+        cb[np.searchsorted(uniq, ub)] = nb
+        return uniq, ca, cb
     uniq, inv = np.unique(allk, return_inverse=True)
     ca = np.bincount(inv[: len(keys_a)], minlength=len(uniq)).astype(np.int64)
     cb = np.bincount(inv[len(keys_a) :], minlength=len(uniq)).astype(np.int64)
     return uniq, ca, cb
+
+
+def _sorted_counts(keys: np.ndarray, *, presorted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct integer keys (ascending) and how many times each occurs: ``np.unique(keys,
+    return_counts=True)`` (``presorted``: ``keys`` are sorted already)."""
+    s = keys if presorted else np.sort(keys)
+    if len(s) == 0:
+        return s, np.zeros(0, dtype=np.int64)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    return s[starts], np.diff(np.append(starts, len(s))).astype(np.int64)
 
 
 def _lr_sets(ca: np.ndarray, cb: np.ndarray, na: int, nb: int, max_events: int) -> list[np.ndarray]:
@@ -514,27 +647,47 @@ def _discrete_events(
         uniq = [uniq[i] for i in keep] if object_kind else uniq[keep]
         ca, cb = ca[keep], cb[keep]
     sets = _lr_sets(ca, cb, len(keys_a), len(keys_b), max_events)
-    # representatives for the words
+    # representatives for the words, found only for the outcomes a description shows
+    shown_keys = [[uniq[i] for i in st[:6].tolist()] if object_kind else uniq[st[:6]].tolist() for st in sets]
     rep: dict = {}
-    if describe is None:
-        if object_kind:
-            for k in uniq:
-                rep[k] = repr(k)
-        else:
-            first = {}
-            for side_keys, side_outs in ((keys_a, outs_a), (keys_b, outs_b)):
-                ks, idx = np.unique(side_keys, return_index=True)
-                for k, i in zip(ks.tolist(), idx.tolist()):
-                    first.setdefault(k, (side_outs, i))
-            for k, (o, i) in first.items():
-                rep[k] = _show_key_value("array", np.asarray(o)[i])
+    if describe is None and not object_kind:
+        rep = _first_outputs(
+            np.unique(np.concatenate([uniq[st[:6]] for st in sets])) if sets else uniq[:0],
+            ((keys_a, outs_a), (keys_b, outs_b)),
+        )
     events = []
-    for s in sets:
-        ks = [uniq[i] for i in s.tolist()] if object_kind else uniq[s]
-        klist = list(ks) if object_kind else ks.tolist()
-        shown = [describe(k) if describe else rep.get(k, "?") for k in klist[:6]]
+    for st, klist in zip(sets, shown_keys):
+        ks = [uniq[i] for i in st.tolist()] if object_kind else uniq[st]
+        if describe is not None:
+            shown = [describe(k) for k in klist]
+        elif object_kind:
+            shown = [repr(k) for k in klist]
+        else:
+            shown = [rep.get(k, "?") for k in klist]
         events.append(set_event(ks, object_kind=object_kind, label=label, transform=transform, shown=shown))
     return events
+
+
+def _first_outputs(wanted: np.ndarray, sides) -> dict:
+    """{key: the words for the output of its first row}, for the integer keys in ``wanted``: the
+    first row holding the key on the first side of ``sides`` ((keys, outputs) pairs) that has it.
+    Each side is read in blocks of doubling size until every key still missing is found (frequent
+    keys are found in the first rows)."""
+    first: dict = {}
+    missing = np.unique(np.asarray(wanted))
+    for side_keys, side_outs in sides:
+        side_keys = np.asarray(side_keys)
+        start, size = 0, 4096
+        while len(missing) and start < len(side_keys):
+            block = side_keys[start : start + size]
+            rows = np.flatnonzero(KeySet(missing)(block))
+            if len(rows):
+                ks, idx = np.unique(block[rows], return_index=True)
+                for k, i in zip(ks.tolist(), (start + rows[idx]).tolist()):
+                    first[k] = _show_key_value("array", np.asarray(side_outs)[i])
+                missing = missing[~np.isin(missing, ks)]
+            start, size = start + size, 2 * size
+    return first
 
 
 def one_sided_events(
@@ -661,30 +814,62 @@ def propose_atoms(train_a, train_b, *, max_events: int) -> list[Event]:
     events over the repeated values only."""
     a = np.asarray(train_a, dtype=float).reshape(-1)
     b = np.asarray(train_b, dtype=float).reshape(-1)
-    vals, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    atoms = vals[counts >= 2]
+    # the values seen at least twice in the pooled outputs (NaN never equals itself, so it is no atom),
+    # from the sorted outputs the thresholds share; rows are matched to them by key (the value's bits,
+    # -0.0 read as 0.0, as equality does)
+    pooled = np.concatenate([cached(_sorted_floats, train_a), cached(_sorted_floats, train_b)])
+    pooled.sort(kind="stable")  # two sorted runs: a merge
+    atoms = pooled[1:][pooled[1:] == pooled[:-1]]
     if len(atoms) == 0:
         return []
-    ina, inb = np.isin(a, atoms), np.isin(b, atoms)
+    ka, kb = row_keys(a), row_keys(b)
+    atom_keys = KeySet(row_keys(atoms))
+    ina, inb = atom_keys(ka), atom_keys(kb)
     # the histogram over atoms (non-atoms fall out of every event)
-    return _discrete_events(
-        row_keys(a[ina]), row_keys(b[inb]), a[ina], b[inb], max_events=max_events, object_kind=False, label="output"
-    )
+    return _discrete_events(ka[ina], kb[inb], a[ina], b[inb], max_events=max_events, object_kind=False, label="output")
 
 
 # --------------------------------------------------------------------------- continuous scalars
 
 
+def _sorted_floats(x) -> np.ndarray:
+    """The outputs as a sorted 1-D float array (shared, read-only, by the scalar proposers of one pair):
+    few distinct values on a grid (counts, sums of bits) are expanded from their histogram, the same
+    array as sorting them."""
+    flat = np.asarray(x, dtype=float).reshape(-1)
+    distinct = distinct_outputs(flat)
+    if distinct is not None:
+        return np.repeat(*distinct)
+    return np.sort(flat)
+
+
 def _grid(a: np.ndarray, b: np.ndarray, points: int) -> np.ndarray:
+    """Quantiles of the pooled outputs at ``points`` - 1 equally spaced levels (``a``, ``b`` sorted)."""
     pooled = np.concatenate([a, b])
-    qs = np.quantile(pooled, np.linspace(0, 1, points + 1)[1:-1], method="inverted_cdf")
-    return np.unique(qs)
+    pooled.sort(kind="stable")  # two sorted runs: a merge
+    return np.unique(_inverted_cdf_sorted(pooled, np.linspace(0, 1, points + 1)[1:-1]))
+
+
+def _inverted_cdf_sorted(pooled: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``np.quantile(pooled, q, method="inverted_cdf")`` of a sorted float array, read off by index.
+
+    numpy's order statistic (``ceil(n q) - 1``, computed as numpy does) plus 0.0, which is what its
+    interpolation with weight 0 or 1 returns for finite data (``-0.0`` becomes ``0.0``); data with
+    NaN, infinities or values that could overflow the interpolation go to ``np.quantile`` itself."""
+    n = len(pooled)
+    if n == 0 or not (np.isfinite(pooled[0]) and np.isfinite(pooled[-1])) or max(-pooled[0], pooled[-1]) > 1e300:
+        return np.quantile(pooled, q, method="inverted_cdf")
+    index = (n * q) - 1
+    previous = np.floor(index)
+    chosen = np.where(index - previous == 0, previous, previous + 1).astype(np.intp)
+    chosen[chosen < 0] = 0
+    np.minimum(chosen, n - 1, out=chosen)
+    return pooled[chosen] + 0.0
 
 
 def propose_thresholds(train_a, train_b, *, max_events: int, points: int = 512) -> list[Event]:
     """Events ``output >= t`` and ``output <= t`` over a quantile grid of the pooled training outputs."""
-    a = np.sort(np.asarray(train_a, dtype=float).reshape(-1))
-    b = np.sort(np.asarray(train_b, dtype=float).reshape(-1))
+    a, b = cached(_sorted_floats, train_a), cached(_sorted_floats, train_b)
     g = _grid(a, b, points)
     if len(g) == 0:
         return []
@@ -704,8 +889,7 @@ def propose_thresholds(train_a, train_b, *, max_events: int, points: int = 512) 
 
 def propose_intervals(train_a, train_b, *, max_events: int, points: int = 128) -> list[Event]:
     """Events ``lo <= output < hi`` for all pairs of points of a quantile grid (cumulative counts)."""
-    a = np.sort(np.asarray(train_a, dtype=float).reshape(-1))
-    b = np.sort(np.asarray(train_b, dtype=float).reshape(-1))
+    a, b = cached(_sorted_floats, train_a), cached(_sorted_floats, train_b)
     g = _grid(a, b, points)
     if len(g) < 2:
         return []
@@ -721,9 +905,28 @@ def propose_intervals(train_a, train_b, *, max_events: int, points: int = 128) -
 
 
 def _interval(lo: float, hi: float) -> Event:
-    return Event(
-        lambda out, lo=lo, hi=hi: (np.asarray(out) >= lo) & (np.asarray(out) < hi), f"output in [{lo!r}, {hi!r})"
-    )
+    return Event(_Interval(lo, hi), f"output in [{lo!r}, {hi!r})")
+
+
+class _Interval:
+    """``lo <= output < hi``, elementwise; on long 1-D chunks in blocks of :data:`_BLOCK` (the two
+    comparisons' temporaries stay in cache: four times faster, the same booleans)."""
+
+    def __init__(self, lo: float, hi: float) -> None:
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, out) -> np.ndarray:
+        x = np.asarray(out)
+        if x.ndim != 1 or len(x) <= 2 * _BLOCK:
+            return (x >= self.lo) & (x < self.hi)
+        res = np.empty(len(x), dtype=bool)
+        below = np.empty(_BLOCK, dtype=bool)
+        for start in range(0, len(x), _BLOCK):
+            block, into = x[start : start + _BLOCK], res[start : start + _BLOCK]
+            np.greater_equal(block, self.lo, out=into)
+            np.less(block, self.hi, out=below[: len(block)])
+            into &= below[: len(block)]
+        return res
 
 
 # --------------------------------------------------------------------------- vectors
@@ -755,6 +958,32 @@ def propose_coordinates(train_a, train_b, *, max_events: int, max_coords: int = 
     return out
 
 
+def _row_sum(o) -> np.ndarray:
+    """The sum of the coordinates of each row (floats). Column by column where that is the value
+    ``sum(axis=1)`` gives (which reduces each short row on its own, about five times slower): for
+    one or two coordinates, and for integers small enough to be summed exactly in any order."""
+    arr = np.asarray(o)
+    rows = np.asarray(arr, dtype=float).reshape(len(arr), -1)
+    k = rows.shape[1]
+    exact = arr.dtype == bool or (arr.dtype.kind in "iu" and arr.dtype.itemsize <= 4 and k < (1 << 20))
+    if not (k <= 2 or exact) or k == 0:
+        return rows.sum(axis=1)
+    out = rows[:, 0] + 0.0  # numpy's sums start from +0.0 (a row of -0.0 sums to 0.0)
+    for j in range(1, k):
+        out += rows[:, j]
+    return out
+
+
+def _row_max(o) -> np.ndarray:
+    """The largest coordinate of each row, column by column (``max(axis=1)`` reduces each short row
+    on its own, about ten times slower)."""
+    rows = np.asarray(o, dtype=float).reshape(len(o), -1)
+    out = rows[:, 0].copy()
+    for j in range(1, rows.shape[1]):
+        np.maximum(out, rows[:, j], out=out)
+    return out
+
+
 def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
     """Thresholds on linear statistics of vector outputs: the sum of coordinates and the projection on
     the difference of the two training means (a Fisher-like direction), plus the maximum coordinate."""
@@ -763,8 +992,8 @@ def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
     a2, b2 = a.reshape(len(a), -1), b.reshape(len(b), -1)
     k = a2.shape[1]
     stats: list[tuple[str, Callable[[np.ndarray], np.ndarray]]] = [
-        ("sum of coordinates", lambda o: np.asarray(o, dtype=float).reshape(len(o), -1).sum(axis=1)),
-        ("maximum coordinate", lambda o: np.asarray(o, dtype=float).reshape(len(o), -1).max(axis=1)),
+        ("sum of coordinates", _row_sum),
+        ("maximum coordinate", _row_max),
     ]
     diff = a2.mean(axis=0) - b2.mean(axis=0)
     scale = np.sqrt(0.5 * (a2.var(axis=0) + b2.var(axis=0))) + 1e-12
@@ -784,14 +1013,34 @@ def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
     return out
 
 
+def _nonzero_coordinates(o) -> np.ndarray:
+    """The number of nonzero coordinates of each row (int64), column by column: the counts of
+    ``np.count_nonzero(axis=1)``, which reduces each short row on its own (several times slower)."""
+    rows = np.asarray(o).reshape(len(o), -1)
+    out = np.zeros(len(rows), dtype=np.int64)
+    for j in range(rows.shape[1]):
+        out += rows[:, j] != 0
+    return out
+
+
+def _integer_row_sum(o) -> np.ndarray:
+    """The sum of the coordinates of each row in int64, column by column: integer addition (wrapping
+    alike) gives ``astype(np.int64).sum(axis=1)`` whatever the order."""
+    rows = np.asarray(o).reshape(len(o), -1)
+    out = np.zeros(len(rows), dtype=np.int64)
+    for j in range(rows.shape[1]):
+        out += rows[:, j].astype(np.int64)
+    return out
+
+
 def propose_pattern_features(train_a, train_b, *, max_events: int) -> list[Event]:
     """Integer vectors: histograms of the number of nonzero coordinates and of the coordinate sum
     (coarser than whole patterns, so they still work when patterns are too many to count)."""
     a = np.asarray(train_a)
     b = np.asarray(train_b)
     feats = [
-        ("number of nonzero coordinates", lambda o: np.count_nonzero(np.asarray(o).reshape(len(o), -1), axis=1)),
-        ("sum of coordinates", lambda o: np.asarray(o).reshape(len(o), -1).astype(np.int64).sum(axis=1)),
+        ("number of nonzero coordinates", _nonzero_coordinates),
+        ("sum of coordinates", _integer_row_sum),
     ]
     out: list[Event] = []
     per = max(2, max_events // 2)

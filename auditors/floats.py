@@ -50,6 +50,10 @@ _MANT = np.uint64((1 << 52) - 1)
 
 def float_cells(x: np.ndarray) -> np.ndarray:
     """Key ``sign << 20 | exponent << 8 | trailing_zero_bits`` of each double (int64)."""
+    return _ev.by_blocks(_float_cells, x)
+
+
+def _float_cells(x: np.ndarray) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     tz = _trailing_zeros(b & _MANT)
@@ -65,16 +69,17 @@ def float_cells(x: np.ndarray) -> np.ndarray:
 
 
 def _trailing_zeros(mant: np.ndarray) -> np.ndarray:
-    """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the lowest set bit ``2^t`` is a
-    double exactly, and ``t`` is its unbiased exponent."""
-    low = np.negative(mant)  # two's complement: ~mant + 1 (wrapping)
-    low &= mant  # the lowest set bit
-    low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
-    tz = low.astype(np.float64).view(np.uint64)
-    tz >>= np.uint64(52)
-    out = tz.view(np.int64)
-    out -= 1023
-    return out
+    """Trailing zero bits of each 52-bit mantissa (52 for 0), int64: the bits below the lowest set
+    bit are ``(mant - 1) & ~mant``, counted by ``np.bitwise_count`` (all 52 when ``mant`` is 0)."""
+    if not hasattr(np, "bitwise_count"):  # numpy < 2.0: the lowest set bit's exponent as a double
+        low = np.negative(mant)  # two's complement: ~mant + 1 (wrapping)
+        low &= mant  # the lowest set bit
+        low |= (mant == 0).view(np.uint8).astype(np.uint64) << np.uint64(52)  # 0 has 52 trailing zeros
+        return (low.astype(np.float64).view(np.uint64) >> np.uint64(52)).view(np.int64) - 1023
+    below = mant - np.uint64(1)  # wraps for 0: all ones, cut to the mantissa's 52 below
+    below &= ~mant
+    below &= _MANT
+    return np.bitwise_count(below).astype(np.int64)
 
 
 _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
@@ -82,6 +87,10 @@ _ZERO_BIT = 2000  # lowest_bit key of 0.0 (it has no set bit)
 
 def lowest_bit(x: np.ndarray) -> np.ndarray:
     """Exponent v of the weight 2^v of the lowest set bit of each double (int64; 2000 for 0.0)."""
+    return _ev.by_blocks(_lowest_bit, x)
+
+
+def _lowest_bit(x: np.ndarray) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     out = _trailing_zeros(b & _MANT)
@@ -114,6 +123,10 @@ def describe_cell(key: int) -> str:
 
 def round_trip_cells(x: np.ndarray, shifts: Sequence[float]) -> np.ndarray:
     """Key ``sign, exponent, bits [fl(fl(x − c) + c) == x for c in shifts]`` of each double."""
+    return _ev.by_blocks(_round_trip_cells, x, tuple(shifts))
+
+
+def _round_trip_cells(x: np.ndarray, shifts: Sequence[float]) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     b = v.view(np.uint64)
     key = ((b >> np.uint64(52)) & np.uint64(0xFFF)).astype(np.int64) << len(shifts)

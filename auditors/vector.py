@@ -59,6 +59,7 @@ _MAX_THRESHOLDS = 64  # a score with more distinct values is cut at this many ta
 _HOLDOUT_SE = 1.0  # thresholds are judged at (projected bound) - 1 held-out standard error
 _VOTE_Z = 0.5  # the vote score counts bounded features whose univariate |z| >= this
 _VOTE_REL = 0.25  # ... and >= this share of the strongest coordinate's |z|
+_SCORE_BLOCK = 1 << 16  # rows per block when a linear score is computed on many rows
 
 
 # --------------------------------------------------------------------------- public API
@@ -287,7 +288,14 @@ class _LinearScorer:
         self.fmap, self.w, self.k = fmap, w, fmap.k
 
     def score(self, x: np.ndarray) -> np.ndarray:
-        return self.fmap.score(x, self.w)
+        # each row's score depends on that row alone: computed on blocks of rows, whose temporaries
+        # stay in the CPU's cache (three times faster on a chunk of 10^6 rows), the same values
+        if len(x) <= 2 * _SCORE_BLOCK:
+            return self.fmap.score(x, self.w)
+        out = np.empty(len(x))
+        for start in range(0, len(x), _SCORE_BLOCK):
+            out[start : start + _SCORE_BLOCK] = self.fmap.score(x[start : start + _SCORE_BLOCK], self.w)
+        return out
 
 
 class _TiedScorer:
@@ -515,9 +523,10 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confi
     z = float(-_sp.ndtri((1 - confidence) / (2 * m)))  # the upper (1 - confidence) / (2m) quantile of N(0, 1)
     scored: list[tuple[float, str, Event]] = []
 
-    coder = _PatternCoder(fa, fb)
-    if coder.ok:
-        scored += _pattern_events(coder, fa, fb, ha, hb, n_cert, z)
+    if not _too_many_patterns(fa, fb):
+        coder = _PatternCoder(fa, fb)
+        if coder.ok:
+            scored += _pattern_events(coder, fa, fb, ha, hb, n_cert, z)
 
     fmap = _FeatureMap(fa, fb)
     if fmap.n_features:
@@ -595,6 +604,17 @@ def _votes(fmap: _FeatureMap, x: np.ndarray, y: np.ndarray) -> np.ndarray | None
         if abs(zs[i]) >= cut:
             w[i] = np.sign(zs[i])
     return w if np.count_nonzero(w) >= 2 else None
+
+
+def _too_many_patterns(fa: np.ndarray, fb: np.ndarray) -> bool:
+    """Whether the fitting rows certainly hold more than :data:`_MAX_PATTERNS` patterns (then
+    :func:`_pattern_events` proposes nothing), read off the first rows of each column: without NaN
+    every row has its own pattern code, so a column with more distinct values than that in its first
+    rows has more patterns (continuous outputs: no need to code every row to find out)."""
+    if any(np.issubdtype(x.dtype, np.floating) and bool(np.isnan(x).any()) for x in (fa, fb)):
+        return False
+    m = _MAX_PATTERNS + 1
+    return any(len(np.unique(np.concatenate([fa[:m, j], fb[:m, j]]))) > _MAX_PATTERNS for j in range(fa.shape[1]))
 
 
 def _pattern_events(coder: _PatternCoder, fa, fb, ha, hb, n_cert: tuple, z: float) -> list:

@@ -50,6 +50,10 @@ _MANT = np.uint64((1 << 52) - 1)
 
 def float_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     """Key ``(sign, exponent, top k mantissa bits, low b mantissa bits)`` of each double (int64)."""
+    return _ev.by_blocks(_float_subrange_bits, x, k, b)
+
+
+def _float_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64).reshape(-1) + 0.0
     bits = v.view(np.uint64)
     key = bits >> np.uint64(52 - k)  # sign, exponent (12 bits) and the top k mantissa bits
@@ -79,6 +83,10 @@ def int_residues(x: np.ndarray, b: int) -> np.ndarray:
 
 def int_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     """Key ``(sign, bit length of |x|, top k bits of |x| below its leading bit, x mod 2^b)`` (int64)."""
+    return _ev.by_blocks(_int_subrange_bits, x, k, b)
+
+
+def _int_subrange_bits(x: np.ndarray, k: int, b: int) -> np.ndarray:
     v = np.asarray(x).reshape(-1).astype(np.int64)
     mag = np.abs(v)
     length = np.zeros(len(v), np.int64)
@@ -117,6 +125,12 @@ class _Feature:
     def __call__(self, out) -> np.ndarray:
         arr = np.asarray(out)
         col = arr.reshape(-1) if self.column is None else arr.reshape(len(arr), -1)[:, self.column]
+        if col.dtype.kind in "iu" and col.dtype.itemsize <= 2 and len(col) > 4 * 256**col.dtype.itemsize:
+            # 8- and 16-bit integers (bits, small counts): the feature, elementwise, of every value the
+            # dtype holds, read off by each row's bit pattern — the same keys as computing it row by row
+            unsigned = np.dtype(f"u{col.dtype.itemsize}")
+            values = np.arange(256**col.dtype.itemsize, dtype=unsigned).view(col.dtype)
+            return np.take(self.fn(values, *self.args), col.view(unsigned))
         return self.fn(col, *self.args)
 
 
