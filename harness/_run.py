@@ -318,7 +318,9 @@ def forkserver_context(preload: Sequence[str]) -> Any:
     ctx = multiprocessing.get_context("forkserver")
     blas = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     with _FORKSERVER_LOCK:
-        ctx.set_forkserver_preload(list(preload))  # takes effect when the server (re)starts
+        # takes effect when the server (re)starts; first, the module that keeps its children from
+        # re-running the caller's __main__ (dpharness._forkserver_child)
+        ctx.set_forkserver_preload(["dpharness._forkserver_child", *preload])
         saved = {k: os.environ.get(k) for k in blas}
         os.environ.update({k: "1" for k in blas})  # the server's numpy starts no BLAS threads
         try:
