@@ -1037,6 +1037,19 @@ def _use_import_path(path: tuple) -> None:
 _PRELOAD = ("dpharness.auditors", "dpharness.auditors.families", "dpharness.mechanisms", "cloudpickle")
 
 
+_EXECUTOR: Any = None  # the loky executor this process last used (reused across audits)
+
+
+def shutdown_pool() -> None:
+    """Stop the local worker pool this process started, if any, and wait for its workers to exit.
+    For a process that is about to end without running its exit handlers (a gate worker): its idle
+    audit workers would otherwise outlive it for the pool's idle time, holding its stdout open."""
+    global _EXECUTOR
+    if _EXECUTOR is not None:
+        _EXECUTOR.shutdown(wait=True, kill_workers=True)
+        _EXECUTOR = None
+
+
 class _LocalPool:
     """loky's reusable executor (cloudpickle, reused across calls, idle workers exit) whose workers
     are forks of a fork server that imported the auditors once (:func:`dpharness._run.forkserver_context`):
@@ -1049,6 +1062,7 @@ class _LocalPool:
 
         from dpharness._run import forkserver_context
 
+        global _EXECUTOR
         self._loky = loky
         # a worker's import path: this process's in its order (a mechanism defined in a module imported from
         # a path added at run time, a project's --module or a test's tmp dir, unpickles there)
@@ -1059,6 +1073,7 @@ class _LocalPool:
             initargs=(tuple(sys.path),),
             context=forkserver_context(_PRELOAD),
         )
+        _EXECUTOR = self.executor
 
     def submit(self, fn: Callable, *args: Any) -> Any:
         return self.executor.submit(fn, *args)

@@ -677,7 +677,13 @@ def _gate_task(
 
     from .pipeline import check
 
-    result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout, workers=audit_workers)
+    try:
+        result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout, workers=audit_workers)
+    finally:
+        if audit_workers != 1:  # an audit's own pool, started in this gate worker, ends with its task
+            from dpharness.auditors._runner import shutdown_pool
+
+            shutdown_pool()
     if report_dir is None or result.mechanism is None:
         return result
     from . import report
