@@ -1,0 +1,64 @@
+"""Ctrl-C stops a pooled ``dpharness audit`` (issue 20): SIGINT to the process group, as a terminal sends
+it, while the pairs' training and the certification run on the fork server's workers, ends the audit
+with one line and exit code 130, no traceback, and no process it started left behind.
+
+Deterministic: the audit (laplace at 3·10^8 samples a side on 2 workers) takes minutes; the signal is
+sent once its worker processes exist (found by a marker in their environment)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+
+def _marked(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                env = Path(f"/proc/{entry}/environ").read_bytes()
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker.encode() in env and state != "Z":
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the processes")
+def test_ctrl_c_stops_a_pooled_audit_and_leaves_no_process(tmp_path):
+    key, value = "DPHARNESS_TEST_MARKER", uuid.uuid4().hex
+    marker = f"{key}={value}"
+    argv = [sys.executable, "-m", "dpharness.cli", "audit", "laplace", "--samples", "300000000", "--workers", "2"]
+    log = tmp_path / "audit.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(
+            argv, env={**os.environ, key: value}, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            # the audit, its fork server and at least one worker
+            while len(_marked(marker)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+            assert proc.poll() is None, log.read_text()[-2000:]
+            assert len(_marked(marker)) >= 3, "the audit's worker pool never started"
+            time.sleep(1.0)
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert code == 130, text[-2000:]
+    assert "interrupted" in text and "Traceback" not in text, text[-2000:]
+    deadline = time.monotonic() + 10
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _marked(marker) == [], "processes started by the audit outlived it"
