@@ -9,8 +9,8 @@ mechanism's ``example_pair()``), seed 0, default options, one BLAS thread (as :f
 
 How it is measured: in a fresh interpreter, one audit at 10^5 samples a side first (imports and
 caches warm), then the audit at ``--samples`` with the driver's four phase functions
-(``_train``, ``_propose``, ``_rank_all``, ``_certify`` of :mod:`dpharness.auditors._audit`) wrapped
-by ``time.process_time()``; the total is the whole ``audit()`` call. Sampling: the mechanism drawing
+(``_training_outputs``, ``_propose_pair``, ``_rank``, ``_certify`` of :mod:`dpharness.auditors._audit`,
+reported as train / propose / rank / certify) wrapped by ``time.process_time()``; the total is the whole ``audit()`` call. Sampling: the mechanism drawing
 ``samples`` outputs on each of the pair's two inputs in chunks of 10^6, one BLAS thread. The two
 alternate ``--repeats`` times and the least of each is kept: on shared cores the CPU time of the
 same work grows with what runs beside it (by a third and more at a load of 2 on 2 cores), so
@@ -33,6 +33,8 @@ import time
 
 import numpy as np
 
+import bench_scaling  # the cases, the load and the commit, as the scaling benchmark reads them
+
 _CASES = [
     "laplace",
     "discrete_laplace",
@@ -45,34 +47,26 @@ _CASES = [
     "numpy_callable",
     "parts_sum",
 ]
-_PHASES = ("_train", "_propose", "_rank_all", "_certify")
+# the table's column -> the driver's function timed for it (in one process every pair's stage runs here)
+_PHASES = {"_train": "_training_outputs", "_propose": "_propose_pair", "_rank_all": "_rank", "_certify": "_certify"}
 _CHUNK = 1_000_000
 
 
-def numpy_laplace(d, size, rng):
-    """A user's vectorised callable: Laplace(1) noise on a float, rounded to a 2^-20 grid (as in bench_scaling)."""
-    return np.round((float(np.asarray(d).reshape(-1)[0]) + rng.laplace(0.0, 1.0, size)) * 2**20) / 2**20
-
-
 def _case(name: str):
-    """(mechanism, data, neighbor, keyword arguments of audit, sampler fn(data, size, rng))."""
-    if name == "numpy_callable":
-        return numpy_laplace, 0.0, 1.0, {"epsilon": 1.0}, numpy_laplace
-    if name == "parts_sum":
-        from dpharness import AddRemove, PureDP, RealInterval
-        from dpharness import parts as dp
+    """(mechanism, data, neighbor, keyword arguments of audit, sampler fn(data, size, rng)): bench_scaling's
+    cases, and ``parts_sum``, a team's ``clamp >> sum >> laplace``."""
+    if name != "parts_sum":
+        return bench_scaling._case(name)
+    from dpharness import AddRemove, PureDP, RealInterval
+    from dpharness import parts as dp
 
-        m = dp.mechanism(
-            name="team_sum",
-            records=RealInterval(0, 1),
-            relation=AddRemove(),
-            steps=dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1),
-            claim=PureDP(1),
-        )
-    else:
-        from dpharness import registry
-
-        m = registry.catalog()[name]()
+    m = dp.mechanism(
+        name="team_sum",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 1) >> dp.sum() >> dp.laplace(scale=1),
+        claim=PureDP(1),
+    )
     a, b = m.example_pair()
     return m, a, b, {}, m.sample
 
@@ -87,7 +81,7 @@ def _one(name: str, samples: int, repeats: int) -> dict:
     spent = dict.fromkeys(_PHASES, 0.0)
 
     def timed(phase):
-        inner = getattr(_audit, phase)
+        inner = getattr(_audit, _PHASES[phase])
 
         def run(*args, **kw):
             t0 = time.process_time()
@@ -99,7 +93,7 @@ def _one(name: str, samples: int, repeats: int) -> dict:
         return run
 
     for phase in _PHASES:
-        setattr(_audit, phase, timed(phase))
+        setattr(_audit, _PHASES[phase], timed(phase))
 
     def sampling() -> float:
         rng = np.random.default_rng(0)
@@ -131,24 +125,6 @@ def _one(name: str, samples: int, repeats: int) -> dict:
     }
 
 
-def _load() -> str:
-    with open("/proc/loadavg") as fh:
-        return " ".join(fh.read().split()[:3])
-
-
-def _git() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=os.path.dirname(__file__),
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=float, default=1e7, help="samples a side (default 1e7)")
@@ -163,10 +139,10 @@ def main() -> None:
         return
     import scipy
 
-    start = _load()
+    start = bench_scaling._load()
     rows = []
     for name in args.cases:
-        load = _load()
+        load = bench_scaling._load()
         out = subprocess.run(
             [sys.executable, __file__, name, "--samples", str(samples), "--repeats", str(args.repeats)],
             capture_output=True,
@@ -181,10 +157,10 @@ def main() -> None:
     lines = [
         "# CPU of each phase of an audit, in one process",
         "",
-        f"Generated by `python benchmarks/bench_phases.py --samples {args.samples:g} --repeats {args.repeats}` at {_git()}.",
+        f"Generated by `python benchmarks/bench_phases.py --samples {args.samples:g} --repeats {args.repeats}` at {bench_scaling._git()}.",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared with other jobs), Python "
         f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}; load average {start} at "
-        f"the start, {_load()} at the end (each row gives the load when it started). Seed 0, default options, "
+        f"the start, {bench_scaling._load()} at the end (each row gives the load when it started). Seed 0, default options, "
         "`workers=1`, one fixed pair per audit (the catalog's example pair).",
         "CPU seconds (`time.process_time()`): the four phases of the driver and the whole `audit()` call; "
         "sampling = the mechanism drawing the same outputs (samples a side on both inputs) in chunks of 10^6, "
