@@ -424,6 +424,11 @@ class _PairOutcome:
     drawn: int
 
 
+def _train_chunk(s: _Settings) -> int:
+    """Samples per training call (vectorised) or per training chunk of calls (per-call)."""
+    return _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+
+
 def _training_outputs(
     sampler: _runner.Sampler,
     p: int,
@@ -438,7 +443,7 @@ def _training_outputs(
 ) -> tuple[_Training, tuple | None, int, float, int]:
     """One pair's training outputs split in halves; the output signature; training samples a side
     asked for; seconds spent drawing and samples drawn."""
-    chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+    chunk = _train_chunk(s)
     t0 = time.perf_counter()
     common = dict(
         seed=s.seed, phase=_runner.TRAINING, pair=p, chunk=chunk, progress=bar, cluster=cluster, workers=workers
@@ -542,7 +547,7 @@ class _PairJob:
         return f"training, event proposal and ranking of pair {task[0]}"
 
 
-def _pooled(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, draws: int) -> bool:
+def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
     """Whether this audit's chunks go to the worker pool (a cluster: always): a pool pays about a
     second to start, so only when ``draws`` take long here, by this sampler's measured pace, or are
     many. Which it is changes no output and no count."""
@@ -567,7 +572,7 @@ def _train(
     unless every training call on both sides of every pair raised: the mechanism never produced an
     output."""
     draws = 2 * len(pairs) * (s.train_n + s.cert_n)
-    pooled = _pooled(sampler, pairs, s, draws)
+    pooled = _pooled(sampler, s, draws)
     out: list[_PairOutcome | None] = [None] * len(pairs)
     ref = None
     on_workers = False
@@ -586,7 +591,7 @@ def _train(
                     out[p] = res
                 on_workers = True
     if any(o is None for o in out):
-        chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+        chunk = _train_chunk(s)
         bar = _runner.Progress(
             2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
         )
@@ -613,11 +618,12 @@ def _train(
                 ref = o.ref
             elif o.ref != ref:
                 _runner.check_signature_of(o.ref, ref, s.name, f"training of pair {p}")
-        _runner.note_pace(sampler, o.seconds, o.drawn)
+        if on_workers:  # drawn here, the runner noted the pace itself
+            _runner.note_pace(sampler, o.seconds, o.drawn)
     used = max((o.requested for o in outcomes), default=0)
     silent = [o for o in outcomes if o.raises_a.always and o.raises_b.always]
     if len(silent) == len(outcomes):
-        chunk = _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+        chunk = _train_chunk(s)
         first = outcomes[0].raises_a
         types = sorted({name for o in outcomes for name in (*o.raises_a.types, *o.raises_b.types)})
         calls = (
@@ -921,7 +927,7 @@ def _certify(
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
     # the pool runs certification when the audit's draws take long here (by the training pace) or are
     # many (:func:`_pooled`, the rule training followed); the counts are the same either way
-    workers = s.workers if _pooled(sampler, pairs, s, 2 * s.samples * sum(drawn)) else 1
+    workers = s.workers if _pooled(sampler, s, 2 * s.samples * sum(drawn)) else 1
     if not chosen and not raising:
         bar.close()
         return _Certified([[np.zeros(0, np.int64)] * 2 for _ in pairs], slot, None, None, workers, s.cert_n)

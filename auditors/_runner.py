@@ -403,17 +403,13 @@ def chunk_plan(total: int, chunk: int) -> ChunkPlan:
 _PACE: "weakref.WeakKeyDictionary[Sampler, float]" = weakref.WeakKeyDictionary()
 
 
-def _note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
+def note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
+    """Record that ``samples`` draws of ``sampler`` took ``seconds`` (the pace :func:`expected_seconds` reads)."""
     if samples > 0:
         try:
             _PACE[sampler] = max(_PACE.get(sampler, 0.0), seconds / samples)
         except TypeError:  # an unhashable fn: no pace, the generous default applies
             pass
-
-
-def note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
-    """Record that ``samples`` draws of ``sampler`` took ``seconds`` (drawn where :func:`expected_seconds` cannot see)."""
-    _note_pace(sampler, seconds, samples)
 
 
 def expected_seconds(sampler: Sampler, samples: int) -> float | None:
@@ -509,7 +505,7 @@ def draw(
         held += arr.size
         if progress and not outcomes:
             progress.update()
-    _note_pace(sampler, time.perf_counter() - t0, requested if outcomes else sum(len(p) for p in parts))
+    note_pace(sampler, time.perf_counter() - t0, requested if outcomes else sum(len(p) for p in parts))
     if outcomes:
         return Drawn(_join(parts) if parts else None, requested, tally)
     return _join(parts)
@@ -920,7 +916,7 @@ class _Tasks:
                     self.slowest = max(self.slowest, seconds)
                     samples = self.job.samples(task)
                     if samples is not None:
-                        _note_pace(self.job.sampler, seconds, samples)
+                        note_pace(self.job.sampler, seconds, samples)
                     yield task, out
                 fill()
         except (KeyboardInterrupt, SystemExit):
@@ -1268,7 +1264,7 @@ def count_events(
             if len(t) == 3:  # probes say nothing of the pace of a sampler's chunks
                 seconds, counted = seconds + time.perf_counter() - t0, counted + 1
             add(t, out)
-        _note_pace(sampler, seconds, counted * chunks[0][1] if len(chunks) else 0)
+        note_pace(sampler, seconds, counted * chunks[0][1] if len(chunks) else 0)
     if not outcomes:
         return result
     if not sampler.vectorized:
