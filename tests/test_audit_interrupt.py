@@ -13,23 +13,9 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
-
-
-def _marked(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                env = Path(f"/proc/{entry}/environ").read_bytes()
-                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if marker.encode() in env and state != "Z":
-                found.append(int(entry))
-    return found
+from _procs import marked
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the processes")
@@ -45,10 +31,10 @@ def test_ctrl_c_stops_a_pooled_audit_and_leaves_no_process(tmp_path):
         try:
             deadline = time.monotonic() + 120
             # the audit, its fork server and at least one worker
-            while len(_marked(marker)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            while len(marked(marker)) < 3 and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.2)
             assert proc.poll() is None, log.read_text()[-2000:]
-            assert len(_marked(marker)) >= 3, "the audit's worker pool never started"
+            assert len(marked(marker)) >= 3, "the audit's worker pool never started"
             time.sleep(1.0)
             os.killpg(proc.pid, signal.SIGINT)
             code = proc.wait(timeout=60)
@@ -59,6 +45,6 @@ def test_ctrl_c_stops_a_pooled_audit_and_leaves_no_process(tmp_path):
     assert code == 130, text[-2000:]
     assert "interrupted" in text and "Traceback" not in text, text[-2000:]
     deadline = time.monotonic() + 10
-    while _marked(marker) and time.monotonic() < deadline:
+    while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _marked(marker) == [], "processes started by the audit outlived it"
+    assert marked(marker) == [], "processes started by the audit outlived it"

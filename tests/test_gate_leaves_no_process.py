@@ -15,9 +15,9 @@ import sys
 import textwrap
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from _procs import marked
 
 PACKAGE = '''
 import dataclasses
@@ -52,19 +52,6 @@ register(PooledCount, proof="audit-only")
 '''
 
 
-def _marked(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                env = Path(f"/proc/{entry}/environ").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in env:
-                found.append(int(entry))
-    return found
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the processes")
 def test_a_one_check_gate_leaves_no_process_behind(tmp_path):
     (tmp_path / "pooled_pkg.py").write_text(textwrap.dedent(PACKAGE))
@@ -80,6 +67,6 @@ def test_a_one_check_gate_leaves_no_process_behind(tmp_path):
     assert code == 0, text[-2000:]
     assert "1/1 mechanisms proved and audited" in text, text[-2000:]
     deadline = time.monotonic() + 10  # exiting processes may take a moment to be reaped
-    while _marked(marker) and time.monotonic() < deadline:
+    while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _marked(marker) == [], "processes started by the gate outlived it"
+    assert marked(marker) == [], "processes started by the gate outlived it"
