@@ -11,11 +11,20 @@ copy of :mod:`multiprocessing.spawn`, ``prepare`` drops the instruction to impor
 (the workers of loky's own start method never import it either) and keeps the rest (the import path,
 the working directory, the start method, ...). One exception: a dpharness module run with ``python -m``
 (``python -m dpharness.cli gate``) is imported again by its name, since the gate's tasks are then
-functions of ``__main__``, pickled by reference; dpharness's modules guard their entry points."""
+functions of ``__main__``, pickled by reference; dpharness's modules guard their entry points.
+
+Ctrl-C belongs to the caller. The server and every process it forks ignore SIGINT (the server was
+started with it blocked: :func:`dpharness._run.forkserver_context`), so a terminal's Ctrl-C, sent to
+the whole process group, never raises in the server's imports or in a worker; the caller stops its
+pool and kills the workers. A worker forked as the caller tears its pool down finds the pool's
+semaphores already removed while it unpickles its start-up data: it exits with code 1, without the
+traceback multiprocessing would print for it (there is no work it could have done)."""
 
 from __future__ import annotations
 
 import multiprocessing.spawn as _spawn
+import signal
+import sys
 
 _prepare = _spawn.prepare
 
@@ -27,3 +36,24 @@ def _prepare_without_main(data: dict) -> None:
 
 
 _spawn.prepare = _prepare_without_main
+
+
+def _excepthook(kind, value, tb) -> None:
+    """In a forked child, an exception reaches here only from before the worker's code ran (the
+    process's own run reports its errors itself): quiet for a pool removed meanwhile, else as usual."""
+    frames, at = [], tb
+    while at is not None:
+        frames.append((at.tb_frame.f_code.co_filename, at.tb_frame.f_code.co_name))
+        at = at.tb_next
+    removed = issubclass(kind, FileNotFoundError) and any(
+        name == "__setstate__" and file.endswith("synchronize.py") for file, name in frames
+    )
+    if not removed:
+        _default_excepthook(kind, value, tb)
+
+
+_default_excepthook = sys.excepthook
+sys.excepthook = _excepthook
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a SIGINT pending since the server started is dropped
+if hasattr(signal, "pthread_sigmask"):
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

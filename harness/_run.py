@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import threading
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -319,13 +320,22 @@ def forkserver_context(preload: Sequence[str]) -> Any:
     blas = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     with _FORKSERVER_LOCK:
         # takes effect when the server (re)starts; first, the module that keeps its children from
-        # re-running the caller's __main__ (dpharness._forkserver_child)
+        # re-running the caller's __main__ and makes them ignore Ctrl-C (dpharness._forkserver_child)
         ctx.set_forkserver_preload(["dpharness._forkserver_child", *preload])
         saved = {k: os.environ.get(k) for k in blas}
         os.environ.update({k: "1" for k in blas})  # the server's numpy starts no BLAS threads
+        # the server starts with SIGINT blocked (a mask survives fork and exec), so a Ctrl-C during its
+        # start-up and imports never raises there: its first import then ignores SIGINT and unblocks it
+        # (the resource tracker of multiprocessing starts the same way). This thread's mask only: a
+        # Ctrl-C meanwhile is delivered to this process once the mask is restored, not lost.
+        masked = hasattr(signal, "pthread_sigmask")
+        if masked:
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             forkserver.ensure_running()  # once per process (again if the server died)
         finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

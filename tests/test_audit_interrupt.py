@@ -48,3 +48,51 @@ def test_ctrl_c_stops_a_pooled_audit_and_leaves_no_process(tmp_path):
     while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert marked(marker) == [], "processes started by the audit outlived it"
+
+
+_SEMAPHORE_GONE = r"""
+import io, sys, multiprocessing, multiprocessing.context, _multiprocessing
+import dpharness._forkserver_child
+from multiprocessing.synchronize import Lock
+
+lock = multiprocessing.get_context("forkserver").Lock()
+multiprocessing.context.set_spawning_popen(object())  # as while a worker's start-up data is pickled
+state = lock.__getstate__()
+multiprocessing.context.set_spawning_popen(None)
+_multiprocessing.sem_unlink(lock._semlock.name)  # the caller tore its pool down meanwhile
+try:
+    Lock.__new__(Lock).__setstate__(state)
+except FileNotFoundError:
+    sys.excepthook(*sys.exc_info())
+print("---", file=sys.stderr)
+try:
+    raise FileNotFoundError("some other start-up error")
+except FileNotFoundError:
+    sys.excepthook(*sys.exc_info())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX named semaphores")
+def test_a_worker_whose_pool_was_removed_exits_quietly_other_errors_still_print():
+    """The fork server's children: the semaphore-removed error of a worker started as its pool is torn
+    down prints nothing; any other exception before the worker's code runs prints its traceback."""
+    out = subprocess.run([sys.executable, "-c", _SEMAPHORE_GONE], capture_output=True, text=True, timeout=60)
+    quiet, loud = out.stderr.split("---\n")
+    assert quiet == "", quiet
+    assert "Traceback" in loud and "some other start-up error" in loud, loud
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork server")
+def test_fork_server_workers_ignore_ctrl_c():
+    """Ctrl-C belongs to the caller: a worker of the fork server ignores SIGINT from its first instruction
+    (the server imports with SIGINT blocked, then ignores it), and the caller still gets it."""
+    code = (
+        "import signal\n"
+        "from dpharness._run import forkserver_context\n"
+        "ctx = forkserver_context(())\n"
+        "with ctx.Pool(1) as pool:\n"
+        "    print(pool.apply(signal.getsignal, (signal.SIGINT,)) is signal.SIG_IGN)\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.pthread_sigmask(signal.SIG_BLOCK, []))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split("\n")[:2] == ["True", "True set()"], out.stdout + out.stderr
