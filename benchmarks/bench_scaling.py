@@ -27,7 +27,7 @@ task: with one pair it runs on one worker whatever ``k``), taking its wall time 
 ``f' = min(1, (parent CPU + pairs' wall / pairs) / audit CPU)``.
 
 Run: ``python benchmarks/bench_scaling.py [--sizes 1e6 1e7] [--workers 1 2] [--all] [--dask]
-[--per-call-sizes 1e5 1e6] [--out benchmarks/results/scaling.md] [--label TEXT]``. 10^8 a side is
+[--dask-workers 2 4] [--per-call-sizes 1e5 1e6] [--out benchmarks/results/scaling.md] [--label TEXT]``. 10^8 a side is
 accepted in ``--sizes`` (minutes a row on 2 cores). Results depend on the load, printed with each
 row (``/proc/loadavg``); CPU ratios much less than wall times.
 """
@@ -234,7 +234,10 @@ def main(argv=None) -> None:
     ap.add_argument("--all", action="store_true", help="also issue 20's other five catalog mechanisms")
     ap.add_argument("--only", nargs="*", default=None, help="only these cases")
     ap.add_argument(
-        "--dask", action="store_true", help="also a dask LocalCluster of 2 workers (laplace, numpy callable)"
+        "--dask", action="store_true", help="also a dask LocalCluster (laplace, numpy callable; see --dask-workers)"
+    )
+    ap.add_argument(
+        "--dask-workers", nargs="*", type=int, default=[2], help="worker counts of the LocalCluster rows (default 2)"
     )
     ap.add_argument(
         "--warm",
@@ -260,7 +263,7 @@ def main(argv=None) -> None:
             if n in {int(x) for x in args.warm} and case != "per_call":
                 configs += [(w, False, True) for w in args.workers if w > 1]
             if args.dask and case in ("laplace", "numpy_callable"):
-                configs.append((2, True, False))
+                configs += [(w, True, False) for w in args.dask_workers]
             for w, dask, warm in configs:
                 load = _load()
                 res = _run("--one", {"case": case, "samples": n, "workers": w, "dask": dask, "warm": warm})
