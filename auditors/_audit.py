@@ -72,6 +72,7 @@ _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose e
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
+_ROBUST_SHARE = 4  # max_events // this slots go to the best events under the multiplicity-aware shading
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class _Candidate:
     source: str  # the event family
     signature: int = 0  # hash of the event's membership on the training samples (deduplication)
     one_sided_score: float = -math.inf  # projected bound with no hits on the other side (one-sided events)
+    robust_score: float = -math.inf  # projected bound shaded by sqrt(2 ln m) standard errors (m candidates)
 
 
 # --------------------------------------------------------------------------- validation
@@ -678,7 +680,12 @@ def _rank(
     ``_RANK_Z`` standard errors towards "no effect" (among many candidates a rare event's estimated
     ratio is the most inflated by chance), the denominator by at least ``_RANK_Z² / n``. ``one_sided_score`` (one-sided proposals with hits on the
     numerator side only): the bound projected with no denominator hits, unshaded — shading would
-    drop them, yet an event impossible on one side certifies a large ε from a handful of hits."""
+    drop them, yet an event impossible on one side certifies a large ε from a handful of hits.
+    ``robust_score``: the bound projected from estimates shaded by ``sqrt(2 ln m)`` standard errors
+    (``m`` the candidates of the pair, both directions), about how far the largest of ``m`` unbiased
+    noisy estimates lies above its truth: the best of hundreds of rare events' training ratios is
+    inflated by chance, and when certification has far more samples than training (10^8 against
+    4·10^6) ``score`` prefers them to the common events that certify near ε."""
     na, nb = len(train_a), len(train_b)
     # few distinct outputs: each event is evaluated once per distinct output, hits weighted by their
     # rows; its membership on the distinct outputs tells the same duplicates as on the rows
@@ -722,24 +729,33 @@ def _rank(
     ka, kb = np.array(ha), np.array(hb)
     pa, pb = ka / na, kb / nb
     sa, sb = np.sqrt(pa * (1 - pa) / na), np.sqrt(pb * (1 - pb) / nb)
-    z = _RANK_Z
-    # the denominator's shading includes z² / n (Wilson): an event with no hits on one side is not
-    # projected as if that side's probability were known to be 0 (many narrow cells have a few hits
-    # on one side and none on the other by chance alone)
-    fwd = _stats.projected_epsilon(
-        np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb + z * z / nb, 1), cert_n, level, delta
-    )
-    bwd = _stats.projected_epsilon(
-        np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa + z * z / na, 1), cert_n, level, delta
-    )
+
+    def shaded(z: float) -> tuple[np.ndarray, np.ndarray]:
+        # the denominator's shading includes z² / n (Wilson): an event with no hits on one side is not
+        # projected as if that side's probability were known to be 0 (many narrow cells have a few hits
+        # on one side and none on the other by chance alone)
+        fwd = _stats.projected_epsilon(
+            np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb + z * z / nb, 1), cert_n, level, delta
+        )
+        bwd = _stats.projected_epsilon(
+            np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa + z * z / na, 1), cert_n, level, delta
+        )
+        return fwd, bwd
+
+    fwd, bwd = shaded(_RANK_Z)
+    fwd_r, bwd_r = shaded(max(_RANK_Z, math.sqrt(2.0 * math.log(max(2, 2 * len(kept))))))
     hint = np.array([p.one_sided for p in kept])
     zero = np.zeros(len(kept))
     fwd1 = np.where(hint & (kb == 0) & (ka > 0), _stats.projected_epsilon(pa, zero, cert_n, level, delta), -np.inf)
     bwd1 = np.where(hint & (ka == 0) & (kb > 0), _stats.projected_epsilon(pb, zero, cert_n, level, delta), -np.inf)
     out: list[_Candidate] = []
     for i, prop in enumerate(kept):
-        out.append(_Candidate(pair, prop.event, True, float(fwd[i]), prop.family, sigs[i], float(fwd1[i])))
-        out.append(_Candidate(pair, prop.event, False, float(bwd[i]), prop.family, sigs[i], float(bwd1[i])))
+        out.append(
+            _Candidate(pair, prop.event, True, float(fwd[i]), prop.family, sigs[i], float(fwd1[i]), float(fwd_r[i]))
+        )
+        out.append(
+            _Candidate(pair, prop.event, False, float(bwd[i]), prop.family, sigs[i], float(bwd1[i]), float(bwd_r[i]))
+        )
     return out
 
 
@@ -748,12 +764,16 @@ def _one_sided_slots(max_events: int) -> int:
 
 
 def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
-    """The ``max_events`` candidates to certify: the best by ``score``, except that up to
-    ``_one_sided_slots(max_events)`` slots go to the best one-sided candidates (positive
-    ``one_sided_score``) not already among them. Duplicates (same membership, same direction) count once."""
+    """The ``max_events`` candidates to certify: the best by ``score``, except that
+    - the ``max_events // _ROBUST_SHARE`` best by ``robust_score`` are always among them (where the
+      ``score`` ranking agrees, as it mostly does, nothing changes);
+    - up to ``_one_sided_slots(max_events)`` slots go to the best one-sided candidates (positive
+      ``one_sided_score``) not already among them.
+    Duplicates (same membership, same direction) count once."""
     finite = [c for c in cands if math.isfinite(c.score) or c.score == math.inf]
     pool = finite if finite else cands
     ordinary = sorted(pool, key=lambda c: -c.score if not math.isnan(c.score) else math.inf)
+    robust = sorted((c for c in pool if c.robust_score > 0), key=lambda c: -c.robust_score)
     rare = sorted((c for c in cands if c.one_sided_score > 0), key=lambda c: -c.one_sided_score)
     chosen: list[_Candidate] = []
     seen: set = set()
@@ -769,6 +789,25 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
 
     slots = min(_one_sided_slots(max_events), len(rare))
     take(ordinary, max_events - slots)
+    # the robust slots: the best by robust_score the ordinary picks miss replace their last picks
+    must: dict = {}
+    for c in robust:
+        if len(must) >= min(max_events - slots, max_events // _ROBUST_SHARE):
+            break
+        must.setdefault((c.pair, c.signature, c.forward), c)
+    missing = [c for k, c in must.items() if k not in seen]
+    if missing:
+        drop = len(chosen) + len(missing) - (max_events - slots)
+        for i in range(len(chosen) - 1, -1, -1):
+            if drop <= 0:
+                break
+            c = chosen[i]
+            if (c.pair, c.signature, c.forward) not in must:
+                del chosen[i]
+                drop -= 1
+        chosen += missing
+        seen.clear()
+        seen.update((c.pair, c.signature, c.forward) for c in chosen)
     take(rare, min(max_events, len(chosen) + slots))
     take(ordinary, max_events)
     return chosen
