@@ -159,6 +159,52 @@ def test_clipped_records_are_within_the_bound_exactly(v, norm, bound):
         assert max(abs(x) for x in values) <= b
 
 
+def _exact_norm_within(out: np.ndarray, bound, norm: str) -> bool:
+    values = [Fraction(x) for x in out.tolist()]
+    b = Fraction(bound)
+    if norm == "l1":
+        return sum(abs(x) for x in values) <= b
+    return sum(x * x for x in values) <= b * b
+
+
+@pytest.mark.parametrize(
+    "v, norm",
+    [([1.0, 1e-10], "l2"), ([0.6, 0.8], "l2"), ([1.0, 1e-17], "l1"), ([0.5, 0.5 + 2.0**-53], "l1")],
+)
+def test_a_record_an_ulp_over_the_bound_is_clipped(v, norm):
+    """Rows whose float norm rounds to the bound (or below it) while their exact norm exceeds it:
+    [0.6, 0.8] has 0.6² + 0.8² > 1 in binary, and the l2 norm of [1, 1e-10] is 1.0 in doubles. They
+    passed unclipped, so a sum of clipped records could change by more than the bound the proof uses."""
+    out = dp.clip_norm(1, norm=norm).apply(np.array([v]))[0]
+    assert _exact_norm_within(out, 1, norm)
+    assert np.allclose(out, v, rtol=1e-14)  # shrunk by ulps, not moved
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_records_near_the_largest_double_keep_their_direction(norm):
+    """The norm of [1e200, 1e200] overflows to inf in doubles: the record was scaled to 0. It is clipped
+    onto the bound in its own direction."""
+    out = dp.clip_norm(1, norm=norm).apply(np.array([[1e200, 1e200], [1e308, -1e300]]))
+    for row in out:
+        assert _exact_norm_within(row, 1, norm)
+    assert out[0, 0] == out[0, 1] > 0.49
+    assert out[1, 0] > 0.99 and out[1, 1] < 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(-1.0, 1.0).filter(lambda x: abs(x) > 1e-6), min_size=2, max_size=6),
+    st.sampled_from(["l1", "l2"]),
+    st.sampled_from([1, 0.1, 3.5]),
+)
+def test_records_scaled_to_the_bound_in_doubles_are_within_it_exactly(v, norm, bound):
+    """A record scaled to norm ``bound`` in doubles has an exact norm a few ulps either side of it."""
+    u = np.array(v)
+    x = u * (bound / np.linalg.norm(u, ord=1 if norm == "l1" else 2))
+    out = dp.clip_norm(bound, norm=norm).apply(np.array([x]))[0]
+    assert _exact_norm_within(out, bound, norm)
+
+
 def test_one_column_clipping_is_a_clamp():
     x = np.array([-3.0, -0.5, 0.25, 7.0])
     assert np.array_equal(dp.clip_norm(1).apply(x), np.clip(x, -1, 1))
