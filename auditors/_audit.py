@@ -778,13 +778,15 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     chosen: list[_Candidate] = []
     seen: set = set()
 
+    def key(c: _Candidate) -> tuple:  # one membership in one direction
+        return (c.pair, c.signature, c.forward)
+
     def take(candidates: list[_Candidate], limit: int) -> None:
         for c in candidates:
             if len(chosen) >= limit:
                 return
-            key = (c.pair, c.signature, c.forward)
-            if key not in seen:
-                seen.add(key)
+            if key(c) not in seen:
+                seen.add(key(c))
                 chosen.append(c)
 
     slots = min(_one_sided_slots(max_events), len(rare))
@@ -794,20 +796,18 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     for c in robust:
         if len(must) >= min(max_events - slots, max_events // _ROBUST_SHARE):
             break
-        must.setdefault((c.pair, c.signature, c.forward), c)
+        must.setdefault(key(c), c)
     missing = [c for k, c in must.items() if k not in seen]
     if missing:
         drop = len(chosen) + len(missing) - (max_events - slots)
         for i in range(len(chosen) - 1, -1, -1):
             if drop <= 0:
                 break
-            c = chosen[i]
-            if (c.pair, c.signature, c.forward) not in must:
-                del chosen[i]
+            if key(chosen[i]) not in must:
+                seen.discard(key(chosen.pop(i)))
                 drop -= 1
         chosen += missing
-        seen.clear()
-        seen.update((c.pair, c.signature, c.forward) for c in chosen)
+        seen.update(key(c) for c in missing)
     take(rare, min(max_events, len(chosen) + slots))
     take(ordinary, max_events)
     return chosen

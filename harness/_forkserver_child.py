@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing.spawn as _spawn
 import signal
 import sys
+import traceback
 
 _prepare = _spawn.prepare
 
@@ -41,12 +42,9 @@ _spawn.prepare = _prepare_without_main
 def _excepthook(kind, value, tb) -> None:
     """In a forked child, an exception reaches here only from before the worker's code ran (the
     process's own run reports its errors itself): quiet for a pool removed meanwhile, else as usual."""
-    frames, at = [], tb
-    while at is not None:
-        frames.append((at.tb_frame.f_code.co_filename, at.tb_frame.f_code.co_name))
-        at = at.tb_next
     removed = issubclass(kind, FileNotFoundError) and any(
-        name == "__setstate__" and file.endswith("synchronize.py") for file, name in frames
+        f.f_code.co_name == "__setstate__" and f.f_code.co_filename.endswith("synchronize.py")
+        for f, _line in traceback.walk_tb(tb)
     )
     if not removed:
         _default_excepthook(kind, value, tb)
@@ -55,5 +53,4 @@ def _excepthook(kind, value, tb) -> None:
 _default_excepthook = sys.excepthook
 sys.excepthook = _excepthook
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # a SIGINT pending since the server started is dropped
-if hasattr(signal, "pthread_sigmask"):
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # every platform with a fork server has it

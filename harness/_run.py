@@ -328,14 +328,11 @@ def forkserver_context(preload: Sequence[str]) -> Any:
         # start-up and imports never raises there: its first import then ignores SIGINT and unblocks it
         # (the resource tracker of multiprocessing starts the same way). This thread's mask only: a
         # Ctrl-C meanwhile is delivered to this process once the mask is restored, not lost.
-        masked = hasattr(signal, "pthread_sigmask")
-        if masked:
-            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # every fork-server platform has it
         try:
             forkserver.ensure_running()  # once per process (again if the server died)
         finally:
-            if masked:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

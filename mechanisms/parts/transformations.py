@@ -186,7 +186,7 @@ class ClipNorm(Transformation):
             r = np.linalg.norm(arr / safe[:, None], ord=order, axis=1)
             limit = b / safe  # the row is longer than b iff r > limit (inf for m tiny: never)
             over = (m > 0) & (r > limit)
-            scale = np.where(over, limit / np.where(r > 0, r, 1.0), 1.0)
+            scale = np.where(over, limit / r, 1.0)  # r > limit >= 0 where selected
         out = arr * scale[:, None]
         bq = Fraction(b)
         # the float norm and scaling err by a few ulps either way: every row the float computation puts
