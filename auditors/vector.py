@@ -227,33 +227,46 @@ class _FeatureMap:
         return len(self.names)
 
     def score(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``transform(x) @ w`` without building the feature matrix (features of weight 0 skipped)."""
+        """``transform(x) @ w`` without building the feature matrix (features of weight 0 skipped).
+
+        A continuous coordinate's contribution is its weighted value terms, replaced on its atoms
+        by the atom's weight: each row meets at most one atom, and every other term there is 0, so
+        this adds the same doubles in the same order as the matrix product's nonzero terms."""
         s = np.zeros(len(x))
         f = 0
         for c in self.columns:
             nf = len(c.values) + (2 if c.kind == "continuous" else 0)
             wc = w[f : f + nf]
+            f += nf
             if not np.any(wc):
-                f += nf
                 continue
             v = x[:, c.j]
-            for i, val in enumerate(c.values):
-                if wc[i] != 0:
-                    s[v == val] += wc[i]
-            if c.kind == "continuous":
-                vf = v.astype(float)
+            if c.kind != "continuous":
+                for i, val in enumerate(c.values):
+                    if wc[i] != 0:
+                        s[v == val] += wc[i]
+                continue
+            vf = v.astype(float)
+            part = None
+            if wc[-2] != 0:
+                part = np.subtract(vf, c.center)
+                part /= c.scale
+                np.clip(part, -50, 50, out=part)
+                part *= wc[-2]
+            if wc[-1] != 0:
+                if c.hi > c.lo:
+                    ramp = np.clip(vf, c.lo, c.hi)
+                    ramp -= c.lo
+                    ramp /= c.hi - c.lo
+                else:
+                    ramp = (vf > c.lo).astype(float)
+                ramp *= wc[-1]
+                part = ramp if part is None else np.add(part, ramp, out=part)
+            if part is None:
                 part = np.zeros(len(x))
-                if wc[-2] != 0:
-                    part += wc[-2] * np.clip((vf - c.center) / c.scale, -50, 50)
-                if wc[-1] != 0:
-                    if c.hi > c.lo:
-                        part += wc[-1] * ((np.clip(vf, c.lo, c.hi) - c.lo) / (c.hi - c.lo))
-                    else:
-                        part += wc[-1] * (vf > c.lo)
-                if len(c.values):
-                    part[np.isin(v, c.values)] = 0.0
-                s += part
-            f += nf
+            for i, val in enumerate(c.values):
+                part[v == val] = wc[i]
+            s += part
         return s
 
     def transform(self, x: np.ndarray) -> np.ndarray:

@@ -159,6 +159,75 @@ def test_linear_score_in_blocks_equals_whole():
     assert _same_bits(vec._LinearScorer(fmap, w).score(x), fmap.score(x, w))
 
 
+def _score_reference(fmap, x, w):
+    """The feature map's score as first written: atom indicators added, then the value terms with
+    the atoms' rows zeroed (the arithmetic that ``_FeatureMap.score`` must reproduce bit for bit)."""
+    s = np.zeros(len(x))
+    f = 0
+    for c in fmap.columns:
+        nf = len(c.values) + (2 if c.kind == "continuous" else 0)
+        wc = w[f : f + nf]
+        v = x[:, c.j]
+        for i, val in enumerate(c.values):
+            if wc[i] != 0:
+                s[v == val] += wc[i]
+        if c.kind == "continuous":
+            vf = v.astype(float)
+            part = np.zeros(len(x))
+            if wc[-2] != 0:
+                part += wc[-2] * np.clip((vf - c.center) / c.scale, -50, 50)
+            if wc[-1] != 0:
+                if c.hi > c.lo:
+                    part += wc[-1] * ((np.clip(vf, c.lo, c.hi) - c.lo) / (c.hi - c.lo))
+                else:
+                    part += wc[-1] * (vf > c.lo)
+            if len(c.values):
+                part[np.isin(v, c.values)] = 0.0
+            s += part
+        f += nf
+    return s
+
+
+@pytest.mark.parametrize("zeros", ["none", "values", "ramps", "atoms", "columns"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_linear_score_equals_reference_bit_for_bit(zeros, seed):
+    # continuous columns with atoms (a sparse vector's ⊥ and stop codes), one with equal medians (a
+    # step instead of a ramp), a categorical column; weights with zeros in every position
+    rng = np.random.default_rng(seed)
+    n = 30_000
+    same = rng.laplace(size=n)
+
+    def side(shift):
+        cols = [rng.laplace(size=n) + shift for _ in range(3)]
+        cols[0][rng.random(n) < 0.3] = -4.6e18
+        cols[1][rng.random(n) < 0.2] = -9.2e18
+        cols[1][rng.random(n) < 0.2] = -4.6e18
+        cols.append(same.copy())  # the same on both sides: equal medians, lo == hi
+        cols.append(rng.choice([0.0, 1.0, 2.0], n, p=[0.5, 0.3 + shift / 10, 0.2 - shift / 10]))
+        return np.column_stack(cols)
+
+    a, b = side(1.0), side(0.0)
+    fmap = vec._FeatureMap(a, b)
+    assert {c.kind for c in fmap.columns} == {"continuous", "discrete"}
+    assert any(c.kind == "continuous" and c.hi == c.lo for c in fmap.columns)
+    w = rng.standard_normal(fmap.n_features)
+    f = 0
+    for c in fmap.columns:
+        nv = len(c.values)
+        nf = nv + (2 if c.kind == "continuous" else 0)
+        if zeros == "values" and c.kind == "continuous":
+            w[f + nv] = 0.0
+        if zeros == "ramps" and c.kind == "continuous":
+            w[f + nv + 1] = 0.0
+        if zeros == "atoms":
+            w[f : f + nv] = 0.0
+        if zeros == "columns" and c.j % 2 == 0:
+            w[f : f + nf] = 0.0
+        f += nf
+    x = np.vstack([side(0.5), a[:1000]])
+    assert _same_bits(fmap.score(x, w), _score_reference(fmap, x, w))
+
+
 # --------------------------------------------------------------------------- counting on histograms
 
 
