@@ -249,6 +249,16 @@ def test_exponential_rnm_closed_form_matches_quadrature():
     np.testing.assert_allclose(m.law(q).probs, [direct(i) for i in range(5)], rtol=1e-9, atol=1e-13)
 
 
+@pytest.mark.parametrize("gap", [0.0, 0.25, 1.0, 3.0, 40.0])
+@pytest.mark.parametrize("scale", [0.5, 2.0])
+def test_laplace_rnm_law_matches_closed_form_for_two_candidates(gap, scale):
+    # argmax of q + L over two candidates: candidate 0 wins iff L1 - L0 < q0 - q1 = gap, and the
+    # difference of two i.i.d. Lap(b) has P(L1 - L0 <= d) = 1 - e^{-d/b} (1 + d/(2b)) / 2 for d >= 0
+    m = ReportNoisyMax(n_candidates=2, scale=scale)
+    p0 = 1 - math.exp(-gap / scale) * (1 + gap / (2 * scale)) / 2
+    np.testing.assert_allclose(m.law(np.array([gap, 0.0])).probs, [p0, 1 - p0], rtol=1e-9, atol=1e-15)
+
+
 def test_discrete_gaussian_law_normalised_and_integer():
     law = DiscreteGaussian().law(np.array([2]))
     assert abs(np.exp(law.log_prob(np.arange(-200, 205))).sum() - 1) < 1e-12
