@@ -18,6 +18,7 @@ __all__ = [
     "exact_ratio",
     "laplace_logpdf",
     "laplace_logcdf",
+    "laplace_logcdf_scalar",
     "laplace_logsf",
     "expon_logpdf",
     "expon_logcdf",
@@ -61,6 +62,12 @@ def laplace_logcdf(z: np.ndarray, b: float) -> np.ndarray:
     neg = np.minimum(z, 0.0)
     pos = np.maximum(z, 0.0)
     return np.where(z < 0, neg / b - math.log(2.0), np.log1p(-0.5 * np.exp(-pos / b)))
+
+
+def laplace_logcdf_scalar(z: float, b: float) -> float:
+    """:func:`laplace_logcdf` of one float, in ``math`` arithmetic: for an integrand that quadrature
+    calls one point at a time, where numpy's per-call overhead would be most of the cost."""
+    return z / b - math.log(2.0) if z < 0 else math.log1p(-0.5 * math.exp(-z / b))
 
 
 def laplace_logsf(z: np.ndarray, b: float) -> np.ndarray:

@@ -43,7 +43,7 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
-from ._literature import exact_ratio, integrate_line, sym_laplace_cdf, sym_laplace_pdf
+from ._literature import exact_ratio, integrate_line, laplace_logcdf_scalar, sym_laplace_cdf, sym_laplace_pdf
 from ._noise import DEFAULT_GRANULARITY, check_granularity, discrete_laplace, on_grid_units, to_units
 
 __all__ = [
@@ -66,18 +66,15 @@ def rnm_laplace_probs(q: np.ndarray, b: float) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     k = len(q)
     out = np.empty(k)
-    log2, log2b = math.log(2.0), math.log(2 * b)
+    log2b = math.log(2 * b)
     for i in range(k):
         qi, others = float(q[i]), [float(v) for v in np.delete(q, i)]
 
-        # laplace_logpdf and laplace_logcdf in scalar arithmetic (quadrature calls it one x at a time,
-        # where numpy's per-call overhead was most of the law's cost)
         def integrand(x: float, qi: float = qi, others: list = others) -> float:
             total = 0.0
             for o in others:
-                z = x - o
-                total += z / b - log2 if z < 0 else math.log1p(-0.5 * math.exp(-z / b))
-            return math.exp((-abs(x - qi) / b - log2b) + total)
+                total += laplace_logcdf_scalar(x - o, b)
+            return math.exp((-abs(x - qi) / b - log2b) + total)  # laplace_logpdf(x - qi) + Σ logcdf
 
         out[i] = integrate_line(integrand, q)
     return out
