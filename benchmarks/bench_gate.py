@@ -6,7 +6,7 @@ starts is reaped here and ``getrusage(RUSAGE_CHILDREN)`` counts them all. Each r
 directory (cold), then the same command again (warm, every check from the cache). Writes
 ``benchmarks/results/gate.md`` with the machine, the load before each run, the commit and versions.
 
-    python benchmarks/bench_gate.py --rounds 2 --jobs 2
+    python benchmarks/bench_gate.py --rounds 2 --jobs 2 [--samples N]
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--samples", type=int, default=None, help="the gate's --samples (default: the gate's own, 10^6 a side)"
+    )
     ap.add_argument("--lines", type=Path, default=None, help="write the first cold gate's output to this file")
     ap.add_argument(
         "--no-write", action="store_true", help=f"print the table only (do not append it to {RESULTS.name})"
@@ -69,6 +72,8 @@ def main() -> None:
     for i in range(args.rounds):
         with tempfile.TemporaryDirectory() as cache:
             argv = [exe, "gate", "--jobs", str(args.jobs), "--cache-dir", cache]
+            if args.samples is not None:
+                argv += ["--samples", str(args.samples)]
             rows.append(("cold", *_run(argv, args.lines if i == 0 else None)))
             rows.append(("warm", *_run(argv)))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -78,11 +83,13 @@ def main() -> None:
     import sympy
     import z3
 
+    budget = "defaults (10^6 samples a side" if args.samples is None else f"--samples {args.samples} (a side"
+    flag = "" if args.samples is None else f" --samples {args.samples}"
     lines = [
-        f"Measured by `python benchmarks/bench_gate.py --rounds {args.rounds} --jobs {args.jobs}` at commit {commit} "
+        f"Measured by `python benchmarks/bench_gate.py --rounds {args.rounds} --jobs {args.jobs}{flag}` at commit {commit} "
         f"on {os.cpu_count()} cores ({platform.processor() or platform.machine()}), Python {platform.python_version()}, "
         f"numpy {numpy.__version__}, scipy {scipy.__version__}, sympy {sympy.__version__}, z3 {z3.get_version_string()}, "
-        f"pebble {pebble.__version__}; defaults (10^6 samples a side, seed 0). CPU: the gate's whole process tree.",
+        f"pebble {pebble.__version__}; {budget}, seed 0). CPU: the gate's whole process tree.",
         "",
         "| run | load (1 min) | wall (s) | CPU (s) | gate's own line |",
         "|---|---|---|---|---|",
