@@ -17,6 +17,7 @@ import sympy as sp
 __all__ = [
     "exact_ratio",
     "laplace_logpdf",
+    "laplace_logpdf_scalar",
     "laplace_logcdf",
     "laplace_logcdf_scalar",
     "laplace_logsf",
@@ -54,6 +55,11 @@ def exact_ratio(num: Any, den: Any) -> Any:
 def laplace_logpdf(z: np.ndarray, b: float) -> np.ndarray:
     """log density of Lap(0, b) at z."""
     return -np.abs(np.asarray(z, dtype=float)) / b - math.log(2 * b)
+
+
+def laplace_logpdf_scalar(z: float, b: float) -> float:
+    """:func:`laplace_logpdf` of one float, in ``math`` arithmetic (see :func:`laplace_logcdf_scalar`)."""
+    return -abs(z) / b - math.log(2 * b)
 
 
 def laplace_logcdf(z: np.ndarray, b: float) -> np.ndarray:

@@ -43,7 +43,14 @@ from dpharness.core import (
 )
 from dpharness.registry import register
 
-from ._literature import exact_ratio, integrate_line, laplace_logcdf_scalar, sym_laplace_cdf, sym_laplace_pdf
+from ._literature import (
+    exact_ratio,
+    integrate_line,
+    laplace_logcdf_scalar,
+    laplace_logpdf_scalar,
+    sym_laplace_cdf,
+    sym_laplace_pdf,
+)
 from ._noise import DEFAULT_GRANULARITY, check_granularity, discrete_laplace, on_grid_units, to_units
 
 __all__ = [
@@ -66,7 +73,6 @@ def rnm_laplace_probs(q: np.ndarray, b: float) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     k = len(q)
     out = np.empty(k)
-    log2b = math.log(2 * b)
     for i in range(k):
         qi, others = float(q[i]), [float(v) for v in np.delete(q, i)]
 
@@ -74,7 +80,7 @@ def rnm_laplace_probs(q: np.ndarray, b: float) -> np.ndarray:
             total = 0.0
             for o in others:
                 total += laplace_logcdf_scalar(x - o, b)
-            return math.exp((-abs(x - qi) / b - log2b) + total)  # laplace_logpdf(x - qi) + Σ logcdf
+            return math.exp(laplace_logpdf_scalar(x - qi, b) + total)
 
         out[i] = integrate_line(integrand, q)
     return out
