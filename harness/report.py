@@ -382,7 +382,13 @@ def _profile_panel(profile: Any, claim: Any, ax: Any) -> None:
     ax.plot(ds, [p[1] for p in pts], "o-", color="#3b6ea5", ms=3, label="proven ε(δ) (upper)")
     lows = [(d, lo) for d, _, lo in pts if lo is not None]
     if lows:
-        ax.plot([d for d, _ in lows], [lo for _, lo in lows], "--", color="#7a9cc6", label="certified lower end (PLD)")
+        ax.plot(
+            [d for d, _ in lows],
+            [lo for _, lo in lows],
+            "--",
+            color="#7a9cc6",
+            label="certified lower end (PLD), attained on one neighbouring pair",
+        )
     ax.plot(
         [float(claim.delta)],
         [float(claim.epsilon)],
@@ -769,7 +775,12 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
                 "Last row: the privacy profile ε(δ) the proof accounts (at each δ the smallest ε of its routes: "
                 + ", ".join(sorted(set(r.profile.methods) - {"none"}))
                 + "), the PLD's certified lower end where "
-                f"it has one, and the claim marked; at the claimed δ the profile gives ε <= {fmt(at)}"
+                + (
+                    f"one neighbouring pair attains it ({r.profile.lower_pair})"
+                    if r.profile.lower_pair
+                    else "one neighbouring pair attains it (none here)"
+                )
+                + f", and the claim marked; at the claimed δ the profile gives ε <= {fmt(at)}"
                 + (f" ({how[float(r.mechanism.claim.delta)]})" if float(r.mechanism.claim.delta) in how else "")
                 + "."
             )

@@ -72,6 +72,12 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
             f"the proof of {coverage.written_for.__qualname__} could not be carried out at these "
             f"parameters ({type(exc).__name__}: {exc})",
         )
+    except Exception as exc:  # noqa: BLE001 - every structure the constructors accept gets a verdict
+        return unproven(
+            mechanism,
+            f"the proof of {coverage.written_for.__qualname__} does not cover this structure "
+            f"({type(exc).__name__}: {exc}); nothing is claimed about it",
+        )
     proof = _checked_witness(mechanism, proof)
     proof.timings.setdefault("total", time.perf_counter() - start)
     return proof

@@ -29,13 +29,16 @@ returns a complete account, so no child can drop out of any theorem applied late
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, Callable, Iterator
 
 import sympy as sp
 
 __all__ = [
     "Account",
+    "Bag",
     "leaf",
     "compose",
     "repeat",
@@ -47,21 +50,92 @@ __all__ = [
 ]
 
 
+class Bag:
+    """A multiset in order of first appearance: each distinct value with its multiplicity. An account's
+    units and PLD entries are bags, so ``repeat(10**9, part)`` is one entry counted 10^9 times (its size
+    is the number of distinct units, never the number of repetitions). ``len`` is the total count;
+    ``distinct`` and ``counts`` read it without expanding; iterating expands every copy (for small bags
+    only). Equality is multiset equality, also against a tuple."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self, values: Any = ()) -> None:
+        merged: dict = {}
+        for v in values:
+            merged[v] = merged.get(v, 0) + 1
+        self.counts: tuple = tuple(merged.items())
+
+    @classmethod
+    def of(cls, counts: Any) -> "Bag":
+        """A bag from (value, multiplicity) pairs; equal values merge, zero multiplicities drop."""
+        merged: dict = {}
+        for v, n in counts:
+            if n:
+                merged[v] = merged.get(v, 0) + n
+        bag = cls()
+        bag.counts = tuple(merged.items())
+        return bag
+
+    @property
+    def distinct(self) -> tuple:
+        return tuple(v for v, _ in self.counts)
+
+    def __len__(self) -> int:
+        return builtins.sum(n for _, n in self.counts)
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def __iter__(self) -> Iterator:
+        for v, n in self.counts:
+            for _ in range(n):
+                yield v
+
+    def __add__(self, other: Any) -> "Bag":
+        return Bag.of(self.counts + _bag(other).counts)
+
+    def __mul__(self, times: int) -> "Bag":
+        return Bag.of((v, n * times) for v, n in self.counts)
+
+    __rmul__ = __mul__
+
+    def map(self, fn: Callable) -> "Bag":
+        return Bag.of((fn(v), n) for v, n in self.counts)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (Bag, tuple, list)):
+            return NotImplemented
+        return dict(self.counts) == dict(_bag(other).counts)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.counts))
+
+    def __repr__(self) -> str:
+        return "Bag(" + ", ".join(f"{v!r}" + (f" × {n}" if n != 1 else "") for v, n in self.counts) + ")"
+
+
+def _bag(values: Any) -> Bag:
+    return values if isinstance(values, Bag) else Bag(values)
+
+
 @dataclass(frozen=True)
 class Account:
     """A node's complete privacy account (see the module docstring)."""
 
     eps: sp.Expr | None
     rho: sp.Expr
-    units: tuple
+    units: Bag
     single: tuple | None = None
-    pld: tuple | None = None
+    pld: Bag | None = None
     delta: sp.Expr = sp.Integer(0)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "units", _bag(self.units))
+        if self.pld is not None:
+            object.__setattr__(self, "pld", _bag(self.pld))
         if not self.units:
             raise ValueError("a privacy account has at least one unit")
-        if self.eps is not None and any(u is None for u in self.units):
+        if self.eps is not None and any(u is None for u in self.units.distinct):
             raise ValueError("a pure-DP account has pure units only")
 
     @property
@@ -100,9 +174,9 @@ def compose(children: list[Account]) -> Account:
         return children[0]
     eps = None if any(c.eps is None for c in children) else sp.Add(*[c.eps for c in children])
     rho = sp.Add(*[c.rho for c in children])
-    pld = None if any(c.pld is None for c in children) else tuple(x for c in children for x in c.pld)
+    pld = None if any(c.pld is None for c in children) else Bag.of(x for c in children for x in c.pld.counts)
     delta = sp.Add(*[c.delta for c in children])  # basic composition: δ adds (Dwork & Roth 2014 Thm 3.16)
-    return Account(eps, rho, tuple(u for c in children for u in c.units), None, pld, delta)
+    return Account(eps, rho, Bag.of(u for c in children for u in c.units.counts), None, pld, delta)
 
 
 def repeat(part: Account, times: int) -> Account:
@@ -132,10 +206,10 @@ def poisson(inner: Account, rate: Fraction) -> Account:
     q = sp.Rational(rate.numerator, rate.denominator)
     eps = None if inner.eps is None else sp.log(1 + q * (sp.exp(inner.eps) - 1))
     pld = None
-    if inner.pld == ():
+    if inner.pld is not None and not inner.pld:
         pld = ()
-    elif inner.pld is not None and len(inner.pld) == 1 and inner.pld[0][0] in ("laplace", "gaussian"):
-        kind, scale, shift, *rest = inner.pld[0]
+    elif inner.pld is not None and len(inner.pld) == 1 and inner.pld.distinct[0][0] in ("laplace", "gaussian"):
+        kind, scale, shift, *rest = inner.pld.distinct[0]
         pld = ((kind, scale, shift, (rest[0] if rest else 1) * rate),)
     # (ε, δ) -> (ln(1 + q(e^ε − 1)), qδ) under Poisson subsampling, add/remove (Li, Qardaji & Su 2012;
     # Balle, Barthe & Gaboardi 2018)
@@ -170,25 +244,20 @@ def group(account: Account, k: int, shifts_scale: bool) -> Account:
     otherwise no PLD. The single-leaf exact profile is dropped."""
     if k == 1:
         return account
+    units = account.units.map(lambda u: None if u is None else u * k)
     if account.delta != 0:  # (ε, δ) -> (kε, k·e^{(k−1)ε}·δ) (Dwork & Roth 2014, Thm 2.2 and its (ε, δ) form)
-        eps = account.eps * k
-        return Account(
-            eps,
-            account.rho * k * k,
-            tuple(None if u is None else u * k for u in account.units),
-            None,
-            None,
-            k * sp.exp((k - 1) * account.eps) * account.delta,
-        )
+        if account.eps is None:  # a part that is not pure DP beside the (ε, δ) one: no group bound here
+            return Account(None, account.rho * k * k, units, None, None, sp.Integer(1))
+        delta = k * sp.exp((k - 1) * account.eps) * account.delta
+        return Account(account.eps * k, account.rho * k * k, units, None, None, delta)
     eps = None if account.eps is None else account.eps * k
-    units = tuple(None if u is None else u * k for u in account.units)
     pld = None
     if (
         shifts_scale
         and account.pld is not None
-        and all(e[0] in ("laplace", "gaussian") and len(e) == 3 for e in account.pld)
+        and all(e[0] in ("laplace", "gaussian") and len(e) == 3 for e in account.pld.distinct)
     ):
-        pld = tuple((kind, scale, shift * k) for kind, scale, shift in account.pld)
+        pld = account.pld.map(lambda e: (e[0], e[1], e[2] * k))
     return Account(eps, account.rho * k * k, units, None, pld)
 
 
@@ -207,14 +276,14 @@ def parallel_substitute(inside: Account, across: Account) -> Account:
     eps = None if (inside.eps is None or across.eps is None) else sp.Max(inside.eps, 2 * across.eps)
     rho = sp.Max(inside.rho, 2 * across.rho)
     k = max(len(inside.units), 2 * len(across.units))
-    every = inside.units + across.units
+    every = inside.units.distinct + across.units.distinct
     top = None if any(u is None for u in every) else sp.Max(*every)
-    return Account(eps, rho, (top,) * k, None, None, sp.Max(inside.delta, 2 * across.delta))
+    return Account(eps, rho, Bag.of([(top, k)]), None, None, sp.Max(inside.delta, 2 * across.delta))
 
 
 def advanced_units(account: Account) -> tuple[int, sp.Expr] | None:
     """(k, ε₀) for advanced composition: every unit counted, ε₀ the largest; None when a unit is not
     pure DP or there is only one unit (advanced composition of one mechanism gains nothing)."""
-    if len(account.units) < 2 or any(u is None for u in account.units):
+    if len(account.units) < 2 or any(u is None for u in account.units.distinct):
         return None
-    return len(account.units), sp.Max(*account.units)
+    return len(account.units), sp.Max(*account.units.distinct)

@@ -34,10 +34,12 @@ import numpy as np
 
 from dpharness.core import Event, Witness
 
-__all__ = ["refute"]
+__all__ = ["attaining_pair", "describe_pair", "refute"]
 
 # extreme pairs examined for one whose leaf shifts match the PLD entries
 _MAX_PAIRS = 64
+# leaves listed on a pair: a structure with more (a long repeat) is not searched
+_MAX_LEAVES = 4096
 
 
 def _leaf_entry(leaf: Any, shift: int) -> tuple | None:
@@ -100,19 +102,34 @@ def _matching_pair(m: Any, wanted: Counter) -> tuple | None:
     return None
 
 
+def attaining_pair(m: Any, counted: dict) -> tuple | None:
+    """(D, D', moving columns) of the first extreme pair whose output laws are exactly the product of the
+    PLD entries ``counted`` (every leaf moved by its worst shift at once), or None: no examined pair
+    attains it, or the structure is not one where a pair's law is that product (see the module
+    docstring). Only then is the PLD's lower end a lower bound on the mechanism's own δ(ε) or ε(δ)."""
+    from dpharness.mechanisms.parts._structure import has_post, has_sampling, leaf_count, measurement_leaves
+    from dpharness.mechanisms.parts.noise import GridGaussian, GridLaplace
+
+    if m is None or getattr(m, "shape", None) != "dataset" or has_sampling(m.steps) or has_post(m.steps):
+        return None
+    if leaf_count(m.steps) > _MAX_LEAVES:
+        return None
+    if any(type(x) not in (GridLaplace, GridGaussian) for x in measurement_leaves(m.steps)):
+        return None
+    if any(len(e) != 3 for e in counted):
+        return None
+    return _matching_pair(m, Counter({e: n for e, n in counted.items() if e[2] != 0}))
+
+
+def describe_pair(found: tuple) -> str:
+    d, d2, _ = found
+    return f"D = {np.asarray(d).tolist()}, D' = {np.asarray(d2).tolist()}"
+
+
 def refute(pb: Any, m: Any, counted: dict, lower: Any, eps_claim: Fraction, delta_claim: Fraction) -> bool:
     """Refute the (ε, δ) claim when some extreme pair attains every leaf's worst pair and the certified
     lower end of that product's δ(ε) exceeds the claimed δ. ``counted``: the PLD route's leaf entries
     with their multiplicities; ``lower``: its optimistic composition. Returns whether it refuted."""
-    from dpharness.mechanisms.parts._structure import has_post, has_sampling, measurement_leaves
-    from dpharness.mechanisms.parts.noise import GridGaussian, GridLaplace
-
-    if m is None or m.shape != "dataset" or has_sampling(m.steps) or has_post(m.steps):
-        return False
-    if any(type(x) not in (GridLaplace, GridGaussian) for x in measurement_leaves(m.steps)):
-        return False
-    if any(len(e) != 3 for e in counted):
-        return False
     # δ(ε) decreases in ε: for a LOWER bound at the claimed ε, evaluate at a float at or above it
     eps_f = float(eps_claim)
     if Fraction(eps_f) < eps_claim:
@@ -120,7 +137,7 @@ def refute(pb: Any, m: Any, counted: dict, lower: Any, eps_claim: Fraction, delt
     lo = lower.delta(eps_f)
     if not Fraction(lo) > delta_claim:
         return False
-    found = _matching_pair(m, Counter({e: n for e, n in counted.items() if e[2] != 0}))
+    found = attaining_pair(m, counted)
     if found is None:
         pb.note(
             "PLD lower end above the claim, but no examined neighbouring pair attains every leaf's worst shift at "

@@ -7,7 +7,8 @@ any of the proof's routes certifies:
 * pure ε, when every part is pure;
 * the zCDP conversion (Canonne, Kamath & Steinke 2020, Prop. 12), minimised over α;
 * the privacy-loss distribution (PLD) of the leaves' worst pairs, with its certified upper bound;
-  where the lower bracket is certified, it is given too;
+  its lower end is given only where one neighbouring pair attains every leaf's worst pair at once
+  (that pair is named): only there is it a lower bound on the mechanism's own ε(δ);
 * a constant ε from δ₀ on, for a structure with an exact δ₀ (partition selection).
 
 Every value is an upper bound on the true ε(δ), by the same arguments as the proof's. A profile
@@ -30,11 +31,13 @@ DEFAULT_DELTAS = tuple(float(f"1e{k // 2}") * (1 if k % 2 == 0 else math.sqrt(10
 @dataclass(frozen=True)
 class PrivacyProfile:
     """``points``: (δ, ε upper, ε lower or None) per δ, ascending in δ; ``method`` per point names the
-    route that gave the upper value; ``pure``: the pure ε when every part is pure, else None."""
+    route that gave the upper value; ``pure``: the pure ε when every part is pure, else None;
+    ``lower_pair``: the neighbouring pair that attains the lower ends (given only where one does)."""
 
     points: tuple
     methods: tuple
     pure: float | None
+    lower_pair: str | None = None
 
     def epsilon(self, delta: float) -> float:
         """An upper bound on ε(``delta``): the upper ε at the largest profiled δ <= ``delta`` (ε(δ) is
@@ -75,12 +78,12 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
     delta0 = float(prof.delta)
     pure = None if prof.eps is None else float(prof.eps)
     rho = float(prof.rho) if prof.rho is not None and math.isfinite(float(prof.rho)) else None
-    upper = lower = None
+    upper = lower = pair = None
     counted = proof._pld_leaves(prof) if delta0 == 0 else None
     if counted is not None:
         upper = proof._composed(counted, True)
         if upper is not None:
-            lower = proof._lower_where_tight(counted, upper, upper.epsilon(1e-6))
+            lower, pair = proof.certified_lower(m, counted, upper, upper.epsilon(1e-6))
     points, methods = [], []
     for d in sorted(deltas):
         options = []
@@ -103,4 +106,4 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
         lo = max(lower.epsilon(d), 0.0) if lower is not None else None
         points.append((d, e, lo))
         methods.append(how)
-    return PrivacyProfile(tuple(points), tuple(methods), pure)
+    return PrivacyProfile(tuple(points), tuple(methods), pure, pair)

@@ -124,8 +124,8 @@ def test_bad_functions_are_named():
         steps=dp.map_records(lambda r: float("nan")) >> dp.clip_norm(1) >> dp.sum() >> dp.laplace(scale=1),
         claim=PureDP(1),
     )
-    with pytest.raises(ParameterError, match="not finite"):
-        m.sample(np.zeros(2), 3, np.random.default_rng(0))
+    # the map is total (issue: a raise on one neighbour is an output the proof never saw): NaN becomes 0
+    assert np.all(np.isfinite(m.sample(np.zeros(2), 3, np.random.default_rng(0))))
     with pytest.raises(ParameterError, match="update="):
         dp.iterate(3, dp.count() >> dp.laplace(1), init=[0.0], update=None)
     with pytest.raises(ParameterError, match="init="):

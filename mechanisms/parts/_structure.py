@@ -4,6 +4,8 @@ post-processes. Imports the families whose node types these questions name; no f
 
 from __future__ import annotations
 
+import builtins
+
 import math
 from fractions import Fraction
 from typing import Any
@@ -144,6 +146,22 @@ def measurement_leaves(step: Step) -> list:
     if isinstance(step, (Repeat, Iterate)):
         return measurement_leaves(step.part) * step.times
     return []
+
+
+def leaf_count(step: Step) -> int:
+    """The number of noise measurements :func:`measurement_leaves` lists, counted without listing them (a
+    repeat of 10^9 rounds is one multiplication)."""
+    if isinstance(step, Measurement):
+        return 1
+    if isinstance(step, Chain):
+        return leaf_count(step.first) + leaf_count(step.second)
+    if isinstance(step, Compose):
+        return builtins.sum(leaf_count(p) for p in step.parts)
+    if isinstance(step, Parallel):
+        return leaf_count(step.part)
+    if isinstance(step, (Repeat, Iterate)):
+        return leaf_count(step.part) * step.times
+    return 0
 
 
 def has_sampling(step: Step) -> bool:

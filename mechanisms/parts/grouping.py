@@ -90,8 +90,13 @@ __all__ = [
 ]
 
 _MAX_KEYS = 2**12  # encoded output coordinates
-_MAX_RECORDS_PER_USER = 2**16
-_CHUNK = 50_000  # releases bounded at once (memory: chunk × a user's records)
+_CHUNK = 50_000  # releases bounded at once
+_CELLS = 2**22  # at most this many (release, record) cells a bounding draw holds at once: no cap on a user
+
+
+def _chunk(records: int) -> int:
+    """Releases whose bounding draws of one user's ``records`` are made at once (memory: chunk × records)."""
+    return max(1, min(_CHUNK, _CELLS // max(records, 1)))
 
 
 # --------------------------------------------------------------------------- the user-level relation
@@ -500,18 +505,22 @@ def _kept_in_order(keys: np.ndarray, rank: np.ndarray, b: BoundContributions) ->
     """(size, n) mask: for each row of ``rank`` (the position of each record in that release's random
     order), the records whose key is among the first ℓ distinct keys met in that order (all keys when
     ``max_partitions`` is None) and that are among the first m of their key, and of those the first k, in
-    that order: walking the order and keeping a record while all three bounds hold."""
+    that order: walking the order and keeping a record while all three bounds hold. Array operations
+    only (one sort by (key, position) per row), whatever the number of distinct keys."""
     size, n = rank.shape
-    eligible = np.zeros((size, n), dtype=bool)
-    distinct = np.unique(keys)
-    first_seen = np.stack([rank[:, keys == key].min(axis=1) for key in distinct], axis=1)  # (size, #keys)
-    key_order = np.argsort(np.argsort(first_seen, axis=1, kind="stable"), axis=1, kind="stable")
-    for j, key in enumerate(distinct):
-        sub = np.flatnonzero(keys == key)
-        within = np.argsort(np.argsort(rank[:, sub], axis=1, kind="stable"), axis=1, kind="stable")
-        eligible[:, sub] = within < b.max_per_partition
-        if b.max_partitions is not None:
-            eligible[:, sub] &= (key_order[:, j] < b.max_partitions)[:, None]
+    if n == 0:
+        return np.zeros((size, 0), dtype=bool)
+    _, code, per_key = np.unique(keys, return_inverse=True, return_counts=True)
+    code = np.asarray(code).reshape(-1)
+    start = np.concatenate([[0], np.cumsum(per_key)[:-1]])  # where each key's records begin in key order
+    by_key = np.argsort(code[None, :] * n + rank, axis=1, kind="stable")  # records grouped by key, then order
+    position = np.empty_like(by_key)
+    np.put_along_axis(position, by_key, np.arange(n)[None, :].repeat(size, axis=0), axis=1)
+    eligible = (position - start[code][None, :]) < b.max_per_partition  # among the first m of its key
+    if b.max_partitions is not None:
+        first_seen = np.take_along_axis(rank, by_key[:, start], axis=1)  # (size, #keys): a key's first position
+        key_order = np.argsort(np.argsort(first_seen, axis=1, kind="stable"), axis=1, kind="stable")
+        eligible &= key_order[:, code] < b.max_partitions
     masked = np.where(eligible, rank, n + 1)
     overall = np.argsort(np.argsort(masked, axis=1, kind="stable"), axis=1, kind="stable")
     return eligible & (overall < b.max_records)
@@ -524,8 +533,6 @@ def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: n
     total = np.zeros((size, len(g.keys)), dtype=np.int64)
     key_index = {float(k): i for i, k in enumerate(g.keys)}
     for rows in _user_groups(arr, b):
-        if len(rows) > _MAX_RECORDS_PER_USER:
-            raise ParameterError(f"a user has {len(rows)} records, above {_MAX_RECORDS_PER_USER}; bound them upstream.")
         keys = arr[rows, b.by]
         if _kept_deterministically(arr, rows, b):
             for k in np.unique(keys):
@@ -533,8 +540,9 @@ def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: n
                     total[:, key_index[float(k)]] += 1
             continue
         n = len(rows)
-        for start in range(0, size, _CHUNK):
-            stop = min(size, start + _CHUNK)
+        chunk = _chunk(n)
+        for start in range(0, size, chunk):
+            stop = min(size, start + chunk)
             order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
             rank = np.argsort(order, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
             kept = _kept_in_order(keys, rank, b)
@@ -552,8 +560,11 @@ def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Gener
     for rows in _user_groups(arr, b):
         if _kept_deterministically(arr, rows, b):
             continue
-        order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (size, 1)), axis=1)
-        mask[:, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
+        chunk = _chunk(len(rows))
+        for start in range(0, size, chunk):
+            stop = min(size, start + chunk)
+            order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (stop - start, 1)), axis=1)
+            mask[start:stop, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
     return mask
 
 

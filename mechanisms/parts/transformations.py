@@ -96,7 +96,12 @@ class MapRecords(Transformation):
     ``columns`` numbers. 1-stable under add/remove and substitution: the added, removed or substituted
     record maps to one record, every other record to itself. The values are unbounded: clip them
     (:func:`clip_norm`, :func:`clamp`) before an aggregate. ``fn`` must be a pure function of its
-    arguments (no state kept between calls, no access to other records); the proof states it."""
+    arguments (no state kept between calls, no access to other records); the proof states it.
+
+    The map is total, so no input makes a release raise: a call of ``fn`` that raises, or returns
+    anything but ``columns`` numbers, maps the record to 0 in every column; NaN becomes 0, and ±∞ the
+    largest double of that sign (then clipped like any other value). Stability holds for this total
+    map: it is still one record in, one record out."""
 
     fn: Callable = field(compare=False)
     columns: int = 1
@@ -124,19 +129,24 @@ class MapRecords(Transformation):
     def apply(self, value: Any) -> Any:
         arr = np.asarray(value, dtype=float)
         state = _ITERATE_STATE.get(None)
-        rows = [self.fn(r) if state is None else self.fn(state, r) for r in arr]
-        out = np.asarray(rows, dtype=float).reshape(len(arr), -1) if rows else np.zeros((0, self.columns))
-        if out.shape[1] != self.columns:
-            raise ParameterError(
-                f"map_records fn returned {out.shape[1]} value(s) per record, not columns={self.columns}; "
-                "pass columns= the number of values it returns."
-            )
-        if not np.all(np.isfinite(out)):
-            raise ParameterError(
-                f"map_records fn returned a value that is not finite (record {int(np.argmin(np.isfinite(out).all(axis=1)))}); "
-                "return finite numbers."
-            )
+        out = np.zeros((len(arr), self.columns))
+        for i, r in enumerate(arr):
+            out[i] = self._row(r, state)
         return out[:, 0] if self.columns == 1 else out
+
+    def _row(self, record: Any, state: Any) -> np.ndarray:
+        """The map's value on one record, made total (the rule the proof states): a call that raises, or
+        returns anything but ``columns`` numbers, gives 0 in every column; NaN gives 0; ±∞ gives ±(the
+        largest double), which the clipping step that must follow bounds like any other value. A raise
+        on one neighbour only would otherwise be an output the privacy proof never saw."""
+        try:
+            with np.errstate(all="ignore"):
+                row = np.asarray(self.fn(record) if state is None else self.fn(state, record), dtype=float).ravel()
+        except Exception:  # noqa: BLE001 - the total rule: a failing call is the all-zero record
+            return np.zeros(self.columns)
+        if row.shape != (self.columns,):
+            return np.zeros(self.columns)
+        return np.nan_to_num(row, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
 
 
 @dataclass(frozen=True)
@@ -196,6 +206,9 @@ class ClipNorm(Transformation):
             while _norm_exceeds(out[i], bq, order):
                 out[i] = out[i] * (1 - 2.0**-50)
         return out
+
+
+_MAX_DOUBLE = float(np.finfo(float).max)
 
 
 def _norm_exceeds(v: np.ndarray, bound: Fraction, order: int) -> bool:

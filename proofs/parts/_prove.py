@@ -19,7 +19,13 @@ from dpharness.errors import ParameterError
 from dpharness.mechanisms.parts import COMPOSITE_SEALED, Composite, PartsMechanism
 from dpharness.mechanisms.parts._base import walk_nodes
 from dpharness.mechanisms.parts._law import extreme_pairs, leaves
-from dpharness.mechanisms.parts._structure import has_post, has_sampling, input_distance, measurement_leaves
+from dpharness.mechanisms.parts._structure import (
+    has_post,
+    has_sampling,
+    input_distance,
+    leaf_count,
+    measurement_leaves,
+)
 from dpharness.mechanisms.parts.combinators import Parallel
 from dpharness.mechanisms.parts.noise import GridLaplace
 from dpharness.mechanisms.parts.sampling import FixedSample, PoissonSample
@@ -39,8 +45,8 @@ def _zcdp_log_delta(rho: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     rational (any α > 1 is valid); ln δ at that α is an exact closed form."""
     r, e = float(rho), float(eps)
     best = (math.inf, 2.0)
-    for a in np.concatenate([np.linspace(1.0001, 3, 300), np.geomspace(3, 1e9, 600)]):
-        val = (a - 1) * (a * r - e) - math.log(a - 1) + a * math.log1p(-1 / a)
+    for a in np.concatenate([np.linspace(1.0001, 3, 300), np.geomspace(3, 1e9, 600)]).tolist():
+        val = (a - 1) * (a * r - e) - math.log(a - 1) + a * math.log1p(-1 / a)  # Python floats: inf, no warning
         if val < best[0]:
             best = (val, float(a))
     alpha = sp.Rational(Fraction(best[1]).limit_denominator(64))
@@ -48,6 +54,18 @@ def _zcdp_log_delta(rho: sp.Expr, eps: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
         alpha = sp.Rational(65, 64)
     log_delta = (alpha - 1) * (alpha * rho - eps) - sp.log(alpha - 1) + alpha * sp.log(1 - 1 / alpha)
     return log_delta, alpha
+
+
+def _exp_up(log_value: sp.Expr) -> float:
+    """A float at or above e^{log_value}, evaluated in log space (mpmath at 40 digits, then one float step
+    up): never sympy's exp of a closed form, which expands powers of huge rationals (minutes for ε = 10^6);
+    a value below the smallest subnormal is reported as that subnormal, above the largest double as ∞."""
+    import mpmath
+
+    with mpmath.workdps(40):
+        x = mpmath.exp(mpmath.mpf(str(sp.N(log_value, 40))))
+        f = float(x)
+        return f if f == math.inf or mpmath.mpf(f) >= x else math.nextafter(f, math.inf)
 
 
 def _dg_delta_bounds(eps: sp.Expr, d: int, tau2: Fraction) -> tuple[float, float]:
@@ -184,7 +202,7 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
         sign in (0, 1),
         f"sign of the gap: {sign}",
     )
-    delta_value = float(sp.N(sp.exp(log_delta), 20))
+    delta_value = _exp_up(log_delta)
     if zc.discharged:
         pb.add([zc])
         return eps_c, delta_value
@@ -195,7 +213,7 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
         if not exceeds(e_tot, eps_c):
             pb.check(
                 f"the structure is a composition of k = {k} units, each ε_i-DP with ε_i <= ε₀ = {e0}",
-                sp.And(*[sp.Le(u, e0) for u in prof.units]),
+                sp.And(*[sp.Le(u, e0) for u in prof.units.distinct]),
                 "the walk's account: every unit of every node",
             )
             pb.add(adv)
@@ -210,6 +228,8 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
 
 
 _MAX_PLD_LEAVES = 64
+
+_MAX_WITNESS_LEAVES = 4096
 
 
 _MAX_PLD_LOSS = 256
@@ -276,9 +296,7 @@ def _pld_leaves(prof: Profile) -> dict | None:
     apply (no PLD entries, too many leaves, or a leaf whose loss grid would be too large)."""
     if not prof.pld or len(prof.pld) > _MAX_PLD_TOTAL:
         return None
-    counted: dict = {}
-    for e in prof.pld:
-        counted[e] = counted.get(e, 0) + 1
+    counted = dict(prof.pld.counts)
     if len(counted) > _MAX_PLD_LEAVES or any(_typical_loss(e) > _MAX_PLD_LOSS for e in counted):
         return None
     return counted
@@ -289,6 +307,20 @@ def _lower_where_tight(counted: dict, upper: Any, eps_ref: float) -> Any:
     leaf: computed only where that loss is at most 5% of ``eps_ref`` (the upper ε at the δ of interest)."""
     n = sum(counted.values())
     return _composed(counted, False) if n * upper.forward.w <= 0.05 * max(eps_ref, 0.1) else None
+
+
+def certified_lower(m: Any, counted: dict, upper: Any, eps_ref: float) -> tuple[Any, str | None]:
+    """The PLD's lower end as a lower bound on the mechanism itself: (the optimistic composition, the
+    neighbouring pair that attains it) when one extreme pair moves every leaf by its worst shift at once
+    (:func:`.._pld_witness.attaining_pair`), else (None, None). The lower end of the product of worst
+    pairs bounds only that product; it bounds the mechanism's δ(ε) only on a pair whose law is it."""
+    from .. import _pld_witness
+
+    found = _pld_witness.attaining_pair(m, counted)
+    if found is None:
+        return None, None
+    lower = _lower_where_tight(counted, upper, eps_ref)
+    return (lower, _pld_witness.describe_pair(found)) if lower is not None else (None, None)
 
 
 def _pld_route(
@@ -322,21 +354,25 @@ def _pld_route(
     leaves_text = "; ".join(f"{n} × {_leaf_text(e)}" if n > 1 else _leaf_text(e) for e, n in counted.items())
     up_eps = upper.epsilon(float(delta_c))
     leaves_n = sum(counted.values())
-    lower = _lower_where_tight(counted, upper, up_eps)
+    lower, pair = certified_lower(m, counted, upper, up_eps)
     lo_eps = lower.epsilon(float(delta_c)) if lower is not None else None
-    bracket = (
-        f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}]"
-        if lo_eps is not None
-        else f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no certified lower end: rounding {leaves_n} leaves' "
-        f"losses down would lose up to {leaves_n * upper.forward.w:.3g} nats)"
-    )
+    if lo_eps is not None:
+        bracket = f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}] (the lower end attained on {pair})"
+    elif pair is None:
+        bracket = (
+            f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no lower end: no examined neighbouring pair moves "
+            "every leaf by its worst shift at once, so the product of worst pairs may be above the truth)"
+        )
+    else:
+        bracket = (
+            f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no certified lower end: rounding {leaves_n} leaves' "
+            f"losses down would lose up to {leaves_n * upper.forward.w:.3g} nats)"
+        )
     if not ok:
-        lo_delta = f"{lower.delta(eps_f):.6g}" if lower is not None else "?"
+        between = f"∈ [{lower.delta(eps_f):.6g}, {hi:.6g}]" if lower is not None else f"<= {hi:.6g}"
         pb.note(
-            f"PLD accounting (the product of the leaves' worst pairs: {leaves_text}): δ(ε = {eps_f:.6g}) ∈ "
-            f"[{lo_delta}, {hi:.6g}], above the claimed δ = {float(delta_c):.6g}; the same accounting brackets "
-            f"{bracket} (the lower end is certified for these worst pairs; it bounds the true δ from below when one "
-            "neighbouring pair attains every leaf's worst shift)"
+            f"PLD accounting (the product of the leaves' worst pairs: {leaves_text}): δ(ε = {eps_f:.6g}) "
+            f"{between}, above the claimed δ = {float(delta_c):.6g}; the same accounting gives {bracket}"
         )
         if lower is not None and eps_c.is_Rational:
             from .. import _pld_witness
@@ -489,7 +525,11 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
         local = m.shape == "record"
         # the noise perturbs a random subsample, or the pairs are k apart: no fixed distance-1 worst output here
         sampled = has_sampling(m.steps) or distance > 1
-        worst = None if sampled else (_local_worst_pair(m) if local else _worst_pair(m))
+        # the witness routes list every leaf on a pair; a structure with more leaves is judged, not witnessed
+        many = leaf_count(m.steps) > _MAX_WITNESS_LEAVES
+        if many:
+            pb.note(f"no witness sought: {leaf_count(m.steps)} noise leaves (more than {_MAX_WITNESS_LEAVES})")
+        worst = None if sampled or many else (_local_worst_pair(m) if local else _worst_pair(m))
         if worst is not None:
             d, d2, y, loss = worst
             out = y[0] if len(y) == 1 else np.array(y)
@@ -510,7 +550,12 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
                         f"at y = {y}: ln P_D(y) − ln P_D'(y) = {loss} > ε = {eps_c} (exact, from the "
                         f"code's own {law_name} law)",
                     )
-        elif isinstance(m.claim, ApproxDP) and prof.gaussian_1d is not None and not has_post(m.steps) and not sampled:
+        elif (
+            isinstance(m.claim, ApproxDP)
+            and prof.gaussian_1d is not None
+            and not has_post(m.steps)
+            and not (sampled or many)
+        ):
             witness = _gaussian_refutation(pb, m, prof)
         elif prof.eps is None and isinstance(m.claim, PureDP):
             pb.note("no refutation attempted: a Gaussian measurement is not pure DP (the claim is not provable)")

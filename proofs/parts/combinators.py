@@ -96,11 +96,11 @@ def parallel(walk: Any, path: str, step: Parallel, space: Space, d: Distance) ->
         "McSherry 2009; composition over the two partitions touched",
     )
     out = A.parallel_substitute(sub, ar)
-    if out.units[0] is not None:
+    if out.units.distinct[0] is not None:
         walk.fact(
             path,
             f"for advanced composition the parallel step counts as {len(out.units)} units of at most "
-            f"ε₀ = {out.units[0]} each (the larger scenario: {len(sub.units)} units inside one partition, "
+            f"ε₀ = {out.units.distinct[0]} each (the larger scenario: {len(sub.units)} units inside one partition, "
             f"2 × {len(ar.units)} across two)",
             "padding a composition with 0-DP units changes nothing",
         )

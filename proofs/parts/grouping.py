@@ -42,7 +42,7 @@ import sympy as sp
 
 from dpharness.core import AddRemove, ApproxDP, Event, PureDP, Witness, exact
 from dpharness.mechanisms.parts import grouping as G
-from dpharness.mechanisms.parts._base import Chain, Distance, Space, walk_nodes
+from dpharness.mechanisms.parts._base import Chain, Distance, Space, Transformation
 from dpharness.mechanisms.parts._structure import has_compose, has_post, has_sampling
 
 from .. import _account as A
@@ -398,38 +398,89 @@ def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | Non
 
 
 def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
-    """For a structure that is exactly one group-by: the pair (empty, one unit on L new encoded keys) and the
-    event 'one of those keys released', of probability 0 on D and exactly 1 − (1 − p)^L on D'."""
+    """For a structure that is exactly one group-by: a pair (empty, one unit whose records land on L new
+    encoded keys) and the event 'one of those keys released', of probability 0 on the empty side and
+    exactly 1 − (1 − p)^L on the other. The pair is run through the steps before the group-by (the code
+    that runs, not the raw records), and the counts the group-by itself computes on it must be 1 on
+    exactly L encoded keys and 0 elsewhere; otherwise there is no witness (None)."""
     if prof.single is None or prof.single[0] != "partition_select":
         return None
-    nodes = walk_nodes(m.steps)
     if has_post(m.steps) or has_sampling(m.steps) or has_compose(m.steps):
         return None
-    g = next(n for n in nodes if type(n) is G.GroupBy)
+    prefix, head = _before_group_by(m.steps)
+    if head is None:
+        return None
+    g = head if type(head) is G.GroupBy else G.split_bounded(head)[1]
+    b = None if type(head) is G.GroupBy else G.split_bounded(head)[0]
     L = prof.single[1]
-    pairs = G.user_level_pairs(m)
-    if not pairs:
-        return None
-    d, d2 = pairs[0]
-    new = np.asarray(d2, dtype=float)
-    keys = {float(k) for k in (new[:, g.by] if new.ndim == 2 else new)}
-    cols = [i * (1 + g.part_width) for i, k in enumerate(g.keys) if float(k) in keys]
-    if len(cols) != L:
-        return None
-    try:
-        m.input_spec.validate_pair(d, d2)
-    except Exception:
-        return None
+    for d, d2 in _candidate_pairs(m, g):
+        try:
+            m.input_spec.validate_pair(d, d2)
+            seen = np.asarray(d2, dtype=float)
+            for t in prefix:
+                seen = t.apply(seen)
+            seen = np.asarray(seen, dtype=float)
+            seen = seen.reshape(-1, 1) if seen.ndim == 1 else seen
+            if b is not None and not G._kept_deterministically(seen, np.arange(len(seen)), b):
+                continue
+            counts = g.counts(seen, user=None if b is None else b.user)
+        except Exception:  # noqa: BLE001 - a candidate the steps or the relation refuse is no witness
+            continue
+        if sorted(set(counts.tolist())) not in ([0, 1], [1]) or int(counts.sum()) != L:
+            continue
+        cols = [i * (1 + g.part_width) for i, c in enumerate(counts.tolist()) if c == 1]
+        keys = [float(g.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
+        event = Event(_Released(cols), f"one of the keys {keys} released (coordinates {cols} not 0)")
+        _, delta = selection_delta(g.select, L)
+        return Witness(
+            d2, d, event, None, float("inf"), "a unit on L new keys: released with probability δ on D', never on D"
+        ), delta
+    return None
 
-    def released(out: np.ndarray) -> np.ndarray:
+
+class _Released:
+    """Membership of 'one of these encoded coordinates is not 0' (picklable)."""
+
+    def __init__(self, cols: list) -> None:
+        self.cols = cols
+
+    def __call__(self, out: np.ndarray) -> np.ndarray:
         out = np.asarray(out, dtype=float).reshape(len(out), -1)
-        return np.any(out[:, cols] != 0, axis=1)
+        return np.any(out[:, self.cols] != 0, axis=1)
 
-    event = Event(released, f"one of the keys {sorted(keys)} released (coordinates {cols} not 0)")
-    _, delta = selection_delta(g.select, L)
-    return Witness(
-        d2, d, event, None, float("inf"), "a unit on L new keys: released with probability δ on D', never on D"
-    ), delta
+
+def _before_group_by(step: Any) -> tuple[list, Any]:
+    """(the record-wise transformations before the group-by, in order; the group-by or the bounding chain
+    that heads it), or ([], None) when something else comes first."""
+    prefix: list = []
+    while True:
+        if type(step) is G.GroupBy:
+            return prefix, step
+        if isinstance(step, Chain) and type(step.first) is G.BoundContributions:
+            return prefix, step
+        if isinstance(step, Chain) and isinstance(step.first, Transformation):
+            prefix.append(step.first)
+            step = step.second
+            continue
+        return [], None
+
+
+def _candidate_pairs(m: Any, g: G.GroupBy) -> list:
+    """The audit's user-level pairs, and the same records with the key written into each other column (a
+    step before the group-by may read the key from another column)."""
+    pairs = list(G.user_level_pairs(m))
+    out = list(pairs)
+    for d, d2 in pairs:
+        new = np.asarray(d2, dtype=float)
+        if new.ndim != 2:
+            continue
+        for c in range(new.shape[1]):
+            if c == g.by:
+                continue
+            moved = new.copy()
+            moved[:, c], moved[:, g.by] = new[:, g.by], new[:, c]
+            out.append((d, moved))
+    return out
 
 
 from . import _walk as W  # noqa: E402

@@ -37,7 +37,12 @@ def _stability(walk: Any, path: str, t: Transformation, space: Space, d: Distanc
             f"{t.describe()} maps each record on its own, so neighbouring data sets stay neighbouring "
             f"({rel.describe() if rel else d.describe()})",
             "a record-wise map sends the one added/removed/substituted record to one record"
-            + (" (whatever the function, and whatever state it is given)" if isinstance(t, MapRecords) else ""),
+            + (
+                " (whatever the function, and whatever state it is given; the map is total: a failing call or a "
+                "wrong-length value gives the all-zero record, NaN gives 0 and ±∞ the largest double of its sign)"
+                if isinstance(t, MapRecords)
+                else ""
+            ),
         )
         if isinstance(t, ClipNorm):
             walk.fact(
