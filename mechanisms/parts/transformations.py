@@ -1,8 +1,9 @@
 """Transformations: exact data maps with stability maps (OpenDP's transformations). Record-wise maps
 (:func:`clamp`, :func:`column`, :func:`map_records`, :func:`clip_norm`: 1-stable under add/remove and
-substitution) and aggregates computed exactly in rational arithmetic (:func:`count`, :func:`sum`,
-:func:`sum_squares`, :func:`sum_products`, :func:`histogram`), with their stability under add/remove
-and substitution. Proved in :mod:`dpharness.proofs.parts.transformations`."""
+substitution) and aggregates computed exactly on the records' binary values (:func:`count`, :func:`sum`,
+:func:`sum_squares`, :func:`sum_products`, :func:`histogram`; the sums by vectorised error-free
+extraction, :mod:`._exactsum`, equal to the rational sum of the doubles), with their stability under
+add/remove and substitution. Proved in :mod:`dpharness.proofs.parts.transformations`."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ._base import (
     _show,
     register,
 )
+from ._exactsum import exact_sum, exact_sum_products, exact_sum_squares
 
 __all__ = [
     "Clamp",
@@ -278,10 +280,6 @@ def _bounded(space: Space, what: str) -> tuple[Fraction, Fraction]:
     return lo, hi
 
 
-def _exact_values(arr: np.ndarray) -> list[Fraction]:
-    return [Fraction(v) for v in np.asarray(arr, dtype=float).ravel().tolist()]
-
-
 def _contribution(lo: Fraction, hi: Fraction, d: Distance) -> Fraction:
     """Stability of a sum of per-record contributions in [lo, hi]: max(|lo|, |hi|) under add/remove
     (one contribution appears or vanishes), hi − lo under substitution (one contribution changes)."""
@@ -313,7 +311,7 @@ class Sum(Transformation):
         return _scalar_distance(_contribution(lo, hi, d))
 
     def apply(self, value: Any) -> Any:
-        return builtins.sum(_exact_values(value), Fraction(0))
+        return exact_sum(np.asarray(value, dtype=float))
 
     def add_direction(self, space: Space) -> int | None:
         lo, hi = self.contribution(space)
@@ -349,7 +347,7 @@ class SumSquares(Transformation):
         return _scalar_distance(_contribution(lo, hi, d))
 
     def apply(self, value: Any) -> Any:
-        return builtins.sum((v * v for v in _exact_values(value)), Fraction(0))
+        return exact_sum_squares(np.asarray(value, dtype=float))
 
     def add_direction(self, space: Space) -> int | None:
         lo, hi = self.contribution(space)
@@ -403,8 +401,7 @@ class SumProducts(Transformation):
         arr = np.asarray(value, dtype=float)
         if arr.size == 0:
             return Fraction(0)
-        a, b = _exact_values(arr[:, self.i]), _exact_values(arr[:, self.j])
-        return builtins.sum((x * y for x, y in zip(a, b)), Fraction(0))
+        return exact_sum_products(arr[:, self.i], arr[:, self.j])
 
     def add_direction(self, space: Space) -> int | None:
         lo, hi = self.contribution(space)
