@@ -223,9 +223,7 @@ _WIDTHS = st.sampled_from([16, 32, 64])
 def _doubles(draw, min_size=0, max_size=60):
     width = draw(_WIDTHS)
     values = draw(
-        st.lists(
-            st.floats(allow_nan=False, allow_infinity=False, width=width), min_size=min_size, max_size=max_size
-        )
+        st.lists(st.floats(allow_nan=False, allow_infinity=False, width=width), min_size=min_size, max_size=max_size)
     )
     return np.array(values, dtype=float)
 

@@ -70,7 +70,6 @@ from ._base import (
     _post_chain,
     check_structure,
     execute,
-    flatten,
     register,
     walk_nodes,
 )
@@ -200,6 +199,12 @@ def partition_select(*, threshold: Any, scale: Any) -> PartitionSelect:
 # --------------------------------------------------------------------------- the group-by
 
 
+def _rows(value: Any) -> np.ndarray:
+    """Records as a 2-D float array (one-column records as one column)."""
+    arr = np.asarray(value, dtype=float)
+    return arr.reshape(-1, 1) if arr.ndim == 1 else arr
+
+
 def _encoding_keys(keys: Any) -> tuple:
     if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
         raise ParameterError(
@@ -268,27 +273,61 @@ class GroupBy(Measurement):
                 raise ParameterError(f"part={self.part.describe()} must end every branch in noise (one number each).")
         return len(self.keys) * (1 + self.part_width)
 
-    def counts(self, value: Any, user: int | None = None, kept: np.ndarray | None = None) -> np.ndarray:
+    def codes(self, col: np.ndarray) -> np.ndarray:
+        """Each value's position in ``keys`` (−1 when it is none of them), by float equality as
+        ``col == float(k)`` (so −0.0 is the key 0). Integer keys spanning at most ``2**16``: a table
+        look-up; others: a binary search in the sorted keys."""
+        col = np.asarray(col, dtype=float)
+        keys = np.array([float(k) for k in self.keys])
+        low, high = float(keys.min()), float(keys.max())
+        if np.all(np.trunc(keys) == keys) and high - low <= 2**16 and max(-low, high) < 2**52:
+            table = np.full(int(high - low) + 3, -1, dtype=np.int64)  # one slot either side: outside the keys
+            table[(keys - low).astype(np.int64) + 1] = np.arange(len(keys))
+            whole = np.clip(col, low - 1, high + 1)  # exact: the bounds are integers below 2**52
+            with np.errstate(invalid="ignore"):  # a NaN (never a key) casts to some integer
+                index = whole.astype(np.int64)  # truncates: a value that is not an integer differs from it
+            slot = np.clip(index - (int(low) - 1), 0, len(table) - 1)
+            return np.where(index == whole, table[slot], -1)
+        order = np.argsort(keys)
+        ordered = keys[order]
+        at = np.minimum(np.searchsorted(ordered, col), len(keys) - 1)
+        return np.where(ordered[at] == col, order[at], -1)
+
+    def counts(
+        self, value: Any, user: int | None = None, kept: np.ndarray | None = None, codes: np.ndarray | None = None
+    ) -> np.ndarray:
         """Per encoded key: the number of records (``user`` None) or of distinct users among the kept
-        records (``kept``: a boolean mask of rows, or None for all)."""
-        arr = np.asarray(value, dtype=float)
-        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        records (``kept``: a boolean mask of rows, or None for all); users are distinct as floats
+        (``np.unique``'s equality). ``codes``: :meth:`codes` of the key column, when already known."""
+        arr = _rows(value)
         if kept is not None:
             arr = arr[kept]
-        out = np.zeros(len(self.keys), dtype=np.int64)
+            codes = None if codes is None else codes[kept]
         if len(arr) == 0:
-            return out
-        col = arr[:, self.by]
-        for i, k in enumerate(self.keys):
-            rows = col == float(k)
-            out[i] = int(rows.sum()) if user is None else len(np.unique(arr[rows, user]))
-        return out
+            return np.zeros(len(self.keys), dtype=np.int64)
+        codes = self.codes(arr[:, self.by]) if codes is None else codes
+        inside = codes >= 0
+        codes = codes[inside]
+        if user is not None:  # count each (key, user) pair once: sorted by key then user, the first of each run
+            users = arr[inside, user]
+            order = np.lexsort((users, codes))
+            codes, users = codes[order], users[order]
+            first = np.ones(len(codes), dtype=bool)
+            first[1:] = (codes[1:] != codes[:-1]) | (users[1:] != users[:-1])
+            codes = codes[first]
+        return np.bincount(codes, minlength=len(self.keys)).astype(np.int64)
 
     def release(
-        self, counts: np.ndarray, rng: np.random.Generator, records: Any = None, space: Space | None = None
+        self,
+        counts: np.ndarray,
+        rng: np.random.Generator,
+        records: Any = None,
+        space: Space | None = None,
+        codes: np.ndarray | None = None,
     ) -> np.ndarray:
         """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
-        outputs on each key's ``records`` (zeros where the key is not released)."""
+        outputs on each key's ``records`` (zeros where the key is not released; ``codes``: :meth:`codes`
+        of their key column, when already known)."""
         from dpharness.mechanisms._exact import discrete_laplace
 
         counts = np.asarray(counts, dtype=np.int64)
@@ -303,18 +342,47 @@ class GroupBy(Measurement):
         if self.part is None:
             return sel
         size, w = len(sel), self.part_width
-        arr = np.asarray(records, dtype=float)
-        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
-        col = arr[:, self.by] if len(arr) else np.zeros(0)
-        blocks = []
-        for i, k in enumerate(self.keys):
-            vals = flatten(execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
-            blocks.append(np.concatenate([sel[:, i : i + 1], np.where(sel[:, i : i + 1] != 0, vals, 0.0)], axis=1))
-        return np.concatenate(blocks, axis=1)
+        vals = self._part_outputs(_rows(records), space, size, rng, codes)  # (size, |keys|, w)
+        out = np.concatenate([sel[:, :, None], np.where(sel[:, :, None] != 0, vals, 0.0)], axis=2)
+        return out.reshape(size, len(self.keys) * (1 + w))
+
+    def _part_outputs(
+        self, arr: np.ndarray, space: Space, size: int, rng: np.random.Generator, codes: np.ndarray | None
+    ) -> np.ndarray:
+        """(size, |keys|, w): the part run on each encoded key's records, key after key. The same values
+        and draws as executing ``part`` on ``arr[arr[:, by] == k]`` for each key ``k`` in turn, computed
+        together: each (record-wise steps, aggregate, noise) of the part runs its record-wise steps once
+        on every record under a key (a record-wise map of a subset is the subset of the map), its
+        aggregate per key at once (``apply_by``: exact, the value ``apply`` gives on the key's records,
+        0 for a key without records), and its noise on each key's aggregate in the order of the keys and,
+        within a key, of the parts (the order in which the per-key runs draw)."""
+        n_keys = len(self.keys)
+        if codes is None:
+            codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
+        inside = codes >= 0
+        if not inside.all():
+            codes, arr = codes[inside], arr[inside]
+        aggregates = []
+        for pre, agg, noise in simple_parts(self.part):
+            value, sp = arr, space
+            for step in pre:
+                value, sp = step.apply(value), step.out_space(sp)
+            if hasattr(agg, "apply_by"):
+                per_key = agg.apply_by(value, codes, n_keys)
+            else:  # an aggregate without a grouped form: on each key's records
+                per_key = [agg.apply(value[codes == i]) for i in range(n_keys)]
+            aggregates.append((per_key, agg.out_space(sp), noise))
+        out = np.empty((size, n_keys, self.part_width))
+        for i in range(n_keys):
+            outs = [execute(noise, per_key[i], sp, size, rng) for per_key, sp, noise in aggregates]
+            out[:, i, :] = np.concatenate([np.asarray(o).reshape(size, -1) for o in outs], axis=1)
+        return out
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
-        c = self.counts(value)
-        return self.release(np.tile(c, (size, 1)), rng, value, space)
+        arr = _rows(value)
+        codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
+        c = self.counts(arr, codes=codes)
+        return self.release(np.tile(c, (size, 1)), rng, arr, space, codes)
 
 
 # --------------------------------------------------------------------------- contribution bounding
@@ -582,6 +650,7 @@ def _execute_bounded(
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, space.dim) if arr.size == 0 else arr
     out = np.zeros((size, g.out_width(space)))
+    codes = g.codes(arr[:, g.by]) if len(arr) else np.zeros(0, dtype=np.int64)
     for start in range(0, size, _CHUNK):
         stop = min(size, start + _CHUNK)
         mask = kept_rows(b, arr, stop - start, rng)
@@ -589,8 +658,9 @@ def _execute_bounded(
         inverse = np.asarray(inverse).reshape(-1)
         for j, pattern in enumerate(patterns):  # releases that kept the same records run together
             rows = start + np.flatnonzero(inverse == j)
-            data = arr[pattern]
-            out[rows] = g.release(np.tile(g.counts(data, user=b.user), (len(rows), 1)), rng, data, space)
+            data, data_codes = arr[pattern], codes[pattern]
+            counts = g.counts(data, user=b.user, codes=data_codes)
+            out[rows] = g.release(np.tile(counts, (len(rows), 1)), rng, data, space, data_codes)
     return out
 
 

@@ -31,7 +31,7 @@ from ._base import (
     _show,
     register,
 )
-from ._exactsum import exact_sum, exact_sum_products, exact_sum_squares
+from ._exactsum import exact_sum, exact_sum_products, exact_sum_squares, exact_sums_by
 
 __all__ = [
     "Clamp",
@@ -266,6 +266,11 @@ class Count(Transformation):
     def apply(self, value: Any) -> Any:
         return Fraction(len(np.asarray(value)))
 
+    def apply_by(self, value: Any, codes: np.ndarray, n_groups: int) -> list[Fraction]:
+        """``apply`` on each group's records at once: ``codes`` (one integer in ``[0, n_groups)`` per
+        record) names each record's group."""
+        return [Fraction(int(c)) for c in np.bincount(codes, minlength=n_groups).tolist()]
+
     def add_direction(self, space: Space) -> int | None:
         return 1
 
@@ -312,6 +317,10 @@ class Sum(Transformation):
 
     def apply(self, value: Any) -> Any:
         return exact_sum(np.asarray(value, dtype=float))
+
+    def apply_by(self, value: Any, codes: np.ndarray, n_groups: int) -> list[Fraction]:
+        """``apply`` on each group's records at once (``codes`` as in :meth:`Count.apply_by`)."""
+        return exact_sums_by(codes, np.asarray(value, dtype=float), n_groups)
 
     def add_direction(self, space: Space) -> int | None:
         lo, hi = self.contribution(space)

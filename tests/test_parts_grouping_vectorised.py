@@ -1,0 +1,180 @@
+"""The group-by executes at numpy speed with the same outputs as before: key codes by table look-up or
+binary search equal ``col == float(k)``; counts and per-key parts computed for all keys at once give,
+for the same seed, the releases of the per-key loop they replace (kept here as the reference:
+``arr[col == float(k)]`` per key, the part executed on each key's records in turn)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpharness import AddRemove, ApproxDP, RealBox
+from dpharness import parts as dp
+from dpharness.mechanisms.parts import grouping
+from dpharness.mechanisms.parts._base import execute, flatten
+
+
+# --------------------------------------------------------------------------- the per-key loop, as it was
+
+
+def _reference_counts(self, value, user=None, kept=None, codes=None):
+    arr = np.asarray(value, dtype=float)
+    arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+    if kept is not None:
+        arr = arr[kept]
+    out = np.zeros(len(self.keys), dtype=np.int64)
+    if len(arr) == 0:
+        return out
+    col = arr[:, self.by]
+    for i, k in enumerate(self.keys):
+        rows = col == float(k)
+        out[i] = int(rows.sum()) if user is None else len(np.unique(arr[rows, user]))
+    return out
+
+
+def _reference_release(self, counts, rng, records=None, space=None, codes=None):
+    from dpharness.mechanisms._exact import discrete_laplace
+
+    counts = np.asarray(counts, dtype=np.int64)
+    noise = discrete_laplace(self.select.t, counts.shape, rng)
+    noisy = noise.astype(np.int64) + counts
+    sel = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
+    if self.part is None:
+        return sel
+    size, w = len(sel), self.part_width
+    arr = np.asarray(records, dtype=float)
+    arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+    col = arr[:, self.by] if len(arr) else np.zeros(0)
+    blocks = []
+    for i, k in enumerate(self.keys):
+        vals = flatten(execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
+        blocks.append(np.concatenate([sel[:, i : i + 1], np.where(sel[:, i : i + 1] != 0, vals, 0.0)], axis=1))
+    return np.concatenate(blocks, axis=1)
+
+
+def _reference_run(self, value, space, size, rng):
+    return self.release(np.tile(self.counts(value), (size, 1)), rng, value, space)
+
+
+def _reference(monkeypatch):
+    monkeypatch.setattr(grouping.GroupBy, "counts", _reference_counts)
+    monkeypatch.setattr(grouping.GroupBy, "release", _reference_release)
+    monkeypatch.setattr(grouping.GroupBy, "run", _reference_run)
+
+
+def _same_releases(m, data, monkeypatch, size=40, seed=7):
+    fast = m.sample(data, size, np.random.default_rng(seed))
+    with monkeypatch.context() as mp:
+        _reference(mp)
+        slow = m.sample(data, size, np.random.default_rng(seed))
+    assert fast.shape == slow.shape
+    assert np.array_equal(fast, slow)
+    return fast
+
+
+# --------------------------------------------------------------------------- key codes
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        range(10),
+        (-3, 0, 7, 2),  # integers, a table from -3
+        (0.5, -1.25, 3.0),  # not integers: binary search
+        (0, 10**6, -5),  # integers spanning more than 2**16: binary search
+        (2.0**60, 2.0**60 + 256),  # integers too large for the table
+        (Fraction(1, 4), 0),
+    ],
+)
+def test_codes_are_float_equality_with_the_keys(keys):
+    g = dp.group_by(by=0, keys=keys, select=dp.partition_select(threshold=2, scale=1))
+    kf = [float(k) for k in g.keys]
+    rng = np.random.default_rng(0)
+    col = np.concatenate(
+        [
+            np.array(kf),
+            np.nextafter(kf, np.inf),
+            np.nextafter(kf, -np.inf),
+            [-0.0, 0.0, 0.25, 2.5, 1e300, -1e300, 2.0**60 + 1, 2.0**53 + 2, -4.0, 8.0, 5e-324],
+            rng.choice(kf, 50) + rng.choice([0.0, 0.5, 1.0], 50),
+        ]
+    )
+    want = np.full(col.size, -1)
+    for i, k in enumerate(kf):
+        want[col == k] = i
+    assert np.array_equal(g.codes(col), want)
+
+
+# --------------------------------------------------------------------------- the same releases
+
+
+_SELECT = dp.partition_select(threshold=3, scale=1)
+
+
+def _record_level(keys, part):
+    return dp.mechanism(
+        name="per_key",
+        records=RealBox(-20, 20, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=0, keys=keys, select=_SELECT, part=part),
+        claim=ApproxDP(100, 0.5),
+    )
+
+
+def _data(seed, n=400):
+    rng = np.random.default_rng(seed)
+    key = rng.choice([0.0, -0.0, 1.0, 2.0, 3.0, 2.5, 7.0, -3.0, 19.0], n)
+    return np.column_stack([key, rng.uniform(-20, 20, n)])
+
+
+_PARTS = {
+    "none": None,
+    "sum": dp.column(1) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(20),
+    "count and sum": dp.compose(
+        dp.count() >> dp.laplace(2), dp.clamp(-5, 5) >> dp.column(1) >> dp.sum() >> dp.laplace(10)
+    ),
+    "nested": dp.compose(
+        dp.count() >> dp.discrete_laplace(Fraction(1, 2)),
+        dp.compose(dp.column(1) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(20), dp.count() >> dp.laplace(3)),
+    ),
+}
+
+
+@pytest.mark.parametrize("part", list(_PARTS))
+@pytest.mark.parametrize("keys", [range(10), (2.5, -3.0, 0.0, 19.0, 4.0), (0, 10**6, 7)])
+def test_record_level_releases_are_those_of_the_per_key_loop(part, keys, monkeypatch):
+    m = _record_level(keys, _PARTS[part])
+    out = _same_releases(m, _data(1), monkeypatch)
+    assert (out != 0).any()
+    _same_releases(m, np.zeros((0, 2)), monkeypatch)
+    _same_releases(m, _data(2, n=3), monkeypatch)
+
+
+@pytest.mark.parametrize("part", ["none", "count and sum"])
+@pytest.mark.parametrize("max_records", [1, 40])  # random bounding, and every record kept
+def test_user_level_releases_are_those_of_the_per_key_loop(part, max_records, monkeypatch):
+    m = dp.mechanism(
+        name="per_user",
+        records=RealBox(-20, 20, 2),
+        relation=dp.AddRemoveUser(user=1),
+        steps=dp.bound_contributions(user=1, by=0, max_records=max_records, max_per_partition=40)
+        >> dp.group_by(by=0, keys=range(-3, 8), select=_SELECT, part=_PARTS[part]),
+        claim=ApproxDP(1000, 0.9),
+    )
+    data = _data(3, n=300)
+    data[:, 1] = np.round(data[:, 1] / 4)  # about ten users, several records each
+    _same_releases(m, data, monkeypatch, size=30)
+
+
+def test_distinct_users_per_key_are_counted_as_np_unique_does():
+    g = dp.group_by(by=0, keys=(0, 1, 2), select=_SELECT)
+    data = np.array([[0, 5.0], [0, 5.0], [0, -0.0], [0, 0.0], [1, 2.0], [1, 3.0], [2.5, 1.0], [-0.0, 7.0]])
+    assert list(g.counts(data, user=1)) == [3, 2, 0]
+    assert list(g.counts(data)) == [5, 2, 0]
+    kept = np.arange(8) >= 2
+    assert list(g.counts(data, user=1, kept=kept)) == [2, 2, 0]
+    for user in (None, 1):
+        for rows in (None, kept):
+            assert np.array_equal(g.counts(data, user, rows), _reference_counts(g, data, user, rows))
