@@ -584,7 +584,7 @@ def _cmd_audit(args) -> int:
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate([mechanism], args.samples)
     proof = _proof_for_witness(mechanism)
-    result, _ = run_audit(
+    result, scope = run_audit(
         mechanism,
         proof,
         samples=args.samples,
@@ -599,9 +599,19 @@ def _cmd_audit(args) -> int:
         payload["mechanism"] = mechanism.name
         payload["parameters"] = mechanism.noise_parameters()
         payload["claim"] = mechanism.claim.describe()
+        payload["audit_note"] = scope.note
+        payload["audit_partial"] = scope.partial
         _emit_json(payload)
     else:
         _print_audit(mechanism, result, args, proof)
+        if scope.note:
+            print(f"note: {scope.note}")
+        if scope.partial and result.passed:
+            print(
+                f"PARTIAL: the audit ran a shorter version of {mechanism.name} ({scope.partial}); its bound is a "
+                "lower bound for the claimed mechanism too, but finding no violation says nothing about the rounds "
+                "it did not run"
+            )
     return EXIT_OK if result.passed else EXIT_FAIL
 
 
@@ -703,7 +713,7 @@ def _progress_tag(result) -> str:
     if result.error:
         return "ERROR"
     if not result.decided:
-        return "TIMEOUT (not decided)"
+        return f"{result.status} (not decided)"
     if result.buggy:
         return "bug caught" if result.passed else "BUG SLIPPED THROUGH"
     return "ok" if result.passed else "FAIL"
@@ -748,7 +758,12 @@ def _gate_line(c) -> str:
     else:
         proof = _proof_phrase(p.verdict, c.sandwich.proven, c.sandwich.claimed, c.claim)
     when = "cached: " if c.cached else ""
-    if not c.decided:
+    if not c.decided and c.audit_partial:
+        note += (
+            "\n      not decided: the audit saw less than the claimed mechanism "
+            f"({c.audit_partial}); not counted as audited"
+        )
+    elif not c.decided:
         note += "\n      not decided: a time limit stopped it (not evidence of a privacy bug); raise --timeout"
     return f"{status}  {c.name}: {proof}; {audit}{caught}  [{when}{c.timings.total:.1f}s]{note}"
 
@@ -922,15 +937,21 @@ def _cmd_gate(args) -> int:
         for r in results:
             print(_gate_line(r))
         failed = [r.name for r in results if not r.passed and r.decided]
-        undecided = [r.name for r in results if not r.decided]
+        undecided = [r.name for r in results if not r.decided and r.audit_partial is None]
+        partial = [r.name for r in results if not r.decided and r.audit_partial is not None]
         what = "gallery bugs caught" if args.gallery else "mechanisms proved and audited"
         reused = f"; {len(cached)} unchanged, from the cache (--no-cache re-runs them)" if cached else ""
         print(
-            f"{len(results) - len(failed)}/{len(results)} {what} in {elapsed:.1f}s "
+            f"{sum(1 for r in results if r.passed)}/{len(results)} {what} in {elapsed:.1f}s "
             f"(samples={args.samples} per side, seed={args.seed}{reused})"
         )
         if failed:
             print(("slipped through or errored: " if args.gallery else "failed: ") + ", ".join(failed))
+        if partial:
+            print(
+                f"not audited in full (PARTIAL): {', '.join(partial)} -- the audit ran fewer rounds or samples than "
+                "the claimed mechanism has (see each line): not a pass"
+            )
         if undecided:
             print(
                 f"not decided (TIMEOUT): {', '.join(undecided)} -- a time limit (--timeout {args.timeout:g} s per "
@@ -994,6 +1015,9 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
             details.append(f"  witness: {a.witness_description}; counts: {a.counts}; method: {a.method}")
         if r.error:
             ET.SubElement(case, "error", message=r.error.splitlines()[0]).text = r.error
+        elif not r.decided and r.audit_partial:  # audited less than the claimed mechanism: not a verdict
+            message = f"not decided (PARTIAL): the audit saw less than the claimed mechanism ({r.audit_partial})"
+            ET.SubElement(case, "error", message=message).text = "\n".join(details)
         elif not r.decided:  # a time limit, not a finding: JUnit's "error" (could not be run to a verdict)
             ET.SubElement(case, "error", message=f"not decided (TIMEOUT): {r.time_limit}").text = "\n".join(details)
         elif not r.passed:

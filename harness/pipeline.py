@@ -54,6 +54,7 @@ __all__ = [
     "Outcome",
     "pass_rule",
     "run_audit",
+    "AuditScope",
     "run_proof",
     "deadline",
     "PhaseTimeout",
@@ -303,6 +304,7 @@ class Check:
     proof_error: str | None = None
     audit_error: str | None = None
     audit_note: str | None = None
+    audit_partial: str | None = None
     timings: Timings = Timings()
     cached: bool = False
     time_limit: str | None = None
@@ -315,7 +317,7 @@ class Check:
         from ._html import card
 
         o = self.outcome
-        badge = "PASS" if o.passed else ("TIMEOUT" if not o.decided else "FAIL")
+        badge = self.status
         s = self.sandwich
 
         def num(x: float | None) -> str:
@@ -339,12 +341,14 @@ class Check:
 
     @property
     def outcome(self) -> Outcome:
+        passed = None if self.audit is None else bool(self.audit.passed)
         return pass_rule(
             buggy=bool(self.buggy),
             policy=self.policy,
-            audit_passed=None if self.audit is None else bool(self.audit.passed),
+            # a partial audit that found nothing did not audit the claimed mechanism: not counted
+            audit_passed=None if passed and self.audit_partial else passed,
             crashed=self.error is not None,
-            timed_out=self.time_limit is not None,
+            timed_out=self.time_limit is not None or self.audit_partial is not None,
         )
 
     @property
@@ -362,12 +366,17 @@ class Check:
 
     @property
     def status(self) -> str:
-        """``PASS``, ``FAIL`` or ``TIMEOUT`` (not decided: a time limit, not a finding)."""
-        return "PASS" if self.passed else ("FAIL" if self.decided else "TIMEOUT")
+        """``PASS``, ``FAIL``, ``TIMEOUT`` (not decided: a time limit, not a finding) or ``PARTIAL`` (not
+        decided: the audit saw fewer rounds or samples than the claimed mechanism has)."""
+        if self.passed:
+            return "PASS"
+        if self.decided:
+            return "FAIL"
+        return "TIMEOUT" if self.time_limit is not None else "PARTIAL"
 
     @property
     def messages(self) -> tuple[str, ...]:
-        found = (self.error, self.proof_error, self.audit_error, self.audit_note)
+        found = (self.error, self.proof_error, self.audit_error, self.audit_note)  # the note holds any partial scope
         return tuple(m for m in (*found, None if self.time_limit in found else self.time_limit) if m)
 
     @classmethod
@@ -399,6 +408,7 @@ class Check:
             "proof_error": self.proof_error,
             "audit_error": self.audit_error,
             "audit_note": self.audit_note,
+            "audit_partial": self.audit_partial,
             "timings": {k: _out(v) for k, v in vars(self.timings).items()},
             "cached": self.cached,
             "time_limit": self.time_limit,
@@ -424,6 +434,7 @@ class Check:
             proof_error=d["proof_error"],
             audit_error=d["audit_error"],
             audit_note=d["audit_note"],
+            audit_partial=d.get("audit_partial"),
             timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
             cached=bool(d["cached"]),
             time_limit=d.get("time_limit"),
@@ -564,8 +575,20 @@ def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
             "the rounds run the same code)"
         )
     if cut < samples:
-        said.append(f"at {cut} samples a side (iterated rounds run one release at a time)")
+        said.append(f"at {cut} samples a side of the {samples} asked (iterated rounds run one release at a time)")
     return view, cut, "; ".join(said) if said else None
+
+
+@dataclass(frozen=True)
+class AuditScope:
+    """What :func:`run_audit` audited, when it is less than was asked: ``partial`` says how (fewer rounds
+    of a repeated or iterated mechanism, fewer samples a side), and every output says it; a partial audit
+    that finds no violation is not counted as an audit of the claimed mechanism (a certified violation
+    still counts: fewer rounds lose less privacy, and a certified bound holds at any sample count).
+    ``note``: everything to tell the user (the partial scope and any fallback pair)."""
+
+    note: str | None = None
+    partial: str | None = None
 
 
 def run_audit(
@@ -581,10 +604,11 @@ def run_audit(
     cluster: Any = None,
     workers: int | None = None,
     sequential: bool = False,
-) -> tuple[Any, str | None]:
+) -> tuple[Any, AuditScope]:
     """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
     claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
-    proof's witness to the auditor's pair search. Returns ``(AuditResult, note)``.
+    proof's witness to the auditor's pair search. Returns ``(AuditResult, AuditScope)``: the scope's
+    ``partial`` says when fewer rounds or samples were audited than asked.
 
     With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
     of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
@@ -621,11 +645,11 @@ def run_audit(
         data, neighbor = fixed
     if data is not None or neighbor is not None:
         with deadline(timeout, f"the audit of {mechanism.name}"):
-            return audit(data, neighbor), view_note
+            return audit(data, neighbor), AuditScope(view_note, view_note)
     t0 = time.perf_counter()
     try:
         with deadline(None if timeout is None else timeout / 2, f"the audit (neighbour search) of {mechanism.name}"):
-            return audit(None, None), view_note
+            return audit(None, None), AuditScope(view_note, view_note)
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
         why = (
@@ -638,7 +662,7 @@ def run_audit(
         note = note if view_note is None else f"{view_note}; {note}"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
     with deadline(rest, f"the audit of {mechanism.name}", limit=timeout):
-        return audit(data, neighbor), note
+        return audit(data, neighbor), AuditScope(note, view_note)
 
 
 def _crash(exc: BaseException) -> str:
@@ -702,7 +726,7 @@ def check(
     except Exception as exc:
         return Check.failed(name, _crash(exc), time.perf_counter() - start)
 
-    proof = policy = error = proof_error = audit_error = audit_note = result = time_limit = None
+    proof = policy = error = proof_error = audit_error = audit_note = audit_partial = result = time_limit = None
     t0 = time.perf_counter()
     try:
         with deadline(timeout, f"the proof of {name}"):
@@ -715,9 +739,10 @@ def check(
     proof_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        result, audit_note = run_audit(
+        result, scope = run_audit(
             mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers, sequential=True
         )
+        audit_note, audit_partial = scope.note, scope.partial
     except PhaseTimeout as exc:
         audit_error = str(exc)
         time_limit = time_limit or audit_error
@@ -739,6 +764,7 @@ def check(
         proof_error=proof_error,
         audit_error=audit_error,
         audit_note=audit_note,
+        audit_partial=audit_partial,
         time_limit=time_limit,
         exact_noise=None if result is None or result.passed else exact_noise(mechanism),
         timings=Timings(proof=proof_seconds, audit=audit_seconds, total=time.perf_counter() - start),

@@ -233,7 +233,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     curve = []
     if report.audit is not None:
         for n in curve_sizes:
-            r, _ = run_audit(m, samples=n, seed=seed, data=data, neighbor=neighbor)
+            r, _scope = run_audit(m, samples=n, seed=seed, data=data, neighbor=neighbor)
             curve.append((n, float(r.epsilon_lower_bound)))
         curve.append((int(report.audit.samples), float(report.audit.epsilon_lower_bound)))
     report.curve = curve

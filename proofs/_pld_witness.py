@@ -102,15 +102,17 @@ def _matching_pair(m: Any, wanted: Counter) -> tuple | None:
     return None
 
 
-def attaining_pair(m: Any, counted: dict) -> tuple | None:
+def attaining_pair(m: Any, counted: dict, shapes: tuple = ("dataset",)) -> tuple | None:
     """(D, D', moving columns) of the first extreme pair whose output laws are exactly the product of the
     PLD entries ``counted`` (every leaf moved by its worst shift at once), or None: no examined pair
     attains it, or the structure is not one where a pair's law is that product (see the module
-    docstring). Only then is the PLD's lower end a lower bound on the mechanism's own δ(ε) or ε(δ)."""
+    docstring). Only then is the PLD's lower end a lower bound on the mechanism's own δ(ε) or ε(δ).
+    ``shapes``: the input shapes searched (a lower end may be stated for one vector input too; a
+    refutation is sought on data sets only)."""
     from dpharness.mechanisms.parts._structure import has_post, has_sampling, leaf_count, measurement_leaves
     from dpharness.mechanisms.parts.noise import GridGaussian, GridLaplace
 
-    if m is None or getattr(m, "shape", None) != "dataset" or has_sampling(m.steps) or has_post(m.steps):
+    if m is None or getattr(m, "shape", None) not in shapes or has_sampling(m.steps) or has_post(m.steps):
         return None
     if leaf_count(m.steps) > _MAX_LEAVES:
         return None

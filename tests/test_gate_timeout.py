@@ -64,7 +64,8 @@ def test_the_audit_states_the_whole_limit_when_the_search_runs_out(monkeypatch):
         return dp_fakes.fake_audit(mechanism, data, neighbor, **kwargs)
 
     monkeypatch.setattr(dpharness.auditors, "audit", slow_search, raising=False)
-    _, note = run_audit(dp_fakes.Coin(), None, samples=1000, seed=0, timeout=0.6)
+    _, scope = run_audit(dp_fakes.Coin(), None, samples=1000, seed=0, timeout=0.6)
+    note = scope.note
     assert "half of the audit's time limit of 0.6 s" in note and "0.3 s" not in note
 
 

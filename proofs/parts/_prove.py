@@ -316,7 +316,7 @@ def certified_lower(m: Any, counted: dict, upper: Any, eps_ref: float) -> tuple[
     pairs bounds only that product; it bounds the mechanism's δ(ε) only on a pair whose law is it."""
     from .. import _pld_witness
 
-    found = _pld_witness.attaining_pair(m, counted)
+    found = _pld_witness.attaining_pair(m, counted, shapes=("dataset", "vector"))
     if found is None:
         return None, None
     lower = _lower_where_tight(counted, upper, eps_ref)
@@ -360,8 +360,9 @@ def _pld_route(
         bracket = f"ε(δ = {float(delta_c):.6g}) ∈ [{lo_eps:.6g}, {up_eps:.6g}] (the lower end attained on {pair})"
     elif pair is None:
         bracket = (
-            f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no lower end: no examined neighbouring pair moves "
-            "every leaf by its worst shift at once, so the product of worst pairs may be above the truth)"
+            f"ε(δ = {float(delta_c):.6g}) <= {up_eps:.6g} (no lower end: a lower end is stated only where one "
+            "neighbouring pair is shown to move every leaf by its worst shift at once; none is here, and the product "
+            "of worst pairs may be above the truth)"
         )
     else:
         bracket = (

@@ -1,0 +1,98 @@
+"""A gate that audits less than the claimed mechanism says so everywhere and does not count it: an
+iterated mechanism whose audit runs fewer rounds (or samples) than it has is PARTIAL (not decided, not a
+pass) in the Check, the gate line, the summary, JSON and JUnit, and ``dpharness audit`` prints the note."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from dpharness import AddRemove, ApproxDP, RealInterval, check, parts as dp
+from dpharness.pipeline import Check
+
+
+def _grad(theta, r):
+    return float(r[0]) - theta[0]
+
+
+def _step(theta, noisy):
+    return theta + 0.1 * np.asarray(noisy, dtype=float).reshape(-1)[:1]
+
+
+def _iterated(times=6):
+    return dp.mechanism(
+        name="short_sgd",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            times,
+            dp.poisson_sample(0.5) >> dp.map_records(_grad) >> dp.clip_norm(1) >> dp.sum() >> dp.gaussian(4),
+            init=[0.0],
+            update=_step,
+        ),
+        claim=ApproxDP(6, 1e-5),
+    )
+
+
+def test_a_shorter_audit_is_partial_not_a_pass():
+    c = check(_iterated(), samples=300, seed=0, workers=1)
+    assert c.audit_partial is not None and "rounds" in c.audit_partial
+    assert c.audit is not None and c.audit.passed  # nothing found on the rounds it ran ...
+    assert not c.passed and not c.decided and c.status == "PARTIAL"  # ... which is not an audit of all of them
+    again = Check.from_json(json.loads(json.dumps(c.to_json())))
+    assert again.audit_partial == c.audit_partial and again.status == "PARTIAL"
+
+
+TEAM_MODULE = """
+import numpy as np
+from dpharness import AddRemove, ApproxDP, RealInterval, register, parts as dp
+
+
+def grad(theta, r):
+    return float(r[0]) - theta[0]
+
+
+def step(theta, noisy):
+    return theta + 0.1 * np.asarray(noisy, dtype=float).reshape(-1)[:1]
+
+
+register(
+    dp.mechanism(
+        name="short_sgd",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            6,
+            dp.poisson_sample(0.5) >> dp.map_records(grad) >> dp.clip_norm(1) >> dp.sum() >> dp.gaussian(4),
+            init=[0.0],
+            update=step,
+        ),
+        claim=ApproxDP(6, 1e-5),
+    )
+)
+"""
+
+
+def test_the_gate_line_summary_and_junit_say_partial(tmp_path):
+    import subprocess
+
+    (tmp_path / "partial_team.py").write_text(TEAM_MODULE)
+    junit = tmp_path / "j.xml"
+    argv = ["gate", "--module", "partial_team", "--own", "--samples", "300", "--jobs", "1", "--no-cache"]
+    run = subprocess.run(
+        [sys.executable, "-m", "dpharness.cli", *argv, "--junit", str(junit)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+        timeout=300,
+    )
+    out = run.stdout
+    assert run.returncode != 0, out + run.stderr
+    assert "PARTIAL  short_sgd" in out and "not counted as audited" in out, out + run.stderr
+    assert "0/1 mechanisms proved and audited" in out and "not audited in full (PARTIAL): short_sgd" in out
+    case = ET.parse(junit).getroot().find("testcase")
+    assert "PARTIAL" in case.find("error").get("message")
