@@ -5,8 +5,9 @@ aggregates of :mod:`.transformations` and :mod:`.grouping` release a function of
 function returns the :class:`~fractions.Fraction` equal to ``sum(Fraction(v) for v in x)``.
 
 Method: error-free extraction (Rump, Ogita & Oishi 2008, "Accurate floating-point summation part I:
-faithful rounding", SIAM J. Sci. Comput. 31(1), Algorithm 3.2 *ExtractVector* and Lemmas 3.3 and
-4.2), with each extracted part read as an integer. For ``n`` doubles ``p_i`` in one block:
+faithful rounding", SIAM J. Sci. Comput. 31(1), Algorithm 3.2 *ExtractVector* and Lemma 3.3), with an
+offset ``1.5 · 2**k`` that keeps every extracted part in one binade, so that it reads as an integer.
+The argument is complete here. For ``n`` doubles ``p_i`` in one block:
 
 1. ``a = max|p_i|`` (one max and one min), ``e`` with ``a < 2**e``, ``k = max(e + m, −1022)`` for a
    chosen ``m >= 2``, and ``β = 1.5 · 2**k``, a double.
@@ -16,26 +17,28 @@ faithful rounding", SIAM J. Sci. Comput. 31(1), Algorithm 3.2 *ExtractVector* an
    ``[2**k, 2**(k+1))``, where the doubles are the multiples of ``2**(k − 52)``. So ``q_i = t_i − β`` is
    ``z_i · 2**(k − 52)`` for an integer ``z_i``, and for positive doubles of one binade the bit
    pattern is affine in the value: ``z_i = bits(t_i) − bits(β)`` exactly.
-3. ``r_i = p_i − q_i = (β + p_i) − t_i`` is the rounding error of one addition, which is itself a
-   double (Ogita, Rump & Oishi 2005, "Accurate sum and dot product", Theorem 3.4 (TwoSum); it holds
-   with gradual underflow), and ``|r_i| <= 2**(k − 53)`` (half a spacing). It is computed exactly as
-   ``fl(fl(β − t_i) + p_i)``: ``β − t_i = −q_i`` is a multiple of ``2**(k − 52)`` below ``2**(k − 1)``
-   in magnitude, so a double and the subtraction is exact, and the addition's exact result ``r_i`` is
-   a double, so it is exact too. Hence ``p_i = z_i · 2**(k − 52) + r_i`` exactly.
+3. ``r_i = p_i − q_i = (β + p_i) − t_i`` is the rounding error of one addition, a double (Knuth, TAOCP
+   vol. 2, §4.2.2; here directly: if ``|p_i| < 2**(k − 53)``, half a spacing, then ``t_i = β`` and
+   ``r_i = p_i``; otherwise ``ulp(p_i) >= 2**(k − 105)`` divides ``p_i`` and ``q_i``, so ``r_i`` is a
+   multiple of it of magnitude at most ``2**(k − 53) <= 2**52 · ulp(p_i)``), and ``|r_i| <= 2**(k − 53)``.
+   It is computed exactly as ``fl(fl(β − t_i) + p_i)``: ``β − t_i = −q_i`` is a multiple of ``2**(k − 52)``
+   of magnitude at most ``2**(k − 2)``, a double, so the subtraction is exact, and the addition's exact
+   result ``r_i`` is a double, so it is exact too. Hence ``p_i = z_i · 2**(k − 52) + r_i`` exactly.
 4. ``Σ z_i`` is summed as unsigned 64-bit integers, which wrap modulo ``2**64``: the bit patterns are
    summed and ``n · bits(β)`` subtracted in Python. As ``|q_i| <= |p_i| + |r_i| < 2**(k − m) +
    2**(k − 53)``, ``|z_i| <= 2**(52 − m)``, and with ``m = max(2, bitlength(n) − 10)``,
    ``|Σ z_i| <= n · 2**(52 − m) < 2**62``: the residue modulo ``2**64`` read as a signed number is the
    exact integer ``Σ z_i``. The block's sum is ``Σ z_i · 2**(k − 52) + Σ r_i``; ``k − 52 >= −1074``, so
    the first term is an integer number of units ``2**−1074`` (every double is one), kept as a Python int.
-5. Repeat on the remainders ``r_i`` until they are all zero (the max and min that decide the next level
-   also detect this; ``±0`` add nothing). ``max|r_i| <= 2**(k − 53)`` gives the next ``k' <= k − 52 + m
-   < k`` (or ``−1022``, where the spacing is ``2**−1074`` and every remainder is zero): at most about
-   ``2100 / (52 − m)`` levels, and two for data of one magnitude range (a double has 53 bits). From the
-   third level on, the remainders are compressed to the non-zero ones. If ``k`` would exceed 1023
-   (``a >= 2**(1023 − m)``: ``t_i`` could overflow), the block is split into its elements with
-   ``|p_i| >= 2**−894``, summed scaled by ``2**−128`` (an exact scaling: the results are normal) and the
-   total shifted back, and the others (far below the overflow).
+5. Repeat on the remainders ``r_i`` until they are all zero (``±0`` add nothing). ``max|r_i| <= 2**(k −
+   53) < 2**(k − 52)``, so ``k' = max(k − 52 + m, −1022)`` satisfies step 1's condition for the next level
+   without reading the remainders' extremes (read instead once they are compressed, from the third
+   level on, to the non-zero ones). ``k' < k`` (``m < 52``), and at ``k = −1022`` the spacing is
+   ``2**−1074`` and every remainder is zero: at most about ``2100 / (52 − m)`` levels, and two for data
+   of one magnitude range (a double has 53 bits). If ``k`` would exceed 1023 (``a >= 2**(1023 − m)``:
+   ``t_i`` could overflow), the block is split into its elements with ``|p_i| >= 2**−894``, summed scaled
+   by ``2**−128`` (an exact scaling: the results are normal) and the total shifted back, and the others
+   (far below the overflow).
 
 The blocks are ``2**15`` elements (they stay in cache), and the blocks' integers are added in Python (a
 few big-integer additions per block). Data of one magnitude range take two levels of four vectorised
@@ -44,8 +47,8 @@ operations each.
 Grouped sums (:func:`exact_sums_by`) extract the same way with ``m = max(2, bitlength(n))`` and add
 ``u_i = β − t_i = −q_i`` per group with ``np.bincount`` (float64, in order): every partial sum of a group
 is a multiple of ``2**(k − 52)`` of magnitude at most ``n (2**(k − m) + 2**(k − 53)) <= 2**(k + 1)``,
-that is at most ``2**53`` spacings, so a double, and each addition is exact (Lemma 4.2 of Rump, Ogita &
-Oishi, in any order). Each group's level sum is then an exact integer multiple of ``2**(k − 52)``.
+that is at most ``2**53`` spacings, so a double, and each addition is exact (in any order). Each
+group's level sum is then an exact integer multiple of ``2**(k − 52)``.
 
 Squares and products: each factor is split exactly into two halves of at most 26 significant bits
 (Veltkamp's split, Dekker 1971, "A floating-point technique for extending the available precision",
@@ -118,32 +121,39 @@ def _split_large(p: np.ndarray) -> int:
 
 
 def _block_units(p: np.ndarray, t: np.ndarray, r: tuple[np.ndarray, np.ndarray]) -> int:
-    """``Σ p`` exactly, in units of ``2**-1074`` (see the module docstring, steps 1-5)."""
+    """``Σ p`` exactly, in units of ``2**-1074`` (see the module docstring, steps 1-5). A remainder is
+    never ``−0.0`` (``x + (−x)`` is ``+0`` in round-to-nearest, and ``β − t_i`` is ``+0`` when zero), so the
+    remainders are all zero iff the largest bit pattern among them is 0; the next level's ``k`` is the
+    bound ``k − 52 + m`` (``|r_i| <= 2**(k − 53)``) while nothing is compressed, else from the extremes."""
     total = 0
     hi, lo = _extremes(p)
+    if hi == 0.0 and lo == 0.0:
+        return 0
+    m = max(2, p.size.bit_length() - 10)
+    k = _level(hi, lo, m)
     level = 0
-    while hi != 0.0 or lo != 0.0:
+    while True:
         n = p.size
-        m = max(2, n.bit_length() - 10)
-        k = _level(hi, lo, m)
         if k > _K_MAX:
             return total + _split_large(p)
         beta = math.ldexp(1.5, k)
         tt = t[:n]
         np.add(p, beta, out=tt)
-        z = (int(tt.view(np.uint64).sum(dtype=np.uint64)) - n * _bits(beta)) % (1 << 64)
-        if z >= 1 << 63:
-            z -= 1 << 64
-        total += z << (k - 52 + _UNIT)
+        z = int(tt.view(np.uint64).sum(dtype=np.uint64)) - n * (((k + 1023) << 52) | (1 << 51))  # − n·bits(β)
+        total += (((z + (1 << 63)) % (1 << 64)) - (1 << 63)) << (k - 52 + _UNIT)  # the signed residue
         rest = r[level & 1][:n]
         np.subtract(beta, tt, out=tt)
         np.add(tt, p, out=rest)
         p = rest
         level += 1
-        hi, lo = _extremes(p)
-        if level >= 2 and (hi != 0.0 or lo != 0.0):
+        if not rest.view(np.uint64).max():
+            return total
+        if level >= 2:  # what is left is sparse: compress it, and read its extremes
             p = p[np.flatnonzero(p)]
-    return total
+            m = max(2, p.size.bit_length() - 10)
+            k = _level(*_extremes(p), m)
+        else:
+            k = max(k - 52 + m, _K_MIN)
 
 
 def _units(x: np.ndarray) -> int:
