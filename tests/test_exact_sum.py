@@ -274,3 +274,87 @@ def test_grouped_level_sums_stay_below_two_to_the_53_spacings():
     its spacing is chosen from the group size (m = bitlength(n)); three bits less and they round."""
     x = 1 + np.random.default_rng(6).random(8192)
     assert exact_sums_by(np.zeros(x.size, dtype=np.int64), x, 1) == [_sum(x)]
+
+
+# --------------------------------------------------------------------------- clip_norm's exact check, per row
+
+
+def _norm_exceeds(row, bound: Fraction, order: int) -> bool:
+    values = [Fraction(v) for v in row.tolist()]
+    if order == 1:
+        return sum(abs(v) for v in values) > bound
+    return sum(v * v for v in values) > bound * bound
+
+
+def _adversarial_rows(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((300, 3)) * np.exp2(rng.integers(-30, 30, (300, 1)))
+    special = np.array(
+        [
+            [0.6, 0.8, 0.0],
+            [1.0, 1e-17, 0.0],
+            [1.0, 1e-10, -0.0],
+            [TINY, -TINY, 3 * TINY],
+            [2.0**-600, 1.0, 0.0],
+            [1e200, 1e200, -1e200],
+            [MAX, 0.0, 0.0],
+            [NORMAL, 1e-300, -1.0],
+        ]
+    )
+    return np.concatenate([rows, special])
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_row_norms_are_compared_with_the_bound_exactly(order):
+    from dpharness.mechanisms.parts.transformations import _norms_exceed
+
+    rows = _adversarial_rows(7)
+    for bound in (Fraction(1), Fraction(MAX), Fraction(TINY), Fraction(3, 7)):
+        want = [_norm_exceeds(row, bound, order) for row in rows]
+        assert _norms_exceed(rows, bound, order).tolist() == want
+    if order == 1:  # a row at exactly the bound does not exceed it; below its norm by 2**-2000, it does
+        for row in rows[-8:]:
+            exact = sum(abs(Fraction(v)) for v in row.tolist())
+            assert not _norms_exceed(row[None, :], exact, 1)[0]
+            assert _norms_exceed(row[None, :], exact - Fraction(1, 2**2000), 1)[0] == (exact > 0)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_clip_norm_shrinks_each_row_as_the_row_by_row_check_did(norm, monkeypatch):
+    from dpharness.mechanisms.parts import transformations
+
+    rows = _adversarial_rows(8)
+    rows[:50] = rows[:50] / np.linalg.norm(rows[:50], axis=1, keepdims=True)  # at the bound, up to ulps
+    for bound in (1.0, 0.5, 1e-300):
+        fast = dp.clip_norm(bound, norm=norm).apply(rows)
+        order = 1 if norm == "l1" else 2
+        monkeypatch.setattr(
+            transformations,
+            "_norms_exceed",
+            lambda v, b, o: np.array([_norm_exceeds(row, b, o) for row in v], dtype=bool),
+        )
+        slow = dp.clip_norm(bound, norm=norm).apply(rows)
+        monkeypatch.undo()
+        assert np.array_equal(fast, slow)
+        assert not any(_norm_exceeds(row, Fraction(bound), order) for row in fast)
+
+
+def _squares_by(codes, x, n) -> list[Fraction]:
+    units, exponent = _exactsum.sums_by_units(codes, x, n, squares=True)
+    return [int(u) * Fraction(2) ** exponent for u in units.tolist()]
+
+
+def test_grouped_sums_of_squares():
+    rng = np.random.default_rng(9)
+    x = np.concatenate([ADVERSARIAL["every binade"][:800], rng.random(500), [MAX, -MAX, TINY, 0.0, -0.0]])
+    codes = rng.integers(0, 4, x.size)
+    assert _squares_by(codes, x, 5) == [_squares(x[codes == j]) for j in range(5)]
+    safe = rng.random(1000)
+    assert _squares_by(np.arange(1000) % 3, safe, 3) == [_squares(safe[j::3]) for j in range(3)]
+
+
+@_PROPERTY
+@given(_doubles(), st.integers(1, 4))
+def test_property_grouped_squares(x, n_groups):
+    codes = np.arange(x.size) % n_groups
+    assert _squares_by(codes, x, n_groups) == [_squares(x[codes == j]) for j in range(n_groups)]

@@ -48,7 +48,8 @@ Grouped sums (:func:`exact_sums_by`) extract the same way with ``m = max(2, bitl
 ``u_i = β − t_i = −q_i`` per group with ``np.bincount`` (float64, in order): every partial sum of a group
 is a multiple of ``2**(k − 52)`` of magnitude at most ``n (2**(k − m) + 2**(k − 53)) <= 2**(k + 1)``,
 that is at most ``2**53`` spacings, so a double, and each addition is exact (in any order). Each
-group's level sum is then an exact integer multiple of ``2**(k − 52)``.
+group's level sum is then an exact integer multiple of ``2**(k − 52)``. Sums of squares per group
+(:func:`sums_by_units`) add the exact partial products below per group the same way.
 
 Squares and products: each factor is split exactly into two halves of at most 26 significant bits
 (Veltkamp's split, Dekker 1971, "A floating-point technique for extending the available precision",
@@ -74,7 +75,7 @@ import numpy as np
 
 from dpharness.errors import ParameterError
 
-__all__ = ["exact_sum", "exact_sum_squares", "exact_sum_products", "exact_sums_by"]
+__all__ = ["exact_sum", "exact_sum_squares", "exact_sum_products", "exact_sums_by", "sums_by_units"]
 
 _BLOCK = 1 << 15  # elements extracted at once (in cache)
 _GROUP_BLOCK = 1 << 20  # elements per block of a grouped sum
@@ -295,9 +296,15 @@ def _grouped_units(codes: np.ndarray, p: np.ndarray, n_groups: int, acc: np.ndar
             codes, p = codes[keep], p[keep]
 
 
-def exact_sums_by(codes: np.ndarray, x: np.ndarray, n_groups: int) -> list[Fraction]:
-    """The exact sum of the doubles of ``x`` per group: ``codes`` (integers in ``[0, n_groups)``, one
-    per value) names each value's group; an empty group sums to 0."""
+def _grouped_blocks(codes: np.ndarray, x: np.ndarray, n_groups: int, acc: np.ndarray) -> None:
+    for i in range(0, x.size, _GROUP_BLOCK):
+        _grouped_units(codes[i : i + _GROUP_BLOCK], x[i : i + _GROUP_BLOCK], n_groups, acc)
+
+
+def sums_by_units(codes: np.ndarray, x: np.ndarray, n_groups: int, squares: bool = False) -> tuple[np.ndarray, int]:
+    """Per group, the exact sum of the doubles of ``x`` (``squares``: of their squares) as integers and one
+    exponent: group ``j`` sums to ``units[j] · 2**exponent`` (``units`` an object array of Python ints,
+    compared and scaled at numpy's pace). ``codes`` as in :func:`exact_sums_by`."""
     x = np.ascontiguousarray(x, dtype=np.float64).ravel()
     codes = np.asarray(codes).ravel()
     if codes.shape != x.shape or (codes.size and not np.issubdtype(codes.dtype, np.integer)):
@@ -306,9 +313,39 @@ def exact_sums_by(codes: np.ndarray, x: np.ndarray, n_groups: int) -> list[Fract
         raise ParameterError(f"codes must lie in [0, n_groups={n_groups}); pass group indices below n_groups.")
     codes = codes.astype(np.intp, copy=False)
     acc = np.zeros(n_groups, dtype=object)
-    for i in range(0, x.size, _GROUP_BLOCK):
-        _grouped_units(codes[i : i + _GROUP_BLOCK], x[i : i + _GROUP_BLOCK], n_groups, acc)
-    return [_fraction(int(u)) for u in acc.tolist()]
+    if not squares:
+        _grouped_blocks(codes, x, n_groups, acc)
+        return acc, -_UNIT
+    if x.size:
+        _extremes(x)  # refuses a value that is not finite
+    safe = _safe(x)
+    for term in _product_terms(x[safe], None):  # exact doubles, as in exact_sum_squares
+        _grouped_blocks(codes[safe], term, n_groups, acc)
+    if safe.all():
+        return acc, -_UNIT
+    # the others normalised, their exact partial products scaled into bands of 2**512 (as _general_products)
+    fraction, s = np.frexp(x[~safe])
+    s = 2 * s.astype(np.int64)
+    band = np.floor_divide(s, _BAND)
+    offset, rest = s - band * _BAND, codes[~safe]
+    bands = {}
+    for b in np.unique(band).tolist():
+        rows = band == b
+        bands[b * _BAND] = part = np.zeros(n_groups, dtype=object)
+        for term in _product_terms(fraction[rows], None):
+            _grouped_blocks(rest[rows], np.ldexp(term, offset[rows]), n_groups, part)
+    low = min(0, *bands)
+    acc = acc * (1 << -low)
+    for e, part in bands.items():
+        acc += part * (1 << (e - low))
+    return acc, low - _UNIT
+
+
+def exact_sums_by(codes: np.ndarray, x: np.ndarray, n_groups: int) -> list[Fraction]:
+    """The exact sum of the doubles of ``x`` per group: ``codes`` (integers in ``[0, n_groups)``, one
+    per value) names each value's group; an empty group sums to 0."""
+    units, exponent = sums_by_units(codes, x, n_groups)
+    return [_fraction(int(u), exponent) for u in units.tolist()]
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402
