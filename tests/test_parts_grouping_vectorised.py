@@ -178,3 +178,71 @@ def test_distinct_users_per_key_are_counted_as_np_unique_does():
     for user in (None, 1):
         for rows in (None, kept):
             assert np.array_equal(g.counts(data, user, rows), _reference_counts(g, data, user, rows))
+
+
+# --------------------------------------------------------------------------- contribution bounding, user by user as it was
+
+
+def _reference_user_groups(arr, b):
+    users = arr[:, b.user]
+    order = np.argsort(users, kind="stable")
+    _, starts = np.unique(users[order], return_index=True)
+    return np.split(order, starts[1:]) if len(order) else []
+
+
+def _reference_user_counts(b, g, arr, size, rng):
+    total = np.zeros((size, len(g.keys)), dtype=np.int64)
+    key_index = {float(k): i for i, k in enumerate(g.keys)}
+    for rows in _reference_user_groups(arr, b):
+        keys = arr[rows, b.by]
+        if grouping._kept_deterministically(arr, rows, b):
+            for k in np.unique(keys):
+                if float(k) in key_index:
+                    total[:, key_index[float(k)]] += 1
+            continue
+        n = len(rows)
+        chunk = grouping._chunk(n)
+        for start in range(0, size, chunk):
+            stop = min(size, start + chunk)
+            order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
+            kept = grouping._kept_in_order(keys, np.argsort(order, axis=1, kind="stable"), b)
+            for k in np.unique(keys):
+                if float(k) in key_index:
+                    total[start:stop, key_index[float(k)]] += kept[:, keys == k].any(axis=1)
+    return total
+
+
+def _reference_kept_rows(b, arr, size, rng):
+    mask = np.ones((size, len(arr)), dtype=bool)
+    for rows in _reference_user_groups(arr, b):
+        if grouping._kept_deterministically(arr, rows, b):
+            continue
+        order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (size, 1)), axis=1)
+        mask[:, rows] = grouping._kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
+    return mask
+
+
+@pytest.mark.parametrize("max_records, max_per_partition, max_partitions", [(3, 1, None), (4, 2, 2), (50, 50, None)])
+def test_bounding_draws_user_by_user_as_before(max_records, max_per_partition, max_partitions):
+    """Users whose records are all kept whatever the order are counted at once; the others draw in turn by
+    increasing id, so counts and masks equal the user-by-user loop's for the same seed."""
+    rng = np.random.default_rng(11)
+    users = rng.choice([-0.0, 0.0, 1.0, 2.0, 3.0, 4.5, 7.0, 9.0, 12.0], 200)
+    keys = rng.choice([0.0, -0.0, 1.0, 2.0, 3.0, 2.5, 30.0], 200)
+    arr = np.column_stack([users, keys])
+    arr = np.concatenate([arr, [[20.0, 1.0], [21.0, 2.0], [21.0, 3.0], [22.0, 1.0], [22.0, 1.0]]])  # small users
+    b = dp.bound_contributions(
+        user=0, by=1, max_records=max_records, max_per_partition=max_per_partition, max_partitions=max_partitions
+    )
+    g = dp.group_by(by=1, keys=range(4), select=_SELECT)
+    for data in (arr, arr[:0], arr[-5:]):
+        assert np.array_equal(
+            grouping.user_counts(b, g, data, 25, np.random.default_rng(3)),
+            _reference_user_counts(b, g, data, 25, np.random.default_rng(3)),
+        )
+        assert np.array_equal(
+            grouping.kept_rows(b, data, 25, np.random.default_rng(4)),
+            _reference_kept_rows(b, data, 25, np.random.default_rng(4)),
+        )
+        kept = grouping._user_runs(data, b)[2] if len(data) else np.zeros(0, dtype=bool)
+        assert kept.tolist() == [grouping._kept_deterministically(data, r, b) for r in _reference_user_groups(data, b)]

@@ -554,19 +554,37 @@ def check_user_level(relation: Relation, steps: Step, space: Space) -> None:
         )
 
 
-def _user_groups(arr: np.ndarray, b: BoundContributions) -> list[np.ndarray]:
-    users = arr[:, b.user]
-    order = np.argsort(users, kind="stable")
-    _, starts = np.unique(users[order], return_index=True)
-    return np.split(order, starts[1:]) if len(order) else []
-
-
 def _kept_deterministically(arr: np.ndarray, rows: np.ndarray, b: BoundContributions) -> bool:
     """A user whose every record is kept whatever the order: at most m per key, k in all, ℓ keys."""
     if len(rows) > b.max_records:
         return False
     _, n = np.unique(arr[rows, b.by], return_counts=True)
     return bool(n.max(initial=0) <= b.max_per_partition) and (b.max_partitions is None or len(n) <= b.max_partitions)
+
+
+def _user_runs(arr: np.ndarray, b: BoundContributions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The users without a Python loop: (``order``, ``bounds``, ``kept``): user ``j``'s rows are
+    ``order[bounds[j]:bounds[j + 1]]`` (users by increasing id, equal as floats; rows in input order), and
+    ``kept[j]`` says whether every record of user ``j`` is kept whatever the order
+    (:func:`_kept_deterministically`: at most k records, m per key, ℓ keys), from one sort by (user, key)."""
+    users, keys = arr[:, b.user], arr[:, b.by]
+    order = np.argsort(users, kind="stable")
+    if len(order) == 0:
+        return order, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=bool)
+    by_pair = np.lexsort((keys, users))
+    u, k = users[by_pair], keys[by_pair]
+    new_user = np.concatenate([[True], u[1:] != u[:-1]])
+    new_pair = new_user | np.concatenate([[True], k[1:] != k[:-1]])
+    starts, pair_starts = np.flatnonzero(new_user), np.flatnonzero(new_pair)
+    records = np.diff(np.append(starts, len(u)))
+    pairs = np.add.reduceat(new_pair.astype(np.int64), starts)  # distinct keys per user
+    per_pair = np.diff(np.append(pair_starts, len(u)))  # records per (user, key)
+    first_pair = np.searchsorted(pair_starts, starts)  # each user's first (user, key) run
+    most = np.maximum.reduceat(per_pair, first_pair)
+    kept = (records <= b.max_records) & (most <= b.max_per_partition)
+    if b.max_partitions is not None:
+        kept &= pairs <= b.max_partitions
+    return order, np.append(starts, len(u)), kept
 
 
 def _kept_in_order(keys: np.ndarray, rank: np.ndarray, b: BoundContributions) -> np.ndarray:
@@ -595,24 +613,26 @@ def _kept_in_order(keys: np.ndarray, rank: np.ndarray, b: BoundContributions) ->
 
 
 def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-    """(size, |keys|) distinct-user counts per encoded key after a fresh bounding draw per release."""
+    """(size, |keys|) distinct-user counts per encoded key after a fresh bounding draw per release: the users
+    whose records are all kept whatever the order counted at once (they draw nothing), then each other
+    user in turn (by increasing id, as the draws were always made)."""
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     total = np.zeros((size, len(g.keys)), dtype=np.int64)
+    order, bounds, kept_all = _user_runs(arr, b)
+    if kept_all.any():  # one count per distinct (user, key) of those users
+        rows = order[np.repeat(kept_all, np.diff(bounds))]
+        total += g.counts(arr[rows], user=b.user)[None, :]
     key_index = {float(k): i for i, k in enumerate(g.keys)}
-    for rows in _user_groups(arr, b):
+    for j in np.flatnonzero(~kept_all):
+        rows = order[bounds[j] : bounds[j + 1]]
         keys = arr[rows, b.by]
-        if _kept_deterministically(arr, rows, b):
-            for k in np.unique(keys):
-                if float(k) in key_index:
-                    total[:, key_index[float(k)]] += 1
-            continue
         n = len(rows)
         chunk = _chunk(n)
         for start in range(0, size, chunk):
             stop = min(size, start + chunk)
-            order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
-            rank = np.argsort(order, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
+            order_s = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
+            rank = np.argsort(order_s, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
             kept = _kept_in_order(keys, rank, b)
             for k in np.unique(keys):
                 if float(k) in key_index:
@@ -621,18 +641,19 @@ def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: n
 
 
 def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-    """(size, n) mask of the records each release keeps (a fresh bounding draw per release)."""
+    """(size, n) mask of the records each release keeps (a fresh bounding draw per release for each user
+    whose records are not all kept whatever the order, by increasing id)."""
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     mask = np.ones((size, len(arr)), dtype=bool)
-    for rows in _user_groups(arr, b):
-        if _kept_deterministically(arr, rows, b):
-            continue
+    order, bounds, kept_all = _user_runs(arr, b)
+    for j in np.flatnonzero(~kept_all):
+        rows = order[bounds[j] : bounds[j + 1]]
         chunk = _chunk(len(rows))
         for start in range(0, size, chunk):
             stop = min(size, start + chunk)
-            order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (stop - start, 1)), axis=1)
-            mask[start:stop, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
+            order_s = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (stop - start, 1)), axis=1)
+            mask[start:stop, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order_s, axis=1, kind="stable"), b)
     return mask
 
 
@@ -726,7 +747,7 @@ def leaf(step: Step, value: Any, space: Space | None = None, walk: Any = None) -
     b, g, _ = split_bounded(step)
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
-    if not all(_kept_deterministically(arr, rows, b) for rows in _user_groups(arr, b)):
+    if not _user_runs(arr, b)[2].all():
         raise UnsupportedError(
             f"{b.describe()} drops records at random on this input; its output law is a mixture over "
             "the draws, not listed here (the proof covers every draw)"
