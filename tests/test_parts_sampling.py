@@ -44,7 +44,7 @@ def _bracket(proof):
     m = re.search(r"ε\(δ = [^)]*\) ∈ \[([-0-9.e+]+), ([-0-9.e+]+)\]", text)
     if m:
         return float(m.group(1)), float(m.group(2))
-    m = re.search(r"ε\(δ = [^)]*\) <= ([-0-9.e+]+) \(no certified lower end", text)
+    m = re.search(r"ε\(δ = [^)]*\) <= ([-0-9.e+]+) \(no (?:certified )?lower end", text)
     return None, float(m.group(1))
 
 

@@ -197,6 +197,16 @@ class Step:
     def execute_head(self, chain: "Chain", value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
         return NotImplemented
 
+    def execute_batch(self, batch: "Batch", space: Space, rng: np.random.Generator) -> np.ndarray:
+        """One release per sample of ``batch``, sample i on its own records with its own state (the rounds
+        of :func:`~dpharness.mechanisms.parts.iterate` run side by side). This default runs them one at a
+        time through :meth:`execute` (the same code, so the same law); a step that can do them at once
+        overrides it with the same law per sample."""
+        return batch.one_by_one(self, space, rng)
+
+    def execute_batch_head(self, chain: "Chain", batch: "Batch", space: Space, rng: np.random.Generator) -> Any:
+        return NotImplemented
+
 
 record_definition(Step)
 
@@ -224,6 +234,15 @@ class Transformation(Step):
     def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
         return self.apply(value)
 
+    # ``rowwise``: each output record is a function of one input record alone (a record-wise map), so the
+    # records of every sample of a batch can be mapped in one call
+    rowwise: ClassVar[bool] = False
+
+    def apply_rows(self, rows: Any, states: np.ndarray | None) -> Any:
+        """``apply`` on the rows of a batch (``rowwise`` steps only); ``states[k]``: the iterate state of
+        row k's sample (None outside an iteration)."""
+        return self.apply(rows)
+
 
 class Measurement(Step):
     """A randomized step: ``run(value, size, rng)`` returns ``size`` outputs (first axis indexes
@@ -242,6 +261,61 @@ class Measurement(Step):
     def execute(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
         out = self.run(value, space, size, rng)
         return out[:, 0] if out.shape[1] == 1 and space.kind in ("scalar", "record") else out
+
+    def execute_batch(self, batch: "Batch", space: Space, rng: np.random.Generator) -> np.ndarray:
+        if batch.values is not None:  # one aggregate per sample: the noise of every sample at once
+            return self.run_each(batch.values, space, rng)
+        return batch.one_by_one(self, space, rng)
+
+    def run_each(self, values: list, space: Space, rng: np.random.Generator) -> np.ndarray:
+        """One output per value of ``values`` (sample i on ``values[i]``), rows in order; this default
+        calls :meth:`run` once per value (a noise family with a vectorised form overrides it, same law)."""
+        outs = [np.asarray(self.run(v, space, 1, rng)).reshape(1, -1) for v in values]
+        return np.concatenate(outs) if outs else np.zeros((0, self.out_width(space)))
+
+
+class Batch:
+    """Many releases at once, each on its own records and with its own iterate state: the records as one
+    array ``rows`` whose row k belongs to sample ``codes[k]`` (in ``[0, n)``), or, after an aggregate, one
+    exact value per sample (``values``). ``states[i]``: sample i's state (None outside an iteration)."""
+
+    def __init__(self, n: int, states: np.ndarray | None, rows: Any = None, codes: Any = None, values: Any = None):
+        self.n, self.states, self.rows, self.codes, self.values = n, states, rows, codes, values
+
+    @classmethod
+    def tiled(cls, value: Any, n: int, states: np.ndarray | None) -> "Batch":
+        """Every sample on the whole of ``value``."""
+        arr = np.asarray(value)
+        return cls(n, states, np.concatenate([arr] * n) if n else arr[:0], np.repeat(np.arange(n), len(arr)))
+
+    def per_sample(self) -> list:
+        """Each sample's records (rows in their order in the batch), or each sample's value."""
+        if self.values is not None:
+            return list(self.values)
+        order = np.argsort(self.codes, kind="stable")
+        bounds = np.searchsorted(self.codes[order], np.arange(1, self.n))
+        return np.split(self.rows[order], bounds)
+
+    def row_states(self) -> np.ndarray | None:
+        return None if self.states is None else self.states[self.codes]
+
+    def one_by_one(self, step: Step, space: Space, rng: np.random.Generator) -> np.ndarray:
+        """``step`` run once per sample on that sample's records (or value) with its state set."""
+        outs = []
+        for i, mine in enumerate(self.per_sample()):
+            token = None if self.states is None else _ITERATE_STATE.set(self.states[i])
+            try:
+                out = flatten(execute(step, mine, space, 1, rng))
+            finally:
+                if token is not None:
+                    _ITERATE_STATE.reset(token)
+            outs.append(np.asarray(out, dtype=float).reshape(1, -1))
+        return np.concatenate(outs) if outs else np.zeros((0, 0))
+
+
+def execute_batch(step: Step, batch: Batch, space: Space, rng: np.random.Generator) -> np.ndarray:
+    """``batch.n`` releases of ``step``, shape (n, width): see :meth:`Step.execute_batch`."""
+    return np.asarray(step.execute_batch(batch, space, rng), dtype=float).reshape(batch.n, -1)
 
 
 def _need(space: Space, kind: str, what: str) -> None:
@@ -294,6 +368,22 @@ class Chain(Step):
             return execute(self.second, self.first.apply(value), self.first.out_space(space), size, rng)
         first = execute(self.first, value, space, size, rng)
         return _post_chain(self.second, first)
+
+    def execute_batch(self, batch: Batch, space: Space, rng: np.random.Generator) -> np.ndarray:
+        headed = self.first.execute_batch_head(self, batch, space, rng)
+        if headed is not NotImplemented:
+            return headed
+        t = self.first
+        if isinstance(t, Transformation) and batch.values is None:
+            after = t.out_space(space)
+            if t.rowwise:  # every sample's records mapped in one call, each row by itself
+                mapped = Batch(batch.n, batch.states, t.apply_rows(batch.rows, batch.row_states()), batch.codes)
+                return execute_batch(self.second, mapped, after, rng)
+            by = getattr(t, "apply_by", None)  # an aggregate (it reads no state)
+            if by is not None:
+                values = by(batch.rows, batch.codes, batch.n)  # one exact value per sample
+                return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)
+        return batch.one_by_one(self, space, rng)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,23 @@ from ._base import Distance, Space, _frac, _rhu
 LAPLACE_MIN_UNITS = Fraction(1, 2**1000)
 
 
+def _centres_each(values: list, g: Fraction) -> list[int] | None:
+    """``_centres`` of many scalar values at once (each a Fraction or int), by integer arithmetic only:
+    floor(v/g + 1/2) = floor((2·p·g_d + q·g_n) / (2·q·g_n)) for v = p/q, g = g_n/g_d (the same integers
+    ``_rhu`` computes, without building a Fraction per value); None when a value is of another type."""
+    gn, gd = g.numerator, g.denominator
+    out = []
+    for v in values:
+        if isinstance(v, Fraction):
+            p, q = v.numerator, v.denominator
+        elif isinstance(v, int):
+            p, q = v, 1
+        else:
+            return None
+        out.append(max(-_MAX_UNITS, min(_MAX_UNITS, (2 * p * gd + q * gn) // (2 * q * gn))))
+    return out
+
+
 def _centres(value: Any, g: Fraction) -> list[int]:
     """The rounded centres ``floor(v/g + 1/2)`` of every coordinate, saturated to ``[−2**52, 2**52]``."""
     if isinstance(value, np.ndarray):

@@ -18,7 +18,7 @@ from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
 from ._base import (
-    _ITERATE_STATE,
+    Batch,
     _budget,
     Post,
     Space,
@@ -29,7 +29,7 @@ from ._base import (
     _Tuple,
     check_structure,
     execute,
-    flatten,
+    execute_batch,
     register,
 )
 
@@ -183,6 +183,7 @@ class Iterate(Step):
     init: Any = field(compare=False, default=None)
     update: Callable | None = field(compare=False, default=None)
     output: str = "state"
+    vectorized: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
@@ -223,27 +224,44 @@ class Iterate(Step):
 
 def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` independent runs, each ``times`` rounds with its own state (the rounds of one run are
-    sequential: each round's map functions see the state the previous releases produced)."""
-    outs = []
-    for _ in range(size):
-        state = np.array(step.init)
-        releases = []
-        for _ in range(step.times):
-            token = _ITERATE_STATE.set(state)
-            try:
-                release = flatten(execute(step.part, value, space, 1, rng))[0]
-            finally:
-                _ITERATE_STATE.reset(token)
-            releases.append(np.atleast_1d(release))
-            state = np.asarray(step.update(state, release), dtype=float).reshape(-1)
-            if state.shape != step.init.shape or not np.all(np.isfinite(state)):
-                raise ParameterError(
-                    f"update returned a state of shape {state.shape} (or not finite); return "
-                    f"{len(step.init)} finite numbers, like init."
-                )
-        outs.append(state if step.output == "state" else np.concatenate(releases))
-    out = np.asarray(outs)
+    sequential: each round's map functions see the state the previous releases produced). The runs go
+    side by side: each round is one batch of ``size`` releases (:meth:`Step.execute_batch`: run i on the
+    data with state i; the steps that can, run every run's records at once, with the same law per run),
+    then each run's state is updated from its own release."""
+    states = np.tile(step.init, (size, 1))
+    releases = []
+    for _ in range(step.times):
+        out = execute_batch(step.part, Batch.tiled(value, size, states), space, rng)
+        releases.append(out)
+        batched = _updated_all(step, states, out) if step.vectorized and size else None
+        if batched is not None:
+            states = batched
+        elif size:
+            states = np.stack([_updated(step, states[i], out[i]) for i in range(size)])
+    out = states if step.output == "state" else np.concatenate(releases, axis=1) if releases else states
     return out[:, 0] if out.shape[1] == 1 else out
+
+
+def _updated_all(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray | None:
+    """Every run's next state in one call of ``update(states, releases)`` (``vectorized=True``: row i of
+    the result from row i alone); None when it raises or returns another shape (then run by run)."""
+    try:
+        new = np.asarray(step.update(states, releases), dtype=float)
+    except Exception:  # noqa: BLE001 - redone run by run, which reports a bad update
+        return None
+    if new.shape != states.shape or not np.all(np.isfinite(new)):
+        return None
+    return new
+
+
+def _updated(step: Iterate, state: np.ndarray, release: np.ndarray) -> np.ndarray:
+    new = np.asarray(step.update(state, release[0] if release.shape == (1,) else release), dtype=float).reshape(-1)
+    if new.shape != step.init.shape or not np.all(np.isfinite(new)):
+        raise ParameterError(
+            f"update returned a state of shape {new.shape} (or not finite); return {len(step.init)} finite "
+            "numbers, like init."
+        )
+    return new
 
 
 register(Compose, Parallel, Repeat, Iterate)
@@ -335,10 +353,17 @@ def repeat(times: int, part: Step) -> Repeat:
     return Repeat(times, part)
 
 
-def iterate(times: int, part: Step, *, init: Any, update: Callable, output: str = "state") -> Iterate:
+def iterate(
+    times: int, part: Step, *, init: Any, update: Callable, output: str = "state", vectorized: bool = False
+) -> Iterate:
     """``times`` adaptive rounds of ``part`` (DP-SGD: ``dp.poisson_sample(q) >> dp.map_records(grad) >>
-    dp.clip_norm(C) >> dp.sum() >> dp.gaussian(sigma=σC)``, with ``update(θ, noisy_sum)`` the step)."""
-    return Iterate(times, part, init, update, output)
+    dp.clip_norm(C) >> dp.sum() >> dp.gaussian(sigma=σC)``, with ``update(θ, noisy_sum)`` the step).
+
+    Many runs (an audit's samples) go side by side. ``vectorized=True`` declares that ``update`` also
+    takes arrays: ``update(states, releases)`` (shapes (runs, state size) and (runs, release width)) returns
+    one row per run, row i from row i alone; otherwise it is called once per run and round."""
+    _v.choice("vectorized", vectorized, (True, False))
+    return Iterate(times, part, init, update, output, vectorized)
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

@@ -15,7 +15,15 @@ from dpharness.errors import ParameterError
 from dpharness.mechanisms._noise import DEFAULT_GRANULARITY, check_granularity, ratio_up
 
 from ._base import Distance, Measurement, Post, Space, Step, _budget, _chain, _float_exact, _frac, _plain, register
-from ._grid import _MAX_SCALE_UNITS, LAPLACE_MIN_UNITS, _centres, _check_scale_units, _release, grid_steps
+from ._grid import (
+    _MAX_SCALE_UNITS,
+    LAPLACE_MIN_UNITS,
+    _centres,
+    _centres_each,
+    _check_scale_units,
+    _release,
+    grid_steps,
+)
 
 __all__ = [
     "GridLaplace",
@@ -89,6 +97,20 @@ class _GridNoise(Measurement):
         g = self.g
         c = _centres(value, g)
         return _release(c, self._noise((size, len(c)), rng), g)
+
+    def run_each(self, values: list, space: Space, rng: np.random.Generator) -> np.ndarray:
+        """One release per value, all noise in one draw: row i is ``g·(centres(values[i]) + K_i)`` with
+        ``K_i`` i.i.d. as in :meth:`run` (the same law per row)."""
+        g = self.g
+        flat = _centres_each(values, g)  # one exact number per value (scalar aggregates): integer arithmetic
+        if flat is not None:
+            width = 1
+        else:
+            centres = [_centres(v, g) for v in values]
+            width = len(centres[0]) if centres else self.out_width(space)
+            flat = [c for row in centres for c in row]
+        noise = self._noise((len(values), width), rng).reshape(-1)
+        return np.asarray(_release(flat, noise, g)).reshape(len(values), width)
 
 
 @dataclass(frozen=True)

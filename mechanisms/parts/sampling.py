@@ -14,7 +14,7 @@ import numpy as np
 
 from dpharness.errors import ParameterError
 
-from ._base import Chain, Space, Step, _need, _plain, check_structure, execute, flatten, register
+from ._base import Batch, Chain, Space, Step, _need, _plain, check_structure, execute, execute_batch, flatten, register
 
 __all__ = ["PoissonSample", "poisson_sample", "FixedSample", "sample"]
 
@@ -69,6 +69,9 @@ class PoissonSample(_Subsample):
     def execute_head(self, chain: Chain, value: Any, space: Space, size: int, rng: np.random.Generator) -> Any:
         return _subsampled(self, chain.second, value, space, size, rng)
 
+    def execute_batch_head(self, chain: Chain, batch: Batch, space: Space, rng: np.random.Generator) -> Any:
+        return _subsampled_batch(self, chain.second, batch, space, rng)
+
 
 register(PoissonSample)
 
@@ -87,6 +90,19 @@ def _subsampled(
         return flatten(execute(rest, arr, space, size, rng))
     keep = bernoulli(sample.rate, (size, n), rng)
     return _run_on(keep, rest, arr, space, size, rng)
+
+
+def _subsampled_batch(sample: PoissonSample, rest: Step, batch: Batch, space: Space, rng: np.random.Generator) -> Any:
+    """A batch's releases, each on its own Poisson subsample of its own records: an exact Bernoulli(rate)
+    per (release, record), as :func:`_subsampled` draws them, then ``rest`` on the kept rows of every
+    release at once."""
+    from dpharness.mechanisms._exact import bernoulli
+
+    if batch.values is not None or len(batch.rows) == 0:
+        return NotImplemented
+    keep = bernoulli(sample.rate, (len(batch.rows),), rng)
+    kept = Batch(batch.n, batch.states, batch.rows[keep], batch.codes[keep])
+    return execute_batch(rest, kept, space, rng)
 
 
 def _run_on(

@@ -61,6 +61,7 @@ class Clamp(Transformation):
     map keeps neighbouring data sets neighbouring under add/remove and substitution."""
 
     per_key_role = "record-wise"
+    rowwise = True
 
     lo: Any
     hi: Any
@@ -105,8 +106,11 @@ class MapRecords(Transformation):
     largest double of that sign (then clipped like any other value). Stability holds for this total
     map: it is still one record in, one record out."""
 
+    rowwise = True
+
     fn: Callable = field(compare=False)
     columns: int = 1
+    vectorized: bool = False
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
@@ -131,10 +135,31 @@ class MapRecords(Transformation):
     def apply(self, value: Any) -> Any:
         arr = np.asarray(value, dtype=float)
         state = _ITERATE_STATE.get(None)
-        out = np.zeros((len(arr), self.columns))
-        for i, r in enumerate(arr):
-            out[i] = self._row(r, state)
+        return self.apply_rows(arr, None if state is None else np.tile(state, (len(arr), 1)))
+
+    def apply_rows(self, rows: Any, states: np.ndarray | None) -> Any:
+        """``apply`` on rows, row k with its own state ``states[k]`` (None outside an iteration): one call
+        of ``fn`` per row, or with ``vectorized=True`` one call on all rows (``fn(states, rows)``: row k of
+        the result is row k's value), the same total rule either way; a vectorised call that raises or
+        returns another shape is redone row by row."""
+        arr = np.asarray(rows, dtype=float)
+        out = self._all_rows(arr, states) if self.vectorized and len(arr) else None
+        if out is None:
+            out = np.zeros((len(arr), self.columns))
+            for k, r in enumerate(arr):
+                out[k] = self._row(r, None if states is None else states[k])
         return out[:, 0] if self.columns == 1 else out
+
+    def _all_rows(self, arr: np.ndarray, states: np.ndarray | None) -> np.ndarray | None:
+        try:
+            with np.errstate(all="ignore"):
+                got = np.asarray(self.fn(arr) if states is None else self.fn(states, arr), dtype=float)
+        except Exception:  # noqa: BLE001 - redone row by row, where the total rule applies
+            return None
+        if got.shape not in ((len(arr), self.columns), (len(arr),) if self.columns == 1 else ()):
+            return None
+        got = got.reshape(len(arr), self.columns)
+        return np.nan_to_num(got, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
 
     def _row(self, record: Any, state: Any) -> np.ndarray:
         """The map's value on one record, made total (the rule the proof states): a call that raises, or
@@ -159,6 +184,8 @@ class ClipNorm(Transformation):
     so ‖output‖ <= bound holds exactly. One column: exactly ``clamp(−bound, bound)``. 1-stable
     (record-wise); every output column lies in ``[−bound, bound]``, the box the aggregates that follow
     read (for several columns this box is looser than the norm ball)."""
+
+    rowwise = True
 
     bound: Any
     norm: str = "l2"
@@ -235,6 +262,7 @@ class Column(Transformation):
     """Record-wise: keep column ``j`` of multi-column records (1-stable)."""
 
     per_key_role = "record-wise"
+    rowwise = True
 
     j: int
 
@@ -539,10 +567,17 @@ def histogram(edges: Sequence | None = None, *, categories: Sequence | None = No
     return Histogram(None if edges is None else tuple(edges), None if categories is None else tuple(categories))
 
 
-def map_records(fn: Callable, *, columns: int = 1) -> MapRecords:
+def map_records(fn: Callable, *, columns: int = 1, vectorized: bool = False) -> MapRecords:
     """Map every record by ``fn`` (a number, or ``columns`` numbers, per record; inside
-    :func:`iterate` ``fn(state, record)``). Clip the result before aggregating it."""
-    return MapRecords(fn, columns)
+    :func:`iterate` ``fn(state, record)``). Clip the result before aggregating it.
+
+    ``vectorized=True`` declares that ``fn`` also takes arrays of rows: ``fn(records)`` (inside
+    :func:`iterate`: ``fn(states, records)``, row k of ``states`` the state of row k's run) returns one
+    row of values per row, row k computed from row k alone (numpy operations along the last axis do
+    this). The proof relies on that row-wise contract as it does on ``fn`` being pure; a per-record
+    ``fn`` (the default) is called once per record, which is slow on large inputs."""
+    _v.choice("vectorized", vectorized, (True, False))
+    return MapRecords(fn, columns, vectorized)
 
 
 def clip_norm(bound: Any, *, norm: str = "l2") -> ClipNorm:

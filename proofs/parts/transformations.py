@@ -40,6 +40,12 @@ def _stability(walk: Any, path: str, t: Transformation, space: Space, d: Distanc
             + (
                 " (whatever the function, and whatever state it is given; the map is total: a failing call or a "
                 "wrong-length value gives the all-zero record, NaN gives 0 and ±∞ the largest double of its sign)"
+                + (
+                    "; precondition: fn was declared vectorized=True, so it is called on arrays of rows, and row k "
+                    "of its value must depend on row k alone (stated, not checked)"
+                    if getattr(t, "vectorized", False)
+                    else ""
+                )
                 if isinstance(t, MapRecords)
                 else ""
             ),
