@@ -270,9 +270,10 @@ def test_property_in_small_blocks(x):
 
 
 def test_grouped_level_sums_stay_below_two_to_the_53_spacings():
-    """8192 values in [1, 2) in one group: the level sums of the grouped extraction are exact only because
-    its spacing is chosen from the group size (m = bitlength(n)); three bits less and they round."""
-    x = 1 + np.random.default_rng(6).random(8192)
+    """A full block (2**15) of values in [1, 2) in one group: the level sums of the grouped extraction are
+    exact only because its spacing is chosen from the block size (2**m >= 2n); three bits less and they
+    round."""
+    x = 1 + np.random.default_rng(6).random(2**15)
     assert exact_sums_by(np.zeros(x.size, dtype=np.int64), x, 1) == [_sum(x)]
 
 

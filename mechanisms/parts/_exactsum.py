@@ -44,8 +44,9 @@ The blocks are ``2**15`` elements (they stay in cache), and the blocks' integers
 few big-integer additions per block). Data of one magnitude range take two levels of four vectorised
 operations each.
 
-Grouped sums (:func:`exact_sums_by`) extract the same way with ``m = max(2, bitlength(n))`` and add
-``u_i = β − t_i = −q_i`` per group with ``np.bincount`` (float64, in order): every partial sum of a group
+Grouped sums (:func:`exact_sums_by`) extract the same way, block by block, with ``m = max(2,
+bitlength(n))`` for blocks of at most ``n`` values, and add ``u_i = β − t_i = −q_i`` per group with
+``np.bincount`` (float64, in order): every partial sum of a group
 is a multiple of ``2**(k − 52)`` of magnitude at most ``n (2**(k − m) + 2**(k − 53)) <= 2**(k + 1)``,
 that is at most ``2**53`` spacings, so a double, and each addition is exact (in any order). Each
 group's level sum is then an exact integer multiple of ``2**(k − 52)``. Sums of squares per group
@@ -78,7 +79,7 @@ from dpharness.errors import ParameterError
 __all__ = ["exact_sum", "exact_sum_squares", "exact_sum_products", "exact_sums_by", "sums_by_units"]
 
 _BLOCK = 1 << 15  # elements extracted at once (in cache)
-_GROUP_BLOCK = 1 << 20  # elements per block of a grouped sum
+_GROUP_BLOCK = 1 << 15  # elements per block of a grouped sum
 _UNIT = 1074  # results are integers in units of 2**-1074, the spacing of the subnormal doubles
 _K_MIN, _K_MAX = -1022, 1023  # 1.5 * 2**k and the binade [2**k, 2**(k+1)) stay normal and finite
 _SPLIT_SCALE = 128  # overflowing blocks: the large elements are summed scaled by 2**-128
@@ -297,8 +298,50 @@ def _grouped_units(codes: np.ndarray, p: np.ndarray, n_groups: int, acc: np.ndar
 
 
 def _grouped_blocks(codes: np.ndarray, x: np.ndarray, n_groups: int, acc: np.ndarray) -> None:
-    for i in range(0, x.size, _GROUP_BLOCK):
-        _grouped_units(codes[i : i + _GROUP_BLOCK], x[i : i + _GROUP_BLOCK], n_groups, acc)
+    """Add ``Σ x`` per group to ``acc``: two levels of the extraction on blocks of ``2**15`` (in cache) with
+    the same ``k`` for every block (from the extremes of all of ``x``; a larger ``k`` than a block needs is
+    still valid), so each level's integers add up across blocks in int64 (a block adds at most ``2**51``
+    per group; flushed to ``acc`` every 1024 blocks); the few non-zero remainders left after the two
+    levels, gathered from all blocks, by :func:`_grouped_units`."""
+    if x.size == 0:
+        return
+    hi, lo = _extremes(x)
+    if hi == 0.0 and lo == 0.0:
+        return
+    m = _GROUP_BLOCK.bit_length()  # 2**m > n for every block (the bound of _grouped_units)
+    k1 = _level(hi, lo, m)
+    if k1 > _K_MAX:
+        _grouped_units(codes, x, n_groups, acc)  # splits the large values
+        return
+    levels = [(k, math.ldexp(1.5, k), np.zeros(n_groups, dtype=np.int64)) for k in (k1, max(k1 - 52 + m, _K_MIN))]
+    size = min(_GROUP_BLOCK, x.size)
+    t, r = np.empty(size), (np.empty(size), np.empty(size))
+    tail_codes, tail = [], []
+
+    def flush() -> None:
+        for k, _, total in levels:
+            acc[:] += total.astype(object) * (1 << (k - 52 + _UNIT))
+            total[:] = 0
+
+    for block, i in enumerate(range(0, x.size, _GROUP_BLOCK)):
+        p, c = x[i : i + _GROUP_BLOCK], codes[i : i + _GROUP_BLOCK]
+        n = p.size
+        for (k, beta, total), rest in zip(levels, r):
+            tt, rr = t[:n], rest[:n]
+            np.add(p, beta, out=tt)
+            np.subtract(beta, tt, out=tt)  # −q, exactly
+            total -= np.ldexp(np.bincount(c, weights=tt, minlength=n_groups), 52 - k).astype(np.int64)
+            np.add(tt, p, out=rr)  # the remainders, exactly
+            p = rr
+        if p.view(np.uint64).max():  # a remainder is never −0.0
+            keep = np.flatnonzero(p)
+            tail_codes.append(c[keep])
+            tail.append(p[keep])
+        if block % 1024 == 1023:
+            flush()
+    flush()
+    if tail:
+        _grouped_units(np.concatenate(tail_codes), np.concatenate(tail), n_groups, acc)
 
 
 def sums_by_units(codes: np.ndarray, x: np.ndarray, n_groups: int, squares: bool = False) -> tuple[np.ndarray, int]:

@@ -283,11 +283,19 @@ class GroupBy(Measurement):
         if np.all(np.trunc(keys) == keys) and high - low <= 2**16 and max(-low, high) < 2**52:
             table = np.full(int(high - low) + 3, -1, dtype=np.int64)  # one slot either side: outside the keys
             table[(keys - low).astype(np.int64) + 1] = np.arange(len(keys))
-            whole = np.clip(col, low - 1, high + 1)  # exact: the bounds are integers below 2**52
-            with np.errstate(invalid="ignore"):  # a NaN (never a key) casts to some integer
-                index = whole.astype(np.int64)  # truncates: a value that is not an integer differs from it
-            slot = np.clip(index - (int(low) - 1), 0, len(table) - 1)
-            return np.where(index == whole, table[slot], -1)
+            whole = np.fmax(col, low - 1)  # exact (integer bounds below 2**52); NaN -> low - 1
+            np.fmin(whole, high + 1, out=whole)
+            index = whole.astype(np.int64)  # truncates: a value that is not an integer differs from it
+            bad = index != whole
+            index -= int(low)
+            if np.array_equal(keys, low + np.arange(len(keys))):  # keys low, low + 1, ...: the code is the offset
+                bad |= index == len(keys)
+                codes = index
+            else:
+                codes = table[index + 1]
+            if bad.any():
+                codes[bad] = -1
+            return codes
         order = np.argsort(keys)
         ordered = keys[order]
         at = np.minimum(np.searchsorted(ordered, col), len(keys) - 1)
