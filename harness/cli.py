@@ -848,14 +848,15 @@ def _cmd_gate(args) -> int:
         env = _cache.environment_digest()
         for name in names:
             try:
+                own = registry.audit_settings(name)
                 keys[name] = _cache.key(
                     registry.get(name)(),
                     name=name,
                     audit_only=registry.audit_only(name),
                     environment=env,
-                    samples=args.samples,
+                    samples=own.samples if own.samples is not None else args.samples,
                     seed=args.seed,
-                    timeout=args.timeout,
+                    timeout=own.timeout if own.timeout is not None else args.timeout,
                 )
             except Exception:  # a mechanism that cannot even be built runs (and reports its error)
                 continue
@@ -877,7 +878,7 @@ def _cmd_gate(args) -> int:
                 _gate_task,
                 todo,
                 jobs=args.jobs,
-                limit=hard_limit(args.timeout, 3 if args.report else 2),
+                limit=hard_limit(_longest_timeout(todo, args.timeout), 3 if args.report else 2),
                 lost=Check.failed,
                 stopped=Check.stopped,
                 label=_progress_tag,
@@ -959,6 +960,15 @@ def _cmd_gate(args) -> int:
                 "decided; they are not cached: re-run on a quieter machine or raise --timeout)"
             )
     return EXIT_OK if passed else EXIT_FAIL
+
+
+def _longest_timeout(names: list, default: float) -> float:
+    """The longest per-phase time limit of ``names`` (a mechanism registered with its own ``timeout``
+    keeps it; the worker's hard limit follows the longest)."""
+    from . import registry
+
+    own = [registry.audit_settings(n).timeout for n in names]
+    return max([default] + [t for t in own if t is not None])
 
 
 def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> None:

@@ -575,7 +575,9 @@ def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
             "the rounds run the same code)"
         )
     if cut < samples:
-        said.append(f"at {cut} samples a side of the {samples} asked (iterated rounds run one release at a time)")
+        said.append(f"at {cut} samples a side of the {samples} asked")
+    if said:
+        said.append(f"register(m, samples=N) audits every round at N samples a side ({mechanism.name})")
     return view, cut, "; ".join(said) if said else None
 
 
@@ -604,11 +606,13 @@ def run_audit(
     cluster: Any = None,
     workers: int | None = None,
     sequential: bool = False,
+    every_round: bool = False,
 ) -> tuple[Any, AuditScope]:
     """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
     claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
     proof's witness to the auditor's pair search. Returns ``(AuditResult, AuditScope)``: the scope's
-    ``partial`` says when fewer rounds or samples were audited than asked.
+    ``partial`` says when fewer rounds or samples were audited than asked. ``every_round``: audit an
+    iterated or repeated mechanism on all its rounds at ``samples`` (else a shorter version, PARTIAL).
 
     With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
     of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
@@ -622,7 +626,7 @@ def run_audit(
 
     epsilon, delta = audit_target(mechanism.claim)
     witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
-    mechanism, samples, view_note = _audit_view(mechanism, samples)
+    mechanism, samples, view_note = (mechanism, samples, None) if every_round else _audit_view(mechanism, samples)
 
     def audit(data: Any, neighbor: Any) -> Any:
         return auditors.audit(
@@ -712,6 +716,9 @@ def check(
     load_modules(modules)
     name = mechanism_or_name if isinstance(mechanism_or_name, str) else mechanism_or_name.name
     cls = registry.get(name) if isinstance(mechanism_or_name, str) else None  # unknown name: ParameterError
+    own = registry.audit_settings(name) if cls is not None else registry.AuditSettings()
+    samples = own.samples if own.samples is not None else samples
+    timeout = own.timeout if own.timeout is not None else timeout
     try:
         mechanism = cls() if cls is not None else mechanism_or_name
         base = Check(
@@ -740,7 +747,14 @@ def check(
     t0 = time.perf_counter()
     try:
         result, scope = run_audit(
-            mechanism, proof, samples=samples, seed=seed, timeout=timeout, workers=workers, sequential=True
+            mechanism,
+            proof,
+            samples=samples,
+            seed=seed,
+            timeout=timeout,
+            workers=workers,
+            sequential=True,
+            every_round=own.samples is not None,
         )
         audit_note, audit_partial = scope.note, scope.partial
     except PhaseTimeout as exc:

@@ -170,6 +170,8 @@ def register(
     claim: Claim | None = None,
     records: Domain | None = None,
     shape: str | None = None,
+    samples: int | None = None,
+    timeout: float | None = None,
 ) -> M:
     """Add a mechanism to the registry under its ``name``: a ``Mechanism`` subclass (usable as a class
     decorator, registered at its defaults) or a ``Mechanism`` value (e.g. from ``dpharness.parts``).
@@ -182,6 +184,12 @@ def register(
     neighbouring pair ``data``/``neighbor`` under ``relation`` and the ``claim``; ``records`` (a
     Domain) lets the auditor search for a worse pair from there, ``shape`` (``"record"``,
     ``"dataset"``, ``"vector"``) is inferred from ``data`` and ``relation`` when left out.
+
+    ``samples`` and ``timeout``: this mechanism's own audit settings in the gate and ``check`` (samples a
+    side, seconds per phase), in place of the run's ``--samples``/``--timeout``, so one slow pipeline does
+    not force them down for all. With ``samples`` set, an iterated or repeated mechanism is audited on
+    every one of its rounds at that many samples (without it, the gate audits a shorter version and
+    reports it PARTIAL, not a pass).
 
     >>> register(noisy_mean)                       # doctest: +SKIP
     >>> register(MyMechanism, proof="audit-only")  # doctest: +SKIP
@@ -198,6 +206,8 @@ def register(
             claim=claim,
             records=records,
             shape=shape,
+            samples=samples,
+            timeout=timeout,
         )  # type: ignore[return-value]
     if proof not in (None, AUDIT_ONLY):
         raise ParameterError(f"proof={proof!r} is not a proof policy; pass proof='audit-only' or leave it out.")
@@ -254,12 +264,37 @@ def register(
     if old is not None and old is not entry and _origin(old) != _origin(entry):
         where = ".".join(_origin(old)) if not isinstance(old, _Value) else "another mechanism value"
         raise ParameterError(f"name={name!r} is already registered by {where}; pick another name.")
+    if samples is not None:
+        from . import _validate as v
+
+        v.integer("samples", samples, minimum=1)
+    if timeout is not None:
+        from . import _validate as v
+
+        v.positive("timeout", timeout)
     _REGISTRY[name] = entry
+    _SETTINGS[name] = AuditSettings(samples, timeout)
     if proof == AUDIT_ONLY:
         _AUDIT_ONLY.add(name)
     else:
         _AUDIT_ONLY.discard(name)
     return function if function is not None else mechanism
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditSettings:
+    """A registered mechanism's own audit settings (None: the run's)."""
+
+    samples: int | None = None
+    timeout: float | None = None
+
+
+_SETTINGS: dict[str, AuditSettings] = {}
+
+
+def audit_settings(name: str) -> AuditSettings:
+    """The audit settings ``register`` gave ``name`` (both None when it gave none)."""
+    return _SETTINGS.get(name, AuditSettings())
 
 
 def audit_only(name: str) -> bool:

@@ -96,3 +96,29 @@ def test_the_gate_line_summary_and_junit_say_partial(tmp_path):
     assert "0/1 mechanisms proved and audited" in out and "not audited in full (PARTIAL): short_sgd" in out
     case = ET.parse(junit).getroot().find("testcase")
     assert "PARTIAL" in case.find("error").get("message")
+
+
+TEAM_MODULE_OWN_SAMPLES = TEAM_MODULE.replace(
+    "        claim=ApproxDP(6, 1e-5),\n    )\n)",
+    "        claim=ApproxDP(6, 1e-5),\n    ),\n    samples=2000,\n    timeout=600,\n)",
+)
+
+
+def test_register_samples_audits_every_round(tmp_path):
+    """register(m, samples=N): the gate audits all the rounds at N samples a side: decided, a pass."""
+    import subprocess
+
+    assert "samples=2000" in TEAM_MODULE_OWN_SAMPLES
+    (tmp_path / "own_team.py").write_text(TEAM_MODULE_OWN_SAMPLES)
+    argv = ["gate", "--module", "own_team", "--own", "--samples", "300", "--jobs", "1", "--no-cache", "--json"]
+    run = subprocess.run(
+        [sys.executable, "-m", "dpharness.cli", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+        timeout=600,
+    )
+    got = json.loads(run.stdout)["mechanisms"][0]
+    assert got["audit_partial"] is None and got["status"] == "PASS", run.stdout + run.stderr
+    assert got["audit"]["samples"] == 2000
