@@ -15,7 +15,7 @@ Where chunks run:
   deadlock them, as a bare ``fork`` can). The job (sampler and events, closures included) is
   shipped with cloudpickle. If no chunk finishes within ``max(60 s, 20 x the slowest chunk so
   far)`` (before the first one: 20 x the time per sample measured on this sampler, or 300 s when
-  nothing was measured) the pool is killed and a :class:`MechanismError` names the chunk.
+  nothing was measured) the pool is killed and an :class:`AuditTimeLimit` (a time limit, not a finding) names the chunk.
 * ``cluster=``: tasks on a ``dask.distributed`` cluster (:mod:`._cluster`), with the same timeout.
 
 Per-call samplers (``vectorized=False``, ``fn(data)`` drawing its own randomness): in this process
@@ -77,7 +77,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from dpharness.core import Event
-from dpharness.errors import MechanismError, ParameterError
+from dpharness.errors import AuditTimeLimit, MechanismError, ParameterError
 
 from . import _cluster
 from . import events as _events
@@ -874,6 +874,7 @@ class _Tasks:
         self.job, self.backend, self.token, self.payload = job, backend, token, payload
         self.workers, self.where = workers, where
         self.slowest = 0.0
+        self.drawn = 0
 
     @classmethod
     def open(cls, job: Any, *, workers: int, cluster: Any, what: str) -> "_TasksContext":
@@ -916,6 +917,7 @@ class _Tasks:
                     self.slowest = max(self.slowest, seconds)
                     samples = self.job.samples(task)
                     if samples is not None:
+                        self.drawn += samples
                         note_pace(self.job.sampler, seconds, samples)
                     yield task, out
                 fill()
@@ -930,12 +932,14 @@ class _Tasks:
     def _hang(self, pending: dict, limit: float) -> None:
         _number, oldest = min(pending.values())
         self.backend.abort()
-        raise MechanismError(
-            f"no chunk finished within {limit:.0f} s while {self.where} with mechanism {self.job.sampler.name!r} "
-            f"on {self.backend.describe(self.workers)}: {self.job.describe(oldest)} (the oldest of {len(pending)} "
-            "unfinished chunks submitted) is still not done. The mechanism may block in a worker process (a lock, a network or "
-            "file call, a thread pool that does not survive in a child process) or be far slower than measured; "
-            "check it for blocking calls, or run it in this process with workers=1 (no cluster)."
+        raise AuditTimeLimit(
+            f"TIMEOUT: no chunk finished within {limit:.0f} s while {self.where} with mechanism "
+            f"{self.job.sampler.name!r} on {self.backend.describe(self.workers)} ({self.drawn} samples drawn so "
+            f"far): {self.job.describe(oldest)} (the oldest of {len(pending)} unfinished chunks submitted) is "
+            "still not done. A time limit, not a finding: the mechanism may be far slower on some inputs than "
+            "measured, or block in a worker process (a lock, a network or file call, a thread pool that does not "
+            "survive in a child process); pass fewer samples, run it in this process with workers=1, or check it "
+            "for blocking calls."
         )
 
 

@@ -5,7 +5,7 @@ Every message names the offending argument as ``name=value`` and says what to do
 
 from __future__ import annotations
 
-__all__ = ["DPHarnessError", "ParameterError", "MechanismError", "UnsupportedError"]
+__all__ = ["DPHarnessError", "ParameterError", "MechanismError", "UnsupportedError", "AuditTimeLimit"]
 
 
 class DPHarnessError(Exception):
@@ -22,3 +22,9 @@ class MechanismError(DPHarnessError, RuntimeError):
 
 class UnsupportedError(DPHarnessError, NotImplementedError):
     """The request is well formed but outside what this version can do (the message says what is)."""
+
+
+class AuditTimeLimit(DPHarnessError, TimeoutError):
+    """An audit's chunk of samples ran past the time its measured pace allows: a time limit (the check is
+    not decided, TIMEOUT), not evidence that the mechanism is broken. The message says how many samples
+    were drawn and what to change."""

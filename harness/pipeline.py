@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from .errors import DPHarnessError
+from .errors import AuditTimeLimit, DPHarnessError
 
 __all__ = [
     "check",
@@ -448,8 +448,10 @@ class Check:
 # --------------------------------------------------------------------------- time limits
 
 
-class PhaseTimeout(Exception):
-    """A prove/audit phase ran past its time limit (``--timeout``)."""
+class PhaseTimeout(BaseException):
+    """A prove/audit phase ran past its time limit (``--timeout``). A BaseException, as KeyboardInterrupt
+    is: it interrupts whatever code it lands in, and no ``except Exception`` there (the auditor counting
+    what a mechanism raises, a library's own handler) may take it for that code's failure."""
 
 
 _REARM = 1.0  # seconds between repeated alarms (long enough for the cleanup a first PhaseTimeout starts)
@@ -757,7 +759,7 @@ def check(
             every_round=own.samples is not None,
         )
         audit_note, audit_partial = scope.note, scope.partial
-    except PhaseTimeout as exc:
+    except (PhaseTimeout, AuditTimeLimit) as exc:
         audit_error = str(exc)
         time_limit = time_limit or audit_error
     except Exception as exc:

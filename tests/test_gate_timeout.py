@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
+
 import pytest
 
 import dpharness
@@ -109,3 +111,26 @@ def test_the_default_limit_is_generous():
     """The slowest built-in check took 35.8 s on 2 idle cores and failed at the old 45 s neighbour-search
     share when the cores were busy; the default gives the search 150 s."""
     assert cli.GATE_TIMEOUT >= 300
+
+
+def test_a_deadline_landing_inside_the_mechanism_is_a_timeout_not_its_failure():
+    """The deadline's PhaseTimeout raised inside a mechanism's own call (sampling in this process) is not
+    counted as the mechanism raising (it was: 'raised PhaseTimeout on every call', a broken mechanism at
+    load 5 and a pass at load 2): the check is TIMEOUT, not decided, and names no mechanism error."""
+    from dpharness import AddRemove, PureDP, check, register
+    from dpharness.registry import _REGISTRY
+
+    def slow_count(data, size, rng):  # randomized response on "two records or more": exactly 1-DP
+        time.sleep(2.5)  # longer than the deadline's re-arm interval: every call is interrupted
+        keep = rng.random(size) < np.e / (1 + np.e)
+        return np.where(keep, int(len(data) >= 2), int(len(data) < 2))
+
+    register(
+        slow_count, name="slow_count_deadline", data=[1.0, 2.0], neighbor=[1.0], relation=AddRemove(), claim=PureDP(1)
+    )
+    try:
+        c = check("slow_count_deadline", samples=10_000, seed=0, timeout=1.0, workers=1)
+    finally:
+        _REGISTRY.pop("slow_count_deadline", None)
+    assert c.status == "TIMEOUT" and not c.decided, c.messages
+    assert not any("raised PhaseTimeout" in m for m in c.messages), c.messages
