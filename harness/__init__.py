@@ -52,6 +52,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "audit",
+    "release",
     "one_run_audit",
     "timing_audit",
     "prove",
@@ -112,6 +113,15 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any
         if proof is not None and getattr(proof, "witness", None) is not None:
             witnesses.append(proof.witness)
     return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)
+
+
+def release(mechanism: Mechanism, data: Any, *, seed: int | None = None, columns: Any = None) -> Any:
+    """One release of a declared mechanism on a numpy array, a pandas DataFrame or a Dask DataFrame
+    (streamed partition by partition, merged exactly). See the module :mod:`dpharness._release` for
+    what is streamed."""
+    from ._release import release as _release  # deferred: keeps `import dpharness` cheap
+
+    return _release(mechanism, data, seed=seed, columns=columns)
 
 
 def one_run_audit(target: Any, canaries: Any = None, **options: Any) -> OneRunResult:

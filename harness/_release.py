@@ -1,0 +1,221 @@
+"""One release of a declared mechanism on real data: a numpy array, a pandas DataFrame or a Dask
+DataFrame (:func:`release`).
+
+The release is the mechanism's own sampler (the structure its proof is about), run once. A Dask frame
+is streamed partition by partition, as Dask's ``reduction`` and Spark's partial aggregation do (what
+Tumult Analytics and PipelineDP build on): each partition's records go through the record-wise steps
+and into each aggregate exactly (counts, exact sums of the doubles, histogram counts: integers and
+rationals), the partials are added exactly, and the noise is drawn once on the merged values. Exact
+partials make the merged value independent of the partitioning, so for the same seed the release is
+the same, bit for bit, whichever the input type and however it is partitioned; and it is what
+``m.sample(data, 1, numpy.random.default_rng(seed))`` gives on the whole data set in memory.
+
+Structures streamed from a Dask frame: record-wise steps (clamp, column, clip_norm, map_records) into
+an aggregate (count, sum, sum_squares, sum_products, histogram) and then noise and post-processing,
+under ``dp.compose``; and a record-level ``dp.group_by`` without a per-key part (its per-key counts add
+across partitions). Any other structure is refused for a Dask frame with the reason (it runs on a
+numpy array or pandas frame in memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ParameterError, UnsupportedError
+
+__all__ = ["release"]
+
+
+def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequence[str] | None = None) -> Any:
+    """One release of ``mechanism`` (declared from :mod:`dpharness.parts`) on ``data``.
+
+    ``data``: a numpy array of records, a pandas DataFrame or a ``dask.dataframe.DataFrame``; a frame's
+    ``columns`` are read in the order given (default: all of them, in the frame's order) and must be
+    numeric. ``seed``: an integer for a reproducible release (the same output whatever the input type
+    and partitioning), None for fresh randomness. Returns what ``mechanism.sample(data, 1, rng)[0]``
+    returns: a number, or an array of the output's coordinates."""
+    from .core import Mechanism
+    from .mechanisms.parts import PartsMechanism
+
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(
+            f"mechanism={mechanism!r} is not a dpharness Mechanism; declare it with dpharness.parts.mechanism(...)."
+        )
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
+    rng = np.random.default_rng(seed)
+    parts = getattr(mechanism, "parts", mechanism)
+    if _is_dask(data):
+        if not isinstance(parts, PartsMechanism) or parts.shape != "dataset":
+            raise UnsupportedError(
+                f"{mechanism.name} is not a data-set mechanism declared from dpharness.parts; a Dask frame is "
+                "released only for those. Pass data.compute() (a pandas frame) if it fits in memory."
+            )
+        return _first(_dask_release(parts, data, columns, rng))
+    arr = _records(data, columns, "data")
+    return _first(mechanism.sample(arr, 1, rng))
+
+
+def _first(out: Any) -> Any:
+    out = np.asarray(out)
+    return out[0].item() if out.ndim == 1 else out[0]
+
+
+def _is_dask(data: Any) -> bool:
+    return type(data).__module__.startswith("dask") and hasattr(data, "to_delayed")
+
+
+def _records(data: Any, columns: Sequence[str] | None, name: str) -> np.ndarray:
+    """A numpy array of records from an array or a pandas frame (numeric columns only)."""
+    if hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
+        cols = list(data.columns) if columns is None else list(columns)
+        missing = [c for c in cols if c not in data.columns]
+        if missing:
+            raise ParameterError(f"columns={cols!r}: {missing[0]!r} is not a column of {name}; pass its column names.")
+        for c in cols:
+            kind = getattr(data[c].dtype, "kind", "O")  # numpy and pandas dtypes: "b", "i", "u", "f" are numbers
+            if kind not in "biuf":
+                raise ParameterError(
+                    f"column {c!r} of {name} has dtype {data[c].dtype}; records are numbers: encode it "
+                    "(e.g. a category's codes) or leave it out with columns=[...]."
+                )
+        arr = data[cols].to_numpy(dtype=float)
+        return arr[:, 0] if arr.shape[1] == 1 else arr
+    if columns is not None:
+        raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
+    return np.asarray(data)
+
+
+# --------------------------------------------------------------------------- streamed partials
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """A path to one aggregate: record-wise steps, the aggregate, and what runs on its value."""
+
+    rowwise: tuple
+    aggregate: Any
+    rest: Any
+    space_in: Any  # the records' space before the record-wise steps
+    space_out: Any  # the aggregate's output space (what ``rest`` runs on)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """A record-level group-by without a per-key part: per-key counts add across partitions."""
+
+    prefix: tuple
+    group_by: Any
+    space_in: Any
+
+
+def _plan(step: Any, space: Any) -> Any:
+    """The streaming plan of ``step`` on records of ``space``: a _Leaf, a _Groups, ("compose", plans),
+    ("post", plan, post step), or an UnsupportedError naming the step."""
+    from .mechanisms.parts import _base as B
+    from .mechanisms.parts.combinators import Compose
+    from .mechanisms.parts.grouping import GroupBy
+
+    rowwise: list = []
+    here = space
+    while True:
+        if isinstance(step, Compose):
+            if rowwise:
+                raise UnsupportedError("a record-wise step before dp.compose is not streamed here")
+            return ("compose", [_plan(p, here) for p in step.parts])
+        if type(step) is GroupBy and step.part is None:
+            return _Groups(tuple(rowwise), step, space)
+        if isinstance(step, B.Chain):
+            t = step.first
+            if isinstance(t, B.Transformation) and t.rowwise:
+                rowwise.append(t)
+                here = t.out_space(here)
+                step = step.second
+                continue
+            if isinstance(t, B.Transformation) and type(t).__name__ in _ADDITIVE:
+                return _Leaf(tuple(rowwise), t, step.second, space, t.out_space(here))
+            if not isinstance(t, B.Transformation) and not rowwise:
+                return ("post", _plan(t, here), step.second)
+        raise UnsupportedError(
+            f"{getattr(step, 'describe', lambda: repr(step))()} is not streamed from a Dask frame (only record-wise "
+            "steps into count/sum/sum_squares/sum_products/histogram, compose, post, and a group_by without a "
+            "per-key part are); pass data.compute() (a pandas frame) if it fits in memory"
+        )
+
+
+_ADDITIVE = {"Count", "Sum", "SumSquares", "SumProducts", "Histogram"}  # exact values that add across partitions
+
+
+def _leaves(plan: Any) -> list:
+    if isinstance(plan, (_Leaf, _Groups)):
+        return [plan]
+    if plan[0] == "compose":
+        return [leaf for p in plan[1] for leaf in _leaves(p)]
+    return _leaves(plan[1])
+
+
+def _partial(plan: Any, arr: np.ndarray) -> list:
+    """Each leaf's exact partial on one partition's records."""
+    out = []
+    for leaf in _leaves(plan):
+        value = arr
+        for t in leaf.rowwise if isinstance(leaf, _Leaf) else leaf.prefix:
+            value = t.apply(value)
+        if isinstance(leaf, _Leaf):
+            out.append(leaf.aggregate.apply(value))
+        else:
+            out.append(leaf.group_by.counts(value))
+    return out
+
+
+def _merge(a: list, b: list) -> list:
+    merged = []
+    for x, y in zip(a, b):
+        if isinstance(x, tuple):
+            merged.append(tuple(u + v for u, v in zip(x, y)))
+        else:
+            merged.append(x + y)
+    return merged
+
+
+def _run(plan: Any, values: list, rng: np.random.Generator) -> Any:
+    """The noise and what follows, on the merged values, in the order the sampler draws them."""
+    from .mechanisms.parts import _base as B
+
+    if isinstance(plan, _Leaf):
+        return B.execute(plan.rest, values.pop(0), plan.space_out, 1, rng)
+    if isinstance(plan, _Groups):
+        return plan.group_by.release(np.asarray(values.pop(0), dtype=np.int64)[None, :], rng)
+    if plan[0] == "compose":
+        return B._Tuple([_run(p, values, rng) for p in plan[1]])
+    return B._post_chain(plan[2], _run(plan[1], values, rng))
+
+
+def _dask_release(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator) -> np.ndarray:
+    import dask
+
+    from .mechanisms.parts import _base as B
+
+    plan = _plan(m.steps, m.space)
+    spec = m.input_spec
+    dim = m.space.dim
+
+    def partial(part: Any) -> tuple[int, list]:
+        arr = _records(part, columns, "a partition of data")
+        arr = arr.reshape(-1, dim) if dim > 1 else arr.reshape(-1)
+        if len(arr):
+            m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
+        return len(arr), _partial(plan, arr)
+
+    parts = dask.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
+    n = sum(k for k, _ in parts)
+    if spec.size is not None and n != spec.size:
+        raise ParameterError(f"data has {n} records; this mechanism is fixed to size={spec.size} records.")
+    empty = np.zeros((0, dim)) if dim > 1 else np.zeros(0)
+    merged = _partial(plan, empty)
+    for _, p in parts:
+        merged = _merge(merged, p)
+    return B.flatten(_run(plan, merged, rng)).reshape(1, -1)
