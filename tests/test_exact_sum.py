@@ -1,4 +1,4 @@
-"""Exact sums of doubles (:mod:`dpharness.mechanisms.parts._exactsum`) against the rational truth
+"""Exact sums of doubles (:mod:`dpharness.mechanisms._exactsum`) against the rational truth
 ``sum(Fraction(v) for v in x)``: adversarial data (cancellation, subnormals, every binade from 2**-1074
 to 2**1023, sums beyond the double range, signed zeros, clamp edges), small blocks that exercise every
 path on small inputs, and hypothesis property tests on any finite doubles. Deterministic."""
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from dpharness import parts as dp
 from dpharness.errors import ParameterError
-from dpharness.mechanisms.parts import _exactsum
-from dpharness.mechanisms.parts._exactsum import exact_sum, exact_sum_products, exact_sum_squares, exact_sums_by
+from dpharness.mechanisms import _exactsum
+from dpharness.mechanisms._exactsum import exact_sum, exact_sum_products, exact_sum_squares, exact_sums_by
 
 MAX = np.finfo(float).max
 TINY = 5e-324  # 2**-1074

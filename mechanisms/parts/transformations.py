@@ -2,8 +2,8 @@
 (:func:`clamp`, :func:`column`, :func:`map_records`, :func:`clip_norm`: 1-stable under add/remove and
 substitution) and aggregates computed exactly on the records' binary values (:func:`count`, :func:`sum`,
 :func:`sum_squares`, :func:`sum_products`, :func:`histogram`; the sums by vectorised error-free
-extraction, :mod:`._exactsum`, equal to the rational sum of the doubles), with their stability under
-add/remove and substitution. Proved in :mod:`dpharness.proofs.parts.transformations`."""
+extraction, :mod:`dpharness.mechanisms._exactsum`, equal to the rational sum of the doubles), with
+their stability under add/remove and substitution. Proved in :mod:`dpharness.proofs.parts.transformations`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness.core import AddRemove
 from dpharness.errors import ParameterError
+from dpharness.mechanisms._exactsum import (
+    exact_sum,
+    exact_sum_products,
+    exact_sum_squares,
+    exact_sums_by,
+    sums_by_units,
+)
 
 from ._base import (
     _INF,
@@ -31,7 +38,6 @@ from ._base import (
     _show,
     register,
 )
-from ._exactsum import exact_sum, exact_sum_products, exact_sum_squares, exact_sums_by, sums_by_units
 
 __all__ = [
     "Clamp",

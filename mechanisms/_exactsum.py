@@ -1,6 +1,7 @@
 """Exact sums of float64 arrays at numpy speed: the exact rational value of the sum of the records'
 binary doubles (and of their squares and pairwise products), with no Python loop per record. The
-aggregates of :mod:`.transformations` and :mod:`.grouping` release a function of this exact value
+aggregates of :mod:`dpharness.mechanisms.parts.transformations` and
+:mod:`dpharness.mechanisms.parts.grouping` release a function of this exact value
 (the noise step rounds it to its grid exactly), so nothing here is a correctly rounded float: every
 function returns the :class:`~fractions.Fraction` equal to ``sum(Fraction(v) for v in x)``.
 
