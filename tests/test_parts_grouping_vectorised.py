@@ -1,7 +1,8 @@
 """The group-by executes at numpy speed with the same outputs as before: key codes by table look-up or
 binary search equal ``col == float(k)``; counts and per-key parts computed for all keys at once give,
 for the same seed, the releases of the per-key loop they replace (kept here as the reference:
-``arr[col == float(k)]`` per key, the part executed on each key's records in turn)."""
+``arr[col == float(k)]`` per key, the part executed on each key's records in turn; a key no release
+counts anything under is never released and draws no noise, in both)."""
 
 from __future__ import annotations
 
@@ -34,13 +35,18 @@ def _reference_counts(self, value, user=None, kept=None, codes=None):
     return out
 
 
-def _reference_release(self, counts, rng, records=None, space=None, codes=None):
+def _reference_release(self, counts, rng, records=None, space=None, codes=None, size=None):
     from dpharness.mechanisms._exact import discrete_laplace
 
     counts = np.asarray(counts, dtype=np.int64)
-    noise = discrete_laplace(self.select.t, counts.shape, rng)
-    noisy = noise.astype(np.int64) + counts
-    sel = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
+    if counts.ndim == 1:  # the same counts for every release
+        counts = np.tile(counts, (size, 1))
+    present = [i for i in range(counts.shape[1]) if counts[:, i].any()]  # only these can be released
+    sel = np.zeros(counts.shape)
+    noise = discrete_laplace(self.select.t, (len(counts), len(present)), rng)
+    for j, i in enumerate(present):
+        noisy = noise[:, j].astype(np.int64) + counts[:, i]
+        sel[:, i] = np.where((counts[:, i] > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
     if self.part is None:
         return sel
     size, w = len(sel), self.part_width
@@ -49,6 +55,9 @@ def _reference_release(self, counts, rng, records=None, space=None, codes=None):
     col = arr[:, self.by] if len(arr) else np.zeros(0)
     blocks = []
     for i, k in enumerate(self.keys):
+        if i not in present:
+            blocks.append(np.zeros((size, 1 + w)))
+            continue
         vals = flatten(execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
         blocks.append(np.concatenate([sel[:, i : i + 1], np.where(sel[:, i : i + 1] != 0, vals, 0.0)], axis=1))
     return np.concatenate(blocks, axis=1)

@@ -332,38 +332,52 @@ class GroupBy(Measurement):
         records: Any = None,
         space: Space | None = None,
         codes: np.ndarray | None = None,
+        size: int | None = None,
     ) -> np.ndarray:
         """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
         outputs on each key's ``records`` (zeros where the key is not released; ``codes``: :meth:`codes`
-        of their key column, when already known)."""
+        of their key column, when already known). ``counts`` of shape (|keys|,) with ``size``: the same
+        counts for every release. A key no release counts anything under is never released (0 whatever
+        its noise): noise is drawn for the present keys only, the same law with fewer draws."""
         from dpharness.mechanisms._exact import discrete_laplace
 
         counts = np.asarray(counts, dtype=np.int64)
-        noise = discrete_laplace(self.select.t, counts.shape, rng)
+        rows = len(counts) if counts.ndim == 2 else int(size)
+        present = np.flatnonzero(counts.any(axis=0) if counts.ndim == 2 else counts > 0)
+        here = counts[..., present]
+        noise = discrete_laplace(self.select.t, (rows, len(present)), rng)
         if noise.dtype == object:
-            noisy = noise + counts.astype(object)
-            out = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0)
-            sel = np.vectorize(float, otypes=[float])(out)
+            noisy = noise + here.astype(object)
+            kept = np.where((here > 0) & (noisy >= self.select.T), noisy, 0)
+            sel = np.vectorize(float, otypes=[float])(kept) if kept.size else np.zeros(kept.shape)
         else:
-            noisy = noise.astype(np.int64) + counts
-            sel = np.where((counts > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
-        if self.part is None:
-            return sel
-        size, w = len(sel), self.part_width
-        vals = self._part_outputs(_rows(records), space, size, rng, codes)  # (size, |keys|, w)
-        out = np.concatenate([sel[:, :, None], np.where(sel[:, :, None] != 0, vals, 0.0)], axis=2)
-        return out.reshape(size, len(self.keys) * (1 + w))
+            noisy = noise.astype(np.int64) + here
+            sel = np.where((here > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
+        w = 0 if self.part is None else self.part_width
+        out = np.zeros((rows, len(self.keys), 1 + w))
+        out[:, present, 0] = sel
+        if self.part is not None and len(present):
+            vals = self._part_outputs(_rows(records), space, rows, rng, codes, present)  # (rows, |present|, w)
+            out[:, present, 1:] = np.where(sel[:, :, None] != 0, vals, 0.0)
+        return out.reshape(rows, len(self.keys) * (1 + w))
 
     def _part_outputs(
-        self, arr: np.ndarray, space: Space, size: int, rng: np.random.Generator, codes: np.ndarray | None
+        self,
+        arr: np.ndarray,
+        space: Space,
+        size: int,
+        rng: np.random.Generator,
+        codes: np.ndarray | None,
+        present: np.ndarray | None = None,
     ) -> np.ndarray:
-        """(size, |keys|, w): the part run on each encoded key's records, key after key. The same values
+        """(size, |present|, w): the part run on each present encoded key's records, key after key. The same values
         and draws as executing ``part`` on ``arr[arr[:, by] == k]`` for each key ``k`` in turn, computed
         together: each (record-wise steps, aggregate, noise) of the part runs its record-wise steps once
         on every record under a key (a record-wise map of a subset is the subset of the map), its
         aggregate per key at once (``apply_by``: exact, the value ``apply`` gives on the key's records,
         0 for a key without records), and its noise on each key's aggregate in the order of the keys and,
-        within a key, of the parts (the order in which the per-key runs draw)."""
+        within a key, of the parts (the order in which the per-key runs draw). ``present``: the keys
+        that can be released (the others, never released, are 0 and draw nothing)."""
         n_keys = len(self.keys)
         if codes is None:
             codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
@@ -380,17 +394,18 @@ class GroupBy(Measurement):
             else:  # an aggregate without a grouped form: on each key's records
                 per_key = [agg.apply(value[codes == i]) for i in range(n_keys)]
             aggregates.append((per_key, agg.out_space(sp), noise))
-        out = np.empty((size, n_keys, self.part_width))
-        for i in range(n_keys):
+        keys = list(range(n_keys)) if present is None else present.tolist()
+        out = np.zeros((size, len(keys), self.part_width))
+        for j, i in enumerate(keys):
             outs = [execute(noise, per_key[i], sp, size, rng) for per_key, sp, noise in aggregates]
-            out[:, i, :] = np.concatenate([np.asarray(o).reshape(size, -1) for o in outs], axis=1)
+            out[:, j, :] = np.concatenate([np.asarray(o).reshape(size, -1) for o in outs], axis=1)
         return out
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         arr = _rows(value)
         codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
         c = self.counts(arr, codes=codes)
-        return self.release(np.tile(c, (size, 1)), rng, arr, space, codes)
+        return self.release(c, rng, arr, space, codes, size=size)
 
 
 # --------------------------------------------------------------------------- contribution bounding
@@ -689,7 +704,7 @@ def _execute_bounded(
             rows = start + np.flatnonzero(inverse == j)
             data, data_codes = arr[pattern], codes[pattern]
             counts = g.counts(data, user=b.user, codes=data_codes)
-            out[rows] = g.release(np.tile(counts, (len(rows), 1)), rng, data, space, data_codes)
+            out[rows] = g.release(counts, rng, data, space, data_codes, size=len(rows))
     return out
 
 
