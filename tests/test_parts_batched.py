@@ -141,3 +141,20 @@ def test_a_vectorized_map_that_breaks_the_contract_falls_back_row_by_row():
     ref = _mechanism(False)
     assert np.all(np.isfinite(m.sample(np.array([0.5, 1.0]), 100, np.random.default_rng(SEED))))
     assert ref is not None
+
+
+def test_centres_from_integer_units_are_the_exact_rounding():
+    """Grid centres computed from (units, exponent) equal floor(v/g + 1/2) of the exact value, at halves,
+    negatives, zero and saturation, for grids that are and are not powers of two."""
+    from fractions import Fraction
+
+    from dpharness.mechanisms.parts._base import _rhu
+    from dpharness.mechanisms.parts._grid import _MAX_UNITS, _centres_units
+
+    rng = np.random.default_rng(SEED)
+    units = [0, 1, -1, 3, -3, 2**60 + 1, -(2**70) - 7] + [int(u) for u in rng.integers(-(2**62), 2**62, 200)]
+    for exponent in (-1074, -60, -3, -1, 0, 2):
+        for g in (Fraction(1, 2**20), Fraction(1), Fraction(3, 8), Fraction(10)):
+            got = _centres_units(np.array(units, dtype=object), exponent, g)
+            want = [max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(Fraction(u) * Fraction(2) ** exponent / g))) for u in units]
+            assert got == want, (exponent, g)

@@ -274,6 +274,24 @@ class Measurement(Step):
         return np.concatenate(outs) if outs else np.zeros((0, self.out_width(space)))
 
 
+class ExactValues:
+    """One exact number per sample, ``units[i] · 2**exponent`` (``units`` Python ints): an aggregate's
+    values without a Fraction each. Indexing and iterating give the Fractions."""
+
+    def __init__(self, units: np.ndarray, exponent: int) -> None:
+        self.units, self.exponent = units, exponent
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def __getitem__(self, i: int) -> Fraction:
+        u = int(self.units[i])
+        return Fraction(u * 2**self.exponent) if self.exponent >= 0 else Fraction(u, 2**-self.exponent)
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+
 class Batch:
     """Many releases at once, each on its own records and with its own iterate state: the records as one
     array ``rows`` whose row k belongs to sample ``codes[k]`` (in ``[0, n)``), or, after an aggregate, one
@@ -379,7 +397,11 @@ class Chain(Step):
             if t.rowwise:  # every sample's records mapped in one call, each row by itself
                 mapped = Batch(batch.n, batch.states, t.apply_rows(batch.rows, batch.row_states()), batch.codes)
                 return execute_batch(self.second, mapped, after, rng)
-            by = getattr(t, "apply_by", None)  # an aggregate (it reads no state)
+            units = getattr(t, "apply_by_units", None)  # an aggregate (it reads no state), as exact integers
+            if units is not None:
+                values = ExactValues(*units(batch.rows, batch.codes, batch.n))
+                return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)
+            by = getattr(t, "apply_by", None)
             if by is not None:
                 values = by(batch.rows, batch.codes, batch.n)  # one exact value per sample
                 return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)

@@ -19,6 +19,20 @@ from ._base import Distance, Space, _frac, _rhu
 LAPLACE_MIN_UNITS = Fraction(1, 2**1000)
 
 
+def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> list[int]:
+    """``_centres_each`` of the values ``units[i] · 2**exponent`` (Python ints), in integer arithmetic
+    on the whole array: floor(v/g + 1/2) = floor((2·u·g_d + 2**E·g_n) / (2**(E+1)·g_n)) with E = −exponent
+    (or v = u·2**exponent an integer multiple when exponent >= 0)."""
+    gn, gd = g.numerator, g.denominator
+    u = np.asarray(units, dtype=object)
+    if exponent >= 0:
+        num, den = 2 * u * (gd << exponent) + gn, 2 * gn
+    else:
+        num, den = 2 * u * gd + (gn << -exponent), gn << (1 - exponent)
+    centres = num // den
+    return [max(-_MAX_UNITS, min(_MAX_UNITS, int(c))) for c in centres.tolist()]
+
+
 def _centres_each(values: list, g: Fraction) -> list[int] | None:
     """``_centres`` of many scalar values at once (each a Fraction or int), by integer arithmetic only:
     floor(v/g + 1/2) = floor((2·p·g_d + q·g_n) / (2·q·g_n)) for v = p/q, g = g_n/g_d (the same integers

@@ -20,6 +20,7 @@ from ._grid import (
     LAPLACE_MIN_UNITS,
     _centres,
     _centres_each,
+    _centres_units,
     _check_scale_units,
     _release,
     grid_steps,
@@ -102,7 +103,10 @@ class _GridNoise(Measurement):
         """One release per value, all noise in one draw: row i is ``g·(centres(values[i]) + K_i)`` with
         ``K_i`` i.i.d. as in :meth:`run` (the same law per row)."""
         g = self.g
-        flat = _centres_each(values, g)  # one exact number per value (scalar aggregates): integer arithmetic
+        exact = getattr(values, "units", None)  # ExactValues: integers and one exponent
+        flat = (
+            _centres_units(exact, values.exponent, g) if exact is not None else _centres_each(values, g)
+        )  # one exact number per value (scalar aggregates): integer arithmetic
         if flat is not None:
             width = 1
         else:

@@ -315,6 +315,10 @@ class Count(Transformation):
         record) names each record's group."""
         return [Fraction(int(c)) for c in np.bincount(codes, minlength=n_groups).tolist()]
 
+    def apply_by_units(self, value: Any, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, int]:
+        """:meth:`apply_by` as integers and the exponent 0."""
+        return np.bincount(codes, minlength=n_groups).astype(object), 0
+
     def add_direction(self, space: Space) -> int | None:
         return 1
 
@@ -365,6 +369,11 @@ class Sum(Transformation):
     def apply_by(self, value: Any, codes: np.ndarray, n_groups: int) -> list[Fraction]:
         """``apply`` on each group's records at once (``codes`` as in :meth:`Count.apply_by`)."""
         return exact_sums_by(codes, np.asarray(value, dtype=float), n_groups)
+
+    def apply_by_units(self, value: Any, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, int]:
+        """:meth:`apply_by` as integers and one exponent: group j's sum is ``units[j] · 2**exponent``
+        (exactly the Fractions :meth:`apply_by` gives, without building them)."""
+        return sums_by_units(codes, np.asarray(value, dtype=float), n_groups)
 
     def add_direction(self, space: Space) -> int | None:
         lo, hi = self.contribution(space)
