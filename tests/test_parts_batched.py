@@ -155,6 +155,6 @@ def test_centres_from_integer_units_are_the_exact_rounding():
     units = [0, 1, -1, 3, -3, 2**60 + 1, -(2**70) - 7] + [int(u) for u in rng.integers(-(2**62), 2**62, 200)]
     for exponent in (-1074, -60, -3, -1, 0, 2):
         for g in (Fraction(1, 2**20), Fraction(1), Fraction(3, 8), Fraction(10)):
-            got = _centres_units(np.array(units, dtype=object), exponent, g)
+            got = _centres_units(np.array(units, dtype=object), exponent, g).tolist()
             want = [max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(Fraction(u) * Fraction(2) ** exponent / g))) for u in units]
             assert got == want, (exponent, g)

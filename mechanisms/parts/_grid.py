@@ -19,7 +19,7 @@ from ._base import Distance, Space, _frac, _rhu
 LAPLACE_MIN_UNITS = Fraction(1, 2**1000)
 
 
-def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> list[int]:
+def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
     """``_centres_each`` of the values ``units[i] · 2**exponent`` (Python ints), in integer arithmetic
     on the whole array: floor(v/g + 1/2) = floor((2·u·g_d + 2**E·g_n) / (2**(E+1)·g_n)) with E = −exponent
     (or v = u·2**exponent an integer multiple when exponent >= 0)."""
@@ -30,7 +30,11 @@ def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> list[int]:
     else:
         num, den = 2 * u * gd + (gn << -exponent), gn << (1 - exponent)
     centres = num // den
-    return [max(-_MAX_UNITS, min(_MAX_UNITS, int(c))) for c in centres.tolist()]
+    if not len(centres):
+        return np.zeros(0, dtype=np.int64)
+    if -_MAX_UNITS <= centres.min() and centres.max() <= _MAX_UNITS:  # nothing to saturate: int64 at once
+        return centres.astype(np.int64)
+    return np.array([max(-_MAX_UNITS, min(_MAX_UNITS, int(c))) for c in centres.tolist()], dtype=np.int64)
 
 
 def _centres_each(values: list, g: Fraction) -> list[int] | None:
@@ -79,14 +83,17 @@ def _check_scale_units(name: str, value: Any, granularity: Any) -> None:
         )
 
 
-def _release(centres: list[int], noise: np.ndarray, g: Fraction) -> np.ndarray:
+def _release(centres: Any, noise: np.ndarray, g: Fraction) -> np.ndarray:
     """Float outputs ``g * (c + noise)``: exact while |c + noise| < 2**53, else the round-to-nearest
     of the exact grid value (a deterministic function of the exact integer: post-processing)."""
-    c = (
-        np.asarray(centres, dtype=object)
-        if any(abs(x) >= 2**62 for x in centres)
-        else np.asarray(centres, dtype=np.int64)
-    )
+    if isinstance(centres, np.ndarray) and centres.dtype == np.int64:  # saturated centres: |c| <= 2**52
+        c = centres
+    else:
+        c = (
+            np.asarray(centres, dtype=object)
+            if any(abs(x) >= 2**62 for x in centres)
+            else np.asarray(centres, dtype=np.int64)
+        )
     if c.dtype == object or int(np.abs(noise).max(initial=0)) >= 2**62 - int(np.abs(c).max(initial=0)):
         units = noise.astype(object) + c.astype(object)
         return np.vectorize(lambda u: float(u) * float(g), otypes=[float])(units)

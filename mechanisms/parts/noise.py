@@ -109,6 +109,7 @@ class _GridNoise(Measurement):
         )  # one exact number per value (scalar aggregates): integer arithmetic
         if flat is not None:
             width = 1
+            flat = flat if isinstance(flat, np.ndarray) else list(flat)
         else:
             centres = [_centres(v, g) for v in values]
             width = len(centres[0]) if centres else self.out_width(space)
