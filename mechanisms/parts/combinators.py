@@ -230,8 +230,9 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
     then each run's state is updated from its own release."""
     states = np.tile(step.init, (size, 1))
     releases = []
+    every = Batch.tiled(value, size, None)  # every run's records, built once: only the states change
     for _ in range(step.times):
-        out = execute_batch(step.part, Batch.tiled(value, size, states), space, rng)
+        out = execute_batch(step.part, Batch(size, states, every.rows, every.codes), space, rng)
         releases.append(out)
         batched = _updated_all(step, states, out) if step.vectorized and size else None
         if batched is not None:
