@@ -238,7 +238,7 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
         if batched is not None:
             states = batched
         elif size:
-            states = np.stack([_updated(step, states[i], out[i]) for i in range(size)])
+            states = _updated_each(step, states, out)
     out = states if step.output == "state" else np.concatenate(releases, axis=1) if releases else states
     return out[:, 0] if out.shape[1] == 1 else out
 
@@ -253,6 +253,19 @@ def _updated_all(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.
     if new.shape != states.shape or not np.all(np.isfinite(new)):
         return None
     return new
+
+
+def _updated_each(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray:
+    """``update`` called once per run; the results checked all at once (run by run only to name a bad one)."""
+    scalar = releases.shape[1] == 1
+    got = [step.update(states[i], releases[i, 0] if scalar else releases[i]) for i in range(len(states))]
+    try:
+        new = np.array(got, dtype=float).reshape(len(states), -1)
+    except (TypeError, ValueError):
+        new = None
+    if new is not None and new.shape == states.shape and np.all(np.isfinite(new)):
+        return new
+    return np.stack([_updated(step, states[i], releases[i]) for i in range(len(states))])
 
 
 def _updated(step: Iterate, state: np.ndarray, release: np.ndarray) -> np.ndarray:
