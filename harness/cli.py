@@ -337,17 +337,11 @@ def _mechanism(args):
 
 
 def _print_proof(proof) -> None:
-    from ._run import fmt
-
     m = proof.mechanism
     print(m.describe())
-    extra = f", δ ≤ {fmt(proof.delta_bound)}" if proof.delta_bound is not None else ""
-    if proof.bound is not None and math.isfinite(float(proof.bound)):
-        bound = f"proven bound: ε ≤ {fmt(proof.bound)}{extra}   ({proof.bound_expr})"
-    elif proof.verdict.value == "REFUTED":
-        bound = "no bound: the claim is refuted (witness below)"
-    else:
-        bound = "no bound proven"
+    bound = proof.headline  # rounded outward: the printed bound is itself a bound; never a δ above 1
+    if proof.bound is not None and math.isfinite(float(proof.bound)) and proof.derived is None:
+        bound += f"   ({proof.bound_expr})"
     print(f"verdict: {proof.verdict.value}   {bound}")
     if proof.assumptions:
         print("assumptions:")
@@ -393,11 +387,17 @@ def _failed_obligation(statement: str, detail: str) -> str:
     return f"NOT DISCHARGED: the two sides differ by {gap} (sign {sign}), which the inequality does not allow"
 
 
-def _proof_phrase(verdict: str, proven: float | None, claimed: float | None, claim: str | None = None) -> str:
-    """``proof VERDICT``, with the derived bound when a proof is UNPROVEN because its finite bound
-    exceeds the claim: ``proof UNPROVEN (derived ε ≤ 1.056 > claim 1)``."""
-    from ._run import fmt
+def _proof_phrase(
+    verdict: str, proven: float | None, claimed: float | None, claim: str | None = None, derived: str | None = None
+) -> str:
+    """``proof VERDICT``, with what was derived when a proof is UNPROVEN (the proof's own phrase,
+    :attr:`dpharness.proofs.Proof.derived`: ``proof UNPROVEN (derived ε(δ = 1e-05) ≤ 13.39 > claim 6)``),
+    or else its finite bound when it exceeds the claim: ``proof UNPROVEN (derived ε ≤ 1.056 > claim 1)``.
+    Numbers rounded outward (:mod:`._display`)."""
+    from ._display import fmt_upper as fmt
 
+    if verdict == "UNPROVEN" and derived:
+        return f"proof UNPROVEN ({derived})"
     if (
         verdict == "UNPROVEN"
         and proven is not None
@@ -721,8 +721,9 @@ def _progress_tag(result) -> str:
 
 def _gate_line(c) -> str:
     """One line per mechanism: status, proof, audit, timing (and the audit's note, and the float hint of
-    a failure, on lines of their own)."""
-    from ._run import float_hint, fmt
+    a failure, on lines of their own). Bounds rounded outward (:mod:`._display`)."""
+    from ._display import fmt_lower, fmt_upper
+    from ._run import float_hint
     from .pipeline import Policy
 
     status = c.status
@@ -738,7 +739,8 @@ def _gate_line(c) -> str:
         audit = f"audit not finished: {c.audit_error}"
     else:
         audit = (
-            f"audit ε_lb={fmt(a.epsilon_lower_bound)} vs claim {fmt(a.epsilon)} {'passed' if a.passed else 'VIOLATION'}"
+            f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
+            f"{'passed' if a.passed else 'VIOLATION'}"
         )
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
@@ -754,9 +756,9 @@ def _gate_line(c) -> str:
     elif p is None:
         proof = f"proof not finished: {c.proof_error}"
     elif p.verdict == "PROVED":
-        proof = f"proof PROVED (ε ≤ {fmt(p.bound)})"
+        proof = f"proof PROVED (ε ≤ {fmt_upper(p.bound)})"
     else:
-        proof = _proof_phrase(p.verdict, c.sandwich.proven, c.sandwich.claimed, c.claim)
+        proof = _proof_phrase(p.verdict, c.sandwich.proven, c.sandwich.claimed, c.claim, p.derived)
     when = "cached: " if c.cached else ""
     if not c.decided and c.audit_partial:
         note += (
@@ -1053,7 +1055,7 @@ def _failure_message(r, *, gallery: bool) -> str:
     elif r.policy is Policy.NO_PROOF:
         why.append("no proof, and not opted in with register(m, proof='audit-only')")
     elif r.policy is not Policy.AUDIT_ONLY and r.proof.verdict != "PROVED":
-        why.append(_proof_phrase(r.proof.verdict, r.sandwich.proven, r.sandwich.claimed, r.claim))
+        why.append(_proof_phrase(r.proof.verdict, r.sandwich.proven, r.sandwich.claimed, r.claim, r.proof.derived))
     if r.audit is None:
         why.append(f"audit not finished: {r.audit_error}")
     elif not r.audit.passed:

@@ -159,6 +159,10 @@ class ProofSummary:
     steps: tuple[Step, ...]
     witness: str | None
     notes: tuple[str, ...]
+    headline: str = ""  # Proof.headline: the bound in words, rounded outward
+    derived: str | None = None  # Proof.derived: what a claim not proved was derived at
+    bound_lower: float | None = None
+    route: str | None = None
 
     @classmethod
     def of(cls, proof: Any) -> "ProofSummary":
@@ -175,6 +179,10 @@ class ProofSummary:
             ),
             witness=None if proof.witness is None else describe_witness(proof.witness),
             notes=tuple(str(n) for n in proof.notes),
+            headline=str(getattr(proof, "headline", "")),
+            derived=getattr(proof, "derived", None),
+            bound_lower=None if getattr(proof, "bound_lower", None) is None else float(proof.bound_lower),
+            route=getattr(proof, "route", None),
         )
 
     def to_json(self) -> dict:
@@ -188,6 +196,10 @@ class ProofSummary:
             "steps": [vars(s).copy() for s in self.steps],
             "witness": self.witness,
             "notes": list(self.notes),
+            "headline": self.headline,
+            "derived": self.derived,
+            "bound_lower": _out(self.bound_lower),
+            "route": self.route,
         }
 
     @classmethod
@@ -202,6 +214,10 @@ class ProofSummary:
             steps=tuple(Step(**s) for s in d["steps"]),
             witness=d["witness"],
             notes=tuple(d["notes"]),
+            headline=d.get("headline", ""),
+            derived=d.get("derived"),
+            bound_lower=_num(d.get("bound_lower")),
+            route=d.get("route"),
         )
 
 

@@ -607,6 +607,8 @@ class ProofBuilder:
         self.timings: dict[str, float] = {}
         self.witness: Witness | None = None
         self.refuted = False
+        self.route: str | None = None  # the accounting the bound rests on (set by the proof)
+        self.bound_lower: float | None = None  # a certified lower end of the true ε, where one is certified
         self._t0 = time.perf_counter()
 
     # --- template ------------------------------------------------------------
@@ -741,4 +743,6 @@ class ProofBuilder:
             delta_bound=delta_bound,
             notes=tuple(self.notes),
             timings=dict(self.timings),
+            route=self.route,
+            bound_lower=self.bound_lower,
         )

@@ -8,6 +8,7 @@ undischarged obligation is at best UNPROVEN."""
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,14 @@ class Proof:
     sensitivity, parameter ranges, numeric model ("ideal reals" unless stated); ``steps``: the
     obligations in order; ``witness``: inputs and output/event attaining or approaching the bound
     (for REFUTED: the confirmed counterexample); ``notes``: e.g. "checked numerically" evidence or
-    "z3 for a fixed number of queries"; ``timings`` in seconds by phase."""
+    "z3 for a fixed number of queries"; ``timings`` in seconds by phase; ``route``: the accounting the
+    bound rests on (``"pure ε"``, ``"zCDP conversion"``, ``"PLD"``, ...; None for a proof that does not
+    name one); ``bound_lower``: a certified lower end of the mechanism's true ε at ``delta_bound``, only
+    where the proof certifies one (never an estimate).
+
+    An (ε, δ) claim that is not PROVED carries what was derived at the claim's own δ: ``bound`` is the
+    smallest ε the accounting proves there and ``delta_bound`` that δ (or, where ε is fixed, as for
+    partition selection, the δ derived at that ε); never a δ above 1."""
 
     mechanism: Mechanism
     claim: Claim
@@ -72,10 +80,66 @@ class Proof:
     delta_bound: float | None = None
     notes: tuple[str, ...] = ()
     timings: dict = field(default_factory=dict)
+    route: str | None = None
+    bound_lower: float | None = None
 
     @property
     def holds(self) -> bool:
         return self.verdict is Verdict.PROVED
+
+    @property
+    def headline(self) -> str:
+        """The bound in words, each number rounded so that it stays a bound (up for an upper bound, down
+        for a lower end: :mod:`dpharness._display`): ``proven bound: ε ≤ 1.8291, δ ≤ 9.996e-06`` when
+        PROVED (or REFUTED with a derived bound); for a claim not proved, what was derived at the claim's
+        own δ (:attr:`derived`); ``no bound proven`` otherwise. Never a δ above 1."""
+        from dpharness._display import fmt_upper
+
+        if self.verdict is not Verdict.UNPROVEN:
+            if self.bound is None or not math.isfinite(float(self.bound)):
+                return (
+                    "no bound: the claim is refuted (witness below)"
+                    if self.verdict is Verdict.REFUTED
+                    else "no bound proven"
+                )
+            delta = self.delta_bound
+            extra = f", δ ≤ {fmt_upper(delta)}" if delta is not None and delta <= 1 else ""
+            return f"proven bound: ε ≤ {fmt_upper(self.bound)}{extra}"
+        return self.derived or "no bound proven"
+
+    @property
+    def derived(self) -> str | None:
+        """For a claim not PROVED: what the proof derived, at the claim's own δ where it could
+        (``derived ε(δ = 1e-05) ≤ 13.39 > claim 6``, with the certified bracket ``∈ [lo, up]`` where
+        the proof certifies a lower end), else at its ε (``derived δ(ε = 1) ≤ 0.0123 > claim 1e-05``)
+        or, for a pure claim, ``derived ε ≤ 1.056 > claim 1``. None when nothing finite was derived (a
+        δ above 1 is nothing: every mechanism has it)."""
+        from dpharness.core import ApproxDP, PureDP
+        from dpharness._display import fmt_lower, fmt_upper
+
+        if self.verdict is Verdict.PROVED or self.bound is None or not math.isfinite(float(self.bound)):
+            return None
+        bound, claim = float(self.bound), self.claim
+        if isinstance(claim, PureDP) or (isinstance(claim, ApproxDP) and self.delta_bound is None):
+            over = f" > claim {fmt_upper(claim.epsilon)}" if bound > float(claim.epsilon) else ""
+            return f"derived ε ≤ {fmt_upper(bound)}{over}"
+        if not isinstance(claim, ApproxDP):
+            return None
+        d = float(self.delta_bound)
+        if not d <= 1:
+            return None
+        claimed_e, claimed_d = float(claim.epsilon), float(claim.delta)
+        if d == claimed_d:  # at the claim's own δ: ε(δ), with its bracket
+            low = self.bound_lower
+            where = f"∈ [{fmt_lower(low)}, {fmt_upper(bound)}]" if low is not None else f"≤ {fmt_upper(bound)}"
+            above = (low if low is not None else bound) > claimed_e
+            over = f" > claim {fmt_upper(claimed_e)}" if above else f", claim {fmt_upper(claimed_e)}"
+            return f"derived ε(δ = {fmt_upper(claimed_d)}) {where}{over}"
+        if d > claimed_d and bound <= claimed_e:  # at the claim's ε (or below it): δ(ε)
+            over = f" > claim {fmt_upper(claimed_d)}"
+        else:
+            over = f", claim (ε, δ) = ({fmt_upper(claimed_e)}, {fmt_upper(claimed_d)})"
+        return f"derived δ(ε = {fmt_upper(bound)}) ≤ {fmt_upper(d)}{over}"
 
     def _repr_html_(self) -> str:
         """Jupyter: the verdict, the bounds and the derivation (every obligation, how it was checked)."""
@@ -90,8 +154,8 @@ class Proof:
             tone,
             [
                 ("claim", self.claim.describe()),
-                ("derived bound", None if self.bound != self.bound else f"{self.bound:.6g} ({self.bound_expr})"),
-                ("derived δ", self.delta_bound),
+                ("derived bound", self.headline + ("" if self.bound != self.bound else f" ({self.bound_expr})")),
+                ("route", self.route),
                 ("witness", None if w is None else w.description),
                 ("seconds", None if "total" not in self.timings else f"{self.timings['total']:.3g}"),
             ],
@@ -108,6 +172,8 @@ class Proof:
             "bound_expr": str(self.bound_expr),
             "bound": _jsonable(self.bound),
             "delta_bound": self.delta_bound,
+            "bound_lower": self.bound_lower,
+            "route": self.route,
             "assumptions": list(self.assumptions),
             "steps": [s.to_dict() for s in self.steps],
             "witness": None

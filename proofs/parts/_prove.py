@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 import sympy as sp
@@ -115,8 +116,10 @@ _MAX_ENCLOSURE_SHIFT = 10**4  # and it sums ~ d terms for a shift of d grid step
 def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> tuple[sp.Expr | None, float | None]:
     claim = pb.claim
     if prof.delta != 0:  # an (ε, δ) part (partition selection): basic composition with its exact δ
+        pb.route = ROUTE_PARTITION
         return grouping.judge(pb, prof, m)
     if isinstance(claim, PureDP):
+        pb.route = ROUTE_PURE
         if prof.eps is None:
             pb.add(
                 [
@@ -142,19 +145,23 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
             f"Rényi DP of order α = {alpha}: ρ-zCDP gives D_α <= αρ; pure ε-DP gives D_α <= ε",
             "Bun & Steinke 2016 Def. 1.1; D_α <= D_∞",
         )
+        pb.route = ROUTE_RENYI
         pb.claim_bound(bound, eps_c, what="Rényi ε")
         return bound, None
     eps_c, delta_c = exact(claim.epsilon), exact(claim.delta)
     # (a) pure
     if prof.eps is not None and not exceeds(prof.eps, eps_c):
         pb.note("pure DP with the derived ε implies (ε, δ)-DP for every δ >= 0")
+        pb.route = ROUTE_PURE
         pb.claim_bound(prof.eps)
         return prof.eps, 0.0
     # (a'') a single k-ary randomized response (Warner: k = 2): its exact profile, the same for every pair
     if prof.rr_1d is not None and m is not None:
+        pb.route = ROUTE_RR
         return _rr_profile(pb, m, prof, eps_c, delta_c)
     # (a') a single scalar grid Laplace: the exact profile of its dominating pair
     if prof.laplace_1d is not None and m is not None:
+        pb.route = ROUTE_LAPLACE
         return _laplace_profile(pb, m, prof, eps_c, delta_c)
     # (b) a single scalar discrete Gaussian: its exact (ε, δ) profile (CKS 2020 Thm 7), evaluated by
     # interval arithmetic for small τ² and by sum-integral comparison bounds for large τ²
@@ -172,7 +179,8 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
                 "<= ∫_{m−1}^∞ f (m >= 1) and τ√(2π) − 1 <= Z <= τ√(2π) + 1; tails by erfc at 60 digits, "
                 "rounded outward"
             )
-        ok = Fraction(hi) <= Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else hi <= float(delta_c)
+        claimed = Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else Fraction(float(delta_c))
+        ok = Fraction(hi) <= claimed
         pb.add(
             [
                 Obligation(
@@ -188,7 +196,14 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
             ]
         )
         if ok:
+            pb.route = ROUTE_GAUSSIAN
             return eps_c, hi
+        if Fraction(lo) > claimed:
+            pb.note(
+                f"the exact profile's lower end δ(ε = {eps_c}) >= {lo:.6g} exceeds the claimed δ: no other accounting "
+                "of this one measurement (zCDP, PLD: each an upper bound on the same δ(ε)) can prove the claim"
+            )
+            return _derived_at_claimed_delta(pb, prof, m, eps_c, delta_c)
     # (c) zCDP conversion, in log space
     log_delta, alpha = _zcdp_log_delta(prof.rho, eps_c)
     gap = sp.log(delta_c) - log_delta
@@ -205,6 +220,7 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
     delta_value = _exp_up(log_delta)
     if zc.discharged:
         pb.add([zc])
+        pb.route = ROUTE_ZCDP
         return eps_c, delta_value
     # (d) advanced composition over the account's units (every unit counted; ε₀ the largest)
     if A.advanced_units(prof) is not None:
@@ -218,14 +234,51 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
             )
             pb.add(adv)
             pb.claim_bound(e_tot)
+            pb.route = ROUTE_ADVANCED
             return e_tot, float(delta_c)
     # (e) privacy-loss distributions: the product of the leaves' worst pairs, composed with certified error
     pld = _pld_route(pb, prof, eps_c, delta_c, m)
     if pld is not None:
+        pb.route = ROUTE_PLD
         return eps_c, pld
     pb.add([zc])
-    return eps_c, delta_value
+    return _derived_at_claimed_delta(pb, prof, m, eps_c, delta_c)
 
+
+def _derived_at_claimed_delta(
+    pb: ProofBuilder, prof: Profile, m: PartsMechanism | None, eps_c: sp.Expr, delta_c: sp.Expr
+) -> tuple[sp.Expr | None, float | None]:
+    """An (ε, δ) claim no route proves: what the accounting proves at the claim's own δ, the smallest
+    ε over the routes (:func:`epsilon_at`) with its certified lower end where there is one,
+    as the proof's (bound, delta_bound). Not the δ the zCDP conversion gives at the claimed ε, which
+    exceeds 1 (a vacuous bound) far below the mechanism's ε. (None, None) when no route gives a finite ε."""
+    delta = float(delta_c)
+    if Fraction(delta) != (Fraction(int(delta_c.p), int(delta_c.q)) if delta_c.is_Rational else Fraction(delta)):
+        delta = math.nextafter(delta, -math.inf)  # ε(δ) decreases in δ: a smaller δ is the safe side
+    at = epsilon_at(prof, m, delta)
+    if not math.isfinite(at.upper):
+        return None, None
+    pb.route = at.route
+    pb.bound_lower = at.lower
+    between = f"∈ [{at.lower:.6g}, {at.upper:.6g}]" if at.lower is not None else f"<= {at.upper:.6g}"
+    pb.note(
+        f"at the claimed δ = {delta:.6g} the accounting proves ε(δ) {between} ({at.route}"
+        + (f"; the lower end attained on {at.pair}" if at.lower is not None and at.pair else "")
+        + f"), above the claimed ε = {eps_c}"
+    )
+    return sp.Float(at.upper, 17), delta
+
+
+# the accounting a bound rests on (Proof.route)
+ROUTE_PURE = "pure ε"
+ROUTE_RENYI = "Rényi (zCDP and pure ε)"
+ROUTE_RR = "exact randomized-response profile"
+ROUTE_LAPLACE = "exact Laplace profile"
+ROUTE_GAUSSIAN = "exact discrete Gaussian profile"
+ROUTE_ZCDP = "zCDP conversion"
+ROUTE_ADVANCED = "advanced composition"
+ROUTE_PLD = "PLD (privacy-loss distribution)"
+ROUTE_PARTITION = "partition selection (basic composition with its exact δ)"
 
 _MAX_PLD_LEAVES = 64
 
@@ -268,11 +321,18 @@ def _leaf_pair(entry: tuple, pessimistic: bool):
 
 
 def _composed(counted: dict, pessimistic: bool):
-    """The composition of every leaf: each distinct leaf self-composed by squaring, then all composed."""
+    """The composition of every leaf: each distinct leaf self-composed by squaring, then all composed.
+    Cached (a deterministic function of the leaves and their counts, never modified): a proof, the
+    headline of an unproven claim, the privacy profile and the accountant's answers read one composition."""
+    return _composed_items(tuple(counted.items()), pessimistic)
+
+
+@functools.lru_cache(maxsize=8)
+def _composed_items(items: tuple, pessimistic: bool):
     from .. import _pld
 
     parts = []
-    for entry, n in counted.items():
+    for entry, n in items:
         pair = _leaf_pair(entry, pessimistic)
         if pair is None:
             return None
@@ -398,6 +458,157 @@ def _pld_route(
             )
         ]
     )
+    return hi
+
+
+# --------------------------------------------------------------------------- the routes read at one δ
+# (the headline of a claim not proved, and the accountant's answers, :mod:`.._answers`)
+
+
+def _zcdp_epsilon(rho: sp.Expr, delta: float) -> float:
+    """ε(δ) of ρ-zCDP: CKS 2020 Prop. 12 solved for ε, ε = αρ − (ln δ + ln(α − 1) − α ln(1 − 1/α))/(α − 1),
+    valid at every α > 1: at the best α of the grid :func:`_zcdp_log_delta` searches, evaluated at 40
+    digits and rounded up."""
+    import mpmath
+
+    r = float(rho)
+    if r == 0:
+        return 0.0
+    ld = math.log(delta)
+    best = (math.inf, 2.0)
+    for a in np.concatenate([np.linspace(1.0001, 3, 300), np.geomspace(3, 1e9, 600)]).tolist():
+        e = a * r - (ld + math.log(a - 1) - a * math.log1p(-1 / a)) / (a - 1)
+        if e < best[0]:
+            best = (e, a)
+    with mpmath.workdps(40):
+        a = mpmath.mpf(best[1])
+        rr = mpmath.mpf(str(sp.N(rho, 40)))
+        e = a * rr - (mpmath.log(mpmath.mpf(delta)) + mpmath.log(a - 1) - a * mpmath.log(1 - 1 / a)) / (a - 1)
+        return max(0.0, math.nextafter(float(e), math.inf))
+
+
+@dataclass(frozen=True)
+class RouteValue:
+    """One route's figure: ``upper`` (certified by that route; ∞ when none applies), ``lower`` (a
+    certified lower end of the mechanism's true value, or None), ``route``, ``pair`` (the neighbouring
+    pair attaining the lower end)."""
+
+    upper: float
+    lower: float | None
+    route: str
+    pair: str | None = None
+
+
+def _float_up(x: Any) -> float:
+    """A float at or above the real number ``x`` (a sympy expression or a number)."""
+    e = sp.sympify(x)
+    if e.is_Rational:
+        f = float(e)
+        return f if Fraction(f) >= Fraction(int(e.p), int(e.q)) else math.nextafter(f, math.inf)
+    return math.nextafter(float(sp.N(e, 30)), math.inf)
+
+
+def _finite_rho(prof: Any) -> float | None:
+    try:
+        rho = float(prof.rho)
+    except (TypeError, ValueError):
+        return None
+    return rho if math.isfinite(rho) else None
+
+
+def _pld_pair_of(
+    prof: Any, m: Any, *, delta: float | None = None, epsilon: float | None = None
+) -> tuple[Any, Any, str | None]:
+    """(the certified upper PLD, the certified lower PLD or None, the pair attaining it) of the account;
+    the lower end is sought where it is tight at ``delta`` (or at ``epsilon``), as :func:`_pld_route` does."""
+    counted = _pld_leaves(prof)
+    if counted is None:
+        return None, None, None
+    upper = _composed(counted, True)
+    if upper is None:
+        return None, None, None
+    if m is None:
+        return upper, None, None
+    reference = upper.epsilon(delta) if delta is not None else float(epsilon if epsilon is not None else 1.0)
+    lower, pair = certified_lower(m, counted, upper, reference if math.isfinite(reference) else 1.0)
+    return upper, lower, pair
+
+
+def epsilon_at(prof: Any, m: Any, delta: float, *, pld: bool = True) -> RouteValue:
+    """The smallest ε the routes that read the account certify at ``delta`` (and the PLD's certified
+    lower end, where one pair attains it): pure ε, the zCDP conversion, advanced composition, the PLD
+    (``pld=False``: not built); for an account with an exact δ₀ (partition selection), its ε from δ₀ on.
+    ∞ when no route applies."""
+    options: list[tuple[float, str]] = []
+    if prof.delta != 0:
+        if prof.eps is not None and exact_sign(sp.Rational(Fraction(delta)) - prof.delta) in (0, 1):
+            options.append((_float_up(prof.eps), ROUTE_PARTITION))
+        best = min(options, default=(math.inf, "none"))
+        return RouteValue(best[0], None, best[1])
+    if prof.eps is not None:
+        options.append((_float_up(prof.eps), ROUTE_PURE))
+    lower = pair = None
+    if delta > 0:
+        rho = _finite_rho(prof)
+        if rho is not None:
+            options.append((_zcdp_epsilon(prof.rho, delta), ROUTE_ZCDP))
+        units = A.advanced_units(prof)
+        if units is not None:
+            k, e0 = units
+            _, e_tot, _ = lemmas.advanced_composition(k, e0, 0, sp.Rational(Fraction(delta)))
+            options.append((_float_up(e_tot), ROUTE_ADVANCED))
+        gaussian = _gaussian_epsilon(prof.gaussian_1d, delta) if prof.gaussian_1d is not None else math.inf
+        if math.isfinite(gaussian):
+            options.append((gaussian, ROUTE_GAUSSIAN))
+        # one discrete Gaussian with its exact profile: its PLD is never tighter, and not built
+        upper, low, pair = (
+            _pld_pair_of(prof, m, delta=delta) if pld and not math.isfinite(gaussian) else (None, None, None)
+        )
+        if upper is not None:
+            options.append((max(upper.epsilon(delta), 0.0), ROUTE_PLD))
+            if low is not None:
+                lower = max(low.epsilon(delta), 0.0)
+    best = min(options, default=(math.inf, "none"))
+    if lower is not None and not lower > 0:
+        lower = None  # ε >= 0 is no information
+    if lower is not None:
+        lower = min(lower, best[0])
+    return RouteValue(best[0], lower, best[1], pair if lower is not None else None)
+
+
+def _gaussian_epsilon(g1: tuple, delta: float) -> float:
+    """A certified ε with δ(ε) <= ``delta`` for one discrete Gaussian (τ², shift D): the smallest on a float
+    bisection of the rigorous upper end of δ(ε) (:func:`_dg_delta_bounds`, CKS 2020 Thm 7
+    by sum–integral comparison); ∞ where those bounds do not apply (τ√(2π) <= 2)."""
+    tau2, d = g1
+
+    def delta_hi(e: float) -> float:
+        return _dg_delta_bounds(sp.Rational(Fraction(e)), d, tau2)[1]
+
+    if _dg_delta_bounds(sp.Integer(0), d, tau2) == (0.0, 1.0):  # τ√(2π) <= 2: no bounds
+        return math.inf
+    hi = 1.0
+    while delta_hi(hi) > delta:
+        hi *= 2
+        if hi > 1e6:
+            return math.inf
+    return _invert(delta_hi, delta, hi, steps=64)
+
+
+def _invert(delta_of: Callable[[float], float], delta: float, hi: float, steps: int = 200) -> float:
+    """An ε in [0, hi] with delta_of(ε) <= delta (non-increasing), near the smallest, by float bisection
+    (``hi`` must satisfy it)."""
+    lo = 0.0
+    if delta_of(0.0) <= delta:
+        return 0.0
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if not lo < mid < hi:
+            break
+        if delta_of(mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
     return hi
 
 
