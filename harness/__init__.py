@@ -6,6 +6,8 @@
   and returns a certified empirical lower bound on ε.
 * :func:`timing_audit` does the same for a per-call ``fn(data)`` whose release is (value, duration):
   timing as an output channel.
+* :func:`epsilon` and :func:`delta` answer the accountant's questions: the smallest ε PROVED at a
+  given δ (the smallest δ at a given ε), with its certified bracket and the route that proved it.
 
 Together: empirical lower bound <= true ε <= proven bound <= claimed ε.
 """
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # the result types live in the subpackages, imported only whe
     from .auditors.one_run import OneRunResult
     from .auditors.timing import TimingAuditResult
     from .proofs import Proof
+    from .proofs._answers import Answer
 
 __version__ = "0.1.0"
 
@@ -56,6 +59,8 @@ __all__ = [
     "one_run_audit",
     "timing_audit",
     "prove",
+    "epsilon",
+    "delta",
     "check",
     "Check",
     "Mechanism",
@@ -95,6 +100,70 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
     from .proofs import prove as _prove  # deferred: sympy/z3 are slow to import
 
     return _prove(mechanism, distance=distance)
+
+
+def _answer_mechanism(mechanism: Any) -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(
+            f"mechanism={mechanism!r:.80} is not a dpharness Mechanism; the smallest proven ε or δ is asked of a "
+            "mechanism built from dpharness.parts or a registered one (dpharness.get(name)())."
+        )
+    return mechanism
+
+
+def _answer_precision(precision: Any) -> float:
+    from ._validate import real
+
+    value = float(real("precision", precision))
+    if not 1e-12 <= value <= 0.1:
+        raise ParameterError(
+            f"precision={precision!r} must lie in [1e-12, 0.1] (relative); pass e.g. precision=1e-4 (0.01%)."
+        )
+    return value
+
+
+def epsilon(mechanism: Mechanism, *, delta: Any = None, precision: Any = 1e-4) -> Answer:
+    """The smallest ε that :func:`prove` PROVES for ``mechanism`` at ``delta`` (δ = 0: pure ε-DP; None:
+    the claim's own δ), with the certified bracket of the mechanism's true ε(δ) (a lower end only where
+    the proof certifies one) and the route that proved it (pure ε, zCDP conversion, PLD, ...).
+
+    ``precision`` (relative): the smallest PROVED claim lies within [value·(1 − precision), value];
+    the returned ``Answer.value`` is itself PROVED (``Answer.proof``). About the time of one proof for
+    a mechanism declared from parts; a catalog class with a hand-written proof is answered by proving
+    it at other claims (UnsupportedError when its class does not accept a replaced claim)."""
+    from ._validate import probability
+
+    m = _answer_mechanism(mechanism)
+    if delta is None:
+        if isinstance(m.claim, RenyiDP):
+            raise ParameterError(
+                f"delta=None: {m.name} claims {m.claim.describe()}, which has no δ; pass delta= (e.g. delta=1e-5)."
+            )
+        delta = m.claim.delta if isinstance(m.claim, ApproxDP) else 0
+    value = float(probability("delta", delta, open_right=True))
+    from .proofs._answers import smallest_epsilon  # deferred: the prover (sympy, z3) is slow to import
+
+    return smallest_epsilon(m, value, _answer_precision(precision), prove)
+
+
+def delta(mechanism: Mechanism, *, epsilon: Any = None, precision: Any = 1e-4) -> Answer:
+    """The smallest δ that :func:`prove` PROVES for ``mechanism`` at ``epsilon`` (None: the claim's own
+    ε), with the certified bracket of the mechanism's true δ(ε) and the route that proved it (pure ε
+    gives δ = 0; partition selection its exact δ; zCDP conversion, the exact discrete Gaussian profile,
+    PLD). ``precision`` as for :func:`epsilon`; the returned value is itself PROVED."""
+    from ._validate import nonnegative
+
+    m = _answer_mechanism(mechanism)
+    if epsilon is None:
+        if isinstance(m.claim, RenyiDP):
+            raise ParameterError(
+                f"epsilon=None: {m.name} claims {m.claim.describe()}; pass the (ε, δ)-DP ε, e.g. epsilon=1."
+            )
+        epsilon = m.claim.epsilon
+    value = float(nonnegative("epsilon", epsilon))
+    from .proofs._answers import smallest_delta  # deferred: the prover (sympy, z3) is slow to import
+
+    return smallest_delta(m, value, _answer_precision(precision), prove)
 
 
 def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any) -> AuditResult:

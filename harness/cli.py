@@ -7,6 +7,8 @@ Commands::
     dpharness audit NAME [same options] [--samples N] [--seed S] [--ideal-numerics]
     dpharness gate [--module PKG]... [--gallery] [--junit FILE] [--report DIR] [--samples N] [--jobs J]
     dpharness report [--out DIR] [NAME...]
+    dpharness epsilon NAME [--delta D] [--precision P]  the smallest ε proven at δ = D (default: the claim's δ)
+    dpharness delta NAME [--epsilon E] [--precision P]  the smallest δ proven at ε = E (default: the claim's ε)
 
 ``--json`` (before or after the command) prints machine-readable output. ``--set`` overrides a
 noise parameter and keeps the claim: ``dpharness prove laplace --set scale=0.9`` checks the
@@ -102,6 +104,29 @@ def _number(text: str):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass e.g. 1, 1/2 or 0.5") from None
 
 
+def _probability_below_one(text: str) -> float:
+    """``--delta``: a number in [0, 1) (0: pure ε-DP)."""
+    value = float(_number(text))
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie in [0, 1) (0 asks for pure ε-DP); pass e.g. 1e-5")
+    return value
+
+
+def _nonnegative(text: str) -> float:
+    """``--epsilon``: a finite number >= 0."""
+    value = float(_number(text))
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0; pass e.g. 2")
+    return value
+
+
+def _precision(text: str) -> float:
+    value = float(_number(text))
+    if not 1e-12 <= value <= 0.1:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie in [1e-12, 0.1] (relative); pass e.g. 1e-4")
+    return value
+
+
 def _build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -173,6 +198,44 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="worker processes (local pool or LocalCluster; default: the CPU count)",
+    )
+    named = argparse.ArgumentParser(add_help=False)
+    named.add_argument("name", metavar="NAME", help="registered mechanism name (see `dpharness list`)")
+    named.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a noise parameter (int, fraction like 1/2, or float)",
+    )
+    named.add_argument(
+        "--precision",
+        type=_precision,
+        default=1e-4,
+        metavar="P",
+        help="relative: the smallest PROVED value lies within [value·(1 − P), value] (default 1e-4)",
+    )
+    named.set_defaults(claim_epsilon=None, claim_delta=None)
+    accountant = sub.add_parser(
+        "epsilon",
+        parents=[common, named, modules],
+        help="the smallest ε proven at a δ, with its certified bracket and the route that proved it",
+    )
+    accountant.add_argument(
+        "--delta",
+        type=_probability_below_one,
+        default=None,
+        metavar="D",
+        help="δ in [0, 1) (0: pure ε-DP; default: the claim's δ)",
+    )
+    accountant = sub.add_parser(
+        "delta",
+        parents=[common, named, modules],
+        help="the smallest δ proven at an ε, with its certified bracket and the route that proved it",
+    )
+    accountant.add_argument(
+        "--epsilon", type=_nonnegative, default=None, metavar="E", help="ε >= 0 (default: the claim's ε)"
     )
     sub.add_parser(
         "targets",
@@ -420,6 +483,42 @@ def _cmd_prove(args) -> int:
     else:
         _print_proof(proof)
     return EXIT_OK if proof.verdict.value == "PROVED" else EXIT_FAIL
+
+
+def _cmd_accountant(args) -> int:
+    """``dpharness epsilon NAME --delta D`` / ``dpharness delta NAME --epsilon E``: the smallest proven
+    value, its certified bracket and the route that proved it (:func:`dpharness.epsilon`)."""
+    import dpharness
+
+    mechanism = _mechanism(args)
+    if args.command == "epsilon":
+        answer = dpharness.epsilon(mechanism, delta=args.delta, precision=args.precision)
+    else:
+        answer = dpharness.delta(mechanism, epsilon=args.epsilon, precision=args.precision)
+    if args.json:
+        _emit_json(answer.to_dict())
+        return EXIT_OK
+    from ._display import fmt_lower, fmt_upper
+
+    name, given = ("ε", "δ") if answer.quantity == "epsilon" else ("δ", "ε")
+    digits = answer.digits
+    at = f"{given} = {fmt_upper(answer.at, 6) if given == 'δ' else fmt_lower(answer.at, 6)}"
+    value = fmt_upper(answer.value, digits)
+    print(mechanism.describe())
+    print(f"{name}({at}) ≤ {value}   proven by {answer.route}")
+    if answer.lower is not None:
+        print(f"certified bracket: {name}({at}) ∈ [{fmt_lower(answer.lower, digits)}, {value}]")
+    else:
+        print(f"certified bracket: {name}({at}) ∈ [—, {value}]   (the proof certifies no lower end)")
+    if answer.precision == 0:
+        print(f"precision: exact (no smaller {name} is proven); {answer.proofs} proofs, {answer.seconds:.2g} s")
+    else:
+        print(
+            f"precision: every claim below {name} = {fmt_lower(answer.value * (1 - answer.precision), digits)} is not "
+            f"PROVED ({answer.precision:.1e} relative); {answer.proofs} proofs, {answer.seconds:.2g} s"
+        )
+    print(f"exact value: {answer.value!r}")
+    return EXIT_OK
 
 
 def _print_audit(mechanism, result, args=None, proof=None) -> None:
@@ -1130,6 +1229,8 @@ _MEMORY_ADVICE = {
 _COMMANDS = {
     "list": _cmd_list,
     "prove": _cmd_prove,
+    "epsilon": _cmd_accountant,
+    "delta": _cmd_accountant,
     "audit": _cmd_audit,
     "gate": _cmd_gate,
     "report": _cmd_report,

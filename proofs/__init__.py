@@ -19,10 +19,11 @@ from dpharness.core import Mechanism
 from dpharness.errors import ParameterError
 from dpharness.proof_registry import find_proof, proves
 
+from ._answers import Answer
 from ._kernel import ProofBuilder
 from ._model import Obligation, Proof, Verdict, unproven
 
-__all__ = ["prove", "proves", "Proof", "Obligation", "Verdict", "ProofBuilder", "unproven"]
+__all__ = ["prove", "proves", "Proof", "Obligation", "Verdict", "ProofBuilder", "unproven", "Answer"]
 
 for _info in pkgutil.iter_modules(__path__):
     if not _info.name.startswith("_"):
