@@ -92,9 +92,13 @@ class Proof:
         """The bound in words, each number rounded so that it stays a bound (up for an upper bound, down
         for a lower end: :mod:`dpharness._display`): ``proven bound: ε ≤ 1.8291, δ ≤ 9.996e-06`` when
         PROVED (or REFUTED with a derived bound); for a claim not proved, what was derived at the claim's
-        own δ (:attr:`derived`); ``no bound proven`` otherwise. Never a δ above 1."""
+        own δ (:attr:`derived`), and so for an (ε, δ) claim REFUTED below a certified bracket;
+        ``no bound proven`` otherwise. Never a δ above 1."""
         from dpharness._display import fmt_upper
+        from dpharness.core import ApproxDP
 
+        if self.verdict is Verdict.REFUTED and isinstance(self.claim, ApproxDP) and self.bound_lower is not None:
+            return self.derived or "no bound: the claim is refuted (witness below)"  # with its certified bracket
         if self.verdict is not Verdict.UNPROVEN:
             if self.bound is None or not math.isfinite(float(self.bound)):
                 return (

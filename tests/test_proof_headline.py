@@ -145,6 +145,7 @@ def test_a_refuted_claim_states_the_bracket_where_a_pair_attains_it():
     assert proof.verdict is Verdict.REFUTED and proof.delta_bound == 1e-5
     assert proof.bound_lower is not None and 2 < proof.bound_lower <= proof.bound
     assert proof.derived.startswith("derived ε(δ = 1e-05) ∈ [") and proof.derived.endswith("> claim 2")
+    assert proof.headline == proof.derived
 
 
 def _ten_laplace(claim):
