@@ -565,7 +565,10 @@ def epsilon_at(prof: Any, m: Any, delta: float, *, pld: bool = True) -> RouteVal
             _pld_pair_of(prof, m, delta=delta) if pld and not math.isfinite(gaussian) else (None, None, None)
         )
         if upper is not None:
-            options.append((max(upper.epsilon(delta), 0.0), ROUTE_PLD))
+            e_up = upper.epsilon(delta)  # certified, but not always the smallest the PLD certifies:
+            if math.isfinite(e_up) and e_up > 0:  # the smallest float with a certified δ(ε) <= delta, by bisection
+                e_up = _invert(upper.delta, delta, e_up)
+            options.append((max(e_up, 0.0), ROUTE_PLD))
             if low is not None:
                 lower = max(low.epsilon(delta), 0.0)
     best = min(options, default=(math.inf, "none"))
