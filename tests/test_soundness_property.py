@@ -19,6 +19,15 @@ on the true ε (pure), δ(ε) (approximate) or D_α (Rényi). Property: when the
 Every ``dp.post`` drawn is the identity (an injective map keeps the truth unchanged, so the truth of
 the outputs before post-processing is the truth of the mechanism).
 
+A second property (issue 28) draws structures over every family and combinator (selection, threshold,
+grouping with contribution bounding, sampling, repeat, iterate, calibrated budgets, truncated noise,
+map_records, clip_norm) × relation (with add/remove of one user) × claim type × ``distance`` 1-3
+(``tests/_family_structures.py``), with the oracle ``tests/_exact_laws.py`` (exact output laws of every
+family, its own interpreter): every PROVED within the exact truth, every REFUTED witness violating the
+claim under the exact law, every calibrated structure within its budget. The second oracle is checked
+against the library's exact laws where the library lists one, and against the sampler (statistical) where
+it does not (mixtures over subsamples and contribution boundings, adaptive rounds).
+
 A focused regression test covers the soundness issue this property was written for: a
 ``dp.parallel`` under substitution inside a ``dp.compose`` was skipped by advanced composition, so an
 (ε, δ) claim was PROVED while the true ε was about 10 (the issue's example and variants), with the
@@ -27,8 +36,11 @@ brute force as the oracle.
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import time
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -39,7 +51,10 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from _exact_laws import Ambiguous, PairTruth, event_probabilities, family_truth, law_of, point_probability
 from _exact_truth import exact_truth, leaf_centres
+from _family_structures import MAX_LEAVES as FAMILY_MAX_LEAVES
+from _family_structures import family_claims, family_structures
 
 from dpharness import AddRemove, ApproxDP, IntegerRange, PureDP, RealBox, RealInterval, RenyiDP, Substitute
 from dpharness import parts as dp
@@ -464,10 +479,11 @@ _COMMON = dict(
 )
 
 
-@settings(max_examples=300, derandomize=True, **_COMMON)
+@settings(max_examples=200, derandomize=True, **_COMMON)
 @given(st.data())
 def test_a_proved_claim_is_never_violated_by_the_exact_truth(data):
-    """300 drawn structures, fixed seed (derandomize). Measured: about 60 s on one core when every
+    """200 drawn structures, fixed seed (derandomize; 300 before the every-family property below shared
+    the file's two minutes). Measured at 300: about 60 s on one core when every
     example passes (prover 0.05-1 s and brute force 0.01-0.1 s per structure, plus 15-25% invalid
     draws). On the code before the fix of parallel under substitution in advanced composition it
     fails within 2.5 min (20 s to 2.3 min measured over the seeds tried): the first falsifying
@@ -595,3 +611,392 @@ def test_the_issue_example_truth_is_about_ten():
     truth = exact_truth(_issue_mechanism())
     assert truth.pure_epsilon() == 2 / Fraction(0.2) + 2 / Fraction(10)
     assert truth.delta(10.1) > 1e-5 > truth.delta(10.3)
+
+
+# --------------------------------------------------------------------------- every family and combinator
+#
+# The structures above use the older combinators only. Below, structures are drawn over every family
+# (tests/_family_structures.py: selection, threshold, grouping with contribution bounding, sampling,
+# repeat, iterate, calibration, truncated noise, the record-wise maps) × relation (add/remove,
+# substitution with or without a size, add/remove one user) × claim type × distance (1, 2, 3), and the
+# oracle is the second engine, tests/_exact_laws.py (exact output laws of every family, independent of
+# the library's). Property, for every drawn structure and claim:
+#
+# * PROVED: the exact truth at that distance is within the claim and the proof's bound (``_violations``);
+# * REFUTED: the witness pair, evaluated with the oracle's exact law on the witness event (or point),
+#   violates the claim: P_D(S) > e^ε P_D'(S) + δ with P_D(S) at its lower end and P_D'(S) at its upper
+#   end (``_witness_problems``);
+# * a calibrated structure (a budget instead of a scale) is within its budget whatever the verdict
+#   (``_budget_problems``): the calibration is the inverse of the proof's privacy map.
+#
+# A claim is drawn near the truth; a claim the prover does not prove (UNPROVEN or REFUTED) is tightened to
+# the bound the proof reports and proved again, so the prover's own bound is checked against the truth.
+
+FAMILY_STATS: Counter = Counter()  # tags × verdicts of the structures drawn (the slow run reports it)
+
+
+def _claim_epsilon_delta(claim: Any) -> tuple[float, float]:
+    if isinstance(claim, PureDP):
+        return float(claim.epsilon), 0.0
+    return float(claim.epsilon), float(claim.delta)
+
+
+def _witness_problems(m: Any, claim: Any, proof: Any) -> list[str]:
+    """Why a REFUTED verdict's witness does not show the claim false under the oracle's exact law (an
+    empty list when it does): P_D(S) − e^ε P_D'(S) > δ, P_D(S) at its lower end, P_D'(S) at its upper end."""
+    w = proof.witness
+    if w is None:
+        return ["REFUTED without a witness"]
+    if isinstance(claim, RenyiDP):
+        return [f"REFUTED a Rényi claim with a witness {w.description!r}: not checkable here"]
+    eps, delta = _claim_epsilon_delta(claim)
+    try:
+        la, lb = law_of(m, w.data), law_of(m, w.neighbor)
+        if w.output is not None:
+            p, q = point_probability(la, w.output), point_probability(lb, w.output)
+            what = f"output {w.output!r}"
+        elif w.event is not None:
+            fn = w.event.contains
+            cols = getattr(fn, "cols", None)
+            if cols is None and hasattr(fn, "columns"):
+                cols = [c[0] for c in fn.columns]
+            try:
+                p, q = event_probabilities(la, fn, cols), event_probabilities(lb, fn, cols)
+            except Ambiguous:
+                if not hasattr(fn, "columns"):
+                    raise
+                p, q = (0.0, 1.0), (0.0, 1.0)  # too many outcomes: decided by the pair's exact δ below
+            what = f"event {w.event.description!r}"
+        else:
+            return [f"REFUTED with a witness that names neither an output nor an event: {w.description!r}"]
+    except (Ambiguous, TypeError) as exc:
+        return [f"REFUTED witness not evaluable by the oracle ({exc}): {w.description!r}"]
+    gap = p[0] - math.exp(eps) * q[1]
+    if gap > delta * (1 + DELTA_MARGIN) + DELTA_FLOOR:
+        FAMILY_STATS["witness: event or point evaluated exactly"] += 1
+        return []
+    if w.event is not None and hasattr(w.event.contains, "columns"):
+        # the optimal event {L > ε} of the pair, whose enumeration above was too coarse to decide: its
+        # P_D(S) − e^ε P_D'(S) is the pair's δ(ε), of which the oracle's product PLD is a lower bound
+        pair_delta = PairTruth(la, lb).delta(eps)[0]
+        if pair_delta > delta * (1 + DELTA_MARGIN) + DELTA_FLOOR:
+            FAMILY_STATS["witness: optimal event, by the pair's exact δ(ε)"] += 1
+            return []
+    return [
+        f"REFUTED, but on the witness pair D = {np.asarray(w.data).tolist()}, D' = {np.asarray(w.neighbor).tolist()} "
+        f"the {what} has P_D ∈ [{p[0]:.6g}, {p[1]:.6g}], P_D' ∈ [{q[0]:.6g}, {q[1]:.6g}]: "
+        f"P_D − e^ε P_D' <= {gap:.6g}, not above δ = {delta} (ε = {eps})"
+    ]
+
+
+def _budget_problems(budget: Any, truth: Any) -> list[str]:
+    """A calibrated structure's exact truth against the budget its noise was calibrated to."""
+    if isinstance(budget, PureDP):
+        e = truth.pure_epsilon()
+        return [f"calibrated to ε = {budget.epsilon}, exact ε = {float(e)!r}"] if e > Fraction(budget.epsilon) else []
+    if isinstance(budget, ApproxDP):
+        d = truth.delta(budget.epsilon)
+        if d > float(budget.delta) * (1 + DELTA_MARGIN) + DELTA_FLOOR:
+            return [f"calibrated to (ε, δ) = ({budget.epsilon}, {budget.delta}), exact δ(ε) >= {d!r}"]
+        return []
+    if isinstance(budget, tuple) and budget[0] == "rho":
+        out = []
+        for a in (2, 8, 32):
+            r = truth.renyi(a)
+            if r > a * float(budget[1]) * (1 + DELTA_MARGIN) + DELTA_FLOOR:
+                out.append(f"calibrated to ρ = {budget[1]} (D_α <= αρ), exact D_{a} >= {r!r}")
+        return out
+    return []
+
+
+def _tightened(claim: Any, proof: Any) -> Any | None:
+    """The claim at the bound the (not PROVED) proof reports, or None when it reports none."""
+    b = proof.bound
+    if b is None or not math.isfinite(b) or b < 0 or (b == 0 and not isinstance(claim, ApproxDP)):
+        return None
+    if isinstance(claim, PureDP):
+        return PureDP(float(b) * (1 + 1e-9))
+    if isinstance(claim, RenyiDP):
+        return RenyiDP(claim.alpha, float(b) * (1 + 1e-9))
+    d = proof.delta_bound
+    if d is None or not math.isfinite(d) or not 0 <= d < 1:
+        return None
+    return ApproxDP(float(b), min(0.999, float(d) * (1 + 1e-9) + 1e-300))
+
+
+def _check_family(data: Any) -> None:
+    drawn = data.draw(family_structures(), label="structure")
+    assume(drawn.leaves <= FAMILY_MAX_LEAVES)
+    try:
+        m0 = drawn.mechanism(PureDP(1))
+    except ParameterError:
+        assume(False)
+    try:
+        truth = family_truth(m0, drawn.values, distance=drawn.distance)
+    except Ambiguous:
+        FAMILY_STATS["oracle: ambiguous"] += 1
+        assume(False)
+    claim = data.draw(family_claims(truth), label="claim")
+    proof = prove(drawn.mechanism(claim), distance=drawn.distance)
+    attempts = [(claim, proof)]
+    if proof.verdict is not Verdict.PROVED:
+        tight = _tightened(claim, proof)
+        if tight is not None:
+            attempts.append((tight, prove(drawn.mechanism(tight), distance=drawn.distance)))
+    bad = []
+    if drawn.budget is not None and drawn.distance == 1:
+        bad += _budget_problems(drawn.budget, truth)
+    for c, p in attempts:
+        kind = type(c).__name__
+        FAMILY_STATS[("verdict", kind, p.verdict.value)] += 1
+        for tag in drawn.tags:
+            FAMILY_STATS[("family", tag, p.verdict.value)] += 1
+        FAMILY_STATS[("relation", drawn.relation_code, p.verdict.value)] += 1
+        FAMILY_STATS[("distance", drawn.distance, p.verdict.value)] += 1
+        note(
+            f"claim {c!r}: verdict {p.verdict.value}, bound {p.bound!r}, δ bound {p.delta_bound!r}; truth over "
+            f"{truth.pairs} pairs of {truth.datasets} data sets: pure ε {float(truth.pure_epsilon())!r}"
+        )
+        if p.verdict is Verdict.PROVED:
+            bad += [f"[{c!r} PROVED] {x}" for x in _violations(c, p, truth)]
+        elif p.verdict is Verdict.REFUTED:
+            bad += [f"[{c!r}] {x}" for x in _witness_problems(drawn.mechanism(c), c, p)]
+    FAMILY_STATS["structures"] += 1
+    assert not bad, (
+        "the exact truth contradicts the verdict:\n  "
+        + "\n  ".join(bad)
+        + (f"\n  reproduce: {drawn.snippet(attempts[-1][0])}")
+    )
+
+
+@settings(max_examples=300, derandomize=True, **_COMMON)
+@given(st.data())
+def test_every_family_proved_is_within_and_refuted_is_beyond_the_exact_truth(data):
+    """300 drawn structures over every family, fixed seed (derandomize): see the section comment."""
+    _check_family(data)
+
+
+@settings(max_examples=_SLOW_EXAMPLES, derandomize=_SLOW_SEED is None, **_COMMON)
+@given(st.data())
+def _many_families(data):
+    _check_family(data)
+
+
+@pytest.mark.slow
+def test_every_family_many_structures():
+    """10^4 drawn structures over every family (``DPHARNESS_SOUNDNESS_EXAMPLES`` overrides the count,
+    ``DPHARNESS_SOUNDNESS_SEED`` the seed); ``DPHARNESS_SOUNDNESS_STATS=path`` writes the structures drawn
+    per family and the verdict counts as JSON (benchmarks/results/soundness_property.md quotes a run)."""
+    FAMILY_STATS.clear()
+    start = time.perf_counter()
+    try:
+        if _SLOW_SEED is not None:
+            hypothesis_seed(int(_SLOW_SEED))(_many_families)()
+        else:
+            _many_families()
+    finally:
+        path = os.environ.get("DPHARNESS_SOUNDNESS_STATS")
+        if path:
+            rows = [[list(k) if isinstance(k, tuple) else k, v] for k, v in sorted(FAMILY_STATS.items(), key=str)]
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump({"seconds": time.perf_counter() - start, "stats": rows}, fh, indent=1)
+
+
+# --------------------------------------------------------------------------- the second engine is the code's law
+
+
+@settings(max_examples=40, derandomize=True, **_COMMON)
+@given(family_structures(), st.randoms(use_true_random=False))
+def test_the_family_oracle_agrees_with_the_library_law_where_it_has_one(drawn, rnd):
+    """On data sets from the brute-force grid, the oracle's enclosure of each outcome's probability
+    (tests/_exact_laws.py, its own interpreter) holds the probability the library's exact law gives
+    (``dpharness.mechanisms.parts._law.law``: every family whose law the library lists: noise, selection,
+    threshold, group-by with a deterministic bounding), at up to 20 outcomes per data set. Two
+    independent readings of the same structure: a disagreement makes one of them a different mechanism."""
+    from dpharness.errors import UnsupportedError
+    from dpharness.mechanisms.parts._law import law
+
+    from _exact_laws import _product_outcomes
+
+    try:
+        m = drawn.mechanism(PureDP(1))
+    except ParameterError:
+        assume(False)
+    cols = drawn.values
+    for n in (0, 1, 2, 3):
+        data = [[rnd.choice(c) for c in cols] for _ in range(n)]
+        arr = np.array(data, dtype=float).reshape(n, len(cols))
+        arr = arr if len(cols) > 1 else arr[:, 0]
+        try:
+            lib = law(m, arr)
+        except (UnsupportedError, NotImplementedError):
+            return  # sampling, iteration, a random bounding: no listed law (the statistical test below covers them)
+        try:
+            outs, lo, hi, _ = _product_outcomes(law_of(m, data))
+        except Ambiguous:
+            return
+        if any(not isinstance(x, float) for o in outs for x in o):
+            return
+        idx = rnd.sample(range(len(outs)), min(20, len(outs)))
+        pts = np.array([outs[i] for i in idx], dtype=float)
+        lp = np.asarray(lib.log_prob(pts if pts.shape[1] > 1 else pts[:, 0]), dtype=float)
+        for j, i in enumerate(idx):
+            p = math.exp(lp[j])
+            assert lo[i] * (1 - 1e-6) <= p <= hi[i] * (1 + 1e-6), (drawn, data, outs[i], p, lo[i], hi[i])
+
+
+def _keep_state(state, release):
+    return state
+
+
+_keep_state.breaks = ()
+
+
+def _sign_state(state, release):
+    return [1.0 if release >= 0.5 else 0.0]
+
+
+_sign_state.breaks = (0.5,)
+
+
+def _state_scaled(s, r):
+    return r * (1 + s[0])
+
+
+# (name, records, relation, steps, data, size): structures whose law the library does not list (a random
+# subsample, a random contribution bounding, adaptive rounds), each on a data set that exercises it
+_MIXTURES = [
+    (
+        "poisson",
+        IntegerRange(0, 2),
+        AddRemove(),
+        lambda: dp.poisson_sample(0.5) >> dp.count() >> dp.laplace(1, granularity=1),
+        [0, 1, 1],
+        None,
+    ),
+    (
+        "poisson_selection",
+        IntegerRange(0, 2),
+        AddRemove(),
+        lambda: dp.poisson_sample(Fraction(1, 3)) >> dp.histogram(categories=[0, 1, 2]) >> dp.report_noisy_max(1),
+        [0, 1, 1, 2],
+        None,
+    ),
+    (
+        "sample",
+        IntegerRange(0, 2),
+        Substitute(),
+        lambda: dp.sample(2) >> dp.sum() >> dp.discrete_laplace(1),
+        [0, 1, 2],
+        3,
+    ),
+    (
+        "bounded_one_record",
+        RealBox(0, 3, 2),
+        dp.AddRemoveUser(user=0),
+        lambda: (
+            dp.bound_contributions(user=0, by=1, max_records=1, max_per_partition=1)
+            >> dp.group_by(by=1, keys=[0, 1], select=dp.partition_select(threshold=1, scale=1))
+        ),
+        [[0, 0], [0, 1], [1, 1]],
+        None,
+    ),
+    (
+        "bounded_one_key",
+        RealBox(0, 3, 2),
+        dp.AddRemoveUser(user=0),
+        lambda: (
+            dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=1, max_partitions=1)
+            >> dp.group_by(by=1, keys=[0, 1, 2], select=dp.partition_select(threshold=1, scale=0.5))
+        ),
+        [[0, 0], [0, 1], [0, 1], [0, 2], [2, 2]],
+        None,
+    ),
+    (
+        "bounded_two_records",
+        RealBox(0, 3, 2),
+        dp.AddRemoveUser(user=0),
+        lambda: (
+            dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=1)
+            >> dp.group_by(by=1, keys=[0, 1, 2], select=dp.partition_select(threshold=1, scale=0.5))
+        ),
+        [[0, 0], [0, 0], [0, 1], [0, 2], [1, 1]],
+        None,
+    ),
+    (
+        "bounded_with_part",
+        RealBox(0, 3, 2),
+        dp.AddRemoveUser(user=0),
+        lambda: (
+            dp.bound_contributions(user=0, by=1, max_records=1, max_per_partition=1)
+            >> dp.group_by(
+                by=1,
+                keys=[0, 1],
+                select=dp.partition_select(threshold=1, scale=1),
+                part=dp.count() >> dp.laplace(1, granularity=1),
+            )
+        ),
+        [[0, 0], [0, 1]],
+        None,
+    ),
+    (
+        "iterate_state",
+        IntegerRange(0, 2),
+        AddRemove(),
+        lambda: dp.iterate(
+            3,
+            dp.poisson_sample(0.5)
+            >> dp.map_records(_state_scaled)
+            >> dp.clamp(0, 2)
+            >> dp.sum()
+            >> dp.laplace(1, granularity=1),
+            init=[0.0],
+            update=_sign_state,
+        ),
+        [1, 2],
+        None,
+    ),
+]
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("name,records,relation,steps,data,size", _MIXTURES, ids=[c[0] for c in _MIXTURES])
+def test_the_family_oracle_law_is_the_law_the_sampler_draws(name, records, relation, steps, data, size):
+    """Laws the library does not list (mixtures over a subsample or a contribution bounding, adaptive
+    rounds): 20 000 releases of the mechanism (fixed seed), binned by the oracle's outcomes (outcomes of
+    expected count below 5 pooled into one bin, the rest of the support into another), against the
+    oracle's probabilities by a chi-square goodness-of-fit test. False-failure rate: the test fails when
+    p < 1e-6, so a correct oracle fails with probability about 1e-6 per case over the seed's choice (the
+    seed is fixed: the run is deterministic)."""
+    from scipy import stats
+
+    from _exact_laws import _product_outcomes
+
+    kw = {} if size is None else {"size": size}
+    m = dp.mechanism(name=name, records=records, relation=relation, steps=steps(), claim=PureDP(1), **kw)
+    outs, lo, hi, _ = _product_outcomes(law_of(m, data))
+    probs = (lo + hi) / 2
+    n = 20_000
+    samples = np.asarray(
+        m.sample(
+            np.asarray(data, dtype=float) if isinstance(records, RealBox) else np.asarray(data),
+            n,
+            np.random.default_rng(20261128),
+        ),
+        dtype=float,
+    )
+    samples = samples.reshape(n, -1)
+    index = {o: i for i, o in enumerate(outs)}
+    counts = np.zeros(len(outs) + 1)
+    for row in map(tuple, samples.tolist()):
+        counts[index.get(row, len(outs))] += 1
+    expected = np.append(probs * n, max(0.0, n - probs.sum() * n))
+    big = expected >= 5
+    obs = np.append(counts[big], counts[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    keep = exp > 0
+    assert obs[~keep].sum() == 0, f"{name}: releases the oracle gives probability 0"
+    p = stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
+    assert p > 1e-6, (
+        f"{name}: the sampler's releases do not follow the oracle's law (chi-square p = {p:.3g}; false-failure rate 1e-6)"
+    )
