@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ._display import fmt_lower, fmt_upper
 from ._json import jsonable
 from ._run import audit_target, float_hint, fmt, tool_versions
 from .pipeline import Check, PhaseTimeout, deadline, run_audit
@@ -706,7 +707,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
 
         tree = derivation_tree(c.proof)
         proof_page = _ProofPage(
-            bound=fmt(p.bound),
+            bound=fmt_upper(p.bound),
             bound_expr=str(p.bound_expr),
             bound_mathml=Markup(to_mathml(p.bound_expr, display="inline")),
             assumptions=list(p.assumptions) or ["(none stated)"],
@@ -794,11 +795,12 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         sandwich_head=["claimed ε", "proven bound", f"certified empirical lower bound{conf}"],
         sandwich_rows=[
             [
-                fmt(claimed) + (f" (δ = {fmt(delta, 6)})" if delta else ""),
+                fmt_upper(claimed) + (f" (δ = {fmt_upper(delta, 6)})" if delta else ""),
                 "—"
                 if p is None
-                else fmt(p.bound) + (f" (δ ≤ {fmt(p.delta_bound)})" if p.delta_bound is not None else ""),
-                "—" if a is None else fmt(a.epsilon_lower_bound),
+                else fmt_upper(p.bound)
+                + (f" (δ ≤ {fmt_upper(p.delta_bound)})" if p.delta_bound is not None and p.delta_bound <= 1 else ""),
+                "—" if a is None else fmt_lower(a.epsilon_lower_bound),
             ]
         ],
         info=info,
@@ -970,8 +972,8 @@ def write_index(out_dir: str) -> list[str]:
             meta["name"],
             meta["claim"],
             meta.get("verdict") or "error",
-            fmt(meta.get("proven_bound")),
-            fmt(meta.get("epsilon_lower_bound")),
+            fmt_upper(meta.get("proven_bound")),
+            fmt_lower(meta.get("epsilon_lower_bound")),
             audit,
         ]
 
