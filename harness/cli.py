@@ -558,17 +558,18 @@ def _print_audit_result(result, name: str, args=None, hint_about: dict | None = 
     """The audit's verdict, witness, the float hint, counts, method and how to reproduce it
     (``dpharness audit NAME``, with the ``--module`` that registered it and every option of ``args``
     that changes the result)."""
+    from ._display import fmt_lower, fmt_upper
     from ._run import float_hint, fmt
     from .registry import rerun_flags
 
     status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
-    delta = f", δ = {fmt(result.delta, 6)}" if result.delta else ""
-    print(
-        f"audit: certified ε lower bound {fmt(result.epsilon_lower_bound)} at confidence {fmt(result.confidence, 6)} "
-        f"against claimed ε = {fmt(result.epsilon)}{delta}: {status}"
+    delta = f", δ = {fmt_upper(result.delta, 6)}" if result.delta else ""
+    print(  # a certified lower bound rounds down, a claim up: each printed number stays a bound
+        f"audit: certified ε lower bound {fmt_lower(result.epsilon_lower_bound)} at confidence "
+        f"{fmt(result.confidence, 6)} against claimed ε = {fmt_upper(result.epsilon)}{delta}: {status}"
     )
     if result.delta_lower_bound is not None:
-        print(f"certified δ lower bound at ε = {fmt(result.epsilon)}: {fmt(result.delta_lower_bound)}")
+        print(f"certified δ lower bound at ε = {fmt_upper(result.epsilon)}: {fmt_lower(result.delta_lower_bound)}")
     print(f"witness: {result.witness_description}")
     hint = float_hint(result, **(hint_about or {}))
     if hint:
@@ -1143,7 +1144,8 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
 
 def _failure_message(r, *, gallery: bool) -> str:
     """Why the pass rule failed ``r`` (a Check without a crash)."""
-    from ._run import float_hint, fmt
+    from ._display import fmt_lower, fmt_upper
+    from ._run import float_hint
     from .pipeline import Policy
 
     if gallery:
@@ -1158,7 +1160,7 @@ def _failure_message(r, *, gallery: bool) -> str:
     if r.audit is None:
         why.append(f"audit not finished: {r.audit_error}")
     elif not r.audit.passed:
-        why.append(f"audit certified ε ≥ {fmt(r.audit.epsilon_lower_bound)} > {fmt(r.audit.epsilon)}")
+        why.append(f"audit certified ε ≥ {fmt_lower(r.audit.epsilon_lower_bound)} > {fmt_upper(r.audit.epsilon)}")
         hint = float_hint(r.audit, exact_noise=r.exact_noise, proven=r.sandwich.proven, claimed=r.sandwich.claimed)
         if hint:
             why.append(hint)
