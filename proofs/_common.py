@@ -120,7 +120,7 @@ def judge_pure(
             )
             refutation = profile.judge(pb, bound, eps, delta, data=data, neighbor=neighbor)
             if refutation is not None:
-                pb.refute(*refutation)
+                pb.refute(*refutation, delta_checked=True)
         else:
             pb.note("pure DP with the derived ε implies (ε, δ)-DP for every δ >= 0")
             pb.claim_bound(bound)
@@ -130,7 +130,9 @@ def judge_pure(
                     "pair is derived), so an (ε, δ) claim with ε below the pure bound is not proved"
                 )
                 if confirm_violation(p, q, eps, delta):
-                    pb.refute(witness, f"P_D(S) = {fmt(p)} > e^ε P_D'(S) + δ for S = {event.description}")
+                    pb.refute(
+                        witness, f"P_D(S) = {fmt(p)} > e^ε P_D'(S) + δ for S = {event.description}", delta_checked=True
+                    )
     elif isinstance(claim, RenyiDP):
         pb.note("D_α <= D_∞ (Rényi divergence is nondecreasing in α), so the pure bound bounds the RDP ε")
         pb.claim_bound(bound, exact(claim.epsilon))

@@ -702,8 +702,18 @@ class ProofBuilder:
             return self.evaluate(f"derived {what} bound <= claimed {what}", formula, "exact evaluation")
         return self.check(f"derived {what} bound <= claimed {what}", formula, "algebra")
 
-    def refute(self, witness: Witness, detail: str) -> None:
-        """Record a counterexample that was confirmed by exact evaluation."""
+    def refute(self, witness: Witness, detail: str, *, delta_checked: bool = False) -> None:
+        """Record a counterexample that was confirmed by exact evaluation. Under an (ε, δ) claim with
+        δ > 0 it refutes only when the caller compared the event's mass with δ (``delta_checked``: P_D(S)
+        − e^ε P_D'(S) > δ): a pointwise loss above ε refutes pure ε-DP only, since an output of tiny
+        probability may exceed ε within the δ the claim allows. Otherwise it is a note, not a verdict."""
+        delta = getattr(self.claim, "delta", None)
+        if delta is not None and not delta_checked and exact(delta) > 0:
+            self.notes.append(
+                "not refuted: " + detail + f" refutes pure ε-DP only; with δ = {delta} > 0 the claim allows a loss "
+                "above ε on events of mass up to δ, and this event's mass was not compared with δ"
+            )
+            return
         self.refuted = True
         self.witness = witness
         self.notes.append("counterexample confirmed by exact evaluation: " + detail)

@@ -163,5 +163,6 @@ def refute(pb: Any, m: Any, counted: dict, lower: Any, eps_claim: Fraction, delt
         w,
         how + " (optimistic connect-the-dots discretisation with every rounding and float error bounded "
         "downward, dpharness.proofs._pld)",
+        delta_checked=True,
     )
     return True

@@ -234,7 +234,11 @@ def prove(m: Mechanism) -> Proof:
                 f"P_0(S) − e^ε P_{dd}(S) ∈ [{lo:.6g}, {hi:.6g}]",
             )
             if lo > float(delta):
-                pb.refute(w, f"δ(ε) >= {lo:.6g} > claimed δ = {claim.delta} (interval arithmetic lower end)")
+                pb.refute(
+                    w,
+                    f"δ(ε) >= {lo:.6g} > claimed δ = {claim.delta} (interval arithmetic lower end)",
+                    delta_checked=True,
+                )
         elif isinstance(claim, PureDP):
             eps = param(claim.epsilon)
             bound_expr = sp.oo

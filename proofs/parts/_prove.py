@@ -870,6 +870,7 @@ def _gaussian_refutation(pb: ProofBuilder, m: PartsMechanism, prof: Profile) -> 
                 w,
                 f"on this pair the optimal event {event.description} has P_D(S) − e^ε P_D'(S) = δ(ε) >= {lo:.6g} "
                 f"> claimed δ = {m.claim.delta} (rigorous lower bound; CKS 2020 Thm 7 is exact for the pair)",
+                delta_checked=True,
             )
         return w
     return None
@@ -897,7 +898,7 @@ def _rr_profile(
             w = Witness(
                 d, d2, Event.point(d), d, w.loss, f"the truthful report y = {d!r} on data {d!r}, neighbour {d2!r}"
             )
-            pb.refute(w, detail.replace("P(0|0) - e^ε P(0|1)", f"P({d}|{d}) - e^ε P({d}|{d2})"))
+            pb.refute(w, detail.replace("P(0|0) - e^ε P(0|1)", f"P({d}|{d}) - e^ε P({d}|{d2})"), delta_checked=True)
     delta = (sp.exp(L) - sp.exp(eps_c)) / (sp.exp(L) + k - 1)
     return eps_c, max(0.0, float(sp.N(delta, 20)))
 
@@ -929,7 +930,7 @@ def _laplace_profile(
     )
     refutation = profile.judge(pb, prof.eps, eps_c, delta_c, data=d, neighbor=d2)
     if refutation is not None:
-        pb.refute(*refutation)
+        pb.refute(*refutation, delta_checked=True)
     return eps_c, float(sp.N(profile.delta(eps_c)[0], 20))
 
 

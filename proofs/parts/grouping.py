@@ -393,6 +393,7 @@ def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | Non
             w,
             f"P_D'(S) = {float(sp.N(p_release, 15)):.6g} > e^ε·P_D(S) + δ = 0 + {claim.delta} for S = "
             f"{w.event.description} (P_D(S) = 0)",
+            delta_checked=True,
         )
     return prof.eps, float(sp.N(delta, 20))
 
