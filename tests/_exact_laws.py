@@ -760,6 +760,13 @@ def _release_cells(blocks: tuple, step: Any) -> list:
     output="releases", those refined by the grid values −6..6 (the same cells on every data set: the
     transcript of cells is a post-processing of the releases, so its divergence is a lower bound)."""
     (b,) = blocks
+    if isinstance(b, Mixture) and all(len(c[1]) == 1 and isinstance(c[1][0], Finite) for c in b.comps):
+        merged: dict = {}
+        for w, (f,) in b.comps:
+            for k, lo, hi in f.table:
+                a, z = merged.get(k, (0.0, 0.0))
+                merged[k] = (a + float(w) * lo, z + float(w) * hi)
+        b = Finite.of({k: (_lo(lo), min(1.0, _hi(hi))) for k, (lo, hi) in merged.items()}, b.comps[0][1][0].width)
     if isinstance(b, Finite):
         if b.width != 1:
             raise TypeError("iterate: the brute force reads one released number per round")

@@ -464,16 +464,23 @@ def threshold_leaf(draw, ctx: Ctx) -> Part:
     s = draw(st.sampled_from([0.5, 1, 2]))
     c = draw(st.integers(1, 2))
     g = draw(st.sampled_from([1, 0.5]))
+    qs = draw(st.sampled_from([None, None, 0.5, 1]))  # None: the default 2c·scale
+    qs_arg = "" if qs is None else f", query_scale={qs!r}"
     qs_kw = ""
     if draw(st.booleans()):
         pre.append(_histogram(draw, ctx))
-        step = dp.above_threshold(T, scale=s, c=c, granularity=g)
+        step = dp.above_threshold(T, scale=s, query_scale=qs, c=c, granularity=g)
     else:
-        n = draw(st.integers(1, 3))
+        n = draw(st.sampled_from([1, 1, 2, 2, 3, 5]))
         queries, codes = [], []
+        cats = sorted({v for c_ in ctx.categories for v in c_})
         for _ in range(n):
-            q = draw(st.sampled_from(["count", "hist", "sum", "user_count", "user_half"]))
-            if q == "count":
+            q = draw(st.sampled_from(["count", "hist", "sum", "user_count", "user_half", "category", "category"]))
+            if q == "category":  # one category's count: categories move opposite ways under substitution
+                v = draw(st.sampled_from(cats))
+                queries.append(dp.histogram(categories=[v]))
+                codes.append(f"dp.histogram(categories=[{v!r}])")
+            elif q == "count":
                 queries.append(dp.count())
                 codes.append("dp.count()")
             elif q == "hist":
@@ -490,13 +497,13 @@ def threshold_leaf(draw, ctx: Ctx) -> Part:
             else:
                 queries.append(dp.query(_count_at_least_half, sensitivity=1))
                 codes.append("dp.query(_count_at_least_half, sensitivity=1)")
-        step = dp.above_threshold(T, queries=queries, scale=s, c=c, granularity=g)
+        step = dp.above_threshold(T, queries=queries, scale=s, query_scale=qs, c=c, granularity=g)
         qs_kw = f"queries=[{', '.join(codes)}], "
     return _chain(
         *pre,
         Part(
             step,
-            f"dp.above_threshold({T!r}, {qs_kw}scale={s!r}, c={c}, granularity={g!r})",
+            f"dp.above_threshold({T!r}, {qs_kw}scale={s!r}{qs_arg}, c={c}, granularity={g!r})",
             1,
             frozenset({"above_threshold"}),
         ),

@@ -769,10 +769,12 @@ def _check_family(data: Any) -> None:
     )
 
 
-@settings(max_examples=300, derandomize=True, **_COMMON)
+@settings(max_examples=400, derandomize=True, **_COMMON)
 @given(st.data())
 def test_every_family_proved_is_within_and_refuted_is_beyond_the_exact_truth(data):
-    """300 drawn structures over every family, fixed seed (derandomize): see the section comment."""
+    """400 drawn structures over every family, fixed seed (derandomize): see the section comment.
+    Measured: about 37 s on one core of the shared 2-core machine (0.05-0.3 s per structure, the prover
+    most of it)."""
     _check_family(data)
 
 
