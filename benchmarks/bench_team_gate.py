@@ -1,6 +1,6 @@
 """A team's real pipeline through the gate, cold, at the gate's defaults, as a user pays for it: the whole
-process tree of one ``dpharness gate --module teamdp --own --no-cache`` command (wall time, and CPU of
-the command's wall time; the workers' CPU is not measured here).
+process tree of one ``dpharness gate --module teamdp --own --no-cache`` command (its wall time; the CPU of
+its worker processes is not measured here).
 
 The package is ``benchmarks/team_pipeline/teamdp``: a 250-key group-by (a count and a clamped sum per
 key), a median and a count under one budget, and a 1 000-round DP-SGD registered with its own audit
