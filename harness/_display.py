@@ -26,7 +26,9 @@ def _shortest(v: float) -> tuple[str, int]:
     return text, max(len(mantissa), 1)
 
 
-def _outward(x: Any, digits: int, rounding: str) -> str:
+def special(x: Any) -> str | float:
+    """How a value that is not an ordinary number prints (None, not a number, NaN, ±∞), else it as a
+    float: the one rule both the nearest (``_run.fmt``) and the outward formats start from."""
     if x is None:
         return "—"
     try:
@@ -37,6 +39,13 @@ def _outward(x: Any, digits: int, rounding: str) -> str:
         return "n/a"
     if math.isinf(v):
         return "∞" if v > 0 else "-∞"
+    return v
+
+
+def _outward(x: Any, digits: int, rounding: str) -> str:
+    v = special(x)
+    if isinstance(v, str):
+        return v
     if v == 0:
         return "0"
     text, n = _shortest(v)

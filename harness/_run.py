@@ -221,17 +221,10 @@ def short_repr(x: Any, limit: int = 40) -> str:
 
 def fmt(x: Any, digits: int = 4) -> str:
     """A number for humans: ``inf``, ``nan``, or ``digits`` significant digits."""
-    if x is None:
-        return "—"
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    if math.isnan(v):
-        return "n/a"
-    if math.isinf(v):
-        return "∞" if v > 0 else "-∞"
-    return f"{v:.{digits}g}"
+    from ._display import special
+
+    v = special(x)
+    return v if isinstance(v, str) else f"{v:.{digits}g}"
 
 
 def limit_memory(fraction: float) -> None:
