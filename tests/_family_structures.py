@@ -236,7 +236,7 @@ USERS = Domain(
     "users",
     RealBox(0, 3, 2),
     "RealBox(0, 3, 2)",
-    ((0.0, 1.0, 2.0, 3.0), (0.0, 1.0, 0.5)),
+    ((0.0, 1.0, 2.0, 3.0), (0.0, 1.0, 2.0, 0.5)),
     Ctx(2, True, ((0, 1),), (0, 1, 2), (), ()),
 )
 
@@ -400,7 +400,7 @@ def _one_col(draw, ctx: Ctx) -> list:
 def selection_leaf(draw, ctx: Ctx, budget_ok: bool = True, budget_only: bool = False) -> Part:
     pre = _one_col(draw, ctx)
     kind = draw(st.sampled_from(["rnm_laplace", "rnm_gumbel", "rnm_exponential", "exponential", "quantile"]))
-    s = draw(st.sampled_from([0.5, 1, 2, 4]))
+    s = draw(st.sampled_from([0.25, 0.5, 0.5, 1, 2, 4]))  # small scales: the truth nears the worst case
     budget = budget_only or (budget_ok and draw(st.sampled_from([False, False, False, True])))
     eps = draw(st.sampled_from([0.5, 1, 2])) if budget else None
     if kind == "quantile":
@@ -794,7 +794,16 @@ def calibrated(draw, ctx: Ctx) -> Part:
 
 # what a drawn structure is built around: the combinators of any depth three times in ten, each family's
 # own part otherwise (so every family is drawn often, alone and inside compose / repeat / parallel)
-_FOCUS = ["combinators"] * 3 + ["selection", "threshold", "group_by", "users", "sampled", "iterate", "calibration"]
+_FOCUS = ["combinators"] * 3 + [
+    "selection",
+    "threshold",
+    "group_by",
+    "users",
+    "sampled",
+    "iterate",
+    "calibration",
+    "parallel",
+]
 
 
 @st.composite
@@ -834,6 +843,16 @@ def family_structures(draw) -> FamilyDrawn:
         p = draw(sampled(ctx, rel_name, size))
     elif focus == "iterate":
         p = draw(iterated(ctx))
+    elif focus == "parallel":  # partitions: under substitution a record may move between two of them
+        by = draw(st.integers(0, ctx.dim - 1))
+        keys = draw(st.lists(st.sampled_from(ctx.keys), min_size=1, max_size=2, unique=True))
+        q = draw(leaf(ctx, budget_ok=False))
+        p = Part(
+            dp.parallel(q.step, by=by, keys=keys),
+            f"dp.parallel({q.code}, by={by}, keys={keys!r})",
+            len(keys) * q.leaves,
+            q.tags | {"parallel"},
+        )
     else:
         p = draw(calibrated(ctx))
         distance = 1

@@ -608,11 +608,11 @@ PROPERTY_SURVIVORS = {
     ],
 )
 def test_the_property_test_kills_every_mutant(name, monkeypatch):
-    """The every-family property (1 000 examples, generation only) fails with the mutant."""
+    """The every-family property (2 000 examples, generation only) fails with the mutant."""
     MUTANTS[name][1](monkeypatch)
 
     @settings(
-        max_examples=1000,
+        max_examples=2000,
         derandomize=True,
         deadline=None,
         database=None,
