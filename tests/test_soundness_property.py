@@ -643,14 +643,56 @@ def _claim_epsilon_delta(claim: Any) -> tuple[float, float]:
     return float(claim.epsilon), float(claim.delta)
 
 
-def _witness_problems(m: Any, claim: Any, proof: Any) -> list[str]:
+def _rows(data: Any) -> list[tuple]:
+    arr = np.asarray(data, dtype=float)
+    arr = arr.reshape(len(arr), -1) if arr.size else arr.reshape(0, 1)
+    return sorted(tuple(r) for r in arr.tolist())
+
+
+def _neighbour_problem(m: Any, a: Any, b: Any, distance: int) -> str | None:
+    """Why (a, b) is not a pair of data sets at ``distance`` under ``m``'s relation (None when it is):
+    multisets of records differing by at most ``distance`` records added/removed, substituted, or whole
+    users added/removed (users by the float value of their id column); every record in the domain."""
+    from collections import Counter as _C
+
+    ra, rb = _rows(a), _rows(b)
+    lo, hi = getattr(m.records, "lo", -math.inf), getattr(m.records, "hi", math.inf)
+    if any(not (lo <= x <= hi) for r in ra + rb for x in r):
+        return "a record outside the domain"
+    ca, cb = _C(ra), _C(rb)
+    only_a, only_b = ca - cb, cb - ca
+    na, nb = sum(only_a.values()), sum(only_b.values())
+    if na + nb == 0:
+        return "identical data sets"
+    rel = m.relation
+    if isinstance(rel, AddRemove):
+        ok = na + nb <= distance
+    elif isinstance(rel, Substitute):
+        ok = na == nb <= distance and (m.size is None or len(ra) == len(rb) == m.size)
+    else:  # add/remove whole users
+        small, big, extra = (ra, rb, only_b) if nb > na else (rb, ra, only_a)
+        users = {r[rel.user] for r in extra.elements()}
+        ok = (
+            min(na, nb) == 0
+            and len(users) <= distance
+            and not any(r[rel.user] in users for r in small)
+            and sum(1 for r in big if r[rel.user] in users) == max(na, nb)
+        )
+    return None if ok else f"not neighbours at distance {distance} under {rel.describe()}"
+
+
+def _witness_problems(m: Any, claim: Any, proof: Any, distance: int = 1) -> list[str]:
     """Why a REFUTED verdict's witness does not show the claim false under the oracle's exact law (an
-    empty list when it does): P_D(S) − e^ε P_D'(S) > δ, P_D(S) at its lower end, P_D'(S) at its upper end."""
+    empty list when it does): the pair is a pair of data sets at ``distance`` under the relation, and
+    P_D(S) − e^ε P_D'(S) > δ, P_D(S) at its lower end, P_D'(S) at its upper end."""
     w = proof.witness
     if w is None:
         return ["REFUTED without a witness"]
     if isinstance(claim, RenyiDP):
         return [f"REFUTED a Rényi claim with a witness {w.description!r}: not checkable here"]
+    why = _neighbour_problem(m, w.data, w.neighbor, distance)
+    if why is not None:
+        return [f"REFUTED with a witness pair that is {why}: {w.description!r}"]
     eps, delta = _claim_epsilon_delta(claim)
     try:
         la, lb = law_of(m, w.data), law_of(m, w.neighbor)
@@ -762,7 +804,7 @@ def _check_family(data: Any) -> None:
         if p.verdict is Verdict.PROVED:
             bad += [f"[{c!r} PROVED] {x}" for x in _violations(c, p, truth)]
         elif p.verdict is Verdict.REFUTED:
-            bad += [f"[{c!r}] {x}" for x in _witness_problems(drawn.mechanism(c), c, p)]
+            bad += [f"[{c!r}] {x}" for x in _witness_problems(drawn.mechanism(c), c, p, drawn.distance)]
     FAMILY_STATS["structures"] += 1
     assert not bad, (
         "the exact truth contradicts the verdict:\n  "
@@ -1023,3 +1065,39 @@ def test_the_two_oracles_agree_on_the_older_structures(drawn):
     assert new.renyi(2) == pytest.approx(old.renyi(2), rel=1e-9, abs=1e-12)
     for eps in (0.0, 0.5, 2.0):
         assert new.delta(eps) >= old.delta(eps) * 0.95 - 1e-9, (drawn, eps, new.delta(eps), old.delta(eps))
+
+
+def test_the_witness_check_rejects_the_issues_false_refutation():
+    """Issue 28's false REFUTED (a clamp moves every key out of the group-by's keys, so 'key 50 released'
+    has probability 0 on both sides) is rejected by the witness check, as is a pair that is not a pair of
+    neighbours; the true witness (a record on a key after the clamp) is accepted."""
+    from types import SimpleNamespace
+
+    from dpharness import Event, Witness
+
+    m = dp.mechanism(
+        name="clamped_keys",
+        records=RealBox(0, 100, 2),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 1) >> dp.group_by(by=1, keys=[50, 60], select=dp.partition_select(threshold=2, scale=1)),
+        claim=PureDP(1),
+    )
+
+    def released(out):
+        return np.asarray(out, dtype=float).reshape(len(out), -1)[:, 0] != 0
+
+    def proof(data, neighbor):
+        return SimpleNamespace(witness=Witness(data, neighbor, Event(released, "key 50 released"), None, None, ""))
+
+    false = _witness_problems(m, PureDP(1), proof([[0, 50]], np.zeros((0, 2))))
+    assert false and "not above δ" in false[0], false
+    far = _witness_problems(m, PureDP(1), proof([[0, 50], [0, 60]], np.zeros((0, 2))))
+    assert far and "not neighbours" in far[0], far
+    m2 = dp.mechanism(
+        name="keys",
+        records=RealBox(0, 100, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=1, keys=[50, 60], select=dp.partition_select(threshold=2, scale=1)),
+        claim=PureDP(1),
+    )
+    assert _witness_problems(m2, PureDP(1), proof([[0, 50]], np.zeros((0, 2)))) == []
