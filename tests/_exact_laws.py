@@ -31,18 +31,27 @@ and is its own interpreter of what the sampler executes, from each part's docume
   documented walk (a key among the first ℓ met, among the first m of its key, the first k such);
   iterate: the rounds' Markov chain over a finite state space (the update functions drawn by the test
   carry their breakpoints, ``breaks``), releasing the final state or the transcript of the release
-  cells (grid values in a window, two tails: a post-processing of the releases, so a lower bound).
+  cells (the grid values −6..6 and the breakpoints, the same on every data set, and two tails: a
+  post-processing of the releases, so a lower bound).
+
+Data sets (:func:`enumerate_pairs`): every multiset of up to 3 records (fewer when the record grid is
+large) from a small grid of values, and the pairs at distance 1..k under the relation (records added
+and removed, substituted at a declared size, or whole users added: users hold 1-2 records under
+distinct ids).
 
 For a neighbouring pair (both directions) each block gives its own comparison (:class:`PairStats`): the
 shift of two grid noises (exact closed forms of ``_exact_truth``), or the probabilities of a finite
 partition of its outcomes under both laws (lower ends on the side whose privacy loss is measured, upper
 ends on the other), merging outcomes only where that is post-processing (tails of discrete Laplace
-noise beyond every centre are merged without loss: the likelihood ratio is constant there). From them:
+noise beyond every centre are merged without loss: the likelihood ratio is constant there; grid values
+of a mixture's coordinate are merged into blocks when there are more than 256). From them:
 pure ε (Σ of the blocks' largest log-ratios), Rényi D_α (Σ over blocks), and δ(ε) = E_P[(1 − e^(ε − L))+]
 of the product (losses rounded down to a grid, masses lower ends; outcomes impossible on the other side
 count fully). Every quantity is therefore a rigorous LOWER bound on the mechanism's true parameter over
 the enumerated pairs (floating point: every probability computed in floats is widened by 1e-9 relative,
-every loss lowered before rounding).
+every loss lowered before rounding). :func:`event_probabilities` and :func:`point_probability` enclose
+the probability of a REFUTED witness's event or output on one data set (outcomes enumerated over a
+window of each noise, the mass outside it added to the upper end).
 """
 
 from __future__ import annotations
@@ -83,8 +92,10 @@ __all__ = [
     "family_truth",
     "FamilyTruth",
     "event_probabilities",
+    "point_probability",
+    "PairTruth",
+    "enumerate_pairs",
     "Ambiguous",
-    "uses_new_families",
 ]
 
 REL = 1e-9  # relative widening of every probability computed in floats
@@ -848,33 +859,6 @@ def law_of(m: Any, data: Any) -> tuple:
 def _law(steps: Any, recs: list, one_d: bool) -> tuple:
     ctx = _Ctx()
     return _run(steps, recs, ctx, one_d)
-
-
-def uses_new_families(step: Any) -> bool:
-    """Whether ``step`` holds anything but grid noise, the older transformations, compose, parallel and
-    injective posts (the structures ``_exact_truth`` handles)."""
-    old = (
-        dp.Clamp,
-        dp.Column,
-        dp.Count,
-        dp.Sum,
-        dp.SumSquares,
-        dp.SumProducts,
-        dp.Histogram,
-        dp.GridLaplace,
-        dp.GridGaussian,
-    )
-    if isinstance(step, old):
-        return False
-    if isinstance(step, dp.Chain):
-        return uses_new_families(step.first) or uses_new_families(step.second)
-    if isinstance(step, dp.Compose):
-        return any(uses_new_families(p) for p in step.parts)
-    if isinstance(step, dp.Parallel):
-        return uses_new_families(step.part)
-    if _is_identity_post(step):
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------- cells of a block (mixtures)
