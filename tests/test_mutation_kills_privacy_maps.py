@@ -17,7 +17,7 @@ Two checks per mutant:
 * the property test itself (``slow``): ``tests/test_soundness_property.py``'s every-family property, run
   with the mutant applied, fails within its default number of examples (generation only, no shrinking).
 
-Survivors: every mutant below is killed by its focused check. The property test (1 000 examples) kills
+Survivors: every mutant below is killed by its focused check. The property test (2 000 examples) kills
 all but one: "above threshold ignores c" (the map read at c = 1 instead of c). Its exact ε exceeds the
 c = 1 bound only on structures the drawer rarely reaches: five or more queries whose answers move in
 opposite directions (single-category counts under substitution), ⊤ answers in the query noise's tail
