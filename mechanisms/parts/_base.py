@@ -401,10 +401,6 @@ class Chain(Step):
             if units is not None:
                 values = ExactValues(*units(batch.rows, batch.codes, batch.n))
                 return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)
-            by = getattr(t, "apply_by", None)
-            if by is not None:
-                values = by(batch.rows, batch.codes, batch.n)  # one exact value per sample
-                return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)
         return batch.one_by_one(self, space, rng)
 
 

@@ -20,7 +20,7 @@ LAPLACE_MIN_UNITS = Fraction(1, 2**1000)
 
 
 def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
-    """``_centres_each`` of the values ``units[i] · 2**exponent`` (Python ints), in integer arithmetic
+    """``_centres`` of the scalar values ``units[i] · 2**exponent`` (Python ints), in integer arithmetic
     on the whole array: floor(v/g + 1/2) = floor((2·u·g_d + 2**E·g_n) / (2**(E+1)·g_n)) with E = −exponent
     (or v = u·2**exponent an integer multiple when exponent >= 0)."""
     gn, gd = g.numerator, g.denominator
@@ -35,23 +35,6 @@ def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
     if -_MAX_UNITS <= centres.min() and centres.max() <= _MAX_UNITS:  # nothing to saturate: int64 at once
         return centres.astype(np.int64)
     return np.array([max(-_MAX_UNITS, min(_MAX_UNITS, int(c))) for c in centres.tolist()], dtype=np.int64)
-
-
-def _centres_each(values: list, g: Fraction) -> list[int] | None:
-    """``_centres`` of many scalar values at once (each a Fraction or int), by integer arithmetic only:
-    floor(v/g + 1/2) = floor((2·p·g_d + q·g_n) / (2·q·g_n)) for v = p/q, g = g_n/g_d (the same integers
-    ``_rhu`` computes, without building a Fraction per value); None when a value is of another type."""
-    gn, gd = g.numerator, g.denominator
-    out = []
-    for v in values:
-        if isinstance(v, Fraction):
-            p, q = v.numerator, v.denominator
-        elif isinstance(v, int):
-            p, q = v, 1
-        else:
-            return None
-        out.append(max(-_MAX_UNITS, min(_MAX_UNITS, (2 * p * gd + q * gn) // (2 * q * gn))))
-    return out
 
 
 def _centres(value: Any, g: Fraction) -> list[int]:

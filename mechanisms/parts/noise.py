@@ -19,7 +19,6 @@ from ._grid import (
     _MAX_SCALE_UNITS,
     LAPLACE_MIN_UNITS,
     _centres,
-    _centres_each,
     _centres_units,
     _check_scale_units,
     _release,
@@ -103,13 +102,9 @@ class _GridNoise(Measurement):
         """One release per value, all noise in one draw: row i is ``g·(centres(values[i]) + K_i)`` with
         ``K_i`` i.i.d. as in :meth:`run` (the same law per row)."""
         g = self.g
-        exact = getattr(values, "units", None)  # ExactValues: integers and one exponent
-        flat = (
-            _centres_units(exact, values.exponent, g) if exact is not None else _centres_each(values, g)
-        )  # one exact number per value (scalar aggregates): integer arithmetic
-        if flat is not None:
-            width = 1
-            flat = flat if isinstance(flat, np.ndarray) else list(flat)
+        exact = getattr(values, "units", None)  # ExactValues: one exact number per value, as integers
+        if exact is not None:
+            width, flat = 1, _centres_units(exact, values.exponent, g)
         else:
             centres = [_centres(v, g) for v in values]
             width = len(centres[0]) if centres else self.out_width(space)
