@@ -212,9 +212,17 @@ class Gaussian(Composite):
         )
 
     @classmethod
-    def calibrated(cls, epsilon: Any = 1, delta: Any = 1e-5, **kw: Any) -> "Gaussian":
+    def calibrated(
+        cls,
+        epsilon: Any = 1,
+        delta: Any = 1e-5,
+        *,
+        sensitivity: Any = 1,
+        dim: int = 1,
+        granularity: float = DEFAULT_GRANULARITY,
+    ) -> "Gaussian":
         """The analytic calibration (valid for every ε); see :meth:`calibrated_analytic`."""
-        return cls.calibrated_analytic(epsilon, delta, **kw)
+        return cls.calibrated_analytic(epsilon, delta, sensitivity=sensitivity, dim=dim, granularity=granularity)
 
 
 @register
