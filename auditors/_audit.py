@@ -1166,7 +1166,9 @@ def _result(
         eps_lb, best, stat_method = eb.epsilon, eb.index, eb.method
     else:
         eps_lb, best, stat_method = 0.0, -1, "no candidate events (the outputs did not vary)"
-    witness, words, cnt = None, "no event certified a positive lower bound", {}
+    witness: Witness | None = None
+    words = "no event certified a positive lower bound"
+    cnt: dict[str, int] = {}
     if best >= len(chosen):
         witness, words, cnt = _raise_witness(s, pairs, cert, best, eps_lb)
     elif best >= 0:

@@ -477,7 +477,7 @@ def draw(
             cluster=cluster,
             outcomes=outcomes,
         )
-    parts = []
+    parts: list[np.ndarray] = []
     held = 0
     tally, requested, width = Raises(), 0, None
     t0 = time.perf_counter()

@@ -435,7 +435,7 @@ def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator, state: dict
             best = max(best, _best(fa[:, j], fb[:, j]))
         return best
     # hashable non-numeric outputs: exact histogram on the samples
-    keys = {}
+    keys: dict[str, list[int]] = {}
     for side, xs in ((0, xa), (1, xb)):
         for x in xs:
             k = repr(x)

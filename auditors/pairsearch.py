@@ -340,7 +340,7 @@ class Datasets:
         if abs(len(a) - len(b)) != 1:
             return False
         small, big = (a, b) if len(a) < len(b) else (b, a)
-        left = {}
+        left: dict[tuple, int] = {}
         for r in big:
             left[_record_key(r)] = left.get(_record_key(r), 0) + 1
         for r in small:

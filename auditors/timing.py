@@ -480,7 +480,7 @@ def _propose(train: _Sides, *, max_events: int, notes: list[str]) -> list[Timing
         notes.append(f"value events skipped: {exc}")
     cands.extend(TimingEvent(e, None) for e in value_events)
     # joint events: the value events that best separate the sides, each with thresholds on its durations
-    scored = []
+    scored: list[tuple[float, int, Any, np.ndarray, np.ndarray]] = []
     for e in value_events:
         ha = np.asarray(e.contains(train.values_a), dtype=bool).reshape(-1)
         hb = np.asarray(e.contains(train.values_b), dtype=bool).reshape(-1)

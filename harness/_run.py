@@ -207,7 +207,8 @@ def short_repr(x: Any, limit: int = 40) -> str:
     if len(text) <= limit:
         return text
     if isinstance(value, (list, tuple)):
-        shown, used = [], 0
+        shown: list[str] = []
+        used = 0
         for item in value:
             r = repr(item)
             if shown and used + len(r) + 2 > limit - 16:

@@ -123,7 +123,7 @@ class AddRemoveUser(Relation):
         if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or self.user >= a.shape[1] or len(a) == len(b):
             return False
         small, big = (a, b) if len(a) < len(b) else (b, a)
-        rest = {}
+        rest: dict[tuple, int] = {}
         for row in map(_key, big):
             rest[row] = rest.get(row, 0) + 1
         for row in map(_key, small):
