@@ -109,7 +109,7 @@ def _witness(
     fb, fd = float(beta), float(delta)
     g_need = gap_for_loss(fb, fd, n, float(eps))
     refuting = g_need is not None
-    if refuting:
+    if g_need is not None:
         g = sp.Rational(math.ceil(max(g_need, 0.0) * 16) + 16, 16)  # a margin above the float estimate
     else:
         g = sp.Rational(math.ceil(2 / max(fb, 1e-9)))  # loss near 2βΔ with P(0) still observable (auditor)

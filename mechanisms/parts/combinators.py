@@ -246,6 +246,7 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
 def _updated_all(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray | None:
     """Every run's next state in one call of ``update(states, releases)`` (``vectorized=True``: row i of
     the result from row i alone); None when it raises or returns another shape (then run by run)."""
+    assert step.update is not None  # Iterate.__post_init__ refuses a missing update
     try:
         new = np.asarray(step.update(states, releases), dtype=float)
     except Exception:  # noqa: BLE001 - redone run by run, which reports a bad update
@@ -257,6 +258,7 @@ def _updated_all(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.
 
 def _updated_each(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray:
     """``update`` called once per run; the results checked all at once (run by run only to name a bad one)."""
+    assert step.update is not None  # Iterate.__post_init__ refuses a missing update
     scalar = releases.shape[1] == 1
     got = [step.update(states[i], releases[i, 0] if scalar else releases[i]) for i in range(len(states))]
     try:
@@ -269,6 +271,7 @@ def _updated_each(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np
 
 
 def _updated(step: Iterate, state: np.ndarray, release: np.ndarray) -> np.ndarray:
+    assert step.update is not None  # Iterate.__post_init__ refuses a missing update
     new = np.asarray(step.update(state, release[0] if release.shape == (1,) else release), dtype=float).reshape(-1)
     if new.shape != step.init.shape or not np.all(np.isfinite(new)):
         raise ParameterError(
