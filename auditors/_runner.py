@@ -1178,7 +1178,7 @@ def count_events(
     chunk_range: tuple[int, int] | None = None,
     outcomes: bool = False,
     probes: Sequence[int] = (),
-) -> np.ndarray | Counted:
+) -> list[list[np.ndarray]] | Counted:
     """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list).
 
     ``workers > 1``: chunks run in the local worker pool (vectorised and per-call samplers alike).

@@ -19,7 +19,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def real(name: str, value: Any) -> float | int | Fraction:
+def real(name: str, value: Any) -> float | int | Fraction | numbers.Real:
     """A finite real number (int, float, Fraction, numpy scalar). Bools are refused."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ParameterError(f"{name}={_show(value)} is not a real number; pass an int, float or Fraction.")

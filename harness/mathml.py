@@ -233,14 +233,17 @@ class _NotAFormula(Exception):
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
+    out: list[tuple[str, str]] = []
+    pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
             raise _NotAFormula(f"unexpected character {text[pos]!r}")
         pos = m.end()
-        if m.lastgroup != "ws":
-            out.append((m.lastgroup, m.group()))
+        kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
+        if kind != "ws":
+            out.append((kind, m.group()))
     return out
 
 

@@ -146,15 +146,15 @@ def integrate_line(
 
 def integrate_line_vec(
     fn: Callable[[float], np.ndarray], kinks: Iterable[float], lo: float = -math.inf, hi: float = math.inf
-) -> np.ndarray:
+) -> np.ndarray | None:
     """Vector-valued :func:`integrate_line`: ``fn(r)`` returns an array (e.g. one entry per output
     pattern) and every entry is integrated at once (scipy.integrate.quad_vec, relative 1e-11,
-    absolute 1e-15 per piece, split at the kinks)."""
+    absolute 1e-15 per piece, split at the kinks). None when ``hi <= lo`` (no piece to integrate)."""
     from scipy import integrate
 
     pts = sorted({float(k) for k in kinks if lo < k < hi})
     edges = [lo] + pts + [hi]
-    total = None
+    total: np.ndarray | None = None
     for a, b in zip(edges[:-1], edges[1:]):
         if b <= a:
             continue

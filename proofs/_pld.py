@@ -731,12 +731,13 @@ def self_compose(
         if item.symmetric:
             return PLDPair(fw, fw)
         return PLDPair(fw, self_compose(item.backward, times, tail=tail, max_buckets=max_buckets))
-    result = None
+    result: PLD | None = None
     base = item
     while True:
         if times & 1:
             result = base if result is None else _compose2(result, base, tail, max_buckets)
         times >>= 1
         if not times:
+            assert result is not None  # times >= 1: its highest set bit has set result
             return result
         base = _compose2(base, base, tail, max_buckets)

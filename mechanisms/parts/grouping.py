@@ -527,6 +527,7 @@ STEP_TYPES = frozenset({GroupBy, BoundContributions})
 
 def split_bounded(step: Chain) -> tuple[BoundContributions, Any, Step | None]:
     """``bound_contributions >> group_by [>> post ...]`` as (bounding, group-by, the post-processing or None)."""
+    assert isinstance(step.first, BoundContributions)  # called for chains whose head is a BoundContributions
     rest = step.second
     if isinstance(rest, Chain):
         return step.first, rest.first, rest.second

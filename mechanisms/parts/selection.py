@@ -78,7 +78,7 @@ def _scale(name: str, value: Any) -> Any:
     return value
 
 
-def _labels(name: str, values: Any) -> tuple:
+def _labels(name: str, values: Any) -> tuple | None:
     """Distinct values, each exactly a float (they are released as floats)."""
     if values is None:
         return None
