@@ -1061,7 +1061,9 @@ def _certified_on(s: _Settings, chosen: list[_Candidate], cert: _Certified) -> s
         return f"certified on {cert.n} fresh samples a side"
     if not s.vectorized:
         return f"certified on {cert.n} fresh samples a side (the event 'one release raises' on the same calls)"
-    calls = max(cert.observed[rc.pair][side].calls for rc in cert.raising for side in (0, 1))
+    observed = cert.observed
+    assert observed is not None  # set whenever raise events were certified
+    calls = max(observed[rc.pair][side].calls for rc in cert.raising for side in (0, 1))
     probes = f"the event 'one release raises' on up to {calls} fresh size-1 calls a side"
     return f"certified on {cert.n} fresh samples a side and {probes}" if chosen else f"certified {probes}"
 
@@ -1074,7 +1076,9 @@ def _raise_witness(
     rc = cert.raising[best - len(cert.slot)]  # the raise events follow the output events
     a, b = pairs[rc.pair]
     num, den = ("data", "neighbor") if rc.forward else ("neighbor", "data")
-    on_num, on_den = cert.observed[rc.pair][0 if rc.forward else 1], cert.observed[rc.pair][1 if rc.forward else 0]
+    observed = cert.observed
+    assert observed is not None  # set whenever raise events were certified
+    on_num, on_den = observed[rc.pair][0 if rc.forward else 1], observed[rc.pair][1 if rc.forward else 0]
     so = (
         f"so ε >= ln({eb.p1_low[best]:.4g} / {eb.p0_high[best]:.4g}) = {eps_lb:.4f}"
         if not s.delta
@@ -1090,7 +1094,7 @@ def _raise_witness(
         f"{so} (event from {_RAISES}: whether the mechanism raises is an output)"
     )
     witness = Witness(data=a, neighbor=b, event=None, loss=eps_lb, description=words)
-    on_a, on_b = cert.observed[rc.pair]
+    on_a, on_b = observed[rc.pair]
     cnt = {"hits_data": on_a.raised, "hits_neighbor": on_b.raised, "n_data": on_a.calls, "n_neighbor": on_b.calls}
     return witness, words, cnt
 

@@ -428,14 +428,17 @@ class _PatternCoder:
         self.lo = np.array([int(v[0]) for v in self.values], np.int64) if contiguous else None
 
     def encode(self, x: np.ndarray) -> np.ndarray:
-        if self.lo is not None and np.issubdtype(x.dtype, np.integer):
+        mult = self.mult
+        assert mult is not None  # a coder is used only when self.ok (its codes fit in int64)
+        lo = self.lo
+        if lo is not None and np.issubdtype(x.dtype, np.integer):
             # every coordinate takes consecutive integers: the index is the offset from the smallest
             code = np.zeros(len(x), np.int64)
             bad = np.zeros(len(x), bool)
             for j in range(self.k):
-                idx = x[:, j].astype(np.int64) - self.lo[j]
+                idx = x[:, j].astype(np.int64) - lo[j]
                 bad |= (idx < 0) | (idx >= self.radix[j])
-                code += idx * self.mult[j]
+                code += idx * mult[j]
             code[bad] = -1
             return code
         code = np.zeros(len(x), np.int64)
@@ -443,14 +446,16 @@ class _PatternCoder:
         for j, vals in enumerate(self.values):
             idx = np.clip(np.searchsorted(vals, x[:, j]), 0, len(vals) - 1)
             bad |= vals[idx] != x[:, j]
-            code += idx.astype(np.int64) * self.mult[j]
+            code += idx.astype(np.int64) * mult[j]
         code[bad] = -1
         return code
 
     def decode(self, code: int) -> list:
+        mult = self.mult
+        assert mult is not None  # a coder is used only when self.ok (its codes fit in int64)
         out = []
         for j, vals in enumerate(self.values):
-            out.append(vals[(int(code) // int(self.mult[j])) % len(vals)].item())
+            out.append(vals[(int(code) // int(mult[j])) % len(vals)].item())
         return out
 
 

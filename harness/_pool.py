@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 R = TypeVar("R")
 
@@ -152,8 +152,8 @@ def _kill_workers() -> None:
 
 
 def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> None:
+    from concurrent.futures import Future, as_completed
     from concurrent.futures import TimeoutError as FutureTimeout
-    from concurrent.futures import as_completed
 
     from pebble import ProcessExpired, ProcessPool
 
@@ -164,7 +164,9 @@ def _run_pool(task, items, workers: int, limit, lost, kwargs, done, stopped) -> 
         initargs=(0.8 / workers,),
     )
     try:
-        futures = {pool.schedule(task, args=(item,), kwargs=kwargs, timeout=limit): item for item in items}
+        futures: dict[Future, Any] = {
+            pool.schedule(task, args=(item,), kwargs=kwargs, timeout=limit): item for item in items
+        }
         for future in as_completed(futures):
             item = futures[future]
             try:

@@ -159,7 +159,7 @@ class RenyiDP(Claim):
 
     def __post_init__(self) -> None:
         alpha = _v.real("alpha", self.alpha)
-        if not alpha > 1:
+        if alpha <= 1:  # real() refuses NaN: the same as `not alpha > 1`
             raise ParameterError(f"alpha={alpha!r} must be > 1; pass a Rényi order above 1.")
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "epsilon", _v.positive("epsilon", self.epsilon))

@@ -21,12 +21,15 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dpharness.core import ApproxDP, Mechanism, PureDP
 from dpharness.errors import UnsupportedError
 
 from ._model import Proof, Verdict
+
+if TYPE_CHECKING:
+    from .parts._prove import RouteValue
 
 __all__ = ["Answer", "smallest_epsilon", "smallest_delta", "delta_at"]
 
@@ -138,7 +141,7 @@ def _account(m: Any) -> Any:
     return _Walk(ProofBuilder(m)).walk("", m.steps, m.space, input_distance(m.relation, m.space))
 
 
-def delta_at(prof: Any, m: Any, epsilon: float) -> Any:
+def delta_at(prof: Any, m: Any, epsilon: float) -> RouteValue:
     """The smallest δ the routes that read the account certify at ``epsilon`` (and the PLD's certified
     lower end where one pair attains it): 0 when the pure ε is within it; the exact δ₀ of partition
     selection; the zCDP conversion; the exact discrete Gaussian profile; the PLD. 1 when none applies."""
@@ -433,11 +436,13 @@ def smallest_delta(m: Mechanism, epsilon: float, precision: float, prove: Callab
 
     t0 = time.perf_counter()
     parts = _parts_of(m)
-    seed, route_lower = None, None
+    seed: float | None = None
+    route_lower: float | None = None
+    up = _MAX_STEPS
     if parts is not None:
         at = delta_at(_account(parts), parts, epsilon)
         seed, route_lower = at.upper, at.lower
-    up = _MAX_STEPS if parts is None or seed < 1 else 1
+        up = _MAX_STEPS if seed < 1 else 1
     if seed is None or seed >= 1:
         seed = float(m.claim.delta) if isinstance(m.claim, ApproxDP) and m.claim.delta > 0 else 1e-6
     _with_claim(m, ApproxDP(epsilon, 0.5))  # refuses early, with the reason

@@ -72,6 +72,14 @@ class _Share:
         return f"ε = {self.epsilon}" + (f", δ = {float(self.delta):.6g}" if self.delta is not None else "")
 
 
+def _epsilon_of(budget: _Share) -> Fraction:
+    """The share's ε: its own, or (a ρ share) the ε within ρ."""
+    if budget.rho is not None:
+        return _eps_within_rho(budget.rho)
+    assert budget.epsilon is not None  # a share holds ε or ρ (_budget_of: a split's share, or the part's own)
+    return budget.epsilon
+
+
 def _exact(value: Any) -> Fraction | None:
     return None if value is None else Fraction(value)
 
@@ -192,7 +200,7 @@ def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None
             "so no scale follows from a budget; pass an explicit scale."
         )
     if step.family == "laplace":
-        eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
+        eps = _epsilon_of(budget)
         t = d1 / eps
         return P.GridLaplace(
             _plain(t * g),
@@ -226,7 +234,7 @@ def _selection(step: SelectionBudget, space: P.Space, d: P.Distance, share: _Sha
     scores' L∞ distance Δ: exponential mechanism ε = c·k·Δ/scale (c = 1 on monotone scores, else 2),
     permute-and-flip ε = 2Δ/scale, grid-Laplace noisy max ε = 2D/t with D the distance in grid steps."""
     budget = _budget_of(step, share, _Share(_exact(step.epsilon)), step.describe(), "epsilon=", "scale= or epsilon=")
-    eps = budget.epsilon if budget.rho is None else _eps_within_rho(budget.rho)
+    eps = _epsilon_of(budget)
     delta = d.linf
     if delta == 0:
         raise ParameterError(

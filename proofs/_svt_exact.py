@@ -97,8 +97,8 @@ def pattern_probability(
                 lo = cut if lo is None else max(lo, cut)
         if lo is not None and hi is not None and lo >= hi:
             return {}
-    inner = {F(0), *([qs[i] - T for i, _ in used] if bn is not None else [])}
-    inner = sorted(x for x in inner if (lo is None or x > lo) and (hi is None or x < hi))
+    cuts = {F(0), *([qs[i] - T for i, _ in used] if bn is not None else [])}
+    inner = sorted(x for x in cuts if (lo is None or x > lo) and (hi is None or x < hi))
     edges: list = [lo] + inner + [hi]  # None = -inf / +inf
     total: ExpPoly = {}
     half = F(1, 2)

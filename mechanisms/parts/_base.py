@@ -103,9 +103,15 @@ class Space:
     quantum: Fraction | None = None
     categories: tuple | None = None
 
+    @property
+    def record_categories(self) -> tuple:
+        """``categories`` of a ``"record"`` space (always set on one; None on the other kinds)."""
+        assert self.categories is not None, f"a {self.kind} space has no categories"
+        return self.categories
+
     def describe(self) -> str:
         if self.kind == "record":
-            cats = self.categories
+            cats = self.record_categories
             shown = ", ".join(map(str, cats)) if len(cats) <= 6 else f"{cats[0]}, {cats[1]}, ..., {cats[-1]}"
             return f"one record of {len(cats)} categories {{{shown}}}"
         rng = ", ".join(f"[{_show(a)}, {_show(b)}]" for a, b in zip(self.lo, self.hi))

@@ -64,7 +64,7 @@ class LocalLeaf:
         self.measurement = measurement
         self.value = value
         self.space = space
-        self.k = len(space.categories)
+        self.k = len(space.record_categories)
         self.index = category_index(space, value)
 
     @property
@@ -108,7 +108,7 @@ class LocalLeaf:
         """Every output (a tuple of ``width`` coordinates) with its exact probability; None above
         2**10 outputs (RAPPOR with k > 10)."""
         truth, other = self.probabilities()
-        cats = self.space.categories
+        cats = self.space.record_categories
         if not isinstance(self.measurement, LocalRappor):
             return [((c,), truth if j == self.index else other) for j, c in enumerate(cats)]
         if self.k > _MAX_ENUMERATED_BITS:
@@ -131,14 +131,14 @@ class LocalLeaf:
             agree = sum(1 for j, b in enumerate(y) if b == int(j == self.index))
             return truth**agree * other ** (self.k - agree)
         (v,) = y
-        cats = self.space.categories
+        cats = self.space.record_categories
         return truth if v == cats[self.index] else other if v in cats else sp.Integer(0)
 
     def truthful_output(self) -> tuple:
         """The output that reports the record unchanged (its category; RAPPOR: its one-hot bits)."""
         if isinstance(self.measurement, LocalRappor):
             return tuple(int(j == self.index) for j in range(self.k))
-        return (self.space.categories[self.index],)
+        return (self.space.record_categories[self.index],)
 
     def log_prob(self, cols: np.ndarray) -> np.ndarray:
         """ln P of the rows of ``cols`` (shape (n, width)); −inf off the support."""
@@ -170,7 +170,7 @@ class LocalLeaf:
                 ]
             )
         (s,) = symbols
-        cats = [exact(c) for c in self.space.categories]
+        cats = [exact(c) for c in self.space.record_categories]
         return sp.Piecewise(
             (truth, sp.Eq(s, cats[self.index])), (other, sp.Contains(s, sp.FiniteSet(*cats))), (0, True)
         )
@@ -446,7 +446,7 @@ def extreme_pairs(m: Any) -> list[tuple[Any, Any]]:
     elif m.shape == "record":
         # every local randomizer's law is invariant under a joint relabelling of the categories, so
         # every ordered pair of distinct records is extreme; a few, the first two categories first
-        cats = m.space.categories
+        cats = m.space.record_categories
         ends = list(dict.fromkeys((cats[0], cats[1], cats[-1])))
         pairs.extend((a, b) for a in ends for b in ends if a != b)
     elif isinstance(m.relation, BoundedChange):

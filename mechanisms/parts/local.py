@@ -42,18 +42,18 @@ def _need_record(space: Space, what: str) -> None:
 def category_index(space: Space, value: Any) -> int:
     """The index of the record ``value`` among the space's categories (exact equality of numbers)."""
     v = record_value(value)
-    for i, c in enumerate(space.categories):
+    for i, c in enumerate(space.record_categories):
         if v == c:
             return i
     raise ParameterError(
-        f"record={value!r} is not one of the {len(space.categories)} categories; pass a record of the domain."
+        f"record={value!r} is not one of the {len(space.record_categories)} categories; pass a record of the domain."
     )
 
 
 def category_values(space: Space) -> np.ndarray:
     """The categories as the array the samplers release: int64 when every category is an integer,
     else float64 (every category is an exact float, see :func:`input_space`)."""
-    cats = space.categories
+    cats = space.record_categories
     return np.asarray(cats, dtype=np.int64 if all(isinstance(c, int) for c in cats) else float)
 
 
@@ -99,7 +99,7 @@ class LocalRandomizedResponse(LocalRandomizer):
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         from dpharness.mechanisms._exact import randomized_response as exact_rr
 
-        idx = exact_rr(category_index(space, value), len(space.categories), self.L, size, rng)
+        idx = exact_rr(category_index(space, value), len(space.record_categories), self.L, size, rng)
         return category_values(space)[idx].reshape(size, 1)
 
 
@@ -134,10 +134,10 @@ class LocalWarner(LocalRandomizer):
 
     def out_width(self, space: Space) -> int:
         _need_record(space, self.describe())
-        if len(space.categories) != 2:
+        if len(space.record_categories) != 2:
             raise ParameterError(
                 f"{self.describe()} randomizes one of two categories, but records have "
-                f"{len(space.categories)}; pass records=Finite((a, b)) or use "
+                f"{len(space.record_categories)}; pass records=Finite((a, b)) or use "
                 "dp.randomized_response(log_odds) for k categories."
             )
         return 1
@@ -183,12 +183,12 @@ class LocalRappor(LocalRandomizer):
 
     def out_width(self, space: Space) -> int:
         _need_record(space, self.describe())
-        return len(space.categories)
+        return len(space.record_categories)
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         from dpharness.mechanisms._exact import bernoulli
 
-        out = bernoulli(self.f_exact / 2, (size, len(space.categories)), rng).astype(np.int64)
+        out = bernoulli(self.f_exact / 2, (size, len(space.record_categories)), rng).astype(np.int64)
         out[:, category_index(space, value)] ^= 1
         return out
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Sequence, overload
 
 import numpy as np
 
@@ -78,6 +78,10 @@ def _scale(name: str, value: Any) -> Any:
     return value
 
 
+@overload
+def _labels(name: str, values: None) -> None: ...
+@overload
+def _labels(name: str, values: Iterable[Any]) -> tuple: ...
 def _labels(name: str, values: Any) -> tuple | None:
     """Distinct values, each exactly a float (they are released as floats)."""
     if values is None:

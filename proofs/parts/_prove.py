@@ -832,6 +832,7 @@ def _gaussian_refutation(pb: ProofBuilder, m: PartsMechanism, prof: Profile) -> 
     REFUTED with it."""
     from dpharness.core import Event
 
+    assert prof.gaussian_1d is not None  # called only for a profile with one scalar discrete Gaussian
     tau2 = prof.gaussian_1d[0]
     eps_c, delta_c = exact(m.claim.epsilon), exact(m.claim.delta)
     for d, d2 in extreme_pairs(m)[:8]:

@@ -162,8 +162,8 @@ def _rappor_family() -> tuple[Obligation, ...]:
 def local(walk: Any, path: str, m: LocalRandomizer, space: Space) -> Profile:
     """A local randomizer on one record: its family's lemma, instantiated at the node's parameter,
     and the node's law (as ``law`` reads it) checked to be the lemma's pmf."""
-    k = len(space.categories)
-    truth, other = LocalLeaf(m, space.categories[0], space).probabilities()
+    k = len(space.record_categories)
+    truth, other = LocalLeaf(m, space.record_categories[0], space).probabilities()
     rr = None
     if isinstance(m, LocalRandomizedResponse):
         walk._family("k-ary randomized response", _rr_family())
