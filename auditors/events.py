@@ -439,6 +439,13 @@ _CACHE: list[tuple] = []  # (function, argument, result): features of the curren
 _CACHE_SLOTS = 16
 
 
+def _on_statistic(
+    f: Callable[[np.ndarray], np.ndarray], contains: Callable[[np.ndarray], np.ndarray]
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``contains`` read on the statistic ``f`` of the outputs (computed once per chunk, cached by identity)."""
+    return lambda o: contains(cached(f, o))
+
+
 def cached(fn: Callable, x):
     """``fn(x)`` remembered by the identity of ``x`` (many events of one chunk need the same keys/features)."""
     for f, arg, res in _CACHE:
@@ -1002,14 +1009,14 @@ def propose_projections(train_a, train_b, *, max_events: int) -> list[Event]:
         w = w / np.max(np.abs(w))
         wf = w.copy()
         shown = ", ".join(f"{x:.3g}" for x in wf[:6]) + (", ..." if k > 6 else "")
-        stats.append((f"projection on ({shown})", lambda o, wf=wf: np.asarray(o, dtype=float).reshape(len(o), -1) @ wf))
+        stats.append((f"projection on ({shown})", lambda o: np.asarray(o, dtype=float).reshape(len(o), -1) @ wf))
     per = max(2, max_events // len(stats))
     out: list[Event] = []
     for name, f in stats:
         fa, fb = f(a2), f(b2)
         for e in propose_thresholds(fa, fb, max_events=per, points=256):
             # the statistic of a chunk is computed once for all its threshold events (cached by identity)
-            out.append(Event(lambda o, f=f, c=e.contains: c(cached(f, o)), e.description.replace("output", name, 1)))
+            out.append(Event(_on_statistic(f, e.contains), e.description.replace("output", name, 1)))
     return out
 
 

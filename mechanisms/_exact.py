@@ -68,6 +68,7 @@ case that a sample does not fit in int64 (possible only for scales above about 2
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -291,7 +292,7 @@ def _below_approx(p: np.ndarray, err: np.ndarray, enclose_at: Callable[[int, int
         no = u_lo >= (p + err)
     out = yes
     for i in np.flatnonzero(~(yes | no)):
-        out[i] = _resolve_below(int(h[i]), 53, lambda prec, i=i: enclose_at(int(i), prec), rng)
+        out[i] = _resolve_below(int(h[i]), 53, functools.partial(enclose_at, int(i)), rng)
     return out
 
 

@@ -364,9 +364,9 @@ class LaplaceProfile:
             return None
         cut = float((self.centre + self.direction * t) * g)
         if self.direction > 0:
-            ev = Event(lambda out, c=cut: _first(out) <= c, f"output (first coordinate) <= {cut!r}")
+            ev = Event(lambda out: _first(out) <= cut, f"output (first coordinate) <= {cut!r}")
         else:
-            ev = Event(lambda out, c=cut: _first(out) >= c, f"output (first coordinate) >= {cut!r}")
+            ev = Event(lambda out: _first(out) >= cut, f"output (first coordinate) >= {cut!r}")
         if not confirm_violation(p, q, eps, delta):
             return None
         w = Witness(
@@ -478,13 +478,15 @@ class FiniteProfile:
         pb.note(f"exact profile: δ(ε = {float(sp.N(eps, 15)):.6g}) = {_show(worst)}")
         if ob.discharged or exact_sign(worst - delta) != 1:
             return None
+        assert worst_pair is not None  # set with worst, which is compared above
         x, x2, outs, table = worst_pair
         p = sp.Add(*[sp.sympify(table[o][0]) for o in outs])
         q = sp.Add(*[sp.sympify(table[o][1]) for o in outs])
         if not confirm_violation(p, q, eps, delta):
             return None
         target = list(outs)
-        ev = Event(lambda out, t=tuple(target): np.isin(np.asarray(out), np.asarray(t)), f"output in {target!r}")
+        chosen = tuple(target)
+        ev = Event(lambda out: np.isin(np.asarray(out), np.asarray(chosen)), f"output in {target!r}")
         w = Witness(
             data=x,
             neighbor=x2,

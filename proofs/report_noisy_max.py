@@ -291,7 +291,7 @@ def _prove_value(m: Mechanism) -> Proof:
             f"{float(sp.N(p, 20)):.6g} > 0, P_q' = 0 (V' >= max q' = Δ)"
         )
         fd = float(d)
-        w = Witness(q, q2, Event(lambda out, fd=fd: np.asarray(out) < fd, f"output < {fd}"), None, math.inf, desc)
+        w = Witness(q, q2, Event(lambda out: np.asarray(out) < fd, f"output < {fd}"), None, math.inf, desc)
         if confirm_violation(p, p2, eps):
             pb.refute(w, desc + "; loss = ∞")
     return pb.finish(sp.oo, witness=w)

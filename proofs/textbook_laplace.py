@@ -150,7 +150,7 @@ def _float_witness(pb: ProofBuilder, m: Mechanism, dim: int) -> Witness | None:
             f"(0, Δ/2) equals Δ + n exactly by Sterbenz's lemma, a multiple of {u}; y/u = {fy / u} is not an integer): "
             "loss = ∞"
         )
-        ev = Event(lambda o, yv=yv: np.asarray(o, dtype=float).reshape(len(o), -1)[:, 0] == yv, f"output[0] = {yv!r}")
+        ev = Event(lambda o: np.asarray(o, dtype=float).reshape(len(o), -1)[:, 0] == yv, f"output[0] = {yv!r}")
         w = Witness(data=zero, neighbor=shifted, event=ev, output=yv, loss=math.inf, description=desc)
         pb.refute(w, desc)
         return w

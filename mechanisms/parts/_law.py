@@ -327,7 +327,7 @@ def _mixed_law(ls: list) -> FunctionLaw:
         except UnsupportedError:  # a leaf with too many outputs to list
             tables = [range(_MAX_TABLE + 1)]
         if math.prod(len(t) for t in tables) <= _MAX_TABLE:
-            rows = [sum(combo, ()) for combo in itertools.product(*tables)]
+            rows: list[tuple] = [sum(combo, ()) for combo in itertools.product(*tables)]
             outcomes = tuple(r[0] if width == 1 else r for r in rows)
 
     def build_expr():
@@ -356,7 +356,7 @@ def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
     if all(t is not None for t in tables):
         count = math.prod(len(t) for t in tables)
         if count <= _MAX_TABLE:
-            rows = [
+            rows: list[tuple[tuple, Any]] = [
                 (sum((o for o, _ in combo), ()), sp.Mul(*[p for _, p in combo])) for combo in itertools.product(*tables)
             ]
             outcomes = tuple(o[0] if width == 1 else o for o, _ in rows)
@@ -364,8 +364,10 @@ def _local_law(ls: list) -> DiscreteLaw | FunctionLaw:
             if all(float(p) > 0 for p in probs):
                 return DiscreteLaw(outcomes=outcomes, probs=probs, symbols=symbols, expr=expr)
         elif count <= _MAX_CATEGORIES:
-            outcomes = tuple(sum(combo, ()) for combo in itertools.product(*[[o for o, _ in t] for t in tables]))
-            outcomes = tuple(o[0] for o in outcomes) if width == 1 else outcomes
+            combined: tuple[tuple, ...] = tuple(
+                sum(combo, ()) for combo in itertools.product(*[[o for o, _ in t] for t in tables])
+            )
+            outcomes = tuple(o[0] for o in combined) if width == 1 else combined
 
     def log_prob(outputs: np.ndarray) -> np.ndarray:
         out = np.asarray(outputs, dtype=float).reshape(-1, width)

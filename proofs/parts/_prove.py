@@ -223,8 +223,9 @@ def _judge(pb: ProofBuilder, prof: Profile, m: PartsMechanism | None = None) -> 
         pb.route = ROUTE_ZCDP
         return eps_c, delta_value
     # (d) advanced composition over the account's units (every unit counted; ε₀ the largest)
-    if A.advanced_units(prof) is not None:
-        k, e0 = A.advanced_units(prof)
+    units = A.advanced_units(prof)
+    if units is not None:
+        k, e0 = units
         adv, e_tot, d_tot = lemmas.advanced_composition(k, e0, 0, delta_c)
         if not exceeds(e_tot, eps_c):
             pb.check(
@@ -886,6 +887,7 @@ def _rr_profile(
     {y = the data's category} when δ(ε') exceeds the claimed δ (never through post-processing)."""
     from .._common import RandomizedResponseProfile
 
+    assert prof.rr_1d is not None  # called for a profile with one randomized response
     k, L = prof.rr_1d
     d, d2 = extreme_pairs(m)[0]
     refutation = RandomizedResponseProfile(k, L).judge(pb, prof.eps, eps_c, delta_c, data=d, neighbor=d2)
@@ -913,6 +915,7 @@ def _laplace_profile(
     through post-processing, whose outputs the half-line event does not describe)."""
     from .._common import LaplaceProfile
 
+    assert prof.laplace_1d is not None  # called for a profile with one grid Laplace
     K, scale, g = prof.laplace_1d
     best = None
     for d, d2 in extreme_pairs(m)[:64]:
@@ -920,6 +923,7 @@ def _laplace_profile(
         shift = b.centres[0] - a.centres[0]
         if best is None or abs(shift) > abs(best[2]):
             best = (d, d2, shift, a.centres[0])
+    assert best is not None  # a scalar measurement has extreme pairs
     d, d2, shift, centre = best
     profile = LaplaceProfile(
         steps=K,
