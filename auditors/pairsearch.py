@@ -575,8 +575,8 @@ def _record_values(domain: Domain) -> list:
         vals = list(domain.values)
         return vals if len(vals) <= 6 else vals[:3] + vals[-3:]
     if isinstance(domain, IntegerRange):
-        cand = [domain.lo, domain.hi, 0, 1, -1, (domain.lo + domain.hi) // 2]
-        return [int(v) for v in dict.fromkeys(cand) if domain.lo <= v <= domain.hi]
+        ints = [domain.lo, domain.hi, 0, 1, -1, (domain.lo + domain.hi) // 2]
+        return [int(v) for v in dict.fromkeys(ints) if domain.lo <= v <= domain.hi]
     lo, hi = float(domain.lo), float(domain.hi)
     cand = [0.0, 1.0, 0.5, 2.0**-30]
     if math.isfinite(lo):

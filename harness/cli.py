@@ -128,7 +128,7 @@ def _precision(text: str) -> float:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)  # a parent of _Parser subparsers
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON instead of text"
     )
@@ -142,7 +142,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    modules = argparse.ArgumentParser(add_help=False)
+    modules = _Parser(add_help=False)  # a parent of _Parser subparsers
     modules.add_argument(
         "--module",
         dest="modules",
@@ -153,7 +153,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("list", parents=[common, modules], help="list registered mechanisms (name, claim, relation, buggy)")
 
-    mech = argparse.ArgumentParser(add_help=False)
+    mech = _Parser(add_help=False)  # a parent of _Parser subparsers
     mech.add_argument("name", metavar="NAME", help="registered mechanism name (see `dpharness list`)")
     mech.add_argument(
         "--set",
@@ -199,7 +199,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="worker processes (local pool or LocalCluster; default: the CPU count)",
     )
-    named = argparse.ArgumentParser(add_help=False)
+    named = _Parser(add_help=False)  # a parent of _Parser subparsers
     named.add_argument("name", metavar="NAME", help="registered mechanism name (see `dpharness list`)")
     named.add_argument(
         "--set",

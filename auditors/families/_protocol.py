@@ -67,7 +67,10 @@ class Proposal:
 class EventFamily(Protocol):
     """A family of candidate events: a name (shown in the audit's words) and two methods."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The family's name, shown in the audit's words (a plain attribute satisfies it)."""
+        ...
 
     def applies(self, kind: str, ctx: ProposalContext) -> bool:
         """Whether the family has anything to say about outputs of this kind under this context."""
