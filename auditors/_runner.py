@@ -33,7 +33,10 @@ state of :mod:`random` is shared with the worker's own event loop (tornado's jit
 from it), so a function drawing from ``random.random()`` & co. gets independent but not
 reproducible chunks there; numpy's global state and held generators are not touched by dask.
 Randomness these cannot reach (a C library's own generator, ``os.urandom``, ``secrets``) stays
-independent between workers but is not reproducible; a generator the walk cannot reach *and* that
+independent between workers but is not reproducible; so does a reachable generator that takes no seed
+but draws fresh randomness in every copy (randomgen's hardware ``RDRAND``, Tumult Core's process
+generator: :func:`_fresh_in_every_copy`), which is left as it is; any other generator that cannot be
+given its own stream is refused with the fix (copies of it would repeat draws); a generator the walk cannot reach *and* that
 is created with a fixed seed at import time would repeat across workers: run such a mechanism with
 ``workers=1``. (Vectorised samplers are reseeded the same way in workers; they should draw only
 from their ``rng`` argument.)
@@ -824,14 +827,37 @@ def _reseed(rngs: list, key: tuple, seed: int) -> None:
             g.manual_seed(_seed_int(s) % (1 << 63))
         else:
             bg = g.bit_generator if isinstance(g, np.random.Generator) else g._bit_generator
+            if _fresh_in_every_copy(g, bg):
+                continue  # takes no seed, and no copy of it repeats another's draws: nothing to give it
             try:
                 bg.state = type(bg)(s).state
             except Exception as exc:  # noqa: BLE001 - a bit generator that cannot be built from a SeedSequence
                 raise MechanismError(
                     f"cannot give the {type(bg).__name__} generator held by the mechanism its own stream in a worker "
-                    f"process ({type(exc).__name__}: {exc}); copies of one state would repeat samples. Run it in "
-                    "this process with workers=1 (no cluster), or hold a numpy PCG64/MT19937/Philox/SFC64 generator."
+                    f"process ({type(exc).__name__}: {exc}): it takes no seed, and copies of one state in several "
+                    "workers would repeat draws (an unsound bound). Fix: draw from the rng argument "
+                    "(fn(data, size, rng)) or hold a numpy PCG64/MT19937/Philox/SFC64 generator (each worker then "
+                    "gets its own stream), or audit with workers=1 and no cluster (this process only)."
                 ) from exc
+
+
+def _fresh_in_every_copy(g: Any, bg: Any) -> bool:
+    """Whether the bit generator ``bg`` (of ``g``) takes no seed yet never repeats another copy's draws, so
+    a worker may use its own copy as it is (not reproducible by seed, but independent):
+
+    * randomgen's ``RDRAND``: every word comes from the processor's hardware generator; a copy shipped
+      to a worker (pickled) carries no state that determines its draws (its word buffer is not restored,
+      and refills from the processor);
+    * Tumult Core's process generator (``tmlt.core.random.rng``: RDRAND, or ``os.urandom`` on a
+      processor without it), which the library builds afresh in every process.
+
+    A generator built from a fixed seed, or any other that cannot be seeded, is not: copies of it would
+    repeat draws, and :func:`_reseed` refuses it with the fix."""
+    cls = type(bg)
+    if cls.__module__.startswith("randomgen.") and cls.__name__ == "RDRAND":
+        return True
+    tmlt = sys.modules.get("tmlt.core.random.rng")
+    return tmlt is not None and g is getattr(tmlt, "_core_privacy_prng", None)
 
 
 def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, float]:

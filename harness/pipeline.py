@@ -106,11 +106,15 @@ def pass_rule(
     return Outcome(passed, caught, passed or fails_anyway or not timed_out)
 
 
-def proof_policy(name: str, proof: Any) -> Policy:
-    """The :class:`Policy` of ``proof`` for the mechanism registered as ``name``."""
+def proof_policy(name: str, proof: Any, mechanism: Any = None) -> Policy:
+    """The :class:`Policy` of ``proof`` for the mechanism registered as ``name`` (a library target's
+    mechanism, registered or not, is audited only: no proof covers a library's code)."""
     from . import registry
+    from .auditors.libraries import TargetMechanism
 
     verdict = proof.verdict.value
+    if isinstance(mechanism, TargetMechanism) and verdict not in ("PROVED", "REFUTED"):
+        return Policy.AUDIT_ONLY
     if verdict == "PROVED":
         return Policy.PROVED
     if verdict == "REFUTED":
@@ -637,7 +641,9 @@ def run_audit(
     says so. A pair given explicitly (or the ``fixed_pair`` of a function registered with its pair) is
     audited within the whole ``timeout``. ``cluster``/``workers``:
     where the auditor runs; ``sequential``: stop once the verdict is certain (see
-    :func:`dpharness.auditors.audit`)."""
+    :func:`dpharness.auditors.audit`). A library target (``TargetMechanism``) is audited by its own
+    :meth:`~dpharness.auditors.libraries.LibraryTarget.audit` (its callable, pair or input space and
+    claim), so ``dpharness audit``, the reports and the gate run the same audit of it."""
     from . import auditors
     from ._json import jsonable
     from ._run import audit_target
@@ -646,7 +652,21 @@ def run_audit(
     witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
     mechanism, samples, view_note = (mechanism, samples, None) if every_round else _audit_view(mechanism, samples)
 
+    from .auditors.libraries import TargetMechanism
+
     def audit(data: Any, neighbor: Any) -> Any:
+        if isinstance(mechanism, TargetMechanism):  # a library target: its own audit, on the pair asked
+            target = mechanism.target
+            if data is not None or neighbor is not None:
+                target = target.with_pair(data, neighbor)
+            return target.audit(
+                samples=samples,
+                seed=seed,
+                ideal_numerics=ideal_numerics,
+                cluster=cluster,
+                workers=workers,
+                sequential=sequential,
+            )
         return auditors.audit(
             mechanism,
             data,
@@ -705,6 +725,7 @@ def check(
     modules: tuple[str, ...] = (),
     timeout: float | None = None,
     workers: int | None = None,
+    sequential: bool = True,
 ) -> Check:
     """Prove and audit one mechanism (a registered name, built at its defaults, or a Mechanism
     value) and judge it by :func:`pass_rule`. ``modules`` are imported first (their ``register``
@@ -712,8 +733,9 @@ def check(
     (:func:`deadline`); a phase that runs out is reported, not raised. Raises ParameterError for bad
     arguments (an unknown name, ``samples`` < 1, ...); never for a failing mechanism: a crash (even
     in building the registered mechanism) is in ``Check.error``. ``workers``: the audit's processes
-    (default: all cores; the result does not depend on it). The audit is sequential: it stops at the
-    first look where its verdict is certain (:func:`dpharness.auditors.audit`)."""
+    (default: all cores; the result does not depend on it). The audit is sequential (the gate's): it
+    stops at the first look where its verdict is certain (:func:`dpharness.auditors.audit`);
+    ``sequential=False`` certifies on every sample, as ``dpharness audit`` does (the reports')."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -756,7 +778,7 @@ def check(
     try:
         with deadline(timeout, f"the proof of {name}"):
             proof = run_proof(mechanism)
-        policy = proof_policy(name, proof)
+        policy = proof_policy(name, proof, mechanism)
     except PhaseTimeout as exc:
         proof_error = time_limit = str(exc)
     except Exception as exc:  # a crash in the prover fails the check, with its traceback; the audit still runs
@@ -771,7 +793,7 @@ def check(
             seed=seed,
             timeout=timeout,
             workers=workers,
-            sequential=True,
+            sequential=sequential,
             every_round=own.samples is not None,
         )
         audit_note, audit_partial = scope.note, scope.partial

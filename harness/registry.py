@@ -159,6 +159,21 @@ def _audited_function(
     return _AuditedFunction(label=name, fn=fn, inputs=inputs, pair=(a, b), searched=records is not None, claim=claim)
 
 
+def _library_target(obj: Any) -> Any:
+    """``obj`` when it is a library target (:class:`dpharness.auditors.libraries.LibraryTarget`), else None.
+    Imports the targets' package only for a value that is neither a mechanism nor callable."""
+    if obj is None or isinstance(obj, (Mechanism, type)) or callable(obj):
+        return None
+    from dpharness.auditors.libraries import LibraryTarget
+
+    return obj if isinstance(obj, LibraryTarget) else None
+
+
+def is_target_name(name: Any) -> bool:
+    """Whether ``name`` is spelt as a library target (``"library:mechanism"``, see ``dpharness targets``)."""
+    return isinstance(name, str) and ":" in name
+
+
 def register(
     mechanism: M = None,
     *,
@@ -185,6 +200,10 @@ def register(
     Domain) lets the auditor search for a worse pair from there, ``shape`` (``"record"``,
     ``"dataset"``, ``"vector"``) is inferred from ``data`` and ``relation`` when left out.
 
+    A library target (``dpharness.auditors.libraries.get_target(...)``) is registered for audit only
+    under its name (``"diffprivlib:laplace"``, or ``name``), with its library's pair, relation and claim;
+    ``dpharness report`` and ``dpharness gate`` also take a target's name without registering it.
+
     ``samples`` and ``timeout``: this mechanism's own audit settings in the gate and ``check`` (samples a
     side, seconds per phase), in place of the run's ``--samples``/``--timeout``, so one slow pipeline does
     not force them down for all. With ``samples`` set, an iterated or repeated mechanism is audited on
@@ -194,7 +213,8 @@ def register(
     >>> register(noisy_mean)                       # doctest: +SKIP
     >>> register(MyMechanism, proof="audit-only")  # doctest: +SKIP
     >>> register(noisy_count, name="noisy_count", data=[1, 2, 3], neighbor=[1, 2],
-    ...          relation=AddRemove(), claim=PureDP(1))  # doctest: +SKIP"""
+    ...          relation=AddRemove(), claim=PureDP(1))  # doctest: +SKIP
+    >>> register(get_target("diffprivlib:laplace", {"epsilon": 0.5}), name="dpl_laplace_half")  # doctest: +SKIP"""
     if mechanism is None:  # @register(proof="audit-only")
         return lambda m: register(
             m,
@@ -212,7 +232,18 @@ def register(
     if proof not in (None, AUDIT_ONLY):
         raise ParameterError(f"proof={proof!r} is not a proof policy; pass proof='audit-only' or leave it out.")
     function = None
-    if not isinstance(mechanism, (Mechanism, type)) and callable(mechanism):
+    target = _library_target(mechanism)
+    if target is not None:  # a library target: audited only, under its own name (or name=)
+        if any(v is not None for v in (data, neighbor, relation, claim, records, shape)):
+            raise ParameterError(
+                "data=, neighbor=, relation=, claim=, records= and shape= are fixed by a library target; "
+                "build it with get_target(name, {...}) to change its pair or parameters."
+            )
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ParameterError(f"name={name!r} is not a name; pass e.g. name='team_laplace' or leave it out.")
+        function, mechanism, proof = target, target.mechanism(name), AUDIT_ONLY
+        name = None
+    elif not isinstance(mechanism, (Mechanism, type)) and callable(mechanism):
         function, mechanism = (
             mechanism,
             _audited_function(
@@ -302,12 +333,28 @@ def audit_only(name: str) -> bool:
     return name in _AUDIT_ONLY
 
 
+_BUILTIN: set[str] = set()  # the names dpharness.mechanisms registers (the catalog and the gallery)
+
+
+def kind(name: str) -> str:
+    """Where the registered ``name`` comes from, as the reports' index groups it: ``"library"`` (a
+    library target), ``"gallery"`` (a known bug), ``"catalog"`` (a built-in) or ``"team"`` (a project's
+    own, from a module or an entry point)."""
+    entry = get(name)
+    if _library_target(getattr(entry, "target", None)) is not None:
+        return "library"
+    if entry.buggy:
+        return "gallery"
+    return "catalog" if name in _BUILTIN else "team"
+
+
 def _load_builtins() -> None:
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
     importlib.import_module("dpharness.mechanisms")
+    _BUILTIN.update(_REGISTRY)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         ep.load()
 
@@ -414,8 +461,14 @@ def catalog(*, gallery: bool | None = False) -> dict[str, Any]:
 
 
 def get(name: str) -> Any:
-    """The registered class (or value, presented like a class) called ``name``."""
+    """The registered class (or value, presented like a class) called ``name``. A library target's name
+    (``"diffprivlib:laplace"``) not registered yet is registered here at the target's defaults (audit
+    only); an unknown target is a ParameterError naming it, a missing library a ``MissingExtra``."""
     _load_builtins()
+    if is_target_name(name) and name not in _REGISTRY:
+        from dpharness.auditors.libraries import get_target
+
+        register(get_target(name))
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -109,16 +109,19 @@ def build(
     timeout: float | None = None,
 ) -> Report:
     """The report of ``mechanism``: from ``check`` when given (it must come from this process, with
-    its live proof), else from the check pipeline run here; then the plots. ``timeout``: seconds
-    allowed to the proof, the audit and the plots each."""
+    its live proof; the gate's check audits sequentially, and the page's reproduce command says so),
+    else from the check pipeline run here, whose audit is the one ``dpharness audit`` runs (every
+    certification sample, one look: the same samples and seed give the same bound); then the plots.
+    ``timeout``: seconds allowed to the proof, the audit and the plots each."""
     curve_sizes = CURVE_SIZES if curve_sizes is None else curve_sizes
     plot_samples = PLOT_SAMPLES if plot_samples is None else plot_samples
     if check is None:
-        check = run_check(mechanism, samples=samples, seed=seed, timeout=timeout)
+        check = run_check(mechanism, samples=samples, seed=seed, timeout=timeout, sequential=False)
     proof, audit = check.proof_object, check.audit
     meta = {
         "format": FORMAT_VERSION,
         "name": mechanism.name,
+        "kind": _kind(mechanism),
         "class": f"{type(mechanism).__module__}.{type(mechanism).__qualname__}",
         "buggy": bool(mechanism.buggy),
         "parameters": jsonable(mechanism.noise_parameters()),
@@ -144,6 +147,40 @@ def build(
     except (Exception, PhaseTimeout) as exc:
         report.plot_note = f"plots unavailable: {type(exc).__name__}: {exc}"
     return report
+
+
+def _kind(mechanism: Mechanism) -> str:
+    """The index group of ``mechanism``: ``library`` (a library target), ``gallery`` (a known bug),
+    ``catalog`` (a built-in) or ``team`` (anything else: a project's own, registered or not)."""
+    from . import registry
+    from .auditors.libraries import TargetMechanism
+
+    if isinstance(mechanism, TargetMechanism):
+        return "library"
+    if mechanism.buggy:
+        return "gallery"
+    try:
+        registered = registry.get(mechanism.name)
+    except Exception:  # noqa: BLE001 - not registered: a value the caller built
+        return "team"
+    kind = registry.kind(mechanism.name)
+    if kind == "catalog" and not (registered is type(mechanism) or _is_value_of(registered, mechanism)):
+        return "team"  # a value reported under a built-in's name is not the built-in
+    return kind
+
+
+def _is_value_of(entry: Any, mechanism: Mechanism) -> bool:
+    try:
+        return isinstance(entry, type) and isinstance(mechanism, entry) or entry() == mechanism
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def file_stem(name: str) -> str:
+    """The file name (without extension) of ``name``'s report pages: the name, with a library target's
+    ``:`` written ``--`` (``diffprivlib--laplace.md``: a colon is no file name on Windows, and a
+    relative link ``diffprivlib:laplace.md`` reads as a URL scheme)."""
+    return name.replace(":", "--")
 
 
 def _pair(report: Report) -> tuple[Any, Any]:
@@ -233,8 +270,11 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     proven = None if report.proof is None else float(report.proof.bound)
     curve = []
     if report.audit is not None:
+        # each point is the report's own audit (the same pairs or pair search, the same sequential or
+        # single look, the same seed) at fewer samples a side, ending with the audit itself
+        sequential = "sequential" in (report.audit.extra or {})
         for n in curve_sizes:
-            r, _scope = run_audit(m, samples=n, seed=seed, data=data, neighbor=neighbor)
+            r, _scope = run_audit(m, report.proof, samples=n, seed=seed, sequential=sequential)
             curve.append((n, float(r.epsilon_lower_bound)))
         curve.append((int(report.audit.samples), float(report.audit.epsilon_lower_bound)))
     report.curve = curve
@@ -684,11 +724,18 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
     info = [f"Mechanism: `{m.describe()}`", f"Claim: {m.claim.describe()}", f"Input: {m.input_spec.describe()}"]
     if m.source:
         info.append(f"Source: {m.source}")
-    doc = _first_paragraph(type(m).__doc__)
+    target = getattr(m, "target", None) if r.meta.get("kind") == "library" else None
+    doc = getattr(m, "description", "") if target is not None else _first_paragraph(type(m).__doc__)
     if doc:
         info.append(f"Description: {doc}")
     if m.buggy:
         info.append(f"Known bug (gallery): {m.bug} True ε as implemented: {fmt(m.true_epsilon)}.")
+    if target is not None:  # a library target: what is audited, under which relation, whose claim
+        info += [
+            f"Library: {target.library} {target.version} (target `{target.name}`)",
+            f"Neighbours: {target.relation}",
+            f"Claim source: {target.claim_source}",
+        ]
     proof_page = None
     if p is not None:
         w = p.witness
@@ -737,6 +784,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
             items.append(said)
         if c.audit_note:
             items.append(f"Note: {c.audit_note}")
+        items += [f"Note: {n}" for n in (a.extra or {}).get("notes", ()) if str(n).startswith("not reproducible")]
         hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
         if hint:
             items.append(hint[0].upper() + hint[1:])
@@ -755,11 +803,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
             + "."
         ]
         if r.curve:
-            cap.append(
-                "Third: certified lower bound at "
-                + ", ".join(f"{n} samples: {fmt(v)}" for n, v in r.curve)
-                + " (same pair, same seed)."
-            )
+            cap.append(_curve_caption(r))
         if r.tradeoff is not None:
             cap.append(
                 "Bottom left: the certified trade-off points (type I error α, type II error β of the audit's "
@@ -808,7 +852,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         proof=proof_page,
         audit=audit_page,
         audit_missing=f"The auditor raised: {_first_line(c.audit_error or c.error)}",
-        image=None if r.png is None else f"{m.name}.png",
+        image=None if r.png is None else f"{file_stem(m.name)}.png",
         png_base64="" if r.png is None else base64.b64encode(r.png).decode("ascii"),
         caption=caption,
         plot_note=r.plot_note or "No plots.",
@@ -818,6 +862,41 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
             f"Regenerate: `dpharness report{rerun_flags([m.name])} --out {out_dir} {m.name}`",
         ],
     )
+
+
+def _curve_caption(r: Report) -> str:
+    """The caption of the bound-against-samples panel: the points, how each was computed, and why the
+    curve need not rise (said where it falls)."""
+    points = ", ".join(f"{n} samples: {fmt_lower(v)}" for n, v in r.curve)
+    sequential = r.audit is not None and "sequential" in (r.audit.extra or {})
+    text = (
+        f"Third: certified ε lower bound against samples a side ({points}). Each point is a whole audit of "
+        "its own, run as the report's audit is (same seed, same pair search"
+        + (", certifying in looks as the gate does" if sequential else ", one look at every certification sample")
+        + "), at that many samples: its events are chosen on its own training samples and certified on its "
+        "own fresh samples, so each bound holds at the stated confidence by itself, but the points are not "
+        "nested prefixes of one run and the curve need not rise: a larger audit may choose other events, "
+        "and an upper chance fluctuation at a small size is not repeated at a larger one."
+    )
+    if sequential:
+        text += (
+            " A sequential audit also stops at the first look where every chosen event is certified within "
+            "the claim, so a larger budget may end on fewer certification samples than it was given."
+        )
+    falls = [
+        (a, b)
+        for a, b in zip(r.curve, r.curve[1:])
+        if math.isfinite(a[1]) and math.isfinite(b[1]) and fmt_lower(b[1]) != fmt_lower(a[1]) and b[1] < a[1]
+    ]
+    if falls:
+        text += " Here it falls: " + "; ".join(
+            f"from {fmt_lower(a[1])} at {a[0]} to {fmt_lower(b[1])} at {b[0]} samples" for a, b in falls
+        )
+        text += (
+            " (each is a valid lower bound at its own confidence; their maximum is not one, as it would need "
+            "a union bound over the audits: the headline is the last point, the audit at every sample)."
+        )
+    return text
 
 
 def _md_escape_cell(text: Any) -> str:
@@ -890,7 +969,7 @@ def render_html(r: Report, out_dir: str = "reports") -> str:
 def write(report: Report, out_dir: str) -> list[str]:
     """Write NAME.md, NAME.html and NAME.png (when plotted) into ``out_dir``; return the paths."""
     os.makedirs(out_dir, exist_ok=True)
-    name = report.mechanism.name
+    name = file_stem(report.mechanism.name)
     paths = []
     png_path = os.path.join(out_dir, f"{name}.png")
     if report.png is not None:
@@ -968,7 +1047,7 @@ def write_index(out_dir: str) -> list[str]:
 
     def row(meta):
         audit = {None: "error", True: "passed", False: "VIOLATION"}[meta.get("audit_passed")]
-        return [
+        return file_stem(meta["name"]), [
             meta["name"],
             meta["claim"],
             meta.get("verdict") or "error",
@@ -977,9 +1056,17 @@ def write_index(out_dir: str) -> list[str]:
             audit,
         ]
 
+    def kind(meta: dict) -> str:  # pages written before the kind was recorded: built-ins only
+        return meta.get("kind") or ("gallery" if meta["buggy"] else "catalog")
+
     groups = [
-        ("Catalog (correct mechanisms: expected PROVED and audit passed)", [m for m in metas if not m["buggy"]]),
-        ("Gallery (known bugs: expected not PROVED or a VIOLATION)", [m for m in metas if m["buggy"]]),
+        (title, [m for m in metas if kind(m) == key])
+        for key, title in (
+            ("catalog", "Catalog (correct built-in mechanisms: expected PROVED and audit passed)"),
+            ("team", "Team (the project's own mechanisms: expected PROVED, or opted in audit-only and audit passed)"),
+            ("library", "Library targets (third-party libraries' mechanisms, audited only: expected audit passed)"),
+            ("gallery", "Gallery (known bugs: expected not PROVED or a VIOLATION)"),
+        )
     ]
     flags = rerun_flags(meta["name"] for meta in metas)
     context = {

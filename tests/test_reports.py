@@ -97,19 +97,108 @@ def test_reports_are_deterministic(fakes, tmp_path):
     assert b"Software" not in (a / "fake_coin.png").read_bytes()
 
 
-def test_index_lists_catalog_and_gallery(fakes, tmp_path):
+def _fake_laplace(data, size, rng):
+    """A stand-in for a library's Laplace mechanism (scale 1, float outputs)."""
+    return float(data) + rng.laplace(0.0, 1.0, size)
+
+
+def _fake_target(**changes):
+    """A library target whose 'library' is numpy (no third-party library needed here)."""
+    from dpharness.auditors.libraries import LibraryTarget
+    from dpharness.core import BoundedChange
+
+    fields = dict(
+        fn=_fake_laplace,
+        vectorized=True,
+        data=0.0,
+        neighbor=1.0,
+        epsilon=1.0,
+        delta=0.0,
+        relation="scalars at absolute difference <= 1",
+        library="fakelib",
+        version="0",
+        claim_source="the test's own claim",
+        name="fakelib:laplace",
+        neighbor_relation=BoundedChange(1.0, "l1"),
+    )
+    return LibraryTarget(**{**fields, **changes})
+
+
+def test_index_sections_by_kind(fakes, tmp_path):
+    """The index groups pages by where the mechanism comes from: a built-in is catalog, a project's own
+    (here the test's fake, registered by the test) is team, a library target is library, a known bug
+    is gallery; a library function is never listed under the catalog's correct mechanisms."""
     report.write(_build(dp_fakes.Coin()), str(tmp_path))
     report.write(_build(dp_fakes.BuggyCoin()), str(tmp_path))
+    report.write(
+        report.build(_fake_target().mechanism(), samples=5_000, seed=3, curve_sizes=(), plot_samples=500),
+        str(tmp_path),
+    )
+    assert report._kind(dpharness.get("laplace")()) == "catalog"
+    assert report.read_metadata(str(tmp_path / "fakelib--laplace.md"))["kind"] == "library"
     md_path, html_path = report.write_index(str(tmp_path))
     index = open(md_path).read()
     assert "[fake_coin](fake_coin.md)" in index and "[fake_coin_bug](fake_coin_bug.md)" in index
+    assert "[fakelib:laplace](fakelib--laplace.md)" in index
+    assert "## Catalog" not in index  # no built-in was reported here
     assert (
-        index.index("## Catalog")
+        index.index("## Team")
         < index.index("fake_coin.md")
+        < index.index("## Library targets")
+        < index.index("fakelib--laplace.md")
         < index.index("## Gallery")
         < index.index("fake_coin_bug.md")
     )
-    assert 'href="fake_coin_bug.html"' in open(html_path).read()
+    page = open(html_path).read()
+    assert 'href="fake_coin_bug.html"' in page and 'href="fakelib--laplace.html"' in page
+
+
+def test_index_of_pages_without_a_kind_groups_them_as_before(fakes, tmp_path):
+    """Pages written before the kind was recorded: a bug is gallery, the rest catalog (built-ins)."""
+    report.write(_build(dp_fakes.BuggyCoin()), str(tmp_path))
+    path = tmp_path / "fake_coin_bug.md"
+    path.write_text(path.read_text().replace('"kind": "gallery", ', ""))
+    assert "kind" not in report.read_metadata(str(path))
+    md_path, _ = report.write_index(str(tmp_path))
+    assert "## Gallery" in open(md_path).read()
+
+
+def test_report_of_a_library_target_is_the_audit_of_the_target(tmp_path):
+    """The report's audit of a library target is the target's own audit: the same samples and seed give
+    the same bound, counts and method as ``LibraryTarget.audit`` (which ``dpharness audit`` runs);
+    deterministic (the fake draws from the audit's rng)."""
+    target = _fake_target()
+    r = report.build(target.mechanism(), samples=20_000, seed=5, curve_sizes=(2_000,), plot_samples=500)
+    direct = target.audit(samples=20_000, seed=5, progress=False)
+    assert r.audit.epsilon_lower_bound == direct.epsilon_lower_bound
+    assert r.audit.counts == direct.counts and r.audit.method == direct.method
+    assert "sequential" not in r.audit.extra  # one look, as `dpharness audit`
+    assert r.check.policy.value == "audit-only"
+    files = report.write(r, str(tmp_path))
+    assert [os.path.basename(f) for f in files] == [
+        "fakelib--laplace.png",
+        "fakelib--laplace.md",
+        "fakelib--laplace.html",
+    ]
+    text = (tmp_path / "fakelib--laplace.md").read_text()
+    assert "Library: fakelib 0 (target `fakelib:laplace`)" in text and "Claim source: the test's own claim" in text
+    # the curve's last point is the headline audit; each point is an audit of its own
+    assert r.curve[-1] == (20_000, float(direct.epsilon_lower_bound))
+    assert "not nested prefixes" in text
+
+
+def test_curve_caption_says_where_the_bound_falls():
+    """A fall of the bound-against-samples curve is stated in the caption with its numbers (each point
+    is an audit of its own, so a fall is possible and must be explained, not hidden)."""
+    from types import SimpleNamespace
+
+    audit = SimpleNamespace(extra={})
+    rising = report._curve_caption(SimpleNamespace(curve=[(1_000, 0.5), (10_000, 0.8)], audit=audit))
+    assert "Here it falls" not in rising and "need not rise" in rising
+    falling = report._curve_caption(SimpleNamespace(curve=[(1_000, 0.9), (10_000, 0.7), (100_000, 0.95)], audit=audit))
+    assert "Here it falls: from 0.9 at 1000 to 0.7 at 10000 samples" in falling
+    seq = report._curve_caption(SimpleNamespace(curve=[(1_000, 0.5)], audit=SimpleNamespace(extra={"sequential": {}})))
+    assert "stops at the first look" in seq
 
 
 def test_report_survives_a_crashing_prover(fakes, tmp_path, monkeypatch):

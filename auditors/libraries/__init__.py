@@ -16,7 +16,7 @@ True
 from __future__ import annotations
 
 from ._convert import zcdp_to_approx
-from ._registry import LibraryTarget, MissingExtra, TargetInfo, get_target, list_targets
+from ._registry import LibraryTarget, MissingExtra, TargetInfo, TargetMechanism, get_target, list_targets
 from . import diffprivlib as _diffprivlib  # noqa: F401  (registers its targets)
 from . import opacus as _opacus  # noqa: F401
 from . import opendp as _opendp  # noqa: F401
@@ -24,4 +24,12 @@ from . import pipeline_dp as _pipeline_dp  # noqa: F401
 from . import pydp as _pydp  # noqa: F401
 from . import tmlt_core as _tmlt_core  # noqa: F401
 
-__all__ = ["get_target", "list_targets", "LibraryTarget", "MissingExtra", "TargetInfo", "zcdp_to_approx"]
+__all__ = [
+    "get_target",
+    "list_targets",
+    "LibraryTarget",
+    "MissingExtra",
+    "TargetInfo",
+    "TargetMechanism",
+    "zcdp_to_approx",
+]

@@ -8,19 +8,40 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import importlib
+import inspect
 import json
 import math
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NoReturn
 
 import numpy as np
 
-from dpharness.core import Relation
+from dpharness.core import (
+    AddRemove,
+    ApproxDP,
+    BoundedChange,
+    InputSpec,
+    Mechanism,
+    PureDP,
+    RealInterval,
+    Relation,
+    Substitute,
+)
 from dpharness.errors import DPHarnessError, ParameterError
 
-__all__ = ["LibraryTarget", "MissingExtra", "Param", "TargetInfo", "get_target", "list_targets", "register"]
+__all__ = [
+    "LibraryTarget",
+    "MissingExtra",
+    "Param",
+    "TargetInfo",
+    "TargetMechanism",
+    "get_target",
+    "list_targets",
+    "register",
+]
 
 _REQUIRED = object()
 
@@ -61,9 +82,32 @@ class LibraryTarget:
     unseeded: str = ""
     inputs: Any = None
 
+    def mechanism(self, name: str | None = None) -> "TargetMechanism":
+        """This target as a :class:`~dpharness.core.Mechanism` (:class:`TargetMechanism`), registered under
+        ``name`` (default: the target's name), for the registry, the gate and the reports."""
+        return TargetMechanism(target=self, label=self.name if name is None else name, claim=self.claim)
+
+    @property
+    def claim(self) -> PureDP | ApproxDP:
+        """The library's claim as a :class:`~dpharness.core.Claim`: ε-DP, or (ε, δ)-DP when δ > 0."""
+        return PureDP(self.epsilon) if self.delta == 0 else ApproxDP(self.epsilon, self.delta)
+
+    def with_pair(self, data: Any, neighbor: Any) -> "LibraryTarget":
+        """The same target auditing the pair ``data``/``neighbor`` (no pair search), checked to be
+        neighbours under the library's relation."""
+        rel = self.neighbor_relation
+        if rel is not None and not rel.is_neighbour(np.asarray(data), np.asarray(neighbor)):
+            raise ParameterError(
+                f"data={data!r:.60}, neighbor={neighbor!r:.60} are not neighbours under {self.name!r}'s "
+                f"relation ({self.relation}); pass a neighbouring pair."
+            )
+        return dataclasses.replace(self, data=data, neighbor=neighbor, inputs=None)
+
     def audit(self, **kwargs: Any):
         """``dpharness.auditors.audit`` on this target's pair (or its input space ``inputs``, searched for
-        pairs) and claim; ``kwargs`` go through (samples, seed, ...)."""
+        pairs) and claim; ``kwargs`` go through (samples, seed, ...). The one audit of a library target:
+        ``dpharness audit``, ``dpharness report``, ``dpharness gate`` and a registered target
+        (:class:`TargetMechanism`, through :func:`dpharness.pipeline.run_audit`) all run it."""
         from dpharness.auditors import audit  # deferred: the auditor imports this package's parent
 
         if "inputs" in kwargs:
@@ -100,6 +144,86 @@ class LibraryTarget:
             return result
         notes = [*result.extra.get("notes", ()), f"not reproducible by seed: {self.unseeded}"]
         return dataclasses.replace(result, extra={**result.extra, "notes": notes})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetMechanism(Mechanism):
+    """A library target (:class:`LibraryTarget`) presented as a mechanism, so the registry, the gate and
+    the reports take it wherever they take a mechanism. Law: the library's (opaque: no proof covers it,
+    so it is never PROVED; it is registered audit-only); neighbour relation and claim: the library's own
+    (``target.neighbor_relation``, ``target.claim``).
+
+    Its audit is the target's (:meth:`LibraryTarget.audit`: the callable, its pair or its input space,
+    its claim), whatever the command: :func:`dpharness.pipeline.run_audit` runs it for ``dpharness
+    audit``, ``report`` and ``gate`` alike, so the same samples and seed give the same bound.
+    ``sample`` calls the library as the audit does (the library validates its own input)."""
+
+    target: LibraryTarget
+    label: str
+    source = "a third-party library's mechanism, audited only"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.label
+
+    @property
+    def input_spec(self) -> InputSpec:
+        rel = self.target.neighbor_relation
+        space = self.target.inputs
+        domain = getattr(space, "records", None) or RealInterval()
+        if isinstance(rel, BoundedChange):
+            return InputSpec(RealInterval(), rel, "vector")
+        if rel is None:
+            rel = getattr(space, "relation", None) or Substitute()
+        shape = "record" if np.ndim(self.target.data) == 0 and isinstance(rel, Substitute) else "dataset"
+        return InputSpec(domain, rel if isinstance(rel, (AddRemove, Substitute)) else Substitute(), shape)
+
+    @property
+    def description(self) -> str:
+        """The target's one-line description (``dpharness targets``)."""
+        spec = _SPECS.get(self.target.name)
+        return "" if spec is None else f"{spec.library}: {spec.description}."
+
+    @property
+    def fixed_pair(self) -> tuple | None:
+        """The pair the audit takes as given (None: the target searches its input space)."""
+        return None if self.target.inputs is not None else (self.target.data, self.target.neighbor)
+
+    def sample(self, data: Any, size: int, rng: np.random.Generator) -> Any:
+        return self._sample(data, size, rng)
+
+    def _sample(self, data: Any, size: int, rng: np.random.Generator) -> Any:
+        if self.target.vectorized:
+            return self.target.fn(data, size, rng)
+        return np.asarray([self.target.fn(data) for _ in range(int(size))])
+
+    def _law(self, data: Any) -> NoReturn:
+        raise NotImplementedError(f"{self.label} is a library's mechanism, audited only: its law is not known.")
+
+    def example_pair(self) -> tuple[Any, Any]:
+        return self.target.data, self.target.neighbor
+
+    def noise_parameters(self) -> dict[str, Any]:
+        return dict(self.target.params)
+
+    def source_hash(self) -> str:
+        """SHA-256 of the target's module source, the library and its version, the parameters and the claim."""
+        spec = _SPECS.get(self.target.name)
+        try:
+            text = inspect.getsource(inspect.getmodule(spec.build) if spec is not None else type(self))
+        except (OSError, TypeError):
+            text = self.target.name
+        h = hashlib.sha256(text.encode())
+        h.update(repr((self.target.library, self.target.version, sorted(self.target.params.items()))).encode())
+        h.update(repr((self.target.epsilon, self.target.delta)).encode())
+        return h.hexdigest()
+
+    def describe(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.target.params.items())
+        return (
+            f"{self.label}: {self.target.library} {self.target.version} ({params}) claiming "
+            f"{self.claim.describe()} ({self.target.claim_source})"
+        )
 
 
 @dataclass(frozen=True)
