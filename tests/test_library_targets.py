@@ -567,3 +567,147 @@ def test_false_alarm_at_larger_budget(name):
     res = t.audit(samples=200_000, seed=0)
     assert res.passed, f"{name}: certified {res.epsilon_lower_bound} > {t.epsilon} (false-failure rate <= 5%)"
     assert res.epsilon_lower_bound <= t.epsilon
+
+
+# --------------------------------------------------------------------------- report, gate and register of a target
+
+
+def test_unseedable_generator_that_would_repeat_is_refused_with_the_fix():
+    """A generator held by the mechanism that cannot be given its own stream and is not known to draw
+    fresh randomness in every copy (here a PCG64 that ignores any seed: every worker's copy would draw
+    the same numbers) is refused in a worker, and the message says what to do. No library needed."""
+    from dpharness.auditors import _runner
+    from dpharness.errors import MechanismError
+
+    class FixedPCG(np.random.PCG64):
+        def __init__(self, seed=None):
+            if seed is not None:
+                raise TypeError("this generator takes no seed")
+            super().__init__(1234)
+
+    g = np.random.Generator(FixedPCG())
+    with pytest.raises(MechanismError, match=r"would repeat draws.*Fix: draw from the rng argument"):
+        _runner._reseed([g], (1, 0, 0, 0), 0)
+
+
+def test_rdrand_is_left_to_draw_fresh_in_worker_processes():
+    """randomgen's RDRAND (Tumult Core's generator) takes no seed; a copy shipped to a worker draws fresh
+    words from the processor, so the reseeding leaves it alone instead of refusing it."""
+    _need("tmlt.core")
+    import pickle
+
+    from randomgen.rdrand import RDRAND
+
+    from dpharness.auditors import _runner
+
+    try:
+        g = np.random.Generator(RDRAND())
+    except RuntimeError:  # no RDRAND on this processor: Tumult Core's os.urandom generator is the case
+        import tmlt.core.random.rng as tr
+
+        g = tr.prng()
+        assert _runner._fresh_in_every_copy(g, g.bit_generator)
+        return
+    g.integers(0, 2**62, 4)
+    copies = [pickle.loads(pickle.dumps(g)) for _ in range(2)]
+    draws = [tuple(c.integers(0, 2**62, 4)) for c in copies]
+    assert draws[0] != draws[1]  # two copies of one state do not repeat (a collision has probability ~2^-248)
+    _runner._reseed([g], (1, 0, 0, 0), 0)  # no error: nothing to reseed
+
+
+def _held_measurement(kind):
+    from fractions import Fraction
+
+    from tmlt.core.domains.numpy_domains import NumpyFloatDomain
+    from tmlt.core.measurements.noise_mechanisms import AddGaussianNoise, AddLaplaceNoise
+
+    if kind == "laplace":
+        return AddLaplaceNoise(NumpyFloatDomain(), scale=Fraction(1))
+    return AddGaussianNoise(NumpyFloatDomain(), sigma_squared=Fraction(1))
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_tmlt_core_measurement_held_by_a_function_audits_with_the_defaults(kind):
+    """Issue 30: a function that holds Tumult Core's AddLaplaceNoise or AddGaussianNoise (and so reaches
+    its RDRAND generator) audited with the default settings (workers: every core) stopped with 'cannot
+    give the RDRAND generator ... its own stream'. It now runs on the worker processes. Not a
+    statistical assertion: the audit finishes, with its certification on the workers where there are
+    several cores (60 000 samples: about 10 s of this library's draws, past the pool's threshold)."""
+    _need("tmlt.core")
+    from dpharness.auditors import audit
+    from dpharness.auditors._runner import default_workers
+
+    meas = _held_measurement(kind)
+
+    def fn(data, size, rng):
+        return np.asarray([meas(float(data)) for _ in range(int(size))])
+
+    res = audit(fn, 0.0, 1.0, epsilon=1.0, delta=1e-6 if kind == "gaussian" else 0.0, samples=60_000, progress=False)
+    assert isinstance(res, AuditResult) and math.isfinite(res.epsilon_lower_bound)
+    if default_workers() > 1:
+        assert res.extra["phases"]["certification"]["on_workers"], res.extra["phases"]
+
+
+def _cli(*argv):
+    from dpharness.cli import main
+
+    return main(list(argv))
+
+
+def test_report_of_a_library_target_gives_the_bound_of_audit(tmp_path, capsys):
+    """`dpharness report diffprivlib:laplace` audits as `dpharness audit diffprivlib:laplace` does: the
+    same samples and seed give the same certified bound (deterministic: diffprivlib's Laplace draws from
+    the audit's seeded generator); the index lists it under the library targets, not the catalog."""
+    _need("diffprivlib")
+    from dpharness import report
+
+    assert _cli("report", "diffprivlib:laplace", "--samples", "20000", "--seed", "1", "--out", str(tmp_path)) in (0, 1)
+    meta = report.read_metadata(str(tmp_path / "diffprivlib--laplace.md"))
+    capsys.readouterr()
+    code = _cli("audit", "diffprivlib:laplace", "--samples", "20000", "--seed", "1", "--json")
+    import json
+
+    audited = json.loads(capsys.readouterr().out)
+    assert meta["epsilon_lower_bound"] == audited["epsilon_lower_bound"]
+    assert meta["audit_passed"] == audited["passed"] and code == (0 if audited["passed"] else 1)
+    assert meta["kind"] == "library"
+    index = (tmp_path / "README.md").read_text()
+    assert "## Library targets" in index and "## Catalog" not in index
+    assert "[diffprivlib:laplace](diffprivlib--laplace.md)" in index
+
+
+@pytest.mark.parametrize("name", ["diffprivlib:laplace", "diffprivlib:geometric"])
+def test_gate_target_agrees_with_audit(name, tmp_path, capsys):
+    """`dpharness gate --target T` gates the library target: its exit code is `dpharness audit T`'s
+    verdict (diffprivlib's float Laplace leaks through its float structure, exit 1; its geometric
+    mechanism has exact outputs and passes, exit 0), and its bound is `dpharness audit T --sequential`'s
+    (the gate certifies in looks) for the same samples and seed. Deterministic (the audit's seed fixes
+    diffprivlib's draws); the expected verdicts are those of the smoke table above."""
+    _need("diffprivlib")
+    import json
+
+    args = ["--samples", "20000", "--seed", "2"]
+    gate = _cli("gate", "--target", name, *args, "--jobs", "1", "--no-cache", "--json")
+    gated = json.loads(capsys.readouterr().out)["mechanisms"][0]
+    audit_code = _cli("audit", name, *args)
+    capsys.readouterr()
+    _cli("audit", name, *args, "--sequential", "--json")
+    sequential = json.loads(capsys.readouterr().out)
+    assert gate == audit_code == (1 if name == "diffprivlib:laplace" else 0)
+    assert gated["audit"]["epsilon_lower_bound"] == sequential["epsilon_lower_bound"]
+
+
+def test_register_a_target_gates_it_under_its_name(tmp_path):
+    """`register(get_target(...), name=...)` registers a library target for audit only, at the parameters
+    given; the check pipeline audits it with the target's own audit."""
+    _need("diffprivlib")
+    from dpharness import registry
+    from dpharness.pipeline import check
+
+    target = get_target("diffprivlib:geometric", {"epsilon": 0.5})
+    assert registry.register(target, name="team_dpl_geometric") is target
+    assert registry.audit_only("team_dpl_geometric") and registry.kind("team_dpl_geometric") == "library"
+    c = check("team_dpl_geometric", samples=5_000, seed=0, workers=1)
+    direct = target.audit(samples=5_000, seed=0, workers=1, sequential=True, progress=False)
+    assert c.audit.epsilon_lower_bound == direct.epsilon_lower_bound and c.audit.epsilon == 0.5
+    assert c.policy.value == "audit-only"
