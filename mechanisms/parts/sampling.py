@@ -98,7 +98,7 @@ def _subsampled_batch(sample: PoissonSample, rest: Step, batch: Batch, space: Sp
     release at once."""
     from dpharness.mechanisms._exact import bernoulli
 
-    if batch.values is not None or len(batch.rows) == 0:
+    if batch.values is not None:
         return NotImplemented
     keep = bernoulli(sample.rate, (len(batch.rows),), rng)
     kept = Batch(batch.n, batch.states, batch.rows[keep], batch.codes[keep])
