@@ -233,7 +233,8 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
     every = Batch.tiled(value, size, None)  # every run's records, built once: only the states change
     for _ in range(step.times):
         out = execute_batch(step.part, Batch(size, states, every.rows, every.codes), space, rng)
-        releases.append(out)
+        if step.output == "releases":  # a run's state output needs no transcript: memory stays one round's
+            releases.append(out)
         batched = _updated_all(step, states, out) if step.vectorized and size else None
         if batched is not None:
             states = batched
