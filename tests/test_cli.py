@@ -571,3 +571,36 @@ def test_report_own_reports_only_the_module_mechanisms(fakes, capsys, tmp_path, 
     assert [r["name"] for r in json.loads(out)["reports"]] == ["own_coin"]
     code, _, err = run(capsys, "report", "--own", "--out", str(tmp_path / "r2"))
     assert code == 2 and "--module" in err
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["gate", "--target", "diffprivlib:laplaec"], ["--target diffprivlib:laplaec", "did you mean"]),
+        (["gate", "--target", "fake_coin"], ["--target fake_coin", "not a library target", "dpharness targets"]),
+        (["report", "nolib:laplace", "--out", "OUT"], ["name='nolib:laplace'", "not a library target"]),
+    ],
+)
+def test_bad_library_target_is_exit_2_naming_the_argument(fakes, capsys, tmp_path, argv, names):
+    """An unknown library target (or a mechanism's name given to --target) is a usage error before any
+    work: exit 2, one line naming the argument and what to do, no traceback. No library is imported."""
+    argv = [str(tmp_path) if a == "OUT" else a for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (out, err)
+    assert err.startswith("dpharness: error: ") and "Traceback" not in err
+    for text in names:
+        assert text in err, err
+
+
+def test_gate_target_of_a_library_not_installed_says_the_extra(fakes, capsys):
+    """A target whose library is not installed: exit 2 with the pip extra to install."""
+    import importlib.util
+
+    from dpharness.auditors.libraries import list_targets
+    from dpharness.auditors.libraries._registry import _SPECS
+
+    missing = [t.name for t in list_targets() if importlib.util.find_spec(_SPECS[t.name].module.split(".")[0]) is None]
+    if not missing:
+        pytest.skip("every library with targets is installed here")
+    code, out, err = run(capsys, "gate", "--target", missing[0])
+    assert code == 2 and "pip install 'dpharness[" in err and "Traceback" not in err, err
