@@ -213,7 +213,7 @@ def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
     present = np.flatnonzero(counts)
     if len(present) > limit:
         return None
-    values = present + lo
+    values: np.ndarray = present + lo
     values = values.astype(flat.dtype) if scale is None else values.astype(np.float64) * scale
     return values, counts[present]
 
@@ -267,11 +267,14 @@ def set_event(
         words = f"{label} in {{{', '.join(shown)}}}"
     else:
         words = f"{label} in a set of {n} values (e.g. {', '.join(shown[:4])}, ...)"
+    contains: Callable[[Any], np.ndarray]
     if object_kind:
         keyset = frozenset(keys)
 
-        def contains(out, _s=keyset):
+        def in_keyset(out, _s=keyset):
             return np.fromiter((k in _s for k in _ObjectKeys.keys(out)), dtype=bool, count=len(out))
+
+        contains = in_keyset
     else:
         contains = KeyMembership(KeySet(keys), transform)
     return Event(contains, words)
@@ -538,10 +541,10 @@ def _count_keys(keys_a, keys_b, object_kind: bool):
             for k in ks:
                 c = counts.setdefault(k, [0, 0])
                 c[side] += 1
-        uniq = list(counts)
-        ca = np.array([counts[k][0] for k in uniq], dtype=np.int64)
-        cb = np.array([counts[k][1] for k in uniq], dtype=np.int64)
-        return uniq, ca, cb
+        distinct = list(counts)
+        ca = np.array([counts[k][0] for k in distinct], dtype=np.int64)
+        cb = np.array([counts[k][1] for k in distinct], dtype=np.int64)
+        return distinct, ca, cb
     keys_a, keys_b = np.asarray(keys_a), np.asarray(keys_b)
     if len(keys_a) and len(keys_b) and keys_a.dtype == keys_b.dtype and keys_a.dtype.kind in "iu":
         # the two sides counted apart (as on their concatenation, without building it)
@@ -752,8 +755,8 @@ def one_sided_events(
         if not object_kind and np.asarray(keys_a).dtype == np.int64:
             lo, hi = int(uniq[idx[0]]), int(uniq[idx[-1]])
             for bound, below in ((lo, True), (hi, False)):
-                shown = describe(bound) if describe else str(bound)
-                words = f"{label} {'below' if below else 'above'} {shown}, the {'least' if below else 'greatest'} value seen on the {other} side in training"
+                end = describe(bound) if describe else str(bound)
+                words = f"{label} {'below' if below else 'above'} {end}, the {'least' if below else 'greatest'} value seen on the {other} side in training"
                 out.append((Event(_Beyond(bound, below, transform), words), favours_a))
     return out
 
@@ -809,8 +812,8 @@ def propose_discrete(train_a, train_b, *, max_events: int) -> list[Event]:
     objects); events are prefix sets of outcomes sorted by the likelihood ratio, and single outcomes."""
     kind = output_kind(train_a)
     if kind == "object":
-        ka, kb = _ObjectKeys.keys(train_a), _ObjectKeys.keys(train_b)
-        return _discrete_events(ka, kb, None, None, max_events=max_events, object_kind=True, label="output")
+        oa, ob = _ObjectKeys.keys(train_a), _ObjectKeys.keys(train_b)
+        return _discrete_events(oa, ob, None, None, max_events=max_events, object_kind=True, label="output")
     ka, kb = row_keys(train_a), row_keys(train_b)
     label = "output" if np.asarray(train_a).ndim <= 1 else "output pattern"
     return _discrete_events(ka, kb, train_a, train_b, max_events=max_events, object_kind=False, label=label)

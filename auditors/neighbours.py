@@ -198,8 +198,8 @@ def _levels(domain) -> list:
     if isinstance(domain, Finite):
         return list(domain.values)
     if isinstance(domain, IntegerRange):
-        lo, hi = int(domain.lo), int(domain.hi)
-        vals = [lo, hi, (lo + hi) // 2, min(lo + 1, hi), max(hi - 1, lo)]
+        ilo, ihi = int(domain.lo), int(domain.hi)
+        vals = [ilo, ihi, (ilo + ihi) // 2, min(ilo + 1, ihi), max(ihi - 1, ilo)]
         return list(dict.fromkeys(vals))
     if isinstance(domain, RealBox):
         lo, hi, d = float(domain.lo), float(domain.hi), domain.dim

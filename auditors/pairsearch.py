@@ -744,9 +744,10 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
         lo_q, hi_q, s_q = _frac(space.lo), _frac(space.hi), _frac(space.sensitivity)
         raw = []
         for a, b, g in _scalar_pairs(lo_q, hi_q, s_q) + _random_scalars(lo_q, hi_q, s_q, rng, _RANDOM_PAIRS):
-            b = _scalar_partner(a, b, lo_q, hi_q, s_q)  # a random step may round past the range or the sensitivity
-            if b is not None:
-                raw.append((a, b, g))
+            # a random step may round past the range or the sensitivity
+            partner = _scalar_partner(a, b, lo_q, hi_q, s_q)
+            if partner is not None:
+                raw.append((a, partner, g))
     elif isinstance(space, Vectors):
         raw = []
         for a, b, g in _vector_candidates(space, rng):

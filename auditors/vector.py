@@ -97,7 +97,7 @@ def propose_vector_events(
         if len(arr) < 20:
             raise ParameterError(f"{name} has {len(arr)} rows; pass at least 20 training outputs a side.")
     if certify_samples is None:
-        n_cert = (len(a), 10 * len(a), 100 * len(a))
+        n_cert: tuple[int, ...] = (len(a), 10 * len(a), 100 * len(a))
     elif isinstance(certify_samples, bool) or not isinstance(certify_samples, (int, np.integer)) or certify_samples < 1:
         raise ParameterError(
             f"certify_samples={certify_samples!r} must be a positive int; pass the "

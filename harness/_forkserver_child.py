@@ -26,11 +26,13 @@ import multiprocessing.spawn as _spawn
 import signal
 import sys
 import traceback
+from collections.abc import Mapping
+from typing import Any
 
 _prepare = _spawn.prepare
 
 
-def _prepare_without_main(data: dict) -> None:
+def _prepare_without_main(data: Mapping[str, Any]) -> None:
     name = data.get("init_main_from_name")
     keep = name is not None and (name == "dpharness" or name.startswith("dpharness."))
     _prepare({k: v for k, v in data.items() if k != "init_main_from_path" and (keep or k != "init_main_from_name")})

@@ -994,15 +994,15 @@ def _cmd_gate(args) -> int:
         env = _cache.environment_digest()
         for name in names:
             try:
-                own = registry.audit_settings(name)
+                settings = registry.audit_settings(name)
                 keys[name] = _cache.key(
                     registry.get(name)(),
                     name=name,
                     audit_only=registry.audit_only(name),
                     environment=env,
-                    samples=own.samples if own.samples is not None else args.samples,
+                    samples=settings.samples if settings.samples is not None else args.samples,
                     seed=args.seed,
-                    timeout=own.timeout if own.timeout is not None else args.timeout,
+                    timeout=settings.timeout if settings.timeout is not None else args.timeout,
                 )
             except Exception:  # a mechanism that cannot even be built runs (and reports its error)
                 continue

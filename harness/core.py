@@ -169,8 +169,8 @@ class RenyiDP(Claim):
         return 0
 
     def to_approx(self, delta: float) -> ApproxDP:
-        delta = _v.probability("delta", delta, open_left=True, open_right=True)
-        return ApproxDP(float(self.epsilon) + math.log(1 / float(delta)) / (float(self.alpha) - 1), delta)
+        d = _v.probability("delta", delta, open_left=True, open_right=True)
+        return ApproxDP(float(self.epsilon) + math.log(1 / float(d)) / (float(self.alpha) - 1), d)
 
     def describe(self) -> str:
         return f"Rényi DP of order α = {self.alpha} with ε = {self.epsilon}"
@@ -554,7 +554,8 @@ class Deferred:
     __slots__ = ("_build", "_value")
 
     def __init__(self, build: Callable[[], Any]) -> None:
-        self._build, self._value = build, None
+        self._build: Callable[[], Any] | None = build
+        self._value: Any = None
 
     def value(self) -> Any:
         if self._build is not None:

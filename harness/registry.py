@@ -9,7 +9,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Iterable
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 from .core import BoundedChange, Claim, Domain, InputSpec, Mechanism, RealInterval, Relation
 from .errors import ParameterError
@@ -174,8 +174,9 @@ def is_target_name(name: Any) -> bool:
     return isinstance(name, str) and ":" in name
 
 
+@overload
 def register(
-    mechanism: M = None,
+    mechanism: None = None,
     *,
     proof: str | None = None,
     name: str | None = None,
@@ -187,7 +188,36 @@ def register(
     shape: str | None = None,
     samples: int | None = None,
     timeout: float | None = None,
-) -> M:
+) -> Callable[[M], M]: ...
+@overload
+def register(
+    mechanism: M,
+    *,
+    proof: str | None = None,
+    name: str | None = None,
+    data: Any = None,
+    neighbor: Any = None,
+    relation: Relation | None = None,
+    claim: Claim | None = None,
+    records: Domain | None = None,
+    shape: str | None = None,
+    samples: int | None = None,
+    timeout: float | None = None,
+) -> M: ...
+def register(
+    mechanism: Any = None,
+    *,
+    proof: str | None = None,
+    name: str | None = None,
+    data: Any = None,
+    neighbor: Any = None,
+    relation: Relation | None = None,
+    claim: Claim | None = None,
+    records: Domain | None = None,
+    shape: str | None = None,
+    samples: int | None = None,
+    timeout: float | None = None,
+) -> Any:
     """Add a mechanism to the registry under its ``name``: a ``Mechanism`` subclass (usable as a class
     decorator, registered at its defaults) or a ``Mechanism`` value (e.g. from ``dpharness.parts``).
 
@@ -228,7 +258,7 @@ def register(
             shape=shape,
             samples=samples,
             timeout=timeout,
-        )  # type: ignore[return-value]
+        )
     if proof not in (None, AUDIT_ONLY):
         raise ParameterError(f"proof={proof!r} is not a proof policy; pass proof='audit-only' or leave it out.")
     function = None

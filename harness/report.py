@@ -1075,9 +1075,9 @@ def write_index(out_dir: str) -> list[str]:
         "groups": [(title, [row(meta) for meta in group]) for title, group in groups if group],
     }
     paths = []
-    for kind, fname in (("md", "README.md"), ("html", "index.html")):
+    for suffix, fname in (("md", "README.md"), ("html", "index.html")):
         path = os.path.join(out_dir, fname)
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(_environment(kind).get_template(f"index.{kind}.j2").render(**context))
+            fh.write(_environment(suffix).get_template(f"index.{suffix}.j2").render(**context))
         paths.append(path)
     return paths

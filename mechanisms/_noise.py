@@ -143,10 +143,10 @@ two_sided_geometric = discrete_laplace
 def discrete_laplace_logpmf(k: np.ndarray, scale: float) -> np.ndarray:
     """``log P(k)`` of the discrete Laplace with ``scale`` on the integers (float array; -inf off Z)."""
     k = np.asarray(k, dtype=float)
-    scale = np.asarray(scale, dtype=float)
+    b = np.asarray(scale, dtype=float)
     # log tanh(1/(2b)) = log((1 - q)/(1 + q)), q = exp(-1/b): log(-expm1(-1/b)) - log1p(exp(-1/b))
-    log_norm = np.log(-np.expm1(-1.0 / scale)) - np.log1p(np.exp(-1.0 / scale))
-    out = log_norm - np.abs(k) / scale
+    log_norm = np.log(-np.expm1(-1.0 / b)) - np.log1p(np.exp(-1.0 / b))
+    out = log_norm - np.abs(k) / b
     return np.where(np.equal(np.mod(k, 1), 0), out, -np.inf)
 
 

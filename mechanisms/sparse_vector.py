@@ -183,9 +183,9 @@ class _SparseVectorBase(Mechanism):
         if not self.cutoff:
             bar = rng.laplace(0.0, float(self.rho_scale), (size, 1))
             bar += float(self.threshold)  # T + ρ
-            noisy = rng.laplace(0.0, bnu, (size, n)) if bnu > 0 else np.zeros((size, n))
-            noisy += q[None, :]  # q_i + ν_i
-            return (noisy >= bar).astype(np.int8), (noisy if values else None)
+            answers = rng.laplace(0.0, bnu, (size, n)) if bnu > 0 else np.zeros((size, n))
+            answers += q[None, :]  # q_i + ν_i
+            return (answers >= bar).astype(np.int8), (answers if values else None)
         bar = rng.laplace(0.0, float(self.rho_scale), size)
         bar += float(self.threshold)  # T + ρ of each run still answering (compacted with `live`)
         codes = np.full((n, size), NOT_ANSWERED, dtype=np.int8)  # query-major while filling
@@ -385,7 +385,7 @@ class NumericalSparseVector(_ValueOutput, _SparseVectorBase):
     ):
         epsilon = _v.positive("epsilon", epsilon)
         g = check_granularity("granularity", granularity)
-        dg = grid_sensitivity(sensitivity, g)
+        dg: int | Fraction = grid_sensitivity(sensitivity, g)
         dg = int(dg) if dg.denominator == 1 else dg
         return cls(
             n_queries=n_queries,

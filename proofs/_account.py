@@ -205,7 +205,7 @@ def poisson(inner: Account, rate: Fraction) -> Account:
         return inner
     q = sp.Rational(rate.numerator, rate.denominator)
     eps = None if inner.eps is None else sp.log(1 + q * (sp.exp(inner.eps) - 1))
-    pld = None
+    pld: tuple | None = None
     if inner.pld is not None and not inner.pld:
         pld = ()
     elif inner.pld is not None and len(inner.pld) == 1 and inner.pld.distinct[0][0] in ("laplace", "gaussian"):

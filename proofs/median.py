@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -238,7 +239,7 @@ def _candidate_pairs(top: int, rel) -> list[tuple[tuple, tuple]]:
 def _witness(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, top: int, rel, eps: sp.Expr) -> Witness | None:
     """Search small data sets (float screening on the interval representation), confirm exactly."""
     fb = float(beta)
-    best = (-math.inf, None)
+    best: tuple[float, Any] = (-math.inf, None)
     pairs = _candidate_pairs(top, rel)
     search = float(2 * beta * (1 if isinstance(rel, AddRemove) else 2)) > float(eps)
     if not search:  # the claim is proved: a near-tight witness only, from a subsample

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -222,7 +223,7 @@ def _pattern_witness(
     brf = Fraction(str(br))
     bnf = None if bn is None else Fraction(str(bn))
     bonus = Fraction(0) if value_scale is None else df / Fraction(str(value_scale))
-    best = (-math.inf, None)
+    best: tuple[float, Any] = (-math.inf, None)
     a = min(n, _PREFIX_MAX)
     cands = list(_candidates(a, c, cutoff, Tf, bf, df))
     if not search:

@@ -631,8 +631,8 @@ def test_tmlt_core_measurement_held_by_a_function_audits_with_the_defaults(kind)
     """Issue 30: a function that holds Tumult Core's AddLaplaceNoise or AddGaussianNoise (and so reaches
     its RDRAND generator) audited with the default settings (workers: every core) stopped with 'cannot
     give the RDRAND generator ... its own stream'. It now runs on the worker processes. Not a
-    statistical assertion: the audit finishes, with its certification on the workers where there are
-    several cores (60 000 samples: about 10 s of this library's draws, past the pool's threshold)."""
+    statistical assertion: the audit finishes, says it is not reproducible by seed, with its certification
+    on the workers where there are several cores (60 000 samples: about 10 s of this library's draws, past the pool's threshold)."""
     _need("tmlt.core")
     from dpharness.auditors import audit
     from dpharness.auditors._runner import default_workers
@@ -644,6 +644,8 @@ def test_tmlt_core_measurement_held_by_a_function_audits_with_the_defaults(kind)
 
     res = audit(fn, 0.0, 1.0, epsilon=1.0, delta=1e-6 if kind == "gaussian" else 0.0, samples=60_000, progress=False)
     assert isinstance(res, AuditResult) and math.isfinite(res.epsilon_lower_bound)
+    notes = " ".join(res.extra.get("notes", ()))
+    assert "not reproducible by seed" in notes, notes
     if default_workers() > 1:
         assert res.extra["phases"]["certification"]["on_workers"], res.extra["phases"]
 

@@ -103,6 +103,7 @@ class _GridNoise(Measurement):
         ``K_i`` i.i.d. as in :meth:`run` (the same law per row)."""
         g = self.g
         exact = getattr(values, "units", None)  # ExactValues: one exact number per value, as integers
+        flat: np.ndarray | list  # exact integer centres (grid units): an int64 array or Python ints
         if exact is not None:
             width, flat = 1, _centres_units(exact, values.exponent, g)
         else:

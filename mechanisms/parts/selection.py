@@ -257,9 +257,9 @@ def _peel(log_weights: list[Fraction], k: int, size: int, rng: np.random.Generat
     """(size, k) ordered indices drawn without replacement with weights e^{a_i} (k peeling exponential
     mechanisms): rows that share the indices drawn so far draw the next one together."""
     out = np.zeros((size, k), dtype=np.int64)
-    groups = [(np.arange(size), ())]
+    groups: list[tuple[np.ndarray, tuple[int, ...]]] = [(np.arange(size), ())]
     for m in range(k):
-        nxt = []
+        nxt: list[tuple[np.ndarray, tuple[int, ...]]] = []
         for rows, taken in groups:
             rest = [i for i in range(len(log_weights)) if i not in taken]
             picks = np.asarray(rest, dtype=np.int64)[

@@ -130,7 +130,7 @@ def _grid_noise(walk: Any, path: str, m: Any, space: Space, d: Distance) -> Prof
             sp.Eq(eps, d1 / t),
             "the family's privacy map at distance D (triangle inequality)",
         )
-        one_d = ("laplace", int(d1), _F(m.scale_exact), _F(m.g)) if space.dim == 1 else None
+        one_d: tuple | None = ("laplace", int(d1), _F(m.scale_exact), _F(m.g)) if space.dim == 1 else None
         return A.leaf(eps, eps**2 / 2, one_d, _pld_leaf("laplace", t, d1, space))
     gaussian_family(walk)
     tau2 = _F(m.tau2)
