@@ -1357,12 +1357,6 @@ def audit(
             f"not reproducible by seed: the mechanism draws from {', '.join(fresh)}, which takes no seed (fresh "
             "randomness in every copy and worker); the seed fixes the events and pairs tested, not the outputs"
         )
-    fresh = [] if s.catalog else _runner.fresh_generators(mechanism)
-    if fresh:  # e.g. a function holding a Tumult Core measurement: sound on the workers, not reproducible
-        notes.append(
-            f"not reproducible by seed: the mechanism draws from {', '.join(fresh)}, which takes no seed (fresh "
-            "randomness in every copy and worker); the seed fixes the events and pairs tested, not the outputs"
-        )
     from threadpoolctl import threadpool_limits
 
     # a cluster given by address or "local" is opened once for the whole audit (a Client is used as is);

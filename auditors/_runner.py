@@ -854,19 +854,6 @@ def fresh_generators(fn: Any) -> list[str]:
     return names
 
 
-def fresh_generators(fn: Any) -> list[str]:
-    """The names of the generators reachable from ``fn`` (as :func:`_reseed` finds them) that take no
-    seed but draw fresh randomness in every copy (:func:`_fresh_in_every_copy`): an audit of ``fn`` is
-    then not reproducible by seed, though sound."""
-    names = []
-    for g in _hidden_rngs(fn):
-        if isinstance(g, (np.random.Generator, np.random.RandomState)):
-            bg = g.bit_generator if isinstance(g, np.random.Generator) else g._bit_generator
-            if _fresh_in_every_copy(g, bg) and type(bg).__name__ not in names:
-                names.append(type(bg).__name__)
-    return names
-
-
 def _fresh_in_every_copy(g: Any, bg: Any) -> bool:
     """Whether the bit generator ``bg`` (of ``g``) takes no seed yet never repeats another copy's draws, so
     a worker may use its own copy as it is (not reproducible by seed, but independent):
