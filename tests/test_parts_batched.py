@@ -172,3 +172,69 @@ def test_empty_data_runs_batched(monkeypatch):
     for vectorized in (False, True):
         out = np.asarray(_mechanism(vectorized).sample(np.zeros(0), 300, np.random.default_rng(SEED)))
         assert out.shape == (300,) and np.all(out == np.round(out))  # the grid Z: integer releases
+
+
+def _adversarial_groups(rng, n_groups):
+    """Doubles chosen to defeat a float filter: exact ties of v/g + 1/2, cancellation to tiny remainders,
+    subnormals, magnitudes up to 2**1000, ±0, many equal values, values at a grid step ± one ulp."""
+    pools = [
+        [0.5, -0.5, 1.5, 2.5, -2.5, 0.0, -0.0],
+        [1e300, -1e300, 2.0**-1074, 3.0, -(2.0**-1074)],
+        [2.0**1000, -(2.0**1000), 0.25, 2.0**-1022],
+        [0.1] * 10 + [-0.1] * 10 + [0.5],
+        [np.nextafter(0.5, 1), np.nextafter(0.5, 0), 1.0, -1.0],
+        [2.0**52, 2.0**52 + 1, -(2.0**53), 0.5],
+        [np.nextafter(3.5, 4), -3.0, np.nextafter(-0.5, 0)],
+    ]
+    codes, x = [], []
+    for j in range(n_groups):
+        pool = pools[j % len(pools)]
+        k = int(rng.integers(0, 12))
+        vals = list(rng.choice(pool, size=k)) + list(rng.uniform(-4, 4, int(rng.integers(0, 4))))
+        codes += [j] * len(vals)
+        x += vals
+    order = rng.permutation(len(x))
+    return np.array(codes, dtype=np.int64)[order], np.array(x, dtype=float)[order]
+
+
+def test_centres_of_sums_are_the_exact_rounding():
+    """The filtered grid centres (float sums with a certified error, exact sums where undecided) equal
+    floor(v/g + 1/2) of the exact sum v, saturated, on adversarial groups and grids."""
+    from fractions import Fraction
+
+    from dpharness.mechanisms.parts._base import _rhu
+    from dpharness.mechanisms.parts._grid import _MAX_UNITS, centres_of_sums
+
+    rng = np.random.default_rng(SEED)
+    for trial in range(40):
+        n_groups = int(rng.integers(1, 60))
+        codes, x = _adversarial_groups(rng, n_groups)
+        for g in (
+            Fraction(1),
+            Fraction(1, 2**20),
+            Fraction(3, 8),
+            Fraction(1, 10),
+            Fraction(2**40),
+            Fraction(1, 2**60),
+        ):
+            got = centres_of_sums(codes, x, n_groups, g).tolist()
+            sums = [sum((Fraction(float(v)) for v in x[codes == j]), Fraction(0)) for j in range(n_groups)]
+            want = [max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(s / g))) for s in sums]
+            assert got == want, (trial, g)
+
+
+def test_centres_of_int64_units_are_the_exact_rounding():
+    from fractions import Fraction
+
+    from dpharness.mechanisms.parts._base import _rhu
+    from dpharness.mechanisms.parts._grid import _MAX_UNITS, _centres_units
+
+    rng = np.random.default_rng(SEED)
+    units = np.concatenate([[0, 1, -1, 3, -3, 2**40, -(2**40)], rng.integers(-(2**20), 2**20, 300)]).astype(np.int64)
+    for exponent in (-60, -3, -1, 0, 2):
+        for g in (Fraction(1, 2**20), Fraction(1), Fraction(3, 8), Fraction(10)):
+            got = _centres_units(units, exponent, g).tolist()
+            want = [
+                max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(Fraction(int(u)) * Fraction(2) ** exponent / g))) for u in units
+            ]
+            assert got == want, (exponent, g)

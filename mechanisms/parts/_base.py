@@ -282,13 +282,32 @@ class Measurement(Step):
 
 class ExactValues:
     """One exact number per sample, ``units[i] · 2**exponent`` (``units`` Python ints): an aggregate's
-    values without a Fraction each. Indexing and iterating give the Fractions."""
+    values without a Fraction each. Indexing and iterating give the Fractions.
 
-    def __init__(self, units: np.ndarray, exponent: int) -> None:
-        self.units, self.exponent = units, exponent
+    ``sums=(codes, x)``: the values are the exact sums of the doubles ``x`` per sample (``codes[k]`` the
+    sample of ``x[k]``); the integers are then computed only when read (the noise families find most grid
+    centres from float sums with a certified error bound instead: ``_grid.centres_of_sums``)."""
+
+    def __init__(self, units: np.ndarray | None, exponent: int = 0, *, sums: tuple | None = None, n: int = 0) -> None:
+        self._units, self.exponent, self._sums = units, exponent, sums
+        self._n = n if units is None else len(units)
+
+    @property
+    def units(self) -> np.ndarray:
+        if self._units is None:
+            from dpharness.mechanisms._exactsum import sums_by_units
+
+            assert self._sums is not None  # one of the two is always given
+            self._units, self.exponent = sums_by_units(*self._sums, self._n)
+        return self._units
+
+    @property
+    def sums(self) -> tuple | None:
+        """``(codes, x)`` while the integers are not computed (values: exact sums of ``x`` per sample)."""
+        return self._sums if self._units is None else None
 
     def __len__(self) -> int:
-        return len(self.units)
+        return self._n
 
     def __getitem__(self, i: int) -> Fraction:
         u = int(self.units[i])
@@ -403,7 +422,11 @@ class Chain(Step):
             if t.rowwise:  # every sample's records mapped in one call, each row by itself
                 mapped = Batch(batch.n, batch.states, t.apply_rows(batch.rows, batch.row_states()), batch.codes)
                 return execute_batch(self.second, mapped, after, rng)
+            terms = getattr(t, "sum_terms", None)  # a sum: its exact values are read only where needed
             units = getattr(t, "apply_by_units", None)  # an aggregate (it reads no state), as exact integers
+            if terms is not None:
+                values = ExactValues(None, sums=(batch.codes, terms(batch.rows)), n=batch.n)
+                return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)
             if units is not None:
                 values = ExactValues(*units(batch.rows, batch.codes, batch.n))
                 return execute_batch(self.second, Batch(batch.n, batch.states, values=values), after, rng)

@@ -24,6 +24,18 @@ def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
     on the whole array: floor(v/g + 1/2) = floor((2·u·g_d + 2**E·g_n) / (2**(E+1)·g_n)) with E = −exponent
     (or v = u·2**exponent an integer multiple when exponent >= 0)."""
     gn, gd = g.numerator, g.denominator
+    u = np.asarray(units)
+    if u.dtype != object and len(u):  # machine integers: int64 arithmetic when nothing can overflow
+        big = max(-int(u.min()), int(u.max()))
+        num_max = 2 * big * (gd << max(exponent, 0)) + (gn << max(-exponent, 0))
+        den = 2 * gn if exponent >= 0 else gn << (1 - exponent)
+        if num_max < 2**62 and den < 2**62:
+            u64 = u.astype(np.int64)
+            if exponent >= 0:
+                num64 = 2 * u64 * (gd << exponent) + gn
+            else:
+                num64 = 2 * u64 * gd + (gn << -exponent)
+            return np.clip(num64 // den, -_MAX_UNITS, _MAX_UNITS)  # floor division, as Python's //
     u = np.asarray(units, dtype=object)
     if exponent >= 0:
         num, den = 2 * u * (gd << exponent) + gn, 2 * gn
@@ -35,6 +47,50 @@ def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
     if -_MAX_UNITS <= centres.min() and centres.max() <= _MAX_UNITS:  # nothing to saturate: int64 at once
         return centres.astype(np.int64)
     return np.array([max(-_MAX_UNITS, min(_MAX_UNITS, int(c))) for c in centres.tolist()], dtype=np.int64)
+
+
+def centres_of_sums(codes: np.ndarray, x: np.ndarray, n_groups: int, g: Fraction) -> np.ndarray:
+    """``_centres`` of the exact sums of the doubles ``x`` per group (``codes[k]`` in ``[0, n_groups)`` the
+    group of ``x[k]``), as int64, equal to the exact computation at every input.
+
+    A filter, then exact arithmetic where it cannot decide: float sums ``S`` by ``numpy.bincount``
+    (recursive summation: ``|S − v| <= γ_{n−1} Σ|x|`` with ``γ_k = k·u/(1 − k·u)``, ``u = 2**-53``; Higham,
+    *Accuracy and Stability of Numerical Algorithms*, 2002, §4.2) enclose each exact sum ``v`` in
+    ``[S − B, S + B]`` with ``B = (n + 2)·2**-51 · Σ|x|`` (computed the same way and over twice the bound,
+    so its own rounding is covered); the float evaluation of ``(S ± B)/g + 1/2`` is widened by ``2**-40``
+    of its magnitude (over 2**10 times its few roundings, and the rounding of ``g`` to a double). A group
+    whose widened interval lies within one integer step has that floor as its centre; the others (ties,
+    near-ties, values beyond ``2**50`` steps, non-finite float sums) get the exact sum
+    (:func:`~dpharness.mechanisms._exactsum.sums_by_units`) and :func:`_centres_units`."""
+    from dpharness.mechanisms._exactsum import sums_by_units
+
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    codes = np.asarray(codes, dtype=np.intp).ravel()
+    out = np.zeros(n_groups, dtype=np.int64)
+    if n_groups == 0:
+        return out
+    gf = float(g)
+    sure = np.zeros(n_groups, dtype=bool)
+    if x.size and np.isfinite(gf) and gf >= 2.0**-1000 and gf <= 2.0**1000:
+        with np.errstate(all="ignore"):  # overflow gives inf or nan, which the test below rejects
+            s = np.bincount(codes, weights=x, minlength=n_groups)
+            b = np.bincount(codes, weights=np.abs(x), minlength=n_groups) * ((x.size + 2) * 2.0**-51) + 2.0**-1000
+            lo = (s - b) / gf + 0.5
+            hi = (s + b) / gf + 0.5
+            slack = ((np.abs(s) + b) / gf + 1.0) * 2.0**-40
+            c_lo, c_hi = np.floor(lo - slack), np.floor(hi + slack)
+            sure = (c_lo == c_hi) & (np.abs(c_lo) <= 2.0**50)
+        out[sure] = c_lo[sure].astype(np.int64)
+    elif not x.size:
+        return _centres_units(np.zeros(n_groups, dtype=object), 0, g)
+    unsure = np.flatnonzero(~sure)
+    if unsure.size:
+        where = np.full(n_groups, -1, dtype=np.intp)
+        where[unsure] = np.arange(unsure.size)
+        rows = where[codes] >= 0
+        units, exponent = sums_by_units(where[codes[rows]], x[rows], unsure.size)
+        out[unsure] = _centres_units(units, exponent, g)
+    return out
 
 
 def _centres(value: Any, g: Fraction) -> list[int]:

@@ -14,7 +14,20 @@ import numpy as np
 from dpharness.errors import ParameterError
 from dpharness.mechanisms._noise import DEFAULT_GRANULARITY, check_granularity, ratio_up
 
-from ._base import Distance, Measurement, Post, Space, Step, _budget, _chain, _float_exact, _frac, _plain, register
+from ._base import (
+    Distance,
+    ExactValues,
+    Measurement,
+    Post,
+    Space,
+    Step,
+    _budget,
+    _chain,
+    _float_exact,
+    _frac,
+    _plain,
+    register,
+)
 from ._grid import (
     _MAX_SCALE_UNITS,
     LAPLACE_MIN_UNITS,
@@ -22,6 +35,7 @@ from ._grid import (
     _centres_units,
     _check_scale_units,
     _release,
+    centres_of_sums,
     grid_steps,
 )
 
@@ -102,10 +116,11 @@ class _GridNoise(Measurement):
         """One release per value, all noise in one draw: row i is ``g·(centres(values[i]) + K_i)`` with
         ``K_i`` i.i.d. as in :meth:`run` (the same law per row)."""
         g = self.g
-        exact = getattr(values, "units", None)  # ExactValues: one exact number per value, as integers
         flat: np.ndarray | list  # exact integer centres (grid units): an int64 array or Python ints
-        if exact is not None:
-            width, flat = 1, _centres_units(exact, values.exponent, g)
+        if isinstance(values, ExactValues):  # one exact number per value, as integers or exact sums
+            sums = values.sums
+            width = 1
+            flat = centres_of_sums(*sums, len(values), g) if sums else _centres_units(values.units, values.exponent, g)
         else:
             centres = [_centres(v, g) for v in values]
             width = len(centres[0]) if centres else self.out_width(space)

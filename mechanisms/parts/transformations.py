@@ -316,8 +316,8 @@ class Count(Transformation):
         return [Fraction(int(c)) for c in np.bincount(codes, minlength=n_groups).tolist()]
 
     def apply_by_units(self, value: Any, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, int]:
-        """:meth:`apply_by` as integers and the exponent 0."""
-        return np.bincount(codes, minlength=n_groups).astype(object), 0
+        """:meth:`apply_by` as integers (int64) and the exponent 0."""
+        return np.bincount(codes, minlength=n_groups).astype(np.int64), 0
 
     def add_direction(self, space: Space) -> int | None:
         return 1
@@ -374,6 +374,10 @@ class Sum(Transformation):
         """:meth:`apply_by` as integers and one exponent: group j's sum is ``units[j] · 2**exponent``
         (exactly the Fractions :meth:`apply_by` gives, without building them)."""
         return sums_by_units(codes, np.asarray(value, dtype=float), n_groups)
+
+    def sum_terms(self, value: Any) -> np.ndarray:
+        """The doubles whose exact sum (per group) :meth:`apply_by_units` gives, one per record."""
+        return np.asarray(value, dtype=float).reshape(-1)
 
     def add_direction(self, space: Space) -> int | None:
         lo, hi = self.contribution(space)
