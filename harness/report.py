@@ -721,10 +721,12 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
     audit_word = "audit errored" if a is None else ("audit passed" if a.passed else "audit certified a VIOLATION")
     claimed, delta = audit_target(m.claim)
     conf = "" if a is None else f" ({fmt(a.confidence, 6)} confidence)"
-    info = [f"Mechanism: `{m.describe()}`", f"Claim: {m.claim.describe()}", f"Input: {m.input_spec.describe()}"]
+    target = getattr(m, "target", None) if r.meta.get("kind") == "library" else None
+    info = [f"Mechanism: `{m.describe()}`", f"Claim: {m.claim.describe()}"]
+    if target is None:  # a library target's input is the library's own: its relation is said below
+        info.append(f"Input: {m.input_spec.describe()}")
     if m.source:
         info.append(f"Source: {m.source}")
-    target = getattr(m, "target", None) if r.meta.get("kind") == "library" else None
     doc = getattr(m, "description", "") if target is not None else _first_paragraph(type(m).__doc__)
     if doc:
         info.append(f"Description: {doc}")
@@ -753,6 +755,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         from markupsafe import Markup
 
         tree = derivation_tree(c.proof)
+        assert c.proof is not None  # the summary of the live proof p, set with it
         proof_page = _ProofPage(
             bound=fmt_upper(p.bound),
             bound_expr=str(p.bound_expr),
