@@ -461,6 +461,7 @@ def _training_outputs(
         outcomes=True,
         **common,
     )
+    assert isinstance(da, _runner.Drawn)  # outcomes=True returns a Drawn
     if da.outputs is not None:
         ref = _runner.signature(da.outputs)
     db = _runner.draw(
@@ -473,6 +474,7 @@ def _training_outputs(
         outcomes=True,
         **common,
     )
+    assert isinstance(db, _runner.Drawn)  # outcomes=True returns a Drawn
     seconds = time.perf_counter() - t0
     if ref is None and db.outputs is not None:
         ref = _runner.signature(db.outputs)
@@ -599,7 +601,7 @@ def _train(
         )
         spread = pooled and not s.vectorized
         for p, (a, b) in enumerate(pairs):
-            out[p] = _pair_stage(
+            stage = _pair_stage(
                 sampler,
                 p,
                 a,
@@ -611,7 +613,8 @@ def _train(
                 workers=s.workers if spread else 1,
                 cluster=s.cluster if spread else None,
             )
-            ref = ref or out[p].ref
+            out[p] = stage
+            ref = ref or stage.ref
         bar.close()
     outcomes = [o for o in out if o is not None]
     for p, o in enumerate(outcomes):  # every pair's outputs have the first pair's shape and type
@@ -726,8 +729,8 @@ def _rank(
     for j, prop in enumerate(kept):
         if sigs[j] is None:
             sigs[j] = signature(*masks(prop.event)) if shared[ha[j], hb[j]] > 1 else hash(("hits", ha[j], hb[j]))
-    ka, kb = np.array(ha), np.array(hb)
-    pa, pb = ka / na, kb / nb
+    hits_a, hits_b = np.array(ha), np.array(hb)
+    pa, pb = hits_a / na, hits_b / nb
     sa, sb = np.sqrt(pa * (1 - pa) / na), np.sqrt(pb * (1 - pb) / nb)
 
     def shaded(z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -746,8 +749,12 @@ def _rank(
     fwd_r, bwd_r = shaded(max(_RANK_Z, math.sqrt(2.0 * math.log(max(2, 2 * len(kept))))))
     hint = np.array([p.one_sided for p in kept])
     zero = np.zeros(len(kept))
-    fwd1 = np.where(hint & (kb == 0) & (ka > 0), _stats.projected_epsilon(pa, zero, cert_n, level, delta), -np.inf)
-    bwd1 = np.where(hint & (ka == 0) & (kb > 0), _stats.projected_epsilon(pb, zero, cert_n, level, delta), -np.inf)
+    fwd1 = np.where(
+        hint & (hits_b == 0) & (hits_a > 0), _stats.projected_epsilon(pa, zero, cert_n, level, delta), -np.inf
+    )
+    bwd1 = np.where(
+        hint & (hits_a == 0) & (hits_b > 0), _stats.projected_epsilon(pb, zero, cert_n, level, delta), -np.inf
+    )
     out: list[_Candidate] = []
     for i, prop in enumerate(kept):
         out.append(
@@ -992,6 +999,7 @@ def _certify(
             outcomes=True,
             probes=probes,
         )
+        assert isinstance(more, _runner.Counted)  # outcomes=True returns a Counted
         for p in range(len(pairs)):
             for side in (0, 1):
                 counts[p][side] = counts[p][side] + more.hits[p][side]

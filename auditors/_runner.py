@@ -1005,7 +1005,7 @@ class _TasksContext:
 
     def __init__(self, cls: type, job: Any, workers: int, cluster: Any, what: str) -> None:
         self.cls, self.job, self.workers, self.cluster, self.what = cls, job, workers, cluster, what
-        self.backend = None
+        self.backend: _cluster.DaskBackend | _LocalPool | None = None
 
     def __enter__(self) -> "_Tasks | None":
         if self.cluster is None and not _loky_installed():

@@ -352,7 +352,9 @@ def histogram_counts(events, out) -> dict[int, int]:
                     part = per_key[: max(cut, 0)] if f.below else per_key[max(cut + 1, 0) :]
                     hits[i] = int(part.sum())
                     continue
-                inside = _dense_hits((f.inside if isinstance(f, _Outside) else f).keys, lo, per_key)
+                member = f.inside if isinstance(f, _Outside) else f
+                assert isinstance(member, KeyMembership)  # grouped: a key set, its complement or a _Beyond
+                inside = _dense_hits(member.keys, lo, per_key)
                 if inside is None:
                     left.append((i, f))
                 else:
@@ -735,7 +737,7 @@ def one_sided_events(
         side = "data" if favours_a else "neighbor"
         for g in groups:
             ks = [uniq[i] for i in g.tolist()] if object_kind else uniq[g]
-            klist = list(ks) if object_kind else ks.tolist()
+            klist = list(ks) if object_kind else np.asarray(ks).tolist()
             shown = [describe(k) if describe else repr(k) for k in klist[:6]] if readable else []
             ev = set_event(ks, object_kind=object_kind, label=label, transform=transform, shown=shown)
             out.append((Event(ev.contains, f"{ev.description} (seen in training on the {side} side only)"), favours_a))

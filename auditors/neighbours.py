@@ -393,7 +393,7 @@ def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator, state: dict
             law_a, law_b = _law_of(mech, a, state), _law_of(mech, b, state)
         except (DPHarnessError, NotImplementedError, ArithmeticError, ValueError, TypeError):
             law_a = law_b = None  # no usable exact law: screen on samples
-    if law_a is not None:
+    if law_a is not None and law_b is not None:  # set together
         sup_a, sup_b = law_a.support(), law_b.support()
         if sup_a is not None and sup_b is not None and len(sup_a) + len(sup_b) <= _MAX_EXACT_SUPPORT:
             return _screen_exact(law_a, law_b, sup_a, sup_b)
@@ -410,7 +410,7 @@ def _screen(mech: Mechanism, a, b, n: int, rng: np.random.Generator, state: dict
             if per_output > _SLOW_LAW_SECONDS:
                 state["law"] = False
                 law_a = None
-    if law_a is not None:
+    if law_a is not None and law_b is not None:  # law_b is set whenever law_a is
         try:
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 xa_l, xb_l = xa[:_LAW_OUTPUTS], xb[:_LAW_OUTPUTS]

@@ -761,6 +761,7 @@ def check(
     timeout = own.timeout if own.timeout is not None else timeout
     try:
         mechanism = cls() if cls is not None else mechanism_or_name
+        assert not isinstance(mechanism, str)  # cls is the name's class whenever a name was given
         base = Check(
             name=name,
             buggy=bool(mechanism.buggy),

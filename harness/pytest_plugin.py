@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
             continue
         test = getattr(item, "obj", None)
         current = getattr(test, "_hypothesis_internal_use_settings", None)
-        if current is None or current.deadline is None:
+        if test is None or current is None or current.deadline is None:
             continue
         from hypothesis import settings
 

@@ -50,6 +50,7 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
     coverage = find_proof(mechanism)
     if coverage.proof is None:
         return unproven(mechanism, f"no proof: {coverage.reason}")
+    assert coverage.written_for is not None  # a covering proof names the class it was written for
     try:  # the parameters as they are now (a field may have been replaced after construction)
         mechanism.validate()
     except ParameterError as exc:

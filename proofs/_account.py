@@ -174,7 +174,8 @@ def compose(children: list[Account]) -> Account:
         return children[0]
     eps = None if any(c.eps is None for c in children) else sp.Add(*[c.eps for c in children])
     rho = sp.Add(*[c.rho for c in children])
-    pld = None if any(c.pld is None for c in children) else Bag.of(x for c in children for x in c.pld.counts)
+    plds = [c.pld for c in children if c.pld is not None]
+    pld = Bag.of(x for b in plds for x in b.counts) if len(plds) == len(children) else None
     delta = sp.Add(*[c.delta for c in children])  # basic composition: δ adds (Dwork & Roth 2014 Thm 3.16)
     return Account(eps, rho, Bag.of(u for c in children for u in c.units.counts), None, pld, delta)
 

@@ -108,6 +108,7 @@ def judge_pure(
         eps = exact(claim.epsilon)
         pb.claim_bound(bound)
         if exceeds(bound, eps) and confirm_violation(p, q, eps):
+            assert event is not None  # a refuting caller gives the event or its output
             pb.refute(witness, f"P_D(S) = {fmt(p)} > e^{fmt(eps)} · {fmt(q)} = e^ε P_D'(S) for S = {event.description}")
     elif isinstance(claim, ApproxDP):
         eps, delta = exact(claim.epsilon), exact(claim.delta)
@@ -130,6 +131,7 @@ def judge_pure(
                     "pair is derived), so an (ε, δ) claim with ε below the pure bound is not proved"
                 )
                 if confirm_violation(p, q, eps, delta):
+                    assert event is not None  # a refuting caller gives the event or its output
                     pb.refute(
                         witness, f"P_D(S) = {fmt(p)} > e^ε P_D'(S) + δ for S = {event.description}", delta_checked=True
                     )

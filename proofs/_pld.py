@@ -704,11 +704,12 @@ def compose(
     items = list(items)
     if not items:
         raise ParameterError("items=[] must hold at least one PLD")
-    if all(isinstance(i, PLDPair) for i in items):
-        fw = compose([i.forward for i in items], tail=tail, max_buckets=max_buckets)
-        if all(i.symmetric for i in items):
+    pairs = [i for i in items if isinstance(i, PLDPair)]
+    if len(pairs) == len(items):
+        fw = compose([i.forward for i in pairs], tail=tail, max_buckets=max_buckets)
+        if all(i.symmetric for i in pairs):
             return PLDPair(fw, fw)
-        bw = compose([i.backward for i in items], tail=tail, max_buckets=max_buckets)
+        bw = compose([i.backward for i in pairs], tail=tail, max_buckets=max_buckets)
         return PLDPair(fw, bw)
     if not all(isinstance(i, PLD) for i in items):
         raise ParameterError("items must be all PLD or all PLDPair")

@@ -68,13 +68,14 @@ def privacy_profile(mechanism: Any, deltas: tuple = DEFAULT_DELTAS) -> PrivacyPr
 
     from ._kernel import ProofBuilder
     from .parts import _prove as proof
-    from .parts._walk import _Walk
+    from .parts._walk import Profile, _Walk
 
     m = getattr(mechanism, "parts", mechanism)
     if not isinstance(m, PartsMechanism) or m.shape == "record":
         return None
     walk = _Walk(ProofBuilder(m))
     prof = walk.walk("", m.steps, m.space, input_distance(m.relation, m.space))
+    assert isinstance(prof, Profile)  # a mechanism's steps are randomized: a profile, not (space, distance)
     delta0 = float(prof.delta)
     pure = None if prof.eps is None else float(prof.eps)
     rho = float(prof.rho) if prof.rho is not None and math.isfinite(float(prof.rho)) else None

@@ -589,6 +589,7 @@ def test_local_extreme_pairs_are_valid_neighbours():
         (lambda: _local(dp.randomized_response(1), PureDP(1), RealInterval(0, 1)), "records="),
         (lambda: _local(dp.randomized_response(1), PureDP(1), Finite((1, 1.0))), "repeats"),
         (lambda: _local(dp.randomized_response(1), PureDP(1), Finite((Fraction(1, 3), 1))), "not exactly a float"),
+        (lambda: _local(dp.randomized_response(1), PureDP(1), IntegerRange(2**60, 2**60 + 2)), "not exactly a float"),
         (
             lambda: dp.mechanism(
                 name="x",

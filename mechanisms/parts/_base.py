@@ -288,7 +288,14 @@ class ExactValues:
     sample of ``x[k]``); the integers are then computed only when read (the noise families find most grid
     centres from float sums with a certified error bound instead: ``_grid.centres_of_sums``)."""
 
-    def __init__(self, units: np.ndarray | None, exponent: int = 0, *, sums: tuple | None = None, n: int = 0) -> None:
+    def __init__(
+        self,
+        units: np.ndarray | None,
+        exponent: int = 0,
+        *,
+        sums: tuple[np.ndarray, np.ndarray] | None = None,
+        n: int = 0,
+    ) -> None:
         self._units, self.exponent, self._sums = units, exponent, sums
         self._n = n if units is None else len(units)
 
@@ -302,7 +309,7 @@ class ExactValues:
         return self._units
 
     @property
-    def sums(self) -> tuple | None:
+    def sums(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(codes, x)`` while the integers are not computed (values: exact sums of ``x`` per sample)."""
         return self._sums if self._units is None else None
 

@@ -108,11 +108,11 @@ def _categories(records: Domain) -> tuple:
             cats.append(float(q))
         else:
             raise ParameterError(
-                f"values={records.values!r}: {v!r} is not exactly a float; pass categories that are "
+                f"values={values!r}: {v!r} is not exactly a float; pass categories that are "
                 "ints or floats (they are released as such)."
             )
     if len(set(cats)) != len(cats):
-        raise ParameterError(f"values={records.values!r} repeats a category; pass distinct values.")
+        raise ParameterError(f"values={values!r} repeats a category; pass distinct values.")
     if not 2 <= len(cats) <= _MAX_CATEGORIES:
         raise ParameterError(f"records={records!r} has {len(cats)} categories; pass between 2 and {_MAX_CATEGORIES}.")
     return tuple(cats)

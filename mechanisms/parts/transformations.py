@@ -499,6 +499,7 @@ class Histogram(Transformation):
                 )
             object.__setattr__(self, "edges", e)
         else:
+            assert self.categories is not None  # exactly one of edges and categories (checked above)
             cats = tuple(_float_exact("categories", c, "a category") for c in self.categories)
             if len(cats) < 1 or len({Fraction(c) for c in cats}) != len(cats):
                 raise ParameterError(
@@ -538,6 +539,7 @@ class Histogram(Transformation):
             ok = (idx >= 0) & (idx < len(e) - 1)
             counts = np.bincount(idx[ok], minlength=len(e) - 1)
         else:
+            assert self.categories is not None  # exactly one of edges and categories (__post_init__)
             counts = np.array([int(np.sum(arr == float(c))) for c in self.categories])
         return tuple(Fraction(int(c)) for c in counts)
 

@@ -726,6 +726,7 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
         )
     with pb.phase("derive"):
         prof = walk.walk("", m.steps, space, d0)
+        assert isinstance(prof, Profile)  # a mechanism's steps are randomized: a profile, not (space, distance)
         if distance > 1:
             prof = _at_distance(pb, m, prof, distance)
     pb.postcondition(

@@ -351,6 +351,7 @@ def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | Non
         )
         if witness is not None and isinstance(claim, PureDP):
             w, p_release = witness
+            assert w.event is not None  # the release event, built with the witness
             pb.refute(w, f"P_D(S) = 0 and P_D'(S) = {p_release} > 0 for S = {w.event.description}: no finite ε")
         return None, None
     exact(claim.epsilon)  # read exactly (raises on a non-exact claim)
@@ -389,6 +390,7 @@ def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | Non
     )
     if witness is not None and exact_sign(delta - delta_c) == 1:
         w, p_release = witness
+        assert w.event is not None  # the release event, built with the witness
         pb.refute(
             w,
             f"P_D'(S) = {float(sp.N(p_release, 15)):.6g} > e^ε·P_D(S) + δ = 0 + {claim.delta} for S = "
