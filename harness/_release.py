@@ -54,9 +54,73 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
                 f"{mechanism.name} is not a data-set mechanism declared from dpharness.parts; a Dask frame is "
                 "released only for those. Pass data.compute() (a pandas frame) if it fits in memory."
             )
-        return _first(_dask_release(parts, data, columns, rng))
-    arr = _records(data, columns, "data")
-    return _first(mechanism.sample(arr, 1, rng))
+        return _as_released(parts, _first(_dask_release(parts, data, columns, rng)))
+    labels = _label_columns(parts) if isinstance(parts, PartsMechanism) else {}
+    arr = _records(data, columns, "data", labels)
+    _check_keys(parts, arr)
+    return _as_released(parts, _first(mechanism.sample(arr, 1, rng)))
+
+
+def _group_bys(steps: Any) -> list:
+    """The group-bys that read the input's own columns: the whole structure, or a part of a top-level
+    ``dp.compose``, each possibly after ``dp.bound_contributions`` (which keeps the columns)."""
+    from .mechanisms.parts import _base as B
+    from .mechanisms.parts.combinators import Compose
+    from .mechanisms.parts.grouping import BoundContributions, GroupBy
+
+    if isinstance(steps, Compose):
+        return [g for p in steps.parts for g in _group_bys(p)]
+    if isinstance(steps, B.Chain) and isinstance(steps.first, BoundContributions):
+        steps = steps.second
+        steps = steps.first if isinstance(steps, B.Chain) else steps
+    return [steps] if type(steps) is GroupBy else []
+
+
+def _label_columns(m: Any) -> dict:
+    """Input column -> the labelled group-by reading it (its keys map a frame's labels to positions)."""
+    found: dict = {}
+    for g in _group_bys(m.steps):
+        if g.labelled:
+            if g.by in found and found[g.by].keys != g.keys:
+                raise UnsupportedError(
+                    f"column {g.by} is grouped with two different key lists; use one key list per column"
+                )
+            found[g.by] = g
+    return found
+
+
+def _check_keys(m: Any, arr: np.ndarray) -> None:
+    """Every record's key is one of its group-by's keys (refused, never dropped in silence)."""
+    arr = np.asarray(arr, dtype=float)
+    if not len(arr):
+        return
+    for g in _group_bys(getattr(m, "steps", None)):
+        col = arr[:, g.by] if arr.ndim == 2 else arr
+        if (g.codes(col) < 0).any():
+            raise ParameterError(
+                f"data has records whose key (column {g.by}) is not one of the keys of {g.describe()}; "
+                "declare every key in keys=[...], or filter those records out before the release."
+            )
+
+
+def _as_released(m: Any, out: Any) -> Any:
+    """A mechanism whose whole output is one group-by releases a mapping: released key -> its noisy count,
+    or -> (noisy count, part values...) with a per-key part; keys not released are absent."""
+    from .mechanisms.parts import _base as B
+    from .mechanisms.parts.grouping import BoundContributions, GroupBy
+
+    steps = getattr(m, "steps", None)
+    if isinstance(steps, B.Chain) and isinstance(steps.first, BoundContributions):
+        steps = steps.second
+    if type(steps) is not GroupBy:
+        return out
+    rows = np.asarray(out, dtype=float).reshape(len(steps.keys), 1 + steps.part_width)
+    released = {}
+    for key, row in zip(steps.keys, rows.tolist()):
+        if row[0] != 0:
+            count = int(row[0]) if float(row[0]).is_integer() else row[0]
+            released[key] = count if len(row) == 1 else (count, *row[1:])
+    return released
 
 
 def _first(out: Any) -> Any:
@@ -68,25 +132,61 @@ def _is_dask(data: Any) -> bool:
     return type(data).__module__.startswith("dask") and hasattr(data, "to_delayed")
 
 
-def _records(data: Any, columns: Sequence[str] | None, name: str) -> np.ndarray:
-    """A numpy array of records from an array or a pandas frame (numeric columns only)."""
+def _records(data: Any, columns: Sequence[str] | None, name: str, labels: dict | None = None) -> np.ndarray:
+    """A numpy array of records from an array or a pandas frame: numeric columns, and the key column of a
+    group-by with label keys (``labels``: column index -> group-by), whose labels become their positions
+    in the keys."""
+    labels = labels or {}
     if hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
         cols = list(data.columns) if columns is None else list(columns)
         missing = [c for c in cols if c not in data.columns]
         if missing:
             raise ParameterError(f"columns={cols!r}: {missing[0]!r} is not a column of {name}; pass its column names.")
-        for c in cols:
+        arr = np.empty((len(data), len(cols)))
+        for j, c in enumerate(cols):
+            if j in labels:
+                arr[:, j] = _positions(data[c], labels[j], c, name)
+                continue
             kind = getattr(data[c].dtype, "kind", "O")  # numpy and pandas dtypes: "b", "i", "u", "f" are numbers
             if kind not in "biuf":
                 raise ParameterError(
                     f"column {c!r} of {name} has dtype {data[c].dtype}; records are numbers: encode it "
-                    "(e.g. a category's codes) or leave it out with columns=[...]."
+                    "(e.g. a category's codes), group by it with dp.group_by(keys=[its labels]), or leave it "
+                    "out with columns=[...]."
                 )
-        arr = data[cols].to_numpy(dtype=float)
+            arr[:, j] = data[c].to_numpy(dtype=float)
         return arr[:, 0] if arr.shape[1] == 1 else arr
     if columns is not None:
         raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
-    return np.asarray(data)
+    arr = np.asarray(data)
+    if labels and arr.dtype == object:  # an object array holding labels in its key columns
+        out = np.empty(arr.shape)
+        for j in range(arr.shape[1] if arr.ndim == 2 else 1):
+            col = arr[:, j] if arr.ndim == 2 else arr
+            out_col = _positions(col, labels[j], j, name) if j in labels else np.asarray(col, dtype=float)
+            if arr.ndim == 2:
+                out[:, j] = out_col
+            else:
+                out = out_col
+        return out
+    return arr
+
+
+def _positions(values: Any, g: Any, column: Any, name: str) -> np.ndarray:
+    """Each label's position in ``g.keys`` (as a float); a label outside them is refused."""
+    try:
+        import pandas as pd
+    except ImportError:  # an object array without pandas: a look-up per record
+        index = {k: i for i, k in enumerate(g.keys)}
+        codes = np.array([index.get(v, -1) for v in np.asarray(values, dtype=object).tolist()], dtype=np.int64)
+    else:
+        codes = pd.Index(list(g.keys), dtype=object).get_indexer(np.asarray(values, dtype=object))
+    if (codes < 0).any():
+        raise ParameterError(
+            f"column {column!r} of {name} holds labels that are not keys of {g.describe()}; declare every "
+            "label in keys=[...], or filter those records out before the release."
+        )
+    return codes.astype(float)
 
 
 # --------------------------------------------------------------------------- streamed partials
@@ -202,12 +302,14 @@ def _dask_release(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
     plan = _plan(m.steps, m.space)
     spec = m.input_spec
     dim = m.space.dim
+    labels = _label_columns(m)
 
     def partial(part: Any) -> tuple[int, list]:
-        arr = _records(part, columns, "a partition of data")
+        arr = _records(part, columns, "a partition of data", labels)
         arr = arr.reshape(-1, dim) if dim > 1 else arr.reshape(-1)
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
+            _check_keys(m, arr)
         return len(arr), _partial(plan, arr)
 
     parts = dask.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])

@@ -528,3 +528,29 @@ def test_compositions_add_delta_repetitions_multiply_it():
         claim=ApproxDP(math.log(1 + (math.e - 1) / 10) + 1e-12, delta / 10 * (1 + 1e-9)),
     )
     assert prove(sampled).verdict is Verdict.PROVED
+
+
+def test_label_keys_are_positions_in_numeric_records():
+    """String (label) keys: records given as numbers carry a label's position in keys; the proof does not
+    depend on the keys, so labels and the positions they stand for get the same bound."""
+
+    def declared(keys):
+        return dp.mechanism(
+            name="by_label",
+            records=RealBox(0, 100, 2),
+            relation=AddRemove(),
+            steps=dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=20, scale=1)),
+            claim=ApproxDP(2, 1e-6),
+        )
+
+    labels, numbers = declared(["FR", "DE", "IT"]), declared([0, 1, 2])
+    a, b = dpharness.prove(labels), dpharness.prove(numbers)
+    assert a.verdict == b.verdict and a.bound == b.bound
+    data = np.array([[5.0, 1.0]] * 40 + [[5.0, 2.0]] * 3)
+    x = labels.sample(data, 200, np.random.default_rng(0))
+    y = numbers.sample(data, 200, np.random.default_rng(0))
+    np.testing.assert_array_equal(x, y)
+    assert "'FR', 'DE', 'IT'" in labels.steps.describe()
+    for bad, word in ((["FR", "FR"], "distinct"), ([["a"], "b"], "not hashable"), ([float("nan"), "x"], "NaN")):
+        with pytest.raises(ParameterError, match=word):
+            dp.group_by(by=1, keys=bad, select=dp.partition_select(threshold=20, scale=1))

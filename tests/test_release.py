@@ -104,3 +104,82 @@ def test_bad_arguments_are_named():
         dpharness.release(lambda d: d, _data(10))
     with pytest.raises(ParameterError, match="columns="):
         dpharness.release(m, _data(10), columns=["a"])
+
+
+def _regions():
+    names = [f"region-{i:03d}" for i in range(12)]
+    m = dp.mechanism(
+        name="income_by_region_labels",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=names,
+            select=dp.partition_select(threshold=20, scale=1),
+            part=dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200),
+        ),
+        claim=ApproxDP(3, 1e-5),
+    )
+    return m, names
+
+
+def test_string_keys_release_a_mapping_of_the_released_keys():
+    """Label keys: a frame's labels become their positions in keys; the release is {key: (count, sum)} of the
+    keys that pass the selection, equal to the encoded output of the numeric records (positions)."""
+    pd = pytest.importorskip("pandas")
+    m, names = _regions()
+    assert dpharness.prove(m).verdict.value == "PROVED"
+    rng = np.random.default_rng(SEED)
+    pos = rng.integers(0, 12, 3_000)
+    pos[pos == 11] = 10  # region-011 has no records: never released
+    income = rng.uniform(0, 300, 3_000)
+    frame = pd.DataFrame({"income": income, "region": [names[i] for i in pos]})
+    got = dpharness.release(m, frame, seed=SEED)
+    assert isinstance(got, dict) and "region-011" not in got and set(got) <= set(names) and len(got) >= 9
+    encoded = m.sample(np.column_stack([income, pos.astype(float)]), 1, np.random.default_rng(SEED))[0]
+    for i, name in enumerate(names):
+        count, total = encoded[2 * i], encoded[2 * i + 1]
+        assert (name in got) == (count != 0)
+        if name in got:
+            assert got[name] == (count, total)
+    cat = frame.assign(region=frame["region"].astype("category"))
+    assert dpharness.release(m, cat, seed=SEED) == got
+
+
+def test_labels_outside_the_keys_are_refused_not_dropped():
+    pd = pytest.importorskip("pandas")
+    m, names = _regions()
+    frame = pd.DataFrame({"income": [1.0, 2.0], "region": [names[0], "elsewhere"]})
+    with pytest.raises(ParameterError, match="not keys of group_by"):
+        dpharness.release(m, frame, seed=SEED)
+    numeric = dp.mechanism(
+        name="numeric_keys",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=1, keys=[1, 2, 3], select=dp.partition_select(threshold=5, scale=1)),
+        claim=ApproxDP(3, 1e-5),
+    )
+    with pytest.raises(ParameterError, match="not one of the keys"):
+        dpharness.release(numeric, np.array([[0.0, 1.0], [0.0, 7.0]]), seed=SEED)
+
+
+def test_string_keys_on_dask_are_the_pandas_release():
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    names = ["FR", "DE", "IT", "ES"]
+    m = dp.mechanism(
+        name="counts_by_country",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=1, keys=names, select=dp.partition_select(threshold=3, scale=1)),
+        claim=ApproxDP(3, 1e-5),
+    )
+    rng = np.random.default_rng(SEED)
+    frame = pd.DataFrame({"x": rng.uniform(0, 1, 400), "country": rng.choice(names[:3], 400)})
+    want = dpharness.release(m, frame, seed=SEED)
+    assert set(want) == {"FR", "DE", "IT"}
+    import dask
+
+    with dask.config.set(scheduler="synchronous"):
+        got = dpharness.release(m, dd.from_pandas(frame, npartitions=4), seed=SEED)
+    assert got == want

@@ -205,14 +205,36 @@ def _rows(value: Any) -> np.ndarray:
     return arr.reshape(-1, 1) if arr.ndim == 1 else arr
 
 
+def _is_number(k: Any) -> bool:
+    return isinstance(k, (int, float, Fraction, np.integer, np.floating))
+
+
 def _encoding_keys(keys: Any) -> tuple:
+    """The key universe: numbers (records carry the key itself), or labels (strings, or any hashable
+    values, when one key is not a number: records given as numbers carry a label's position in ``keys``,
+    and :func:`dpharness.release` maps a data frame's labels to their positions)."""
     if isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
         raise ParameterError(
             f"keys={keys!r} is not a sequence; pass the key universe used to encode the release "
-            "(e.g. keys=range(0, 100))."
+            "(e.g. keys=range(0, 100) or keys=['FR', 'DE'])."
         )
-    vals = tuple(_float_exact("keys", k, "a partition key") for k in keys)
-    if not 1 <= len(vals) <= _MAX_KEYS or len({Fraction(k) for k in vals}) != len(vals):
+    keys = list(keys)
+    if all(_is_number(k) for k in keys):
+        vals = tuple(_float_exact("keys", k, "a partition key") for k in keys)
+        distinct = len({Fraction(k) for k in vals})
+    else:
+        for k in keys:
+            try:
+                hash(k)
+            except TypeError:
+                raise ParameterError(
+                    f"keys holds {type(k).__name__} {k!r:.40}, which is not hashable; pass strings or numbers."
+                ) from None
+            if isinstance(k, float) and k != k:
+                raise ParameterError("keys holds NaN; pass keys that equal themselves.")
+        vals = tuple(keys)
+        distinct = len(set(vals))
+    if not 1 <= len(vals) <= _MAX_KEYS or distinct != len(vals):
         raise ParameterError(f"keys has {len(vals)} values; pass between 1 and {_MAX_KEYS} distinct keys.")
     return vals
 
@@ -257,9 +279,20 @@ class GroupBy(Measurement):
     def part_width(self) -> int:
         return 0 if self.part is None else len(simple_parts(self.part))
 
+    @property
+    def labelled(self) -> bool:
+        """Whether the keys are labels (records given as numbers carry a label's position in ``keys``)."""
+        return not all(_is_number(k) for k in self.keys)
+
+    @property
+    def key_values(self) -> tuple:
+        """The number records carry for each key: the key itself, or a label's position in ``keys``."""
+        return tuple(range(len(self.keys))) if self.labelled else self.keys
+
     def describe(self) -> str:
         k = self.keys
-        shown = ", ".join(map(str, k)) if len(k) <= 4 else f"{k[0]}, {k[1]}, ..., {k[-1]}"
+        show = repr if self.labelled else str
+        shown = ", ".join(map(show, k)) if len(k) <= 4 else f"{show(k[0])}, {show(k[1])}, ..., {show(k[-1])}"
         part = "" if self.part is None else f", part={self.part.describe()}"
         return f"group_by(by=column {self.by}, keys=[{shown}] ({len(k)}), select={self.select.describe()}{part})"
 
@@ -278,7 +311,7 @@ class GroupBy(Measurement):
         ``col == float(k)`` (so −0.0 is the key 0). Integer keys spanning at most ``2**16``: a table
         look-up; others: a binary search in the sorted keys."""
         col = np.asarray(col, dtype=float)
-        keys = np.array([float(k) for k in self.keys])
+        keys = np.array([float(k) for k in self.key_values])
         low, high = float(keys.min()), float(keys.max())
         if np.all(np.trunc(keys) == keys) and high - low <= 2**16 and max(-low, high) < 2**52:
             table = np.full(int(high - low) + 3, -1, dtype=np.int64)  # one slot either side: outside the keys
@@ -647,7 +680,7 @@ def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: n
     if kept_all.any():  # one count per distinct (user, key) of those users
         rows = order[np.repeat(kept_all, np.diff(bounds))]
         total += g.counts(arr[rows], user=b.user)[None, :]
-    key_index = {float(k): i for i, k in enumerate(g.keys)}
+    key_index = {float(k): i for i, k in enumerate(g.key_values)}
     for j in np.flatnonzero(~kept_all):
         rows = order[bounds[j] : bounds[j + 1]]
         keys = arr[rows, b.by]
@@ -796,7 +829,7 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     lo, hi = float(m.space.lo[0]), float(m.space.hi[0])
     user_col = b.user if b is not None else None
     width = min(b.max_records if b is not None else 1, len(g.keys))
-    keys = [float(k) for k in g.keys[:width] if Fraction(lo) <= Fraction(k) <= Fraction(hi)]
+    keys = [float(k) for k in g.key_values[:width] if Fraction(lo) <= Fraction(k) <= Fraction(hi)]
     if not keys:
         return []
     ids = [v for v in (hi, lo, (lo + hi) / 2) if Fraction(lo) <= Fraction(v) <= Fraction(hi)]

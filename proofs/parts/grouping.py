@@ -432,7 +432,7 @@ def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
         if sorted(set(counts.tolist())) not in ([0, 1], [1]) or int(counts.sum()) != L:
             continue
         cols = [i * (1 + g.part_width) for i, c in enumerate(counts.tolist()) if c == 1]
-        keys = [float(g.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
+        keys = [g.keys[i] if g.labelled else float(g.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
         event = Event(_Released(cols), f"one of the keys {keys} released (coordinates {cols} not 0)")
         _, delta = selection_delta(g.select, L)
         return Witness(
