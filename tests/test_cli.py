@@ -14,6 +14,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import dpharness
@@ -604,3 +605,70 @@ def test_gate_target_of_a_library_not_installed_says_the_extra(fakes, capsys):
         pytest.skip("every library with targets is installed here")
     code, out, err = run(capsys, "gate", "--target", missing[0])
     assert code == 2 and "pip install 'dpharness[" in err and "Traceback" not in err, err
+
+
+def _grid_laplace(data, size, rng):
+    """x + Lap(1) on a grid of 2^-10 (outputs exact, so no floating-point event): true ε = 1 at |x - x'| <= 1."""
+    return np.round((float(data) + rng.laplace(0.0, 1.0, size)) * 1024) / 1024
+
+
+@pytest.fixture
+def numpy_targets(monkeypatch):
+    """Two library targets whose 'library' is numpy (so the default stage runs the CLI's target paths):
+    ``numpyfake:laplace_claims_2`` (true ε 1, claim 2) and ``numpyfake:laplace_claims_half`` (claim 0.5)."""
+    from dpharness.auditors.libraries import _registry
+    from dpharness.core import BoundedChange
+
+    registry._load_builtins()  # a private registry: the targets registered here do not outlive the test
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_AUDIT_ONLY", set(registry._AUDIT_ONLY))
+    monkeypatch.setattr(registry, "_SETTINGS", dict(registry._SETTINGS))
+    for suffix, eps in (("2", 2.0), ("half", 0.5)):
+
+        def build(v, eps=eps):
+            return dict(
+                fn=_grid_laplace,
+                vectorized=True,
+                data=0.0,
+                neighbor=1.0,
+                epsilon=eps,
+                delta=0.0,
+                relation="scalars at absolute difference <= 1",
+                claim_source="the test's claim",
+                neighbor_relation=BoundedChange(1.0, "l1"),
+            )
+
+        name = f"numpyfake:laplace_claims_{suffix}"
+        spec = _registry._Spec(name, "numpy", "numpy", "test", "a grid Laplace", (), build)
+        monkeypatch.setitem(_registry._SPECS, name, spec)
+
+
+@pytest.mark.parametrize("suffix, expected", [("2", 0), ("half", 1)])
+def test_gate_target_exit_code_and_bound_are_audits(numpy_targets, capsys, suffix, expected):
+    """`gate --target T` exits as `audit T` does and certifies `audit T --sequential`'s bound (same samples
+    and seed; the gate certifies in looks). Deterministic (fixed seed, the target draws from the audit's
+    rng); the expected verdicts: a claim of 2 on a true ε of 1 fails with probability at most 5%
+    (confidence 0.95) over seeds, a claim of 0.5 is far below the true ε of 1 (20 000 samples a side)."""
+    name = f"numpyfake:laplace_claims_{suffix}"
+    args = ["--samples", "20000", "--seed", "4"]
+    code, out, _ = run(capsys, "gate", "--target", name, *args, "--jobs", "1", "--no-cache", "--json")
+    gated = json.loads(out)["mechanisms"][0]
+    audit_code, _, _ = run(capsys, "audit", name, *args)
+    _, seq, _ = run(capsys, "audit", name, *args, "--sequential", "--json")
+    assert code == audit_code == expected, (code, audit_code)
+    assert gated["audit"]["epsilon_lower_bound"] == json.loads(seq)["epsilon_lower_bound"]
+    assert gated["policy"] == "audit-only", gated["policy"]
+
+
+def test_report_target_is_audit_of_target(numpy_targets, capsys, tmp_path):
+    """`report T` certifies `audit T`'s bound for the same samples and seed (deterministic)."""
+    from dpharness import report
+
+    name = "numpyfake:laplace_claims_2"
+    code, out, err = run(
+        capsys, "report", name, "--samples", "20000", "--seed", "4", "--out", str(tmp_path), "--jobs", "1"
+    )
+    assert code == 0, (out, err)
+    meta = report.read_metadata(str(tmp_path / "numpyfake--laplace_claims_2.md"))
+    _, audited, _ = run(capsys, "audit", name, "--samples", "20000", "--seed", "4", "--json")
+    assert meta["epsilon_lower_bound"] == json.loads(audited)["epsilon_lower_bound"] and meta["kind"] == "library"
