@@ -373,6 +373,7 @@ def histogram_counts(events, out) -> dict[int, int]:
             if isinstance(f, _Beyond):
                 hits[i] = int(counts[uniq < f.bound].sum() if f.below else counts[uniq > f.bound].sum())
             elif isinstance(f, _Outside):
+                assert isinstance(f.inside, KeyMembership)  # grouped: the complement of a key set
                 hits[i] = n - _set_hits(f.inside.keys, uniq, counts, ascending)
             else:
                 hits[i] = _set_hits(f.keys, uniq, counts, ascending)

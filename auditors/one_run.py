@@ -42,13 +42,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from dpharness import _validate as _v
 from dpharness.core import AddRemove, Mechanism, RenyiDP
 from dpharness.errors import MechanismError, ParameterError
+
+if TYPE_CHECKING:
+    from dpharness.mechanisms.parts import Chain
 
 __all__ = [
     "OneRunBound",
@@ -372,6 +375,9 @@ def one_run_audit(
                 )
             score = default_score
         else:
+            from dpharness.mechanisms.parts import Iterate, PartsMechanism  # loaded by _parts_target
+
+            assert isinstance(target, PartsMechanism) and isinstance(target.steps, Iterate)  # _parts_target checked
             white_box = target.steps.output == "releases"
         claim = target.claim
         if epsilon is None:
@@ -471,7 +477,7 @@ def _join(data: np.ndarray, extra: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- dp.iterate declarations
 
 
-def _links(step: Any, chain_type: type) -> list:
+def _links(step: Any, chain_type: type[Chain]) -> list:
     if isinstance(step, chain_type):
         return _links(step.first, chain_type) + _links(step.second, chain_type)
     return [step]

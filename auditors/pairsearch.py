@@ -89,6 +89,7 @@ from .neighbours import _best, _draw_records, _projected, _random_pairs, _REF_SA
 __all__ = ["Scalars", "Vectors", "Datasets", "callable_pairs", "MIN_BUDGET"]
 
 MIN_BUDGET = 2_000  # the smallest screening budget accepted (samples in all)
+_RecordDomain = RealInterval | IntegerRange | Finite | RealBox  # the record domains Datasets accepts
 _MIN_PER_SIDE = 100  # stage-1 samples a side per screened candidate, at least
 _SEARCH_STREAM = 0x5EA4C4  # first spawn key of the screen's seeds (audit phases use 0 and 1)
 _SHADE = 1.0  # standard errors by which screen estimates are shaded before projecting
@@ -282,7 +283,7 @@ class Datasets:
     Neighbours: ``relation`` exactly (AddRemove: one record added or removed, as multisets;
     Substitute: same length, one position changed)."""
 
-    records: Domain
+    records: _RecordDomain
     relation: Any
     size: tuple
 
@@ -417,7 +418,7 @@ def _same_record(x: Any, y: Any) -> bool:
     return _record_key(x) == _record_key(y)
 
 
-def _record_in(domain: Domain, r: Any) -> bool:
+def _record_in(domain: _RecordDomain, r: Any) -> bool:
     """Exact membership of one record (mixed int/float/Fraction comparisons are exact in Python)."""
     if isinstance(domain, Finite):
         return any(_same_record(r, v) or (type(r) is type(v) and r == v) for v in domain.values)
@@ -569,7 +570,7 @@ def _dataset_sizes(space: Datasets) -> list[int]:
     return list(dict.fromkeys([start, min(start + 1, hi), big]))
 
 
-def _record_values(domain: Domain) -> list:
+def _record_values(domain: _RecordDomain) -> list:
     """Records for float-structure pairs: 0, 1, 1/2, a tiny positive value and the domain's ends."""
     if isinstance(domain, Finite):
         vals = list(domain.values)
@@ -634,6 +635,7 @@ def _box_candidates(space: Datasets, rng: np.random.Generator) -> list[tuple[Any
     the groups *box corners*, *outliers at the bounds*, *duplicates* and *random* (module docstring).
     Unvalidated: the caller keeps exact neighbours only."""
     box, rel = space.records, space.relation
+    assert isinstance(box, RealBox)  # the caller's branch for box records
     d = box.dim
     lo_q, hi_q = Fraction(box.lo), Fraction(box.hi)
     corners = _box_corners(box)
@@ -723,7 +725,7 @@ def _dataset_candidates(space: Datasets, rng: np.random.Generator) -> list[tuple
     return out
 
 
-def _record_group(dom: Domain, r: Any) -> str:
+def _record_group(dom: _RecordDomain, r: Any) -> str:
     ends = [dom.values[0], dom.values[-1]] if isinstance(dom, Finite) else [dom.lo, dom.hi]
     if any(_same_record(r, e) for e in ends):
         return "boundary"

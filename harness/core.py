@@ -33,7 +33,7 @@ import math
 import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -470,7 +470,7 @@ class InputSpec:
             return self._canonical(arr)
         want_ndim = 2 if isinstance(self.domain, RealBox) else 1
         if arr.ndim != want_ndim:
-            want = f"(n, {self.domain.dim})" if want_ndim == 2 else "(n,)"
+            want = f"(n, {self.domain.dim})" if isinstance(self.domain, RealBox) else "(n,)"  # want_ndim == 2
             raise ParameterError(f"{name} has shape {arr.shape}; pass a data set of shape {want}.")
         if self.size is not None and arr.shape[0] != self.size:
             raise ParameterError(
@@ -710,6 +710,9 @@ def definition(cls: type) -> dict | None:
 # --------------------------------------------------------------------------- mechanisms
 
 
+_MechanismT = TypeVar("_MechanismT", bound="Mechanism")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Mechanism(abc.ABC):
     """A DP mechanism as a frozen value: noise parameters (dataclass fields) plus a separate ``claim``.
@@ -801,7 +804,7 @@ class Mechanism(abc.ABC):
         """Every field except the claim, by name (what ``--set KEY=VALUE`` may override)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "claim"}
 
-    def replace(self, **changes: Any) -> "Mechanism":
+    def replace(self: _MechanismT, **changes: Any) -> _MechanismT:
         """A copy with some fields changed (re-validated)."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:

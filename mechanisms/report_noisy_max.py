@@ -159,6 +159,8 @@ class _NoisyMaxBase(Mechanism):
 
 
 class _IndexOutput:
+    n_candidates: int  # a field of the mechanism this is mixed into
+
     def _sample(self, data, size, rng):
         return np.argmax(self._noisy(data, size, rng), axis=1).astype(np.int64)
 
@@ -290,7 +292,7 @@ class _ValueBase(_NoisyMaxBase):
         cls, epsilon: Any = 1, *, n_candidates: int = 5, sensitivity: Any = 1, granularity: float = DEFAULT_GRANULARITY
     ):
         """The index's calibration ``scale = 2Δ/ε``, claim PureDP(ε) (the bug: the value needs more)."""
-        base = _NoisyMaxBase.calibrated.__func__(cls, epsilon, n_candidates=n_candidates, sensitivity=sensitivity)
+        base = super().calibrated(epsilon, n_candidates=n_candidates, sensitivity=sensitivity)  # _NoisyMaxBase's
         return base.replace(granularity=granularity)
 
     def example_pair(self) -> tuple[Any, Any]:

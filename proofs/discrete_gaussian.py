@@ -23,7 +23,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from dpharness.core import ApproxDP, Event, Mechanism, PureDP, RenyiDP, Witness
+from dpharness.core import ApproxDP, Event, PureDP, RenyiDP, Witness
 
 from ._kernel import ProofBuilder, exceeds, param, sym
 from ._model import Obligation, Proof
@@ -35,11 +35,8 @@ __all__ = ["prove", "delta_enclosure", "renyi_exact"]
 _DPS = 50
 
 
-def _sigma2(m: Mechanism) -> sp.Expr:
-    for name in ("sigma2", "sigma_squared", "variance"):
-        if hasattr(m, name):
-            return param(getattr(m, name))
-    return param(m.sigma) ** 2
+def _sigma2(m: _mechs.DiscreteGaussian) -> sp.Expr:
+    return param(m.sigma2)  # a field of DiscreteGaussian (the only class this proof covers)
 
 
 def renyi_exact(alpha: sp.Expr, d: sp.Expr, sigma2: sp.Expr) -> sp.Expr:
@@ -94,7 +91,7 @@ def _enclosure_terms(d: int, sigma2: sp.Expr) -> int:
 
 
 @proves(_mechs.DiscreteGaussian)
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs.DiscreteGaussian) -> Proof:
     pb = ProofBuilder(m)
     s2 = _sigma2(m)
     D = int(getattr(m, "sensitivity", 1))

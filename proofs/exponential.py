@@ -15,7 +15,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpharness.core import Event, Mechanism, RealInterval, Witness
+from dpharness.core import Event, RealInterval, Witness
 
 from ._expmech import derive_bound, gap_for_loss, loss_closed_form
 from ._kernel import ProofBuilder, exceeds, param
@@ -29,7 +29,7 @@ __all__ = ["prove"]
 _LAW_CHECK_MAX = 16  # law() is checked at n' = min(n, 16) candidates: building it costs O(n²) sympy work
 
 
-def _conformance(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, n: int) -> bool:
+def _conformance(pb: ProofBuilder, m: _mechs.ExponentialMechanism, beta: sp.Expr, n: int) -> bool:
     """The mechanism's own law must be the modelled pmf exp(β u_r)/Σ exp(β u_j) (checked numerically
     at two utility vectors): a proof of a model the implementation does not follow proves nothing.
     For n > 16 the law of the same class at n' = 16 candidates is checked (the law's code is generic in
@@ -55,12 +55,12 @@ def _conformance(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, n: int) -> bool:
     return ok
 
 
-def _params(m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
+def _params(m: _mechs.ExponentialMechanism) -> tuple[sp.Expr, sp.Expr, int]:
     return param(m.beta), param(m.sensitivity), int(m.n_candidates)
 
 
 @proves(_mechs.ExponentialMechanism, _mechs.ExponentialNoHalf)
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs.ExponentialMechanism) -> Proof:
     pb = ProofBuilder(m)
     beta, delta, n = _params(m)
     eps = param(m.claim.epsilon)
@@ -100,7 +100,13 @@ def prove(m: Mechanism) -> Proof:
 
 
 def _witness(
-    pb: ProofBuilder, m: Mechanism, beta: sp.Expr, delta: sp.Expr, n: int, eps: sp.Expr, bound: sp.Expr
+    pb: ProofBuilder,
+    m: _mechs.ExponentialMechanism,
+    beta: sp.Expr,
+    delta: sp.Expr,
+    n: int,
+    eps: sp.Expr,
+    bound: sp.Expr,
 ) -> Witness | None:
     """Refute when 2βΔ > ε (a finite gap g exceeds ε: exact check); otherwise a near-tight witness."""
     spec = m.input_spec

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from dpharness.core import AddRemove, Event, Mechanism, Substitute, Witness
+from dpharness.core import AddRemove, Event, Substitute, Witness
 
 from ._expmech import derive_bound
 from ._kernel import ProofBuilder, discharge, exceeds, param, sym
@@ -160,7 +160,7 @@ def _derive_sensitivity(pb: ProofBuilder, relation) -> sp.Expr:
 # --------------------------------------------------------------------------- proof
 
 
-def _conformance(pb: ProofBuilder, m: Mechanism, beta: float, top: int) -> bool:
+def _conformance(pb: ProofBuilder, m: _mechs.ExponentialMedian, beta: float, top: int) -> bool:
     ok = True
     rng = np.random.default_rng(1)
     for n in (3, 4):
@@ -190,7 +190,7 @@ def _conformance(pb: ProofBuilder, m: Mechanism, beta: float, top: int) -> bool:
 
 
 @proves(_mechs.ExponentialMedian, _mechs.MedianSubstituteBug)
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs.ExponentialMedian) -> Proof:
     pb = ProofBuilder(m)
     beta = param(m.beta)
     top = 2 ** int(m.bits) - 1
@@ -236,7 +236,9 @@ def _candidate_pairs(top: int, rel) -> list[tuple[tuple, tuple]]:
     return pairs
 
 
-def _witness(pb: ProofBuilder, m: Mechanism, beta: sp.Expr, top: int, rel, eps: sp.Expr) -> Witness | None:
+def _witness(
+    pb: ProofBuilder, m: _mechs.ExponentialMedian, beta: sp.Expr, top: int, rel, eps: sp.Expr
+) -> Witness | None:
     """Search small data sets (float screening on the interval representation), confirm exactly."""
     fb = float(beta)
     best: tuple[float, Any] = (-math.inf, None)

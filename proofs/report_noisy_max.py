@@ -25,7 +25,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpharness.core import Event, Mechanism, Witness
+from dpharness.core import Event, Witness
 
 from . import _alignment
 from ._kernel import ProofBuilder, confirm_violation, exceeds, param
@@ -39,7 +39,7 @@ _Z3_CROSS_CHECK_MAX = 8  # the per-n z3 alignment check, a cross-check of the le
 _LAW_CHECK_MAX = 8  # the witness is cross-checked with law() of k' = min(k, 8) candidates (O(k²) quadrature)
 
 
-def _common(pb: ProofBuilder, m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
+def _common(pb: ProofBuilder, m: _mechs._NoisyMaxBase) -> tuple[sp.Expr, sp.Expr, int]:
     b, d, k = param(m.scale), param(m.sensitivity), int(m.n_candidates)
     pb.precondition(
         f"neighbour relation: score vectors with ||q − q'||_∞ <= Δ = {d} (BoundedChange linf; "
@@ -59,7 +59,7 @@ def _common(pb: ProofBuilder, m: Mechanism) -> tuple[sp.Expr, sp.Expr, int]:
     _mechs.ReportNoisyMaxValueLaplace,
     _mechs.ReportNoisyMaxValueExponential,
 )
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs._NoisyMaxBase) -> Proof:
     from dpharness.mechanisms.report_noisy_max import ReportNoisyMaxValueExponential, ReportNoisyMaxValueLaplace
 
     if isinstance(m, (ReportNoisyMaxValueLaplace, ReportNoisyMaxValueExponential)):
@@ -83,7 +83,7 @@ def pf_probability(q: list, b: sp.Expr, i: int) -> sp.Expr:
     return p[i] * total
 
 
-def _prove_index(m: Mechanism) -> Proof:
+def _prove_index(m: _mechs._NoisyMaxBase) -> Proof:
     pb = ProofBuilder(m)
     b, d, k = _common(pb, m)
     eps = param(m.claim.epsilon)
@@ -149,7 +149,7 @@ def equal_others_probability(k: int, gap: sp.Expr, b: sp.Expr, noise: str) -> sp
 
 
 def _index_witness(
-    pb: ProofBuilder, m: Mechanism, b: sp.Expr, d: sp.Expr, k: int, eps: sp.Expr, bound: sp.Expr
+    pb: ProofBuilder, m: _mechs._NoisyMaxBase, b: sp.Expr, d: sp.Expr, k: int, eps: sp.Expr, bound: sp.Expr
 ) -> Witness | None:
     """q = (0, g, ..., g) vs q' = (−Δ, g+Δ, ..., g+Δ), output 0: the loss approaches 2Δ/b as g grows
     (for exponential noise it equals 2Δ/b exactly). Probabilities in closed form
@@ -220,7 +220,7 @@ def _index_witness(
 # --------------------------------------------------------------------------- value output (gallery)
 
 
-def _prove_value(m: Mechanism) -> Proof:
+def _prove_value(m: _mechs._NoisyMaxBase) -> Proof:
     pb = ProofBuilder(m)
     b, d, k = _common(pb, m)
     eps = param(m.claim.epsilon)

@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from dpharness.core import Event, Mechanism, Witness
+from dpharness.core import Event, Witness
 
 from ._kernel import ProofBuilder, param
 from ._model import Obligation, Proof
@@ -36,7 +36,7 @@ def snapping_epsilon(lam: sp.Expr, B: sp.Expr) -> sp.Expr:
     return 1 / lam + sp.Rational(1, 2**49) * B / lam
 
 
-def _lam(m: Mechanism):
+def _lam(m: _mechs.Snapping):
     for name in ("scale", "lam", "lambda_", "lambda"):
         if hasattr(m, name):
             return name, getattr(m, name)
@@ -44,7 +44,7 @@ def _lam(m: Mechanism):
 
 
 @proves(_mechs.Snapping)
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs.Snapping) -> Proof:
     pb = ProofBuilder(m)
     lname, lam_v = _lam(m)
     lam, B = param(lam_v), param(m.B)
@@ -128,7 +128,7 @@ def prove(m: Mechanism) -> Proof:
     return pb.finish(bound, witness=w)
 
 
-def _outputs_snapped(m: Mechanism, Lam: float, B: float) -> tuple[bool, str]:
+def _outputs_snapped(m: _mechs.Snapping, Lam: float, B: float) -> tuple[bool, str]:
     spec = m.input_spec
     dim = int(getattr(m, "dim", 1) or 1)
     inputs = [np.zeros(dim) if spec.shape == "vector" else 0.0]

@@ -25,7 +25,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from dpharness.core import Event, Mechanism, Witness
+from dpharness.core import Event, Witness
 
 from . import _alignment
 from ._kernel import ProofBuilder, discharge, exceeds, param, sym
@@ -41,7 +41,7 @@ _PREFIX_MAX = 10  # witnesses use the first min(n, 10) queries; the rest are mar
 TOP, BOT, NA = 1, 0, -1
 
 
-def _kind(m: Mechanism) -> str:
+def _kind(m: _mechs._SparseVectorBase) -> str:
     from dpharness.mechanisms import sparse_vector as S
 
     for cls, k in (
@@ -65,16 +65,17 @@ def _kind(m: Mechanism) -> str:
     _mechs.SparseVectorAlg5,
     _mechs.SparseVectorAlg6,
 )
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs._SparseVectorBase) -> Proof:
     pb = ProofBuilder(m)
     kind = _kind(m)
     n, c = int(m.n_queries), int(m.c)
     cutoff = bool(type(m).cutoff)
     T, br, bn, d = param(m.threshold), param(m.rho_scale), param(m.nu_scale), param(m.sensitivity)
     eps = param(m.claim.epsilon)
-    vs = param(m.value_scale) if kind == "numerical" else None
-    dg = None
+    vs = dg = None
     if kind == "numerical":
+        assert isinstance(m, _mechs.NumericalSparseVector)  # what _kind calls "numerical"
+        vs = param(m.value_scale)
         from dpharness.mechanisms._noise import grid_sensitivity
 
         dg = sp.Rational(grid_sensitivity(m.sensitivity, float(m.granularity)))
@@ -205,7 +206,18 @@ def _candidates(n: int, c: int, cutoff: bool, T: Fraction, b: Fraction, d: Fract
 
 
 def _pattern_witness(
-    pb: ProofBuilder, m: Mechanism, n: int, c: int, cutoff: bool, T, br, bn, d, eps, search: bool, value_scale=None
+    pb: ProofBuilder,
+    m: _mechs._SparseVectorBase,
+    n: int,
+    c: int,
+    cutoff: bool,
+    T,
+    br,
+    bn,
+    d,
+    eps,
+    search: bool,
+    value_scale=None,
 ) -> Witness | None:
     """Search the candidate families (exact closed forms evaluated at 60 digits), confirm the best
     exactly. Numerical SVT: each ⊤ also releases the grid value v_i = round_g(q_i), whose grid-Laplace
@@ -323,7 +335,7 @@ def _pattern_witness(
     return w
 
 
-def _alg3_witness(pb: ProofBuilder, m: Mechanism, n: int, d, bn, eps) -> Witness | None:
+def _alg3_witness(pb: ProofBuilder, m: _mechs._SparseVectorBase, n: int, d, bn, eps) -> Witness | None:
     """⊥^{n−1}⊤ with released value <= 0, q = 0 vs q' = (Δ, ..., Δ, 0)."""
     if n < 2:
         return None

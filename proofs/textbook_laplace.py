@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 
-from dpharness.core import Event, Mechanism, Witness
+from dpharness.core import Event, Witness
 
 from ._kernel import ProofBuilder, param
 from ._lemmas import l1_triangle
@@ -45,7 +45,7 @@ def sterbenz_spacing(delta: float) -> Fraction:
 
 
 @proves(_mechs.TextbookLaplace)
-def prove(m: Mechanism) -> Proof:
+def prove(m: _mechs.TextbookLaplace) -> Proof:
     pb = ProofBuilder(m)
     b = param(m.scale)
     d = param(getattr(m, "sensitivity", 1))
@@ -89,7 +89,7 @@ def prove(m: Mechanism) -> Proof:
     return pb.finish(sp.oo, witness=w)
 
 
-def _float_witness(pb: ProofBuilder, m: Mechanism, dim: int) -> Witness | None:
+def _float_witness(pb: ProofBuilder, m: _mechs.TextbookLaplace, dim: int) -> Witness | None:
     delta = float(getattr(m, "sensitivity", 1))
     zero = np.zeros(dim) if m.input_spec.shape == "vector" else 0.0
     shifted = zero.copy() if isinstance(zero, np.ndarray) else 0.0

@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -587,10 +587,18 @@ def check_bounded(step: Chain, space: Space) -> int:
     return width if post is None else -1
 
 
-def check_user_level(relation: Relation, steps: Step, space: Space) -> None:
+@runtime_checkable
+class _Composite(Protocol):
+    """A step whose ``per_key_role`` is ``"compose"`` (``dp.compose``): it holds its ``parts``."""
+
+    parts: tuple
+
+
+def check_user_level(relation: AddRemoveUser, steps: Step, space: Space) -> None:
     """Under :class:`AddRemoveUser` the structure must be ``bound_contributions(user=relation.user, ...)
     >> group_by(...)`` (or a composition of such): no other step's stability is proved for one user."""
     if _role(steps, inherited=True) == "compose":
+        assert isinstance(steps, _Composite)  # the "compose" role is declared by dp.compose, which has parts
         for p in steps.parts:
             check_user_level(relation, p, space)
         return

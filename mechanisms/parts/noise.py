@@ -62,9 +62,12 @@ class _GridNoise(Measurement):
     they are (``_word``) and draw the integer noise (``_noise``)."""
 
     granularity: Any
+    derived: str  # a field of each family: how the size was derived from a budget, or ""
     _amount: ClassVar[str]
     _meaning: ClassVar[str]
     _word: ClassVar[str]
+    _min_units: ClassVar[Fraction]  # the exact sampler's smallest size, in grid steps
+    _min_units_text: ClassVar[str]
 
     def __post_init__(self) -> None:
         name = self._amount
@@ -348,6 +351,9 @@ class PerStatisticScales:
     stability: :meth:`statistics` lists ``(stability, quantum)`` per statistic (``quantum``: every value
     is a multiple of it, or None); the grid and the noise scales follow by the parts prover's rule
     (:func:`grid_distance`, :func:`fit_granularity`). Needs the fields ``scale`` and ``granularity``."""
+
+    scale: Any  # fields of the class this is mixed into
+    granularity: Any
 
     def statistics(self) -> tuple:
         raise NotImplementedError

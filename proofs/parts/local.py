@@ -192,6 +192,7 @@ def local(walk: Any, path: str, m: LocalRandomizer, space: Space) -> Profile:
         )
     else:
         walk._family("RAPPOR bit flipping", _rappor_family())
+        assert isinstance(m, LocalRappor)  # the third family this map is registered for
         f = _F(m.f_exact)
         model = (1 - f / 2, f / 2)
         ell = sp.log((2 - f) / f)

@@ -24,6 +24,7 @@ from ._walk import Profile, _join, head
 @head(PoissonSample)
 def subsample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -> Profile:
     """``poisson_sample(q) >> rest`` under add/remove: the rest's account, amplified."""
+    assert isinstance(step.first, PoissonSample)  # the head this hook is registered for
     q = Fraction(step.first.rate)
     inner = walk.walk(_join(path, "on the subsample"), step.second, space, d)
     if not isinstance(d.relation, AddRemove):
@@ -77,6 +78,7 @@ def subsample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -> P
 def fixed_sample(walk: Any, path: str, step: Chain, space: Space, d: Distance) -> Profile:
     """``sample(m) >> rest`` under substitution with n records declared: the rest's account, amplified at
     q = m/n."""
+    assert isinstance(step.first, FixedSample)  # the head this hook is registered for
     m = step.first.size
     inner = walk.walk(_join(path, "on the subsample"), step.second, space, d)
     subject = getattr(walk.pb.mechanism, "parts", walk.pb.mechanism)
