@@ -831,7 +831,7 @@ def _progress_tag(result) -> str:
     return "ok" if result.passed else "FAIL"
 
 
-def _gate_line(c) -> str:
+def _gate_line(c, samples: int | None = None) -> str:
     """One line per mechanism: status, proof, audit, timing (and the audit's note, and the float hint of
     a failure, on lines of their own). Bounds rounded outward (:mod:`._display`)."""
     from ._display import fmt_lower, fmt_upper
@@ -854,6 +854,8 @@ def _gate_line(c) -> str:
             f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
             f"{'passed' if a.passed else 'VIOLATION'}"
         )
+        if samples is not None and getattr(a, "samples", samples) != samples:  # set where it was registered
+            audit += f" ({a.samples:,} samples a side, its registered setting)".replace(",", " ")
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:
@@ -1082,7 +1084,7 @@ def _cmd_gate(args) -> int:
         )
     else:
         for r in results:
-            print(_gate_line(r))
+            print(_gate_line(r, args.samples))
         failed = [r.name for r in results if not r.passed and r.decided]
         undecided = [r.name for r in results if not r.decided and r.audit_partial is None]
         partial = [r.name for r in results if not r.decided and r.audit_partial is not None]

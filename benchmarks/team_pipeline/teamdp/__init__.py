@@ -1,5 +1,5 @@
 """A team's package, for benchmarks/bench_team_gate.py: a 250-key group-by (counts and clamped income sums per
-region, numeric region ids), a median and a count under one budget, and a 1 000-round DP-SGD whose
+region, string region names: records given as numbers carry a name's position in the keys), a median and a count under one budget, and a 1 000-round DP-SGD whose
 functions take arrays of rows (vectorized=True), registered with its own audit budget so the gate audits
 every round. Gate it: ``cd benchmarks/team_pipeline && dpharness gate --module teamdp --own``."""
 
@@ -18,13 +18,15 @@ def _noise(name: str) -> float:
     return 0.5 if _HALVED == name else 1.0
 
 
+REGIONS = [f"region-{i:03d}" for i in range(250)]  # the labels a data frame's region column holds
+
 regions = dp.mechanism(
     name="income_by_region",
-    records=RealBox(0, 1000, 2),  # (income in k, region id)
+    records=RealBox(0, 1000, 2),  # (income in k, region: a name, or its position in REGIONS)
     relation=AddRemove(),
     steps=dp.group_by(
         by=1,
-        keys=range(250),
+        keys=REGIONS,
         select=dp.partition_select(threshold=40, scale=2 * _noise("income_by_region")),
         part=dp.compose(
             dp.count() >> dp.laplace(4 * _noise("income_by_region")),
