@@ -220,10 +220,7 @@ class TargetMechanism(Mechanism):
 
     def describe(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.target.params.items())
-        return (
-            f"{self.label}: {self.target.library} {self.target.version} ({params}) claiming "
-            f"{self.claim.describe()} ({self.target.claim_source})"
-        )
+        return f"{self.label}: {self.target.library} {self.target.version} ({params}) claiming {self.claim.describe()}"
 
 
 @dataclass(frozen=True)
