@@ -718,6 +718,8 @@ def _witness_pair_words(proof: Any, audit: Any) -> str | None:
 def _page(r: Report, out_dir: str = "reports") -> _Page:
     m, c, p, a = r.mechanism, r.check, r.proof, r.audit
     verdict = "ERROR" if p is None else p.verdict.value
+    if p is not None and r.meta.get("kind") == "library" and verdict == "UNPROVEN":
+        verdict = "no proof (a library's mechanism, audited only)"
     audit_word = "audit errored" if a is None else ("audit passed" if a.passed else "audit certified a VIOLATION")
     claimed, delta = audit_target(m.claim)
     conf = "" if a is None else f" ({fmt(a.confidence, 6)} confidence)"
@@ -1048,19 +1050,21 @@ def write_index(out_dir: str) -> list[str]:
                 continue
     head = ["mechanism", "claim", "proof", "proven bound", "certified lower bound", "audit"]
 
+    def kind(meta: dict) -> str:  # pages written before the kind was recorded: built-ins only
+        return meta.get("kind") or ("gallery" if meta["buggy"] else "catalog")
+
     def row(meta):
         audit = {None: "error", True: "passed", False: "VIOLATION"}[meta.get("audit_passed")]
         return file_stem(meta["name"]), [
             meta["name"],
             meta["claim"],
-            meta.get("verdict") or "error",
+            "no proof (audited only)"
+            if kind(meta) == "library" and meta.get("verdict") == "UNPROVEN"
+            else meta.get("verdict") or "error",
             fmt_upper(meta.get("proven_bound")),
             fmt_lower(meta.get("epsilon_lower_bound")),
             audit,
         ]
-
-    def kind(meta: dict) -> str:  # pages written before the kind was recorded: built-ins only
-        return meta.get("kind") or ("gallery" if meta["buggy"] else "catalog")
 
     groups = [
         (title, [m for m in metas if kind(m) == key])

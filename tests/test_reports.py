@@ -182,6 +182,11 @@ def test_report_of_a_library_target_is_the_audit_of_the_target(tmp_path):
     ]
     text = (tmp_path / "fakelib--laplace.md").read_text()
     assert "Library: fakelib 0 (target `fakelib:laplace`)" in text and "Claim source: the test's own claim" in text
+    assert "Verdict: no proof (a library's mechanism, audited only)" in text and "- Input:" not in text
+    md_path, _ = report.write_index(str(tmp_path))
+    assert (
+        "[fakelib:laplace](fakelib--laplace.md) | ε = 1.0 (pure DP) | no proof (audited only) |" in open(md_path).read()
+    )
     # the curve's last point is the headline audit; each point is an audit of its own
     assert r.curve[-1] == (20_000, float(direct.epsilon_lower_bound))
     assert "not nested prefixes" in text
