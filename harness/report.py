@@ -594,8 +594,8 @@ def _tradeoff_words(r: Report) -> str | None:
         below += int(np.count_nonzero(t.below(lambda x: _t.epsilon_delta_curve(x, a.epsilon, a.delta), int(p))))
     return (
         f"Certified trade-off curve: {len(t.alpha)} point(s) (α, β) with T(α) <= β, from the same counts and "
-        f"intervals as the ε bound; μ-GDP lower bound {fmt(t.mu)}; ε lower bound from the curve at δ = "
-        f"{fmt(t.delta, 6)}: {fmt(t.epsilon)}; points below the claimed curve f_ε,δ: {below}"
+        f"intervals as the ε bound; μ-GDP lower bound {fmt_lower(t.mu)}; ε lower bound from the curve at δ = "
+        f"{fmt(t.delta, 6)}: {fmt_lower(t.epsilon)}; points below the claimed curve f_ε,δ: {below}"
     )
 
 
@@ -772,8 +772,8 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
     audit_page = None
     if a is not None:
         items = [
-            f"Certified ε lower bound: {fmt(a.epsilon_lower_bound)} at confidence {fmt(a.confidence, 6)} "
-            f"against ε = {fmt(a.epsilon)}, δ = {fmt(a.delta, 6)}: "
+            f"Certified ε lower bound: {fmt_lower(a.epsilon_lower_bound)} at confidence {fmt(a.confidence, 6)} "
+            f"against ε = {fmt_upper(a.epsilon)}, δ = {fmt_upper(a.delta, 6)}: "
             + ("passed" if a.passed else "VIOLATION certified"),
             f"Witness: {a.witness_description}",
             f"Method: {a.method}",
@@ -783,7 +783,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         if said:
             items.append(said)
         if a.delta_lower_bound is not None:
-            items.append(f"Certified δ lower bound at ε = {fmt(a.epsilon)}: {fmt(a.delta_lower_bound)}")
+            items.append(f"Certified δ lower bound at ε = {fmt_upper(a.epsilon)}: {fmt_lower(a.delta_lower_bound)}")
         said = _tradeoff_words(r)
         if said:
             items.append(said)

@@ -296,7 +296,7 @@ def test_report_page_shows_the_trade_off_plot(monkeypatch, tmp_path):
     html = report.render_html(r)
     for page in (md, html):
         assert "certified trade-off points" in page
-        assert f"μ-GDP lower bound {report.fmt(t.mu)}" in page
+        assert f"μ-GDP lower bound {report.fmt_lower(t.mu)}" in page  # a lower bound, rounded down
         assert "points below the claimed curve f_ε,δ: 0" in page
 
 
