@@ -363,9 +363,6 @@ def audit_only(name: str) -> bool:
     return name in _AUDIT_ONLY
 
 
-_BUILTIN: set[str] = set()  # the names dpharness.mechanisms registers (the catalog and the gallery)
-
-
 def kind(name: str) -> str:
     """Where the registered ``name`` comes from, as the reports' index groups it: ``"library"`` (a
     library target), ``"gallery"`` (a known bug), ``"catalog"`` (a built-in) or ``"team"`` (a project's
@@ -375,7 +372,10 @@ def kind(name: str) -> str:
         return "library"
     if entry.buggy:
         return "gallery"
-    return "catalog" if name in _BUILTIN else "team"
+    # the built-ins are the classes dpharness.mechanisms defines and registers (not values, not subclasses
+    # defined elsewhere, whatever was imported first)
+    builtin = isinstance(entry, type) and entry.__module__.startswith("dpharness.mechanisms.")
+    return "catalog" if builtin else "team"
 
 
 def _load_builtins() -> None:
@@ -384,7 +384,6 @@ def _load_builtins() -> None:
         return
     _LOADED = True
     importlib.import_module("dpharness.mechanisms")
-    _BUILTIN.update(_REGISTRY)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         ep.load()
 
