@@ -672,3 +672,20 @@ def test_report_target_is_audit_of_target(numpy_targets, capsys, tmp_path):
     meta = report.read_metadata(str(tmp_path / "numpyfake--laplace_claims_2.md"))
     _, audited, _ = run(capsys, "audit", name, "--samples", "20000", "--seed", "4", "--json")
     assert meta["epsilon_lower_bound"] == json.loads(audited)["epsilon_lower_bound"] and meta["kind"] == "library"
+
+
+def test_register_a_target_with_its_own_name_and_budget(numpy_targets):
+    """`register(get_target(T), name=..., samples=...)` registers the target audit-only under that name,
+    as a library target, audited with its own budget and its own audit (deterministic)."""
+    from dpharness.auditors.libraries import get_target
+    from dpharness.pipeline import check
+
+    target = get_target("numpyfake:laplace_claims_2")
+    assert registry.register(target, name="team_np_laplace", samples=3_000) is target
+    assert registry.audit_only("team_np_laplace") and registry.kind("team_np_laplace") == "library"
+    c = check("team_np_laplace", samples=1_000_000, seed=0, workers=1)
+    assert c.audit.samples == 3_000 and c.policy.value == "audit-only" and c.passed
+    direct = target.audit(samples=3_000, seed=0, workers=1, sequential=True, progress=False)
+    assert c.audit.epsilon_lower_bound == direct.epsilon_lower_bound
+    with pytest.raises(dpharness.ParameterError, match="fixed by a library target"):
+        registry.register(target, name="other", claim=dpharness.PureDP(1))
