@@ -655,6 +655,7 @@ def _train(
 
 def _propose_pair(t: _Training, a: Any, b: Any, s: _Settings) -> list[_families.Proposal]:
     """Every applicable family's proposals on one pair's proposing half."""
+    assert t.kind is not None  # a usable training (the caller's check) has outputs of a kind
     ctx = _families.ProposalContext(
         kind=t.kind,
         max_events=2 * s.max_events,
@@ -726,9 +727,12 @@ def _rank(
     # events whose hit counts no other kept event shares cannot share a membership, so only the others'
     # memberships are evaluated
     shared = collections.Counter(zip(ha, hb))
+    signatures: list[int] = []
     for j, prop in enumerate(kept):
-        if sigs[j] is None:
-            sigs[j] = signature(*masks(prop.event)) if shared[ha[j], hb[j]] > 1 else hash(("hits", ha[j], hb[j]))
+        sig_j = sigs[j]
+        if sig_j is None:
+            sig_j = signature(*masks(prop.event)) if shared[ha[j], hb[j]] > 1 else hash(("hits", ha[j], hb[j]))
+        signatures.append(sig_j)
     hits_a, hits_b = np.array(ha), np.array(hb)
     pa, pb = hits_a / na, hits_b / nb
     sa, sb = np.sqrt(pa * (1 - pa) / na), np.sqrt(pb * (1 - pb) / nb)
@@ -758,10 +762,14 @@ def _rank(
     out: list[_Candidate] = []
     for i, prop in enumerate(kept):
         out.append(
-            _Candidate(pair, prop.event, True, float(fwd[i]), prop.family, sigs[i], float(fwd1[i]), float(fwd_r[i]))
+            _Candidate(
+                pair, prop.event, True, float(fwd[i]), prop.family, signatures[i], float(fwd1[i]), float(fwd_r[i])
+            )
         )
         out.append(
-            _Candidate(pair, prop.event, False, float(bwd[i]), prop.family, sigs[i], float(bwd1[i]), float(bwd_r[i]))
+            _Candidate(
+                pair, prop.event, False, float(bwd[i]), prop.family, signatures[i], float(bwd1[i]), float(bwd_r[i])
+            )
         )
     return out
 
@@ -883,7 +891,7 @@ def _observations(
     slot: list,
     n: int,
     raising: Sequence[_RaiseCandidate],
-    observed: list,
+    observed: list | None,
     excluded: frozenset,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(hits, calls) on the numerator side and on the denominator side of every candidate: the
@@ -900,6 +908,7 @@ def _observations(
     n0 = n1.copy()
     rows = []  # (numerator raised, calls, denominator raised, calls) of each raise event
     for rc in raising:
+        assert observed is not None  # set whenever raise events were certified
         num, den = observed[rc.pair][0 if rc.forward else 1], observed[rc.pair][1 if rc.forward else 0]
         rows.append((num.raised, num.calls, den.raised, den.calls) if num.calls and den.calls else (0, 1, 1, 1))
     extra = np.array(rows, dtype=np.int64).reshape(len(rows), 4)

@@ -345,13 +345,14 @@ def signature(arr: np.ndarray) -> tuple:
     return arr.shape[1:], kind
 
 
-def check_signature(arr: np.ndarray, ref: tuple, name: str, where: str) -> None:
+def check_signature(arr: np.ndarray, ref: tuple | None, name: str, where: str) -> None:
     check_signature_of(signature(arr), ref, name, where)
 
 
-def check_signature_of(sig: tuple, ref: tuple, name: str, where: str) -> None:
+def check_signature_of(sig: tuple, ref: tuple | None, name: str, where: str) -> None:
     """:class:`MechanismError` unless the output signature ``sig`` (of :func:`signature`) is ``ref``."""
     if sig != ref:
+        assert ref is not None  # a mechanism that drew no training output but outputs here would stop here
         raise MechanismError(
             f"mechanism {name!r} changed its output between chunks: {where} gave rows of shape {sig[0]} ({sig[1]}), "
             f"earlier chunks {ref[0]} ({ref[1]}); return outputs of one fixed shape and type."
@@ -381,7 +382,7 @@ class ChunkPlan(_abc.Sequence):
     def __len__(self) -> int:
         return -(-self.total // self.chunk)
 
-    def __getitem__(self, c):  # type: ignore[override]
+    def __getitem__(self, c):
         if isinstance(c, slice):
             return [self[i] for i in range(*c.indices(len(self)))]
         n = len(self)
@@ -652,7 +653,7 @@ class _CountJob:
     inputs: tuple  # per pair: (data, neighbor)
     events: tuple  # per pair: tuple of Events
     seed: int
-    ref: tuple  # output signature from training
+    ref: tuple | None  # output signature from training (None: training drew no output)
     chunks: ChunkPlan  # (start, size) per chunk
     outcomes: bool = False  # a call that raises is recorded: run returns (counts, Raises)
     probe_chunks: tuple = ()  # per pair: a ChunkPlan of its probes (empty tuple: none)
@@ -1210,7 +1211,7 @@ def count_events(
     seed: int,
     total: int,
     chunk: int,
-    ref: tuple,
+    ref: tuple | None,
     workers: int,
     progress: Progress | None = None,
     cluster: Any = None,

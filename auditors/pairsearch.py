@@ -744,7 +744,7 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
     """Valid, distinct candidates (either orientation counts once), the groups interleaved."""
     if isinstance(space, Scalars):
         lo_q, hi_q, s_q = _frac(space.lo), _frac(space.hi), _frac(space.sensitivity)
-        raw = []
+        raw: list[tuple[Any, Any, str]] = []
         for a, b, g in _scalar_pairs(lo_q, hi_q, s_q) + _random_scalars(lo_q, hi_q, s_q, rng, _RANDOM_PAIRS):
             # a random step may round past the range or the sensitivity
             partner = _scalar_partner(a, b, lo_q, hi_q, s_q)
@@ -839,7 +839,7 @@ def _split_histogram(ka: np.ndarray, kb: np.ndarray) -> float:
     return best
 
 
-def _object_keys(xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _object_keys(xa: np.ndarray | list, xb: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:
     """Integer keys of arbitrary outputs by first appearance of their repr (deterministic)."""
     table: dict[str, int] = {}
 

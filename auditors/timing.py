@@ -59,7 +59,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -72,7 +72,7 @@ from . import stats as _stats
 
 __all__ = ["timing_audit", "TimingAuditResult", "TimingEvent"]
 
-_CLOCKS: dict[str, tuple[Callable[[], int], str]] = {
+_CLOCKS: dict[str, tuple[Callable[[], int], Literal["perf_counter", "monotonic"]]] = {
     "perf_counter": (time.perf_counter_ns, "perf_counter"),
     "monotonic": (time.monotonic_ns, "monotonic"),
 }

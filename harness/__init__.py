@@ -179,8 +179,9 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any
             proof = prove(mechanism)
         except (UnsupportedError, ImportError):
             proof = None
-        if proof is not None and getattr(proof, "witness", None) is not None:
-            witnesses.append(proof.witness)
+        witness = None if proof is None else proof.witness
+        if witness is not None:
+            witnesses.append(witness)
     return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)
 
 

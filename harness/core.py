@@ -817,7 +817,10 @@ class Mechanism(abc.ABC):
     def source_hash(self) -> str:
         """SHA-256 of the source of the module defining this mechanism (a stale report is detectable)."""
         try:
-            text = inspect.getsource(inspect.getmodule(type(self)))
+            module = inspect.getmodule(type(self))
+            if module is None:  # getsource(None) is a TypeError
+                raise TypeError(f"{type(self)!r} has no module")
+            text = inspect.getsource(module)
         except (OSError, TypeError):
             text = repr(type(self))
         return hashlib.sha256(text.encode()).hexdigest()

@@ -132,6 +132,21 @@ def _num(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
+def _timings(d: dict) -> Timings:
+    """:class:`Timings` read back from JSON (the phases' seconds or None, and the total)."""
+    return Timings(
+        proof=_num(d.get("proof")),
+        audit=_num(d.get("audit")),
+        report=_num(d.get("report")),
+        total=float(d.get("total", 0.0)),
+    )
+
+
+def _real(x: Any) -> float:
+    """A number that is never None, read back from JSON (as :func:`_num`; the fields it reads are floats)."""
+    return float(x)
+
+
 def _out(x: float | None) -> Any:
     from ._json import jsonable
 
@@ -210,7 +225,7 @@ class ProofSummary:
     def from_json(cls, d: dict) -> "ProofSummary":
         return cls(
             verdict=d["verdict"],
-            bound=_num(d["bound"]),
+            bound=_real(d["bound"]),
             bound_expr=d["bound_expr"],
             delta_bound=_num(d["delta_bound"]),
             claim=d["claim"],
@@ -251,10 +266,10 @@ def _audit_from_json(d: dict) -> Any:
         else Witness(d["data"], d["neighbor"], description=d["witness"] or "")
     )
     return AuditResult(
-        epsilon_lower_bound=_num(d["epsilon_lower_bound"]),
+        epsilon_lower_bound=_real(d["epsilon_lower_bound"]),
         passed=d["passed"],
-        epsilon=_num(d["epsilon"]),
-        delta=_num(d["delta"]),
+        epsilon=_real(d["epsilon"]),
+        delta=_real(d["delta"]),
         confidence=d["confidence"],
         samples=d["samples"],
         seed=d["seed"],
@@ -455,7 +470,7 @@ class Check:
             audit_error=d["audit_error"],
             audit_note=d["audit_note"],
             audit_partial=d.get("audit_partial"),
-            timings=Timings(**{k: _num(v) if k != "total" else float(v) for k, v in d["timings"].items()}),
+            timings=_timings(d["timings"]),
             cached=bool(d["cached"]),
             time_limit=d.get("time_limit"),
             exact_noise=d.get("exact_noise"),
@@ -489,7 +504,7 @@ def deadline(seconds: float | None, what: str, *, limit: float | None = None) ->
     usable = (
         seconds is not None and hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     )
-    if not usable:
+    if seconds is None or not usable:  # (usable implies a number of seconds)
         yield
         return
     active = [True]

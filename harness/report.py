@@ -317,7 +317,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
         fy = np.asarray(y, float).reshape(len(y), -1)[:, 0]
         both = np.concatenate([fx, fy])
         lo, hi = np.quantile(both, [0.002, 0.998])
-        edges = np.linspace(lo, hi, 61) if hi > lo else 30
+        edges: list[float] | int = np.linspace(lo, hi, 61).tolist() if hi > lo else 30  # matplotlib's bins
         ax.hist(fx, bins=edges, histtype="step", density=True, label="D", color="#3b6ea5")
         ax.hist(fy, bins=edges, histtype="step", density=True, label="D'", color="#d9822b")
         ax.set_ylabel("density")
@@ -341,7 +341,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
             v, c = np.unique(np.round(fin, 9), return_counts=True)
             ax.bar(v + shift, c / max(n, 1), width=width, color=color, label=lab)
     elif values.size:
-        edges = np.linspace(values.min(), values.max(), 61) if values.max() > values.min() else 30
+        edges = np.linspace(values.min(), values.max(), 61).tolist() if values.max() > values.min() else 30
         ax.hist(fin_x, bins=edges, weights=np.full(fin_x.size, 1 / max(len(loss_x), 1)), color="#3b6ea5", label=lab_x)
         ax.hist(
             fin_y,

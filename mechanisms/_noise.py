@@ -58,7 +58,11 @@ def check_granularity(name: str, value: Any) -> float:
     if not (math.isfinite(g) and g > 0):
         raise ParameterError(f"{name}={value!r} must be a positive finite power of two; pass e.g. 2**-20.")
     mantissa, _ = math.frexp(g)
-    if mantissa != 0.5 or Fraction(value) != Fraction(g):
+    if isinstance(value, np.floating):  # Fraction() refuses numpy floats other than float64
+        exact = Fraction(*value.as_integer_ratio())
+    else:
+        exact = Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
+    if mantissa != 0.5 or exact != Fraction(g):
         raise ParameterError(f"{name}={value!r} is not a power of two; pass e.g. 2**-20 or 2**-10.")
     if not 2.0**-60 <= g <= 2.0**30:
         raise ParameterError(f"{name}={value!r} is outside [2**-60, 2**30]; pass a power of two in that range.")
@@ -140,7 +144,7 @@ def discrete_laplace(scale: Any, size, rng: np.random.Generator) -> np.ndarray:
 two_sided_geometric = discrete_laplace
 
 
-def discrete_laplace_logpmf(k: np.ndarray, scale: float) -> np.ndarray:
+def discrete_laplace_logpmf(k: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
     """``log P(k)`` of the discrete Laplace with ``scale`` on the integers (float array; -inf off Z)."""
     k = np.asarray(k, dtype=float)
     b = np.asarray(scale, dtype=float)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import time
+from typing import Any, Callable
 
 from dpharness.core import Mechanism
 from dpharness.errors import ParameterError
@@ -51,6 +52,7 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
     if coverage.proof is None:
         return unproven(mechanism, f"no proof: {coverage.reason}")
     assert coverage.written_for is not None  # a covering proof names the class it was written for
+    proof_of: Callable[[Any], Proof] = coverage.proof
     try:  # the parameters as they are now (a field may have been replaced after construction)
         mechanism.validate()
     except ParameterError as exc:
@@ -67,7 +69,7 @@ def prove(mechanism: Mechanism, *, distance: int = 1) -> Proof:
             )
     start = time.perf_counter()
     try:
-        proof = coverage.proof(mechanism) if distance == 1 else _parts.prove_at_distance(mechanism, distance)
+        proof = proof_of(mechanism) if distance == 1 else _parts.prove_at_distance(mechanism, distance)
     except (ArithmeticError, ParameterError) as exc:  # a numeric limit of the derivation at these parameters
         return unproven(
             mechanism,

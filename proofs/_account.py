@@ -164,7 +164,7 @@ def leaf(
     """One noise measurement: one unit; ``pld`` its worst pair (a one-entry tuple, or empty when its
     shift is 0), None when it has none here; ``delta`` > 0 for an (ε, δ) leaf (partition selection:
     then ``rho`` is ∞ and ``pld`` None: only basic composition counts it)."""
-    return Account(eps, rho, (eps,), single, pld, delta)
+    return Account(eps, rho, Bag((eps,)), single, None if pld is None else Bag(pld), delta)
 
 
 def compose(children: list[Account]) -> Account:
@@ -214,7 +214,7 @@ def poisson(inner: Account, rate: Fraction) -> Account:
         pld = ((kind, scale, shift, (rest[0] if rest else 1) * rate),)
     # (ε, δ) -> (ln(1 + q(e^ε − 1)), qδ) under Poisson subsampling, add/remove (Li, Qardaji & Su 2012;
     # Balle, Barthe & Gaboardi 2018)
-    return Account(eps, inner.rho, (eps,), None, pld, q * inner.delta)
+    return Account(eps, inner.rho, Bag((eps,)), None, None if pld is None else Bag(pld), q * inner.delta)
 
 
 def fixed_sample(inner: Account, rate: Fraction) -> Account:
@@ -232,7 +232,7 @@ def fixed_sample(inner: Account, rate: Fraction) -> Account:
         return inner
     q = sp.Rational(rate.numerator, rate.denominator)
     eps = None if inner.eps is None else sp.log(1 + q * (sp.exp(inner.eps) - 1))
-    return Account(eps, inner.rho, (eps,), None, None, q * inner.delta)
+    return Account(eps, inner.rho, Bag((eps,)), None, None, q * inner.delta)
 
 
 def group(account: Account, k: int, shifts_scale: bool) -> Account:

@@ -129,6 +129,7 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
         total = _Share(_exact(step.epsilon), _exact(step.delta), _exact(step.rho))
         if any(_holds_gaussian(p) for p in step.parts) and total.delta is not None:
             # Gaussians compose exactly in zCDP (ρ adds), far tighter than splitting ε and δ (basic composition)
+            assert total.epsilon is not None  # SplitBudget: δ only with ε (ρ excludes δ; one of ε and ρ)
             rho = _rho_for_eps_delta(total.epsilon, total.delta)
             total = _Share(
                 rho=rho,
@@ -214,12 +215,14 @@ def _leaf(step: NoiseBudget, space: P.Space, d: P.Distance, share: _Share | None
             f"σ from {budget.describe()}: τ² >= D₂²/(2ρ) = {d2sq / (2 * budget.rho)} grid steps² (g = {g}), rounded up"
         )
     elif space.dim == 1:
+        assert budget.epsilon is not None and budget.delta is not None  # a Gaussian budget: ρ, or ε with δ
         sigma = _sigma_for_eps_delta(int(d1), budget.epsilon, budget.delta, g)
         how = (
             f"σ from {budget.describe()}: the smallest σ found whose certified δ(ε) of the discrete Gaussian at shift "
             f"D = {d1} grid steps (g = {g}) is within δ"
         )
     else:
+        assert budget.epsilon is not None and budget.delta is not None  # a Gaussian budget: ρ, or ε with δ
         rho = _rho_for_eps_delta(budget.epsilon, budget.delta)
         sigma = _sigma_for_rho(d2sq, rho, g)
         how = (

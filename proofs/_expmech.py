@@ -9,15 +9,28 @@ Hence L_r <= 2βΔ, approached (not attained) as the other candidates' utilities
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Protocol
+
 import sympy as sp
 
-from ._kernel import ProofBuilder, slack, sym
+from ._kernel import slack, sym
 from ._lemmas import logsumexp_monotone_generic
+from ._model import Obligation
 
 __all__ = ["derive_bound", "loss_closed_form", "gap_for_loss"]
 
 
-def derive_bound(pb: ProofBuilder, beta: sp.Expr, delta: sp.Expr, n_terms: int | None) -> sp.Expr:
+class _Derivation(Protocol):
+    """What :func:`derive_bound` writes to: a ProofBuilder, or a collector of a family lemma's obligations."""
+
+    def check(self, statement: str, formula: Any, justification: str, *, use_z3: bool = True) -> Obligation: ...
+
+    def add(self, obligations: Iterable[Obligation]) -> list[Obligation]: ...
+
+    def note(self, text: str) -> None: ...
+
+
+def derive_bound(pb: _Derivation, beta: sp.Expr, delta: sp.Expr, n_terms: int | None) -> sp.Expr:
     """Add the obligations of L_r <= 2βΔ to ``pb`` (symbolic β, Δ, then instantiated) and return
     the instantiated bound. The log-sum-exp lemma is argued on one generic candidate
     (:func:`~dpharness.proofs._lemmas.logsumexp_monotone_generic`), so the obligations do not depend

@@ -598,9 +598,14 @@ class ProofBuilder:
     Verdict at :meth:`finish`: REFUTED if :meth:`refute` recorded a confirmed counterexample;
     PROVED if there is at least one obligation and every obligation is discharged; else UNPROVEN."""
 
-    def __init__(self, mechanism: Mechanism, claim: Claim | None = None) -> None:
+    def __init__(self, mechanism: Mechanism | None, claim: Claim | None = None) -> None:
+        """``mechanism`` None (with a ``claim``): a builder whose obligations are only read, never finished
+        into a Proof (calibration's stability walk)."""
         self.mechanism = mechanism
-        self.claim = mechanism.claim if claim is None else claim
+        if claim is None:
+            assert mechanism is not None  # a builder without a mechanism is given its claim
+            claim = mechanism.claim
+        self.claim = claim
         self.assumptions: list[str] = []
         self.steps: list[Obligation] = []
         self.notes: list[str] = []
@@ -741,6 +746,7 @@ class ProofBuilder:
         if undischarged and not self.refuted:
             self.notes.append("not discharged: " + "; ".join(undischarged))
         self.timings["total"] = time.perf_counter() - self._t0
+        assert self.mechanism is not None  # only a builder of a mechanism's proof is finished
         return Proof(
             mechanism=self.mechanism,
             claim=self.claim,

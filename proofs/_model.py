@@ -129,6 +129,7 @@ class Proof:
             return f"derived ε ≤ {fmt_upper(bound)}{over}"
         if not isinstance(claim, ApproxDP):
             return None
+        assert self.delta_bound is not None  # an ApproxDP claim without it returned above
         d = float(self.delta_bound)
         if not d <= 1:
             return None

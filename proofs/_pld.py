@@ -706,13 +706,19 @@ def compose(
         raise ParameterError("items=[] must hold at least one PLD")
     pairs = [i for i in items if isinstance(i, PLDPair)]
     if len(pairs) == len(items):
-        fw = compose([i.forward for i in pairs], tail=tail, max_buckets=max_buckets)
+        fw = _compose_plds([i.forward for i in pairs], tail, max_buckets)
         if all(i.symmetric for i in pairs):
             return PLDPair(fw, fw)
-        bw = compose([i.backward for i in pairs], tail=tail, max_buckets=max_buckets)
+        bw = _compose_plds([i.backward for i in pairs], tail, max_buckets)
         return PLDPair(fw, bw)
-    if not all(isinstance(i, PLD) for i in items):
+    plds = [i for i in items if isinstance(i, PLD)]
+    if len(plds) != len(items):
         raise ParameterError("items must be all PLD or all PLDPair")
+    return _compose_plds(plds, tail, max_buckets)
+
+
+def _compose_plds(items: list[PLD], tail: float, max_buckets: int) -> PLD:
+    """:func:`compose` of a non-empty list of PLDs."""
     _check_same_kind(items)
     acc = items[0]
     for p in items[1:]:
@@ -728,10 +734,15 @@ def self_compose(
         raise ParameterError(f"times={times!r} must be an integer >= 1")
     times = int(times)
     if isinstance(item, PLDPair):
-        fw = self_compose(item.forward, times, tail=tail, max_buckets=max_buckets)
+        fw = _self_compose_pld(item.forward, times, tail, max_buckets)
         if item.symmetric:
             return PLDPair(fw, fw)
-        return PLDPair(fw, self_compose(item.backward, times, tail=tail, max_buckets=max_buckets))
+        return PLDPair(fw, _self_compose_pld(item.backward, times, tail, max_buckets))
+    return _self_compose_pld(item, times, tail, max_buckets)
+
+
+def _self_compose_pld(item: PLD, times: int, tail: float, max_buckets: int) -> PLD:
+    """:func:`self_compose` of one PLD (``times`` >= 1, validated)."""
     result: PLD | None = None
     base = item
     while True:

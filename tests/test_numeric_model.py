@@ -237,3 +237,11 @@ def test_unusual_accepted_parameters_never_raise(name, field, value):
         assert proof.notes, "a verdict other than PROVED must carry its reason"
     if proof.witness is not None:
         m.input_spec.validate_pair(proof.witness.data, proof.witness.neighbor)
+
+
+def test_granularity_accepts_every_numpy_float_that_is_a_power_of_two():
+    """check_granularity admits numpy floats; float32 and float16 powers of two were a TypeError from Fraction()."""
+    for t in (np.float16, np.float32, np.float64, np.longdouble):
+        assert _noise.check_granularity("granularity", t(2.0**-10)) == 2.0**-10
+    with pytest.raises(ParameterError, match="not a power of two"):
+        _noise.check_granularity("granularity", np.float32(0.3))

@@ -210,7 +210,10 @@ class TargetMechanism(Mechanism):
         """SHA-256 of the target's module source, the library and its version, the parameters and the claim."""
         spec = _SPECS.get(self.target.name)
         try:
-            text = inspect.getsource(inspect.getmodule(spec.build) if spec is not None else type(self))
+            source_of = inspect.getmodule(spec.build) if spec is not None else type(self)
+            if source_of is None:  # getsource(None) is a TypeError
+                raise TypeError("the target's builder has no module")
+            text = inspect.getsource(source_of)
         except (OSError, TypeError):
             text = self.target.name
         h = hashlib.sha256(text.encode())

@@ -118,6 +118,7 @@ def _scalar_target(
     )
     cast = int if integer else float
     if kind == "gaussian":
+        assert delta is not None  # the Gaussian targets pass theirs (default 1e-6)
         rho = float(claim)
         eps = zcdp_to_approx(rho, delta)
         source = (

@@ -41,6 +41,7 @@ def input_space(records: Domain, shape: str, dim: int | None) -> Space:
         cats = _categories(records)
         return Space("record", 1, (Fraction(min(cats)),), (Fraction(max(cats)),), None, cats)
     if shape == "vector":
+        assert dim is not None  # a vector input declares its dim (PartsMechanism checks it)
         lo, hi = _domain_bounds(records)
         return Space(
             "vector",
@@ -99,7 +100,7 @@ def _categories(records: Domain) -> tuple:
             f"records={records!r} does not fit input='record'; pass Finite(values) or IntegerRange(lo, hi) "
             "(the categories a local randomizer reports)."
         )
-    cats = []
+    cats: list[int | float] = []
     for v in values:
         q = _frac("values", v)
         if q.denominator == 1 and abs(q) < 2**53:

@@ -375,7 +375,11 @@ class GroupBy(Measurement):
         from dpharness.mechanisms._exact import discrete_laplace
 
         counts = np.asarray(counts, dtype=np.int64)
-        rows = len(counts) if counts.ndim == 2 else int(size)
+        if counts.ndim == 2:
+            rows = len(counts)
+        else:
+            assert size is not None  # one row of counts comes with the number of releases
+            rows = int(size)
         present = np.flatnonzero(counts.any(axis=0) if counts.ndim == 2 else counts > 0)
         here = counts[..., present]
         noise = discrete_laplace(self.select.t, (rows, len(present)), rng)
@@ -390,6 +394,7 @@ class GroupBy(Measurement):
         out = np.zeros((rows, len(self.keys), 1 + w))
         out[:, present, 0] = sel
         if self.part is not None and len(present):
+            assert space is not None  # a group-by with a part is released with its records' space
             vals = self._part_outputs(_rows(records), space, rows, rng, codes, present)  # (rows, |present|, w)
             out[:, present, 1:] = np.where(sel[:, :, None] != 0, vals, 0.0)
         return out.reshape(rows, len(self.keys) * (1 + w))
@@ -548,8 +553,8 @@ def group_by(*, by: int, keys: Sequence, select: PartitionSelect, part: Any = No
     (L/t, 1 − (1 − p)^L), p = P(K >= ceil(threshold) − 1), L keys touched by one neighbour. ``part``:
     per-key ``dp.count()`` / ``dp.sum()`` ``>> dp.laplace(scale)`` (after record-wise clamp/column, or a
     ``dp.compose`` of such) on each key's records, released with the key."""
-    keys = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys
-    return GroupBy(by, keys, select, part)
+    given: Any = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys
+    return GroupBy(by, given, select, part)  # GroupBy validates the keys
 
 
 STEP_TYPES = frozenset({GroupBy, BoundContributions})
@@ -809,6 +814,7 @@ def leaf(step: Step, value: Any, space: Space | None = None, walk: Any = None) -
     keeps every record on this input); UnsupportedError when the bounding is random here."""
     if isinstance(step, GroupBy):
         return GroupLeaf(step, step.counts(value), value, space, walk)
+    assert isinstance(step, Chain)  # not a GroupBy: bound_contributions >> group_by
     b, g, _ = split_bounded(step)
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr

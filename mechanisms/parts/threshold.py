@@ -245,6 +245,7 @@ class AboveThreshold(Measurement):
         )
 
     def query_spaces(self, space: Space) -> list[Space]:
+        assert self.queries is not None  # asked only of a threshold given queries=
         return [_query_space(q, space, i) for i, q in enumerate(self.queries)]
 
     def out_width(self, space: Space) -> int:
@@ -275,7 +276,7 @@ class AboveThreshold(Measurement):
             if isinstance(q, UserQuery):
                 out.append(q.answer(value))
                 continue
-            a = execute(q, value, space, 1, None)
+            a = execute(q, value, space, 1, None)  # type: ignore[arg-type]  # transformations only (_query_space): no rng read
             if isinstance(a, tuple):
                 (a,) = a
             out.append(Fraction(a) if not isinstance(a, np.ndarray) else Fraction(float(a.reshape(-1)[0])))

@@ -509,14 +509,16 @@ class Histogram(Transformation):
 
     @property
     def bins(self) -> int:
-        return len(self.edges) - 1 if self.edges is not None else len(self.categories)
+        if self.edges is not None:
+            return len(self.edges) - 1
+        assert self.categories is not None  # exactly one of edges and categories (__post_init__)
+        return len(self.categories)
 
     def describe(self) -> str:
-        return (
-            f"histogram(edges={list(self.edges)})"
-            if self.edges is not None
-            else f"histogram(categories={list(self.categories)})"
-        )
+        if self.edges is not None:
+            return f"histogram(edges={list(self.edges)})"
+        assert self.categories is not None  # exactly one of edges and categories (__post_init__)
+        return f"histogram(categories={list(self.categories)})"
 
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "histogram")

@@ -696,7 +696,7 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
     pb.precondition(f"input: {m.input_spec.describe()}")
     if m.shape == "record":
         pb.precondition(
-            f"input: one record, one of k = {len(space.categories)} categories; any two different records are "
+            f"input: one record, one of k = {len(space.record_categories)} categories; any two different records are "
             "neighbours (local DP)"
         )
         pb.precondition(
