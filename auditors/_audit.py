@@ -1342,7 +1342,8 @@ def audit(
     and the earlier ones share α/2 (α = 1 − confidence), so the union bound covers every look and the
     bound stays valid at ``confidence`` wherever it stops; the price is a slightly lower bound at the
     last look than a single look at α. ``extra["sequential"]`` lists the looks taken and why it stopped.
-    The gate audits sequentially.
+    The gate audits a mechanism with a proof beside its audit sequentially; an audit that stands alone
+    (a library target, a mechanism audited only) in one look, as ``dpharness audit`` does.
 
     A mechanism that raises on some calls is audited, not aborted: raising is an output. The event
     "one release raises" is certified with the others (module docstring; ``extra["family"]`` is then

@@ -124,6 +124,18 @@ def proof_policy(name: str, proof: Any, mechanism: Any = None) -> Policy:
     return Policy.UNPROVEN
 
 
+def _audit_stands_alone(mechanism: Any, policy: Policy | None) -> bool:
+    """Whether no proof sits beside ``mechanism``'s audit: a library target (no proof covers a library's
+    code), or a mechanism whose policy is ``audit-only`` (the gate passes it on its audit alone) or
+    ``no-proof``. Such an audit is certified in one look on every sample, as ``dpharness audit`` does,
+    whatever the command (:func:`check`): its bound is the whole evidence, and certifying in looks
+    (α/2 at the last) would only save time, at the price of a bound below ``dpharness audit``'s.
+    ``policy`` None (the proof did not finish): alone only for a library target."""
+    from .auditors.libraries import TargetMechanism
+
+    return policy in (Policy.AUDIT_ONLY, Policy.NO_PROOF) or isinstance(mechanism, TargetMechanism)
+
+
 # --------------------------------------------------------------------------- typed parts of a Check
 
 
@@ -748,9 +760,14 @@ def check(
     (:func:`deadline`); a phase that runs out is reported, not raised. Raises ParameterError for bad
     arguments (an unknown name, ``samples`` < 1, ...); never for a failing mechanism: a crash (even
     in building the registered mechanism) is in ``Check.error``. ``workers``: the audit's processes
-    (default: all cores; the result does not depend on it). The audit is sequential (the gate's): it
-    stops at the first look where its verdict is certain (:func:`dpharness.auditors.audit`);
-    ``sequential=False`` certifies on every sample, as ``dpharness audit`` does (the reports')."""
+    (default: all cores; the result does not depend on it).
+
+    The audit of a mechanism with a proof beside it is sequential (the gate's): it stops at the first
+    look where its verdict is certain (:func:`dpharness.auditors.audit`); ``sequential=False``
+    certifies on every sample, as ``dpharness audit`` does (the reports'). An audit with no proof
+    beside it (a library target, a mechanism audited only or with no proof) is the whole evidence, and
+    is certified in one look on every sample whatever ``sequential`` says, so the gate, the reports
+    and ``dpharness audit`` print the same bound for the same samples and seed."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -809,7 +826,7 @@ def check(
             seed=seed,
             timeout=timeout,
             workers=workers,
-            sequential=sequential,
+            sequential=sequential and not _audit_stands_alone(mechanism, policy),
             every_round=own.samples is not None,
         )
         audit_note, audit_partial = scope.note, scope.partial

@@ -109,7 +109,8 @@ def build(
     timeout: float | None = None,
 ) -> Report:
     """The report of ``mechanism``: from ``check`` when given (it must come from this process, with
-    its live proof; the gate's check audits sequentially, and the page's reproduce command says so),
+    its live proof; the gate's check audits a proved mechanism sequentially, and the page's reproduce
+    command says so; an audit with no proof beside it is one look there too),
     else from the check pipeline run here, whose audit is the one ``dpharness audit`` runs (every
     certification sample, one look: the same samples and seed give the same bound); then the plots.
     ``timeout``: seconds allowed to the proof, the audit and the plots each."""

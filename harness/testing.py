@@ -63,7 +63,8 @@ def assert_private(
     The judgement is the gate's pass rule (:func:`dpharness.pipeline.pass_rule`) with the audit alone
     deciding (policy ``audit-only``): a proof is not asked for here.
 
-    The audit is sequential, as the gate's (pass ``sequential=False`` for a single look at all samples):
+    The audit is sequential, as the gate's of a proved mechanism (pass ``sequential=False`` for a
+    single look at all samples, as ``dpharness audit`` and the gate's audit-only checks certify):
     it stops at the first look where the verdict is certain, so a clear violation fails fast.
 
     A pass is not a proof: it means no violation was certified with this budget. With a correct

@@ -645,18 +645,19 @@ def numpy_targets(monkeypatch):
 
 @pytest.mark.parametrize("suffix, expected", [("2", 0), ("half", 1)])
 def test_gate_target_exit_code_and_bound_are_audits(numpy_targets, capsys, suffix, expected):
-    """`gate --target T` exits as `audit T` does and certifies `audit T --sequential`'s bound (same samples
-    and seed; the gate certifies in looks). Deterministic (fixed seed, the target draws from the audit's
-    rng); the expected verdicts: a claim of 2 on a true ε of 1 fails with probability at most 5%
-    (confidence 0.95) over seeds, a claim of 0.5 is far below the true ε of 1 (20 000 samples a side)."""
+    """`gate --target T` exits as `audit T` does and certifies `audit T`'s bound (same samples and seed:
+    an audit with no proof beside it is certified in one look, whatever the command). Deterministic
+    (fixed seed, the target draws from the audit's rng); the expected verdicts: a claim of 2 on a true
+    ε of 1 fails with probability at most 5% (confidence 0.95) over seeds, a claim of 0.5 is far below
+    the true ε of 1 (20 000 samples a side)."""
     name = f"numpyfake:laplace_claims_{suffix}"
     args = ["--samples", "20000", "--seed", "4"]
     code, out, _ = run(capsys, "gate", "--target", name, *args, "--jobs", "1", "--no-cache", "--json")
     gated = json.loads(out)["mechanisms"][0]
-    audit_code, _, _ = run(capsys, "audit", name, *args)
-    _, seq, _ = run(capsys, "audit", name, *args, "--sequential", "--json")
+    audit_code, audited, _ = run(capsys, "audit", name, *args, "--json")
     assert code == audit_code == expected, (code, audit_code)
-    assert gated["audit"]["epsilon_lower_bound"] == json.loads(seq)["epsilon_lower_bound"]
+    assert gated["audit"]["epsilon_lower_bound"] == json.loads(audited)["epsilon_lower_bound"]
+    assert "sequential" not in gated["audit"]["extra"], gated["audit"]["extra"]
     assert gated["policy"] == "audit-only", gated["policy"]
 
 
@@ -674,6 +675,38 @@ def test_report_target_is_audit_of_target(numpy_targets, capsys, tmp_path):
     assert meta["epsilon_lower_bound"] == json.loads(audited)["epsilon_lower_bound"] and meta["kind"] == "library"
 
 
+def test_audit_report_and_gate_print_one_bound_for_a_target(numpy_targets, capsys, tmp_path):
+    """One audit procedure whatever the command: for one target, the same samples and seed,
+    `dpharness audit`, `dpharness report` (its page) and `dpharness gate --target` (its line, its JSON
+    and its JUnit property, and the page its --report writes) print the same certified bound, rounded
+    down alike (deterministic: fixed seed, the target draws from the audit's rng)."""
+    import xml.etree.ElementTree as ET
+
+    from dpharness._display import fmt_lower
+
+    name, args = "numpyfake:laplace_claims_2", ["--samples", "20000", "--seed", "4"]
+    _, audited, _ = run(capsys, "audit", name, *args, "--json")
+    bound = json.loads(audited)["epsilon_lower_bound"]
+    shown = fmt_lower(bound)
+    _, printed, _ = run(capsys, "audit", name, *args)
+    assert shown in printed, (shown, printed)
+
+    code, out, err = run(capsys, "report", name, *args, "--out", str(tmp_path / "r"), "--jobs", "1")
+    assert code == 0, (out, err)
+    page = (tmp_path / "r" / "numpyfake--laplace_claims_2.md").read_text()
+    assert shown in page and "--sequential" not in page, shown
+
+    junit, gated_pages = tmp_path / "gate.xml", tmp_path / "g"
+    gate = ["gate", "--target", name, *args, "--jobs", "1", "--no-cache"]
+    code, out, _ = run(capsys, *gate, "--junit", str(junit), "--report", str(gated_pages))
+    assert code == 0 and f"audit ε_lb={shown} " in out, (shown, out)
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert float(props["audit.epsilon_lower_bound"]) == bound, (props, bound)
+    assert shown in (gated_pages / "numpyfake--laplace_claims_2.md").read_text()
+    _, out, _ = run(capsys, *gate, "--json")
+    assert json.loads(out)["mechanisms"][0]["audit"]["epsilon_lower_bound"] == bound
+
+
 def test_register_a_target_with_its_own_name_and_budget(numpy_targets):
     """`register(get_target(T), name=..., samples=...)` registers the target audit-only under that name,
     as a library target, audited with its own budget and its own audit (deterministic)."""
@@ -685,7 +718,7 @@ def test_register_a_target_with_its_own_name_and_budget(numpy_targets):
     assert registry.audit_only("team_np_laplace") and registry.kind("team_np_laplace") == "library"
     c = check("team_np_laplace", samples=1_000_000, seed=0, workers=1)
     assert c.audit.samples == 3_000 and c.policy.value == "audit-only" and c.passed
-    direct = target.audit(samples=3_000, seed=0, workers=1, sequential=True, progress=False)
+    direct = target.audit(samples=3_000, seed=0, workers=1, progress=False)  # one look, as `audit` does
     assert c.audit.epsilon_lower_bound == direct.epsilon_lower_bound
     with pytest.raises(dpharness.ParameterError, match="fixed by a library target"):
         registry.register(target, name="other", claim=dpharness.PureDP(1))

@@ -682,21 +682,50 @@ def test_report_of_a_library_target_gives_the_bound_of_audit(tmp_path, capsys):
 def test_gate_target_agrees_with_audit(name, tmp_path, capsys):
     """`dpharness gate --target T` gates the library target: its exit code is `dpharness audit T`'s
     verdict (diffprivlib's float Laplace leaks through its float structure, exit 1; its geometric
-    mechanism has exact outputs and passes, exit 0), and its bound is `dpharness audit T --sequential`'s
-    (the gate certifies in looks) for the same samples and seed. Deterministic (the audit's seed fixes
-    diffprivlib's draws); the expected verdicts are those of the smoke table above."""
+    mechanism has exact outputs and passes, exit 0), and its bound is `dpharness audit T`'s for the
+    same samples and seed (an audit with no proof beside it is certified in one look whatever the
+    command). Deterministic (the audit's seed fixes diffprivlib's draws); the expected verdicts are
+    those of the smoke table above."""
     _need("diffprivlib")
     import json
 
     args = ["--samples", "20000", "--seed", "2"]
     gate = _cli("gate", "--target", name, *args, "--jobs", "1", "--no-cache", "--json")
     gated = json.loads(capsys.readouterr().out)["mechanisms"][0]
-    audit_code = _cli("audit", name, *args)
-    capsys.readouterr()
-    _cli("audit", name, *args, "--sequential", "--json")
-    sequential = json.loads(capsys.readouterr().out)
+    audit_code = _cli("audit", name, *args, "--json")
+    audited = json.loads(capsys.readouterr().out)
     assert gate == audit_code == (1 if name == "diffprivlib:laplace" else 0)
-    assert gated["audit"]["epsilon_lower_bound"] == sequential["epsilon_lower_bound"]
+    assert gated["audit"]["epsilon_lower_bound"] == audited["epsilon_lower_bound"]
+    assert "sequential" not in gated["audit"]["extra"]
+
+
+def test_audit_report_and_gate_print_one_bound_for_diffprivlib_laplace(tmp_path, capsys):
+    """One audit procedure whatever the command: `dpharness audit diffprivlib:laplace`, `dpharness
+    report` (its page) and `dpharness gate --target` (its line, JSON and JUnit property) print the same
+    certified bound for the same samples and seed, rounded down alike (deterministic: diffprivlib's
+    Laplace draws from the audit's seeded generator)."""
+    _need("diffprivlib")
+    import json
+    import xml.etree.ElementTree as ET
+
+    from dpharness._display import fmt_lower
+
+    name, args = "diffprivlib:laplace", ["--samples", "20000", "--seed", "3"]
+    assert _cli("audit", name, *args, "--json") == 1
+    bound = json.loads(capsys.readouterr().out)["epsilon_lower_bound"]
+    shown = fmt_lower(bound)
+    _cli("audit", name, *args)
+    assert f"certified ε lower bound {shown} " in capsys.readouterr().out
+    _cli("report", name, *args, "--out", str(tmp_path / "r"))
+    capsys.readouterr()
+    assert shown in (tmp_path / "r" / "diffprivlib--laplace.md").read_text()
+    junit = tmp_path / "gate.xml"
+    assert _cli("gate", "--target", name, *args, "--jobs", "1", "--no-cache", "--junit", str(junit)) == 1
+    assert f"audit ε_lb={shown} " in capsys.readouterr().out
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert float(props["audit.epsilon_lower_bound"]) == bound, (props, bound)
+    _cli("gate", "--target", name, *args, "--jobs", "1", "--no-cache", "--json")
+    assert json.loads(capsys.readouterr().out)["mechanisms"][0]["audit"]["epsilon_lower_bound"] == bound
 
 
 def test_register_a_target_gates_it_under_its_name(tmp_path):
@@ -710,6 +739,6 @@ def test_register_a_target_gates_it_under_its_name(tmp_path):
     assert registry.register(target, name="team_dpl_geometric") is target
     assert registry.audit_only("team_dpl_geometric") and registry.kind("team_dpl_geometric") == "library"
     c = check("team_dpl_geometric", samples=5_000, seed=0, workers=1)
-    direct = target.audit(samples=5_000, seed=0, workers=1, sequential=True, progress=False)
+    direct = target.audit(samples=5_000, seed=0, workers=1, progress=False)  # one look, as `audit` does
     assert c.audit.epsilon_lower_bound == direct.epsilon_lower_bound and c.audit.epsilon == 0.5
     assert c.policy.value == "audit-only"

@@ -61,6 +61,24 @@ def test_the_gate_audits_the_given_pair_and_never_proves_it(names):
     assert not leaky.passed and leaky.audit is not None and not leaky.audit.passed
 
 
+def test_the_gate_audits_a_function_as_dpharness_audit_does(names, capsys):
+    """An audit-only entry's audit is the whole evidence: the check certifies it in one look, as
+    `dpharness audit NAME` does, so the two print the same bound for the same samples and seed
+    (deterministic: the function draws from the audit's rng)."""
+    import json
+
+    from dpharness.cli import main
+
+    names.append("fn_one_look")
+    pair = dict(data=[1, 2, 3], neighbor=[1, 2], relation=AddRemove(), claim=PureDP(1))
+    dpharness.register(geometric_count(1.0), name="fn_one_look", **pair)
+    gated = dpharness.check("fn_one_look", samples=20_000, seed=5, workers=1)
+    assert gated.policy is Policy.AUDIT_ONLY and "sequential" not in gated.audit.extra, gated.audit.extra
+    assert main(["audit", "fn_one_look", "--samples", "20000", "--seed", "5", "--json"]) == 0
+    audited = json.loads(capsys.readouterr().out)
+    assert gated.audit.epsilon_lower_bound == audited["epsilon_lower_bound"]
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
