@@ -136,6 +136,32 @@ def _audit_stands_alone(mechanism: Any, policy: Policy | None) -> bool:
     return policy in (Policy.AUDIT_ONLY, Policy.NO_PROOF) or isinstance(mechanism, TargetMechanism)
 
 
+def _target_budget_note(mechanism: Any, samples: int, registered: bool) -> str | None:
+    """What to change when the audit of a library target ran out of its time limit (it runs at the
+    library's pace: Tumult Core, PyDP and PipelineDP make one call per release): fewer samples, more
+    time, or a budget of its own where it is registered (``registered``: it has one already). None for
+    anything else (the time-out's own message names ``--timeout``)."""
+    from .auditors.libraries import TargetMechanism, list_targets
+
+    if not isinstance(mechanism, TargetMechanism):
+        return None
+    t = mechanism.target
+    per_side = f"{samples:,}".replace(",", " ")
+    if registered:
+        return (
+            f"{t.name} runs at its library's pace ({per_side} samples a side, its registered budget): "
+            "lower samples= or raise timeout= where it is registered"
+        )
+    defaults = next((dict(i.parameters) for i in list_targets() if i.name == t.name), {})
+    changed = {k: v for k, v in t.params.items() if k not in defaults or defaults[k] != v}
+    params = f", {changed!r}" if changed else ""
+    return (
+        f"{t.name} runs at its library's pace ({per_side} samples a side): lower --samples, raise --timeout, "
+        "or give it a budget of its own in your module, "
+        f"register(get_target({t.name!r}{params}), samples=N, timeout=SECONDS)"
+    )
+
+
 # --------------------------------------------------------------------------- typed parts of a Check
 
 
@@ -833,6 +859,7 @@ def check(
     except (PhaseTimeout, AuditTimeLimit) as exc:
         audit_error = str(exc)
         time_limit = time_limit or audit_error
+        audit_note = _target_budget_note(mechanism, samples, own.samples is not None or own.timeout is not None)
     except Exception as exc:
         audit_error = f"the auditor raised {type(exc).__name__}: {exc}"
         error = error or _crash(exc)

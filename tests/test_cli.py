@@ -707,6 +707,40 @@ def test_audit_report_and_gate_print_one_bound_for_a_target(numpy_targets, capsy
     assert json.loads(out)["mechanisms"][0]["audit"]["epsilon_lower_bound"] == bound
 
 
+def test_gate_timeout_of_a_target_says_what_to_change(numpy_targets, monkeypatch, capsys):
+    """A library target whose audit runs out of the gate's time limit is TIMEOUT (not decided), and its
+    note names the options: --samples, --timeout, or a budget of its own with register(get_target(...))
+    (registered with one: change it there). Deterministic: the stand-in sleeps 0.2 s per call of its sampler, far beyond a 1 s limit at 10^6."""
+    import time
+
+    from dpharness.auditors.libraries import _registry, get_target
+
+    def slow(data, size, rng):
+        time.sleep(0.2)
+        return _grid_laplace(data, size, rng)
+
+    def build(v):
+        return dict(
+            fn=slow,
+            vectorized=True,
+            data=0.0,
+            neighbor=1.0,
+            epsilon=2.0,
+            delta=0.0,
+            relation="scalars at absolute difference <= 1",
+            claim_source="the test's claim",
+        )
+
+    spec = _registry._Spec("numpyfake:slow", "numpy", "numpy", "test", "a slow grid Laplace", (), build)
+    monkeypatch.setitem(_registry._SPECS, "numpyfake:slow", spec)
+    code, out, _ = run(capsys, "gate", "--target", "numpyfake:slow", "--timeout", "1", "--jobs", "1", "--no-cache")
+    assert code == 1 and out.startswith("TIMEOUT  numpyfake:slow"), out
+    assert "lower --samples, raise --timeout" in out and "register(get_target('numpyfake:slow'), samples=N" in out, out
+    registry.register(get_target("numpyfake:slow"), name="team_slow", samples=1_000_000, timeout=1)
+    code, out, _ = run(capsys, "gate", "team_slow", "--jobs", "1", "--no-cache")
+    assert code == 1 and "its registered budget): lower samples= or raise timeout= where it is registered" in out, out
+
+
 def test_register_a_target_with_its_own_name_and_budget(numpy_targets):
     """`register(get_target(T), name=..., samples=...)` registers the target audit-only under that name,
     as a library target, audited with its own budget and its own audit (deterministic)."""
