@@ -19,6 +19,7 @@ numpy array or pandas frame in memory).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -48,6 +49,14 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
     rng = np.random.default_rng(seed)
     parts = getattr(mechanism, "parts", mechanism)
+    if isinstance(parts, PartsMechanism) and _discovered(parts) is not None:
+        # keys from the data: the group-by over the keys present (labels or numbers, sorted), whose
+        # encoded release, with its zeros dropped, is the mapping m.sample gives (same seed, same draws)
+        found = _present(parts, data, columns)
+        if not found:  # no records, no key: nothing is released, whatever the randomness
+            return {}
+        parts = dataclasses.replace(parts, steps=_with_found(parts, found))
+        mechanism = parts
     if _is_dask(data):
         if not isinstance(parts, PartsMechanism) or parts.shape != "dataset":
             raise UnsupportedError(
@@ -59,6 +68,44 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     arr = _records(data, columns, "data", labels)
     _check_keys(parts, arr)
     return _as_released(parts, _first(mechanism.sample(arr, 1, rng)))
+
+
+def _discovered(m: Any) -> Any:
+    from .mechanisms.parts.grouping import discovered_head
+
+    return discovered_head(m.steps)
+
+
+def _with_found(m: Any, found: list) -> Any:
+    from .mechanisms.parts.grouping import with_found_keys
+
+    return with_found_keys(m.steps, found)
+
+
+def _present(m: Any, data: Any, columns: Sequence[str] | None) -> list:
+    """The distinct keys in the key column of ``data`` (labels or numbers), sorted (numbers by value, labels
+    by type name and then value); a Dask frame's found partition by partition and merged."""
+    g = _discovered(m)
+    if _is_dask(data) or (hasattr(data, "columns") and hasattr(data, "dtypes")):
+        cols = list(data.columns) if columns is None else list(columns)
+        if g.by >= len(cols):
+            raise ParameterError(f"columns={cols!r} has no column {g.by} (the group-by's key column); pass it.")
+        col = data[cols[g.by]]
+        found = col.unique().compute() if _is_dask(data) else col.unique()
+        values = [v.item() if isinstance(v, np.generic) else v for v in np.asarray(found, dtype=object).tolist()]
+    else:
+        arr = np.asarray(data)
+        arr = arr.reshape(len(arr), -1) if arr.ndim == 1 else arr
+        values = np.unique(arr[:, g.by]).tolist() if len(arr) else []
+    if any(v is None or (isinstance(v, float) and v != v) for v in values):
+        raise ParameterError(f"the key column (column {g.by}) of data has missing values; fill or drop them first.")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        found = sorted(set(values), key=float)  # 0 and -0.0 are one key, as the group-by counts them
+        return list({float(v): v for v in found}.values())
+    try:
+        return sorted(set(values), key=lambda v: (type(v).__name__, v))
+    except TypeError:
+        return sorted(set(values), key=lambda v: (type(v).__name__, repr(v)))
 
 
 def _group_bys(steps: Any) -> list:

@@ -554,3 +554,55 @@ def test_label_keys_are_positions_in_numeric_records():
     for bad, word in ((["FR", "FR"], "distinct"), ([["a"], "b"], "not hashable"), ([float("nan"), "x"], "NaN")):
         with pytest.raises(ParameterError, match=word):
             dp.group_by(by=1, keys=bad, select=dp.partition_select(threshold=20, scale=1))
+
+
+def test_keys_from_the_data_prove_as_declared_keys_and_refute_with_a_true_witness():
+    """keys=None: the same bound as a declared universe; a claim below the selection's δ is REFUTED by a
+    witness whose event ('the new key is in the mapping') has probability δ on one side and 0 on the
+    other, checked by sampling (binomial, false-failure rate < 1e-6)."""
+
+    def declared(keys, threshold, claim):
+        return dp.mechanism(
+            name="found",
+            records=RealBox(0, 100, 2),
+            relation=AddRemove(),
+            steps=dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=threshold, scale=1)),
+            claim=claim,
+        )
+
+    a, b = prove(declared(None, 20, ApproxDP(2, 1e-6))), prove(declared(range(100), 20, ApproxDP(2, 1e-6)))
+    assert a.verdict.value == b.verdict.value == "PROVED" and a.bound == b.bound
+    refuted = prove(declared(None, 3, ApproxDP(2, 1e-6)))
+    assert refuted.verdict.value == "REFUTED"
+    w = refuted.witness
+    m = declared(None, 3, ApproxDP(2, 1e-6))
+    n = 40_000
+    hits = w.event.contains(m.sample(w.data, n, np.random.default_rng(0))).sum()
+    assert w.event.contains(m.sample(w.neighbor, n, np.random.default_rng(1))).sum() == 0
+    p = math.exp(-2) / (1 + math.exp(-1))  # P(K >= T - 1) with T = 3, t = 1
+    assert stats.binomtest(int(hits), n, p).pvalue > 1e-6
+    users = [
+        prove(
+            dp.mechanism(
+                name="per_user",
+                records=RealBox(0, 100, 2),
+                relation=dp.AddRemoveUser(user=0),
+                steps=dp.bound_contributions(user=0, by=1, max_records=3)
+                >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=30, scale=1)),
+                claim=ApproxDP(4, 1e-6),
+            )
+        )
+        for keys in (None, range(100))
+    ]
+    assert users[0].verdict.value == users[1].verdict.value == "PROVED" and users[0].bound == users[1].bound == 3
+    with pytest.raises(ParameterError, match="whole structure"):
+        dp.mechanism(
+            name="nested",
+            records=RealBox(0, 100, 2),
+            relation=AddRemove(),
+            steps=dp.compose(
+                dp.count() >> dp.laplace(1),
+                dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=20, scale=1)),
+            ),
+            claim=ApproxDP(3, 1e-6),
+        )

@@ -183,3 +183,62 @@ def test_string_keys_on_dask_are_the_pandas_release():
     with dask.config.set(scheduler="synchronous"):
         got = dpharness.release(m, dd.from_pandas(frame, npartitions=4), seed=SEED)
     assert got == want
+
+
+def _discovered(part=True):
+    return dp.mechanism(
+        name="income_by_found_region",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=20, scale=1),
+            part=(dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200)) if part else None,
+        ),
+        claim=ApproxDP(3, 1e-5),
+    )
+
+
+def test_keys_from_the_data_need_no_key_list():
+    """keys=None: string keys found in the frame (plain or categorical), numbers in an array; the release
+    is the same mapping as the declared-keys release of the same seed (absent keys draw nothing)."""
+    pd = pytest.importorskip("pandas")
+    names = ["FR", "DE", "IT", "ES"]
+    rng = np.random.default_rng(SEED)
+    frame = pd.DataFrame({"income": rng.uniform(0, 300, 2_000), "country": rng.choice(names, 2_000)})
+    got = dpharness.release(_discovered(), frame, seed=SEED)
+    assert list(got) == sorted(names)
+    assert dpharness.release(_discovered(), frame.assign(country=frame["country"].astype("category")), seed=SEED) == got
+    declared = dp.mechanism(
+        name="declared",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=sorted(names),
+            select=dp.partition_select(threshold=20, scale=1),
+            part=dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200),
+        ),
+        claim=ApproxDP(3, 1e-5),
+    )
+    assert dpharness.release(declared, frame, seed=SEED) == got
+    assert dpharness.release(_discovered(), frame.iloc[:0], seed=SEED) == {}
+    # numbers: the sampler's mapping (sorted tuples) is the release's
+    arr = np.column_stack([frame["income"], rng.integers(0, 7, 2_000) * 10.0])
+    mapping = _discovered().sample(arr, 1, np.random.default_rng(SEED))[0]
+    assert dpharness.release(_discovered(), arr, seed=SEED) == {k: tuple(v) for k, *v in mapping}
+    assert [k for k, *_ in mapping] == sorted({float(k) for k in arr[:, 1]})
+
+
+def test_keys_from_the_data_on_dask_are_the_pandas_release():
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    rng = np.random.default_rng(SEED)
+    frame = pd.DataFrame({"x": rng.uniform(0, 1, 900), "city": rng.choice(["Lyon", "Graz", "Turku"], 900)})
+    want = dpharness.release(_discovered(part=False), frame, seed=SEED)
+    with dask.config.set(scheduler="synchronous"):
+        got = dpharness.release(_discovered(part=False), dd.from_pandas(frame, npartitions=4), seed=SEED)
+    assert got == want and list(got) == ["Graz", "Lyon", "Turku"]

@@ -31,7 +31,16 @@ from dpharness.errors import ParameterError
 from . import _law
 from ._base import Space, Step, _frac, check_structure, execute, flatten, record_value, walk_nodes
 from ._structure import _check_types, _post_functions, _query_functions, input_space
-from .grouping import AddRemoveUser, BoundContributions, check_user_level
+from .grouping import (
+    AddRemoveUser,
+    BoundContributions,
+    GroupBy,
+    check_user_level,
+    discovered_head,
+    discovered_release,
+    present_keys,
+    with_found_keys,
+)
 
 __all__ = ["PartsMechanism", "mechanism", "Composite", "COMPOSITE_SEALED"]
 
@@ -115,6 +124,14 @@ class PartsMechanism(Mechanism):
                     "size= fixes the number of records, which add/remove changes; use Substitute() or drop size."
                 )
         _check_types(self.steps)
+        if discovered_head(self.steps) is None and any(
+            type(n) is GroupBy and n.discovered for n in walk_nodes(self.steps)
+        ):
+            raise ParameterError(
+                "dp.group_by(keys=None) releases a mapping of the keys found in the data, so it is the whole "
+                "structure (after dp.bound_contributions under AddRemoveUser); declare the keys "
+                "(keys=[...]) to compose it or chain it."
+            )
         _, width = check_structure(self.steps, self.space)
         if width == 0:
             raise ParameterError(
@@ -137,6 +154,12 @@ class PartsMechanism(Mechanism):
         value = record_value(data) if self.shape == "record" else np.asarray(data, dtype=float)
         if self.shape == "dataset" and value.ndim == 1 and self.space.dim > 1:
             value = value.reshape(-1, self.space.dim)
+        g = discovered_head(self.steps)
+        if g is not None:  # keys from the data: the group-by over the keys present, released as a mapping
+            found = present_keys(value, g.by).tolist()
+            steps = with_found_keys(self.steps, found)
+            out = flatten(execute(steps, value, self.space, size, rng)) if found else np.zeros((size, 0))
+            return discovered_release(out.reshape(size, -1), g.with_keys(found))
         out = flatten(execute(self.steps, value, self.space, size, rng))
         return out[:, 0] if out.ndim == 2 and out.shape[1] == 1 else out
 

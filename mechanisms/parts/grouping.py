@@ -33,7 +33,15 @@ post-aggregation thresholding, Tumult's and OpenDP's group-by-id):
   universe are computed and dropped; partitions are independent, so this equals running the group-by
   over every key and then discarding the coordinates outside ``keys`` (post-processing): the
   universe plays no part in the selection or in the proof, except that a user can touch at most
-  ``|keys|`` encoded partitions.
+  ``|keys|`` encoded partitions. Keys may be labels (strings or any hashable values): records given as
+  numbers then carry a label's position in ``keys``.
+* **Keys from the data** (``keys=None``): the universe is the set of keys present in the data set, and
+  the release is the mapping of the released keys to their values, as a tuple of ``(key, noisy count,
+  part values...)`` sorted by key (:func:`discovered_release`). It is the encoded release over those keys
+  with its zeros dropped, and that equals the release over any universe holding them (absent keys are
+  never released, and each key's noise is independent), so the proof is the same, with no bound on the
+  keys one user touches beyond contribution bounding's. Such a group-by is the whole structure (after
+  ``bound_contributions`` under user-level relations).
 * **Contribution bounding** (:func:`bound_contributions`): records carry a user id (column ``user``);
   the neighbour relation is :class:`AddRemoveUser` (all records of one user added or removed). For each
   user, independently: draw a uniformly random order of that user's records (exact: ``numpy``'s
@@ -47,6 +55,7 @@ post-aggregation thresholding, Tumult's and OpenDP's group-by-id):
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -260,13 +269,18 @@ class GroupBy(Measurement):
     adds D/t_part, D its total grid steps over the touched keys (at most L1 records in all, m per key)."""
 
     by: int
-    keys: tuple
+    keys: tuple  # () with from_data: the keys present in the data
     select: PartitionSelect
     part: Any = None
+    from_data: bool = False  # keys=None: the keys present in the data (see :meth:`with_keys`)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
-        object.__setattr__(self, "keys", _encoding_keys(self.keys))
+        if self.keys is None or self.from_data:  # the keys present in the data (see :meth:`with_keys`)
+            object.__setattr__(self, "keys", ())
+            object.__setattr__(self, "from_data", True)
+        else:
+            object.__setattr__(self, "keys", _encoding_keys(self.keys))
         if type(self.select) is not PartitionSelect:  # a subclass could read its threshold or scale two ways
             raise ParameterError(
                 f"select={self.select!r} is not a partition selection; pass "
@@ -280,9 +294,23 @@ class GroupBy(Measurement):
         return 0 if self.part is None else len(simple_parts(self.part))
 
     @property
+    def discovered(self) -> bool:
+        """``keys=None``: the keys are those present in the data; the release is a mapping (see
+        :func:`discovered_release`)."""
+        return self.from_data
+
+    def with_keys(self, found: Sequence) -> "GroupBy":
+        """This group-by over the universe ``found`` (distinct keys, sorted: those present in a data set),
+        without the limit on a declared universe's size (only present keys are ever released)."""
+        g = copy.copy(self)
+        object.__setattr__(g, "keys", tuple(found))
+        object.__setattr__(g, "from_data", False)
+        return g
+
+    @property
     def labelled(self) -> bool:
         """Whether the keys are labels (records given as numbers carry a label's position in ``keys``)."""
-        return not all(_is_number(k) for k in self.keys)
+        return not self.from_data and not all(_is_number(k) for k in self.keys)
 
     @property
     def key_values(self) -> tuple:
@@ -291,6 +319,9 @@ class GroupBy(Measurement):
 
     def describe(self) -> str:
         k = self.keys
+        if self.from_data:
+            part = "" if self.part is None else f", part={self.part.describe()}"
+            return f"group_by(by=column {self.by}, keys from the data, select={self.select.describe()}{part})"
         show = repr if self.labelled else str
         shown = ", ".join(map(show, k)) if len(k) <= 4 else f"{show(k[0])}, {show(k[1])}, ..., {show(k[-1])}"
         part = "" if self.part is None else f", part={self.part.describe()}"
@@ -304,6 +335,8 @@ class GroupBy(Measurement):
             out, width = check_structure(self.part, space)
             if out is not None or width != self.part_width:
                 raise ParameterError(f"part={self.part.describe()} must end every branch in noise (one number each).")
+        if self.from_data:
+            return -1  # a mapping of the keys released, not a fixed layout
         return len(self.keys) * (1 + self.part_width)
 
     def codes(self, col: np.ndarray) -> np.ndarray:
@@ -546,15 +579,57 @@ def bound_contributions(
     return BoundContributions(user, by, max_records, max_per_partition, max_partitions)
 
 
-def group_by(*, by: int, keys: Sequence, select: PartitionSelect, part: Any = None) -> GroupBy:
+def group_by(*, by: int, keys: Sequence | None, select: PartitionSelect, part: Any = None) -> GroupBy:
     """Group records by column ``by`` over keys that come from the data; each present key's user count
     gets discrete Laplace noise and is released when it passes ``select`` (``dp.partition_select``);
     the release is encoded over the universe ``keys`` (the noisy count, or 0: not released). (ε, δ) =
     (L/t, 1 − (1 − p)^L), p = P(K >= ceil(threshold) − 1), L keys touched by one neighbour. ``part``:
     per-key ``dp.count()`` / ``dp.sum()`` ``>> dp.laplace(scale)`` (after record-wise clamp/column, or a
-    ``dp.compose`` of such) on each key's records, released with the key."""
-    given: Any = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else keys
-    return GroupBy(by, given, select, part)  # GroupBy validates the keys
+    ``dp.compose`` of such) on each key's records, released with the key. ``keys=None``: keys come from
+    the data and the release is a mapping of the released keys (see the module docstring); records
+    given as numbers carry the keys themselves, and :func:`dpharness.release` reads labels from a frame."""
+    if keys is None:
+        return GroupBy(by, (), select, part, from_data=True)
+    universe = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else _encoding_keys(keys)
+    return GroupBy(by, universe, select, part)
+
+
+def discovered_head(steps: Any) -> GroupBy | None:
+    """The group-by with ``keys=None`` when ``steps`` is one (after ``bound_contributions`` or not), else None."""
+    from ._base import Chain
+
+    g = steps.second if isinstance(steps, Chain) and type(steps.first) is BoundContributions else steps
+    return g if type(g) is GroupBy and g.discovered else None
+
+
+def with_found_keys(steps: Any, found: Sequence) -> Any:
+    """``steps`` (a structure :func:`discovered_head` accepts) with its group-by over the keys ``found``."""
+    from ._base import Chain
+
+    if isinstance(steps, Chain):
+        assert type(steps.second) is GroupBy  # discovered_head accepted it
+        return Chain(steps.first, steps.second.with_keys(found))
+    assert type(steps) is GroupBy
+    return steps.with_keys(found)
+
+
+def present_keys(arr: np.ndarray, by: int) -> np.ndarray:
+    """The distinct values of column ``by`` (as floats, sorted; −0.0 is the key 0)."""
+    arr = _rows(arr)
+    return np.unique(arr[:, by] + 0.0) if len(arr) else np.zeros(0)
+
+
+def discovered_release(encoded: np.ndarray, g: GroupBy) -> np.ndarray:
+    """Encoded releases over ``g.keys`` (rows) -> one mapping per row: a tuple of ``(key, noisy count,
+    part values...)`` for the released keys (count not 0), sorted by key (an object array)."""
+    w = 1 + g.part_width
+    rows = np.asarray(encoded, dtype=float).reshape(len(encoded), len(g.keys), w)
+    out = np.empty(len(rows), dtype=object)
+    keys = list(g.keys)
+    for i, row in enumerate(rows):
+        hit = np.flatnonzero(row[:, 0])
+        out[i] = tuple((keys[j], *row[j].tolist()) for j in hit.tolist())
+    return out
 
 
 STEP_TYPES = frozenset({GroupBy, BoundContributions})
@@ -842,8 +917,12 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     dim = m.space.dim
     lo, hi = float(m.space.lo[0]), float(m.space.hi[0])
     user_col = b.user if b is not None else None
-    width = min(b.max_records if b is not None else 1, len(g.keys))
-    keys = [float(k) for k in g.key_values[:width] if Fraction(lo) <= Fraction(k) <= Fraction(hi)]
+    if g.discovered:  # keys from the data: any values of the key column's domain
+        width = b.max_records if b is not None else 1
+        keys = sorted({float(lo + (hi - lo) * i / width) for i in range(width)})
+    else:
+        width = min(b.max_records if b is not None else 1, len(g.keys))
+        keys = [float(k) for k in g.key_values[:width] if Fraction(lo) <= Fraction(k) <= Fraction(hi)]
     if not keys:
         return []
     ids = [v for v in (hi, lo, (lo + hi) / 2) if Fraction(lo) <= Fraction(v) <= Fraction(hi)]

@@ -307,15 +307,25 @@ def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance
         )
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     walk._family("contribution bounding", _bounding_family())
-    L = min(b.partitions, len(g.keys))
     ell = b.max_records if b.max_partitions is None else b.max_partitions
-    walk.evaluate(
-        _join(path, "bound_contributions"),
-        f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
-        f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
-        sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L),
-        "exact",
-    )
+    if g.discovered:  # keys from the data: no universe to bound the keys a user touches
+        L = b.partitions
+        walk.evaluate(
+            _join(path, "bound_contributions"),
+            f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
+            f"L = min(k, ℓ) = min({b.max_records}, {ell}) = {L} keys touched (keys from the data)",
+            sp.Eq(sp.Min(b.max_records, ell), L),
+            "exact",
+        )
+    else:
+        L = min(b.partitions, len(g.keys))
+        walk.evaluate(
+            _join(path, "bound_contributions"),
+            f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
+            f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
+            sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L),
+            "exact",
+        )
     m1 = min(b.max_per_partition, b.max_records)
     L1 = min(b.max_records, L * m1)
     return _leaf(
@@ -426,14 +436,18 @@ def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
             seen = seen.reshape(-1, 1) if seen.ndim == 1 else seen
             if b is not None and not G._kept_deterministically(seen, np.arange(len(seen)), b):
                 continue
-            counts = g.counts(seen, user=None if b is None else b.user)
+            here = g.with_keys(G.present_keys(seen, g.by).tolist()) if g.discovered else g
+            counts = here.counts(seen, user=None if b is None else b.user)
         except Exception:  # noqa: BLE001 - a candidate the steps or the relation refuse is no witness
             continue
         if sorted(set(counts.tolist())) not in ([0, 1], [1]) or int(counts.sum()) != L:
             continue
         cols = [i * (1 + g.part_width) for i, c in enumerate(counts.tolist()) if c == 1]
-        keys = [g.keys[i] if g.labelled else float(g.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
-        event = Event(_Released(cols), f"one of the keys {keys} released (coordinates {cols} not 0)")
+        keys = [here.keys[i] if here.labelled else float(here.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
+        if g.discovered:
+            event = Event(_ReleasedKeys(keys), f"one of the keys {keys} released (in the mapping)")
+        else:
+            event = Event(_Released(cols), f"one of the keys {keys} released (coordinates {cols} not 0)")
         _, delta = selection_delta(g.select, L)
         return Witness(
             d2, d, event, None, float("inf"), "a unit on L new keys: released with probability δ on D', never on D"
@@ -450,6 +464,16 @@ class _Released:
     def __call__(self, out: np.ndarray) -> np.ndarray:
         out = np.asarray(out, dtype=float).reshape(len(out), -1)
         return np.any(out[:, self.cols] != 0, axis=1)
+
+
+class _ReleasedKeys:
+    """Membership of 'one of these keys is in the released mapping' (keys from the data; picklable)."""
+
+    def __init__(self, keys: list) -> None:
+        self.keys = frozenset(keys)
+
+    def __call__(self, out: np.ndarray) -> np.ndarray:
+        return np.fromiter((any(item[0] in self.keys for item in o) for o in out), dtype=bool, count=len(out))
 
 
 def _before_group_by(step: Any) -> tuple[list, Any]:
