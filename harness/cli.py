@@ -855,7 +855,8 @@ def _gate_line(c, samples: int | None = None) -> str:
             f"{'passed' if a.passed else 'VIOLATION'}"
         )
         if samples is not None and getattr(a, "samples", samples) != samples:  # set where it was registered
-            audit += f" ({a.samples:,} samples a side, its registered setting)".replace(",", " ")
+            shown = f"{a.samples:,}".replace(",", " ")
+            audit += f" ({shown} samples a side, its registered setting)"
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:
