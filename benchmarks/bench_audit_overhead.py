@@ -1,0 +1,135 @@
+"""The audit's overhead as a user pays it: the CPU of the whole process tree of one
+``dpharness audit NAME --samples N --workers 2`` command (cold: interpreter start, imports, the worker
+pool, training, certification, statistics) over the CPU of drawing the same outputs with the
+mechanism alone (``m.sample`` on the audit's pair, N a side, in chunks of 10^6, in one warm process).
+
+Targets (the executor issue): laplace at 5·10^7 a side at most 3× its sampling, and the marginal cost
+from 10^7 to 5·10^7 (the difference of the audit's CPU over the difference of the sampling's) at most
+2.5×.
+
+Run: ``python benchmarks/bench_audit_overhead.py [--samples 1e7 5e7] [--names laplace]
+[--out benchmarks/results/audit_overhead.md]``. Measure on an idle machine: nothing else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+
+_SAMPLING = """
+import sys, time
+import numpy as np
+from dpharness import registry
+m = registry.get(sys.argv[1])
+m = m() if isinstance(m, type) else m
+a, b = m.example_pair()
+n = int(float(sys.argv[2]))
+rng = np.random.default_rng(0)
+start = time.process_time()
+for data in (a, b):
+    left = n
+    while left:
+        k = min(left, 1_000_000)
+        m.sample(data, k, rng)
+        left -= k
+print(time.process_time() - start)
+"""
+
+
+def _session_cpu(sid: int, seen: dict) -> None:
+    """Record the CPU (user + system, seconds) of every process in session ``sid`` (``/proc/PID/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # field 6 of stat: the session id
+            seen[pid] = max(seen.get(pid, 0.0), (int(fields[11]) + int(fields[12])) / tick)
+
+
+def _tree_cpu(cmd: list[str]) -> tuple[float, float, int, str]:
+    """(CPU seconds of every process of the command's session: the command, its workers and their helpers,
+    read from /proc every 50 ms until the command ends; wall seconds; exit code; last line)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen: dict = {}
+    while proc.poll() is None:
+        _session_cpu(proc.pid, seen)
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    lines = [line for line in out.splitlines() if line.strip()]
+    return sum(seen.values()), wall, proc.returncode, lines[-1] if lines else err.strip()[-200:]
+
+
+def _sampling_cpu(name: str, n: float) -> float:
+    run = subprocess.run([sys.executable, "-c", _SAMPLING, name, str(n)], capture_output=True, text=True, check=True)
+    return float(run.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=float, nargs="+", default=[1e7, 5e7])
+    ap.add_argument("--names", nargs="+", default=["laplace"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    load = os.getloadavg()
+    rows, measured = [], {}
+    for name in args.names:
+        for n in args.samples:
+            cmd = [sys.executable, "-m", "dpharness.cli", "audit", name, "--samples", str(int(n)), "--workers", "2"]
+            cpu, wall, code, last = _tree_cpu(cmd)
+            draw = _sampling_cpu(name, n)
+            measured[(name, n)] = (cpu, draw)
+            rows.append(
+                f"| {name} | {int(n):,} | {cpu:.2f} | {wall:.2f} | {draw:.2f} | {cpu / draw:.2f}× | {code} | {last[:90]} |"
+            )
+            print(rows[-1], flush=True)
+    marginal = []
+    for name in args.names:
+        ns = sorted(n for (k, n) in measured if k == name)
+        for lo, hi in zip(ns, ns[1:]):
+            (c0, d0), (c1, d1) = measured[(name, lo)], measured[(name, hi)]
+            marginal.append(f"| {name} | {int(lo):,} → {int(hi):,} | {(c1 - c0) / (d1 - d0):.2f}× |")
+    text = "\n".join(
+        [
+            "# The audit's CPU as a user pays it, against its sampling",
+            "",
+            f"Command: `python benchmarks/bench_audit_overhead.py --samples {' '.join(f'{n:g}' for n in args.samples)} "
+            f"--names {' '.join(args.names)}`; {datetime.date.today()}; {platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start.",
+            "Audit CPU: user + system time of every process of the session of `dpharness audit NAME --samples N "
+            "--workers 2` (cold: the command, its worker processes and their helpers), read from /proc every "
+            "50 ms (the last 50 ms of each process may be missed). Sampling CPU: `m.sample` on the audit's example pair, N a side in chunks of "
+            "10^6, in one warm process (imports not counted).",
+            "",
+            "| mechanism | samples a side | audit CPU s | audit wall s | sampling CPU s | audit / sampling | exit | last line |",
+            "|---|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            "Marginal cost (difference of audit CPU over difference of sampling CPU):",
+            "",
+            "| mechanism | samples a side | marginal |",
+            "|---|---|---|",
+            *marginal,
+            "",
+        ]
+    )
+    print(text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
