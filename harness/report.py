@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -240,6 +241,13 @@ def _loss(report: Report, data, neighbor, x: np.ndarray, y: np.ndarray) -> tuple
         return lx, ly, "the exact laws at sampled outputs"
     except (Exception, PhaseTimeout):
         pass
+    if np.asarray(x).dtype.kind not in "biuf":  # outputs that are not numbers: their empirical frequencies
+        kx, ky = [str(o) for o in x], [str(o) for o in y]
+        fx, fy = Counter(kx), Counter(ky)
+        with np.errstate(divide="ignore"):
+            lx = np.log(np.array([fx[k] for k in kx], float) / np.array([fy[k] for k in kx], float))
+            ly = np.log(np.array([fy[k] for k in ky], float) / np.array([fx[k] for k in ky], float))
+        return lx, ly, "empirical frequencies of the sampled outputs (no exact law available)"
     flat_x = np.asarray(x, float).reshape(len(x), -1)[:, 0]
     flat_y = np.asarray(y, float).reshape(len(y), -1)[:, 0]
     edges = np.histogram_bin_edges(np.concatenate([flat_x, flat_y]), bins=40)
@@ -266,6 +274,8 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     x = np.asarray(m.sample(data, plot_samples, rng))
     y = np.asarray(m.sample(neighbor, plot_samples, rng))
     loss_x, loss_y, report.loss_source = _loss(report, data, neighbor, x, y)
+    if x.dtype == object:  # outputs that are values (e.g. a group-by's mapping of keys): plotted as labels
+        x, y = np.array([str(o) for o in x], dtype=object), np.array([str(o) for o in y], dtype=object)
 
     claimed, _ = audit_target(m.claim)
     proven = None if report.proof is None else float(report.proof.bound)

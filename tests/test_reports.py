@@ -317,3 +317,21 @@ def test_an_epsilon_delta_parts_mechanism_gets_its_privacy_profile_panel(tmp_pat
     assert all(e >= 0 for _, e, _ in r.profile.points)
     text = render_markdown(r, str(tmp_path))
     assert "Last row: the privacy profile ε(δ) the proof accounts" in text
+
+
+def test_report_of_a_mechanism_whose_outputs_are_mappings(tmp_path):
+    """A group-by with keys from the data releases a mapping (a tuple of (key, values) per sample): the
+    report plots it as labels and its losses from empirical frequencies, never 'plots unavailable'."""
+    from dpharness import AddRemove, ApproxDP, RealBox
+    from dpharness import parts as dp
+
+    m = dp.mechanism(
+        name="found_keys",
+        records=RealBox(0, 100, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=2, scale=1)),
+        claim=ApproxDP(2, 0.5),
+    )
+    r = report.build(m, samples=5_000, seed=3, curve_sizes=(), plot_samples=500)
+    assert r.png is not None and not r.plot_note
+    assert "empirical frequencies" in r.loss_source

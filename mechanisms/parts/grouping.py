@@ -919,7 +919,8 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     user_col = b.user if b is not None else None
     if g.discovered:  # keys from the data: any values of the key column's domain
         width = b.max_records if b is not None else 1
-        keys = sorted({float(lo + (hi - lo) * i / width) for i in range(width)})
+        step = 1.0 if lo + width - 1 <= hi else (hi - lo) / width  # consecutive integers where they fit
+        keys = sorted({float(lo + step * i) for i in range(width)})
     else:
         width = min(b.max_records if b is not None else 1, len(g.keys))
         keys = [float(k) for k in g.key_values[:width] if Fraction(lo) <= Fraction(k) <= Fraction(hi)]
