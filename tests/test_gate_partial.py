@@ -110,15 +110,21 @@ def test_register_samples_audits_every_round(tmp_path):
 
     assert "samples=2000" in TEAM_MODULE_OWN_SAMPLES
     (tmp_path / "own_team.py").write_text(TEAM_MODULE_OWN_SAMPLES)
-    argv = ["gate", "--module", "own_team", "--own", "--samples", "300", "--jobs", "1", "--no-cache", "--json"]
-    run = subprocess.run(
-        [sys.executable, "-m", "dpharness.cli", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
-        timeout=600,
-    )
+    runs = {}
+    for fmt in ("--json", "--text"):
+        argv = ["gate", "--module", "own_team", "--own", "--samples", "300", "--jobs", "1", "--no-cache"]
+        argv += [fmt] if fmt == "--json" else []
+        runs[fmt] = subprocess.run(
+            [sys.executable, "-m", "dpharness.cli", *argv],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+            timeout=600,
+        )
+    run = runs["--json"]
     got = json.loads(run.stdout)["mechanisms"][0]
     assert got["audit_partial"] is None and got["status"] == "PASS", run.stdout + run.stderr
     assert got["audit"]["samples"] == 2000
+    # the line says the audit ran at the registered budget, not at --samples
+    assert "(2 000 samples a side, its registered setting)" in runs["--text"].stdout, runs["--text"].stdout
