@@ -710,13 +710,14 @@ def test_audit_report_and_gate_print_one_bound_for_a_target(numpy_targets, capsy
 def test_gate_timeout_of_a_target_says_what_to_change(numpy_targets, monkeypatch, capsys):
     """A library target whose audit runs out of the gate's time limit is TIMEOUT (not decided), and its
     note names the options: --samples, --timeout, or a budget of its own with register(get_target(...))
-    (registered with one: change it there). Deterministic: the stand-in sleeps 0.2 s per call of its sampler, far beyond a 1 s limit at 10^6."""
+    (registered with one: change it there). Deterministic: the stand-in sleeps 1.5 s per call of its sampler, so
+    its first call is beyond the 1 s limit (at 0.2 s a call, the few calls of 10^6 samples fitted in 1 s)."""
     import time
 
     from dpharness.auditors.libraries import _registry, get_target
 
     def slow(data, size, rng):
-        time.sleep(0.2)
+        time.sleep(1.5)  # each call beyond the 1 s limit, on any machine
         return _grid_laplace(data, size, rng)
 
     def build(v):
