@@ -66,7 +66,6 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         return _as_released(parts, _first(_dask_release(parts, data, columns, rng)))
     labels = _label_columns(parts) if isinstance(parts, PartsMechanism) else {}
     arr = _records(data, columns, "data", labels)
-    _check_keys(parts, arr)
     return _as_released(parts, _first(mechanism.sample(arr, 1, rng)))
 
 
@@ -134,20 +133,6 @@ def _label_columns(m: Any) -> dict:
                 )
             found[g.by] = g
     return found
-
-
-def _check_keys(m: Any, arr: np.ndarray) -> None:
-    """Every record's key is one of its group-by's keys (refused, never dropped in silence)."""
-    arr = np.asarray(arr, dtype=float)
-    if not len(arr):
-        return
-    for g in _group_bys(getattr(m, "steps", None)):
-        col = arr[:, g.by] if arr.ndim == 2 else arr
-        if (g.codes(col) < 0).any():
-            raise ParameterError(
-                f"data has records whose key (column {g.by}) is not one of the keys of {g.describe()}; "
-                "declare every key in keys=[...], or filter those records out before the release."
-            )
 
 
 def _as_released(m: Any, out: Any) -> Any:
@@ -356,7 +341,6 @@ def _dask_release(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
         arr = arr.reshape(-1, dim) if dim > 1 else arr.reshape(-1)
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
-            _check_keys(m, arr)
         return len(arr), _partial(plan, arr)
 
     parts = dask.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
