@@ -40,6 +40,7 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     returns: a number, or an array of the output's coordinates."""
     from .core import Mechanism
     from .mechanisms.parts import PartsMechanism
+    from .mechanisms.parts.grouping import discovered_head, with_found_keys
 
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(
@@ -49,13 +50,13 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
     rng = np.random.default_rng(seed)
     parts = getattr(mechanism, "parts", mechanism)
-    if isinstance(parts, PartsMechanism) and _discovered(parts) is not None:
+    if isinstance(parts, PartsMechanism) and discovered_head(parts.steps) is not None:
         # keys from the data: the group-by over the keys present (labels or numbers, sorted), whose
         # encoded release, with its zeros dropped, is the mapping m.sample gives (same seed, same draws)
         found = _present(parts, data, columns)
         if not found:  # no records, no key: nothing is released, whatever the randomness
             return {}
-        parts = dataclasses.replace(parts, steps=_with_found(parts, found))
+        parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, found))
         mechanism = parts
     if _is_dask(data):
         if not isinstance(parts, PartsMechanism) or parts.shape != "dataset":
@@ -69,22 +70,13 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     return _as_released(parts, _first(mechanism.sample(arr, 1, rng)))
 
 
-def _discovered(m: Any) -> Any:
-    from .mechanisms.parts.grouping import discovered_head
-
-    return discovered_head(m.steps)
-
-
-def _with_found(m: Any, found: list) -> Any:
-    from .mechanisms.parts.grouping import with_found_keys
-
-    return with_found_keys(m.steps, found)
-
-
 def _present(m: Any, data: Any, columns: Sequence[str] | None) -> list:
     """The distinct keys in the key column of ``data`` (labels or numbers), sorted (numbers by value, labels
     by type name and then value); a Dask frame's found partition by partition and merged."""
-    g = _discovered(m)
+    from .mechanisms.parts.grouping import discovered_head
+
+    g = discovered_head(m.steps)
+    assert g is not None  # release() calls this for such mechanisms only
     if _is_dask(data) or (hasattr(data, "columns") and hasattr(data, "dtypes")):
         cols = list(data.columns) if columns is None else list(columns)
         if g.by >= len(cols):
@@ -138,13 +130,10 @@ def _label_columns(m: Any) -> dict:
 def _as_released(m: Any, out: Any) -> Any:
     """A mechanism whose whole output is one group-by releases a mapping: released key -> its noisy count,
     or -> (noisy count, part values...) with a per-key part; keys not released are absent."""
-    from .mechanisms.parts import _base as B
-    from .mechanisms.parts.grouping import BoundContributions, GroupBy
+    from .mechanisms.parts.grouping import whole_group_by
 
-    steps = getattr(m, "steps", None)
-    if isinstance(steps, B.Chain) and isinstance(steps.first, BoundContributions):
-        steps = steps.second
-    if type(steps) is not GroupBy:
+    steps = whole_group_by(getattr(m, "steps", None))
+    if steps is None:
         return out
     rows = np.asarray(out, dtype=float).reshape(len(steps.keys), 1 + steps.part_width)
     released = {}

@@ -594,12 +594,18 @@ def group_by(*, by: int, keys: Sequence | None, select: PartitionSelect, part: A
     return GroupBy(by, universe, select, part)
 
 
-def discovered_head(steps: Any) -> GroupBy | None:
-    """The group-by with ``keys=None`` when ``steps`` is one (after ``bound_contributions`` or not), else None."""
+def whole_group_by(steps: Any) -> GroupBy | None:
+    """The group-by when ``steps`` is exactly one (after ``bound_contributions`` or not), else None."""
     from ._base import Chain
 
     g = steps.second if isinstance(steps, Chain) and type(steps.first) is BoundContributions else steps
-    return g if type(g) is GroupBy and g.discovered else None
+    return g if type(g) is GroupBy else None
+
+
+def discovered_head(steps: Any) -> GroupBy | None:
+    """The group-by with ``keys=None`` when ``steps`` is one (after ``bound_contributions`` or not), else None."""
+    g = whole_group_by(steps)
+    return g if g is not None and g.discovered else None
 
 
 def with_found_keys(steps: Any, found: Sequence) -> Any:
