@@ -26,7 +26,7 @@ from scipy import stats
 import dpharness
 from dpharness import AddRemove, ApproxDP, IntegerRange, PureDP, RealBox, Substitute
 from dpharness import parts as dp
-from dpharness.errors import ParameterError
+from dpharness.errors import ParameterError, UnsupportedError
 from dpharness.proofs import prove
 from dpharness.proofs._model import Verdict
 
@@ -581,6 +581,8 @@ def test_keys_from_the_data_prove_as_declared_keys_and_refute_with_a_true_witnes
     assert w.event.contains(m.sample(w.neighbor, n, np.random.default_rng(1))).sum() == 0
     p = math.exp(-2) / (1 + math.exp(-1))  # P(K >= T - 1) with T = 3, t = 1
     assert stats.binomtest(int(hits), n, p).pvalue > 1e-6
+    with pytest.raises(UnsupportedError, match="mapping of the keys found"):
+        m.law(w.data)  # no law over encoded vectors is claimed for outputs that are mappings
     users = [
         prove(
             dp.mechanism(

@@ -245,6 +245,13 @@ def law(m: Any, data: Any) -> FunctionLaw | DiscreteLaw:
             f"{m.name} draws a random subsample per release; its output law is a mixture over the "
             "subsamples, not listed here (the proof accounts for it by amplification)."
         )
+    from .grouping import discovered_head
+
+    if discovered_head(m.steps) is not None:
+        raise UnsupportedError(
+            f"{m.name} releases a mapping of the keys found in the data; its law over mappings is not "
+            "listed here (the proof is universe-free and needs no law)."
+        )
     import sympy as sp
 
     from dpharness.core import exact
