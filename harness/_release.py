@@ -123,6 +123,13 @@ def _label_columns(m: Any) -> dict:
                 raise UnsupportedError(
                     f"column {g.by} is grouped with two different key lists; use one key list per column"
                 )
+            lo, hi = m.space.lo[g.by], m.space.hi[g.by]
+            if not (lo <= 0 and len(g.keys) - 1 <= hi):  # of the mechanism alone, never of the data
+                raise ParameterError(
+                    f"{g.describe()} carries its {len(g.keys)} labels as positions 0..{len(g.keys) - 1} in "
+                    f"column {g.by}, but records={m.records.describe()} holds [{float(lo):g}, {float(hi):g}] there; "
+                    "declare records whose key column holds every position."
+                )
             found[g.by] = g
     return found
 

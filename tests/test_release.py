@@ -244,3 +244,18 @@ def test_keys_from_the_data_on_dask_are_the_pandas_release():
     with dask.config.set(scheduler="synchronous"):
         got = dpharness.release(_discovered(part=False), dd.from_pandas(frame, npartitions=4), seed=SEED)
     assert got == want and list(got) == ["Graz", "Lyon", "Turku"]
+
+
+def test_labels_whose_positions_the_records_cannot_hold_are_refused_up_front():
+    """Positions 0..K-1 outside the declared records: refused for the mechanism, before reading any data
+    (never an error that depends on which labels a frame holds)."""
+    pd = pytest.importorskip("pandas")
+    m = dp.mechanism(
+        name="too_many_labels",
+        records=RealBox(0, 2, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=1, keys=["a", "b", "c", "d"], select=dp.partition_select(threshold=20, scale=1)),
+        claim=ApproxDP(3, 1e-5),
+    )
+    with pytest.raises(ParameterError, match="positions 0..3"):
+        dpharness.release(m, pd.DataFrame({"x": [1.0], "k": ["a"]}), seed=SEED)
