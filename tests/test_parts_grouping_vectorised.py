@@ -2,7 +2,8 @@
 binary search equal ``col == float(k)``; counts and per-key parts computed for all keys at once give,
 for the same seed, the releases of the per-key loop they replace (kept here as the reference:
 ``arr[col == float(k)]`` per key, the part executed on each key's records in turn; a key no release
-counts anything under is never released and draws no noise, in both)."""
+counts anything under is never released and draws no noise, and a key's part draws noise only for
+the releases that release the key, in both)."""
 
 from __future__ import annotations
 
@@ -58,8 +59,12 @@ def _reference_release(self, counts, rng, records=None, space=None, codes=None, 
         if i not in present:
             blocks.append(np.zeros((size, 1 + w)))
             continue
-        vals = flatten(execute(self.part, arr[col == float(k)], space, size, rng)).reshape(size, w)
-        blocks.append(np.concatenate([sel[:, i : i + 1], np.where(sel[:, i : i + 1] != 0, vals, 0.0)], axis=1))
+        released = np.flatnonzero(sel[:, i] != 0)  # the part runs for the releases that release the key
+        vals = np.zeros((size, w))
+        if len(released):
+            ran = execute(self.part, arr[col == float(k)], space, len(released), rng)
+            vals[released] = flatten(ran).reshape(len(released), w)
+        blocks.append(np.concatenate([sel[:, i : i + 1], vals], axis=1))
     return np.concatenate(blocks, axis=1)
 
 

@@ -424,31 +424,35 @@ class GroupBy(Measurement):
             noisy = noise.astype(np.int64) + here
             sel = np.where((here > 0) & (noisy >= self.select.T), noisy, 0).astype(float)
         w = 0 if self.part is None else self.part_width
-        out = np.zeros((rows, len(self.keys), 1 + w))
-        out[:, present, 0] = sel
+        # Key-major storage (viewed as rows of |keys| x (1 + w) values): only the present keys' columns
+        # are written, so the absent keys' zeros are never touched (a calloc'd block stays unpaged).
+        out = np.zeros((len(self.keys), 1 + w, rows))
+        out[present, 0, :] = sel.T
         if self.part is not None and len(present):
             assert space is not None  # a group-by with a part is released with its records' space
-            vals = self._part_outputs(_rows(records), space, rows, rng, codes, present)  # (rows, |present|, w)
-            out[:, present, 1:] = np.where(sel[:, :, None] != 0, vals, 0.0)
-        return out.reshape(rows, len(self.keys) * (1 + w))
+            self._part_outputs(_rows(records), space, rng, codes, present, sel != 0, out)
+        return out.transpose(2, 0, 1).reshape(rows, len(self.keys) * (1 + w))
 
     def _part_outputs(
         self,
         arr: np.ndarray,
         space: Space,
-        size: int,
         rng: np.random.Generator,
         codes: np.ndarray | None,
-        present: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """(size, |present|, w): the part run on each present encoded key's records, key after key. The same values
-        and draws as executing ``part`` on ``arr[arr[:, by] == k]`` for each key ``k`` in turn, computed
-        together: each (record-wise steps, aggregate, noise) of the part runs its record-wise steps once
-        on every record under a key (a record-wise map of a subset is the subset of the map), its
-        aggregate per key at once (``apply_by``: exact, the value ``apply`` gives on the key's records,
-        0 for a key without records), and its noise on each key's aggregate in the order of the keys and,
-        within a key, of the parts (the order in which the per-key runs draw). ``present``: the keys
-        that can be released (the others, never released, are 0 and draw nothing)."""
+        present: np.ndarray,
+        released: np.ndarray,
+        out: np.ndarray,
+    ) -> None:
+        """Write into ``out`` (|keys|, 1 + w, size) the part's outputs where a key is released
+        (``released``: (size, |present|), column j for ``present[j]``): the same law as executing
+        ``part`` on ``arr[arr[:, by] == k]`` for each key ``k`` in each release, computed together: each
+        (record-wise steps, aggregate, noise) of the part runs its record-wise steps once on every
+        record under a key (a record-wise map of a subset is the subset of the map), its aggregate per
+        key at once (``apply_by``: exact, the value ``apply`` gives on the key's records, 0 for a key
+        without records), and its noise on each key's aggregate, for the releases that release the key
+        only (a key not released outputs 0 whatever its part's noise, so the draws it would not use are
+        not made: independent draws, the same law), in the order of the keys and, within a key, of the
+        parts."""
         n_keys = len(self.keys)
         if codes is None:
             codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
@@ -465,12 +469,12 @@ class GroupBy(Measurement):
             else:  # an aggregate without a grouped form: on each key's records
                 per_key = [agg.apply(value[codes == i]) for i in range(n_keys)]
             aggregates.append((per_key, agg.out_space(sp), noise))
-        keys = list(range(n_keys)) if present is None else present.tolist()
-        out = np.zeros((size, len(keys), self.part_width))
-        for j, i in enumerate(keys):
-            outs = [execute(noise, per_key[i], sp, size, rng) for per_key, sp, noise in aggregates]
-            out[:, j, :] = np.concatenate([np.asarray(o).reshape(size, -1) for o in outs], axis=1)
-        return out
+        for j, i in enumerate(present.tolist()):
+            rows = np.flatnonzero(released[:, j])
+            if len(rows) == 0:
+                continue
+            outs = [execute(noise, per_key[i], sp, len(rows), rng) for per_key, sp, noise in aggregates]
+            out[i, 1:, rows] = np.concatenate([np.asarray(o).reshape(len(rows), -1) for o in outs], axis=1)
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         arr = _rows(value)
