@@ -83,6 +83,7 @@ __all__ = [
     "ExactProbability",
     "exact_rational",
     "bernoulli",
+    "bernoulli_indices",
     "bernoulli_exp",
     "discrete_laplace",
     "discrete_gaussian",
@@ -336,6 +337,33 @@ def bernoulli(p: Any, size, rng: np.random.Generator) -> np.ndarray:
             res[i] = _resolve_below(int(w[i] >> np.uint64(11)), 53, prob.enclose, rng)
         out[start : start + len(w)] = res
     return out.reshape(shape)
+
+
+def bernoulli_indices(p: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """The sorted indices (int64) of the True draws among ``n`` independent Bernoulli(``p``), exactly
+    (``p`` as for :func:`bernoulli`): the mask ``Poisson subsampling`` keeps, four draws per 64-bit word.
+
+    Draw i reads 16 bits ``h`` of the stream as the leading bits of its uniform U in
+    ``[h, h + 1) 2**-16``: with ``c_lo = floor(lo 2**16)`` and ``c_hi = floor(hi 2**16)`` for an
+    enclosure ``lo <= p <= hi``, ``h < c_lo`` is True (U < (h + 1) 2**-16 <= lo) and ``h > c_hi`` False
+    (U >= h 2**-16 > hi); the rest (``c_lo <= h <= c_hi``, about one draw in 2**16) draw further bits
+    of U, in index order after the bulk, until ``p`` is decided (:func:`_resolve_below`)."""
+    prob = _as_probability(p)
+    n = int(n)
+    if n < 0:
+        raise ParameterError(f"n={n!r} must be nonnegative.")
+    lo, hi = prob.enclose(128)
+    c_lo = min(math.floor(lo * 2**16), 2**16)
+    c_hi = min(math.floor(hi * 2**16), 2**16 - 1)
+    h = _words(rng, -(-n // 4)).view(np.uint16)[:n]  # four independent 16-bit uniforms per word
+    if c_lo >= 2**16:  # p = 1
+        return np.arange(n, dtype=np.int64)
+    low = np.flatnonzero(h <= np.uint16(c_hi)).astype(np.int64, copy=False)  # kept or undecided: one pass
+    undecided = h[low] >= c_lo
+    if not undecided.any():
+        return low
+    more = [i for i in low[undecided].tolist() if _resolve_below(int(h[i]), 16, prob.enclose, rng)]
+    return np.sort(np.concatenate([low[~undecided], np.asarray(more, dtype=np.int64)]))
 
 
 def bernoulli_exp(x: Any, rng: np.random.Generator, size=None) -> np.ndarray | bool:

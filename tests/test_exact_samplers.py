@@ -157,6 +157,53 @@ def test_bernoulli_rational_is_decided_exactly_at_the_threshold_word():
         assert got == (Fraction(c * 2**64 + w, 2**117) < p)
 
 
+def test_bernoulli_indices_decide_exactly_at_the_threshold_chunk():
+    """p = 1/3 with every 16-bit chunk at c = floor(2**16/3), the chunk that straddles p: each draw's
+    next word decides it exactly like the rational comparison of the refined U with 1/3; a chunk below c
+    is kept and one above is not, without further bits."""
+    p = Fraction(1, 3)
+    c = math.floor(p * 2**16)
+    word = c | (c << 16) | ((c - 1) << 32) | ((c + 1) << 48)  # draws 0, 1 at c; 2 below; 3 above
+    script = [0, 2**64 - 1]  # draw 0 refined to the bottom of its chunk, draw 1 to the top
+    rng = _ScriptedRng(_ScriptedBits(lambda n: np.full(n, word), script=list(script)))
+    got = E.bernoulli_indices(p, 4, rng).tolist()
+    want = [i for i, w in enumerate(script) if Fraction(c * 2**64 + w, 2**80) < p] + [2]
+    assert got == sorted(want) and got == [0, 2]
+
+
+@pytest.mark.parametrize("p", [1, Fraction(0), 2.0**-30, Fraction(1, 2)])
+def test_bernoulli_indices_edges(p):
+    """p = 1 keeps all; p = 0 keeps none, also when a chunk is 0 (the ambiguous chunk of p < 2**-16,
+    resolved by further bits); p = 1/2 is exactly the chunks below 2**15 (no ambiguity)."""
+    chunks = np.array([0, 1, 2**15 - 1, 2**15, 2**16 - 1, 0, 5, 40000], dtype=np.uint16)
+    words = chunks.view(np.uint64)
+    rng = _ScriptedRng(_ScriptedBits(lambda n: words[:n]))
+    got = E.bernoulli_indices(p, 8, rng).tolist()
+    if p == 1:
+        assert got == list(range(8))
+    elif p == 0:
+        assert got == []
+    elif p == Fraction(1, 2):
+        assert got == [0, 1, 2, 5, 6]
+    else:  # 2**-30: only a zero chunk can be kept, and then only if its further bits fall below p
+        assert set(got) <= {0, 5}
+    assert E.bernoulli_indices(Fraction(1, 3), 0, np.random.default_rng(0)).tolist() == []
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("p", [Fraction(1, 100), 0.5, Fraction(1, 3), 2.0**-14])
+def test_bernoulli_indices_law(p):
+    """The number kept among 10**6 draws is Binomial(10**6, p) and the kept positions are uniform (a
+    chi-square over 10 equal blocks); seed 61, level 1e-4 each (false-failure rate 8e-4 over the 8
+    checks)."""
+    rng = np.random.default_rng(61)
+    idx = E.bernoulli_indices(p, 10**6, rng)
+    assert np.all(np.diff(idx) > 0) and (len(idx) == 0 or (idx[0] >= 0 and idx[-1] < 10**6))
+    assert stats.binomtest(len(idx), 10**6, float(p)).pvalue > ALPHA, RATE_NOTE
+    blocks = np.bincount(idx // 10**5, minlength=10)
+    assert stats.chisquare(blocks).pvalue > ALPHA, RATE_NOTE
+
+
 @pytest.mark.parametrize("L", [37, 200, 1000])
 def test_randomized_response_lies_when_u_is_below_the_exact_lie_probability(L):
     """With the 53-bit prefix of U forced to 0, lying must happen exactly for the refined U below

@@ -80,27 +80,28 @@ def _subsampled(
     sample: PoissonSample, rest: Step, value: Any, space: Space, size: int, rng: np.random.Generator
 ) -> np.ndarray:
     """``size`` releases, each on its own Poisson subsample: an exact Bernoulli(rate) per record and
-    release; the releases that kept the same records run ``rest`` together (one call per distinct
+    release (:func:`bernoulli_indices`, release-major); the releases that kept the same records run ``rest`` together (one call per distinct
     subsample, in a fixed order, so the same seed gives the same outputs)."""
-    from dpharness.mechanisms._exact import bernoulli
+    from dpharness.mechanisms._exact import bernoulli_indices
 
     arr = np.asarray(value)
     n = len(arr)
     if n == 0:
         return flatten(execute(rest, arr, space, size, rng))
-    keep = bernoulli(sample.rate, (size, n), rng)
-    return _run_on(keep, rest, arr, space, size, rng)
+    keep = np.zeros(size * n, dtype=bool)
+    keep[bernoulli_indices(sample.rate, size * n, rng)] = True
+    return _run_on(keep.reshape(size, n), rest, arr, space, size, rng)
 
 
 def _subsampled_batch(sample: PoissonSample, rest: Step, batch: Batch, space: Space, rng: np.random.Generator) -> Any:
     """A batch's releases, each on its own Poisson subsample of its own records: an exact Bernoulli(rate)
     per (release, record), as :func:`_subsampled` draws them, then ``rest`` on the kept rows of every
     release at once."""
-    from dpharness.mechanisms._exact import bernoulli
+    from dpharness.mechanisms._exact import bernoulli_indices
 
     if batch.values is not None:
         return NotImplemented
-    keep = bernoulli(sample.rate, (len(batch.rows),), rng)
+    keep = bernoulli_indices(sample.rate, len(batch.rows), rng)
     kept = Batch(batch.n, batch.states, batch.rows[keep], batch.codes[keep])
     return execute_batch(rest, kept, space, rng)
 
