@@ -902,7 +902,8 @@ def leaf(step: Step, value: Any, space: Space | None = None, walk: Any = None) -
     assert isinstance(step, Chain)  # not a GroupBy: bound_contributions >> group_by
     b, g, _ = split_bounded(step)
     arr = np.asarray(value, dtype=float)
-    arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
+    if arr.size == 0:  # no records: as wide as the records (the part may read any of their columns)
+        arr = arr.reshape(0, space.dim if space is not None else max(b.user, b.by) + 1)
     if not _user_runs(arr, b)[2].all():
         raise UnsupportedError(
             f"{b.describe()} drops records at random on this input; its output law is a mixture over "
