@@ -14,7 +14,21 @@ import numpy as np
 
 from dpharness.errors import ParameterError
 
-from ._base import Batch, Chain, Space, Step, _need, _plain, check_structure, execute, execute_batch, flatten, register
+from ._base import (
+    Batch,
+    Chain,
+    Measurement,
+    Space,
+    Step,
+    Transformation,
+    _need,
+    _plain,
+    check_structure,
+    execute,
+    execute_batch,
+    flatten,
+    register,
+)
 
 __all__ = ["PoissonSample", "poisson_sample", "FixedSample", "sample"]
 
@@ -88,22 +102,43 @@ def _subsampled(
     n = len(arr)
     if n == 0:
         return flatten(execute(rest, arr, space, size, rng))
+    if _batched(rest):  # every release's subsample at once: the batch's rows are release-major, as below
+        return execute_batch(rest, _subsampled_rows(sample, Batch.tiled(arr, size, None), rng), space, rng)
     keep = np.zeros(size * n, dtype=bool)
     keep[bernoulli_indices(sample.rate, size * n, rng)] = True
     return _run_on(keep.reshape(size, n), rest, arr, space, size, rng)
+
+
+def _batched(step: Step) -> bool:
+    """Whether ``step`` runs a batch of releases at once without falling back to one release at a time:
+    record-wise transformations, then an aggregate with an exact batched form, then a noise with a
+    vectorised ``run_each``."""
+    while isinstance(step, Chain) and isinstance(step.first, Transformation) and step.first.rowwise:
+        step = step.second
+    if not (isinstance(step, Chain) and isinstance(step.first, Transformation)):
+        return False
+    aggregate, noise = step.first, step.second
+    grouped = (
+        getattr(aggregate, "sum_terms", None) is not None or getattr(aggregate, "apply_by_units", None) is not None
+    )
+    return grouped and isinstance(noise, Measurement) and type(noise).run_each is not Measurement.run_each
+
+
+def _subsampled_rows(sample: "PoissonSample", batch: Batch, rng: np.random.Generator) -> Batch:
+    """The batch's rows each release keeps: an exact Bernoulli(rate) per row, in the batch's row order."""
+    from dpharness.mechanisms._exact import bernoulli_indices
+
+    keep = bernoulli_indices(sample.rate, len(batch.rows), rng)
+    return Batch(batch.n, batch.states, batch.rows[keep], batch.codes[keep])
 
 
 def _subsampled_batch(sample: PoissonSample, rest: Step, batch: Batch, space: Space, rng: np.random.Generator) -> Any:
     """A batch's releases, each on its own Poisson subsample of its own records: an exact Bernoulli(rate)
     per (release, record), as :func:`_subsampled` draws them, then ``rest`` on the kept rows of every
     release at once."""
-    from dpharness.mechanisms._exact import bernoulli_indices
-
     if batch.values is not None:
         return NotImplemented
-    keep = bernoulli_indices(sample.rate, len(batch.rows), rng)
-    kept = Batch(batch.n, batch.states, batch.rows[keep], batch.codes[keep])
-    return execute_batch(rest, kept, space, rng)
+    return execute_batch(rest, _subsampled_rows(sample, batch, rng), space, rng)
 
 
 def _run_on(
