@@ -3,7 +3,8 @@ binary search equal ``col == float(k)``; counts and per-key parts computed for a
 for the same seed, the releases of the per-key loop they replace (kept here as the reference:
 ``arr[col == float(k)]`` per key, the part executed on each key's records in turn; a key no release
 counts anything under is never released and draws no noise, and a key's part draws noise only for
-the releases that release the key, in both)."""
+the releases that release the key, in both; grid noises are drawn in one call per part over the keys
+(``run_repeated``), other noises key after key)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dpharness import AddRemove, ApproxDP, RealBox
 from dpharness import parts as dp
 from dpharness.mechanisms.parts import grouping
 from dpharness.mechanisms.parts._base import execute, flatten
+from dpharness.mechanisms.parts.noise import _GridNoise
 
 
 # --------------------------------------------------------------------------- the per-key loop, as it was
@@ -54,18 +56,48 @@ def _reference_release(self, counts, rng, records=None, space=None, codes=None, 
     arr = np.asarray(records, dtype=float)
     arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
     col = arr[:, self.by] if len(arr) else np.zeros(0)
-    blocks = []
-    for i, k in enumerate(self.keys):
-        if i not in present:
-            blocks.append(np.zeros((size, 1 + w)))
-            continue
-        released = np.flatnonzero(sel[:, i] != 0)  # the part runs for the releases that release the key
-        vals = np.zeros((size, w))
-        if len(released):
-            ran = execute(self.part, arr[col == float(k)], space, len(released), rng)
-            vals[released] = flatten(ran).reshape(len(released), w)
-        blocks.append(np.concatenate([sel[:, i : i + 1], vals], axis=1))
+    vals = np.zeros((size, counts.shape[1], w))
+    released = [np.flatnonzero(sel[:, i] != 0) for i in range(counts.shape[1])]  # where each key's part runs
+
+    def run(part, i, k):
+        ran = execute(part, arr[col == float(k)], space, len(released[i]), rng)
+        return flatten(ran).reshape(len(released[i]), -1)
+
+    leaves = _leaf_parts(self.part)
+    if all(isinstance(_steps(p)[-1], _GridNoise) for p in leaves):  # part after part: one draw over the keys
+        rel = [(i, k) for i, k in enumerate(self.keys) if len(released[i])]
+        for at, part in enumerate(leaves if rel else []):  # (one output each here)
+            *pre, noise = _steps(part)
+            values = []
+            for i, k in rel:  # the key's aggregate, by the steps' own apply on its records
+                value = arr[col == float(k)]
+                for step in pre:
+                    value = step.apply(value)
+                values.append(value)
+            got = noise.run_repeated(values, [len(released[i]) for i, _ in rel], rng)[:, 0]
+            start = 0
+            for i, _ in rel:
+                vals[released[i], i, at] = got[start : start + len(released[i])]
+                start += len(released[i])
+    else:  # key after key, the whole part
+        for i, k in enumerate(self.keys):
+            if len(released[i]):
+                vals[released[i], i, :] = run(self.part, i, k)
+    blocks = [np.concatenate([sel[:, i : i + 1], vals[:, i, :]], axis=1) for i in range(counts.shape[1])]
     return np.concatenate(blocks, axis=1)
+
+
+def _leaf_parts(part):
+    """The chains of a (nested) compose, in order."""
+    return [q for p in part.parts for q in _leaf_parts(p)] if hasattr(part, "parts") else [part]
+
+
+def _steps(chain):
+    out = []
+    while hasattr(chain, "second"):
+        out.append(chain.first)
+        chain = chain.second
+    return out + [chain]
 
 
 def _reference_run(self, value, space, size, rng):

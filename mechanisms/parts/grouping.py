@@ -451,8 +451,8 @@ class GroupBy(Measurement):
         key at once (``apply_by``: exact, the value ``apply`` gives on the key's records, 0 for a key
         without records), and its noise on each key's aggregate, for the releases that release the key
         only (a key not released outputs 0 whatever its part's noise, so the draws it would not use are
-        not made: independent draws, the same law), in the order of the keys and, within a key, of the
-        parts."""
+        not made: independent draws, the same law). Grid noises (laplace, gaussian) draw once per part
+        for every released key, part after part; other noises key after key, a key's parts in order."""
         n_keys = len(self.keys)
         if codes is None:
             codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
@@ -469,10 +469,23 @@ class GroupBy(Measurement):
             else:  # an aggregate without a grouped form: on each key's records
                 per_key = [agg.apply(value[codes == i]) for i in range(n_keys)]
             aggregates.append((per_key, agg.out_space(sp), noise))
-        for j, i in enumerate(present.tolist()):
-            rows = np.flatnonzero(released[:, j])
-            if len(rows) == 0:
-                continue
+        from .noise import _GridNoise
+
+        keys = [(i, rows) for j, i in enumerate(present.tolist()) if len(rows := np.flatnonzero(released[:, j]))]
+        if not keys:  # nothing released: the parts draw nothing
+            return
+        if all(isinstance(noise, _GridNoise) for _, _, noise in aggregates):
+            # grid noise: one draw per part for every released (release, key), part after part, keys in order
+            col = 1
+            for per_key, sp, noise in aggregates:
+                got = noise.run_repeated([per_key[i] for i, _ in keys], [len(rows) for _, rows in keys], rng)
+                start, width = 0, got.shape[1]
+                for i, rows in keys:
+                    out[i, col : col + width, rows] = got[start : start + len(rows)]
+                    start += len(rows)
+                col += width
+            return
+        for i, rows in keys:  # key after key, each key's parts in order
             outs = [execute(noise, per_key[i], sp, len(rows), rng) for per_key, sp, noise in aggregates]
             out[i, 1:, rows] = np.concatenate([np.asarray(o).reshape(len(rows), -1) for o in outs], axis=1)
 

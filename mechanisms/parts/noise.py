@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, Sequence, ClassVar
 
 import numpy as np
 
@@ -114,6 +114,18 @@ class _GridNoise(Measurement):
         g = self.g
         c = _centres(value, g)
         return _release(c, self._noise((size, len(c)), rng), g)
+
+    def run_repeated(self, values: list, counts: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+        """``counts[i]`` releases on ``values[i]``, rows value after value, all noise in one draw: the rows
+        for value i are ``g·(centres(values[i]) + K)`` with ``K`` i.i.d. as in :meth:`run` (the same law per
+        row; the centres are computed once per value)."""
+        if not len(values):
+            return np.zeros((0, 0))
+        g = self.g
+        centres = np.array([_centres(v, g) for v in values], dtype=np.int64)  # saturated: |c| <= 2**52
+        rows = np.repeat(centres, np.asarray(counts, dtype=np.intp), axis=0)
+        noise = self._noise(rows.shape, rng)
+        return np.asarray(_release(rows.reshape(-1), noise.reshape(-1), g)).reshape(rows.shape)
 
     def run_each(self, values: list, space: Space, rng: np.random.Generator) -> np.ndarray:
         """One release per value, all noise in one draw: row i is ``g·(centres(values[i]) + K_i)`` with
