@@ -1,5 +1,5 @@
 """Running audit chunks on a ``dask.distributed`` cluster (the optional ``dask`` extra:
-``pip install 'dpharness[dask]'``).
+``pip install -e '.[dask]'`` in the dpharness checkout).
 
 ``cluster`` is one of:
 
@@ -25,7 +25,7 @@ import logging
 import re
 from typing import Any, Callable, Iterator
 
-from dpharness.errors import MechanismError, ParameterError, UnsupportedError
+from dpharness.errors import MechanismError, ParameterError, UnsupportedError, install_extra
 
 __all__ = ["check_cluster", "is_client", "session", "DaskBackend"]
 
@@ -34,7 +34,7 @@ _ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
 _FORMS = (
     'None, "local" (a dask LocalCluster on this machine), an address "tcp://HOST:PORT", or a dask.distributed.Client'
 )
-_EXTRA = "pip install 'dpharness[dask]'"
+_EXTRA = install_extra("dask")
 
 
 def _distributed():

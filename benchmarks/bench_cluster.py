@@ -2,7 +2,7 @@
 pool and on a dask ``LocalCluster`` of 1, 2 and 4 worker processes.
 
 Run: ``python benchmarks/bench_cluster.py [--per-call N] [--vectorised N] [--out FILE]`` (needs the
-dask extra for the cluster rows: ``pip install 'dpharness[dask]'``). Two targets:
+dask extra for the cluster rows: ``pip install -e '.[dask]'`` in the checkout). Two targets:
 
 * per call: ``fn(data)`` — a pure-Python Laplace drawn by inverting its CDF with a bisection
   run for a fixed 360 steps, a stand-in for a library answering a few thousand calls/s; audited
@@ -130,7 +130,7 @@ def main() -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        print("dask is not installed: no cluster rows (pip install 'dpharness[dask]')")
+        print("dask is not installed: no cluster rows (pip install -e '.[dask]' in the dpharness checkout)")
     else:
         for k in (1, 2, 4):
             t0 = time.perf_counter()

@@ -190,7 +190,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="ADDRESS",
         help="run sampling and counting on a dask.distributed cluster: tcp://HOST:PORT, or `local` "
-        "to start a LocalCluster (needs pip install 'dpharness[dask]')",
+        "to start a LocalCluster (needs the dask extra: pip install -e '.[dask]' in the dpharness checkout)",
     )
     audit.add_argument(
         "--workers",
@@ -640,7 +640,7 @@ def _cmd_targets(args) -> int:
         print(f"{t.name:32s} {mark}  {t.description}" + (f" [{params}]" if params else ""))
     print(
         "\naudit one with: dpharness audit LIBRARY:MECHANISM --set KEY=VALUE ... "
-        "(the library's own claim and neighbour relation are used; pip install 'dpharness[LIBRARY]')"
+        "(the library's own claim and neighbour relation are used; install its extra: pip install -e '.[LIBRARY]' in the dpharness checkout)"
     )
     return EXIT_OK
 

@@ -28,3 +28,9 @@ class AuditTimeLimit(DPHarnessError, TimeoutError):
     """An audit's chunk of samples ran past the time its measured pace allows: a time limit (the check is
     not decided, TIMEOUT), not evidence that the mechanism is broken. The message says how many samples
     were drawn and what to change."""
+
+
+def install_extra(extra: str) -> str:
+    """How to install one of dpharness's optional extras, as the README installs dpharness (from its
+    checkout, not from a package index, where the name may belong to someone else)."""
+    return f"pip install -e '.[{extra}]' in the dpharness checkout"

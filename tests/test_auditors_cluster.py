@@ -232,7 +232,7 @@ def test_bad_cluster_arguments(bad, expect):
 def test_a_cluster_without_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     for cluster in ("local", "tcp://127.0.0.1:8786"):
-        with pytest.raises(UnsupportedError, match=r"pip install 'dpharness\[dask\]'"):
+        with pytest.raises(UnsupportedError, match=r"pip install -e '\.\[dask\]' in the dpharness checkout"):
             _count(2, cluster=cluster)
     assert _same(_count(1), _count(1, cluster=None))  # the default path needs no dask
 

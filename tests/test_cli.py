@@ -604,7 +604,9 @@ def test_gate_target_of_a_library_not_installed_says_the_extra(fakes, capsys):
     if not missing:
         pytest.skip("every library with targets is installed here")
     code, out, err = run(capsys, "gate", "--target", missing[0])
-    assert code == 2 and "pip install 'dpharness[" in err and "Traceback" not in err, err
+    assert (
+        code == 2 and "pip install -e '.[" in err and "in the dpharness checkout" in err and "Traceback" not in err
+    ), err
 
 
 def _grid_laplace(data, size, rng):

@@ -100,7 +100,7 @@ def test_missing_library_raises_one_line_naming_the_extra(monkeypatch):
     with pytest.raises(MissingExtra) as info:
         get_target("opendp:laplace")
     msg = str(info.value)
-    assert msg == "opendp is not installed; pip install 'dpharness[opendp]'"
+    assert msg == "opendp is not installed; pip install -e '.[opendp]' in the dpharness checkout"
     assert isinstance(info.value, DPHarnessError)
 
 
@@ -116,7 +116,7 @@ def test_missing_library_raises_one_line_naming_the_extra(monkeypatch):
 )
 def test_missing_library_message_per_library(monkeypatch, module, name, extra):
     monkeypatch.setitem(sys.modules, module, None)
-    with pytest.raises(MissingExtra, match=rf"is not installed; pip install 'dpharness\[{extra}\]'$"):
+    with pytest.raises(MissingExtra, match=rf"is not installed; pip install -e '\.\[{extra}\]' in the dpharness checkout$"):
         get_target(name)
 
 

@@ -30,7 +30,7 @@ from dpharness.core import (
     Relation,
     Substitute,
 )
-from dpharness.errors import DPHarnessError, ParameterError
+from dpharness.errors import DPHarnessError, ParameterError, install_extra
 
 __all__ = [
     "LibraryTarget",
@@ -362,7 +362,7 @@ def _import(spec: _Spec) -> Any:
     try:
         return importlib.import_module(spec.module)
     except ImportError as exc:
-        raise MissingExtra(f"{spec.library} is not installed; pip install 'dpharness[{spec.extra}]'") from exc
+        raise MissingExtra(f"{spec.library} is not installed; {install_extra(spec.extra)}") from exc
 
 
 def version_of(library: str) -> str:
