@@ -116,7 +116,9 @@ def test_missing_library_raises_one_line_naming_the_extra(monkeypatch):
 )
 def test_missing_library_message_per_library(monkeypatch, module, name, extra):
     monkeypatch.setitem(sys.modules, module, None)
-    with pytest.raises(MissingExtra, match=rf"is not installed; pip install -e '\.\[{extra}\]' in the dpharness checkout$"):
+    with pytest.raises(
+        MissingExtra, match=rf"is not installed; pip install -e '\.\[{extra}\]' in the dpharness checkout$"
+    ):
         get_target(name)
 
 

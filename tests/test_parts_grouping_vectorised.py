@@ -17,7 +17,6 @@ from dpharness import AddRemove, ApproxDP, RealBox
 from dpharness import parts as dp
 from dpharness.mechanisms.parts import grouping
 from dpharness.mechanisms.parts._base import execute, flatten
-from dpharness.mechanisms.parts.noise import _GridNoise
 
 
 # --------------------------------------------------------------------------- the per-key loop, as it was
@@ -64,7 +63,7 @@ def _reference_release(self, counts, rng, records=None, space=None, codes=None, 
         return flatten(ran).reshape(len(released[i]), -1)
 
     leaves = _leaf_parts(self.part)
-    if all(isinstance(_steps(p)[-1], _GridNoise) for p in leaves):  # part after part: one draw over the keys
+    if all(hasattr(_steps(p)[-1], "run_repeated") for p in leaves):  # part after part: one draw over the keys
         rel = [(i, k) for i, k in enumerate(self.keys) if len(released[i])]
         for at, part in enumerate(leaves if rel else []):  # (one output each here)
             *pre, noise = _steps(part)

@@ -469,13 +469,12 @@ class GroupBy(Measurement):
             else:  # an aggregate without a grouped form: on each key's records
                 per_key = [agg.apply(value[codes == i]) for i in range(n_keys)]
             aggregates.append((per_key, agg.out_space(sp), noise))
-        from .noise import _GridNoise
-
         keys = [(i, rows) for j, i in enumerate(present.tolist()) if len(rows := np.flatnonzero(released[:, j]))]
         if not keys:  # nothing released: the parts draw nothing
             return
-        if all(isinstance(noise, _GridNoise) for _, _, noise in aggregates):
-            # grid noise: one draw per part for every released (release, key), part after part, keys in order
+        if all(hasattr(noise, "run_repeated") for _, _, noise in aggregates):
+            # a noise with run_repeated (the grid noises): one draw per part for every released (release, key),
+            # part after part, keys in order
             col = 1
             for per_key, sp, noise in aggregates:
                 got = noise.run_repeated([per_key[i] for i, _ in keys], [len(rows) for _, rows in keys], rng)
