@@ -143,6 +143,69 @@ def test_a_vectorized_map_that_breaks_the_contract_falls_back_row_by_row():
     assert ref is not None
 
 
+def _mixing(map_fn, update_fn, map_vectorized=True, update_vectorized=True):
+    return dp.mechanism(
+        name="mixing",
+        records=RealInterval(0, 2),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            3,
+            dp.map_records(map_fn, vectorized=map_vectorized)
+            >> dp.clamp(0, 3)
+            >> dp.sum()
+            >> dp.laplace(1, granularity=1),
+            init=[1.0],
+            update=update_fn,
+            output="releases",
+            vectorized=update_vectorized,
+        ),
+        claim=PureDP(12),
+    )
+
+
+def _centred_rows(states, rows):
+    """Mixes rows (each row minus the mean of all): on one record, state + r - r."""
+    return np.asarray(states)[..., 0] + rows - np.mean(rows)
+
+
+def _centred_runs(states, releases):
+    """Mixes runs (each release minus the mean of all, plus 1): on one run, [1.0]."""
+    r = np.asarray(releases, dtype=float)
+    return np.reshape(r - r.mean() + 1, np.shape(states))
+
+
+@pytest.mark.parametrize("which", ["map", "update"])
+def test_vectorized_functions_that_mix_rows_run_row_by_row(which):
+    """The vectorised contract (row k from row k alone) is spot-checked on the first and last rows of
+    each call: a map that centres the rows on their mean, or an update that centres the runs, fails it
+    and runs row by row (run by run), as the proof reads it: the outputs are those of the same
+    functions declared per record, for the same seed (and differ from what mixing would give)."""
+    data = np.array([0.25, 1.5, 2.0])
+    if which == "map":
+        mixing, per_row = _mixing(_centred_rows, _next_rows), _mixing(_centred_rows, _next_rows, map_vectorized=False)
+    else:
+        mixing, per_row = (
+            _mixing(_shift_rows, _centred_runs),
+            _mixing(_shift_rows, _centred_runs, update_vectorized=False),
+        )
+    a = mixing.sample(data, 300, np.random.default_rng(SEED))
+    b = per_row.sample(data, 300, np.random.default_rng(SEED))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_a_vectorized_function_that_keeps_the_contract_is_called_on_all_rows_at_once():
+    """The spot check adds two one-row calls; the rows are still computed in one call."""
+    sizes = []
+
+    def counted(states, rows):
+        sizes.append(len(rows))
+        return _shift_rows(states, rows)
+
+    m = _mixing(counted, _next_rows)
+    m.sample(np.array([0.25, 1.5, 2.0]), 200, np.random.default_rng(SEED))
+    assert max(sizes) == 600 and sorted(set(sizes)) == [1, 600]
+
+
 def test_centres_from_integer_units_are_the_exact_rounding():
     """Grid centres computed from (units, exponent) equal floor(v/g + 1/2) of the exact value, at halves,
     negatives, zero and saturation, for grids that are and are not powers of two."""

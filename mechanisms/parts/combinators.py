@@ -246,7 +246,20 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
 
 def _updated_all(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray | None:
     """Every run's next state in one call of ``update(states, releases)`` (``vectorized=True``: row i of
-    the result from row i alone); None when it raises or returns another shape (then run by run)."""
+    the result from row i alone); None (then run by run) when it raises, returns another shape, or its
+    first or last row differs from that run's row updated alone (a spot check of the contract: an update
+    that mixes runs, such as one that averages them, runs run by run, as the proof reads it)."""
+    new = _update_rows(step, states, releases)
+    if new is None:
+        return None
+    for i in {0, len(states) - 1}:
+        alone = _update_rows(step, states[i : i + 1], releases[i : i + 1])
+        if alone is None or not np.array_equal(alone[0], new[i]):
+            return None
+    return new
+
+
+def _update_rows(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray | None:
     assert step.update is not None  # Iterate.__post_init__ refuses a missing update
     try:
         new = np.asarray(step.update(states, releases), dtype=float)

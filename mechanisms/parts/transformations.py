@@ -146,8 +146,8 @@ class MapRecords(Transformation):
     def apply_rows(self, rows: Any, states: np.ndarray | None) -> Any:
         """``apply`` on rows, row k with its own state ``states[k]`` (None outside an iteration): one call
         of ``fn`` per row, or with ``vectorized=True`` one call on all rows (``fn(states, rows)``: row k of
-        the result is row k's value), the same total rule either way; a vectorised call that raises or
-        returns another shape is redone row by row."""
+        the result is row k's value), the same total rule either way; a vectorised call that raises,
+        returns another shape, or fails the spot check of :meth:`_all_rows` is redone row by row."""
         arr = np.asarray(rows, dtype=float)
         out = self._all_rows(arr, states) if self.vectorized and len(arr) else None
         if out is None:
@@ -157,6 +157,20 @@ class MapRecords(Transformation):
         return out[:, 0] if self.columns == 1 else out
 
     def _all_rows(self, arr: np.ndarray, states: np.ndarray | None) -> np.ndarray | None:
+        """``fn`` on all rows at once, or None (then row by row): when the call raises, returns another
+        shape, or its first or last row differs from that row called alone (a spot check of the contract
+        that row k depends on row k alone: a function that mixes rows, such as centring them on their
+        mean, runs row by row, as the proof reads it)."""
+        got = self._call_rows(arr, states)
+        if got is None:
+            return None
+        for k in {0, len(arr) - 1}:
+            alone = self._call_rows(arr[k : k + 1], None if states is None else states[k : k + 1])
+            if alone is None or not np.array_equal(alone[0], got[k]):
+                return None
+        return np.nan_to_num(got, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
+
+    def _call_rows(self, arr: np.ndarray, states: np.ndarray | None) -> np.ndarray | None:
         try:
             with np.errstate(all="ignore"):
                 got = np.asarray(self.fn(arr) if states is None else self.fn(states, arr), dtype=float)
@@ -164,8 +178,7 @@ class MapRecords(Transformation):
             return None
         if got.shape not in ((len(arr), self.columns), (len(arr),) if self.columns == 1 else ()):
             return None
-        got = got.reshape(len(arr), self.columns)
-        return np.nan_to_num(got, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
+        return got.reshape(len(arr), self.columns)
 
     def _row(self, record: Any, state: Any) -> np.ndarray:
         """The map's value on one record, made total (the rule the proof states): a call that raises, or
