@@ -166,7 +166,7 @@ class MapRecords(Transformation):
             return None
         for k in {0, len(arr) - 1}:
             alone = self._call_rows(arr[k : k + 1], None if states is None else states[k : k + 1])
-            if alone is None or not np.array_equal(alone[0], got[k]):
+            if alone is None or not np.array_equal(alone[0], got[k], equal_nan=True):
                 return None
         return np.nan_to_num(got, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
 
