@@ -130,18 +130,15 @@ class _GridNoise(Measurement):
     def run_each(self, values: list, space: Space, rng: np.random.Generator) -> np.ndarray:
         """One release per value, all noise in one draw: row i is ``g·(centres(values[i]) + K_i)`` with
         ``K_i`` i.i.d. as in :meth:`run` (the same law per row)."""
-        g = self.g
-        flat: np.ndarray | list  # exact integer centres (grid units): an int64 array or Python ints
-        if isinstance(values, ExactValues):  # one exact number per value, as integers or exact sums
-            sums = values.sums
-            width = 1
-            flat = centres_of_sums(*sums, len(values), g) if sums else _centres_units(values.units, values.exponent, g)
-        else:
-            centres = [_centres(v, g) for v in values]
-            width = len(centres[0]) if centres else self.out_width(space)
-            flat = [c for row in centres for c in row]
-        noise = self._noise((len(values), width), rng).reshape(-1)
-        return np.asarray(_release(flat, noise, g)).reshape(len(values), width)
+        if not isinstance(values, ExactValues):  # values of any kind: their centres one by one
+            if not len(values):
+                return np.zeros((0, self.out_width(space)))
+            return self.run_repeated(values, [1] * len(values), rng)
+        g = self.g  # one exact number per value, as integers or exact sums: all centres at once
+        sums = values.sums
+        flat = centres_of_sums(*sums, len(values), g) if sums else _centres_units(values.units, values.exponent, g)
+        noise = self._noise((len(values), 1), rng).reshape(-1)
+        return np.asarray(_release(flat, noise, g)).reshape(len(values), 1)
 
 
 @dataclass(frozen=True)

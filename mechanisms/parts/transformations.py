@@ -27,6 +27,7 @@ from dpharness.mechanisms._exactsum import (
 
 from ._base import (
     _INF,
+    rows_stand_alone,
     _ITERATE_STATE,
     Distance,
     Space,
@@ -162,12 +163,8 @@ class MapRecords(Transformation):
         that row k depends on row k alone: a function that mixes rows, such as centring them on their
         mean, runs row by row, as the proof reads it)."""
         got = self._call_rows(arr, states)
-        if got is None:
+        if got is None or not rows_stand_alone(self._call_rows, got, arr, states):
             return None
-        for k in {0, len(arr) - 1}:
-            alone = self._call_rows(arr[k : k + 1], None if states is None else states[k : k + 1])
-            if alone is None or not np.array_equal(alone[0], got[k], equal_nan=True):
-                return None
         return np.nan_to_num(got, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
 
     def _call_rows(self, arr: np.ndarray, states: np.ndarray | None) -> np.ndarray | None:
