@@ -125,7 +125,7 @@ class PartsMechanism(Mechanism):
                 )
         _check_types(self.steps)
         if discovered_head(self.steps) is None and any(
-            type(n) is GroupBy and n.discovered for n in walk_nodes(self.steps)
+            type(n) is GroupBy and n.from_data for n in walk_nodes(self.steps)
         ):
             raise ParameterError(
                 "dp.group_by(keys=None) releases a mapping of the keys found in the data, so it is the whole "

@@ -272,7 +272,8 @@ class GroupBy(Measurement):
     keys: tuple  # () with from_data: the keys present in the data
     select: PartitionSelect
     part: Any = None
-    from_data: bool = False  # keys=None: the keys present in the data (see :meth:`with_keys`)
+    # keys=None: the keys present in the data, released as a mapping (:meth:`with_keys`, :func:`discovered_release`)
+    from_data: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
@@ -292,12 +293,6 @@ class GroupBy(Measurement):
     @property
     def part_width(self) -> int:
         return 0 if self.part is None else len(simple_parts(self.part))
-
-    @property
-    def discovered(self) -> bool:
-        """``keys=None``: the keys are those present in the data; the release is a mapping (see
-        :func:`discovered_release`)."""
-        return self.from_data
 
     def with_keys(self, found: Sequence) -> "GroupBy":
         """This group-by over the universe ``found`` (distinct keys, sorted: those present in a data set),
@@ -621,7 +616,7 @@ def whole_group_by(steps: Any) -> GroupBy | None:
 def discovered_head(steps: Any) -> GroupBy | None:
     """The group-by with ``keys=None`` when ``steps`` is one (after ``bound_contributions`` or not), else None."""
     g = whole_group_by(steps)
-    return g if g is not None and g.discovered else None
+    return g if g is not None and g.from_data else None
 
 
 def with_found_keys(steps: Any, found: Sequence) -> Any:
@@ -940,7 +935,7 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     dim = m.space.dim
     lo, hi = float(m.space.lo[0]), float(m.space.hi[0])
     user_col = b.user if b is not None else None
-    if g.discovered:  # keys from the data: any values of the key column's domain
+    if g.from_data:  # keys from the data: any values of the key column's domain
         width = b.max_records if b is not None else 1
         step = 1.0 if lo + width - 1 <= hi else (hi - lo) / width  # consecutive integers where they fit
         keys = sorted({float(lo + step * i) for i in range(width)})

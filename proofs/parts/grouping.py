@@ -308,7 +308,7 @@ def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     walk._family("contribution bounding", _bounding_family())
     ell = b.max_records if b.max_partitions is None else b.max_partitions
-    if g.discovered:  # keys from the data: no universe to bound the keys a user touches
+    if g.from_data:  # keys from the data: no universe to bound the keys a user touches
         L = b.partitions
         walk.evaluate(
             _join(path, "bound_contributions"),
@@ -436,7 +436,7 @@ def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
             seen = seen.reshape(-1, 1) if seen.ndim == 1 else seen
             if b is not None and not G._kept_deterministically(seen, np.arange(len(seen)), b):
                 continue
-            here = g.with_keys(G.present_keys(seen, g.by).tolist()) if g.discovered else g
+            here = g.with_keys(G.present_keys(seen, g.by).tolist()) if g.from_data else g
             counts = here.counts(seen, user=None if b is None else b.user)
         except Exception:  # noqa: BLE001 - a candidate the steps or the relation refuse is no witness
             continue
@@ -444,7 +444,7 @@ def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
             continue
         cols = [i * (1 + g.part_width) for i, c in enumerate(counts.tolist()) if c == 1]
         keys = [here.keys[i] if here.labelled else float(here.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
-        if g.discovered:
+        if g.from_data:
             event = Event(_ReleasedKeys(keys), f"one of the keys {keys} released (in the mapping)")
         else:
             event = Event(_Released(cols), f"one of the keys {keys} released (coordinates {cols} not 0)")
