@@ -308,24 +308,20 @@ def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     walk._family("contribution bounding", _bounding_family())
     ell = b.max_records if b.max_partitions is None else b.max_partitions
-    if g.from_data:  # keys from the data: no universe to bound the keys a user touches
-        L = b.partitions
-        walk.evaluate(
-            _join(path, "bound_contributions"),
-            f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
-            f"L = min(k, ℓ) = min({b.max_records}, {ell}) = {L} keys touched (keys from the data)",
-            sp.Eq(sp.Min(b.max_records, ell), L),
-            "exact",
-        )
-    else:
-        L = min(b.partitions, len(g.keys))
-        walk.evaluate(
-            _join(path, "bound_contributions"),
-            f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
-            f"L = min(k, ℓ, |keys|) = min({b.max_records}, {ell}, {len(g.keys)}) = {L} encoded keys touched",
-            sp.Eq(sp.Min(b.max_records, ell, len(g.keys)), L),
-            "exact",
-        )
+    bounds = [b.max_records, ell] + ([] if g.from_data else [len(g.keys)])  # keys from the data: no universe
+    L = min(bounds)
+    rule, touched = (
+        ("min(k, ℓ)", "keys touched (keys from the data)")
+        if g.from_data
+        else ("min(k, ℓ, |keys|)", "encoded keys touched")
+    )
+    walk.evaluate(
+        _join(path, "bound_contributions"),
+        f"{b.describe()}: at most k = {b.max_records} kept records and ℓ = {ell} keys per user, so at most "
+        f"L = {rule} = min({', '.join(map(str, bounds))}) = {L} {touched}",
+        sp.Eq(sp.Min(*bounds), L),
+        "exact",
+    )
     m1 = min(b.max_per_partition, b.max_records)
     L1 = min(b.max_records, L * m1)
     return _leaf(
