@@ -106,21 +106,25 @@ def test_bad_arguments_are_named():
         dpharness.release(m, _data(10), columns=["a"])
 
 
-def _regions():
-    names = [f"region-{i:03d}" for i in range(12)]
-    m = dp.mechanism(
-        name="income_by_region_labels",
+def _income_by_region(keys, part=True):
+    """Incomes (column 0) grouped by region (column 1) over ``keys`` (labels, or None: from the data)."""
+    return dp.mechanism(
+        name="income_by_region",
         records=RealBox(0, 1000, 2),
         relation=AddRemove(),
         steps=dp.group_by(
             by=1,
-            keys=names,
+            keys=keys,
             select=dp.partition_select(threshold=20, scale=1),
-            part=dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200),
+            part=(dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200)) if part else None,
         ),
         claim=ApproxDP(3, 1e-5),
     )
-    return m, names
+
+
+def _regions():
+    names = [f"region-{i:03d}" for i in range(12)]
+    return _income_by_region(names), names
 
 
 def test_string_keys_release_a_mapping_of_the_released_keys():
@@ -188,18 +192,7 @@ def test_string_keys_on_dask_are_the_pandas_release():
 
 
 def _discovered(part=True):
-    return dp.mechanism(
-        name="income_by_found_region",
-        records=RealBox(0, 1000, 2),
-        relation=AddRemove(),
-        steps=dp.group_by(
-            by=1,
-            keys=None,
-            select=dp.partition_select(threshold=20, scale=1),
-            part=(dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200)) if part else None,
-        ),
-        claim=ApproxDP(3, 1e-5),
-    )
+    return _income_by_region(None, part)
 
 
 def test_keys_from_the_data_need_no_key_list():
