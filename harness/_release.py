@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._records import MISSING, Reader, _is_frame, columns_of, numbers_of, reader
 from .errors import ParameterError, UnsupportedError
 
 __all__ = ["release"]
@@ -34,10 +35,13 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     """One release of ``mechanism`` (declared from :mod:`dpharness.parts`) on ``data``.
 
     ``data``: a numpy array of records, a pandas DataFrame or a ``dask.dataframe.DataFrame``; a frame's
-    ``columns`` are read in the order given (default: all of them, in the frame's order) and must be
-    numeric. ``seed``: an integer for a reproducible release (the same output whatever the input type
-    and partitioning), None for fresh randomness. Returns what ``mechanism.sample(data, 1, rng)[0]``
-    returns: a number, or an array of the output's coordinates."""
+    ``columns`` are read in the order given (default: all of them, in the frame's order). Every input type
+    is read by one reader (:mod:`dpharness._records`): number columns exactly (bool, int, uint, float;
+    other dtypes refused by dtype), user and key columns as identities compared exactly, label columns
+    by their declared keys. ``seed``: an integer for a reproducible release (the same output, of the same
+    type, whatever the input type and partitioning), None for fresh randomness. Returns what
+    ``mechanism.sample(data, 1, rng)[0]`` returns: a float, or an array of the output's coordinates; a
+    group-by releases a mapping of its released keys."""
     from .core import Mechanism
     from .mechanisms.parts import PartsMechanism
     from .mechanisms.parts.grouping import discovered_head, with_found_keys
@@ -50,101 +54,74 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
     rng = np.random.default_rng(seed)
     parts = getattr(mechanism, "parts", mechanism)
-    if isinstance(parts, PartsMechanism) and discovered_head(parts.steps) is not None:
-        # keys from the data: the group-by over the keys present (labels or numbers, sorted), whose
-        # encoded release, with its zeros dropped, is the mapping m.sample gives (same seed, same draws)
-        found = _present(parts, data, columns)
-        if not found:  # no records, no key: nothing is released, whatever the randomness
-            return {}
-        parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, found))
-        mechanism = parts
-    if _is_dask(data):
-        if not isinstance(parts, PartsMechanism) or parts.shape != "dataset":
+    is_parts = isinstance(parts, PartsMechanism) and parts.shape == "dataset"
+    g = discovered_head(parts.steps) if is_parts else None
+    plan = None
+    if _is_dask(data):  # decided from the structure alone, before any partition is read
+        if not is_parts:
             raise UnsupportedError(
                 f"{mechanism.name} is not a data-set mechanism declared from dpharness.parts; a Dask frame is "
                 "released only for those. Pass data.compute() (a pandas frame) if it fits in memory."
             )
-        return _as_released(parts, _first(_dask_release(parts, data, columns, rng)))
-    labels = _label_columns(parts) if isinstance(parts, PartsMechanism) else {}
-    arr = _records(data, columns, "data", labels)
-    return _as_released(parts, _first(mechanism.sample(arr, 1, rng)))
+        plan = _plan(with_found_keys(parts.steps, [0.0]) if g is not None else parts.steps, parts.space)
+    if not is_parts:
+        arr = _records(mechanism, data, columns)
+        return _first(mechanism.sample(arr, 1, rng))
+    r = reader(parts)
+    if r.identities:
+        if _is_dask(data):
+            import dask
 
-
-def _present(m: Any, data: Any, columns: Sequence[str] | None) -> list:
-    """The distinct keys in the key column of ``data`` (labels or numbers), sorted (numbers by value, labels
-    by type name and then value); a Dask frame's found partition by partition and merged."""
-    from .mechanisms.parts.grouping import discovered_head
-
-    g = discovered_head(m.steps)
-    assert g is not None  # release() calls this for such mechanisms only
-    if _is_dask(data) or (hasattr(data, "columns") and hasattr(data, "dtypes")):
-        cols = list(data.columns) if columns is None else list(columns)
-        if g.by >= len(cols):
-            raise ParameterError(f"columns={cols!r} has no column {g.by} (the group-by's key column); pass it.")
-        col = data[cols[g.by]]
-        found = col.unique().compute() if _is_dask(data) else col.unique()
-        values = [v.item() if isinstance(v, np.generic) else v for v in np.asarray(found, dtype=object).tolist()]
+            found_parts = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data") for p in data.to_delayed()])
+            found: dict = {j: [] for j in r.identities}
+            for f in found_parts:
+                for j, values in f.items():
+                    found[j].extend(values)
+            r.fix({j: list(dict.fromkeys(v)) for j, v in found.items()})
+        else:
+            r.fix(r.distinct(data, columns, "data"))
+    names = None
+    if g is not None:
+        key = r.identities[g.by]
+        if not key.values:  # no records, no key: nothing is released, whatever the randomness
+            return {}
+        parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, key.numbers.tolist()))
+        names = [None if v is MISSING else v for v in key.values]
+    if plan is not None:
+        if g is not None:
+            plan = _plan(parts.steps, parts.space)
+        out = _dask_release(parts, data, columns, rng, r, plan)
     else:
-        arr = np.asarray(data)
-        arr = arr.reshape(len(arr), -1) if arr.ndim == 1 else arr
-        values = np.unique(arr[:, g.by]).tolist() if len(arr) else []
-    if any(v is None or (isinstance(v, float) and v != v) for v in values):
-        raise ParameterError(f"the key column (column {g.by}) of data has missing values; fill or drop them first.")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        found = sorted(set(values), key=float)  # 0 and -0.0 are one key, as the group-by counts them
-        return list({float(v): v for v in found}.values())
-    try:
-        return sorted(set(values), key=lambda v: (type(v).__name__, v))
-    except TypeError:
-        return sorted(set(values), key=lambda v: (type(v).__name__, repr(v)))
+        out = parts.sample(r.read(data, columns, "data"), 1, rng)
+    return _as_released(parts, _first(out), names)
 
 
-def _group_bys(steps: Any) -> list:
-    """The group-bys that read the input's own columns: the whole structure, or a part of a top-level
-    ``dp.compose``, each possibly after ``dp.bound_contributions`` (which keeps the columns)."""
-    from .mechanisms.parts import _base as B
-    from .mechanisms.parts.combinators import Compose
-    from .mechanisms.parts.grouping import BoundContributions, GroupBy
+def _records(m: Any, data: Any, columns: Sequence[str] | None) -> np.ndarray:
+    """The input of a mechanism that is not a parts data-set mechanism, read as numbers."""
+    from .core import IntegerRange, RealBox
 
-    if isinstance(steps, Compose):
-        return [g for p in steps.parts for g in _group_bys(p)]
-    if isinstance(steps, B.Chain) and isinstance(steps.first, BoundContributions):
-        steps = steps.second
-        steps = steps.first if isinstance(steps, B.Chain) else steps
-    return [steps] if type(steps) is GroupBy else []
+    if not (_is_frame(data) or columns is not None):
+        return data
+    domain = m.input_spec.domain
+    width = domain.dim if isinstance(domain, RealBox) else 1
+    cols = columns_of(data, columns, width, "data")
+    arr = np.column_stack([numbers_of(c, name, "data", isinstance(domain, IntegerRange)) for name, c in cols])
+    return arr[:, 0] if arr.shape[1] == 1 and width == 1 else arr
 
 
-def _label_columns(m: Any) -> dict:
-    """Input column -> the labelled group-by reading it (its keys map a frame's labels to positions)."""
-    found: dict = {}
-    for g in _group_bys(m.steps):
-        if g.labelled:
-            if g.by in found and found[g.by].keys != g.keys:
-                raise UnsupportedError(
-                    f"column {g.by} is grouped with two different key lists; use one key list per column"
-                )
-            lo, hi = m.space.lo[g.by], m.space.hi[g.by]
-            if not (lo <= 0 and len(g.keys) - 1 <= hi):  # of the mechanism alone, never of the data
-                raise ParameterError(
-                    f"{g.describe()} carries its {len(g.keys)} labels as positions 0..{len(g.keys) - 1} in "
-                    f"column {g.by}, but records={m.records.describe()} holds [{float(lo):g}, {float(hi):g}] there; "
-                    "declare records whose key column holds every position."
-                )
-            found[g.by] = g
-    return found
-
-
-def _as_released(m: Any, out: Any) -> Any:
+def _as_released(m: Any, out: Any, names: list | None = None) -> Any:
     """A mechanism whose whole output is one group-by releases a mapping: released key -> its noisy count,
-    or -> (noisy count, part values...) with a per-key part; keys not released are absent."""
+    or -> (noisy count, part values...) with a per-key part; keys not released are absent. ``names``: the
+    keys found in the data (normalised), which the structure's keys stand in for."""
     from .mechanisms.parts.grouping import whole_group_by
 
     steps = whole_group_by(getattr(m, "steps", None))
     if steps is None:
         return out
-    rows = np.asarray(out, dtype=float).reshape(len(steps.keys), 1 + steps.part_width)
+    keys = steps.keys if names is None else names
+    rows = np.asarray(out, dtype=float).reshape(len(keys), 1 + steps.part_width)
     released = {}
-    for key, row in zip(steps.keys, rows.tolist()):
+    for key, row in zip(keys, rows.tolist()):
         if row[0] != 0:
             count = int(row[0]) if float(row[0]).is_integer() else row[0]
             released[key] = count if len(row) == 1 else (count, *row[1:])
@@ -158,63 +135,6 @@ def _first(out: Any) -> Any:
 
 def _is_dask(data: Any) -> bool:
     return type(data).__module__.startswith("dask") and hasattr(data, "to_delayed")
-
-
-def _records(data: Any, columns: Sequence[str] | None, name: str, labels: dict | None = None) -> np.ndarray:
-    """A numpy array of records from an array or a pandas frame: numeric columns, and the key column of a
-    group-by with label keys (``labels``: column index -> group-by), whose labels become their positions
-    in the keys."""
-    labels = labels or {}
-    if hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
-        cols = list(data.columns) if columns is None else list(columns)
-        missing = [c for c in cols if c not in data.columns]
-        if missing:
-            raise ParameterError(f"columns={cols!r}: {missing[0]!r} is not a column of {name}; pass its column names.")
-        arr = np.empty((len(data), len(cols)))
-        for j, c in enumerate(cols):
-            if j in labels:
-                arr[:, j] = _positions(data[c], labels[j], c, name)
-                continue
-            kind = getattr(data[c].dtype, "kind", "O")  # numpy and pandas dtypes: "b", "i", "u", "f" are numbers
-            if kind not in "biuf":
-                raise ParameterError(
-                    f"column {c!r} of {name} has dtype {data[c].dtype}; records are numbers: encode it "
-                    "(e.g. a category's codes), group by it with dp.group_by(keys=[its labels]), or leave it "
-                    "out with columns=[...]."
-                )
-            arr[:, j] = data[c].to_numpy(dtype=float)
-        return arr[:, 0] if arr.shape[1] == 1 else arr
-    if columns is not None:
-        raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
-    arr = np.asarray(data)
-    if labels and arr.dtype == object:  # an object array holding labels in its key columns
-        out = np.empty(arr.shape)
-        for j in range(arr.shape[1] if arr.ndim == 2 else 1):
-            col = arr[:, j] if arr.ndim == 2 else arr
-            out_col = _positions(col, labels[j], j, name) if j in labels else np.asarray(col, dtype=float)
-            if arr.ndim == 2:
-                out[:, j] = out_col
-            else:
-                out = out_col
-        return out
-    return arr
-
-
-def _positions(values: Any, g: Any, column: Any, name: str) -> np.ndarray:
-    """Each label's position in ``g.keys`` (as a float); a label outside them is refused."""
-    try:
-        import pandas as pd
-    except ImportError:  # an object array without pandas: a look-up per record
-        index = {k: i for i, k in enumerate(g.keys)}
-        codes = np.array([index.get(v, -1) for v in np.asarray(values, dtype=object).tolist()], dtype=np.int64)
-    else:
-        codes = pd.Index(list(g.keys), dtype=object).get_indexer(np.asarray(values, dtype=object))
-    if (codes < 0).any():
-        raise ParameterError(
-            f"column {column!r} of {name} holds labels that are not keys of {g.describe()}; declare every "
-            "label in keys=[...], or filter those records out before the release."
-        )
-    return codes.astype(float)
 
 
 # --------------------------------------------------------------------------- streamed partials
@@ -322,18 +242,18 @@ def _run(plan: Any, values: list, rng: np.random.Generator) -> Any:
     return B._post_chain(plan[2], _run(plan[1], values, rng))
 
 
-def _dask_release(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator) -> np.ndarray:
+def _dask_release(
+    m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader, plan: Any
+) -> np.ndarray:
     import dask
 
     from .mechanisms.parts import _base as B
 
-    plan = _plan(m.steps, m.space)
     spec = m.input_spec
     dim = m.space.dim
-    labels = _label_columns(m)
 
     def partial(part: Any) -> tuple[int, list]:
-        arr = _records(part, columns, "a partition of data", labels)
+        arr = r.read(part, columns, "a partition of data")
         arr = arr.reshape(-1, dim) if dim > 1 else arr.reshape(-1)
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
@@ -347,4 +267,5 @@ def _dask_release(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
     merged = _partial(plan, empty)
     for _, p in parts:
         merged = _merge(merged, p)
-    return B.flatten(_run(plan, merged, rng)).reshape(1, -1)
+    out = B.flatten(_run(plan, merged, rng)).reshape(1, -1)
+    return out[:, 0] if out.shape[1] == 1 else out  # the shape m.sample gives: one coordinate is a number

@@ -195,8 +195,18 @@ class Domain(abc.ABC):
 
     def validate(self, name: str, values: Any) -> np.ndarray:
         arr = np.asarray(values)
-        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-            raise ParameterError(f"{name}={values!r:.80} has non-numeric entries; pass numbers in {self.describe()}.")
+        if arr.dtype.kind not in "biuf":  # complex, timedelta, datetime, strings, objects: refused by dtype
+            raise ParameterError(
+                f"{name} has dtype {arr.dtype}, which records cannot hold; pass numbers (bool, int, uint or "
+                f"float) in {self.describe()}."
+            )
+        if arr.dtype.kind in "iu" and arr.size and not isinstance(self, IntegerRange):
+            if int(arr.max()) > 2**53 or int(arr.min()) < -(2**53):  # a double cannot hold them exactly
+                raise ParameterError(
+                    f"{name} (dtype {arr.dtype}) holds integers beyond 2**53, which the mechanism's real-valued "
+                    "records (doubles) cannot hold exactly; recode them (e.g. as ranks), or pass user ids "
+                    "through dpharness.release, which reads the user column as an identity."
+                )
         if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
             raise ParameterError(f"{name} has NaN or infinite entries; pass finite values in {self.describe()}.")
         inside = self.contains(arr)

@@ -150,12 +150,15 @@ def test_string_keys_release_a_mapping_of_the_released_keys():
     assert dpharness.release(m, cat, seed=SEED) == got
 
 
-def test_labels_outside_the_keys_are_refused_and_numbers_outside_are_dropped():
+def test_labels_and_numbers_outside_the_keys_are_dropped():
+    """A record whose label is not a declared key is dropped, as a number outside declared numeric keys is
+    (the proof's public partitions): a refusal would reveal that one record holds another label."""
     pd = pytest.importorskip("pandas")
     m, names = _regions()
-    frame = pd.DataFrame({"income": [1.0, 2.0], "region": [names[0], "elsewhere"]})
-    with pytest.raises(ParameterError, match="not keys of group_by"):
-        dpharness.release(m, frame, seed=SEED)
+    rng = np.random.default_rng(SEED)
+    frame = pd.DataFrame({"income": rng.uniform(0, 300, 400), "region": rng.choice(names[:3], 400)})
+    stray = pd.DataFrame({"income": [1.0, 2.0, 3.0], "region": ["elsewhere", None, float("nan")]})
+    assert dpharness.release(m, pd.concat([frame, stray]), seed=SEED) == dpharness.release(m, frame, seed=SEED)
     numeric = dp.mechanism(
         name="numeric_keys",
         records=RealBox(0, 1000, 2),
@@ -242,13 +245,23 @@ def test_keys_from_the_data_on_dask_are_the_pandas_release():
 def test_labels_whose_positions_the_records_cannot_hold_are_refused_up_front():
     """Positions 0..K-1 outside the declared records: refused for the mechanism, before reading any data
     (never an error that depends on which labels a frame holds)."""
-    pd = pytest.importorskip("pandas")
-    m = dp.mechanism(
-        name="too_many_labels",
-        records=RealBox(0, 2, 2),
-        relation=AddRemove(),
-        steps=dp.group_by(by=1, keys=["a", "b", "c", "d"], select=dp.partition_select(threshold=20, scale=1)),
-        claim=ApproxDP(3, 1e-5),
-    )
+
+    def _too_many():
+        return dp.mechanism(
+            name="too_many_labels",
+            records=RealBox(0, 2, 2),
+            relation=AddRemove(),
+            steps=dp.group_by(by=1, keys=["a", "b", "c", "d"], select=dp.partition_select(threshold=20, scale=1)),
+            claim=ApproxDP(3, 1e-5),
+        )
+
     with pytest.raises(ParameterError, match="positions 0..3"):
-        dpharness.release(m, pd.DataFrame({"x": [1.0], "k": ["a"]}), seed=SEED)
+        _too_many()
+    with pytest.raises(ParameterError, match="positions 0..1"):
+        dp.mechanism(
+            name="labels_above_zero",
+            records=RealBox(1, 10, 2),
+            relation=AddRemove(),
+            steps=dp.group_by(by=1, keys=["a", "b"], select=dp.partition_select(threshold=20, scale=1)),
+            claim=ApproxDP(3, 1e-5),
+        )

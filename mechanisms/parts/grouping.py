@@ -330,6 +330,13 @@ class GroupBy(Measurement):
             out, width = check_structure(self.part, space)
             if out is not None or width != self.part_width:
                 raise ParameterError(f"part={self.part.describe()} must end every branch in noise (one number each).")
+        if self.labelled and not (space.lo[self.by] <= 0 and len(self.keys) - 1 <= space.hi[self.by]):
+            # of the mechanism alone, so refused when it is declared (never at a release, by the data)
+            raise ParameterError(
+                f"{self.describe()} carries its {len(self.keys)} labels as positions 0..{len(self.keys) - 1} in "
+                f"column {self.by}, but the records hold [{float(space.lo[self.by]):g}, {float(space.hi[self.by]):g}] "
+                "there; declare records whose key column holds every position."
+            )
         if self.from_data:
             return -1  # a mapping of the keys released, not a fixed layout
         return len(self.keys) * (1 + self.part_width)

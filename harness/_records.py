@@ -1,0 +1,392 @@
+"""One reader of records at the release boundary: a numpy array, a pandas frame or a Dask partition becomes
+the float (or, for integer records, int64) array the mechanism's sampler reads, by one set of rules, so no
+input type can take a path the others do not (STYLE 19).
+
+* **Number columns** (every column that is not an identity or label column): dtypes bool, int, uint and
+  float are accepted; an integer that a double cannot hold exactly (beyond 2**53 in magnitude) is
+  refused, as are complex, timedelta, datetime, string and object dtypes, on every input type, by dtype
+  (or, for an object column, by the type of what it holds), and never with a value in the message. A
+  missing value (NaN, None, ``pd.NA``) in a number column is outside every record domain and refused.
+* **Identity columns**: the user column of ``dp.bound_contributions`` and the key column of a
+  ``dp.group_by(keys=None)``. Their values are compared exactly whatever their type: integers at any
+  size, strings, UUIDs, categoricals, any hashable value; never through a double. Values are normalised
+  once (:func:`normalise`): numpy scalars become Python values, ``-0.0`` is ``0.0``, ``True`` is ``1.0``,
+  a whole number a double holds exactly is that double, and every missing value (None, NaN, NaT,
+  ``pd.NA``) is the one value None. The sampler sees each distinct value as a stand-in number inside the
+  column's declared bounds (the value itself when every value present is a double inside them;
+  otherwise evenly spaced stand-ins in the values' sorted order), and the release names the normalised
+  values again. The law of contribution bounding and of a group-by depends on those columns only
+  through which records share a value and the values' order (the order in which users and keys draw),
+  so the release on the stand-ins is the release on the data: the proof, about data sets in the
+  declared domain, covers it. A user id that is missing is refused (records without an owner cannot be
+  bounded per user); a missing key is the key None, a key like any other.
+* **Label columns** (the key column of a ``dp.group_by`` with declared label keys): each record carries
+  its label's position in the keys; a label that is not a key (and a missing value, unless None is a
+  key) is carried as a number inside the declared bounds that is no position, so it is dropped like a
+  number outside declared numeric keys: no label in the data can make a release raise.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ParameterError
+
+_EXACT = 2**53  # integers of at most this magnitude are doubles exactly
+
+
+class _Missing:
+    """The one missing value (None, NaN, NaT and pd.NA all read as it)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+MISSING = _Missing()
+
+
+def _is_missing(v: Any) -> bool:
+    if v is None or v is MISSING:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return bool(v != v)
+    if isinstance(v, (np.datetime64, np.timedelta64)):
+        return bool(np.isnat(v))
+    name = type(v).__name__
+    return name in ("NAType", "NaTType")
+
+
+def normalise(v: Any) -> Any:
+    """One value of an identity or label column, normalised (see the module docstring): MISSING for
+    every missing value; numbers as a double when one holds them exactly, else exactly (int, Fraction)."""
+    if _is_missing(v):
+        return MISSING
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, (complex, np.complexfloating)):
+        raise ParameterError("an identity or key column holds complex numbers; encode them as strings or pairs.")
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, float):
+        return v + 0.0  # -0.0 -> 0.0
+    if isinstance(v, int):
+        return float(v) if abs(v) <= _EXACT or int(float(v)) == v else v
+    if isinstance(v, numbers.Real):  # Fraction, Decimal: exact
+        try:
+            q = Fraction(v)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return v
+        f = float(q)
+        return f if Fraction(f) == q else (int(q) if q.denominator == 1 else q)
+    return v
+
+
+def _order(v: Any) -> tuple:
+    """Numbers by value, then labels by type name and value (repr where values do not compare), None last."""
+    if v is MISSING:
+        return (2, "", 0)
+    if isinstance(v, (int, float, Fraction)):
+        return (0, "", v)
+    return (1, type(v).__name__, v)
+
+
+def sort_values(values: Sequence) -> list:
+    try:
+        return sorted(values, key=_order)
+    except TypeError:
+        return sorted(values, key=lambda v: (_order(v)[0], type(v).__name__, repr(v)))
+
+
+# --------------------------------------------------------------------------- columns of the input
+
+
+def _is_frame(data: Any) -> bool:
+    return hasattr(data, "columns") and hasattr(data, "dtypes")
+
+
+def columns_of(data: Any, columns: Sequence[str] | None, width: int, name: str) -> list[tuple[str, Any]]:
+    """The input's columns in order, as (name, column): a frame's by ``columns`` (default all), an array's
+    by position (a 1-D array is one column)."""
+    if _is_frame(data):
+        cols = list(data.columns) if columns is None else list(columns)
+        missing = [c for c in cols if c not in data.columns]
+        if missing:
+            raise ParameterError(f"columns={cols!r}: {missing[0]!r} is not a column of {name}; pass its column names.")
+        return [(repr(c), data[c]) for c in cols]
+    if columns is not None:
+        raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
+    arr = np.asarray(data) if not isinstance(data, np.ndarray) else data
+    if arr.ndim == 0:
+        raise ParameterError(f"{name} is a single value; pass an array of records.")
+    if arr.ndim == 1 and width > 1 and arr.size == 0:
+        arr = arr.reshape(0, width)
+    if arr.ndim == 1:
+        return [("0", arr)]
+    if arr.ndim != 2:
+        raise ParameterError(f"{name} has shape {arr.shape}; pass records as a 2-D array (n, {width}).")
+    return [(str(j), arr[:, j]) for j in range(arr.shape[1])]
+
+
+def _dtype(col: Any) -> Any:
+    return getattr(col, "dtype", np.asarray(col).dtype)
+
+
+def _kind(col: Any) -> str:
+    dtype = _dtype(col)
+    kind = getattr(dtype, "kind", "O")
+    if type(dtype).__name__ == "CategoricalDtype":
+        return "category"
+    return kind
+
+
+def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.ndarray:
+    """A number column as float64 (int64 for ``integer`` records), exactly, or refused by dtype."""
+    dtype = _dtype(col)
+    kind = _kind(col)
+    fix = "encode it as numbers, group by it (dp.group_by keys), or leave it out with columns=[...]"
+    if kind == "O":
+        values = np.asarray(col, dtype=object)
+        if not all(isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)) for v in values.tolist()):
+            raise ParameterError(f"column {column} of {name} has dtype object holding non-numbers; {fix}.")
+        if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > _EXACT for v in values):
+            raise ParameterError(
+                f"column {column} of {name} (dtype object) holds integers beyond 2**53, which a double cannot hold "
+                "exactly; recode them (e.g. as ranks) or declare the column an identity (the user column)."
+            )
+        return values.astype(np.int64 if integer else float)
+    if kind not in "biuf":
+        raise ParameterError(f"column {column} of {name} has dtype {dtype}, which records cannot hold; {fix}.")
+    if hasattr(col, "isna") and bool(np.asarray(col.isna()).any()) and kind != "f":
+        raise ParameterError(
+            f"column {column} of {name} (dtype {dtype}) has missing values, which no record domain holds; "
+            "drop or fill them before the release."
+        )
+    if hasattr(col, "to_numpy"):
+        raw = col.to_numpy(dtype=float if kind == "f" else (np.int64 if kind in "bi" else np.uint64))
+    else:
+        raw = np.asarray(col)
+    if kind in "iu":
+        if raw.size and (int(raw.max()) > _EXACT or (kind == "i" and int(raw.min()) < -_EXACT)):
+            if not integer or (kind == "u" and int(raw.max()) >= 2**63):
+                raise ParameterError(
+                    f"column {column} of {name} (dtype {dtype}) holds integers beyond 2**53, which a double cannot "
+                    "hold exactly; recode them (e.g. as ranks), or, for user ids, make it the user column of "
+                    "dp.bound_contributions (read exactly as an identity)."
+                )
+        return raw.astype(np.int64 if integer else float)
+    return raw.astype(np.int64 if integer else float) if integer and kind == "b" else raw.astype(float)
+
+
+def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, list]:
+    """An identity or label column, exactly: (codes, values): ``values[codes[i]]`` is row i's normalised
+    value; ``values`` distinct, in no particular order."""
+    kind = _kind(col)
+    dtype = _dtype(col)
+    if kind in "mMc":
+        raise ParameterError(
+            f"column {column} of {name} has dtype {dtype}; convert it to strings or integers before the release."
+        )
+    if kind == "category":
+        codes = np.asarray(col.cat.codes, dtype=np.int64)
+        cats = list(col.cat.categories)
+        values = [normalise(v) for v in cats]
+        if (codes < 0).any():  # a missing value of a categorical
+            codes = np.where(codes < 0, len(values), codes)
+            values.append(MISSING)
+        return _merge_equal(codes, values)
+    if kind in "biuf":
+        arr = col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col)
+        if arr.dtype == object:  # a nullable pandas column with pd.NA
+            return _objects(arr)
+        if kind == "f":
+            arr = arr + 0.0  # -0.0 -> 0.0
+        uniq, codes = np.unique(arr, return_inverse=True)
+        values = [normalise(v) for v in uniq.tolist()]
+        return _merge_equal(np.asarray(codes, dtype=np.int64).reshape(-1), values)
+    return _objects(np.asarray(col, dtype=object))
+
+
+def _objects(arr: np.ndarray) -> tuple[np.ndarray, list]:
+    try:
+        import pandas as pd
+    except ImportError:
+        index: dict = {}
+        codes = np.empty(len(arr), dtype=np.int64)
+        for i, v in enumerate(arr.tolist()):
+            codes[i] = index.setdefault(normalise(v), len(index))
+        return codes, list(index)
+    raw_codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+    codes = np.asarray(raw_codes, dtype=np.int64)
+    values = [normalise(v) for v in np.asarray(uniq, dtype=object).tolist()]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(values), codes)
+        values.append(MISSING)
+    return _merge_equal(codes, values)
+
+
+def _merge_equal(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
+    """Codes of values that normalise to one value (1 and True, 0.0 and -0.0) made one code."""
+    index: dict = {}
+    remap = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        remap[i] = index.setdefault(v, len(index))
+    if len(index) == len(values):
+        return codes, values
+    return remap[codes], list(index)
+
+
+# --------------------------------------------------------------------------- stand-ins
+
+
+def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
+    """Strictly increasing doubles in [lo, hi], one per value of ``values`` (sorted, distinct): the values
+    themselves when each is a double in [lo, hi], else evenly spaced between lo and hi."""
+    if all(isinstance(v, float) and lo <= Fraction(v) <= hi for v in values):
+        return np.array(values, dtype=float)
+    k = len(values)
+    flo, fhi = float(lo), float(hi)
+    if k == 1:
+        out = np.array([flo / 2 + fhi / 2])
+    else:
+        t = np.arange(k) / (k - 1)
+        out = flo * (1 - t) + fhi * t  # no overflow for bounds near the largest double
+    out = np.clip(out, flo, fhi)
+    if k > 1 and not np.all(np.diff(out) > 0):
+        raise ParameterError(
+            f"the records' bounds [{flo:g}, {fhi:g}] hold too few doubles for {k} distinct identities; declare "
+            "wider bounds for the user or key column."
+        )
+    return out
+
+
+def outside(keys: Sequence[float], lo: Fraction, hi: Fraction) -> float:
+    """A double in [lo, hi] that is none of ``keys``: records carrying it belong to no declared key."""
+    taken = {float(k) for k in keys}
+    flo, fhi = float(lo), float(hi)
+    for c in (-0.5, len(keys) - 0.5, 0.5, flo, fhi, flo / 2 + fhi / 2):
+        if lo <= Fraction(c) <= hi and c not in taken:
+            return float(c)
+    ordered = sorted(taken | {flo, fhi})
+    for a, b in zip(ordered, ordered[1:]):
+        mid = a / 2 + b / 2
+        if a < mid < b and mid not in taken:
+            return mid
+    raise ParameterError("the key column's bounds hold no number that is not a key; widen the records' bounds.")
+
+
+# --------------------------------------------------------------------------- the roles of the columns
+
+
+@dataclass
+class Identity:
+    """An identity column: its distinct normalised values in order and their stand-ins."""
+
+    column: int
+    role: str  # "user" or "key"
+    values: list = field(default_factory=list)
+    numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def fix(self, values: list, lo: Fraction, hi: Fraction) -> None:
+        self.values = sort_values(values)
+        self.numbers = stand_ins(self.values, lo, hi) if self.values else np.zeros(0)
+
+
+@dataclass
+class Reader:
+    """How each column of one mechanism's input is read (see the module docstring)."""
+
+    width: int
+    lo: tuple
+    hi: tuple
+    integer: bool = False
+    identities: dict = field(default_factory=dict)  # column -> Identity
+    labels: dict = field(default_factory=dict)  # column -> (positions by normalised label, the drop number)
+
+    def distinct(self, data: Any, columns: Sequence[str] | None, name: str) -> dict:
+        """Column -> the distinct normalised values of each identity column of ``data``."""
+        cols = columns_of(data, columns, self.width, name)
+        self._check_width(cols, name)
+        out = {}
+        for j, ident in self.identities.items():
+            codes, values = identities_of(cols[j][1], cols[j][0], name)
+            used = np.unique(codes) if len(codes) else np.zeros(0, dtype=np.int64)
+            out[j] = [values[c] for c in used.tolist()]
+        return out
+
+    def fix(self, found: dict) -> None:
+        """The identity columns' values over the whole input (merged from every partition)."""
+        for j, ident in self.identities.items():
+            values = found.get(j, [])
+            if ident.role == "user" and any(v is MISSING for v in values):
+                raise ParameterError(
+                    f"column {j} (the user column) has missing user ids; records without an owner cannot be "
+                    "bounded per user: drop them or give them ids before the release."
+                )
+            ident.fix(values, self.lo[j], self.hi[j])
+
+    def read(self, data: Any, columns: Sequence[str] | None, name: str) -> np.ndarray:
+        """The records the sampler reads (identity columns as their stand-ins, after :meth:`fix`)."""
+        cols = columns_of(data, columns, self.width, name)
+        n = len(cols[0][1]) if cols else 0
+        read = []
+        for j, (column, col) in enumerate(cols):
+            if j in self.identities:
+                ident = self.identities[j]
+                codes, values = identities_of(col, column, name)
+                at = {v: i for i, v in enumerate(ident.values)}
+                lookup = np.array([ident.numbers[at[v]] for v in values], dtype=float)
+                read.append(lookup[codes] if n else np.zeros(0))
+            elif j in self.labels:
+                positions, drop = self.labels[j]
+                codes, values = identities_of(col, column, name)
+                lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
+                read.append(lookup[codes] if n else np.zeros(0))
+            else:
+                read.append(numbers_of(col, column, name, self.integer))
+        self._check_width(cols, name)
+        out = np.empty((n, len(cols)), dtype=np.int64 if self.integer else float)
+        for j, values in enumerate(read):
+            out[:, j] = values
+        return out[:, 0] if out.shape[1] == 1 and self.width == 1 else out
+
+    def _check_width(self, cols: list, name: str) -> None:
+        if len(cols) != self.width:
+            raise ParameterError(
+                f"{name} has {len(cols)} column(s) but the mechanism's records have {self.width}; pass "
+                f"{self.width} columns (columns=[...] picks them from a frame)."
+            )
+
+
+def reader(m: Any) -> Reader:
+    """The reader of ``m``'s input: identity, label and number columns from its structure alone."""
+    from .core import IntegerRange
+    from .mechanisms.parts import PartsMechanism
+    from .mechanisms.parts.grouping import BoundContributions, GroupBy, discovered_head
+
+    space = m.space
+    width = space.dim
+    r = Reader(width, tuple(space.lo), tuple(space.hi), integer=isinstance(m.records, IntegerRange))
+    if not isinstance(m, PartsMechanism):
+        return r
+    from .mechanisms.parts._base import walk_nodes
+
+    nodes = walk_nodes(m.steps)
+    for b in (n for n in nodes if type(n) is BoundContributions):
+        r.identities[b.user] = Identity(b.user, "user")
+    g = discovered_head(m.steps)
+    if g is not None:
+        r.identities[g.by] = Identity(g.by, "key")
+    for n in nodes:
+        if type(n) is GroupBy and n.labelled and n.by not in r.identities:
+            positions = {normalise(k): float(i) for i, k in enumerate(n.keys)}
+            if n.by in r.labels and r.labels[n.by][0] != positions:
+                from .errors import UnsupportedError
+
+                raise UnsupportedError(f"column {n.by} is grouped with two different key lists; use one per column")
+            r.labels[n.by] = (positions, outside(range(len(n.keys)), space.lo[n.by], space.hi[n.by]))
+    return r

@@ -1,0 +1,230 @@
+"""dpharness.release on data as teams hold it: one reader for numpy, pandas and Dask (harness/_records.py).
+
+Identities (user ids, keys found in the data) are compared exactly whatever their type, never through a
+double; labels found in the data can never make a release raise; missing keys are one key (None) on every
+input type; unsupported dtypes are refused by dtype on every input type, with no value in the message; and
+the same query returns the same Python type and value from every input type."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpharness
+from dpharness import AddRemove, ApproxDP, PureDP, RealBox, RealInterval, parts as dp
+from dpharness.errors import ParameterError, UnsupportedError
+
+pd = pytest.importorskip("pandas")
+
+SEED = 11
+BIG = 2**53  # 2**53 and 2**53 + 1 are one double
+
+
+def _user_level(keys=None, lo=0, hi=1000):
+    return dp.mechanism(
+        name="users_per_key",
+        records=RealBox(lo, hi, 3),  # (user id, key, value)
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=1)
+        >> dp.group_by(
+            by=1,
+            keys=keys,
+            select=dp.partition_select(threshold=3, scale=1),
+            part=dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(20),
+        ),
+        claim=ApproxDP(4, 1e-3),
+    )
+
+
+def _record_level(lo=0, hi=1000, part=True):
+    return dp.mechanism(
+        name="records_per_key",
+        records=RealBox(lo, hi, 2),  # (value, key)
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=3, scale=1),
+            part=dp.column(0) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(10) if part else None,
+        ),
+        claim=ApproxDP(2, 1e-3),
+    )
+
+
+def _dask(frame, n):
+    dd = pytest.importorskip("dask.dataframe")
+    return dd.from_pandas(frame, npartitions=n)
+
+
+def _release(m, data):
+    import contextlib
+
+    try:
+        import dask
+
+        ctx = dask.config.set(scheduler="synchronous")
+    except ImportError:  # pragma: no cover - the Dask stage of .ci/run requires dask
+        ctx = contextlib.nullcontext()
+    with ctx:
+        return dpharness.release(m, data, seed=SEED)
+
+
+def test_user_ids_beyond_2_53_are_distinct_users():
+    """Two users with ids 2**53 and 2**53 + 1 (one double) are two users: the release equals the release
+    with the same users renamed 0..U-1 in the same order (bounding and selection read ids only through
+    equality and order). On the double-reading path they merged into one user."""
+    rng = np.random.default_rng(SEED)
+    n = 400
+    small = rng.integers(0, 60, n)
+    key = rng.integers(0, 4, n).astype(float)
+    value = rng.uniform(0, 10, n)
+    ranks = np.unique(small, return_inverse=True)[1].reshape(-1)
+    big = np.array([BIG + int(u) for u in small], dtype=np.int64)  # ids 2**53 .. 2**53 + 59
+    want = _release(_user_level(), pd.DataFrame({"u": ranks.astype(float), "k": key, "v": value}))
+    frame = pd.DataFrame({"u": big, "k": key, "v": value})
+    assert _release(_user_level(), frame) == want
+    assert _release(_user_level(), frame.assign(u=frame["u"].astype(str).str.zfill(20))) == want  # strings
+    assert _release(_user_level(), frame.assign(u=frame["u"].astype("category"))) == want
+    assert _release(_user_level(), np.column_stack([big.astype(object), key, value])) == want  # numpy, exact ints
+
+
+def test_missing_user_ids_are_refused_by_column_without_values():
+    frame = pd.DataFrame({"u": pd.array([1, None, 3], dtype="Int64"), "k": [1.0, 1.0, 2.0], "v": [1.0, 2.0, 3.0]})
+    with pytest.raises(ParameterError, match="user column") as e:
+        _release(_user_level(), frame)
+    assert "1.0" not in str(e.value) and "3" not in str(e.value).replace("column 0", "")
+
+
+def test_int64_keys_beyond_2_53_are_two_keys_released_exactly():
+    rng = np.random.default_rng(SEED)
+    keys = np.array([BIG, BIG + 1] * 200, dtype=np.int64)
+    frame = pd.DataFrame({"x": rng.uniform(0, 10, 400), "k": keys})
+    got = _release(_record_level(part=False), frame)
+    assert list(got) == [BIG, BIG + 1] and BIG + 1 in got and float(BIG + 1) == BIG  # two keys, one double
+    assert [type(k) for k in got] == [float, int]  # a number is released as a double when one holds it exactly
+    for n in (1, 4, 7):
+        assert _release(_record_level(part=False), _dask(frame, n)) == got
+    records = np.empty((400, 2), dtype=object)  # a numpy object array holding the exact ints
+    records[:, 0], records[:, 1] = frame["x"].to_numpy(), keys.tolist()
+    assert _release(_record_level(part=False), records) == got
+
+
+def test_a_new_label_or_a_box_above_zero_never_makes_a_release_raise():
+    """Labels found in the data are identities, not positions in the numeric box: one added record with a
+    new label, or records declared above 0, release (the release raised on one neighbour before)."""
+    rng = np.random.default_rng(SEED)
+    frame = pd.DataFrame({"x": rng.uniform(5, 6, 300), "k": rng.choice(["FR", "DE", "IT"], 300)})
+    neighbour = pd.concat([frame, pd.DataFrame({"x": [5.5], "k": ["only-one-record"]})], ignore_index=True)
+    for m in (_record_level(part=False), _record_level(lo=5, hi=6, part=False)):
+        a, b = _release(m, frame), _release(m, neighbour)
+        assert set(a) <= {"FR", "DE", "IT"} and set(b) <= {"FR", "DE", "IT", "only-one-record"}
+        assert _release(m, _dask(neighbour, 3)) == b
+
+
+def test_missing_keys_are_one_key_none_on_every_input_type():
+    """None, NaN, NaT and pd.NA in a key column are the key None, a key like any other."""
+    rng = np.random.default_rng(SEED)
+    x = rng.uniform(0, 10, 300)
+    labels = np.array(["a", "b", None], dtype=object)[rng.integers(0, 3, 300)]
+    frame = pd.DataFrame({"x": x, "k": labels})
+    got = _release(_record_level(part=False), frame)
+    assert set(got) == {"a", "b", None}
+    nan_frame = frame.assign(k=[float("nan") if v is None else v for v in labels])
+    assert _release(_record_level(part=False), nan_frame) == got
+    assert _release(_record_level(part=False), frame.assign(k=[pd.NA if v is None else v for v in labels])) == got
+    assert _release(_record_level(part=False), frame.assign(k=[pd.NaT if v is None else v for v in labels])) == got
+    assert _release(_record_level(part=False), np.column_stack([x.astype(object), labels])) == got
+    assert _release(_record_level(part=False), _dask(frame, 4)) == got
+    # a nullable integer column with pd.NA: numbers and None, no switch to another path
+    ints = pd.array(np.where(labels == None, None, np.where(labels == "a", 1, 2)).tolist(), dtype="Int64")  # noqa: E711
+    got_ints = _release(_record_level(part=False), frame.assign(k=ints))
+    assert set(got_ints) == {1.0, 2.0, None}
+    assert [got_ints[k] for k in (1.0, 2.0, None)] == [got[k] for k in ("a", "b", None)]
+
+
+def test_keys_are_normalised_once_on_every_input_type():
+    """-0.0 is the key 0.0 and True the key 1.0, released as the same Python float from every input."""
+    rng = np.random.default_rng(SEED)
+    x = rng.uniform(0, 10, 200)
+    k = np.where(rng.integers(0, 2, 200) == 1, -0.0, 1.0)
+    want = _release(_record_level(part=False), np.column_stack([x, np.abs(k)]))
+    assert list(want) == [0.0, 1.0] and all(type(v) is float for v in want)
+    assert _release(_record_level(part=False), pd.DataFrame({"x": x, "k": k})) == want
+    assert _release(_record_level(part=False), _dask(pd.DataFrame({"x": x, "k": k}), 3)) == want
+    booleans = pd.DataFrame({"x": x, "k": k == 1.0})
+    assert _release(_record_level(part=False), booleans) == want
+    assert all(type(v) is float for v in _release(_record_level(part=False), booleans))
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "timedelta64[ns]", "datetime64[ns]"])
+def test_unsupported_dtypes_are_refused_everywhere_by_dtype(dtype):
+    m = dp.mechanism(
+        name="total",
+        records=RealInterval(-10, 10),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.laplace(10),
+        claim=PureDP(2),
+    )
+    values = np.array([1, 2, 3]).astype(dtype)
+    for data in (values, pd.DataFrame({"v": values}), _dask(pd.DataFrame({"v": values}), 2)):
+        with pytest.raises(ParameterError, match="dtype") as e:
+            _release(m, data)
+        assert "1" not in str(e.value).replace("64", "").replace("128", "")  # no value in the message
+    with pytest.raises(ParameterError, match="dtype"):
+        m.sample(values, 1, np.random.default_rng(0))
+
+
+def test_a_scalar_release_is_a_float_on_every_input_type():
+    m = dp.mechanism(
+        name="total",
+        records=RealInterval(-10, 10),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.laplace(10),
+        claim=PureDP(2),
+    )
+    x = np.random.default_rng(SEED).uniform(-10, 10, 50)
+    got = [_release(m, x), _release(m, pd.DataFrame({"v": x})), _release(m, _dask(pd.DataFrame({"v": x}), 3))]
+    assert all(type(v) is float for v in got) and got[0] == got[1] == got[2]
+
+
+def test_integers_beyond_2_53_in_a_number_column_are_refused_on_every_input_type():
+    m = dp.mechanism(
+        name="total",
+        records=RealBox(0, 2.0**60, 1),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 1) >> dp.sum() >> dp.laplace(10),
+        claim=PureDP(1),
+    )
+    values = np.array([BIG + 1, 3], dtype=np.int64)
+    for data in (values, pd.DataFrame({"v": values}), _dask(pd.DataFrame({"v": values}), 2)):
+        with pytest.raises(ParameterError, match="beyond 2\\*\\*53") as e:
+            _release(m, data)
+        assert str(BIG + 1) not in str(e.value)
+
+
+def test_dask_refuses_an_unstreamed_structure_before_reading_and_names_no_key():
+    frame = pd.DataFrame({"u": [1, 2], "k": ["secret-label", "other"], "v": [1.0, 2.0]})
+    with pytest.raises(UnsupportedError) as e:
+        _release(_user_level(), _dask(frame, 2))
+    assert "secret-label" not in str(e.value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_neighbour_raises_where_the_other_releases(seed):
+    """Each family with keys found in the data, on random frames of mixed labels (strings, ints beyond
+    2**53, floats, None, NaN), against the frame with one record (or one user) added: both release."""
+    rng = np.random.default_rng(seed)
+    pool = ["a", "b", BIG, BIG + 1, 2.5, -0.0, None, float("nan"), True]
+    n = int(rng.integers(0, 40))
+    keys = [pool[i] for i in rng.integers(0, len(pool), n)]
+    users = rng.integers(0, 10, n) + BIG
+    frame = pd.DataFrame({"u": users, "k": pd.Series(keys, dtype=object), "v": rng.uniform(5, 6, n)})
+    extra = pd.DataFrame(
+        {"u": [BIG + 99], "k": pd.Series([pool[int(rng.integers(0, len(pool)))]], dtype=object), "v": [5.5]}
+    )
+    bigger = pd.concat([frame, extra], ignore_index=True)
+    for data in (frame, bigger):
+        _release(_user_level(), data)
+        _release(_record_level(), data[["v", "k"]])
+        _release(_record_level(part=False), _dask(data[["v", "k"]], 3))
+        _release(_user_level(lo=5, hi=6), data)
