@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import dpharness
 from dpharness import AddRemove, ApproxDP, PureDP, RealBox, RealInterval, parts as dp
@@ -228,3 +229,55 @@ def test_no_neighbour_raises_where_the_other_releases(seed):
         _release(_record_level(), data[["v", "k"]])
         _release(_record_level(part=False), _dask(data[["v", "k"]], 3))
         _release(_user_level(lo=5, hi=6), data)
+
+
+_LABELS = ["a", "b", "zz", BIG, BIG + 1, BIG + 2, -(BIG + 1), 2.5, -0.0, 0, True, None, float("nan"), pd.NA]
+
+
+def _canonical(v):
+    """The identity a value stands for: missing values one, -0.0 and 0, True and 1 one."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return ("missing",)
+    if isinstance(v, (bool, int, float)):
+        return ("number", v + 0)
+    return ("label", v)
+
+
+def _ranked(values):
+    """Each value's rank among the distinct identities (numbers by value, then labels, missing last)."""
+    kinds = {"number": 0, "label": 1, "missing": 2}
+    ident = sorted({_canonical(v) for v in values}, key=lambda c: (kinds[c[0]], *c[1:]))
+    index = {c: i for i, c in enumerate(ident)}
+    return np.array([float(index[_canonical(v)]) for v in values])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    keys=st.lists(st.sampled_from(_LABELS), min_size=0, max_size=60),
+    users=st.lists(st.sampled_from([0, 1, 2, BIG, BIG + 1, -(2**62), "u1", "u2"]), min_size=60, max_size=60),
+    added=st.sampled_from(_LABELS),
+)
+def test_identity_columns_are_read_exactly_property(keys, users, added):
+    """Property: the release on identity columns of any mix of types (strings, ints beyond 2**53, -0.0,
+    True, None, NaN, pd.NA) is the release on their ranks (read exactly: equality and order only), and the
+    neighbour with one more record or user releases too (no input makes one neighbour raise)."""
+    n = len(keys)
+    v = np.linspace(0, 10, n)
+    u = users[:n]
+    frame = pd.DataFrame({"u": pd.Series(u, dtype=object), "k": pd.Series(keys, dtype=object), "v": v})
+    ranked = pd.DataFrame({"u": _ranked(u), "k": _ranked(keys), "v": v})
+    by_key = _release(_record_level(), frame[["v", "k"]])
+    assert list(by_key.values()) == list(_release(_record_level(), ranked[["v", "k"]]).values())
+    by_user = _release(_user_level(), frame)
+    assert list(by_user.values()) == list(_release(_user_level(), ranked).values())
+    bigger = pd.concat(
+        [
+            frame,
+            pd.DataFrame(
+                {"u": pd.Series(["new-user"], dtype=object), "k": pd.Series([added], dtype=object), "v": [5.0]}
+            ),
+        ],
+        ignore_index=True,
+    )
+    _release(_record_level(), bigger[["v", "k"]])
+    _release(_user_level(), bigger)
