@@ -1,4 +1,4 @@
-"""The grid every noise-adding family rounds to: the rounded centres ``floor(v/g + 1/2)`` (saturated),
+"""The grid every noise-adding family rounds to: the rounded centres ``floor(v/g + 1/2)`` (exact integers),
 the float release ``g * (c + noise)``, the limit on noise scales in grid steps, and the rule bounding
 the distance of rounded centres (:func:`grid_steps`, which the prover states and calibrations use).
 Shared by the noise, selection, threshold and grouping families."""
@@ -35,7 +35,7 @@ def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
                 num64 = 2 * u64 * (gd << exponent) + gn
             else:
                 num64 = 2 * u64 * gd + (gn << -exponent)
-            return np.clip(num64 // den, -_MAX_UNITS, _MAX_UNITS)  # floor division, as Python's //
+            return num64 // den  # floor division, as Python's //
     u = np.asarray(units, dtype=object)
     if exponent >= 0:
         num, den = 2 * u * (gd << exponent) + gn, 2 * gn
@@ -44,14 +44,24 @@ def _centres_units(units: np.ndarray, exponent: int, g: Fraction) -> np.ndarray:
     centres = num // den
     if not len(centres):
         return np.zeros(0, dtype=np.int64)
-    if -_MAX_UNITS <= centres.min() and centres.max() <= _MAX_UNITS:  # nothing to saturate: int64 at once
-        return centres.astype(np.int64)
-    return np.array([max(-_MAX_UNITS, min(_MAX_UNITS, int(c))) for c in centres.tolist()], dtype=np.int64)
+    return _int_array(centres.tolist())
+
+
+def _int_array(centres: Any) -> np.ndarray:
+    """Exact integer centres as int64 where every one fits with room for noise (``|c| < 2**62``), else as
+    an object array of Python ints: no centre is ever capped."""
+    values = [int(c) for c in centres]
+    if all(-(2**62) < c < 2**62 for c in values):
+        return np.array(values, dtype=np.int64)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def centres_of_sums(codes: np.ndarray, x: np.ndarray, n_groups: int, g: Fraction) -> np.ndarray:
     """``_centres`` of the exact sums of the doubles ``x`` per group (``codes[k]`` in ``[0, n_groups)`` the
-    group of ``x[k]``), as int64, equal to the exact computation at every input.
+    group of ``x[k]``), as int64 (as Python ints in an object array when one is beyond ``2**62``), equal to the
+    exact computation at every input.
 
     A filter, then exact arithmetic where it cannot decide: float sums ``S`` by ``numpy.bincount``
     (recursive summation: ``|S − v| <= γ_{n−1} Σ|x|`` with ``γ_k = k·u/(1 − k·u)``, ``u = 2**-53``; Higham,
@@ -71,7 +81,9 @@ def centres_of_sums(codes: np.ndarray, x: np.ndarray, n_groups: int, g: Fraction
         return out
     if x.size and 4 * x.size < n_groups:  # most groups empty (sum 0, centre 0): only the others are computed,
         present, inverse = np.unique(codes, return_inverse=True)  # each summed in the same order as below
-        out[present] = centres_of_sums(inverse.reshape(-1), x, len(present), g)
+        some = centres_of_sums(inverse.reshape(-1), x, len(present), g)
+        out = out.astype(some.dtype)  # object when a centre is beyond int64's room
+        out[present] = some
         return out
     gf = float(g)
     sure = np.zeros(n_groups, dtype=bool)
@@ -93,19 +105,26 @@ def centres_of_sums(codes: np.ndarray, x: np.ndarray, n_groups: int, g: Fraction
         where[unsure] = np.arange(unsure.size)
         rows = where[codes] >= 0
         units, exponent = sums_by_units(where[codes[rows]], x[rows], unsure.size)
-        out[unsure] = _centres_units(units, exponent, g)
+        exact = _centres_units(units, exponent, g)
+        if exact.dtype == object:  # a centre beyond int64's room: every centre as a Python int
+            out = out.astype(object)
+        out[unsure] = exact
     return out
 
 
-def _centres(value: Any, g: Fraction) -> list[int]:
-    """The rounded centres ``floor(v/g + 1/2)`` of every coordinate, saturated to ``[−2**52, 2**52]``."""
+def _centres(value: Any, g: Fraction, saturate: bool = True) -> list[int]:
+    """The rounded centres ``floor(v/g + 1/2)`` of every coordinate, exact integers of any size; with
+    ``saturate`` (the threshold and selection families, whose proofs state it) saturated to
+    ``[−2**52, 2**52]``. The noise families add noise to the exact centres: no released value is capped."""
     if isinstance(value, np.ndarray):
         vals = [Fraction(float(x)) for x in value.ravel().tolist()]
     else:
         vals = list(value) if isinstance(value, tuple) else [value]
-    # saturate at ±2**52 grid steps (as OpenDP's saturating sums do): a statistic beyond it is released
-    # as if at the bound, never as an error (whether a mechanism raises is itself an output). Saturation
-    # is 1-Lipschitz in each coordinate, so the centres' distances, and the proof, are unchanged.
+    if not saturate:
+        return [_rhu(Fraction(v) / g) for v in vals]
+    # saturate at ±2**52 grid steps: a score beyond it is compared as if at the bound, never as an error
+    # (whether a mechanism raises is itself an output). Saturation is 1-Lipschitz in each coordinate, so
+    # the centres' distances, and the proof, are unchanged.
     return [max(-_MAX_UNITS, min(_MAX_UNITS, _rhu(Fraction(v) / g))) for v in vals]
 
 
@@ -129,7 +148,7 @@ def _check_scale_units(name: str, value: Any, granularity: Any) -> None:
 def _release(centres: Any, noise: np.ndarray, g: Fraction) -> np.ndarray:
     """Float outputs ``g * (c + noise)``: exact while |c + noise| < 2**53, else the round-to-nearest
     of the exact grid value (a deterministic function of the exact integer: post-processing)."""
-    if isinstance(centres, np.ndarray) and centres.dtype == np.int64:  # saturated centres: |c| <= 2**52
+    if isinstance(centres, np.ndarray) and centres.dtype in (np.int64, object):
         c = centres
     else:
         c = (
@@ -139,9 +158,17 @@ def _release(centres: Any, noise: np.ndarray, g: Fraction) -> np.ndarray:
         )
     if c.dtype == object or int(np.abs(noise).max(initial=0)) >= 2**62 - int(np.abs(c).max(initial=0)):
         units = noise.astype(object) + c.astype(object)
-        return np.vectorize(lambda u: float(u) * float(g), otypes=[float])(units)
+        return np.vectorize(lambda u: _nearest(u, g), otypes=[float])(units)
     units = noise + c
     return units.astype(float) * float(g)
+
+
+def _nearest(units: int, g: Fraction) -> float:
+    """The double nearest the exact grid value ``units·g`` (±inf beyond the largest double)."""
+    try:
+        return float(Fraction(int(units)) * g)
+    except OverflowError:
+        return math.copysign(math.inf, units)
 
 
 def grid_steps(space: Space, d: Distance, granularity: Any) -> tuple[Fraction, Fraction, str]:

@@ -49,7 +49,7 @@ class Leaf:
         self.value = value
         self.space = space
         self.g = Fraction(measurement.granularity)
-        self.centres = _centres(value, self.g)
+        self.centres = _centres(value, self.g, saturate=False)  # as the sampler: exact, never capped
 
     def log_prob(self, cols: np.ndarray) -> np.ndarray:
         """ln P of the leaf's output columns (shape (n, len(centres)))."""

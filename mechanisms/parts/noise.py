@@ -29,6 +29,7 @@ from ._base import (
     register,
 )
 from ._grid import (
+    _int_array,
     _MAX_SCALE_UNITS,
     LAPLACE_MIN_UNITS,
     _centres,
@@ -112,7 +113,7 @@ class _GridNoise(Measurement):
 
     def run(self, value: Any, space: Space, size: int, rng: np.random.Generator) -> np.ndarray:
         g = self.g
-        c = _centres(value, g)
+        c = _centres(value, g, saturate=False)
         return _release(c, self._noise((size, len(c)), rng), g)
 
     def run_repeated(self, values: list, counts: Sequence[int], rng: np.random.Generator) -> np.ndarray:
@@ -122,7 +123,8 @@ class _GridNoise(Measurement):
         if not len(values):
             return np.zeros((0, 0))
         g = self.g
-        centres = np.array([_centres(v, g) for v in values], dtype=np.int64)  # saturated: |c| <= 2**52
+        exact = [_centres(v, g, saturate=False) for v in values]  # exact integers: no value is capped
+        centres = _int_array([c for row in exact for c in row]).reshape(len(exact), -1)
         rows = np.repeat(centres, np.asarray(counts, dtype=np.intp), axis=0)
         noise = self._noise(rows.shape, rng)
         return np.asarray(_release(rows.reshape(-1), noise.reshape(-1), g)).reshape(rows.shape)

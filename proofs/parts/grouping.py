@@ -188,7 +188,7 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
                 ),
                 "grid-rounding lemma per key; an integer below X + L is at most ceil(X) + L − 1",
             )
-        walk.fact(here, "saturating each centre to [−2**52, 2**52] grid steps is 1-Lipschitz", "saturation")
+        walk.fact(here, "each key's centre is an exact integer of any size (no centre is capped)", "exact centres")
         eps = _F(D) / _F(tq)
         walk.evaluate(
             here,

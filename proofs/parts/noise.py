@@ -28,9 +28,9 @@ def grid_units(walk: Any, path: str, m: Any, space: Space, d: Distance) -> tuple
     if d.l1 != 0:
         walk.fact(
             path,
-            "the sampler saturates each rounded centre to [−2**52, 2**52] grid steps: "
-            "|sat(c) − sat(c')| <= |c − c'| per coordinate, so the bounds below hold for the saturated centres",
-            "saturation (clamping to an interval) is 1-Lipschitz",
+            "the sampler adds the noise to each rounded centre as an exact integer of any size (no centre is "
+            "capped), and the float it releases is a function of that integer alone (post-processing)",
+            "exact integer centres",
         )
     if how == "zero":
         walk.fact(
