@@ -96,6 +96,8 @@ def _order(v: Any) -> tuple:
 
 
 def sort_values(values: Sequence) -> list:
+    if all(type(v) is str for v in values):
+        return sorted(values)
     try:
         return sorted(values, key=_order)
     except TypeError:
@@ -182,9 +184,10 @@ def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.nd
     return raw.astype(np.int64 if integer else float) if integer and kind == "b" else raw.astype(float)
 
 
-def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, list]:
-    """An identity or label column, exactly: (codes, values): ``values[codes[i]]`` is row i's normalised
-    value; ``values`` distinct, in no particular order."""
+def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
+    """An identity or label column, exactly: (codes, values): ``values[codes[i]]`` is row i's value;
+    ``values`` distinct: a list of normalised values in no particular order, or, for a number column, a
+    sorted numpy array (float64 when every value is a double exactly, else int64) read by :func:`as_list`."""
     kind = _kind(col)
     dtype = _dtype(col)
     if kind in "mMc":
@@ -200,15 +203,44 @@ def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, list]:
             values.append(MISSING)
         return _merge_equal(codes, values)
     if kind in "biuf":
-        arr = col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col)
+        if hasattr(col, "to_numpy") and not isinstance(dtype, np.dtype):  # a nullable pandas column
+            if bool(np.asarray(col.isna()).any()):  # pd.NA: exact values and None, as objects
+                return _objects(col.to_numpy(dtype=object, na_value=None))
+            arr = col.to_numpy(dtype={"i": np.int64, "u": np.uint64, "b": bool}.get(kind, float))
+        else:
+            arr = col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col)
         if arr.dtype == object:  # a nullable pandas column with pd.NA
             return _objects(arr)
+        kind = arr.dtype.kind  # a nullable integer column may come out as floats with NaN
         if kind == "f":
             arr = arr + 0.0  # -0.0 -> 0.0
         uniq, codes = np.unique(arr, return_inverse=True)
-        values = [normalise(v) for v in uniq.tolist()]
-        return _merge_equal(np.asarray(codes, dtype=np.int64).reshape(-1), values)
+        codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+        if kind == "f" and uniq.size and np.isnan(uniq[-1]):  # NaNs sort last: missing values, one value
+            values = [MISSING if v != v else v for v in uniq.tolist()]
+            return _merge_equal(codes, values)
+        if kind in "fb" or (uniq.size and -_EXACT <= int(uniq[0]) and int(uniq[-1]) <= _EXACT):
+            return codes, uniq.astype(float)  # doubles exactly, sorted and distinct: kept as an array
+        if kind == "i":
+            return codes, uniq.astype(np.int64)  # exact integers, sorted and distinct
+        return _merge_equal(codes, [normalise(v) for v in uniq.tolist()])
     return _objects(np.asarray(col, dtype=object))
+
+
+def as_list(values: Any) -> list:
+    """Distinct values as the list of their normalised values (a number array's elements as numbers)."""
+    if isinstance(values, np.ndarray):
+        return values.tolist() if values.dtype == float else [normalise(v) for v in values.tolist()]
+    return list(values)
+
+
+def merge_distinct(parts: list) -> Any:
+    """The distinct values of several parts (partitions): one sorted array when every part is an array of
+    one dtype, else a list."""
+    arrays = [p for p in parts if isinstance(p, np.ndarray)]
+    if len(arrays) == len(parts) and len({a.dtype for a in arrays}) <= 1:
+        return np.unique(np.concatenate(arrays)) if arrays else []
+    return list(dict.fromkeys(v for p in parts for v in as_list(p)))
 
 
 def _objects(arr: np.ndarray) -> tuple[np.ndarray, list]:
@@ -222,7 +254,9 @@ def _objects(arr: np.ndarray) -> tuple[np.ndarray, list]:
         return codes, list(index)
     raw_codes, uniq = pd.factorize(arr, use_na_sentinel=True)
     codes = np.asarray(raw_codes, dtype=np.int64)
-    values = [normalise(v) for v in np.asarray(uniq, dtype=object).tolist()]
+    values = np.asarray(uniq, dtype=object).tolist()
+    if not all(type(v) is str for v in values):  # strings are their own normalised values
+        values = [normalise(v) for v in values]
     if (codes < 0).any():
         codes = np.where(codes < 0, len(values), codes)
         values.append(MISSING)
@@ -291,9 +325,23 @@ class Identity:
     values: list = field(default_factory=list)
     numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    def fix(self, values: list, lo: Fraction, hi: Fraction) -> None:
+    def fix(self, values: Any, lo: Fraction, hi: Fraction) -> None:
+        if isinstance(values, np.ndarray):  # sorted and distinct already
+            self.values = values
+            inside = values.dtype == float and (
+                not len(values) or lo <= Fraction(values[0]) <= Fraction(values[-1]) <= hi
+            )
+            self.numbers = values if inside else stand_ins([None] * len(values), lo, hi)
+            return
         self.values = sort_values(values)
         self.numbers = stand_ins(self.values, lo, hi) if self.values else np.zeros(0)
+
+    def lookup(self, values: Any) -> np.ndarray:
+        """The stand-ins of ``values`` (a part's distinct values, all among this column's)."""
+        if isinstance(self.values, np.ndarray) and isinstance(values, np.ndarray) and values.dtype == self.values.dtype:
+            return self.numbers[np.searchsorted(self.values, values)]
+        at = {v: i for i, v in enumerate(as_list(self.values))}
+        return np.array([self.numbers[at[v]] for v in as_list(values)], dtype=float)
 
 
 @dataclass
@@ -308,39 +356,38 @@ class Reader:
     labels: dict = field(default_factory=dict)  # column -> (positions by normalised label, the drop number)
 
     def distinct(self, data: Any, columns: Sequence[str] | None, name: str) -> dict:
-        """Column -> the distinct normalised values of each identity column of ``data``."""
+        """Column -> the distinct values of each identity column of ``data`` (see :func:`identities_of`)."""
         cols = columns_of(data, columns, self.width, name)
         self._check_width(cols, name)
-        out = {}
-        for j, ident in self.identities.items():
-            codes, values = identities_of(cols[j][1], cols[j][0], name)
-            used = np.unique(codes) if len(codes) else np.zeros(0, dtype=np.int64)
-            out[j] = [values[c] for c in used.tolist()]
-        return out
+        return {j: _used(*identities_of(cols[j][1], cols[j][0], name)) for j in self.identities}
 
     def fix(self, found: dict) -> None:
         """The identity columns' values over the whole input (merged from every partition)."""
         for j, ident in self.identities.items():
             values = found.get(j, [])
-            if ident.role == "user" and any(v is MISSING for v in values):
+            if ident.role == "user" and not isinstance(values, np.ndarray) and any(v is MISSING for v in values):
                 raise ParameterError(
                     f"column {j} (the user column) has missing user ids; records without an owner cannot be "
                     "bounded per user: drop them or give them ids before the release."
                 )
             ident.fix(values, self.lo[j], self.hi[j])
 
-    def read(self, data: Any, columns: Sequence[str] | None, name: str) -> np.ndarray:
-        """The records the sampler reads (identity columns as their stand-ins, after :meth:`fix`)."""
+    def read(self, data: Any, columns: Sequence[str] | None, name: str, fix: bool = False) -> np.ndarray:
+        """The records the sampler reads (identity columns as their stand-ins, after :meth:`fix`; with
+        ``fix``, the identities of ``data`` alone are fixed first, in the same pass)."""
         cols = columns_of(data, columns, self.width, name)
         n = len(cols[0][1]) if cols else 0
+        found = {}
+        for j in self.identities:
+            if j < len(cols):
+                found[j] = identities_of(cols[j][1], cols[j][0], name)
+        if fix:
+            self.fix({j: _used(codes, values) for j, (codes, values) in found.items()})
         read = []
         for j, (column, col) in enumerate(cols):
             if j in self.identities:
-                ident = self.identities[j]
-                codes, values = identities_of(col, column, name)
-                at = {v: i for i, v in enumerate(ident.values)}
-                lookup = np.array([ident.numbers[at[v]] for v in values], dtype=float)
-                read.append(lookup[codes] if n else np.zeros(0))
+                codes, values = found[j]
+                read.append(self.identities[j].lookup(values)[codes] if n else np.zeros(0))
             elif j in self.labels:
                 positions, drop = self.labels[j]
                 codes, values = identities_of(col, column, name)
@@ -360,6 +407,13 @@ class Reader:
                 f"{name} has {len(cols)} column(s) but the mechanism's records have {self.width}; pass "
                 f"{self.width} columns (columns=[...] picks them from a frame)."
             )
+
+
+def _used(codes: np.ndarray, values: Any) -> Any:
+    """The values some row holds."""
+    if isinstance(values, np.ndarray):
+        return values  # from np.unique: every value is held
+    return [values[c] for c in np.unique(codes).tolist()] if len(codes) else []
 
 
 def reader(m: Any) -> Reader:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._records import MISSING, Reader, _is_frame, columns_of, numbers_of, reader
+from ._records import MISSING, Reader, _is_frame, as_list, columns_of, merge_distinct, numbers_of, reader
 from .errors import ParameterError, UnsupportedError
 
 __all__ = ["release"]
@@ -68,31 +68,28 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         arr = _records(mechanism, data, columns)
         return _first(mechanism.sample(arr, 1, rng))
     r = reader(parts)
-    if r.identities:
+    arr = None
+    if r.identities and not _is_dask(data):  # identities read once: fixed and carried in one pass
+        arr = r.read(data, columns, "data", fix=True)
+    elif r.identities:
         if _is_dask(data):
             import dask
 
-            found_parts = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data") for p in data.to_delayed()])
-            found: dict = {j: [] for j in r.identities}
-            for f in found_parts:
-                for j, values in f.items():
-                    found[j].extend(values)
-            r.fix({j: list(dict.fromkeys(v)) for j, v in found.items()})
-        else:
-            r.fix(r.distinct(data, columns, "data"))
+            found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data") for p in data.to_delayed()])
+            r.fix({j: merge_distinct([f[j] for f in found]) for j in r.identities})
     names = None
     if g is not None:
         key = r.identities[g.by]
-        if not key.values:  # no records, no key: nothing is released, whatever the randomness
+        if not len(key.values):  # no records, no key: nothing is released, whatever the randomness
             return {}
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, key.numbers.tolist()))
-        names = [None if v is MISSING else v for v in key.values]
+        names = [None if v is MISSING else v for v in as_list(key.values)]
     if plan is not None:
         if g is not None:
             plan = _plan(parts.steps, parts.space)
         out = _dask_release(parts, data, columns, rng, r, plan)
     else:
-        out = parts.sample(r.read(data, columns, "data"), 1, rng)
+        out = parts.sample(r.read(data, columns, "data") if arr is None else arr, 1, rng)
     return _as_released(parts, _first(out), names)
 
 

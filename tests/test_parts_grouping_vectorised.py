@@ -235,42 +235,58 @@ def _reference_user_groups(arr, b):
     return np.split(order, starts[1:]) if len(order) else []
 
 
+def _reference_draws(b, arr, size, rng):
+    """The bounding's law written user by user: one uniformly random order of the drawn users' records per
+    release (those not kept whatever the order, grouped by increasing id), restricted to each user's
+    records (a uniformly random order of them, independent across users), walked by _kept_in_order."""
+    groups = [r for r in _reference_user_groups(arr, b) if not grouping._kept_deterministically(arr, r, b)]
+    rows = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
+    kept = np.ones((size, len(rows)), dtype=bool)
+    chunk = grouping._chunk(len(rows))
+    for start in range(0, size if len(rows) else 0, chunk):
+        stop = min(size, start + chunk)
+        order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (stop - start, 1)), axis=1)
+        rank = np.argsort(order, axis=1, kind="stable")
+        at = 0
+        for r in groups:
+            own = rank[:, at : at + len(r)]
+            own_order = np.argsort(np.argsort(own, axis=1, kind="stable"), axis=1, kind="stable")
+            kept[start:stop, at : at + len(r)] = grouping._kept_in_order(arr[r, b.by], own_order, b)
+            at += len(r)
+    return groups, rows, kept
+
+
 def _reference_user_counts(b, g, arr, size, rng):
     total = np.zeros((size, len(g.keys)), dtype=np.int64)
     key_index = {float(k): i for i, k in enumerate(g.keys)}
     for rows in _reference_user_groups(arr, b):
-        keys = arr[rows, b.by]
         if grouping._kept_deterministically(arr, rows, b):
-            for k in np.unique(keys):
+            for k in np.unique(arr[rows, b.by]):
                 if float(k) in key_index:
                     total[:, key_index[float(k)]] += 1
-            continue
-        n = len(rows)
-        chunk = grouping._chunk(n)
-        for start in range(0, size, chunk):
-            stop = min(size, start + chunk)
-            order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
-            kept = grouping._kept_in_order(keys, np.argsort(order, axis=1, kind="stable"), b)
-            for k in np.unique(keys):
-                if float(k) in key_index:
-                    total[start:stop, key_index[float(k)]] += kept[:, keys == k].any(axis=1)
+    groups, rows, kept = _reference_draws(b, arr, size, rng)
+    at = 0
+    for r in groups:
+        keys, own = arr[r, b.by], kept[:, at : at + len(r)]
+        for k in np.unique(keys):
+            if float(k) in key_index:
+                total[:, key_index[float(k)]] += own[:, keys == k].any(axis=1)
+        at += len(r)
     return total
 
 
 def _reference_kept_rows(b, arr, size, rng):
     mask = np.ones((size, len(arr)), dtype=bool)
-    for rows in _reference_user_groups(arr, b):
-        if grouping._kept_deterministically(arr, rows, b):
-            continue
-        order = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (size, 1)), axis=1)
-        mask[:, rows] = grouping._kept_in_order(arr[rows, b.by], np.argsort(order, axis=1, kind="stable"), b)
+    _, rows, kept = _reference_draws(b, arr, size, rng)
+    mask[:, rows] = kept
     return mask
 
 
 @pytest.mark.parametrize("max_records, max_per_partition, max_partitions", [(3, 1, None), (4, 2, 2), (50, 50, None)])
 def test_bounding_draws_user_by_user_as_before(max_records, max_per_partition, max_partitions):
-    """Users whose records are all kept whatever the order are counted at once; the others draw in turn by
-    increasing id, so counts and masks equal the user-by-user loop's for the same seed."""
+    """Users whose records are all kept whatever the order are counted at once; the others' records are
+    walked in one random order per release, all users at once, so counts and masks equal the user-by-user
+    walk of that order's restriction to each user for the same seed."""
     rng = np.random.default_rng(11)
     users = rng.choice([-0.0, 0.0, 1.0, 2.0, 3.0, 4.5, 7.0, 9.0, 12.0], 200)
     keys = rng.choice([0.0, -0.0, 1.0, 2.0, 3.0, 2.5, 30.0], 200)

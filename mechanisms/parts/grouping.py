@@ -781,48 +781,116 @@ def _kept_in_order(keys: np.ndarray, rank: np.ndarray, b: BoundContributions) ->
     return eligible & (overall < b.max_records)
 
 
+def _starts(codes: np.ndarray, groups: int) -> np.ndarray:
+    """Where each group begins among the codes sorted (codes in ``0..groups-1``)."""
+    counts = np.bincount(codes, minlength=groups)
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+
+def _scatter(by: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``out[s, by[s, j]] = values[s, j]``: values given in a sorted order, put back at their records."""
+    out = np.empty(by.shape, dtype=values.dtype)
+    np.put_along_axis(out, by, values, axis=1)
+    return out
+
+
+def _pairs(users: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(user code, (user, key) pair code, each pair's user code), codes dense from 0 (equal as floats)."""
+    _, ucode = np.unique(users, return_inverse=True)
+    _, kcode = np.unique(keys, return_inverse=True)
+    ucode, kcode = ucode.reshape(-1).astype(np.int64), kcode.reshape(-1).astype(np.int64)
+    width = int(kcode.max(initial=-1)) + 1
+    pairs, pcode = np.unique(ucode * width + kcode, return_inverse=True)
+    return ucode, pcode.reshape(-1).astype(np.int64), (pairs // max(width, 1)).astype(np.int64)
+
+
+def _kept_by_order(ucode: np.ndarray, pcode: np.ndarray, pair_user: np.ndarray, rank: np.ndarray, b: Any) -> np.ndarray:
+    """(size, n) mask: :func:`_kept_in_order` for every user at once, each user's records walked in the
+    order ``rank`` restricts to them (``rank[s, i]``: position of record i in release s's order over all the
+    records given). Three sorts a row, whatever the number of users and keys: by (pair, position) for the
+    first m of each (user, key), by (user, first position) for the first ℓ keys of each user, by (user,
+    position) for the first k of each user."""
+    size, n = rank.shape
+    if n == 0:
+        return np.zeros((size, 0), dtype=bool)
+    n_pairs, n_users = len(pair_user), int(ucode.max()) + 1
+    by_pair = np.argsort(pcode[None, :] * n + rank, axis=1)
+    pair_start = _starts(pcode, n_pairs)
+    position = _scatter(by_pair, np.arange(n)[None, :] - pair_start[pcode[by_pair]])
+    eligible = position < b.max_per_partition  # among the first m of its (user, key)
+    if b.max_partitions is not None:
+        first_seen = np.take_along_axis(rank, by_pair[:, pair_start], axis=1)  # (size, pairs): a key's first position
+        by_user_pairs = np.argsort(pair_user[None, :] * n + first_seen, axis=1)
+        user_pair_start = _starts(pair_user, n_users)
+        key_order = _scatter(by_user_pairs, np.arange(n_pairs)[None, :] - user_pair_start[pair_user[by_user_pairs]])
+        eligible &= key_order[:, pcode] < b.max_partitions  # its key among the user's first ℓ keys met
+    by_user = np.argsort(ucode[None, :] * n + rank, axis=1)
+    ordered = np.take_along_axis(eligible, by_user, axis=1)
+    before = np.cumsum(ordered, axis=1) - ordered  # eligible records before it in the row
+    user_start = _starts(ucode, n_users)
+    before -= before[:, user_start][:, ucode[by_user[0]]]  # ... and before it in its user's records
+    return _scatter(by_user, ordered & (before < b.max_records))  # of those, the first k of its user
+
+
+def _drawn(arr: np.ndarray, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows of the users whose kept records depend on the order (grouped by user), whether each row
+    is such a row)."""
+    order, bounds, kept_all = _user_runs(arr, b)
+    drawn = np.repeat(~kept_all, np.diff(bounds))
+    return order[drawn], drawn
+
+
+def _kept_draws(arr: np.ndarray, rows: np.ndarray, b: Any, size: int, rng: np.random.Generator):
+    """(chunk start, chunk stop, (stop − start, len(rows)) kept mask) for each chunk of releases: one
+    uniformly random order of all of ``rows`` per release, whose restriction to each user's records is a
+    uniformly random order of them, independent across users (the bounding's law)."""
+    ucode, pcode, pair_user = _pairs(arr[rows, b.user], arr[rows, b.by])
+    n = len(rows)
+    chunk = _chunk(n)
+    for start in range(0, size, chunk):
+        stop = min(size, start + chunk)
+        order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
+        rank = np.argsort(order, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
+        yield start, stop, _kept_by_order(ucode, pcode, pair_user, rank, b)
+
+
 def user_counts(b: BoundContributions, g: GroupBy, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
     """(size, |keys|) distinct-user counts per encoded key after a fresh bounding draw per release: the users
-    whose records are all kept whatever the order counted at once (they draw nothing), then each other
-    user in turn (by increasing id, as the draws were always made)."""
+    whose records are all kept whatever the order counted at once (they draw nothing), the others from one
+    random order of all their records per release (:func:`_kept_draws`)."""
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     total = np.zeros((size, len(g.keys)), dtype=np.int64)
-    order, bounds, kept_all = _user_runs(arr, b)
-    if kept_all.any():  # one count per distinct (user, key) of those users
-        rows = order[np.repeat(kept_all, np.diff(bounds))]
-        total += g.counts(arr[rows], user=b.user)[None, :]
-    key_index = {float(k): i for i, k in enumerate(g.key_values)}
-    for j in np.flatnonzero(~kept_all):
-        rows = order[bounds[j] : bounds[j + 1]]
-        keys = arr[rows, b.by]
-        n = len(rows)
-        chunk = _chunk(n)
-        for start in range(0, size, chunk):
-            stop = min(size, start + chunk)
-            order_s = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
-            rank = np.argsort(order_s, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
-            kept = _kept_in_order(keys, rank, b)
-            for k in np.unique(keys):
-                if float(k) in key_index:
-                    total[start:stop, key_index[float(k)]] += kept[:, keys == k].any(axis=1)
+    rows, drawn = _drawn(arr, b)
+    if len(arr) and not drawn.all():  # one count per distinct (user, key) of those users
+        total += g.counts(arr[~drawn], user=b.user)[None, :]
+    if not len(rows):
+        return total
+    _, pcode, _ = _pairs(arr[rows, b.user], arr[rows, b.by])
+    n_pairs = int(pcode.max()) + 1
+    first = np.zeros(n_pairs, dtype=np.int64)
+    first[pcode[::-1]] = np.arange(len(rows))[::-1]  # a record of each pair
+    pair_code = g.codes(arr[rows[first], b.by])  # each pair's encoded key (−1: none)
+    inside = pair_code >= 0
+    for start, stop, kept in _kept_draws(arr, rows, b, size, rng):
+        m = stop - start
+        cells = (np.arange(m)[:, None] * n_pairs + pcode[None, :])[kept]
+        pair_kept = np.bincount(cells, minlength=m * n_pairs).reshape(m, n_pairs) > 0
+        for_keys = (np.arange(m)[:, None] * len(g.keys) + pair_code[None, inside])[pair_kept[:, inside]]
+        total[start:stop] += np.bincount(for_keys, minlength=m * len(g.keys)).reshape(m, len(g.keys))
     return total
 
 
 def kept_rows(b: BoundContributions, value: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-    """(size, n) mask of the records each release keeps (a fresh bounding draw per release for each user
-    whose records are not all kept whatever the order, by increasing id)."""
+    """(size, n) mask of the records each release keeps (a fresh bounding draw per release for the users
+    whose records are not all kept whatever the order: :func:`_kept_draws`)."""
     arr = np.asarray(value, dtype=float)
     arr = arr.reshape(0, max(b.user, b.by) + 1) if arr.size == 0 else arr
     mask = np.ones((size, len(arr)), dtype=bool)
-    order, bounds, kept_all = _user_runs(arr, b)
-    for j in np.flatnonzero(~kept_all):
-        rows = order[bounds[j] : bounds[j + 1]]
-        chunk = _chunk(len(rows))
-        for start in range(0, size, chunk):
-            stop = min(size, start + chunk)
-            order_s = rng.permuted(np.tile(np.arange(len(rows), dtype=np.int64), (stop - start, 1)), axis=1)
-            mask[start:stop, rows] = _kept_in_order(arr[rows, b.by], np.argsort(order_s, axis=1, kind="stable"), b)
+    rows, _ = _drawn(arr, b)
+    if len(rows):
+        for start, stop, kept in _kept_draws(arr, rows, b, size, rng):
+            mask[start:stop, rows] = kept
     return mask
 
 
@@ -844,7 +912,10 @@ def _execute_bounded(
     for start in range(0, size, _CHUNK):
         stop = min(size, start + _CHUNK)
         mask = kept_rows(b, arr, stop - start, rng)
-        patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
+        if len(mask) == 1:  # one release: its pattern (np.unique over rows promotes to a structured array)
+            patterns, inverse = mask, np.zeros(1, dtype=np.int64)
+        else:
+            patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
         inverse = np.asarray(inverse).reshape(-1)
         for j, pattern in enumerate(patterns):  # releases that kept the same records run together
             rows = start + np.flatnonzero(inverse == j)
