@@ -12,9 +12,10 @@ the same, bit for bit, whichever the input type and however it is partitioned; a
 
 Structures streamed from a Dask frame: record-wise steps (clamp, column, clip_norm, map_records) into
 an aggregate (count, sum, sum_squares, sum_products, histogram) and then noise and post-processing,
-under ``dp.compose``; and a record-level ``dp.group_by`` without a per-key part (its per-key counts add
-across partitions). Any other structure is refused for a Dask frame with the reason (it runs on a
-numpy array or pandas frame in memory).
+under ``dp.compose``; and a record-level ``dp.group_by`` (declared keys or keys found in the data) whose
+per-key part is count/sum/sum_squares/sum_products with noise (per-key counts and exact per-key aggregates
+add across partitions). Any other structure is refused for a Dask frame with the reason, from the
+structure alone before any partition is read (it runs on a numpy array or pandas frame in memory).
 """
 
 from __future__ import annotations
@@ -150,11 +151,23 @@ class _Leaf:
 
 @dataclass(frozen=True)
 class _Groups:
-    """A record-level group-by without a per-key part: per-key counts add across partitions."""
+    """A record-level group-by: per-key counts, and its part's per-key exact aggregates, add across
+    partitions."""
 
     prefix: tuple
     group_by: Any
     space_in: Any
+    space_out: Any  # the records' space after the record-wise steps (what the group-by reads)
+
+
+def _additive_parts(g: Any) -> bool:
+    """Whether each aggregate of the group-by's part (if any) is exact and adds across partitions."""
+    from .mechanisms.parts.grouping import simple_parts
+
+    return g.part is None or all(
+        type(agg).__name__ in _ADDITIVE - {"Histogram"} and hasattr(agg, "apply_by")
+        for _, agg, _ in simple_parts(g.part)
+    )
 
 
 def _plan(step: Any, space: Any) -> Any:
@@ -171,8 +184,8 @@ def _plan(step: Any, space: Any) -> Any:
             if rowwise:
                 raise UnsupportedError("a record-wise step before dp.compose is not streamed here")
             return ("compose", [_plan(p, here) for p in step.parts])
-        if type(step) is GroupBy and step.part is None:
-            return _Groups(tuple(rowwise), step, space)
+        if type(step) is GroupBy and _additive_parts(step):
+            return _Groups(tuple(rowwise), step, space, here)
         if isinstance(step, B.Chain):
             t = step.first
             if isinstance(t, B.Transformation) and t.rowwise:
@@ -186,8 +199,9 @@ def _plan(step: Any, space: Any) -> Any:
                 return ("post", _plan(t, here), step.second)
         raise UnsupportedError(
             f"{getattr(step, 'describe', lambda: repr(step))()} is not streamed from a Dask frame (only record-wise "
-            "steps into count/sum/sum_squares/sum_products/histogram, compose, post, and a group_by without a "
-            "per-key part are); pass data.compute() (a pandas frame) if it fits in memory"
+            "steps into count/sum/sum_squares/sum_products/histogram, compose, post, and a record-level group_by "
+            "whose per-key part is count/sum/sum_squares/sum_products are); pass data.compute() (a pandas frame) "
+            "if it fits in memory"
         )
 
 
@@ -211,15 +225,27 @@ def _partial(plan: Any, arr: np.ndarray) -> list:
             value = t.apply(value)
         if isinstance(leaf, _Leaf):
             out.append(leaf.aggregate.apply(value))
-        else:
-            out.append(leaf.group_by.counts(value))
+            continue
+        g = leaf.group_by
+        rows = value.reshape(-1, leaf.space_out.dim) if value.ndim == 1 else value
+        codes = g.codes(rows[:, g.by]) if len(rows) else np.zeros(0, dtype=np.int64)
+        counts = g.counts(rows, codes=codes)
+        if g.part is None:
+            out.append(counts)
+        else:  # the counts and each part's per-key exact aggregates (lists of numbers)
+            aggregates = [per_key for per_key, _, _ in g.part_aggregates(rows, leaf.space_out, codes)]
+            out.append((counts, [list(per_key) for per_key in aggregates]))
     return out
 
 
 def _merge(a: list, b: list) -> list:
+    """Two partitions' partials added exactly, leaf by leaf."""
     merged = []
     for x, y in zip(a, b):
-        if isinstance(x, tuple):
+        if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], list):  # a group-by with a part
+            parts = [[u + v for u, v in zip(px, py)] for px, py in zip(x[1], y[1])]
+            merged.append((x[0] + y[0], parts))
+        elif isinstance(x, tuple):
             merged.append(tuple(u + v for u, v in zip(x, y)))
         else:
             merged.append(x + y)
@@ -233,7 +259,13 @@ def _run(plan: Any, values: list, rng: np.random.Generator) -> Any:
     if isinstance(plan, _Leaf):
         return B.execute(plan.rest, values.pop(0), plan.space_out, 1, rng)
     if isinstance(plan, _Groups):
-        return plan.group_by.release(np.asarray(values.pop(0), dtype=np.int64)[None, :], rng)
+        g, value = plan.group_by, values.pop(0)
+        if g.part is None:
+            return g.release(np.asarray(value, dtype=np.int64)[None, :], rng)
+        counts, per_key = value
+        structure = g.part_aggregates(np.zeros((0, plan.space_out.dim)), plan.space_out)  # spaces and noises
+        aggregates = [(merged, sp, noise) for merged, (_, sp, noise) in zip(per_key, structure)]
+        return g.release(np.asarray(counts, dtype=np.int64)[None, :], rng, space=plan.space_out, aggregates=aggregates)
     if plan[0] == "compose":
         return B._Tuple([_run(p, values, rng) for p in plan[1]])
     return B._post_chain(plan[2], _run(plan[1], values, rng))

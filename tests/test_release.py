@@ -265,3 +265,43 @@ def test_labels_whose_positions_the_records_cannot_hold_are_refused_up_front():
             steps=dp.group_by(by=1, keys=["a", "b"], select=dp.partition_select(threshold=20, scale=1)),
             claim=ApproxDP(3, 1e-5),
         )
+
+
+@pytest.mark.parametrize("keys", ["declared", "found"])
+def test_dask_group_by_with_parts_is_the_pandas_release_for_any_partitioning(keys):
+    """A record-level group-by with per-key count and clamped sum parts: each partition's per-key counts and
+    exact sums are merged exactly, selection and noise drawn once on the merged values, so the release is
+    the pandas release, of the same type and value, for 1, 4 and 7 partitions (empty ones included)."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    names = ["FR", "DE", "IT", "ES", "PT"]
+    m = dp.mechanism(
+        name="count_and_income_by_country",
+        records=RealBox(0, 1e17, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=names if keys == "declared" else None,
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.compose(
+                dp.count() >> dp.laplace(4),
+                dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(400),
+            ),
+        ),
+        claim=ApproxDP(3, 1e-5),
+    )
+    rng = np.random.default_rng(SEED)
+    x = rng.uniform(0, 300, 3_000)
+    x[:3] = [1e16, 1.0, -1e16]  # cancellation across partitions: exact sums or nothing
+    frame = pd.DataFrame({"income": np.abs(x), "country": rng.choice(names[:4], 3_000, p=[0.5, 0.3, 0.195, 0.005])})
+    want = dpharness.release(m, frame, seed=SEED)
+    assert {"FR", "DE", "IT"} <= set(want)
+    with dask.config.set(scheduler="synchronous"):
+        for n in (1, 4, 7):
+            got = dpharness.release(m, dd.from_pandas(frame, npartitions=n), seed=SEED)
+            assert got == want and all(type(v) is tuple and type(v[1]) is float for v in got.values())
+        empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
+        with_empty = dd.concat([empty, dd.from_pandas(frame, npartitions=3), empty])
+        assert dpharness.release(m, with_empty, seed=SEED) == want

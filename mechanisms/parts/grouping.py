@@ -401,10 +401,12 @@ class GroupBy(Measurement):
         space: Space | None = None,
         codes: np.ndarray | None = None,
         size: int | None = None,
+        aggregates: list | None = None,
     ) -> np.ndarray:
         """Rows of counts (size, |keys|) -> encoded releases (exact integers, as floats); with a part, its
         outputs on each key's ``records`` (zeros where the key is not released; ``codes``: :meth:`codes`
-        of their key column, when already known). ``counts`` of shape (|keys|,) with ``size``: the same
+        of their key column, when already known), or on the per-key ``aggregates`` when given
+        (:meth:`part_aggregates`, e.g. merged from the partitions of a Dask frame). ``counts`` of shape (|keys|,) with ``size``: the same
         counts for every release. A key no release counts anything under is never released (0 whatever
         its noise): noise is drawn for the present keys only, the same law with fewer draws."""
         from dpharness.mechanisms._exact import discrete_laplace
@@ -431,30 +433,18 @@ class GroupBy(Measurement):
         out = np.zeros((len(self.keys), 1 + w, rows))
         out[present, 0, :] = sel.T
         if self.part is not None and len(present):
-            assert space is not None  # a group-by with a part is released with its records' space
-            self._part_outputs(_rows(records), space, rng, codes, present, sel != 0, out)
+            if aggregates is None:
+                assert space is not None  # a group-by with a part is released with its records' space
+                aggregates = self.part_aggregates(_rows(records), space, codes)
+            self._part_outputs(aggregates, rng, present, sel != 0, out)
         return out.transpose(2, 0, 1).reshape(rows, len(self.keys) * (1 + w))
 
-    def _part_outputs(
-        self,
-        arr: np.ndarray,
-        space: Space,
-        rng: np.random.Generator,
-        codes: np.ndarray | None,
-        present: np.ndarray,
-        released: np.ndarray,
-        out: np.ndarray,
-    ) -> None:
-        """Write into ``out`` (|keys|, 1 + w, size) the part's outputs where a key is released
-        (``released``: (size, |present|), column j for ``present[j]``): the same law as executing
-        ``part`` on ``arr[arr[:, by] == k]`` for each key ``k`` in each release, computed together: each
-        (record-wise steps, aggregate, noise) of the part runs its record-wise steps once on every
-        record under a key (a record-wise map of a subset is the subset of the map), its aggregate per
-        key at once (``apply_by``: exact, the value ``apply`` gives on the key's records, 0 for a key
-        without records), and its noise on each key's aggregate, for the releases that release the key
-        only (a key not released outputs 0 whatever its part's noise, so the draws it would not use are
-        not made: independent draws, the same law). Grid noises (laplace, gaussian) draw once per part
-        for every released key, part after part; other noises key after key, a key's parts in order."""
+    def part_aggregates(self, arr: np.ndarray, space: Space, codes: np.ndarray | None = None) -> list:
+        """Each (record-wise steps, aggregate, noise) of the part as (per-key aggregate, its space, noise):
+        the record-wise steps run once on every record under a key (a record-wise map of a subset is the
+        subset of the map) and the aggregate per key at once (``apply_by``: exact, the value ``apply``
+        gives on the key's records, 0 for a key without records). Exact values (integers, rationals), so
+        per-key aggregates of disjoint parts of the records add to those of their union."""
         n_keys = len(self.keys)
         if codes is None:
             codes = self.codes(arr[:, self.by]) if len(arr) else np.zeros(0, dtype=np.int64)
@@ -471,6 +461,18 @@ class GroupBy(Measurement):
             else:  # an aggregate without a grouped form: on each key's records
                 per_key = [agg.apply(value[codes == i]) for i in range(n_keys)]
             aggregates.append((per_key, agg.out_space(sp), noise))
+        return aggregates
+
+    def _part_outputs(
+        self, aggregates: list, rng: np.random.Generator, present: np.ndarray, released: np.ndarray, out: np.ndarray
+    ) -> None:
+        """Write into ``out`` (|keys|, 1 + w, size) the part's outputs where a key is released
+        (``released``: (size, |present|), column j for ``present[j]``): the same law as executing
+        ``part`` on ``arr[arr[:, by] == k]`` for each key ``k`` in each release, computed together from
+        :meth:`part_aggregates`: each part's noise on each key's aggregate, for the releases that release
+        the key only (a key not released outputs 0 whatever its part's noise, so the draws it would not
+        use are not made: independent draws, the same law). Grid noises (laplace, gaussian) draw once per
+        part for every released key, part after part; other noises key after key, a key's parts in order."""
         keys = [(i, rows) for j, i in enumerate(present.tolist()) if len(rows := np.flatnonzero(released[:, j]))]
         if not keys:  # nothing released: the parts draw nothing
             return

@@ -121,7 +121,9 @@ def _bounding_family() -> tuple[Obligation, ...]:
         _argued(
             "bound_contributions: each user's kept records are a function of that user's records and that user's "
             "own random order only; other users' kept records have the same law on D and D' = D + one user",
-            "the sampler (mechanisms.parts.grouping.user_counts: one permutation per user and release)",
+            "the sampler (mechanisms.parts.grouping._kept_draws: one uniformly random order of the drawn users' "
+            "records per release, whose restriction to each user is a uniformly random order of that user's "
+            "records, independent across users)",
         ),
         _argued(
             "the added user keeps at most k = max_records records of at most ℓ = max_partitions keys, so raises at "
