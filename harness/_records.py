@@ -135,7 +135,7 @@ def columns_of(data: Any, columns: Sequence[str] | None, width: int, name: str) 
 
 
 def _dtype(col: Any) -> Any:
-    return getattr(col, "dtype", np.asarray(col).dtype)
+    return col.dtype if hasattr(col, "dtype") else np.asarray(col).dtype
 
 
 def _kind(col: Any) -> str:
@@ -224,7 +224,7 @@ def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
         if kind == "i":
             return codes, uniq.astype(np.int64)  # exact integers, sorted and distinct
         return _merge_equal(codes, [normalise(v) for v in uniq.tolist()])
-    return _objects(np.asarray(col, dtype=object))
+    return _objects(col if hasattr(col, "to_numpy") else np.asarray(col, dtype=object))
 
 
 def as_list(values: Any) -> list:
@@ -243,7 +243,8 @@ def merge_distinct(parts: list) -> Any:
     return list(dict.fromkeys(v for p in parts for v in as_list(p)))
 
 
-def _objects(arr: np.ndarray) -> tuple[np.ndarray, list]:
+def _objects(arr: Any) -> tuple[np.ndarray, list]:
+    """Labels of any hashable type (an object array, or a pandas column read by pandas' own factorize)."""
     try:
         import pandas as pd
     except ImportError:

@@ -230,7 +230,7 @@ def test_distinct_users_per_key_are_counted_as_np_unique_does():
 
 def _reference_user_groups(arr, b):
     users = arr[:, b.user]
-    order = np.argsort(users, kind="stable")
+    order = np.lexsort((arr[:, b.by], users))  # users by id, each user's rows by key
     _, starts = np.unique(users[order], return_index=True)
     return np.split(order, starts[1:]) if len(order) else []
 

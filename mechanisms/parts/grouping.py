@@ -735,14 +735,14 @@ def _kept_deterministically(arr: np.ndarray, rows: np.ndarray, b: BoundContribut
 
 def _user_runs(arr: np.ndarray, b: BoundContributions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The users without a Python loop: (``order``, ``bounds``, ``kept``): user ``j``'s rows are
-    ``order[bounds[j]:bounds[j + 1]]`` (users by increasing id, equal as floats; rows in input order), and
+    ``order[bounds[j]:bounds[j + 1]]`` (users by increasing id, equal as floats; rows by key), and
     ``kept[j]`` says whether every record of user ``j`` is kept whatever the order
     (:func:`_kept_deterministically`: at most k records, m per key, ℓ keys), from one sort by (user, key)."""
     users, keys = arr[:, b.user], arr[:, b.by]
-    order = np.argsort(users, kind="stable")
-    if len(order) == 0:
-        return order, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=bool)
+    if len(users) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=bool)
     by_pair = np.lexsort((keys, users))
+    order = by_pair  # each user's rows together (by key within the user)
     u, k = users[by_pair], keys[by_pair]
     new_user = np.concatenate([[True], u[1:] != u[:-1]])
     new_pair = new_user | np.concatenate([[True], k[1:] != k[:-1]])
