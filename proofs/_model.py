@@ -116,8 +116,34 @@ class Proof:
         """For a claim not PROVED: what the proof derived, at the claim's own δ where it could
         (``derived ε(δ = 1e-05) ≤ 13.39 > claim 6``, with the certified bracket ``∈ [lo, up]`` where
         the proof certifies a lower end), else at its ε (``derived δ(ε = 1) ≤ 0.0123 > claim 1e-05``)
-        or, for a pure claim, ``derived ε ≤ 1.056 > claim 1``. None when nothing finite was derived (a
-        δ above 1 is nothing: every mechanism has it)."""
+        or, for a pure claim, ``derived ε ≤ 1.056 > claim 1``; for an UNPROVEN claim led by what it
+        exceeds and by how much (``ε exceeds the claim by 0.05556: derived ε ≤ 1.056 > claim 1``). None
+        when nothing finite was derived (a δ above 1 is nothing: every mechanism has it)."""
+        text = self._derived()
+        if text is None or self.verdict is Verdict.REFUTED:
+            return text
+        excess = self._excess()
+        return text if excess is None else f"{excess}: {text}"
+
+    def _excess(self) -> str | None:
+        """What the derived bound violates first, with its excess rounded up (``ε exceeds the claim by
+        1.526e-12``), so a headline never leads with a quantity that holds."""
+        from dpharness.core import ApproxDP, PureDP
+        from dpharness._display import fmt_upper
+
+        if self.bound is None or not math.isfinite(float(self.bound)) or not isinstance(self.claim, (PureDP, ApproxDP)):
+            return None
+        over = []
+        eps = float(self.bound) - float(self.claim.epsilon)
+        if eps > 0:
+            over.append(f"ε exceeds the claim by {fmt_upper(eps)}")
+        if isinstance(self.claim, ApproxDP) and self.delta_bound is not None and float(self.delta_bound) <= 1:
+            dlt = float(self.delta_bound) - float(self.claim.delta)
+            if dlt > 0 and not (eps > 0 and float(self.delta_bound) == float(self.claim.delta)):
+                over.append(f"δ exceeds the claim by {fmt_upper(dlt)}")
+        return " and ".join(over) or None
+
+    def _derived(self) -> str | None:
         from dpharness.core import ApproxDP, PureDP
         from dpharness._display import fmt_lower, fmt_upper
 

@@ -115,7 +115,9 @@ def test_the_halved_noise_dpsgd_states_epsilon_at_its_delta_and_the_gate_line_ca
     m = _dpsgd(ApproxDP(6, 1e-5), times=100, sigma=0.5)
     proof = prove(m)
     assert proof.verdict is Verdict.UNPROVEN and proof.delta_bound == 1e-5 and proof.bound > 6
-    assert proof.headline.startswith("derived ε(δ = 1e-05) ≤ ") and proof.headline.endswith("> claim 6")
+    # led by what fails and by how much (never by a quantity that holds), then the derived bound
+    assert proof.headline.startswith("ε exceeds the claim by ") and proof.headline.endswith("> claim 6")
+    assert ": derived ε(δ = 1e-05) ≤ " in proof.headline
     summary = ProofSummary.of(proof)
     assert ProofSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
     c = Check(
@@ -156,3 +158,27 @@ def _ten_laplace(claim):
         steps=dp.repeat(10, dp.count() >> dp.discrete_laplace(2)),
         claim=claim,
     )
+
+
+def test_an_unproven_headline_leads_with_the_violated_quantity_and_its_exact_excess():
+    """A derived bound a hair above the claim (ε = 1 + 1.5e-12, δ within the claim) reads as that excess,
+    not as ``δ(ε = 1.001)``, which reads as a 0.1% overshoot; a δ above the claim with ε within it leads
+    with the δ."""
+    from dpharness.proofs._model import Proof
+
+    def headline(bound, delta):
+        return Proof(
+            mechanism=None,
+            claim=ApproxDP(1, 1e-6),
+            verdict=Verdict.UNPROVEN,
+            bound_expr=None,
+            bound=bound,
+            assumptions=(),
+            steps=(),
+            witness=None,
+            delta_bound=delta,
+        ).headline
+
+    assert headline(1.000000000001526, 9.917e-07).startswith("ε exceeds the claim by 1.526e-12: derived δ(ε = ")
+    assert headline(0.9, 2e-6).startswith("δ exceeds the claim by 1e-06: derived δ(ε = 0.9) ≤ 2e-06 > claim 1e-06")
+    assert headline(1.5, 2e-6).startswith("ε exceeds the claim by 0.5 and δ exceeds the claim by 1e-06: ")
