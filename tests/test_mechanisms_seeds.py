@@ -284,7 +284,7 @@ BAD_DATA = [
     (ExponentialMedian(), np.array([256]), "outside the domain"),
     (ExponentialMedian(), np.array([1.5]), "outside the domain"),
     (ExponentialMedian(), np.zeros((2, 2), dtype=int), "shape"),
-    (ClampedSum(), np.array(["a"]), "non-numeric"),
+    (ClampedSum(), np.array(["a"]), "dtype <U1, which records cannot hold"),  # by dtype, never by value
     (ClampedMean(relation=Substitute(), n=3), np.zeros(2), "size=3"),
     (NoisyStd(), np.array([2.0]), "outside the domain"),
     (NoisyPearson(), np.array([0.1, 0.2]), "shape"),
