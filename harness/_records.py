@@ -78,7 +78,7 @@ def normalise(v: Any) -> Any:
         return float(v) if abs(v) <= _EXACT or int(float(v)) == v else v
     if isinstance(v, numbers.Real):  # Fraction, Decimal: exact
         try:
-            q = Fraction(v)  # type: ignore[arg-type]
+            q = Fraction(v)  # type: ignore[call-overload]
         except (TypeError, ValueError):
             return v
         f = float(q)
@@ -323,7 +323,7 @@ class Identity:
 
     column: int
     role: str  # "user" or "key"
-    values: list = field(default_factory=list)
+    values: Any = field(default_factory=list)  # a list, or a sorted array (see identities_of)
     numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def fix(self, values: Any, lo: Fraction, hi: Fraction) -> None:

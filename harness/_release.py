@@ -54,7 +54,7 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
     rng = np.random.default_rng(seed)
-    parts = getattr(mechanism, "parts", mechanism)
+    parts: Any = getattr(mechanism, "parts", mechanism)
     is_parts = isinstance(parts, PartsMechanism) and parts.shape == "dataset"
     g = discovered_head(parts.steps) if is_parts else None
     plan = None
@@ -66,10 +66,9 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             )
         plan = _plan(with_found_keys(parts.steps, [0.0]) if g is not None else parts.steps, parts.space)
     if not is_parts:
-        arr = _records(mechanism, data, columns)
-        return _first(mechanism.sample(arr, 1, rng))
+        return _first(mechanism.sample(_records(mechanism, data, columns), 1, rng))
     r = reader(parts)
-    arr = None
+    arr: np.ndarray | None = None
     if r.identities and not _is_dask(data):  # identities read once: fixed and carried in one pass
         arr = r.read(data, columns, "data", fix=True)
     elif r.identities:
@@ -109,7 +108,8 @@ def _records(m: Any, data: Any, columns: Sequence[str] | None) -> np.ndarray:
 
 def _as_released(m: Any, out: Any, names: list | None = None) -> Any:
     """A mechanism whose whole output is one group-by releases a mapping: released key -> its noisy count,
-    or -> (noisy count, part values...) with a per-key part; keys not released are absent. ``names``: the
+    or -> a named tuple ``(selection_count, <part values by aggregate>...)`` with a per-key part
+    (:func:`released_fields`); keys not released are absent. ``names``: the
     keys found in the data (normalised), which the structure's keys stand in for."""
     from .mechanisms.parts.grouping import whole_group_by
 
@@ -118,12 +118,50 @@ def _as_released(m: Any, out: Any, names: list | None = None) -> Any:
         return out
     keys = steps.keys if names is None else names
     rows = np.asarray(out, dtype=float).reshape(len(keys), 1 + steps.part_width)
+    fields = released_fields(steps)
     released = {}
     for key, row in zip(keys, rows.tolist()):
         if row[0] != 0:
             count = int(row[0]) if float(row[0]).is_integer() else row[0]
-            released[key] = count if len(row) == 1 else (count, *row[1:])
+            released[key] = count if len(row) == 1 else fields(count, *row[1:])
     return released
+
+
+def released_fields(g: Any) -> Any:
+    """The named tuple of one released key's values: ``selection_count`` (the selection's noisy count of
+    distinct users, or of records), then each part by its aggregate, in the part's order (``count``,
+    ``sum``, ``sum_squares``, ``sum_products``; a second one of a kind numbered ``sum_2``, ...)."""
+    import re
+
+    from .mechanisms.parts.grouping import simple_parts
+
+    names = ["selection_count"]
+    for _, agg, _ in simple_parts(g.part) if g.part is not None else []:
+        base = re.sub(r"(?<!^)(?=[A-Z])", "_", type(agg).__name__).lower()
+        name, i = base, 2
+        while name in names:
+            name, i = f"{base}_{i}", i + 1
+        names.append(name)
+    return _named(tuple(names))
+
+
+_NAMED: dict = {}  # one named tuple type per field list
+
+
+def _named(names: tuple) -> Any:
+    """The named tuple type of ``names`` (made once; pickled by its field names, so it unpickles anywhere)."""
+    import collections
+
+    if names not in _NAMED:
+        base = collections.namedtuple("Released", names)  # type: ignore[misc]
+        _NAMED[names] = type(
+            "Released", (base,), {"__slots__": (), "__reduce__": lambda self: (_rebuild, (names, tuple(self)))}
+        )
+    return _NAMED[names]
+
+
+def _rebuild(names: tuple, values: tuple) -> Any:
+    return _named(names)(*values)
 
 
 def _first(out: Any) -> Any:

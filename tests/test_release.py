@@ -301,7 +301,37 @@ def test_dask_group_by_with_parts_is_the_pandas_release_for_any_partitioning(key
     with dask.config.set(scheduler="synchronous"):
         for n in (1, 4, 7):
             got = dpharness.release(m, dd.from_pandas(frame, npartitions=n), seed=SEED)
-            assert got == want and all(type(v) is tuple and type(v[1]) is float for v in got.values())
+            assert got == want and all(type(v).__name__ == "Released" and type(v.sum) is float for v in got.values())
         empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
         with_empty = dd.concat([empty, dd.from_pandas(frame, npartitions=3), empty])
         assert dpharness.release(m, with_empty, seed=SEED) == want
+
+
+def test_a_group_by_release_names_its_fields():
+    """Each released key's values are a named tuple: the selection's noisy count, then each part by its
+    aggregate (a second of a kind numbered); equal to the plain tuple, and it pickles."""
+    import pickle
+
+    pd = pytest.importorskip("pandas")
+    m = dp.mechanism(
+        name="named",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=20, scale=1),
+            part=dp.compose(
+                dp.count() >> dp.laplace(4),
+                dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(200),
+                dp.column(0) >> dp.clamp(0, 100) >> dp.sum() >> dp.laplace(100),
+            ),
+        ),
+        claim=ApproxDP(5, 1e-5),
+    )
+    frame = pd.DataFrame({"income": [30.0] * 50 + [45.0] * 60, "country": ["FR"] * 50 + ["DE"] * 60})
+    got = dpharness.release(m, frame, seed=1)
+    de = got["DE"]
+    assert de._fields == ("selection_count", "count", "sum", "sum_2")
+    assert de == (de.selection_count, de.count, de.sum, de.sum_2) and isinstance(de.selection_count, int)
+    assert pickle.loads(pickle.dumps(got)) == got
