@@ -11,7 +11,8 @@ the same, bit for bit, whichever the input type and however it is partitioned; a
 ``m.sample(data, 1, numpy.random.default_rng(seed))`` gives on the whole data set in memory.
 
 Structures streamed from a Dask frame: record-wise steps (clamp, column, clip_norm, map_records) into
-an aggregate (count, sum, sum_squares, sum_products, histogram) and then noise and post-processing,
+an aggregate (count, sum, sum_squares, sum_products, histogram) or a quantile's score (from the counts
+below and above each candidate) and then noise or the selection, and post-processing,
 under ``dp.compose``; and a record-level ``dp.group_by`` (declared keys or keys found in the data) whose
 per-key part is count/sum/sum_squares/sum_products with noise (per-key counts and exact per-key aggregates
 add across partitions). Any other structure is refused for a Dask frame with the reason, from the
@@ -231,19 +232,26 @@ def _plan(step: Any, space: Any) -> Any:
                 here = t.out_space(here)
                 step = step.second
                 continue
-            if isinstance(t, B.Transformation) and type(t).__name__ in _ADDITIVE:
+            if isinstance(t, B.Transformation) and (type(t).__name__ in _ADDITIVE or _by_counts(t)):
                 return _Leaf(tuple(rowwise), t, step.second, space, t.out_space(here))
             if not isinstance(t, B.Transformation) and not rowwise:
                 return ("post", _plan(t, here), step.second)
         raise UnsupportedError(
             f"{getattr(step, 'describe', lambda: repr(step))()} is not streamed from a Dask frame (only record-wise "
-            "steps into count/sum/sum_squares/sum_products/histogram, compose, post, and a record-level group_by "
+            "steps into count/sum/sum_squares/sum_products/histogram or a quantile, compose, post, and a record-level group_by "
             "whose per-key part is count/sum/sum_squares/sum_products are); pass data.compute() (a pandas frame) "
             "if it fits in memory"
         )
 
 
 _ADDITIVE = {"Count", "Sum", "SumSquares", "SumProducts", "Histogram"}  # exact values that add across partitions
+
+
+def _by_counts(t: Any) -> bool:
+    """A score read from counts that add across partitions (``counts`` and ``from_counts``: a quantile's)."""
+    from .mechanisms.parts.selection import QuantileScore
+
+    return type(t) is QuantileScore
 
 
 def _leaves(plan: Any) -> list:
@@ -262,7 +270,7 @@ def _partial(plan: Any, arr: np.ndarray) -> list:
         for t in leaf.rowwise if isinstance(leaf, _Leaf) else leaf.prefix:
             value = t.apply(value)
         if isinstance(leaf, _Leaf):
-            out.append(leaf.aggregate.apply(value))
+            out.append(leaf.aggregate.counts(value) if _by_counts(leaf.aggregate) else leaf.aggregate.apply(value))
             continue
         g = leaf.group_by
         rows = value.reshape(-1, leaf.space_out.dim) if value.ndim == 1 else value
@@ -295,7 +303,10 @@ def _run(plan: Any, values: list, rng: np.random.Generator) -> Any:
     from .mechanisms.parts import _base as B
 
     if isinstance(plan, _Leaf):
-        return B.execute(plan.rest, values.pop(0), plan.space_out, 1, rng)
+        value = values.pop(0)
+        if _by_counts(plan.aggregate):
+            value = plan.aggregate.from_counts(value)
+        return B.execute(plan.rest, value, plan.space_out, 1, rng)
     if isinstance(plan, _Groups):
         g, value = plan.group_by, values.pop(0)
         if g.part is None:

@@ -158,10 +158,21 @@ class QuantileScore(Transformation):
         return Distance(None, k * delta, k * delta * delta, delta)
 
     def apply(self, value: Any) -> Any:
+        return self.from_counts(self.counts(value))
+
+    def counts(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(#{x < c}, #{x > c})`` per candidate (int64, exact float comparisons): all the score reads of
+        the records, so the counts of disjoint parts of the records add to those of their union (a Dask
+        frame's partitions, :func:`dpharness.release`)."""
         x = np.sort(np.asarray(value, dtype=float).ravel())
         c = np.asarray([float(v) for v in self.candidates])
-        lt = np.searchsorted(x, c, side="left")  # #{x < c}, exact float comparisons
-        gt = len(x) - np.searchsorted(x, c, side="right")  # #{x > c}
+        lt = np.searchsorted(x, c, side="left").astype(np.int64)  # #{x < c}
+        gt = (len(x) - np.searchsorted(x, c, side="right")).astype(np.int64)  # #{x > c}
+        return lt, gt
+
+    def from_counts(self, counts: tuple[np.ndarray, np.ndarray]) -> tuple:
+        """The utilities from :meth:`counts` (exact rationals)."""
+        lt, gt = counts
         a = self.alpha_exact
         return tuple(-abs((1 - a) * int(lo) - a * int(g)) for lo, g in zip(lt.tolist(), gt.tolist()))
 
