@@ -240,6 +240,11 @@ def _reference_draws(b, arr, size, rng):
     release (those not kept whatever the order, grouped by increasing id), restricted to each user's
     records (a uniformly random order of them, independent across users), walked by _kept_in_order."""
     groups = [r for r in _reference_user_groups(arr, b) if not grouping._kept_deterministically(arr, r, b)]
+    # each user's rows by key, then the other columns (the canonical order: independent of the row order)
+    groups = [
+        r[np.lexsort((*(arr[r, j] for j in range(arr.shape[1]) if j not in (b.user, b.by)), arr[r, b.by]))]
+        for r in groups
+    ]
     rows = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64)
     kept = np.ones((size, len(rows)), dtype=bool)
     chunk = grouping._chunk(len(rows))
@@ -290,13 +295,16 @@ def test_bounding_draws_user_by_user_as_before(max_records, max_per_partition, m
     rng = np.random.default_rng(11)
     users = rng.choice([-0.0, 0.0, 1.0, 2.0, 3.0, 4.5, 7.0, 9.0, 12.0], 200)
     keys = rng.choice([0.0, -0.0, 1.0, 2.0, 3.0, 2.5, 30.0], 200)
-    arr = np.column_stack([users, keys])
-    arr = np.concatenate([arr, [[20.0, 1.0], [21.0, 2.0], [21.0, 3.0], [22.0, 1.0], [22.0, 1.0]]])  # small users
+    values = rng.integers(0, 3, 200).astype(float)  # a third column: rows of a (user, key) differ in it
+    arr = np.column_stack([users, keys, values])
+    small = [[20.0, 1.0, 0.0], [21.0, 2.0, 1.0], [21.0, 3.0, 0.0], [22.0, 1.0, 2.0], [22.0, 1.0, 0.0]]
+    arr = np.concatenate([arr, small])  # small users
     b = dp.bound_contributions(
         user=0, by=1, max_records=max_records, max_per_partition=max_per_partition, max_partitions=max_partitions
     )
     g = dp.group_by(by=1, keys=range(4), select=_SELECT)
-    for data in (arr, arr[:0], arr[-5:]):
+    shuffled = arr[np.random.default_rng(5).permutation(len(arr))]  # deterministic users anywhere in the rows
+    for data in (arr, arr[:0], arr[-5:], shuffled):
         assert np.array_equal(
             grouping.user_counts(b, g, data, 25, np.random.default_rng(3)),
             _reference_user_counts(b, g, data, 25, np.random.default_rng(3)),

@@ -835,11 +835,24 @@ def _kept_by_order(ucode: np.ndarray, pcode: np.ndarray, pair_user: np.ndarray, 
 
 
 def _drawn(arr: np.ndarray, b: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(the rows of the users whose kept records depend on the order (grouped by user), whether each row
-    is such a row)."""
+    """(the rows of the users whose kept records depend on the order, in the canonical order of
+    :func:`canonical_rows`; a mask over the rows of ``arr``: whether each is such a row)."""
     order, bounds, kept_all = _user_runs(arr, b)
-    drawn = np.repeat(~kept_all, np.diff(bounds))
-    return order[drawn], drawn
+    rows = canonical_rows(arr, order[np.repeat(~kept_all, np.diff(bounds))], b)
+    mask = np.zeros(len(arr), dtype=bool)
+    mask[rows] = True
+    return rows, mask
+
+
+def canonical_rows(arr: np.ndarray, rows: np.ndarray, b: Any) -> np.ndarray:
+    """``rows`` sorted by user, key, then every other column: an order that depends on the records alone,
+    not on the input's row order or partitioning (rows equal in every column are interchangeable), so
+    the bounding draws of a data set are the same however it is laid out."""
+    if len(rows) < 2:
+        return rows
+    sub = arr[rows]
+    others = [sub[:, j] for j in reversed(range(sub.shape[1])) if j not in (b.user, b.by)]
+    return rows[np.lexsort((*others, sub[:, b.by], sub[:, b.user]))]
 
 
 def _kept_draws(arr: np.ndarray, rows: np.ndarray, b: Any, size: int, rng: np.random.Generator):
