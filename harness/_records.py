@@ -356,16 +356,21 @@ class Reader:
     identities: dict = field(default_factory=dict)  # column -> Identity
     labels: dict = field(default_factory=dict)  # column -> (positions by normalised label, the drop number)
 
-    def distinct(self, data: Any, columns: Sequence[str] | None, name: str) -> dict:
-        """Column -> the distinct values of each identity column of ``data`` (see :func:`identities_of`)."""
+    def distinct(self, data: Any, columns: Sequence[str] | None, name: str, only: Any = None) -> dict:
+        """Column -> the distinct values of each identity column of ``data`` (see :func:`identities_of`;
+        ``only``: those columns)."""
         cols = columns_of(data, columns, self.width, name)
         self._check_width(cols, name)
-        return {j: _used(*identities_of(cols[j][1], cols[j][0], name)) for j in self.identities}
+        wanted = self.identities if only is None else only
+        return {j: _used(*identities_of(cols[j][1], cols[j][0], name)) for j in wanted}
 
     def fix(self, found: dict) -> None:
-        """The identity columns' values over the whole input (merged from every partition)."""
+        """The identity columns' values over the whole input (merged from every partition): the columns
+        of ``found``."""
         for j, ident in self.identities.items():
-            values = found.get(j, [])
+            if j not in found:
+                continue
+            values = found[j]
             if ident.role == "user" and not isinstance(values, np.ndarray) and any(v is MISSING for v in values):
                 raise ParameterError(
                     f"column {j} (the user column) has missing user ids; records without an owner cannot be "
@@ -373,17 +378,21 @@ class Reader:
                 )
             ident.fix(values, self.lo[j], self.hi[j])
 
-    def read(self, data: Any, columns: Sequence[str] | None, name: str, fix: bool = False) -> np.ndarray:
+    def read(
+        self, data: Any, columns: Sequence[str] | None, name: str, fix: Any = False, found: dict | None = None
+    ) -> np.ndarray:
         """The records the sampler reads (identity columns as their stand-ins, after :meth:`fix`; with
-        ``fix``, the identities of ``data`` alone are fixed first, in the same pass)."""
+        ``fix`` True, the identities of ``data`` alone are fixed first, in the same pass; ``fix`` a set of
+        columns: those only). ``found``: filled with each identity column's (codes, values)."""
         cols = columns_of(data, columns, self.width, name)
         n = len(cols[0][1]) if cols else 0
-        found = {}
+        found = {} if found is None else found
         for j in self.identities:
             if j < len(cols):
                 found[j] = identities_of(cols[j][1], cols[j][0], name)
         if fix:
-            self.fix({j: _used(codes, values) for j, (codes, values) in found.items()})
+            fixed = found if fix is True else {j: found[j] for j in fix if j in found}
+            self.fix({j: _used(codes, values) for j, (codes, values) in fixed.items()})
         read = []
         for j, (column, col) in enumerate(cols):
             if j in self.identities:

@@ -15,7 +15,8 @@ an aggregate (count, sum, sum_squares, sum_products, histogram) or a quantile's 
 below and above each candidate) and then noise or the selection, and post-processing,
 under ``dp.compose``; and a record-level ``dp.group_by`` (declared keys or keys found in the data) whose
 per-key part is count/sum/sum_squares/sum_products with noise (per-key counts and exact per-key aggregates
-add across partitions). Any other structure is refused for a Dask frame with the reason, from the
+add across partitions); and user-level ``bound_contributions >> group_by`` with such parts, shuffled by
+user (:func:`_dask_bounded`). Any other structure is refused for a Dask frame with the reason, from the
 structure alone before any partition is read (it runs on a numpy array or pandas frame in memory).
 """
 
@@ -46,7 +47,7 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     group-by releases a mapping of its released keys."""
     from .core import Mechanism
     from .mechanisms.parts import PartsMechanism
-    from .mechanisms.parts.grouping import discovered_head, with_found_keys
+    from .mechanisms.parts.grouping import BoundContributions, discovered_head, with_found_keys
 
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(
@@ -65,19 +66,26 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
                 f"{mechanism.name} is not a data-set mechanism declared from dpharness.parts; a Dask frame is "
                 "released only for those. Pass data.compute() (a pandas frame) if it fits in memory."
             )
-        plan = _plan(with_found_keys(parts.steps, [0.0]) if g is not None else parts.steps, parts.space)
+        bounded = _bounded(parts.steps)
+        if bounded is not None:
+            _check_bounded_streams(*bounded)
+            plan = bounded
+        else:
+            plan = _plan(with_found_keys(parts.steps, [0.0]) if g is not None else parts.steps, parts.space)
     if not is_parts:
         return _first(mechanism.sample(_records(mechanism, data, columns), 1, rng))
     r = reader(parts)
     arr: np.ndarray | None = None
     if r.identities and not _is_dask(data):  # identities read once: fixed and carried in one pass
         arr = r.read(data, columns, "data", fix=True)
-    elif r.identities:
-        if _is_dask(data):
-            import dask
+    elif r.identities:  # a Dask frame: every partition's distinct values, merged (a user column: by partition)
+        import dask
 
-            found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data") for p in data.to_delayed()])
-            r.fix({j: merge_distinct([f[j] for f in found]) for j in r.identities})
+        users = {plan[0].user} if isinstance(plan, tuple) and isinstance(plan[0], BoundContributions) else set()
+        wanted = [j for j in r.identities if j not in users]
+        if wanted:
+            found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
+            r.fix({j: merge_distinct([f[j] for f in found]) for j in wanted})
     names = None
     if g is not None:
         key = r.identities[g.by]
@@ -85,7 +93,9 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             return {}
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, key.numbers.tolist()))
         names = [None if v is MISSING else v for v in as_list(key.values)]
-    if plan is not None:
+    if isinstance(plan, tuple) and isinstance(plan[0], BoundContributions):
+        out = _dask_bounded(parts, data, columns, rng, r)
+    elif plan is not None:
         if g is not None:
             plan = _plan(parts.steps, parts.space)
         out = _dask_release(parts, data, columns, rng, r, plan)
@@ -347,3 +357,113 @@ def _dask_release(
         merged = _merge(merged, p)
     out = B.flatten(_run(plan, merged, rng)).reshape(1, -1)
     return out[:, 0] if out.shape[1] == 1 else out  # the shape m.sample gives: one coordinate is a number
+
+
+# --------------------------------------------------------------------------- user-level bounding, streamed
+
+
+def _bounded(steps: Any) -> tuple | None:
+    """``(bounding, group-by, post or None)`` when ``steps`` is ``bound_contributions >> group_by [>> post]``."""
+    from .mechanisms.parts import _base as B
+    from .mechanisms.parts.grouping import BoundContributions, GroupBy, split_bounded
+
+    if isinstance(steps, B.Chain) and isinstance(steps.first, BoundContributions):
+        b, g, post = split_bounded(steps)
+        if type(g) is GroupBy:
+            return b, g, post
+    return None
+
+
+def _check_bounded_streams(b: Any, g: Any, post: Any) -> None:
+    """What the streamed bounding supports, from the structure alone: per-key parts whose aggregates add
+    across partitions and that do not read the user column (read there as a stand-in of the partition)."""
+    from .mechanisms.parts.grouping import simple_parts
+    from .mechanisms.parts.transformations import Column
+
+    if not _additive_parts(g):
+        raise UnsupportedError(
+            f"{g.describe()} has a per-key part that is not streamed from a Dask frame (count, sum, sum_squares "
+            "and sum_products are); pass data.compute() (a pandas frame) if it fits in memory"
+        )
+    if g.part is not None and any(
+        isinstance(t, Column) and t.j == b.user for pre, _, _ in simple_parts(g.part) for t in pre
+    ):
+        raise UnsupportedError(
+            f"{g.describe()} reads the user column (column {b.user}) as a value, which is not streamed from a Dask "
+            "frame; pass data.compute() (a pandas frame) if it fits in memory"
+        )
+
+
+def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader) -> Any:
+    """``bound_contributions >> group_by`` on a Dask frame, the release ``m.sample`` gives in memory, for any
+    partitioning. The frame is shuffled by the user column (Dask's own shuffle), so each partition holds
+    whole users. A user whose records are all kept whatever the order (at most k records, m per key, ℓ
+    keys) draws nothing: each partition adds its such users' distinct-user counts and exact per-key
+    aggregates. The other users' records (usually few) are gathered with their identities, put in the
+    canonical order the in-memory sampler walks (user, key, other columns: :func:`~dpharness.mechanisms.
+    parts.grouping.canonical_rows`), and drawn once with the same generator calls, so the kept records,
+    the merged counts and aggregates, and then the selection's and the parts' noise are those of the
+    in-memory release."""
+    import dask
+
+    from ._records import Identity, _used, identities_of
+    from .mechanisms.parts import _base as B
+    from .mechanisms.parts.grouping import _drawn, _kept_draws, canonical_rows
+
+    b, g, post = _bounded(m.steps)  # type: ignore[misc]
+    space, dim = m.space, m.space.dim
+    cols = list(frame.columns) if columns is None else list(columns)
+    shuffled = frame[cols].shuffle(on=cols[b.user])
+
+    def partial(part: Any) -> tuple:
+        local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
+        found: dict = {}
+        arr = local.read(part, None, "a partition of data", fix=(b.user,), found=found)
+        arr = arr.reshape(-1, dim)
+        if len(arr):
+            m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
+        rows, drawn = _drawn(arr, b)
+        kept = arr[~drawn]
+        counts = g.counts(kept, user=b.user)
+        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+        codes, values = found[b.user]
+        ids = values[codes[rows]] if isinstance(values, np.ndarray) else [values[c] for c in codes[rows].tolist()]
+        return len(arr), counts, aggregates, ids, arr[rows]
+
+    parts = dask.compute(*[dask.delayed(partial)(p) for p in shuffled.to_delayed()])
+    counts = np.zeros(len(g.keys), dtype=np.int64)
+    aggregates: list | None = None
+    for _, c, a, _, _ in parts:
+        counts += c
+        if a is not None:
+            aggregates = a if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, a)]
+    drawn = np.concatenate([p[4] for p in parts]) if parts else np.zeros((0, dim))
+    if len(drawn):  # the drawn users, by their identities: stand-ins in their order, then the canonical order
+        ids = [p[3] for p in parts if len(p[4])]
+        if all(isinstance(x, np.ndarray) for x in ids) and len({x.dtype for x in ids}) == 1:
+            column: Any = np.concatenate(ids)
+        else:
+            column = np.array([v for x in ids for v in (x.tolist() if isinstance(x, np.ndarray) else x)], dtype=object)
+        codes, values = identities_of(column, str(b.user), "data")
+        ident = Identity(b.user, "user")
+        ident.fix(_used(codes, values), space.lo[b.user], space.hi[b.user])
+        drawn[:, b.user] = ident.lookup(values)[codes]
+        drawn = drawn[canonical_rows(drawn, np.arange(len(drawn)), b)]
+        for _, _, mask in _kept_draws(drawn, np.arange(len(drawn)), b, 1, rng):
+            kept = drawn[mask[0]]
+        counts += g.counts(kept, user=b.user)
+        if g.part is not None:
+            extra = [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+            aggregates = (
+                extra if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, extra)]
+            )
+    if g.part is None:
+        out = g.release(counts[None, :], rng)
+    else:
+        if aggregates is None:
+            aggregates = [list(pk) for pk, _, _ in g.part_aggregates(np.zeros((0, dim)), space)]
+        structure = g.part_aggregates(np.zeros((0, dim)), space)
+        merged = [(x, sp, noise) for x, (_, sp, noise) in zip(aggregates, structure)]
+        out = g.release(counts[None, :], rng, space=space, aggregates=merged)
+    out = out if post is None else B._post_chain(post, out)
+    return B.flatten(out).reshape(1, -1)

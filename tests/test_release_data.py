@@ -204,10 +204,33 @@ def test_integers_beyond_2_53_in_a_number_column_are_refused_on_every_input_type
 
 
 def test_dask_refuses_an_unstreamed_structure_before_reading_and_names_no_key():
-    frame = pd.DataFrame({"u": [1, 2], "k": ["secret-label", "other"], "v": [1.0, 2.0]})
-    with pytest.raises(UnsupportedError) as e:
-        _release(_user_level(), _dask(frame, 2))
-    assert "secret-label" not in str(e.value)
+    """Refused from the structure alone: no partition is read (the complex column would be refused if it
+    were), and the message names no key found in the data."""
+    frame = pd.DataFrame({"u": [1, 2], "k": ["secret-label", "other"], "v": np.array([1, 2], dtype=complex)})
+    reads_user = dp.mechanism(
+        name="sums_user_ids",
+        records=RealBox(0, 1000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=2, max_per_partition=1)
+        >> dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=3, scale=1),
+            part=dp.column(0) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(20),
+        ),
+        claim=ApproxDP(4, 1e-3),
+    )
+    sampled = dp.mechanism(
+        name="sampled",
+        records=RealBox(0, 1000, 3),
+        relation=AddRemove(),
+        steps=dp.poisson_sample(0.5) >> dp.count() >> dp.laplace(1),
+        claim=PureDP(1),
+    )
+    for m in (reads_user, sampled):
+        with pytest.raises(UnsupportedError, match="not streamed") as e:
+            _release(m, _dask(frame, 2))
+        assert "secret-label" not in str(e.value)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -281,3 +304,49 @@ def test_identity_columns_are_read_exactly_property(keys, users, added):
     )
     _release(_record_level(), bigger[["v", "k"]])
     _release(_user_level(), bigger)
+
+
+@pytest.mark.parametrize("keys", [None, ["DE", "ES", "FR", "IT", "PT"]])
+def test_user_level_group_by_on_dask_is_the_pandas_release_for_any_partitioning(keys):
+    """User-level bounding streamed: the frame shuffled by user, users kept whatever the order counted per
+    partition, the others drawn once in the canonical order: the release equals the pandas release (same
+    seed, exact type and value) for 1, 4 and 7 partitions, users split across the input's partitions, and
+    empty partitions; ids beyond 2**53 and string keys."""
+    import dask
+
+    rng = np.random.default_rng(SEED)
+    n = 3_000
+    users = rng.integers(0, 400, n) + BIG  # ~7.5 rows a user: many users are drawn
+    country = rng.choice(["FR", "DE", "IT", "ES"], n, p=[0.4, 0.3, 0.2, 0.1])
+    frame = pd.DataFrame({"u": users, "k": country, "v": rng.uniform(0, 12, n)})
+    m = dp.mechanism(
+        name="users_per_country",
+        records=RealBox(0, 1000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=4, max_per_partition=2)
+        >> dp.group_by(
+            by=1,
+            keys=keys,
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.compose(dp.count() >> dp.laplace(8), dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(80)),
+        ),
+        claim=ApproxDP(5, 1e-4),
+    )
+    want = _release(m, frame)
+    assert {"FR", "DE", "IT"} <= set(want)
+    for parts in (1, 4, 7):
+        assert _release(m, _dask(frame, parts)) == want
+    dd = pytest.importorskip("dask.dataframe")
+    empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
+    with dask.config.set(scheduler="synchronous"):
+        assert dpharness.release(m, dd.concat([empty, _dask(frame, 3), empty]), seed=SEED) == want
+    part_less = dp.mechanism(
+        name="users_per_country_only",
+        records=RealBox(0, 1000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=3, max_per_partition=1)
+        >> dp.group_by(by=1, keys=keys, select=dp.partition_select(threshold=20, scale=2)),
+        claim=ApproxDP(3, 1e-4),
+    )
+    want = _release(part_less, frame)
+    assert _release(part_less, _dask(frame, 5)) == want and want
