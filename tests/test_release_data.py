@@ -350,3 +350,42 @@ def test_user_level_group_by_on_dask_is_the_pandas_release_for_any_partitioning(
     )
     want = _release(part_less, frame)
     assert _release(part_less, _dask(frame, 5)) == want and want
+
+
+def _same(a, b):
+    """Exact type, shape, dtype and value (no broadcasting), recursively through mappings and tuples."""
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, dict):
+        assert list(a) == list(b) and all(type(k) is type(j) for k, j in zip(a, b))
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, tuple):
+        assert len(a) == len(b) and all(_same(x, y) is None for x, y in zip(a, b))
+    elif isinstance(a, np.ndarray):
+        assert a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("case", ["scalar", "compose", "histogram", "group_by_in_compose", "keys_found"])
+def test_one_output_for_every_input_type(case):
+    """The same Python type, shape, dtype and value from a numpy array, a pandas frame and a Dask frame (1
+    and 3 partitions), for each released structure."""
+    rng = np.random.default_rng(SEED)
+    x = np.column_stack([rng.uniform(0, 100, 600), rng.integers(0, 4, 600).astype(float)])
+    box = RealBox(0, 100, 2)
+    steps = {
+        "scalar": dp.column(0) >> dp.sum() >> dp.laplace(100),
+        "compose": dp.compose(dp.column(0) >> dp.sum() >> dp.laplace(100), dp.count() >> dp.laplace(2)),
+        "histogram": dp.column(0) >> dp.histogram(edges=[0, 25, 50, 100]) >> dp.laplace(2),
+        "group_by_in_compose": dp.compose(
+            dp.count() >> dp.laplace(2),
+            dp.group_by(by=1, keys=[0, 1, 2, 3], select=dp.partition_select(threshold=10, scale=1)),
+        ),
+        "keys_found": dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=10, scale=1)),
+    }[case]
+    m = dp.mechanism(name=case, records=box, relation=AddRemove(), steps=steps, claim=ApproxDP(30, 1e-3))
+    frame = pd.DataFrame({"v": x[:, 0], "k": x[:, 1]})
+    want = _release(m, x)
+    for data in (frame, _dask(frame, 1), _dask(frame, 3)):
+        _same(_release(m, data), want)
