@@ -389,3 +389,25 @@ def test_one_output_for_every_input_type(case):
     want = _release(m, x)
     for data in (frame, _dask(frame, 1), _dask(frame, 3)):
         _same(_release(m, data), want)
+
+
+def test_the_guides_parquet_release_on_dask_runs(tmp_path, monkeypatch):
+    """The releasing section's user-level release from parquet on Dask (docs/guide/declaring.rst, the
+    ``needs-dask`` block) runs as written and releases what pandas releases from the same file."""
+    import os
+    import sys
+
+    pytest.importorskip("dask.dataframe")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_docs_guide import guide_blocks
+
+    (code,) = [c for c, options in guide_blocks("declaring") if options.get("class") == "needs-dask"]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "guide/declaring.rst", "exec"), namespace)
+    released = namespace["released"]
+    assert set(released) == {"FR", "DE", "IT"}
+    frame = pd.read_parquet(tmp_path / "visits.parquet")
+    assert dpharness.release(namespace["per_country"], frame, seed=1) == released
+    for r in released.values():
+        assert 45_000 < r.sum / r.count < 55_000  # Gamma(2, 25 000) clamped: a mean near 50 000
