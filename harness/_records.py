@@ -440,10 +440,14 @@ def reader(m: Any) -> Reader:
     from .mechanisms.parts._base import walk_nodes
 
     nodes = walk_nodes(m.steps)
+    group_bys = [n for n in nodes if type(n) is GroupBy]
+    # a column some step reads as a value stays a number column (exact doubles): its stand-ins would move
+    # with the other values present, so only a column read through equality and order is an identity
     for b in (n for n in nodes if type(n) is BoundContributions):
-        r.identities[b.user] = Identity(b.user, "user")
+        if not any(reads_column(x.part, b.user) for x in group_bys):
+            r.identities[b.user] = Identity(b.user, "user")
     g = discovered_head(m.steps)
-    if g is not None:
+    if g is not None and not reads_column(g.part, g.by):
         r.identities[g.by] = Identity(g.by, "key")
     for n in nodes:
         if type(n) is GroupBy and n.labelled and n.by not in r.identities:
@@ -454,3 +458,26 @@ def reader(m: Any) -> Reader:
                 raise UnsupportedError(f"column {n.by} is grouped with two different key lists; use one per column")
             r.labels[n.by] = (positions, outside(range(len(n.keys)), space.lo[n.by], space.hi[n.by]))
     return r
+
+
+def reads_column(part: Any, j: int) -> bool:
+    """Whether a group-by's per-key ``part`` may read column ``j`` of the records as a value (conservative:
+    a clamp acts per column, ``column(i)`` keeps one column, ``count`` reads no value; any other step
+    before a ``column`` may read every column)."""
+    from .mechanisms.parts.grouping import simple_parts
+    from .mechanisms.parts.transformations import Clamp, Column, Count
+
+    if part is None:
+        return False
+    for pre, agg, _ in simple_parts(part):
+        for step in pre:
+            if type(step) is Column:
+                if step.j == j:
+                    return True
+                break
+            if type(step) is not Clamp:
+                return True
+        else:
+            if type(agg) is not Count:
+                return True
+    return False

@@ -87,7 +87,27 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
             r.fix({j: merge_distinct([f[j] for f in found]) for j in wanted})
     names = None
-    if g is not None:
+    if g is not None and g.by not in r.identities:  # keys a part reads as values: the distinct numbers present
+        dim = parts.space.dim
+
+        def present(part: Any) -> np.ndarray:
+            rows = r.read(part, columns, "data").reshape(-1, dim)
+            return np.unique(rows[:, g.by] + 0.0)  # -0.0 is the key 0.0
+
+        if _is_dask(data):
+            import dask
+
+            values = np.unique(
+                np.concatenate([np.zeros(0), *dask.compute(*map(dask.delayed(present), data.to_delayed()))])
+            )
+        else:
+            arr = r.read(data, columns, "data")
+            values = present(arr) if len(arr) else np.zeros(0)
+        if not len(values):
+            return {}
+        parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, values.tolist()))
+        names = values.tolist()
+    elif g is not None:
         key = r.identities[g.by]
         if not len(key.values):  # no records, no key: nothing is released, whatever the randomness
             return {}

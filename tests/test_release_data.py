@@ -411,3 +411,32 @@ def test_the_guides_parquet_release_on_dask_runs(tmp_path, monkeypatch):
     assert dpharness.release(namespace["per_country"], frame, seed=1) == released
     for r in released.values():
         assert 45_000 < r.sum / r.count < 55_000  # Gamma(2, 25 000) clamped: a mean near 50 000
+
+
+def test_a_column_a_part_reads_as_a_value_is_never_an_identity():
+    """Stand-ins move with the other values present (adding one label shifts every rank), so a key or user
+    column that a part reads as a value is read as numbers (exact doubles), never as stand-ins: otherwise
+    one added record would move every key's released sum. Labels there are refused by dtype."""
+    m = dp.mechanism(
+        name="sums_the_keys",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=3, scale=1),
+            part=dp.column(1) >> dp.clamp(0, 1000) >> dp.sum() >> dp.laplace(1000),
+        ),
+        claim=ApproxDP(3, 1e-3),
+    )
+    rng = np.random.default_rng(SEED)
+    x = np.column_stack([rng.uniform(0, 10, 300), rng.choice([10.0, 20.0, 700.0], 300)])
+    got = _release(m, pd.DataFrame({"v": x[:, 0], "k": x[:, 1]}))
+    assert got == _release(m, x) and set(got) <= {10.0, 20.0, 700.0}
+    assert got[700.0].sum > 10 * got[10.0].sum  # the keys' own values are summed, not stand-ins
+    with pytest.raises(ParameterError, match="dtype"):
+        _release(m, pd.DataFrame({"v": [1.0], "k": ["a-label"]}))
+    from dpharness._records import reader
+
+    assert reader(m).identities == {} and set(reader(_record_level()).identities) == {1}
+    assert set(reader(_user_level()).identities) == {0, 1}
