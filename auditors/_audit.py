@@ -61,7 +61,8 @@ __all__ = ["audit", "DEFAULT_MAX_EVENTS"]
 
 DEFAULT_MAX_EVENTS = 20
 _RENYI_DELTA = 1e-6
-_MAX_PAIRS = 4
+_MAX_PAIRS = 4  # searched pairs audited (the proof's witness among them)
+_MAX_AIMED = 6  # pairs aimed by the structure at the terms of the bound (Mechanism.aimed_pairs), on top
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000  # samples per chunk for fn(data) called in a loop
@@ -275,6 +276,7 @@ def _pairs_for_catalog(
                 f"{missing}=None while the other input is given; pass both data and neighbor, or neither to search pairs."
             )
         return [spec.validate_pair(data, neighbor)], "given pair"
+    aimed = _aimed_pairs(mechanism, spec, notes)
     proposed: list[tuple] = []
     how = "candidate witnesses and the example pair"
     try:
@@ -316,11 +318,41 @@ def _pairs_for_catalog(
             pairs.append(witness)
     if witness is not None:
         how += " (the proof's witness pair included)"
+    fresh = [(a, b) for a, b in aimed if not any(_same(a, qa) and _same(b, qb) for qa, qb in pairs)]
+    if fresh:
+        how = f"{len(fresh)} pair(s) aimed by the structure at the terms of its bound, and the " + how
+    pairs = fresh + pairs
     if not pairs:
         raise ParameterError(
             f"mechanism={mechanism.name!r} yielded no valid neighbouring pair; pass data and neighbor explicitly."
         )
     return pairs, how
+
+
+def _aimed_pairs(mechanism: Mechanism, spec, notes: list[str]) -> list[tuple]:
+    """The pairs the mechanism's structure names where the terms of its bound are attained
+    (:meth:`~dpharness.core.Mechanism.aimed_pairs`), each validated here as a neighbour pair of the
+    declared relation inside the declared records domain (the audit's soundness never rests on the
+    structure's choice), at most ``_MAX_AIMED``, without duplicates."""
+    try:
+        offered = tuple(mechanism.aimed_pairs())
+    except (MemoryError, ArithmeticError, UnsupportedError, ValueError, TypeError) as exc:
+        notes.append(f"the structure named no aimed pairs ({type(exc).__name__}: {str(exc)[:120]})")
+        return []
+    out: list[tuple] = []
+    for w in offered:
+        a, b = (w.data, w.neighbor) if isinstance(w, Witness) else (tuple(w) + (None, None))[:2]
+        if a is None or b is None:
+            continue
+        try:
+            pa, pb = spec.validate_pair(a, b)
+        except ParameterError:
+            continue
+        if not any(_same(pa, qa) and _same(pb, qb) for qa, qb in out):
+            out.append((pa, pb))
+        if len(out) >= _MAX_AIMED:
+            break
+    return out
 
 
 def _first_valid_witness(spec, candidate_witnesses: Sequence[Witness]) -> tuple | None:
@@ -826,6 +858,47 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     take(rare, min(max_events, len(chosen) + slots))
     take(ordinary, max_events)
     return chosen
+
+
+def _pair_score(c: _Candidate) -> float:
+    """How well a candidate projects on its pair's training draws: its projected bound, or the one
+    projected for an event seen on one side only (the NaN of a degenerate estimate as -inf)."""
+    best = max(c.score, c.one_sided_score)
+    return -math.inf if math.isnan(best) else best
+
+
+def _certified_pairs(
+    ranked: Sequence[_Candidate], raising: Sequence[_RaiseCandidate], witness: int | None
+) -> frozenset:
+    """The pairs whose events are certified: the one whose best candidate projects the largest bound on
+    the training draws (ties: the earlier pair, aimed pairs first), and the proof's witness pair when it
+    differs (so the report can say how the audit fared on it). Certifying these alone costs the
+    certification samples of one or two pairs whatever the number searched; the choice reads training
+    draws only, so the certification samples stay fresh and the bound keeps its confidence. With no
+    output candidate, the pair of the first raise candidate; with neither, every pair (nothing is
+    certified)."""
+    best: int | None = None
+    if ranked:
+        top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i]), -ranked[i].pair))
+        best = ranked[top].pair
+    elif raising:
+        best = raising[0].pair
+    if best is None:
+        return frozenset(c.pair for c in ranked) | frozenset(rc.pair for rc in raising)
+    return frozenset({best} | ({witness} if witness is not None else set()))
+
+
+def _witness_index(
+    mechanism: Any, pairs: list[tuple], candidate_witnesses: Sequence[Witness], s: _Settings
+) -> int | None:
+    """The index in ``pairs`` of the proof's witness pair (a catalog mechanism's first valid candidate
+    witness), or None."""
+    if not s.catalog or not candidate_witnesses:
+        return None
+    witness = _first_valid_witness(mechanism.input_spec, candidate_witnesses)
+    if witness is None:
+        return None
+    return next((i for i, (a, b) in enumerate(pairs) if _same(a, witness[0]) and _same(b, witness[1])), None)
 
 
 def _raise_candidates(training: Sequence[_PairOutcome], s: _Settings) -> list[_RaiseCandidate]:
@@ -1386,8 +1459,11 @@ def audit(
         t1 = time.perf_counter()
         outcomes, ref, train_used, on_workers = _train(sampler, pairs, s, notes, level)
         t2 = time.perf_counter()
-        raising = _raise_candidates(outcomes, s)
         ranked = [c for o in outcomes for c in o.candidates]
+        raising = _raise_candidates(outcomes, s)
+        kept = _certified_pairs(ranked, raising, _witness_index(mechanism, pairs, candidate_witnesses, s))
+        ranked = [c for c in ranked if c.pair in kept]
+        raising = [rc for rc in raising if rc.pair in kept]
         chosen = _select(ranked, s.max_events - len(raising))
         kind = next((o.kind for o in reversed(outcomes) if o.usable), None)
         train_raises = [(o.raises_a, o.raises_b) for o in outcomes]
