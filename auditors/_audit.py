@@ -1292,6 +1292,12 @@ def _result(
         f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
         f"{_certified_on(s, chosen, cert)}: {stat_method}"
     )
+    certified = sorted({p for p, _i in cert.slot} | {rc.pair for rc in cert.raising})
+    if len(pairs) > 1 and certified:
+        method += (
+            f"; certified on pair(s) {', '.join(map(str, certified))} of the {len(pairs)} trained (the one its "
+            "training draws rank best, and the proof's witness pair when it differs)"
+        )
     raise_notes = _raise_notes(pairs, train_raises, cert, s.vectorized)
     if raise_notes:
         method += "; " + "; ".join(raise_notes)
@@ -1331,6 +1337,7 @@ def _result(
         extra["notes"] = notes
     if len(pairs) > 1 or pair_how != "given pair":
         extra["pairs"] = [(a, b) for a, b in pairs]
+        extra["certified_pairs"] = certified
     return AuditResult(
         epsilon_lower_bound=eps_lb,
         passed=not (eps_lb > s.epsilon),
