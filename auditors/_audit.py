@@ -73,6 +73,8 @@ _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose e
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
+_TIE_SLACK = 0.02  # a witness pair projected within this much (absolute) of the best is certified alone,
+_TIE_SHARE = 0.05  # or within this share of the best projected bound
 _ROBUST_SHARE = 4  # max_events // this slots go to the best events under the multiplicity-aware shading
 
 
@@ -872,7 +874,8 @@ def _certified_pairs(
 ) -> frozenset:
     """The pairs whose events are certified: the one whose best candidate projects the largest bound on
     the training draws (ties: the earlier pair, aimed pairs first), and the proof's witness pair when it
-    differs (so the report can say how the audit fared on it). Certifying these alone costs the
+    differs (so the report can say how the audit fared on it), or the witness pair alone when its best
+    candidate projects within ``_TIE_SLACK`` (absolute) or ``_TIE_SHARE`` (relative) of the best. Certifying these alone costs the
     certification samples of one or two pairs whatever the number searched; the choice reads training
     draws only, so the certification samples stay fresh and the bound keeps its confidence. With no
     output candidate, the pair of the first raise candidate; with neither, every pair (nothing is
@@ -881,6 +884,13 @@ def _certified_pairs(
     if ranked:
         top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i]), -ranked[i].pair))
         best = ranked[top].pair
+        if witness is not None and witness != best:
+            # the witness pair projects (nearly) as well: certify it alone (pairs that are equivalent up to
+            # the training noise, as every pair of a Laplace count is, cost one pair's certification)
+            top_score = _pair_score(ranked[top])
+            on_witness = max((_pair_score(c) for c in ranked if c.pair == witness), default=-math.inf)
+            if math.isfinite(top_score) and on_witness >= top_score - max(_TIE_SLACK, _TIE_SHARE * abs(top_score)):
+                best = witness
     elif raising:
         best = raising[0].pair
     if best is None:

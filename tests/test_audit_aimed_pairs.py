@@ -177,6 +177,9 @@ def test_certified_pairs_are_the_best_ranked_and_the_witness():
     assert _audit._certified_pairs(ranked, [], None) == {2}  # a one-sided event's projection counts
     assert _audit._certified_pairs(ranked[:2], [], None) == {1}
     assert _audit._certified_pairs(ranked[:2], [], 0) == {0, 1}  # the proof's witness pair too
+    # a witness pair within the tie slack of the best is certified alone (one pair's certification)
+    assert _audit._certified_pairs([_cand(0, 0.89), _cand(1, 0.9)], [], 0) == {0}
+    assert _audit._certified_pairs([_cand(0, 0.80), _cand(1, 0.9)], [], 0) == {0, 1}
     assert _audit._certified_pairs([_cand(0, 0.3), _cand(1, 0.3)], [], None) == {0}  # ties: the earlier
     assert _audit._certified_pairs([], [_audit._RaiseCandidate(3, True)], None) == {3}
 
