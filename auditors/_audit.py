@@ -73,6 +73,8 @@ _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose e
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
+_PACE_STREAM = 0x9ACE  # the pace probe's own seed stream (never an audit phase's)
+_RUNNER_UP_BELOW = 20_000  # training samples a side below which the runner-up pair is certified too
 _TIE_SLACK = 0.02  # a witness pair projected within this much (absolute) of the best is certified alone,
 _TIE_SHARE = 0.05  # or within this share of the best projected bound
 _ROBUST_SHARE = 4  # max_events // this slots go to the best events under the multiplicity-aware shading
@@ -597,6 +599,28 @@ def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
     return (expected is not None and expected >= _POOL_MIN_SECONDS) or draws >= _POOL_MIN_DRAWS
 
 
+_PACE_PROBE = 256  # samples of the one timed call that measures a vectorised sampler's pace before training
+
+
+def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> None:
+    """Time one call of ``_PACE_PROBE`` samples on the first pair's data (a vectorised sampler whose pace
+    is not yet known, with workers to spread training over): a slow sampler's training (DP-SGD's
+    thousand rounds a release) then runs on the pool from its start. Its outputs are discarded and drawn
+    from a stream of their own, so no output, event or count of the audit depends on it (only where
+    the training runs); a call that raises measures nothing (training reports it)."""
+    if not s.vectorized or s.cluster is not None or s.workers <= 1 or not pairs:
+        return
+    if _runner.expected_seconds(sampler, 1) is not None:
+        return
+    n = max(1, min(_PACE_PROBE, s.train_n))
+    t0 = time.perf_counter()
+    try:
+        sampler(pairs[0][0], n, np.random.default_rng([s.seed, _PACE_STREAM]), where="the pace probe")
+    except (MechanismError, UnsupportedError, ParameterError):
+        return
+    _runner.note_pace(sampler, time.perf_counter() - t0, n)
+
+
 def _train(
     sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str], level: float
 ) -> tuple[list[_PairOutcome], tuple | None, int, bool]:
@@ -610,6 +634,7 @@ def _train(
     unless every training call on both sides of every pair raised: the mechanism never produced an
     output."""
     draws = 2 * len(pairs) * (s.train_n + s.cert_n)
+    _probe_pace(sampler, pairs, s)
     pooled = _pooled(sampler, s, draws)
     out: list[_PairOutcome | None] = [None] * len(pairs)
     ref = None
@@ -862,40 +887,51 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     return chosen
 
 
-def _pair_score(c: _Candidate) -> float:
-    """How well a candidate projects on its pair's training draws: its projected bound, or the one
-    projected for an event seen on one side only (the NaN of a degenerate estimate as -inf)."""
-    best = max(c.score, c.one_sided_score)
+def _pair_score(c: _Candidate, one_sided: bool = False) -> float:
+    """How well a candidate projects on its pair's training draws: its (shaded) projected bound, or with
+    ``one_sided`` the unshaded one projected for an event seen on one side only (the NaN of a degenerate
+    estimate as -inf). The unshaded projection of a handful of hits is a weak guide to a pair, so it
+    decides only when no candidate projects a positive shaded bound."""
+    best = c.one_sided_score if one_sided else c.score
     return -math.inf if math.isnan(best) else best
 
 
 def _certified_pairs(
-    ranked: Sequence[_Candidate], raising: Sequence[_RaiseCandidate], witness: int | None
+    ranked: Sequence[_Candidate], raising: Sequence[_RaiseCandidate], witness: int | None, runner_up: bool = False
 ) -> frozenset:
-    """The pairs whose events are certified: the one whose best candidate projects the largest bound on
-    the training draws (ties: the earlier pair, aimed pairs first), and the proof's witness pair when it
+    """The pairs whose events are certified: the one whose best candidate projects the largest shaded bound
+    on the training draws (the largest one-sided projection when no shaded one is positive; ties: the earlier pair, aimed pairs first), and the proof's witness pair when it
     differs (so the report can say how the audit fared on it), or the witness pair alone when its best
-    candidate projects within ``_TIE_SLACK`` (absolute) or ``_TIE_SHARE`` (relative) of the best. Certifying these alone costs the
+    candidate projects within ``_TIE_SLACK`` (absolute) or ``_TIE_SHARE`` (relative) of the best. With
+    ``runner_up`` (few training draws: below ``_RUNNER_UP_BELOW`` a side, where the ranking of pairs is
+    noisy and a second pair's certification costs little), the next best pair too. Certifying these alone costs the
     certification samples of one or two pairs whatever the number searched; the choice reads training
     draws only, so the certification samples stay fresh and the bound keeps its confidence. With no
     output candidate, the pair of the first raise candidate; with neither, every pair (nothing is
     certified)."""
     best: int | None = None
     if ranked:
-        top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i]), -ranked[i].pair))
+        one_sided = max(_pair_score(c) for c in ranked) <= 0
+        top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i], one_sided), -ranked[i].pair))
         best = ranked[top].pair
         if witness is not None and witness != best:
             # the witness pair projects (nearly) as well: certify it alone (pairs that are equivalent up to
             # the training noise, as every pair of a Laplace count is, cost one pair's certification)
-            top_score = _pair_score(ranked[top])
-            on_witness = max((_pair_score(c) for c in ranked if c.pair == witness), default=-math.inf)
+            top_score = _pair_score(ranked[top], one_sided)
+            on_witness = max((_pair_score(c, one_sided) for c in ranked if c.pair == witness), default=-math.inf)
             if math.isfinite(top_score) and on_witness >= top_score - max(_TIE_SLACK, _TIE_SHARE * abs(top_score)):
                 best = witness
     elif raising:
         best = raising[0].pair
     if best is None:
         return frozenset(c.pair for c in ranked) | frozenset(rc.pair for rc in raising)
-    return frozenset({best} | ({witness} if witness is not None else set()))
+    kept = {best} | ({witness} if witness is not None else set())
+    if runner_up and ranked:
+        one_sided = max(_pair_score(c) for c in ranked) <= 0
+        others = [c for c in ranked if c.pair not in kept]
+        if others:
+            kept.add(max(others, key=lambda c: (_pair_score(c, one_sided), -c.pair)).pair)
+    return frozenset(kept)
 
 
 def _witness_index(
@@ -1478,7 +1514,12 @@ def audit(
         t2 = time.perf_counter()
         ranked = [c for o in outcomes for c in o.candidates]
         raising = _raise_candidates(outcomes, s)
-        kept = _certified_pairs(ranked, raising, _witness_index(mechanism, pairs, candidate_witnesses, s))
+        kept = _certified_pairs(
+            ranked,
+            raising,
+            _witness_index(mechanism, pairs, candidate_witnesses, s),
+            runner_up=s.train_n < _RUNNER_UP_BELOW,
+        )
         ranked = [c for c in ranked if c.pair in kept]
         raising = [rc for rc in raising if rc.pair in kept]
         chosen = _select(ranked, s.max_events - len(raising))

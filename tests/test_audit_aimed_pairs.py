@@ -174,7 +174,9 @@ def _cand(pair: int, score: float, one_sided: float = -np.inf) -> _audit._Candid
 
 def test_certified_pairs_are_the_best_ranked_and_the_witness():
     ranked = [_cand(0, 0.2), _cand(1, 0.9), _cand(2, 0.5, one_sided=1.5)]
-    assert _audit._certified_pairs(ranked, [], None) == {2}  # a one-sided event's projection counts
+    assert _audit._certified_pairs(ranked, [], None) == {1}  # the shaded projection decides
+    # a one-sided event's (unshaded) projection only when no shaded one is positive
+    assert _audit._certified_pairs([_cand(0, 0.0), _cand(1, -0.1, one_sided=1.5)], [], None) == {1}
     assert _audit._certified_pairs(ranked[:2], [], None) == {1}
     assert _audit._certified_pairs(ranked[:2], [], 0) == {0, 1}  # the proof's witness pair too
     # a witness pair within the tie slack of the best is certified alone (one pair's certification)
@@ -182,6 +184,8 @@ def test_certified_pairs_are_the_best_ranked_and_the_witness():
     assert _audit._certified_pairs([_cand(0, 0.80), _cand(1, 0.9)], [], 0) == {0, 1}
     assert _audit._certified_pairs([_cand(0, 0.3), _cand(1, 0.3)], [], None) == {0}  # ties: the earlier
     assert _audit._certified_pairs([], [_audit._RaiseCandidate(3, True)], None) == {3}
+    # few training draws: the runner-up pair too
+    assert _audit._certified_pairs(ranked, [], None, runner_up=True) == {1, 2}
 
 
 # --------------------------------------------------------------------------- statistical
