@@ -74,7 +74,7 @@ _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held i
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
 _PACE_STREAM = 0x9ACE  # the pace probe's own seed stream (never an audit phase's)
-_RUNNER_UP_BELOW = 20_000  # training samples a side below which the runner-up pair is certified too
+_EVERY_PAIR_BELOW = 20_000  # training samples a side below which every pair is certified (a noisy ranking)
 _TIE_SLACK = 0.02  # a witness pair projected within this much (absolute) of the best is certified alone,
 _TIE_SHARE = 0.05  # or within this share of the best projected bound
 _ROBUST_SHARE = 4  # max_events // this slots go to the best events under the multiplicity-aware shading
@@ -887,51 +887,60 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     return chosen
 
 
-def _pair_score(c: _Candidate, one_sided: bool = False) -> float:
-    """How well a candidate projects on its pair's training draws: its (shaded) projected bound, or with
-    ``one_sided`` the unshaded one projected for an event seen on one side only (the NaN of a degenerate
-    estimate as -inf). The unshaded projection of a handful of hits is a weak guide to a pair, so it
-    decides only when no candidate projects a positive shaded bound."""
-    best = c.one_sided_score if one_sided else c.score
-    return -math.inf if math.isnan(best) else best
+_PAIR_SCORES = ("robust_score", "score", "one_sided_score")  # how pairs are ranked, in order of trust
+
+
+def _pair_score(c: _Candidate, tier: str = "robust_score") -> float:
+    """How well a candidate projects on its pair's training draws, by one of :data:`_PAIR_SCORES` (the
+    NaN of a degenerate estimate as -inf)."""
+    value = getattr(c, tier)
+    return -math.inf if math.isnan(value) else value
+
+
+def _pair_tier(ranked: Sequence[_Candidate]) -> str:
+    """The first of :data:`_PAIR_SCORES` that projects a positive bound for some candidate (else the
+    first). The multiplicity-aware ``robust_score`` first: the best of hundreds of events' training
+    ratios is inflated by chance (a rare float cell seen on one side of a Laplace pair projects 1.22
+    where every pair's ε is 1), so the plain ``score`` would choose the pair with the luckiest event
+    rather than the best pair; the unshaded one-sided projection of a handful of hits last."""
+    for tier in _PAIR_SCORES:
+        if any(_pair_score(c, tier) > 0 for c in ranked):
+            return tier
+    return _PAIR_SCORES[0]
 
 
 def _certified_pairs(
-    ranked: Sequence[_Candidate], raising: Sequence[_RaiseCandidate], witness: int | None, runner_up: bool = False
+    ranked: Sequence[_Candidate], raising: Sequence[_RaiseCandidate], witness: int | None, every: bool = False
 ) -> frozenset:
-    """The pairs whose events are certified: the one whose best candidate projects the largest shaded bound
-    on the training draws (the largest one-sided projection when no shaded one is positive; ties: the earlier pair, aimed pairs first), and the proof's witness pair when it
-    differs (so the report can say how the audit fared on it), or the witness pair alone when its best
-    candidate projects within ``_TIE_SLACK`` (absolute) or ``_TIE_SHARE`` (relative) of the best. With
-    ``runner_up`` (few training draws: below ``_RUNNER_UP_BELOW`` a side, where the ranking of pairs is
-    noisy and a second pair's certification costs little), the next best pair too. Certifying these alone costs the
-    certification samples of one or two pairs whatever the number searched; the choice reads training
-    draws only, so the certification samples stay fresh and the bound keeps its confidence. With no
-    output candidate, the pair of the first raise candidate; with neither, every pair (nothing is
-    certified)."""
+    """The pairs whose events are certified: the one whose best candidate projects the largest bound on
+    the training draws (:func:`_pair_tier`; ties: the earlier pair, aimed pairs first), and the proof's
+    witness pair when it differs (so the report can say how the audit fared on it), or the witness pair
+    alone when its best candidate projects within ``_TIE_SLACK`` (absolute) or ``_TIE_SHARE`` (relative)
+    of the best. With ``every`` (few training draws: below ``_EVERY_PAIR_BELOW`` a side, where the
+    ranking of pairs is too noisy to pick one and certifying them all costs little), every pair.
+    Certifying these alone costs the certification samples of one or two pairs whatever the number
+    searched; the choice reads training draws only, so the certification samples stay fresh and the
+    bound keeps its confidence. With no output candidate, the pair of the first raise candidate; with
+    neither, every pair (nothing is certified)."""
+    if every:
+        return frozenset(c.pair for c in ranked) | frozenset(rc.pair for rc in raising)
     best: int | None = None
+    tier = _pair_tier(ranked)
     if ranked:
-        one_sided = max(_pair_score(c) for c in ranked) <= 0
-        top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i], one_sided), -ranked[i].pair))
+        top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i], tier), -ranked[i].pair))
         best = ranked[top].pair
         if witness is not None and witness != best:
             # the witness pair projects (nearly) as well: certify it alone (pairs that are equivalent up to
             # the training noise, as every pair of a Laplace count is, cost one pair's certification)
-            top_score = _pair_score(ranked[top], one_sided)
-            on_witness = max((_pair_score(c, one_sided) for c in ranked if c.pair == witness), default=-math.inf)
+            top_score = _pair_score(ranked[top], tier)
+            on_witness = max((_pair_score(c, tier) for c in ranked if c.pair == witness), default=-math.inf)
             if math.isfinite(top_score) and on_witness >= top_score - max(_TIE_SLACK, _TIE_SHARE * abs(top_score)):
                 best = witness
     elif raising:
         best = raising[0].pair
     if best is None:
         return frozenset(c.pair for c in ranked) | frozenset(rc.pair for rc in raising)
-    kept = {best} | ({witness} if witness is not None else set())
-    if runner_up and ranked:
-        one_sided = max(_pair_score(c) for c in ranked) <= 0
-        others = [c for c in ranked if c.pair not in kept]
-        if others:
-            kept.add(max(others, key=lambda c: (_pair_score(c, one_sided), -c.pair)).pair)
-    return frozenset(kept)
+    return frozenset({best} | ({witness} if witness is not None else set()))
 
 
 def _witness_index(
@@ -1518,7 +1527,7 @@ def audit(
             ranked,
             raising,
             _witness_index(mechanism, pairs, candidate_witnesses, s),
-            runner_up=s.train_n < _RUNNER_UP_BELOW,
+            every=s.train_n < _EVERY_PAIR_BELOW,
         )
         ranked = [c for c in ranked if c.pair in kept]
         raising = [rc for rc in raising if rc.pair in kept]

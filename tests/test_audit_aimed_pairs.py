@@ -168,14 +168,17 @@ def test_pairs_outside_the_domain_or_not_neighbours_are_never_audited():
         assert 50.0 not in np.asarray(b) and not (len(np.asarray(a)) == 1 and len(np.asarray(b)) == 3)
 
 
-def _cand(pair: int, score: float, one_sided: float = -np.inf) -> _audit._Candidate:
-    return _audit._Candidate(pair, None, True, score, "test", 0, one_sided)  # type: ignore[arg-type]
+def _cand(pair: int, robust: float, score: float | None = None, one_sided: float = -np.inf) -> _audit._Candidate:
+    score = robust if score is None else score
+    return _audit._Candidate(pair, None, True, score, "test", 0, one_sided, robust)  # type: ignore[arg-type]
 
 
 def test_certified_pairs_are_the_best_ranked_and_the_witness():
-    ranked = [_cand(0, 0.2), _cand(1, 0.9), _cand(2, 0.5, one_sided=1.5)]
-    assert _audit._certified_pairs(ranked, [], None) == {1}  # the shaded projection decides
-    # a one-sided event's (unshaded) projection only when no shaded one is positive
+    ranked = [_cand(0, 0.2), _cand(1, 0.9), _cand(2, 0.5, score=1.2, one_sided=1.5)]
+    # the multiplicity-aware projection decides: a lucky rare event's plain score does not
+    assert _audit._certified_pairs(ranked, [], None) == {1}
+    # the plain score when no robust projection is positive, the one-sided one when neither is
+    assert _audit._certified_pairs([_cand(0, -0.1, score=0.3), _cand(1, -0.1, score=0.5)], [], None) == {1}
     assert _audit._certified_pairs([_cand(0, 0.0), _cand(1, -0.1, one_sided=1.5)], [], None) == {1}
     assert _audit._certified_pairs(ranked[:2], [], None) == {1}
     assert _audit._certified_pairs(ranked[:2], [], 0) == {0, 1}  # the proof's witness pair too
@@ -184,8 +187,8 @@ def test_certified_pairs_are_the_best_ranked_and_the_witness():
     assert _audit._certified_pairs([_cand(0, 0.80), _cand(1, 0.9)], [], 0) == {0, 1}
     assert _audit._certified_pairs([_cand(0, 0.3), _cand(1, 0.3)], [], None) == {0}  # ties: the earlier
     assert _audit._certified_pairs([], [_audit._RaiseCandidate(3, True)], None) == {3}
-    # few training draws: the runner-up pair too
-    assert _audit._certified_pairs(ranked, [], None, runner_up=True) == {1, 2}
+    # few training draws: every pair
+    assert _audit._certified_pairs(ranked, [], None, every=True) == {0, 1, 2}
 
 
 # --------------------------------------------------------------------------- statistical
