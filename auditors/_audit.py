@@ -74,6 +74,7 @@ _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held i
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
 _PACE_STREAM = 0x9ACE  # the pace probe's own seed stream (never an audit phase's)
+_SCREEN_TRAIN = 100_000  # training samples a side on which pairs are ranked when an audit trains on more
 _EVERY_PAIR_BELOW = 20_000  # training samples a side below which every pair is certified (a noisy ranking)
 _TIE_SLACK = 0.02  # a witness pair projected within this much (absolute) of the best is certified alone,
 _TIE_SHARE = 0.05  # or within this share of the best projected bound
@@ -622,10 +623,17 @@ def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> N
 
 
 def _train(
-    sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str], level: float
+    sampler: _runner.Sampler,
+    pairs: list[tuple],
+    s: _Settings,
+    notes: list[str],
+    level: float,
+    given: Sequence[_PairOutcome] | None = None,
+    only: frozenset | None = None,
 ) -> tuple[list[_PairOutcome], tuple | None, int, bool]:
     """Stages 2-4 of every pair (:func:`_pair_stage`); the output signature; training samples a side;
-    whether the pairs ran as tasks on the workers.
+    whether the pairs ran as tasks on the workers. With ``only`` (and ``given``, an outcome for every
+    pair): stages 2-4 of the pairs in ``only`` alone, the others keeping their ``given`` outcome.
 
     A vectorised sampler's pairs are tasks on the worker pool when the audit is pooled (each draws
     its training chunks, proposes and ranks where it runs: no outputs travel); a per-call sampler's
@@ -636,7 +644,10 @@ def _train(
     draws = 2 * len(pairs) * (s.train_n + s.cert_n)
     _probe_pace(sampler, pairs, s)
     pooled = _pooled(sampler, s, draws)
+    todo = [p for p in range(len(pairs)) if only is None or p in only]
     out: list[_PairOutcome | None] = [None] * len(pairs)
+    if given is not None and only is not None:
+        out = [None if p in only else given[p] for p in range(len(pairs))]
     ref = None
     on_workers = False
     if pooled and s.vectorized:
@@ -650,16 +661,18 @@ def _train(
         )
         with _runner.run_tasks(job, workers=s.workers, cluster=s.cluster, what="training and ranking") as running:
             if running is not None:
-                for (p,), res in running.run([(p,) for p in range(len(pairs))]):
+                for (p,), res in running.run([(p,) for p in todo]):
                     out[p] = res
                 on_workers = True
     if any(o is None for o in out):
         chunk = _train_chunk(s)
         bar = _runner.Progress(
-            2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
+            2 * len(todo) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
         )
         spread = pooled and not s.vectorized
         for p, (a, b) in enumerate(pairs):
+            if out[p] is not None:
+                continue
             stage = _pair_stage(
                 sampler,
                 p,
@@ -1519,16 +1532,27 @@ def audit(
         s = dataclasses.replace(s, cluster=open_cluster)
         level = _stats.bonferroni_level(s.confidence, s.max_events)
         t1 = time.perf_counter()
-        outcomes, ref, train_used, on_workers = _train(sampler, pairs, s, notes, level)
+        witness = _witness_index(mechanism, pairs, candidate_witnesses, s)
+        every = s.train_n < _EVERY_PAIR_BELOW
+        if len(pairs) > 1 and not every and s.train_n > _SCREEN_TRAIN:
+            # the pairs are ranked on _SCREEN_TRAIN training samples a side each; only the pairs to
+            # certify draw the rest of their training samples, on which their events are chosen
+            screen = dataclasses.replace(s, train_n=_SCREEN_TRAIN)
+            screened, ref, _used, on_workers = _train(sampler, pairs, screen, notes, level)
+            kept = _certified_pairs(
+                [c for o in screened for c in o.candidates], _raise_candidates(screened, s), witness
+            )
+            outcomes, ref, train_used, again = _train(sampler, pairs, s, notes, level, given=screened, only=kept)
+            on_workers = on_workers or again
+            pair_how += f"; pairs ranked on {_SCREEN_TRAIN} training samples a side"
+        else:
+            outcomes, ref, train_used, on_workers = _train(sampler, pairs, s, notes, level)
+            kept = None
         t2 = time.perf_counter()
         ranked = [c for o in outcomes for c in o.candidates]
         raising = _raise_candidates(outcomes, s)
-        kept = _certified_pairs(
-            ranked,
-            raising,
-            _witness_index(mechanism, pairs, candidate_witnesses, s),
-            every=s.train_n < _EVERY_PAIR_BELOW,
-        )
+        if kept is None:
+            kept = _certified_pairs(ranked, raising, witness, every=every)
         ranked = [c for c in ranked if c.pair in kept]
         raising = [rc for rc in raising if rc.pair in kept]
         chosen = _select(ranked, s.max_events - len(raising))
