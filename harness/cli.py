@@ -854,9 +854,12 @@ def _gate_line(c, samples: int | None = None) -> str:
             f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
             f"{'passed' if a.passed else 'VIOLATION'}"
         )
-        if samples is not None and getattr(a, "samples", samples) != samples:  # set where it was registered
+        if samples is not None and getattr(a, "samples", samples) != samples:
+            from .registry import audit_settings
+
             shown = f"{a.samples:,}".replace(",", " ")
-            audit += f" ({shown} samples a side, its registered setting)"
+            registered = audit_settings(c.name).samples == a.samples  # said only where it was registered
+            audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:
