@@ -3,17 +3,24 @@
 A fixed sequence of stages (the standard train/certify split of DP auditing, as in DP-Sniper,
 Bichsel et al. 2021, and Lu et al. 2022):
 
-1. *choose pairs* — the given pair, a catalog mechanism's neighbour search, or a callable's search
-   over an input space (:mod:`dpharness.auditors.pairsearch`);
+1. *choose pairs* — the given pair; for a catalog mechanism the pairs its structure aims at the terms
+   of its bound (:meth:`~dpharness.core.Mechanism.aimed_pairs`: a key at its selection threshold, a
+   record at the clipping norm, each validated here as a neighbour pair inside the declared domain), the
+   neighbour search's and the proof's witness; or a callable's search over an input space
+   (:mod:`dpharness.auditors.pairsearch`);
 2. *train* — draw training outputs for each pair (kept in memory, capped);
 3. *propose events* — every event family that applies (:mod:`dpharness.auditors.families`)
    suggests events from the first half of the training outputs;
 4. *rank* — each (event, direction) is judged on the second half by the bound it would certify on
    the certification samples; the best ``max_events`` over all pairs and families are kept, a few
    of the slots reserved for events seen on one side only (outputs one input never produces);
-5. *certify* — the kept events are counted on fresh samples and turned into a bound with exact
-   Clopper-Pearson intervals and a Bonferroni union bound over the ``max_events`` candidates
-   (see :mod:`dpharness.auditors.stats`).
+5. *certify* — on the pair whose training draws rank best (and the proof's witness pair when it
+   projects clearly less; every pair when training has fewer than 20 000 samples a side), the kept
+   events are counted on fresh samples and turned into a bound with exact Clopper-Pearson intervals and
+   a Bonferroni union bound over the ``max_events`` candidates (see :mod:`dpharness.auditors.stats`).
+   An audit with more than 10^5 training samples a side ranks the pairs on 10^5 each and draws the rest
+   only for the pairs it certifies, so its cost is about that of sampling one pair, however many pairs
+   were searched.
 
 Stages 1-4 see training samples only, so whatever they choose, with probability >= ``confidence``
 over the audit's randomness the returned bound does not exceed the true ε of the pair(s) audited.
