@@ -108,6 +108,14 @@ class _Settings:
     show: bool
     cluster: Any
     sequential: bool = False
+    train_fraction: float = 0.1
+    time_budget: float | None = None
+
+
+def _split(samples: int, train_fraction: float) -> tuple[int, int]:
+    """(training, certification) samples a side of an audit of ``samples`` a side."""
+    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), _TRAIN_MAX))
+    return train_n, samples - train_n
 
 
 @dataclass(frozen=True)
@@ -194,6 +202,7 @@ def _settings(
     train_fraction,
     cluster,
     sequential=False,
+    time_budget=None,
 ) -> _Settings:
     """Validate every option once, at the boundary, and read the claim."""
     if not callable(mechanism):
@@ -243,8 +252,9 @@ def _settings(
         delta = 0.0 if delta is None else delta
     epsilon = _check_epsilon(epsilon)
     delta = float(_v.probability("delta", delta, open_right=True))
-    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), _TRAIN_MAX))
-    cert_n = samples - train_n
+    if time_budget is not None:
+        time_budget = float(_v.positive("time_budget", time_budget))
+    train_n, cert_n = _split(samples, train_fraction)
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
     return _Settings(
@@ -264,6 +274,8 @@ def _settings(
         _runner.progress_enabled(progress),
         cluster,
         sequential,
+        train_fraction,
+        time_budget,
     )
 
 
@@ -432,6 +444,88 @@ def _choose_pairs(
     sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
     pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
     return pairs, how, sampler
+
+
+# --------------------------------------------------------------------------- a budget in time
+
+_BUDGET_DRAW_SHARE = 0.5  # share of the time left that the draws may take (proposing, counting: the rest)
+_PROBE_CALLS = 4  # calls timed to measure a per-call sampler's pace
+_FAST_PROBE_SECONDS = 0.01  # a timed call faster than this is timed again 64 times larger
+
+
+def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> float | None:
+    """Seconds a sample costs in one process (the larger of the two sides of the first pair): a side's
+    first call (``_PACE_PROBE`` samples, or one call of a per-call sampler) warms up, the second is timed
+    (the same size, 64 times it when the first took under ``_FAST_PROBE_SECONDS``; ``_PROBE_CALLS`` calls
+    of a per-call sampler), on a seed stream of their own (their outputs are discarded); the sampler's
+    recorded pace when it has one. None when a call raised."""
+    known = _runner.expected_seconds(sampler, 1)
+    if known is not None:
+        return known
+    worst = 0.0
+    for side, data in enumerate(pairs[0]):
+        n = _PACE_PROBE if s.vectorized else 1
+        rng = np.random.default_rng([s.seed, _PACE_STREAM, side])
+        seconds = 0.0
+        for timed in (False, True):  # the first call warms up (imports, caches); the second is timed
+            if timed:
+                # a fast call is timed at 64 times the size, where the per-call cost no longer dominates
+                n = _PROBE_CALLS if not s.vectorized else n * (64 if seconds < _FAST_PROBE_SECONDS else 1)
+            t0 = time.perf_counter()
+            try:
+                sampler(data, n, rng, where="the pace probe")
+            except (MechanismError, UnsupportedError, ParameterError):
+                return None
+            seconds = time.perf_counter() - t0
+        worst = max(worst, seconds / n)
+    _runner.note_pace(sampler, worst, 1)
+    return worst
+
+
+def _draws(samples: int, pairs: int, s: _Settings) -> int:
+    """Draws (both sides) an audit of ``samples`` a side over ``pairs`` pairs makes: every pair's
+    training (its first ``_SCREEN_TRAIN`` a side when it ranks pairs), the certified pairs' (two at
+    most, or every pair below ``_EVERY_PAIR_BELOW`` training samples) rest of training and certification."""
+    train_n, cert_n = _split(samples, s.train_fraction)
+    certified = pairs if train_n < _EVERY_PAIR_BELOW else min(pairs, 2)
+    screened = train_n if pairs == 1 or train_n < _EVERY_PAIR_BELOW else min(train_n, _SCREEN_TRAIN)
+    return 2 * (pairs * screened + certified * (train_n - screened + cert_n))
+
+
+def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: float) -> tuple[_Settings, str]:
+    """The settings of an audit with a ``time_budget``: the most samples a side, up to ``samples`` (a
+    cap), whose draws are expected to take at most ``_BUDGET_DRAW_SHARE`` of the time left, from the
+    sampler's measured pace spread over the workers; at least ``_MIN_BUDGET_SAMPLES``. The words say
+    what was measured and chosen. The samples, hence the result, depend on the machine's speed: the
+    result states them, and ``samples=`` that number reproduces the audit."""
+    assert s.time_budget is not None  # called only with a budget
+    left = s.time_budget - (time.perf_counter() - started)
+    pace = _measured_pace(sampler, pairs, s)
+    if pace is None:
+        return (
+            s,
+            f"time budget {s.time_budget:g} s: the pace could not be measured (a call raised); samples={s.samples}",
+        )
+    spread = max(1, s.workers)
+    allowed = _BUDGET_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
+    lo, hi = _MIN_BUDGET_SAMPLES, s.samples
+    if _draws(hi, len(pairs), s) <= allowed:
+        n = hi
+    else:
+        while hi - lo > max(1, lo // 100):
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if _draws(mid, len(pairs), s) <= allowed else (lo, mid)
+        n = lo
+    train_n, cert_n = _split(n, s.train_fraction)
+    words = (
+        f"time budget {s.time_budget:g} s: {n} samples a side (measured {pace * 1e6:.3g} µs a sample in one "
+        f"process, {spread} worker(s), {max(left, 0.0):.1f} s left after the pair search; samples= caps it at "
+        f"{s.samples}{'' if n >= _MIN_BUDGET_SAMPLES and _draws(n, len(pairs), s) <= allowed else '; the least an audit takes, over the budget'})"
+    )
+    return dataclasses.replace(s, samples=n, train_n=train_n, cert_n=cert_n), words
+
+
+_MIN_BUDGET_SAMPLES = 2_000  # an audit within a time budget draws at least this many samples a side
 
 
 # --------------------------------------------------------------------------- stage 2: training
@@ -1456,6 +1550,7 @@ def audit(
     cluster: Any = None,
     inputs: Any = None,
     sequential: bool = False,
+    time_budget: float | None = None,
 ) -> AuditResult:
     """Certified empirical lower bound on the ε of ``mechanism`` on neighbouring inputs.
 
@@ -1491,6 +1586,12 @@ def audit(
     ``extra["family"]`` names the event family of the certifying event, ``extra["best_pair"]`` the index
     in ``extra["pairs"]`` of the pair it was certified on.
 
+    ``time_budget``: seconds the audit may take (None: no budget). The samples a side are then sized
+    from the sampler's measured pace (one timed call a side) so that the draws take about half of the
+    time left after the pair search, with ``samples`` as a cap and 2 000 as a floor; ``method``,
+    ``samples`` and ``extra["time_budget"]`` state the samples used (pass them as ``samples=`` to
+    reproduce the audit: the size depends on the machine's speed, the rest on the seed).
+
     ``sequential=True`` certifies in looks, after 1/8, 1/4, 1/2 and all of the certification samples,
     and stops at the first look where the verdict is certain: a violation is certified, or every
     chosen event is certified within the claim (its upper confidence bound). The last look spends α/2
@@ -1521,9 +1622,14 @@ def audit(
         train_fraction=train_fraction,
         cluster=cluster,
         sequential=sequential,
+        time_budget=time_budget,
     )
     notes: list[str] = []
     pairs, pair_how, sampler = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
+    sized = ""
+    if s.time_budget is not None:
+        s, sized = _sized(sampler, pairs, s, t0)
+        notes.append(sized)
     fresh = [] if s.catalog else _runner.fresh_generators(mechanism)
     if fresh:  # e.g. a function holding a Tumult Core measurement: sound on the workers, not reproducible
         notes.append(
@@ -1576,4 +1682,7 @@ def audit(
         }
     result = _result(s, pairs, pair_how, chosen, cert, kind, train_used, proposed, notes, t0, train_raises)
     result.extra["phases"] = phases
+    if sized:
+        result.extra["time_budget"] = {"seconds": s.time_budget, "samples": s.samples}
+        result = dataclasses.replace(result, method=f"{result.method}; {sized}")
     return result
