@@ -169,6 +169,23 @@ def test_pairs_outside_the_domain_or_not_neighbours_are_never_audited():
         assert 50.0 not in np.asarray(b) and not (len(np.asarray(a)) == 1 and len(np.asarray(b)) == 3)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Raising(PartsMechanism):
+    """A subclass whose aimed_pairs raises."""
+
+    def aimed_pairs(self):
+        raise RuntimeError("aiming failed")
+
+
+def test_an_aimed_pairs_that_raises_leaves_the_searched_pairs():
+    base = _count()
+    m = _Raising(label="raising", records=base.records, relation=base.relation, steps=base.steps, claim=base.claim)
+    notes: list[str] = []
+    assert _audit._aimed_pairs(m, m.input_spec, notes) == [] and "RuntimeError" in notes[0]
+    r = dpharness.audit(m, seed=0, samples=20_000, workers=1)
+    assert r.extra["pairs"] and r.epsilon_lower_bound <= 1.0
+
+
 def _cand(pair: int, robust: float, score: float | None = None, one_sided: float = -np.inf) -> _audit._Candidate:
     score = robust if score is None else score
     return _audit._Candidate(pair, None, True, score, "test", 0, one_sided, robust)  # type: ignore[arg-type]
