@@ -186,6 +186,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "violations and loose claims, a slightly lower bound otherwise",
     )
     audit.add_argument(
+        "--time-budget",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="size the samples from the mechanism's measured pace so the audit fits SECONDS (--samples then "
+        "caps them); the result states the samples used",
+    )
+    audit.add_argument(
         "--scheduler",
         default=None,
         metavar="ADDRESS",
@@ -656,6 +664,11 @@ def _cmd_audit_library(args) -> int:
             f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
             "claim its library states; drop the option (or audit your own callable from Python)."
         )
+    if args.time_budget is not None:
+        raise ParameterError(
+            f"--time-budget={args.time_budget:g}: a library target {args.name!r} is audited at its own settings; "
+            "drop the option and bound it with --samples."
+        )
     from .pipeline import run_audit
 
     target = get_target(args.name, dict(parse_sets(args.sets)))
@@ -705,6 +718,7 @@ def _cmd_audit(args) -> int:
         cluster=args.scheduler,
         workers=args.workers,
         sequential=args.sequential,
+        time_budget=args.time_budget,
     )
     if args.json:
         payload = result.to_dict()

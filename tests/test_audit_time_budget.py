@@ -70,3 +70,23 @@ def test_draws_count_every_pair_screened_and_two_certified():
     # below 20 000 training samples a side every pair is trained and certified in full
     assert _audit._draws(100_000, 4, s) == 2 * 4 * 100_000
     assert np.isfinite(_audit._draws(20, 3, s))
+
+
+def test_cli_audit_time_budget_states_the_samples_it_used(capsys):
+    import json
+
+    from dpharness.cli import main
+
+    code = main(
+        ["audit", "randomized_response", "--time-budget", "3", "--samples", "40000", "--workers", "1", "--json"]
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and payload["samples"] <= 40_000
+    assert f"time budget 3 s: {payload['samples']} samples a side" in payload["method"]
+
+
+def test_cli_time_budget_is_refused_for_a_library_target(capsys):
+    from dpharness.cli import main
+
+    assert main(["audit", "diffprivlib:laplace", "--time-budget", "3"]) != 0
+    assert "--time-budget" in capsys.readouterr().err
