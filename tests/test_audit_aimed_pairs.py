@@ -298,7 +298,8 @@ def test_issue_group_by_with_every_scale_divided_by_three_is_a_certified_violati
 def test_issue_dpsgd_with_sigma_three_tenths_is_a_certified_violation():
     """The team's 1 000-round DP-SGD with σ = 0.3 instead of 1, claiming (1.8291, 1e-5) (the proven ε of
     σ = 1): at ``audit``'s defaults the audit alone certifies a violation (3.56 measured at seed 0, on the
-    canary at the clipping norm; the empty set against the corner the search ranks first certifies less).
-    False-failure rate below 1% over seeds. Several minutes on 2 cores."""
+    pair its training ranked best among the aimed canary and the searched pairs: a record whose gradient is
+    at the clipping norm added to four records). False-failure rate below 1% over seeds. About 15 minutes
+    on 2 loaded cores (the proof's UNPROVEN bracket included)."""
     r = dpharness.audit(_dpsgd(sigma=0.3), seed=0, workers=2)
     assert not r.passed and r.epsilon_lower_bound > 1.8291, r.method
