@@ -3,17 +3,24 @@
 A fixed sequence of stages (the standard train/certify split of DP auditing, as in DP-Sniper,
 Bichsel et al. 2021, and Lu et al. 2022):
 
-1. *choose pairs* — the given pair, a catalog mechanism's neighbour search, or a callable's search
-   over an input space (:mod:`dpharness.auditors.pairsearch`);
+1. *choose pairs* — the given pair; for a catalog mechanism the pairs its structure aims at the terms
+   of its bound (:meth:`~dpharness.core.Mechanism.aimed_pairs`: a key at its selection threshold, a
+   record at the clipping norm, each validated here as a neighbour pair inside the declared domain), the
+   neighbour search's and the proof's witness; or a callable's search over an input space
+   (:mod:`dpharness.auditors.pairsearch`);
 2. *train* — draw training outputs for each pair (kept in memory, capped);
 3. *propose events* — every event family that applies (:mod:`dpharness.auditors.families`)
    suggests events from the first half of the training outputs;
 4. *rank* — each (event, direction) is judged on the second half by the bound it would certify on
    the certification samples; the best ``max_events`` over all pairs and families are kept, a few
    of the slots reserved for events seen on one side only (outputs one input never produces);
-5. *certify* — the kept events are counted on fresh samples and turned into a bound with exact
-   Clopper-Pearson intervals and a Bonferroni union bound over the ``max_events`` candidates
-   (see :mod:`dpharness.auditors.stats`).
+5. *certify* — on the pair whose training draws rank best (and the proof's witness pair when it
+   projects clearly less; every pair when training has fewer than 20 000 samples a side), the kept
+   events are counted on fresh samples and turned into a bound with exact Clopper-Pearson intervals and
+   a Bonferroni union bound over the ``max_events`` candidates (see :mod:`dpharness.auditors.stats`).
+   An audit with more than 10^5 training samples a side ranks the pairs on 10^5 each and draws the rest
+   only for the pairs it certifies, so its cost is about that of sampling one pair, however many pairs
+   were searched.
 
 Stages 1-4 see training samples only, so whatever they choose, with probability >= ``confidence``
 over the audit's randomness the returned bound does not exceed the true ε of the pair(s) audited.
@@ -61,7 +68,8 @@ __all__ = ["audit", "DEFAULT_MAX_EVENTS"]
 
 DEFAULT_MAX_EVENTS = 20
 _RENYI_DELTA = 1e-6
-_MAX_PAIRS = 4
+_MAX_PAIRS = 4  # searched pairs audited (the proof's witness among them)
+_MAX_AIMED = 6  # pairs aimed by the structure at the terms of the bound (Mechanism.aimed_pairs), on top
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000  # samples per chunk for fn(data) called in a loop
@@ -72,6 +80,11 @@ _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose e
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
+_PACE_STREAM = 0x9ACE  # the pace probe's own seed stream (never an audit phase's)
+_SCREEN_TRAIN = 100_000  # training samples a side on which pairs are ranked when an audit trains on more
+_EVERY_PAIR_BELOW = 20_000  # training samples a side below which every pair is certified (a noisy ranking)
+_TIE_SLACK = 0.02  # a witness pair projected within this much (absolute) of the best is certified alone,
+_TIE_SHARE = 0.05  # or within this share of the best projected bound
 _ROBUST_SHARE = 4  # max_events // this slots go to the best events under the multiplicity-aware shading
 
 
@@ -95,6 +108,14 @@ class _Settings:
     show: bool
     cluster: Any
     sequential: bool = False
+    train_fraction: float = 0.1
+    time_budget: float | None = None
+
+
+def _split(samples: int, train_fraction: float) -> tuple[int, int]:
+    """(training, certification) samples a side of an audit of ``samples`` a side."""
+    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), _TRAIN_MAX))
+    return train_n, samples - train_n
 
 
 @dataclass(frozen=True)
@@ -181,6 +202,7 @@ def _settings(
     train_fraction,
     cluster,
     sequential=False,
+    time_budget=None,
 ) -> _Settings:
     """Validate every option once, at the boundary, and read the claim."""
     if not callable(mechanism):
@@ -230,8 +252,9 @@ def _settings(
         delta = 0.0 if delta is None else delta
     epsilon = _check_epsilon(epsilon)
     delta = float(_v.probability("delta", delta, open_right=True))
-    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), _TRAIN_MAX))
-    cert_n = samples - train_n
+    if time_budget is not None:
+        time_budget = float(_v.positive("time_budget", time_budget))
+    train_n, cert_n = _split(samples, train_fraction)
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
     return _Settings(
@@ -251,6 +274,8 @@ def _settings(
         _runner.progress_enabled(progress),
         cluster,
         sequential,
+        train_fraction,
+        time_budget,
     )
 
 
@@ -275,6 +300,7 @@ def _pairs_for_catalog(
                 f"{missing}=None while the other input is given; pass both data and neighbor, or neither to search pairs."
             )
         return [spec.validate_pair(data, neighbor)], "given pair"
+    aimed = _aimed_pairs(mechanism, spec, notes)
     proposed: list[tuple] = []
     how = "candidate witnesses and the example pair"
     try:
@@ -316,11 +342,41 @@ def _pairs_for_catalog(
             pairs.append(witness)
     if witness is not None:
         how += " (the proof's witness pair included)"
+    fresh = [(a, b) for a, b in aimed if not any(_same(a, qa) and _same(b, qb) for qa, qb in pairs)]
+    if fresh:
+        how = f"{len(fresh)} pair(s) aimed by the structure at the terms of its bound, and the " + how
+    pairs = fresh + pairs
     if not pairs:
         raise ParameterError(
             f"mechanism={mechanism.name!r} yielded no valid neighbouring pair; pass data and neighbor explicitly."
         )
     return pairs, how
+
+
+def _aimed_pairs(mechanism: Mechanism, spec, notes: list[str]) -> list[tuple]:
+    """The pairs the mechanism's structure names where the terms of its bound are attained
+    (:meth:`~dpharness.core.Mechanism.aimed_pairs`), each validated here as a neighbour pair of the
+    declared relation inside the declared records domain (the audit's soundness never rests on the
+    structure's choice), at most ``_MAX_AIMED``, without duplicates."""
+    try:
+        offered = tuple(mechanism.aimed_pairs())
+    except Exception as exc:  # noqa: BLE001 - a subclass may redefine aimed_pairs: aiming only helps the audit
+        notes.append(f"the structure named no aimed pairs ({type(exc).__name__}: {str(exc)[:120]})")
+        return []
+    out: list[tuple] = []
+    for w in offered:
+        a, b = (w.data, w.neighbor) if isinstance(w, Witness) else (tuple(w) + (None, None))[:2]
+        if a is None or b is None:
+            continue
+        try:
+            pa, pb = spec.validate_pair(a, b)
+        except ParameterError:
+            continue
+        if not any(_same(pa, qa) and _same(pb, qb) for qa, qb in out):
+            out.append((pa, pb))
+        if len(out) >= _MAX_AIMED:
+            break
+    return out
 
 
 def _first_valid_witness(spec, candidate_witnesses: Sequence[Witness]) -> tuple | None:
@@ -388,6 +444,88 @@ def _choose_pairs(
     sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
     pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
     return pairs, how, sampler
+
+
+# --------------------------------------------------------------------------- a budget in time
+
+_BUDGET_DRAW_SHARE = 0.5  # share of the time left that the draws may take (proposing, counting: the rest)
+_PROBE_CALLS = 4  # calls timed to measure a per-call sampler's pace
+_FAST_PROBE_SECONDS = 0.01  # a timed call faster than this is timed again 64 times larger
+
+
+def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> float | None:
+    """Seconds a sample costs in one process (the larger of the two sides of the first pair): a side's
+    first call (``_PACE_PROBE`` samples, or one call of a per-call sampler) warms up, the second is timed
+    (the same size, 64 times it when the first took under ``_FAST_PROBE_SECONDS``; ``_PROBE_CALLS`` calls
+    of a per-call sampler), on a seed stream of their own (their outputs are discarded); the sampler's
+    recorded pace when it has one. None when a call raised."""
+    known = _runner.expected_seconds(sampler, 1)
+    if known is not None:
+        return known
+    worst = 0.0
+    for side, data in enumerate(pairs[0]):
+        n = _PACE_PROBE if s.vectorized else 1
+        rng = np.random.default_rng([s.seed, _PACE_STREAM, side])
+        seconds = 0.0
+        for timed in (False, True):  # the first call warms up (imports, caches); the second is timed
+            if timed:
+                # a fast call is timed at 64 times the size, where the per-call cost no longer dominates
+                n = _PROBE_CALLS if not s.vectorized else n * (64 if seconds < _FAST_PROBE_SECONDS else 1)
+            t0 = time.perf_counter()
+            try:
+                sampler(data, n, rng, where="the pace probe")
+            except (MechanismError, UnsupportedError, ParameterError):
+                return None
+            seconds = time.perf_counter() - t0
+        worst = max(worst, seconds / n)
+    _runner.note_pace(sampler, worst, 1)
+    return worst
+
+
+def _draws(samples: int, pairs: int, s: _Settings) -> int:
+    """Draws (both sides) an audit of ``samples`` a side over ``pairs`` pairs makes: every pair's
+    training (its first ``_SCREEN_TRAIN`` a side when it ranks pairs), the certified pairs' (two at
+    most, or every pair below ``_EVERY_PAIR_BELOW`` training samples) rest of training and certification."""
+    train_n, cert_n = _split(samples, s.train_fraction)
+    certified = pairs if train_n < _EVERY_PAIR_BELOW else min(pairs, 2)
+    screened = train_n if pairs == 1 or train_n < _EVERY_PAIR_BELOW else min(train_n, _SCREEN_TRAIN)
+    return 2 * (pairs * screened + certified * (train_n - screened + cert_n))
+
+
+def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: float) -> tuple[_Settings, str]:
+    """The settings of an audit with a ``time_budget``: the most samples a side, up to ``samples`` (a
+    cap), whose draws are expected to take at most ``_BUDGET_DRAW_SHARE`` of the time left, from the
+    sampler's measured pace spread over the workers; at least ``_MIN_BUDGET_SAMPLES``. The words say
+    what was measured and chosen. The samples, hence the result, depend on the machine's speed: the
+    result states them, and ``samples=`` that number reproduces the audit."""
+    assert s.time_budget is not None  # called only with a budget
+    left = s.time_budget - (time.perf_counter() - started)
+    pace = _measured_pace(sampler, pairs, s)
+    if pace is None:
+        return (
+            s,
+            f"time budget {s.time_budget:g} s: the pace could not be measured (a call raised); samples={s.samples}",
+        )
+    spread = max(1, s.workers)
+    allowed = _BUDGET_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
+    lo, hi = _MIN_BUDGET_SAMPLES, s.samples
+    if _draws(hi, len(pairs), s) <= allowed:
+        n = hi
+    else:
+        while hi - lo > max(1, lo // 100):
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if _draws(mid, len(pairs), s) <= allowed else (lo, mid)
+        n = lo
+    train_n, cert_n = _split(n, s.train_fraction)
+    words = (
+        f"time budget {s.time_budget:g} s: {n} samples a side (measured {pace * 1e6:.3g} µs a sample in one "
+        f"process, {spread} worker(s), {max(left, 0.0):.1f} s left after the pair search; samples= caps it at "
+        f"{s.samples}{'' if n >= _MIN_BUDGET_SAMPLES and _draws(n, len(pairs), s) <= allowed else '; the least an audit takes, over the budget'})"
+    )
+    return dataclasses.replace(s, samples=n, train_n=train_n, cert_n=cert_n), words
+
+
+_MIN_BUDGET_SAMPLES = 2_000  # an audit within a time budget draws at least this many samples a side
 
 
 # --------------------------------------------------------------------------- stage 2: training
@@ -563,11 +701,40 @@ def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
     return (expected is not None and expected >= _POOL_MIN_SECONDS) or draws >= _POOL_MIN_DRAWS
 
 
+_PACE_PROBE = 256  # samples of the one timed call that measures a vectorised sampler's pace before training
+
+
+def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> None:
+    """Time one call of ``_PACE_PROBE`` samples on the first pair's data (a vectorised sampler whose pace
+    is not yet known, with workers to spread training over): a slow sampler's training (DP-SGD's
+    thousand rounds a release) then runs on the pool from its start. Its outputs are discarded and drawn
+    from a stream of their own, so no output, event or count of the audit depends on it (only where
+    the training runs); a call that raises measures nothing (training reports it)."""
+    if not s.vectorized or s.cluster is not None or s.workers <= 1 or not pairs:
+        return
+    if _runner.expected_seconds(sampler, 1) is not None:
+        return
+    n = max(1, min(_PACE_PROBE, s.train_n))
+    t0 = time.perf_counter()
+    try:
+        sampler(pairs[0][0], n, np.random.default_rng([s.seed, _PACE_STREAM]), where="the pace probe")
+    except (MechanismError, UnsupportedError, ParameterError):
+        return
+    _runner.note_pace(sampler, time.perf_counter() - t0, n)
+
+
 def _train(
-    sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, notes: list[str], level: float
+    sampler: _runner.Sampler,
+    pairs: list[tuple],
+    s: _Settings,
+    notes: list[str],
+    level: float,
+    given: Sequence[_PairOutcome] | None = None,
+    only: frozenset | None = None,
 ) -> tuple[list[_PairOutcome], tuple | None, int, bool]:
     """Stages 2-4 of every pair (:func:`_pair_stage`); the output signature; training samples a side;
-    whether the pairs ran as tasks on the workers.
+    whether the pairs ran as tasks on the workers. With ``only`` (and ``given``, an outcome for every
+    pair): stages 2-4 of the pairs in ``only`` alone, the others keeping their ``given`` outcome.
 
     A vectorised sampler's pairs are tasks on the worker pool when the audit is pooled (each draws
     its training chunks, proposes and ranks where it runs: no outputs travel); a per-call sampler's
@@ -576,8 +743,12 @@ def _train(
     unless every training call on both sides of every pair raised: the mechanism never produced an
     output."""
     draws = 2 * len(pairs) * (s.train_n + s.cert_n)
+    _probe_pace(sampler, pairs, s)
     pooled = _pooled(sampler, s, draws)
+    todo = [p for p in range(len(pairs)) if only is None or p in only]
     out: list[_PairOutcome | None] = [None] * len(pairs)
+    if given is not None and only is not None:
+        out = [None if p in only else given[p] for p in range(len(pairs))]
     ref = None
     on_workers = False
     if pooled and s.vectorized:
@@ -591,16 +762,18 @@ def _train(
         )
         with _runner.run_tasks(job, workers=s.workers, cluster=s.cluster, what="training and ranking") as running:
             if running is not None:
-                for (p,), res in running.run([(p,) for p in range(len(pairs))]):
+                for (p,), res in running.run([(p,) for p in todo]):
                     out[p] = res
                 on_workers = True
     if any(o is None for o in out):
         chunk = _train_chunk(s)
         bar = _runner.Progress(
-            2 * len(pairs) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
+            2 * len(todo) * math.ceil(s.train_n / chunk), s.show and not s.vectorized, f"training {s.name}"
         )
         spread = pooled and not s.vectorized
         for p, (a, b) in enumerate(pairs):
+            if out[p] is not None:
+                continue
             stage = _pair_stage(
                 sampler,
                 p,
@@ -826,6 +999,75 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     take(rare, min(max_events, len(chosen) + slots))
     take(ordinary, max_events)
     return chosen
+
+
+_PAIR_SCORES = ("robust_score", "score", "one_sided_score")  # how pairs are ranked, in order of trust
+
+
+def _pair_score(c: _Candidate, tier: str = "robust_score") -> float:
+    """How well a candidate projects on its pair's training draws, by one of :data:`_PAIR_SCORES` (the
+    NaN of a degenerate estimate as -inf)."""
+    value = getattr(c, tier)
+    return -math.inf if math.isnan(value) else value
+
+
+def _pair_tier(ranked: Sequence[_Candidate]) -> str:
+    """The first of :data:`_PAIR_SCORES` that projects a positive bound for some candidate (else the
+    first). The multiplicity-aware ``robust_score`` first: the best of hundreds of events' training
+    ratios is inflated by chance (a rare float cell seen on one side of a Laplace pair projects 1.22
+    where every pair's ε is 1), so the plain ``score`` would choose the pair with the luckiest event
+    rather than the best pair; the unshaded one-sided projection of a handful of hits last."""
+    for tier in _PAIR_SCORES:
+        if any(_pair_score(c, tier) > 0 for c in ranked):
+            return tier
+    return _PAIR_SCORES[0]
+
+
+def _certified_pairs(
+    ranked: Sequence[_Candidate], raising: Sequence[_RaiseCandidate], witness: int | None, every: bool = False
+) -> frozenset:
+    """The pairs whose events are certified: the one whose best candidate projects the largest bound on
+    the training draws (:func:`_pair_tier`; ties: the earlier pair, aimed pairs first), and the proof's
+    witness pair when it differs (so the report can say how the audit fared on it), or the witness pair
+    alone when its best candidate projects within ``_TIE_SLACK`` (absolute) or ``_TIE_SHARE`` (relative)
+    of the best. With ``every`` (few training draws: below ``_EVERY_PAIR_BELOW`` a side, where the
+    ranking of pairs is too noisy to pick one and certifying them all costs little), every pair.
+    Certifying these alone costs the certification samples of one or two pairs whatever the number
+    searched; the choice reads training draws only, so the certification samples stay fresh and the
+    bound keeps its confidence. With no output candidate, the pair of the first raise candidate; with
+    neither, every pair (nothing is certified)."""
+    if every:
+        return frozenset(c.pair for c in ranked) | frozenset(rc.pair for rc in raising)
+    best: int | None = None
+    tier = _pair_tier(ranked)
+    if ranked:
+        top = max(range(len(ranked)), key=lambda i: (_pair_score(ranked[i], tier), -ranked[i].pair))
+        best = ranked[top].pair
+        if witness is not None and witness != best:
+            # the witness pair projects (nearly) as well: certify it alone (pairs that are equivalent up to
+            # the training noise, as every pair of a Laplace count is, cost one pair's certification)
+            top_score = _pair_score(ranked[top], tier)
+            on_witness = max((_pair_score(c, tier) for c in ranked if c.pair == witness), default=-math.inf)
+            if math.isfinite(top_score) and on_witness >= top_score - max(_TIE_SLACK, _TIE_SHARE * abs(top_score)):
+                best = witness
+    elif raising:
+        best = raising[0].pair
+    if best is None:
+        return frozenset(c.pair for c in ranked) | frozenset(rc.pair for rc in raising)
+    return frozenset({best} | ({witness} if witness is not None else set()))
+
+
+def _witness_index(
+    mechanism: Any, pairs: list[tuple], candidate_witnesses: Sequence[Witness], s: _Settings
+) -> int | None:
+    """The index in ``pairs`` of the proof's witness pair (a catalog mechanism's first valid candidate
+    witness), or None."""
+    if not s.catalog or not candidate_witnesses:
+        return None
+    witness = _first_valid_witness(mechanism.input_spec, candidate_witnesses)
+    if witness is None:
+        return None
+    return next((i for i, (a, b) in enumerate(pairs) if _same(a, witness[0]) and _same(b, witness[1])), None)
 
 
 def _raise_candidates(training: Sequence[_PairOutcome], s: _Settings) -> list[_RaiseCandidate]:
@@ -1219,6 +1461,12 @@ def _result(
         f"events chosen on {train_used} training samples a side ({', '.join(sources) or 'none'}; pairs: {pair_how}); "
         f"{_certified_on(s, chosen, cert)}: {stat_method}"
     )
+    certified = sorted({p for p, _i in cert.slot} | {rc.pair for rc in cert.raising})
+    if len(pairs) > 1 and certified:
+        method += (
+            f"; certified on pair(s) {', '.join(map(str, certified))} of the {len(pairs)} trained (the one its "
+            "training draws rank best, and the proof's witness pair when it differs)"
+        )
     raise_notes = _raise_notes(pairs, train_raises, cert, s.vectorized)
     if raise_notes:
         method += "; " + "; ".join(raise_notes)
@@ -1258,6 +1506,7 @@ def _result(
         extra["notes"] = notes
     if len(pairs) > 1 or pair_how != "given pair":
         extra["pairs"] = [(a, b) for a, b in pairs]
+        extra["certified_pairs"] = certified
     return AuditResult(
         epsilon_lower_bound=eps_lb,
         passed=not (eps_lb > s.epsilon),
@@ -1301,6 +1550,7 @@ def audit(
     cluster: Any = None,
     inputs: Any = None,
     sequential: bool = False,
+    time_budget: float | None = None,
 ) -> AuditResult:
     """Certified empirical lower bound on the ε of ``mechanism`` on neighbouring inputs.
 
@@ -1336,6 +1586,12 @@ def audit(
     ``extra["family"]`` names the event family of the certifying event, ``extra["best_pair"]`` the index
     in ``extra["pairs"]`` of the pair it was certified on.
 
+    ``time_budget``: seconds the audit may take (None: no budget). The samples a side are then sized
+    from the sampler's measured pace (one timed call a side) so that the draws take about half of the
+    time left after the pair search, with ``samples`` as a cap and 2 000 as a floor; ``method``,
+    ``samples`` and ``extra["time_budget"]`` state the samples used (pass them as ``samples=`` to
+    reproduce the audit: the size depends on the machine's speed, the rest on the seed).
+
     ``sequential=True`` certifies in looks, after 1/8, 1/4, 1/2 and all of the certification samples,
     and stops at the first look where the verdict is certain: a violation is certified, or every
     chosen event is certified within the claim (its upper confidence bound). The last look spends α/2
@@ -1366,9 +1622,14 @@ def audit(
         train_fraction=train_fraction,
         cluster=cluster,
         sequential=sequential,
+        time_budget=time_budget,
     )
     notes: list[str] = []
     pairs, pair_how, sampler = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
+    sized = ""
+    if s.time_budget is not None:
+        s, sized = _sized(sampler, pairs, s, t0)
+        notes.append(sized)
     fresh = [] if s.catalog else _runner.fresh_generators(mechanism)
     if fresh:  # e.g. a function holding a Tumult Core measurement: sound on the workers, not reproducible
         notes.append(
@@ -1384,10 +1645,29 @@ def audit(
         s = dataclasses.replace(s, cluster=open_cluster)
         level = _stats.bonferroni_level(s.confidence, s.max_events)
         t1 = time.perf_counter()
-        outcomes, ref, train_used, on_workers = _train(sampler, pairs, s, notes, level)
+        witness = _witness_index(mechanism, pairs, candidate_witnesses, s)
+        every = s.train_n < _EVERY_PAIR_BELOW
+        if len(pairs) > 1 and not every and s.train_n > _SCREEN_TRAIN:
+            # the pairs are ranked on _SCREEN_TRAIN training samples a side each; only the pairs to
+            # certify draw the rest of their training samples, on which their events are chosen
+            screen = dataclasses.replace(s, train_n=_SCREEN_TRAIN)
+            screened, ref, _used, on_workers = _train(sampler, pairs, screen, notes, level)
+            kept = _certified_pairs(
+                [c for o in screened for c in o.candidates], _raise_candidates(screened, s), witness
+            )
+            outcomes, ref, train_used, again = _train(sampler, pairs, s, notes, level, given=screened, only=kept)
+            on_workers = on_workers or again
+            pair_how += f"; pairs ranked on {_SCREEN_TRAIN} training samples a side"
+        else:
+            outcomes, ref, train_used, on_workers = _train(sampler, pairs, s, notes, level)
+            kept = None
         t2 = time.perf_counter()
-        raising = _raise_candidates(outcomes, s)
         ranked = [c for o in outcomes for c in o.candidates]
+        raising = _raise_candidates(outcomes, s)
+        if kept is None:
+            kept = _certified_pairs(ranked, raising, witness, every=every)
+        ranked = [c for c in ranked if c.pair in kept]
+        raising = [rc for rc in raising if rc.pair in kept]
         chosen = _select(ranked, s.max_events - len(raising))
         kind = next((o.kind for o in reversed(outcomes) if o.usable), None)
         train_raises = [(o.raises_a, o.raises_b) for o in outcomes]
@@ -1402,4 +1682,7 @@ def audit(
         }
     result = _result(s, pairs, pair_how, chosen, cert, kind, train_used, proposed, notes, t0, train_raises)
     result.extra["phases"] = phases
+    if sized:
+        result.extra["time_budget"] = {"seconds": s.time_budget, "samples": s.samples}
+        result = dataclasses.replace(result, method=f"{result.method}; {sized}")
     return result

@@ -186,6 +186,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "violations and loose claims, a slightly lower bound otherwise",
     )
     audit.add_argument(
+        "--time-budget",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="size the samples from the mechanism's measured pace so the audit fits SECONDS (--samples then "
+        "caps them); the result states the samples used",
+    )
+    audit.add_argument(
         "--scheduler",
         default=None,
         metavar="ADDRESS",
@@ -656,6 +664,11 @@ def _cmd_audit_library(args) -> int:
             f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
             "claim its library states; drop the option (or audit your own callable from Python)."
         )
+    if args.time_budget is not None:
+        raise ParameterError(
+            f"--time-budget={args.time_budget:g}: a library target {args.name!r} is audited at its own settings; "
+            "drop the option and bound it with --samples."
+        )
     from .pipeline import run_audit
 
     target = get_target(args.name, dict(parse_sets(args.sets)))
@@ -705,6 +718,7 @@ def _cmd_audit(args) -> int:
         cluster=args.scheduler,
         workers=args.workers,
         sequential=args.sequential,
+        time_budget=args.time_budget,
     )
     if args.json:
         payload = result.to_dict()
@@ -854,9 +868,12 @@ def _gate_line(c, samples: int | None = None) -> str:
             f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
             f"{'passed' if a.passed else 'VIOLATION'}"
         )
-        if samples is not None and getattr(a, "samples", samples) != samples:  # set where it was registered
+        if samples is not None and getattr(a, "samples", samples) != samples:
+            from .registry import audit_settings
+
             shown = f"{a.samples:,}".replace(",", " ")
-            audit += f" ({shown} samples a side, its registered setting)"
+            registered = audit_settings(c.name).samples == a.samples  # said only where it was registered
+            audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:

@@ -795,6 +795,15 @@ class Mechanism(abc.ABC):
     def example_pair(self) -> tuple[Any, Any]:
         """A default neighbouring pair (data, neighbor) for audits and reports."""
 
+    def aimed_pairs(self) -> tuple[Witness, ...]:
+        """Neighbouring pairs where a term of the privacy bound is attained, or nearly (one or two per
+        term: a key at its selection threshold, a record at the clipping norm, the extreme pair of a noise
+        leaf), each a :class:`Witness` whose ``description`` names the term; () when the mechanism names
+        none. Read by the auditor, which runs them beside its search and validates each with
+        ``input_spec.validate_pair`` (a pair that is not a neighbour pair of the declared domain and
+        relation is dropped), so a subclass may redefine this without touching what it computes."""
+        return ()
+
     # --- public, validated --------------------------------------------------
     def sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         """``size`` independent outputs on ``data`` (first axis indexes samples)."""

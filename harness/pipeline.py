@@ -682,12 +682,15 @@ def run_audit(
     workers: int | None = None,
     sequential: bool = False,
     every_round: bool = False,
+    time_budget: float | None = None,
 ) -> tuple[Any, AuditScope]:
     """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
     claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
     proof's witness to the auditor's pair search. Returns ``(AuditResult, AuditScope)``: the scope's
     ``partial`` says when fewer rounds or samples were audited than asked. ``every_round``: audit an
     iterated or repeated mechanism on all its rounds at ``samples`` (else a shorter version, PARTIAL).
+    ``time_budget``: seconds for the audit, its samples sized from the measured pace (``samples`` a cap;
+    see :func:`dpharness.auditors.audit`).
 
     With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
     of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
@@ -733,6 +736,7 @@ def run_audit(
             cluster=cluster,
             workers=workers,
             sequential=sequential,
+            time_budget=time_budget,
         )
 
     fixed = getattr(mechanism, "fixed_pair", None)  # a function registered with its pair (registry.register)

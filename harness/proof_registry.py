@@ -11,8 +11,8 @@ mechanism value, which registered proof covers it, or why none does:
   ``__call__``, ``_sample``, ``_law``, ``_check``, helpers they call, ...) is not covered, and the
   reason names the first such attribute.
 * Every class is recorded as its class statement defined it (``dpharness.core.record_definition``);
-  an attribute of ``C`` or of its bases replaced later (a class-level monkeypatch) voids the proof. Constructors (``calibrated``), ``example_pair`` (which
-  only picks an audit pair) and ``describe`` may be redefined; class-level strings such as ``name``,
+  an attribute of ``C`` or of its bases replaced later (a class-level monkeypatch) voids the proof. Constructors (``calibrated``), ``example_pair`` and ``aimed_pairs`` (which
+  only pick audit pairs, each validated by the auditor) and ``describe`` may be redefined; class-level strings such as ``name``,
   ``source`` and dataclass field defaults may change (the proof reads the field values).
 * An instance carrying attributes that are not dataclass fields (e.g. a patched ``_sample``) is not
   covered.
@@ -35,7 +35,7 @@ F = TypeVar("F", bound=Callable)
 _PROOFS: dict[type, tuple[Callable[[Any], Any], frozenset | None]] = {}
 
 # Redefining these in a subclass does not change what the mechanism computes.
-_HARMLESS = frozenset({"calibrated", "example_pair", "describe"})
+_HARMLESS = frozenset({"calibrated", "example_pair", "aimed_pairs", "describe"})
 # Class-level words a subclass may change (other class constants, e.g. ``buggy`` or ``cutoff``, may steer
 # the code or the proof, so changing them is an override).
 _WORDS = frozenset({"name", "source", "bug", "true_epsilon"})

@@ -25,6 +25,7 @@ from dpharness.core import (
     PureDP,
     Relation,
     Substitute,
+    Witness,
 )
 from dpharness.errors import ParameterError
 
@@ -168,6 +169,12 @@ class PartsMechanism(Mechanism):
 
     def example_pair(self) -> tuple[Any, Any]:
         return _law.extreme_pairs(self)[0]
+
+    def aimed_pairs(self) -> tuple[Witness, ...]:
+        """Pairs where each term of the bound is attained or nearly (:mod:`._aim`)."""
+        from ._aim import aimed_pairs
+
+        return aimed_pairs(self)
 
     def noise_parameters(self) -> dict[str, Any]:
         return {
@@ -330,6 +337,9 @@ class Composite(Mechanism):
 
     def example_pair(self) -> tuple[Any, Any]:
         return self.parts.example_pair()
+
+    def aimed_pairs(self) -> tuple[Witness, ...]:
+        return self.parts.aimed_pairs()
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

@@ -1018,6 +1018,76 @@ register(GroupBy, BoundContributions, leaf=leaf)
 # --------------------------------------------------------------------------- extreme pairs
 
 
+def selection_pairs(m: Any, records: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """Pairs where a group-by's terms are attained under a record-level relation (add/remove or
+    substitution of one record), for the audit: a key held by T − 1 copies of a record against T (the
+    added record on the key), T = ceil(threshold). There the release probability moves by its largest
+    ratio, P(K >= 0) / P(K >= 1) = e^{1/t}, at about 1/2, and the key's part, released with it, moves by
+    its own largest step in the same direction, so every term of the bound is exercised at once; and T
+    against T + 1 (the ratio of not releasing). ``records``: candidate records (the domain's extremes:
+    the part's clamped aggregates at their bounds), each given the key in column ``by``; the first two
+    distinct ones are used. Each entry: (data, neighbor, the term in words); the caller validates them.
+    Substitution moves one record from another key onto the key (with a fixed size, the rest of the
+    records sit on that other key)."""
+    from dpharness.core import AddRemove, Substitute
+
+    if not isinstance(m.relation, (AddRemove, Substitute)) or isinstance(m.relation, AddRemoveUser):
+        return []
+    out: list[tuple[np.ndarray, np.ndarray, str]] = []
+    dim = m.space.dim
+    box = isinstance(m.records, RealBox)
+    for g in (n for n in walk_nodes(m.steps) if type(n) is GroupBy):
+        if g.by >= dim:
+            continue
+        lo, hi = Fraction(m.space.lo[g.by]), Fraction(m.space.hi[g.by])
+        if g.from_data:
+            keys = [float(v) for v in (lo, lo + 1, hi) if lo <= v <= hi]
+        else:
+            keys = [float(k) for k in g.key_values if lo <= Fraction(k) <= hi]
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            continue
+        T = g.select.T
+
+        def on(key: float, r: np.ndarray) -> np.ndarray:
+            row = np.array(r, dtype=float).reshape(-1).copy() if box else np.array([key])
+            row[g.by if box else 0] = key
+            return row
+
+        rows: list[np.ndarray] = []
+        for r in records:
+            row = on(keys[0], r)
+            if not any(np.array_equal(row, x) for x in rows):
+                rows.append(row)
+            if len(rows) == 2:
+                break
+        for i, row in enumerate(rows):  # the second record: only the pair where every term moves together
+            for base_n in (T - 1, T) if i == 0 else (T - 1,):
+                text = (
+                    f"{g.describe()[:60]}: key {keys[0]:g} held by {base_n} records against {base_n + 1} "
+                    f"(threshold {T}: the selection's {'release' if base_n < T else 'suppression'} ratio "
+                    "and the key's part at their largest together)"
+                )
+                if isinstance(m.relation, AddRemove):
+                    if base_n < 0:
+                        continue
+                    a = np.array([row] * base_n).reshape(base_n, dim)
+                    b = np.array([row] * (base_n + 1)).reshape(base_n + 1, dim)
+                else:
+                    if len(keys) < 2 or base_n < 0:
+                        continue
+                    off = on(keys[1], row)
+                    n = int(m.size) if m.size is not None else base_n + 1
+                    if n < base_n + 1:
+                        continue
+                    a = np.array([row] * base_n + [off] * (n - base_n)).reshape(n, dim)
+                    b = np.array([row] * (base_n + 1) + [off] * (n - base_n - 1)).reshape(n, dim)
+                if not box:
+                    a, b = a[:, 0], b[:, 0]
+                out.append((a, b, text))
+    return out
+
+
 def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Neighbouring pairs for the audit: the empty data set against one user with records under
     L = min(k, |keys|) distinct encoded keys (the pair where δ is attained), and a data set where those

@@ -1,0 +1,113 @@
+"""``audit(..., time_budget=seconds)`` (issue 36, item 3): the samples a side are sized from the sampler's
+measured pace so that the audit fits its budget, ``samples=`` stays a cap, and the result states the
+samples used; a bad budget is a ParameterError naming the argument."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from dpharness.auditors import _audit, audit
+from dpharness.errors import ParameterError
+
+
+def _slow_laplace(per_sample: float):
+    """x + Laplace(1), ε = 1 on inputs 0 and 1, taking ``per_sample`` seconds a sample (a slow model)."""
+
+    def mech(d, size, rng):
+        time.sleep(per_sample * size)
+        return float(d) + rng.laplace(0.0, 1.0, size)
+
+    return mech
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "10s", True])
+def test_a_bad_time_budget_is_refused_naming_it(bad):
+    with pytest.raises(ParameterError, match="time_budget"):
+        audit(_slow_laplace(0), 0, 1, epsilon=1, time_budget=bad, samples=1_000)
+
+
+def test_a_slow_sampler_gets_the_samples_that_fit_its_budget():
+    """20 µs a sample, a 2 s budget, a cap of 10^6 a side: about 2.5·10^4 a side fit (half the budget for
+    the draws, both sides); the audit states them and ends within a few times its budget (the machine
+    may be loaded: only a gross overrun fails)."""
+    t0 = time.perf_counter()
+    r = audit(_slow_laplace(20e-6), 0, 1, epsilon=1, time_budget=2.0, samples=1_000_000, seed=0, workers=1)
+    elapsed = time.perf_counter() - t0
+    assert 2_000 <= r.samples < 200_000, r.method
+    assert r.extra["time_budget"] == {"seconds": 2.0, "samples": r.samples}
+    assert f"{r.samples} samples a side" in r.method and "time budget 2 s" in r.method
+    assert elapsed < 8.0, elapsed
+
+
+def test_samples_stay_a_cap_under_a_large_budget():
+    r = audit(_slow_laplace(0), 0, 1, epsilon=1, time_budget=600, samples=30_000, seed=0, workers=1)
+    assert r.samples == 30_000 and r.extra["time_budget"]["samples"] == 30_000
+
+
+def test_draws_count_every_pair_screened_and_two_certified():
+    s = _audit._settings(
+        _slow_laplace(0),
+        epsilon=1,
+        delta=0,
+        samples=10_000_000,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+    )
+    # one pair: its training and certification, both sides
+    assert _audit._draws(10_000_000, 1, s) == 2 * 10_000_000
+    # four pairs: 10^5 a side each to rank them, the rest of training and certification for two
+    assert _audit._draws(10_000_000, 4, s) == 2 * (4 * 100_000 + 2 * (1_000_000 - 100_000 + 9_000_000))
+    # below 20 000 training samples a side every pair is trained and certified in full
+    assert _audit._draws(100_000, 4, s) == 2 * 4 * 100_000
+    assert np.isfinite(_audit._draws(20, 3, s))
+
+
+def test_cli_audit_time_budget_states_the_samples_it_used(capsys):
+    import json
+
+    from dpharness.cli import main
+
+    code = main(
+        ["audit", "randomized_response", "--time-budget", "3", "--samples", "40000", "--workers", "1", "--json"]
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and payload["samples"] <= 40_000
+    assert f"time budget 3 s: {payload['samples']} samples a side" in payload["method"]
+
+
+def test_cli_time_budget_is_refused_for_a_library_target(capsys):
+    from dpharness.cli import main
+
+    assert main(["audit", "diffprivlib:laplace", "--time-budget", "3"]) != 0
+    assert "--time-budget" in capsys.readouterr().err
+
+
+@pytest.mark.statistical
+def test_pairs_are_ranked_on_a_screen_and_one_is_trained_in_full_and_certified():
+    """1.2·10^6 samples a side over four searched pairs of x + Laplace(1) (every pair's ε is 1 for the
+    ideal mechanism, audited with ideal_numerics: the doubles' structure leaks far more): the pairs
+    are ranked on 10^5 training samples a side each, one is trained on all 1.2·10^5 and certified alone
+    (about one pair's sampling, not four). The bound is at most the true ε = 1 except with probability
+    5% (the false-failure rate of this test, fixed by the seed) and above 0.9 (0.99 at this seed)."""
+
+    def lap(d, size, rng):
+        return float(d) + rng.laplace(0.0, 1.0, size)
+
+    from dpharness.auditors.pairsearch import Scalars
+
+    r = audit(
+        lap, inputs=Scalars(0, 10, sensitivity=1), epsilon=1, samples=1_200_000, seed=0, workers=1, ideal_numerics=True
+    )
+    assert len(r.extra["pairs"]) == 4 and len(r.extra["certified_pairs"]) == 1
+    assert r.extra["train_samples"] == 120_000 and "pairs ranked on 100000 training samples a side" in r.method
+    assert 0.9 < r.epsilon_lower_bound <= 1.0, r.method
