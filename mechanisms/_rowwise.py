@@ -130,7 +130,7 @@ def _compiled(fn: Callable) -> Any:
     with _LOCK:
         got = _COMPILED.get(source)
         if got is None:
-            got = numba.njit(boundscheck=True)(source)
+            got = numba.njit(boundscheck=True, inline="always")(source)
             _COMPILED[source] = got
     return got
 
@@ -203,7 +203,7 @@ def _kernels() -> Any:
     def put(out, k, v):  # pragma: no cover - a stub numba replaces by the overload below
         raise NotImplementedError
 
-    @overload(put)
+    @overload(put, inline="always")
     def _put(out, k, v):
         """Row k of ``out`` from the value ``v`` (a number, an array or a tuple of numbers): True when it
         holds exactly ``out.shape[1]`` numbers, else False (nothing written)."""
@@ -253,7 +253,7 @@ def _kernels() -> Any:
     def call(f, states, row, buf, sbuf, k):  # pragma: no cover - replaced by the overload below
         raise NotImplementedError
 
-    @overload(call)
+    @overload(call, inline="always")
     def _call(f, states, rows, buf, sbuf, k):
         """``f`` on row k alone: a number (one-column rows) or a copy of the row in ``buf``, after a copy
         of its state in ``sbuf`` (when ``states`` is not None)."""
@@ -286,7 +286,7 @@ def _kernels() -> Any:
 
         return stated
 
-    @numba.njit
+    @numba.njit(inline="always")
     def total(out, k):
         for j in range(out.shape[1]):
             x = out[k, j]
@@ -297,7 +297,7 @@ def _kernels() -> Any:
             elif x < -_MAX_DOUBLE:
                 out[k, j] = -_MAX_DOUBLE
 
-    @numba.njit
+    @numba.njit(inline="always")
     def finish(out, k, ok):
         if ok:
             total(out, k)
@@ -324,7 +324,7 @@ def _kernels() -> Any:
                 ok = False
             finish(out, k, ok)
 
-    @numba.njit
+    @numba.njit(inline="always")
     def settle(out, i, ok, bad):
         if ok:
             for j in range(out.shape[1]):
