@@ -23,7 +23,8 @@ Three paths, named by :data:`PYTHON`, :data:`COMPILED` and :data:`ONE_ROW`:
   for the others.)
 
 numba is an optional dependency (``pip install 'dpharness[numba]'``); without it ``compiled=True`` runs
-one record at a time and the path says so. Nothing here imports numba until a compiled function runs."""
+one record at a time and the path says so (as it does where numba vectorises math with Intel SVML, whose
+vector functions may round a row differently by its position in a loop). Nothing here imports numba until a compiled function runs."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ __all__ = [
     "COMPILED",
     "ONE_ROW",
     "NO_NUMBA",
+    "SVML",
     "is_njit",
     "numba_installed",
     "choose_path",
@@ -54,6 +56,10 @@ PYTHON = "python"
 COMPILED = "compiled"
 ONE_ROW = "one-row"
 NO_NUMBA = "one record at a time (compiled=True, but numba is not installed: pip install 'dpharness[numba]')"
+SVML = (
+    "one record at a time (compiled=True, but numba uses Intel SVML here, whose vectorised math may round a row "
+    "by its position in a loop: set NUMBA_DISABLE_INTEL_SVML=1 before numba is imported)"
+)
 _MAX_DOUBLE = float(np.finfo(float).max)
 
 
@@ -65,6 +71,14 @@ def is_njit(fn: Any) -> bool:
 @functools.lru_cache(maxsize=None)
 def numba_installed() -> bool:
     return importlib.util.find_spec("numba") is not None
+
+
+def _svml() -> bool:
+    """Whether numba vectorises math functions with Intel SVML (then a row's last bits could depend on
+    its position in a vectorised loop)."""
+    import numba
+
+    return bool(getattr(numba.config, "USING_SVML", False))
 
 
 def choose_path(name: str, fn: Callable, compiled: bool, vectorized: bool) -> str:
@@ -87,7 +101,9 @@ def choose_path(name: str, fn: Callable, compiled: bool, vectorized: bool) -> st
                 f"{name}={fn!r} is not a Python function, so numba cannot compile it (compiled=True); pass a "
                 "function defined with def or lambda, or drop compiled=True."
             )
-        return COMPILED if numba_installed() else NO_NUMBA
+        if not numba_installed():
+            return NO_NUMBA
+        return SVML if _svml() else COMPILED
     return ONE_ROW if vectorized else PYTHON
 
 
@@ -99,6 +115,7 @@ def path_phrase(path: str, unit: str = "row", short: bool = False) -> str:
             COMPILED: f"compiled per {unit} (numba)",
             ONE_ROW: f"one {unit} at a time (vectorized=True)",
             NO_NUMBA: f"one {unit} at a time (compiled=True, numba not installed)",
+            SVML: f"one {unit} at a time (compiled=True, numba uses SVML)",
         }.get(path, f"one {unit} at a time (Python)")
     if path == COMPILED:
         return (
@@ -110,8 +127,8 @@ def path_phrase(path: str, unit: str = "row", short: bool = False) -> str:
             f"one {unit} at a time (vectorized=True: called on a one-{unit} array per {unit}, never on a batch, "
             f"which could mix {unit}s; compiled=True with a per-{unit} function is the fast path)"
         )
-    if path == NO_NUMBA:
-        return NO_NUMBA.replace("record", unit) + f", called on each {unit} alone"
+    if path in (NO_NUMBA, SVML):
+        return path.replace("record", unit, 1) + f", called on each {unit} alone"
     return f"one {unit} at a time (called from Python on each {unit} alone; compiled=True is the fast path)"
 
 
@@ -130,7 +147,7 @@ def _compiled(fn: Callable) -> Any:
     with _LOCK:
         got = _COMPILED.get(source)
         if got is None:
-            got = numba.njit(boundscheck=True, inline="always")(source)
+            got = numba.njit(boundscheck=True)(source)  # not inlined by numba: its own bounds checks stay
             _COMPILED[source] = got
     return got
 

@@ -213,6 +213,17 @@ def test_without_numba_compiled_runs_one_record_at_a_time_and_says_so(monkeypatc
     )
 
 
+def test_with_intel_svml_compiled_runs_one_record_at_a_time_and_says_so(monkeypatch):
+    """numba with Intel SVML may vectorise math across rows (a row's last bits then depend on its position):
+    the compiled path is not taken there, and the proof says why and how to turn SVML off."""
+    monkeypatch.setattr(_rowwise, "_svml", lambda: True)
+    t = dp.map_records(_poly, compiled=True)
+    assert t.path == _rowwise.SVML
+    assert "NUMBA_DISABLE_INTEL_SVML=1" in t.user_code()[0]
+    rows = np.random.default_rng(SEED).normal(size=(5, 3))
+    np.testing.assert_array_equal(t.apply_rows(rows, None), dp.map_records(_poly).apply_rows(rows, None))
+
+
 def test_bad_input_names_the_argument_and_the_fix():
     with pytest.raises(ParameterError, match="compiled=True and vectorized=True: pass one"):
         dp.map_records(_poly, compiled=True, vectorized=True)
