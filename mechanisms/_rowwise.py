@@ -22,7 +22,7 @@ Three paths, named by :data:`PYTHON`, :data:`COMPILED` and :data:`ONE_ROW`:
   compared the first and last rows of each call with one-row calls: a test of two rows, not a guarantee
   for the others.)
 
-numba is an optional dependency (``pip install 'dpharness[numba]'``); without it ``compiled=True`` runs
+numba is an optional dependency (the ``numba`` extra, or ``pip install numba``); without it ``compiled=True`` runs
 one record at a time and the path says so (as it does where numba vectorises math with Intel SVML, whose
 vector functions may round a row differently by its position in a loop). Nothing here imports numba until a compiled function runs."""
 
@@ -55,7 +55,7 @@ __all__ = [
 PYTHON = "python"
 COMPILED = "compiled"
 ONE_ROW = "one-row"
-NO_NUMBA = "one record at a time (compiled=True, but numba is not installed: pip install 'dpharness[numba]')"
+NO_NUMBA = "one record at a time (compiled=True, but numba is not installed: pip install numba)"
 SVML = (
     "one record at a time (compiled=True, but numba uses Intel SVML here, whose vectorised math may round a row "
     "by its position in a loop: set NUMBA_DISABLE_INTEL_SVML=1 before numba is imported)"

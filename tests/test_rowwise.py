@@ -206,7 +206,7 @@ def test_without_numba_compiled_runs_one_record_at_a_time_and_says_so(monkeypatc
     m = _dpsgd(rounds=3, compiled=True)
     assert dpharness.prove(m).verdict.value == "PROVED"
     said = " ".join(dpharness.prove(m).assumptions)
-    assert "numba is not installed" in said and "pip install 'dpharness[numba]'" in said
+    assert "numba is not installed" in said and "pip install numba" in said
     data = _sgd_data()
     np.testing.assert_array_equal(
         m.sample(data, 9, np.random.default_rng(SEED)), _dpsgd(rounds=3).sample(data, 9, np.random.default_rng(SEED))
