@@ -143,7 +143,7 @@ def _compiled(fn: Callable) -> Any:
     recompiled with these options), once per function in this process."""
     import numba
 
-    source = fn.py_func if is_njit(fn) else fn
+    source = getattr(fn, "py_func") if is_njit(fn) else fn  # an njit function: its Python source
     with _LOCK:
         got = _COMPILED.get(source)
         if got is None:
