@@ -22,9 +22,10 @@ Three paths, named by :data:`PYTHON`, :data:`COMPILED` and :data:`ONE_ROW`:
   compared the first and last rows of each call with one-row calls: a test of two rows, not a guarantee
   for the others.)
 
-numba is an optional dependency (the ``numba`` extra, or ``pip install numba``); without it ``compiled=True`` runs
-one record at a time and the path says so (as it does where numba vectorises math with Intel SVML, whose
-vector functions may round a row differently by its position in a loop). Nothing here imports numba until a compiled function runs."""
+numba is an optional dependency (the ``numba`` extra, or ``pip install numba``); without it
+``compiled=True`` runs one record at a time and the path says so (as it does where numba vectorises math
+with Intel SVML, whose vector functions may round a row differently by its position in a loop). numba is
+imported only when a compiled function is declared."""
 
 from __future__ import annotations
 
@@ -176,7 +177,7 @@ def compiled_map(fn: Callable, rows: np.ndarray, states: np.ndarray | None, colu
     if states is not None:
         states = np.ascontiguousarray(states, dtype=np.float64).reshape(len(rows), -1)
     try:
-        try:  # the fast loop: no handler in it; a raise anywhere redoes every row with one row by row
+        try:  # the fast loop has no handler; if some call raises, every row is redone with one per row
             k.map_rows(f, rows, states, out)
         except numba.core.errors.NumbaError:
             raise
