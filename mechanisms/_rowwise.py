@@ -90,9 +90,9 @@ def choose_path(name: str, fn: Callable, compiled: bool, vectorized: bool) -> st
         raise ParameterError(f"compiled={compiled!r} is not a bool; pass True (compile {name} with numba) or False.")
     if vectorized is not True and vectorized is not False:
         raise ParameterError(f"vectorized={vectorized!r} is not a bool; pass True or False.")
-    if compiled and vectorized:
+    if (compiled or is_njit(fn)) and vectorized:
         raise ParameterError(
-            "compiled=True and vectorized=True: pass one. compiled=True takes the per-record function "
+            "compiled=True (or an numba.njit function) and vectorized=True: pass one. compiled=True takes the per-record function "
             f"{name}(...) of one row and runs it compiled on every row; vectorized=True takes a function of "
             "arrays of rows and runs it one row at a time."
         )

@@ -225,8 +225,12 @@ def test_with_intel_svml_compiled_runs_one_record_at_a_time_and_says_so(monkeypa
 
 
 def test_bad_input_names_the_argument_and_the_fix():
-    with pytest.raises(ParameterError, match="compiled=True and vectorized=True: pass one"):
+    with pytest.raises(
+        ParameterError, match=r"compiled=True \(or an numba.njit function\) and vectorized=True: pass one"
+    ):
         dp.map_records(_poly, compiled=True, vectorized=True)
+    with pytest.raises(ParameterError, match="and vectorized=True: pass one"):
+        dp.map_records(numba.njit(_poly), vectorized=True)
     with pytest.raises(ParameterError, match=r"compiled='yes' is not one of"):
         dp.map_records(_poly, compiled="yes")
     with pytest.raises(ParameterError, match="is not a Python function, so numba cannot compile it"):
