@@ -875,6 +875,8 @@ def _gate_line(c, samples: int | None = None) -> str:
             registered = audit_settings(c.name).samples == a.samples  # said only where it was registered
             audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
+    if c.user_code:
+        note += "\n      user code: " + "; ".join(c.user_code)
     hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
     if hint and not c.passed:
         note += f"\n      {hint}"

@@ -359,7 +359,8 @@ class Check:
     force; the check is then not decided unless what finished decides it (module docstring).
     ``exact_noise``: the mechanism's samplers are exact (:func:`dpharness._run.exact_noise`; None:
     not known, or no violation to explain), which decides the hint of a violation certified on the
-    floats' structure.
+    floats' structure. ``user_code``: how each user function the proof treats as per-record ran
+    (``map_records(grad): compiled per row (numba)``; empty when the mechanism has none).
 
     ``mechanism`` and ``proof_object`` are the live values while in the process that ran the check;
     they are not part of the JSON form and are None after a round trip."""
@@ -382,6 +383,7 @@ class Check:
     cached: bool = False
     time_limit: str | None = None
     exact_noise: bool | None = None
+    user_code: tuple[str, ...] = ()
     mechanism: Any = field(default=None, compare=False, repr=False)
     proof_object: Any = field(default=None, compare=False, repr=False)
 
@@ -488,6 +490,7 @@ class Check:
             "decided": self.decided,
             "status": self.status,
             "exact_noise": self.exact_noise,
+            "user_code": list(self.user_code),
         }
 
     @classmethod
@@ -512,6 +515,7 @@ class Check:
             cached=bool(d["cached"]),
             time_limit=d.get("time_limit"),
             exact_noise=d.get("exact_noise"),
+            user_code=tuple(d.get("user_code", ())),
         )
 
     def __reduce__(self) -> tuple[Any, tuple[dict]]:  # pickled (to and from worker processes) through its JSON form
@@ -605,6 +609,15 @@ def _fallback_pair(mechanism: Any, proof: Any = None) -> tuple[Any, Any]:
 # rounds run one release at a time (each round's maps see that release's state)
 _AUDIT_ROUNDS = 3
 _AUDIT_ITERATED_SAMPLES = 20_000
+
+
+def _user_code(mechanism: Any) -> tuple[str, ...]:
+    """How the user functions of a parts mechanism run (:func:`dpharness.mechanisms.parts._structure.user_code`)."""
+    from .mechanisms import parts as P
+    from .mechanisms.parts._structure import user_code
+
+    m = mechanism.parts if isinstance(mechanism, P.Composite) else mechanism
+    return user_code(m.steps, short=True) if isinstance(m, P.PartsMechanism) else ()
 
 
 def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
@@ -830,6 +843,7 @@ def check(
             claim=mechanism.claim.describe(),
             parameters=jsonable(mechanism.noise_parameters()),
             source_hash=mechanism.source_hash(),
+            user_code=_user_code(mechanism),
             mechanism=mechanism,
         )
         claimed, _ = audit_target(mechanism.claim)

@@ -501,6 +501,57 @@ def _geometric_proposals(t: Fraction, k: int, s: Fraction, m: int, rng):
     return g, negative, accepted
 
 
+_COMPILED_MAX_K = 63  # the compiled loops hold B in int64 (one word): t below about 2**74
+
+
+def _compiled_loops(k: int) -> Any:
+    """The compiled loops of :mod:`._exact_compiled` (the same outputs for the same generator state), or
+    None: numba not installed, or a scale whose proposals do not fit the loops' int64 words."""
+    from . import _exact_compiled
+
+    if k > _COMPILED_MAX_K or not _exact_compiled.available():
+        return None
+    return _exact_compiled.kernels()
+
+
+def _proposals_compiled(loops: Any, t: Fraction, k: int, s: Fraction, m: int, rng) -> tuple:
+    """:func:`_geometric_proposals` with its element-wise steps compiled: the same words drawn in the same
+    order, ``numpy.log`` on the same doubles, the same resolvers. Returns ``("int64", A, B, negative,
+    accepted)`` (the proposals ``±(A 2**k + B)`` fit int64; ``-0`` not yet rejected) or ``("object", g,
+    negative, accepted)`` exactly as :func:`_geometric_proposals` (a resolved quotient beyond int64)."""
+    sf = float(s)
+    band = sf * _LOG_BAND
+    w = _words(rng, m)
+    y = np.empty(m)
+    loops.before_log(w, y)
+    np.log(y, out=y)
+    a = np.empty(m, dtype=np.int64)
+    bad = np.empty(m, dtype=np.bool_)
+    largest = int(loops.quotient(w, y, -sf, band, 1.0 - band, _H_MIN, a, bad))
+    if bad.any():  # the exact resolver, in index order (as _geometric_quotient)
+        idx = np.flatnonzero(bad)
+        vals = [_resolve_floor_neglog(int(w[i] >> np.uint64(11)), 53, s, rng) for i in idx]
+        if max(vals) >= 2**62:
+            a = a.astype(object)
+        for i, v in zip(idx, vals):
+            a[i] = v
+        largest = max(largest, max(vals))
+    bits = _words(rng, m) if k else w[:0]
+    b = np.zeros(m, dtype=np.int64)
+    negative = np.empty(m, dtype=np.bool_)
+    accepted = np.empty(m, dtype=np.bool_)
+    flagged = np.empty(m, dtype=np.int64)
+    nflag = loops.signs_and_coins(w, bits, k, b, negative, accepted, flagged)
+    if nflag:  # coin == 1023: the exact acceptance of B, in index order (as _truncated_accept)
+        idx = flagged[:nflag]
+        accepted[idx] = _truncated_accept(b[idx], np.full(nflag, 1023, dtype=np.int64), t, rng)
+    if a.dtype != object and (k == 0 or (largest + 1) * (1 << k) < 2**63):
+        return ("int64", a, b, negative, accepted)
+    g = a if k == 0 else a.astype(object) * (1 << k) + b.astype(object)
+    accepted &= ~(negative & (g == 0))
+    return ("object", g, negative, accepted)
+
+
 def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
     """Integers with ``P(k) = tanh(1/(2t)) exp(-|k|/t)``, exactly, for an exact rational scale
     ``t`` in [2**-1000, 2**1000] (a Fraction or int; a float is read as its binary value).
@@ -513,11 +564,23 @@ def discrete_laplace(t: Any, size, rng: np.random.Generator) -> np.ndarray:
     # acceptance: 1 - (1 - q)/2 for the sign, times >= 1 - 2**-10 for B
     q = math.exp(-1.0 / float(tq)) if tq > Fraction(1, 2**10) else 0.0
     rate = (1.0 - (1.0 - q) / 2.0) * (1.0 - 2.0**-10 if k else 1.0)
+    compiled = _compiled_loops(k)
     parts, filled, big = [], 0, False
     while filled < n:
         need = n - filled
         m = min(_CHUNK, int(need / rate * 1.01) + 8)
-        g, negative, accepted = _geometric_proposals(tq, k, s, m, rng)
+        if compiled is not None:
+            got = _proposals_compiled(compiled, tq, k, s, m, rng)
+            if got[0] == "int64":  # the same values as below, compacted in one compiled pass
+                a, b, negative, accepted = got[1:]
+                part = np.empty(need, dtype=np.int64)
+                part = part[: compiled.signed_accepted(a, b, np.int64(1 << k), k, negative, accepted, need, part)]
+                parts.append(part)
+                filled += len(part)
+                continue
+            g, negative, accepted = got[1:]
+        else:
+            g, negative, accepted = _geometric_proposals(tq, k, s, m, rng)
         if g.dtype == object:
             idx = np.flatnonzero(accepted)[:need]
             part = np.where(negative[idx], -g[idx], g[idx])
@@ -571,6 +634,24 @@ def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray
                 ],
                 dtype=bool,
             )
+        elif (loops := _compiled_loops(0)) is not None:  # the same steps below, compiled
+            neg_gamma, dgamma = np.empty(len(y)), np.empty(len(y))
+            loops.gaussian_gamma(y, c, inv, neg_gamma, dgamma)
+            with np.errstate(over="ignore", invalid="ignore"):
+                p = np.exp(neg_gamma, out=neg_gamma)
+            w = _words(rng, len(y))
+            keep = np.empty(len(y), dtype=np.bool_)
+            undecided = np.empty(len(y), dtype=np.int64)
+            for i in undecided[: loops.below(p, dgamma, w, keep, undecided)]:
+                exact_gamma = (abs(int(y[i])) - c_exact) ** 2 / (2 * s2)
+                keep[i] = _resolve_below(
+                    int(w[i] >> np.uint64(11)), 53, ExactProbability.exp_neg(exact_gamma).enclose, rng
+                )
+            part = np.empty(need, dtype=np.int64)
+            part = part[: loops.first_kept(y, keep, need, part)]
+            parts.append(part)
+            filled += len(part)
+            continue
         else:
             a = np.abs(y).astype(np.float64)  # exact below 2**53, else relative error 2**-53
             d = a - c

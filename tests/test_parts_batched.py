@@ -5,8 +5,8 @@ same law per run as one run alone.
   a state-dependent map, a clamp, a sum and discrete Laplace noise on the grid Z), computed here by
   enumerating subsamples and noise (truncated at 40 scales, mass lost < 1e-15), against the sampler's
   outputs (chi-square; false-failure rate 1e-6 per test at the fixed seed);
-* the declared ``vectorized=True`` map and update give the same outputs, bit for bit, as the per-record
-  ones for the same seed.
+* the declared ``vectorized=True`` map and update (run one row, one run, at a time) give the same outputs,
+  bit for bit, as the per-record ones for the same seed.
 """
 
 from __future__ import annotations
@@ -176,10 +176,9 @@ def _centred_runs(states, releases):
 
 @pytest.mark.parametrize("which", ["map", "update"])
 def test_vectorized_functions_that_mix_rows_run_row_by_row(which):
-    """The vectorised contract (row k from row k alone) is spot-checked on the first and last rows of
-    each call: a map that centres the rows on their mean, or an update that centres the runs, fails it
-    and runs row by row (run by run), as the proof reads it: the outputs are those of the same
-    functions declared per record, for the same seed (and differ from what mixing would give)."""
+    """A ``vectorized=True`` function is run on one row (one run) at a time, never on a batch: a map that
+    centres the rows on their mean, or an update that centres the runs, gives the outputs of the same
+    functions declared per record, for the same seed (and not what mixing would give)."""
     data = np.array([0.25, 1.5, 2.0])
     if which == "map":
         mixing, per_row = _mixing(_centred_rows, _next_rows), _mixing(_centred_rows, _next_rows, map_vectorized=False)
@@ -193,17 +192,22 @@ def test_vectorized_functions_that_mix_rows_run_row_by_row(which):
     np.testing.assert_array_equal(a, b)
 
 
-def test_a_vectorized_function_that_keeps_the_contract_is_called_on_all_rows_at_once():
-    """The spot check adds two one-row calls; the rows are still computed in one call."""
-    sizes = []
+def test_a_vectorized_function_is_never_called_on_a_batch():
+    """Issue 35: a function declared ``vectorized=True`` sees one row (and one run's state) per call, so no
+    row's value can depend on another row; before, it was called on all 600 rows at once."""
+    sizes, runs = [], []
 
     def counted(states, rows):
         sizes.append(len(rows))
         return _shift_rows(states, rows)
 
-    m = _mixing(counted, _next_rows)
+    def counted_update(states, releases):
+        runs.append(len(states))
+        return _next_rows(states, releases)
+
+    m = _mixing(counted, counted_update)
     m.sample(np.array([0.25, 1.5, 2.0]), 200, np.random.default_rng(SEED))
-    assert max(sizes) == 600 and sorted(set(sizes)) == [1, 600]
+    assert set(sizes) == {1} and len(sizes) == 3 * 200 * 3 and set(runs) == {1}
 
 
 def test_centres_from_integer_units_are_the_exact_rounding():

@@ -528,17 +528,6 @@ def _apply_post(step: Post, outputs: Any) -> np.ndarray:
     return res
 
 
-def rows_stand_alone(call: Callable[..., np.ndarray | None], got: np.ndarray, *args: np.ndarray | None) -> bool:
-    """The spot check of a vectorised function's contract (row k of its result from row k of its
-    arguments alone): ``got``'s first and last rows equal ``call`` on those rows of ``args`` alone
-    (``call`` returns None when it fails; a None argument stays None; NaN equals NaN)."""
-    for k in {0, len(got) - 1}:
-        alone = call(*(None if a is None else a[k : k + 1] for a in args))
-        if alone is None or not np.array_equal(alone[0], got[k], equal_nan=True):
-            return False
-    return True
-
-
 def flatten(outputs: Any) -> np.ndarray:
     """Concatenate composed outputs into columns: shape (size,) for one column, (size, k) otherwise."""
     if not isinstance(outputs, _Tuple):

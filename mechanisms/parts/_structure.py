@@ -185,6 +185,13 @@ def has_post(step: Step) -> bool:
     return False
 
 
+def user_code(step: Any, short: bool = False) -> tuple[str, ...]:
+    """How each user function the proof treats as per-record (or per-run) runs: one phrase per
+    :class:`MapRecords` and :class:`Iterate` in the structure, in walk order (empty when there is none;
+    ``short``: the gate line's words)."""
+    return tuple(phrase for n in walk_nodes(step) if type(n) in (MapRecords, Iterate) for phrase in n.user_code(short))
+
+
 def has_compose(step: Step) -> bool:
     """Whether some node composes parts (:func:`~.combinators.compose`)."""
     return any(isinstance(n, Compose) for n in walk_nodes(step))

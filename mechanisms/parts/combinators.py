@@ -17,9 +17,10 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness.errors import ParameterError
 
+from dpharness.mechanisms import _rowwise
+
 from ._base import (
     Batch,
-    rows_stand_alone,
     _budget,
     Post,
     Space,
@@ -177,7 +178,10 @@ class Iterate(Step):
     sequential composition of ``times`` rounds, each round's account the part's whatever the state
     (a record-wise map is 1-stable for every function); ``update`` is post-processing of the releases.
     ``update`` and the map functions must be pure functions of their arguments (no data access, no
-    state kept between calls); the proof states it."""
+    state kept between calls); the proof states it. Many runs go side by side, and ``update`` is run on
+    each run alone, by construction (``path``, :mod:`dpharness.mechanisms._rowwise`): compiled with
+    numba and looped over the runs in compiled code (``compiled=True`` or an ``numba.njit`` update),
+    from Python once per run (the default), or, with ``vectorized=True``, on one-row arrays per run."""
 
     times: int
     part: Step
@@ -185,6 +189,8 @@ class Iterate(Step):
     update: Callable | None = field(compare=False, default=None)
     output: str = "state"
     vectorized: bool = False
+    compiled: bool = False
+    path: str = field(init=False, default=_rowwise.PYTHON)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "times", _v.integer("times", self.times, minimum=1))
@@ -202,6 +208,12 @@ class Iterate(Step):
         init.setflags(write=False)
         object.__setattr__(self, "init", init)
         _v.choice("output", self.output, ("state", "releases"))
+        object.__setattr__(self, "path", _rowwise.choose_path("update", self.update, self.compiled, self.vectorized))
+
+    def user_code(self, short: bool = False) -> tuple[str, ...]:
+        """How ``update`` runs (said by the proof's assumptions and, ``short``, the gate line)."""
+        name = getattr(self.update, "__name__", "update")
+        return (f"iterate's update {name}: {_rowwise.path_phrase(self.path, 'run', short)}",)
 
     def describe(self) -> str:
         return (
@@ -236,35 +248,29 @@ def _iterated(step: Iterate, value: Any, space: Space, size: int, rng: np.random
         out = execute_batch(step.part, Batch(size, states, every.rows, every.codes), space, rng)
         if step.output == "releases":  # a run's state output needs no transcript: memory stays one round's
             releases.append(out)
-        batched = _updated_all(step, states, out) if step.vectorized and size else None
-        if batched is not None:
-            states = batched
-        elif size:
-            states = _updated_each(step, states, out)
+        if size:
+            states = _updated_runs(step, states, out)
     out = states if step.output == "state" else np.concatenate(releases, axis=1) if releases else states
     return out[:, 0] if out.shape[1] == 1 else out
 
 
-def _updated_all(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray | None:
-    """Every run's next state in one call of ``update(states, releases)`` (``vectorized=True``: row i of
-    the result from row i alone); None (then run by run) when it raises, returns another shape, or its
-    first or last row differs from that run's row updated alone (a spot check of the contract: an update
-    that mixes runs, such as one that averages them, runs run by run, as the proof reads it)."""
-    new = _update_rows(step, states, releases)
-    if new is None or not rows_stand_alone(lambda s, r: _update_rows(step, s, r), new, states, releases):
-        return None
-    return new
-
-
-def _update_rows(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray | None:
+def _updated_runs(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray:
+    """Every run's next state, ``update`` run on each run alone on the step's path."""
     assert step.update is not None  # Iterate.__post_init__ refuses a missing update
-    try:
-        new = np.asarray(step.update(states, releases), dtype=float)
-    except Exception:  # noqa: BLE001 - redone run by run, which reports a bad update
-        return None
-    if new.shape != states.shape or not np.all(np.isfinite(new)):
-        return None
-    return new
+    if step.path == _rowwise.COMPILED:
+        new, bad = _rowwise.compiled_update(step.update, states, releases)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ParameterError(
+                f"update returned, for run {i}, a value that is not {len(step.init)} finite numbers (or not "
+                "numbers at all); return a state like init."
+            )
+        return new
+    if step.path == _rowwise.ONE_ROW:  # a function of arrays of runs, given one run
+        return np.stack(
+            [_updated(step, states[i : i + 1], releases[i : i + 1], one_row=True) for i in range(len(states))]
+        )
+    return _updated_each(step, states, releases)
 
 
 def _updated_each(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray:
@@ -281,9 +287,10 @@ def _updated_each(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np
     return np.stack([_updated(step, states[i], releases[i]) for i in range(len(states))])
 
 
-def _updated(step: Iterate, state: np.ndarray, release: np.ndarray) -> np.ndarray:
+def _updated(step: Iterate, state: np.ndarray, release: np.ndarray, one_row: bool = False) -> np.ndarray:
     assert step.update is not None  # Iterate.__post_init__ refuses a missing update
-    new = np.asarray(step.update(state, release[0] if release.shape == (1,) else release), dtype=float).reshape(-1)
+    arg = release if one_row or release.shape != (1,) else release[0]
+    new = np.asarray(step.update(state, arg), dtype=float).reshape(-1)
     if new.shape != step.init.shape or not np.all(np.isfinite(new)):
         raise ParameterError(
             f"update returned a state of shape {new.shape} (or not finite); return {len(step.init)} finite "
@@ -382,16 +389,27 @@ def repeat(times: int, part: Step) -> Repeat:
 
 
 def iterate(
-    times: int, part: Step, *, init: Any, update: Callable, output: str = "state", vectorized: bool = False
+    times: int,
+    part: Step,
+    *,
+    init: Any,
+    update: Callable,
+    output: str = "state",
+    compiled: bool = False,
+    vectorized: bool = False,
 ) -> Iterate:
     """``times`` adaptive rounds of ``part`` (DP-SGD: ``dp.poisson_sample(q) >> dp.map_records(grad) >>
     dp.clip_norm(C) >> dp.sum() >> dp.gaussian(sigma=σC)``, with ``update(θ, noisy_sum)`` the step).
 
-    Many runs (an audit's samples) go side by side. ``vectorized=True`` declares that ``update`` also
-    takes arrays: ``update(states, releases)`` (shapes (runs, state size) and (runs, release width)) returns
-    one row per run, row i from row i alone; otherwise it is called once per run and round."""
+    Many runs (an audit's samples) go side by side, and ``update(state, release)`` sees one run at a
+    time, always: ``compiled=True`` (or an ``numba.njit`` update) compiles it with numba and loops over
+    the runs in compiled code (the fast path; give ``dp.map_records(grad, compiled=True)`` too); by
+    default it is called from Python once per run and round; ``vectorized=True`` declares a function of
+    arrays (``update(states, releases)``, one row per run), called on one run's row at a time (a batched
+    call could mix runs)."""
     _v.choice("vectorized", vectorized, (True, False))
-    return Iterate(times, part, init, update, output, vectorized)
+    _v.choice("compiled", compiled, (True, False))
+    return Iterate(times, part, init, update, output, vectorized, compiled)
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

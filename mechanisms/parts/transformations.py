@@ -17,6 +17,7 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness.core import AddRemove
 from dpharness.errors import ParameterError
+from dpharness.mechanisms import _rowwise
 from dpharness.mechanisms._exactsum import (
     exact_sum,
     exact_sum_products,
@@ -27,7 +28,6 @@ from dpharness.mechanisms._exactsum import (
 
 from ._base import (
     _INF,
-    rows_stand_alone,
     _ITERATE_STATE,
     Distance,
     Space,
@@ -106,7 +106,13 @@ class MapRecords(Transformation):
     ``columns`` numbers. 1-stable under add/remove and substitution: the added, removed or substituted
     record maps to one record, every other record to itself. The values are unbounded: clip them
     (:func:`clip_norm`, :func:`clamp`) before an aggregate. ``fn`` must be a pure function of its
-    arguments (no state kept between calls, no access to other records); the proof states it.
+    arguments (no state kept between calls); the proof states it.
+
+    ``fn`` is called on one record at a time, by construction (:mod:`dpharness.mechanisms._rowwise`):
+    compiled with numba and looped over the rows in compiled code (``compiled=True``, or an
+    ``numba.njit`` function; ``path`` says :data:`~dpharness.mechanisms._rowwise.COMPILED`), from Python
+    on each record (the default), or, with ``vectorized=True`` (a function of arrays of rows), on a
+    one-row array per row. It never sees another record, so row k's value cannot depend on the batch.
 
     The map is total, so no input makes a release raise: a call of ``fn`` that raises, or returns
     anything but ``columns`` numbers, maps the record to 0 in every column; NaN becomes 0, and ±∞ the
@@ -118,6 +124,8 @@ class MapRecords(Transformation):
     fn: Callable = field(compare=False)
     columns: int = 1
     vectorized: bool = False
+    compiled: bool = False
+    path: str = field(init=False, default=_rowwise.PYTHON)
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
@@ -126,11 +134,16 @@ class MapRecords(Transformation):
                 "the state and one record)."
             )
         object.__setattr__(self, "columns", _v.integer("columns", self.columns, minimum=1))
+        object.__setattr__(self, "path", _rowwise.choose_path("fn", self.fn, self.compiled, self.vectorized))
 
     def describe(self) -> str:
         return f"map_records({getattr(self.fn, '__name__', 'fn')}" + (
             f", columns={self.columns})" if self.columns > 1 else ")"
         )
+
+    def user_code(self, short: bool = False) -> tuple[str, ...]:
+        """How ``fn`` runs (said by the proof's assumptions and, ``short``, the gate line)."""
+        return (f"{self.describe()}: {_rowwise.path_phrase(self.path, 'row', short)}",)
 
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "map_records")
@@ -145,43 +158,27 @@ class MapRecords(Transformation):
         return self.apply_rows(arr, None if state is None else np.tile(state, (len(arr), 1)))
 
     def apply_rows(self, rows: Any, states: np.ndarray | None) -> Any:
-        """``apply`` on rows, row k with its own state ``states[k]`` (None outside an iteration): one call
-        of ``fn`` per row, or with ``vectorized=True`` one call on all rows (``fn(states, rows)``: row k of
-        the result is row k's value), the same total rule either way; a vectorised call that raises,
-        returns another shape, or fails the spot check of :meth:`_all_rows` is redone row by row."""
+        """``apply`` on rows, row k with its own state ``states[k]`` (None outside an iteration): ``fn``
+        on each row alone, on the path ``self.path``, with the same total rule on every path."""
         arr = np.asarray(rows, dtype=float)
-        out = self._all_rows(arr, states) if self.vectorized and len(arr) else None
-        if out is None:
+        if self.path == _rowwise.COMPILED and len(arr):
+            out = _rowwise.compiled_map(self.fn, arr, states, self.columns)
+        else:
+            one_row = self.path == _rowwise.ONE_ROW
             out = np.zeros((len(arr), self.columns))
-            for k, r in enumerate(arr):
-                out[k] = self._row(r, None if states is None else states[k])
+            for k in range(len(arr)):
+                if one_row:  # a function of arrays of rows, given one row
+                    out[k] = self._row(arr[k : k + 1], None if states is None else states[k : k + 1])
+                else:
+                    out[k] = self._row(arr[k], None if states is None else states[k])
         return out[:, 0] if self.columns == 1 else out
 
-    def _all_rows(self, arr: np.ndarray, states: np.ndarray | None) -> np.ndarray | None:
-        """``fn`` on all rows at once, or None (then row by row): when the call raises, returns another
-        shape, or its first or last row differs from that row called alone (a spot check of the contract
-        that row k depends on row k alone: a function that mixes rows, such as centring them on their
-        mean, runs row by row, as the proof reads it)."""
-        got = self._call_rows(arr, states)
-        if got is None or not rows_stand_alone(self._call_rows, got, arr, states):
-            return None
-        return np.nan_to_num(got, nan=0.0, posinf=_MAX_DOUBLE, neginf=-_MAX_DOUBLE)
-
-    def _call_rows(self, arr: np.ndarray, states: np.ndarray | None) -> np.ndarray | None:
-        try:
-            with np.errstate(all="ignore"):
-                got = np.asarray(self.fn(arr) if states is None else self.fn(states, arr), dtype=float)
-        except Exception:  # noqa: BLE001 - redone row by row, where the total rule applies
-            return None
-        if got.shape not in ((len(arr), self.columns), (len(arr),) if self.columns == 1 else ()):
-            return None
-        return got.reshape(len(arr), self.columns)
-
     def _row(self, record: Any, state: Any) -> np.ndarray:
-        """The map's value on one record, made total (the rule the proof states): a call that raises, or
-        returns anything but ``columns`` numbers, gives 0 in every column; NaN gives 0; ±∞ gives ±(the
-        largest double), which the clipping step that must follow bounds like any other value. A raise
-        on one neighbour only would otherwise be an output the privacy proof never saw."""
+        """The map's value on one record (or a one-row array of it), made total (the rule the proof
+        states): a call that raises, or returns anything but ``columns`` numbers, gives 0 in every column;
+        NaN gives 0; ±∞ gives ±(the largest double), which the clipping step that must follow bounds like
+        any other value. A raise on one neighbour only would otherwise be an output the privacy proof
+        never saw."""
         try:
             with np.errstate(all="ignore"):
                 row = np.asarray(self.fn(record) if state is None else self.fn(state, record), dtype=float).ravel()
@@ -600,17 +597,24 @@ def histogram(edges: Sequence | None = None, *, categories: Sequence | None = No
     return Histogram(None if edges is None else tuple(edges), None if categories is None else tuple(categories))
 
 
-def map_records(fn: Callable, *, columns: int = 1, vectorized: bool = False) -> MapRecords:
+def map_records(fn: Callable, *, columns: int = 1, compiled: bool = False, vectorized: bool = False) -> MapRecords:
     """Map every record by ``fn`` (a number, or ``columns`` numbers, per record; inside
     :func:`iterate` ``fn(state, record)``). Clip the result before aggregating it.
 
-    ``vectorized=True`` declares that ``fn`` also takes arrays of rows: ``fn(records)`` (inside
-    :func:`iterate`: ``fn(states, records)``, row k of ``states`` the state of row k's run) returns one
-    row of values per row, row k computed from row k alone (numpy operations along the last axis do
-    this). The proof relies on that row-wise contract as it does on ``fn`` being pure; a per-record
-    ``fn`` (the default) is called once per record, which is slow on large inputs."""
+    ``fn`` sees one record at a time, always (the proof treats it as per-record, so it is run so):
+
+    * ``compiled=True`` (or ``fn`` an ``numba.njit`` function): the fast path. ``fn`` is compiled with
+      numba and called on every row by a compiled loop, so row k's value is ``fn`` of row k alone, bit for
+      bit whatever the batch (needs the ``numba`` extra; without it, the per-record path, and the proof
+      says so). Write ``fn`` with numpy arrays, numbers and math (what ``numba.njit`` compiles).
+    * the default: ``fn`` called from Python once per record (slow on large inputs and long iterations).
+    * ``vectorized=True``: ``fn`` is a function of arrays of rows (``fn(records)``, inside
+      :func:`iterate` ``fn(states, records)``). It is called on a one-row array per row, never on a
+      batch: a batched call could mix rows (centre them, winsorise them, or a matrix product whose last
+      bits depend on the batch), which no proof of a per-record map covers. Use ``compiled=True`` for speed."""
     _v.choice("vectorized", vectorized, (True, False))
-    return MapRecords(fn, columns, vectorized)
+    _v.choice("compiled", compiled, (True, False))
+    return MapRecords(fn, columns, vectorized, compiled)
 
 
 def clip_norm(bound: Any, *, norm: str = "l2") -> ClipNorm:

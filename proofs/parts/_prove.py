@@ -22,6 +22,7 @@ from dpharness.mechanisms.parts._base import walk_nodes
 from dpharness.mechanisms.parts._law import extreme_pairs, leaves
 from dpharness.mechanisms.parts._structure import (
     has_post,
+    user_code,
     has_sampling,
     input_distance,
     leaf_count,
@@ -717,6 +718,12 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
         pb.precondition(
             "every post-processing function is a pure function of the noisy outputs it receives (called once "
             "per run; no state kept between calls, no access to the data)"
+        )
+    ran = user_code(m.steps)
+    if ran:
+        pb.precondition(
+            "user functions run on one record (an iteration's update: one run) at a time, as the proof reads "
+            "them: " + "; ".join(ran)
         )
     walk = _Walk(pb)
     if isinstance(m.relation, BoundedChange):

@@ -10,6 +10,7 @@ from typing import Any
 import sympy as sp
 
 from dpharness.core import AddRemove
+from dpharness.mechanisms._rowwise import path_phrase
 from dpharness.mechanisms.parts._base import Distance, Space, Transformation
 from dpharness.mechanisms.parts.transformations import (
     ClipNorm,
@@ -40,12 +41,7 @@ def _stability(walk: Any, path: str, t: Transformation, space: Space, d: Distanc
             + (
                 " (whatever the function, and whatever state it is given; the map is total: a failing call or a "
                 "wrong-length value gives the all-zero record, NaN gives 0 and ±∞ the largest double of its sign)"
-                + (
-                    "; precondition: fn was declared vectorized=True, so it is called on arrays of rows, and row k "
-                    "of its value must depend on row k alone (stated, not checked)"
-                    if getattr(t, "vectorized", False)
-                    else ""
-                )
+                + f"; fn runs {path_phrase(t.path)}"
                 if isinstance(t, MapRecords)
                 else ""
             ),

@@ -50,9 +50,9 @@ median_and_count = dp.mechanism(
 register(median_and_count)
 
 
-def grad(theta, r):
-    x, y = r[..., 0], r[..., 1]
-    return (1 / (1 + np.exp(-theta[..., 0] * x)) - y) * x
+def grad(theta, record):  # per record: compiled with numba (compiled=True) and looped over the rows
+    x, y = record
+    return (1 / (1 + np.exp(-theta[0] * x)) - y) * x
 
 
 def step(theta, noisy_sum):
@@ -66,13 +66,13 @@ dpsgd = dp.mechanism(
     steps=dp.iterate(
         1000,
         dp.poisson_sample(0.01)
-        >> dp.map_records(grad, vectorized=True)
+        >> dp.map_records(grad, compiled=True)
         >> dp.clip_norm(1)
         >> dp.sum()
         >> dp.gaussian(sigma=1.0 * _noise("dpsgd")),
         init=[0.0],
         update=step,
-        vectorized=True,
+        compiled=True,
     ),
     claim=ApproxDP(1.85, 1e-5),
 )
