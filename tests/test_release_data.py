@@ -312,7 +312,7 @@ def test_user_level_group_by_on_dask_is_the_pandas_release_for_any_partitioning(
     partition, the others drawn once in the canonical order: the release equals the pandas release (same
     seed, exact type and value) for 1, 4 and 7 partitions, users split across the input's partitions, and
     empty partitions; ids beyond 2**53 and string keys."""
-    import dask
+    dask = pytest.importorskip("dask")
 
     rng = np.random.default_rng(SEED)
     n = 3_000
