@@ -37,8 +37,9 @@ from typing import Any
 import sympy as sp
 
 from dpharness.errors import ParameterError
-from dpharness.core import PureDP
+from dpharness.core import AddRemove, PureDP
 from dpharness.mechanisms import parts as P
+from dpharness.mechanisms.parts import grouping as G
 from dpharness.mechanisms.parts._base import walk_nodes
 from dpharness.mechanisms.parts._structure import has_budget
 from dpharness.mechanisms.parts.noise import NoiseBudget
@@ -154,12 +155,148 @@ def _walk(step: P.Step, space: P.Space, d: P.Distance, share: _Share | None) -> 
             return P.Chain(first, _walk(step.second, mid, d_mid, share))
         if not isinstance(first, P.Transformation) and not has_budget(step.second):
             return P.Chain(_walk(first, space, d, share), step.second)
+    if type(step) is G.GroupBy or (type(step) is P.Chain and type(step.first) is G.BoundContributions):
+        if share is not None:
+            raise ParameterError(
+                f"a share of a split composition reaches {_short(step)}; give its selection and its parts their "
+                "own budgets (dp.partition_select(epsilon=..., delta=...), dp.laplace(epsilon=...)) instead."
+            )
+        return _group_by(step, space, d)
     node = step.first if type(step) is P.Chain else step
     raise ParameterError(
         f"a budget under {node.describe()}: calibration follows the stability of clamp, column, count, sum, "
         "histogram, map_records, clip_norm through compose and repeat; give the noise here an explicit "
         "scale= / sigma= (its privacy is still proved)."
     )
+
+
+def _short(step: P.Step) -> str:
+    text = step.describe()
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def _group_by(step: P.Step, space: P.Space, d: P.Distance) -> P.Step:
+    """A group-by (``bound_contributions >> group_by [>> post]`` under add/remove of one user, or a group-by
+    under add/remove of one record) with its selection and per-key noise solved from their budgets by the
+    inverse of the family's map (:mod:`dpharness.proofs.parts.grouping`): with L keys touched by one
+    neighbour, L1 records added over them and at most m1 in one key, the selection's ``t = L/ε`` and its
+    threshold the smallest whose δ is within the budget; each per-key Laplace ``t = D/ε`` grid steps, D the
+    part's total grid steps over the touched keys, rounding included (the proof derives ε = D/t again)."""
+    from .parts import grouping as PG
+
+    if type(step) is G.GroupBy:
+        b, g, post = None, step, None
+        if not isinstance(d.relation, AddRemove):
+            raise ParameterError(
+                f"budgets under {_short(step)} are solved under add/remove of one record (or of one user after "
+                "dp.bound_contributions), as its proof is; declare relation=AddRemove() or give explicit scales."
+            )
+    else:
+        b, g, post = G.split_bounded(step)
+        if type(g) is not G.GroupBy:
+            raise ParameterError(f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...).")
+        if not isinstance(d.relation, G.AddRemoveUser):
+            raise ParameterError(
+                f"{b.describe()} bounds users: declare relation=dp.AddRemoveUser(user={b.user}) (budgets under it "
+                "are solved for one user)."
+            )
+    L, L1, m1, _ = PG.keys_touched(b, g)
+    select = g.select
+    if type(select) is G.PartitionSelectBudget:
+        select = _selection_of(select, L, PG)
+    part = g.part
+    if part is not None and has_budget(part):
+        walk = _stability_walk()
+        part = _per_key(part, space, lambda pre, agg, gq: _part_steps(walk, pre, agg, gq, space, L, L1, m1, PG), None)
+    resolved = dataclasses.replace(g, select=select, part=part)  # keys from the data stay so (from_data)
+    if b is None:
+        return resolved
+    return P.Chain(b, resolved if post is None else P.Chain(resolved, post))
+
+
+def _part_steps(walk: Any, pre: list, agg: Any, gq: Fraction, space: P.Space, L: int, L1: int, m1: int, PG: Any):
+    c1, agg_space = PG.part_stability(walk, "", pre, agg, space)
+    return PG.part_grid_steps(c1, agg_space, gq, L, L1, m1), c1
+
+
+def _selection_of(select: Any, L: int, PG: Any) -> Any:
+    """The :class:`PartitionSelect` a selection budget gives when one neighbour touches L keys."""
+    how = []
+    if select.epsilon is not None:
+        t = Fraction(L) / Fraction(select.epsilon)
+        scale = _plain(t)
+        how.append(f"scale t = L/ε = {L}/{select.epsilon} = {t}")
+    else:
+        scale, t = select.scale, Fraction(select.scale)
+    if select.delta is not None:
+        T = PG.selection_threshold(t, L, Fraction(select.delta))
+        if T is None:
+            raise ParameterError(
+                f"{select.describe()}: no threshold gives δ <= {select.delta} at scale {float(t):.6g} for L = {L} "
+                "keys; pass a larger delta= (or threshold= explicitly)."
+            )
+        threshold = T
+        how.append(f"threshold T = {T}, the smallest whose δ = 1 − (1 − p)^{L} is within δ = {select.delta}")
+    else:
+        threshold = select.threshold
+    try:
+        return G.PartitionSelect(threshold, scale, "from " + ", ".join(how) + f" (L = {L} keys touched)")
+    except ParameterError as e:
+        raise ParameterError(f"{select.describe()} gives {e}") from None
+
+
+def _per_key(part: P.Step, space: P.Space, steps_of: Any, share: _Share | None) -> P.Step:
+    """A group-by's part with every Laplace budget solved: ``t = D/ε`` (D from ``steps_of(pre, agg, g)``),
+    a ``dp.compose(..., epsilon=)`` split by weight as :func:`_split` does, a plain compose equally."""
+    if type(part) is SplitBudget:
+        if share is not None:
+            raise ParameterError(
+                f"{part.describe()} splits its own total inside a split composition; give the budget at one level."
+            )
+        if part.rho is not None or part.delta is not None:
+            raise ParameterError(
+                f"{part.describe()}: a group-by's parts are Laplace noise, accounted in pure ε; pass epsilon= only."
+            )
+        total = _Share(_exact(part.epsilon))
+        shares = _split(part.parts, total, part.weights, "dp.compose(..., " + total.describe() + ")")
+        return P.Compose(tuple(_per_key(p, space, steps_of, s) for p, s in zip(part.parts, shares)))
+    if type(part) is P.Compose:
+        shares = [None] * len(part.parts) if share is None else _split(part.parts, share, None, part.describe())
+        return P.Compose(tuple(_per_key(p, space, steps_of, s) for p, s in zip(part.parts, shares)))
+    (pre, agg, noise), *_ = G.simple_parts(part)
+    if type(noise) is not NoiseBudget:
+        if share is not None:
+            raise ParameterError(
+                f"{noise.describe()} has an explicit scale inside a split composition; drop the scale (dp.laplace()) "
+                "to give it a share, or take it out of the split."
+            )
+        return part
+    if noise.family != "laplace":
+        raise ParameterError(
+            f"{noise.describe()} in a group-by's part: per-key parts take Laplace noise (pure ε, composed with the "
+            "selection); pass dp.laplace(epsilon=...)."
+        )
+    own = _Share(_exact(noise.epsilon))
+    budget = _budget_of(noise, share, own, "laplace()", "epsilon=", "scale= or epsilon=")
+    g = Fraction(noise.granularity)
+    D, c1 = steps_of(pre, agg, g)
+    if D == 0:
+        raise ParameterError(
+            f"{agg.describe()} >> {noise.describe()}: the aggregate is the same on neighbouring inputs "
+            "(sensitivity 0), so no scale follows from a budget; pass an explicit scale."
+        )
+    eps = _epsilon_of(budget)
+    t = D / eps
+    laplace = P.GridLaplace(
+        _plain(t * g),
+        noise.granularity,
+        f"scale from {budget.describe()}: the touched keys' centres at most D = {D} grid steps of g = {g} apart "
+        f"in all (rounding included), t = D/ε = {t} steps, scale = t·g",
+    )
+    out: P.Step = laplace
+    for node in reversed([*pre, agg]):
+        out = P.Chain(node, out)
+    return out
 
 
 def _stability_walk() -> Any:

@@ -241,20 +241,26 @@ def samples_see_whole_data_set(step: Any, whole: bool = True) -> bool:
 
 
 def has_budget(step: Any) -> bool:
-    """Whether a budget placeholder (:class:`~.noise.NoiseBudget`, :class:`~.combinators.SplitBudget`) is
-    anywhere in the structure: ``dpharness.parts.mechanism`` then calibrates it first."""
-    return any(getattr(type(n), "is_budget", False) for n in walk_nodes(step))
+    """Whether a budget placeholder (:class:`~.noise.NoiseBudget`, :class:`~.combinators.SplitBudget`, a
+    group-by's :class:`~.grouping.PartitionSelectBudget`) is anywhere in the structure:
+    ``dpharness.parts.mechanism`` then calibrates it first."""
+    return any(_is_budget(n) or _is_budget(getattr(n, "select", None)) for n in walk_nodes(step))
+
+
+def _is_budget(node: Any) -> bool:
+    return bool(getattr(type(node), "is_budget", False))
 
 
 def _check_types(step: Any) -> None:
     """Every node must be exactly one of the registered step classes (not a subclass, wherever it is
     defined): the prover's lemmas are about these classes' code. Checked at construction and again by
     the prover (a structure swapped in after construction is caught there)."""
-    if getattr(type(step), "is_budget", False):
-        raise ParameterError(
-            f"{step.describe()} is a budget, not yet a scale; declare the mechanism with "
-            "dpharness.parts.mechanism(...), which derives the scale (or pass scale=/sigma=)."
-        )
+    for node in (step, getattr(step, "select", None)):
+        if _is_budget(node):
+            raise ParameterError(
+                f"{node.describe()} is a budget, not yet a scale; declare the mechanism with "
+                "dpharness.parts.mechanism(...), which derives the scale (or pass scale=/sigma=)."
+            )
     if type(step) not in STEP_TYPES:
         raise ParameterError(
             f"steps contain {type(step).__qualname__} from {type(step).__module__}, which is not a "

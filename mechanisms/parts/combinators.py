@@ -326,6 +326,7 @@ class SplitBudget(Step):
     rho: Any = None
     weights: tuple | None = None
     is_budget: ClassVar[bool] = True
+    per_key_role = "compose"  # a group-by's part may hold it until dp.mechanism calibrates it
 
     def __post_init__(self) -> None:
         Compose(tuple(self.parts))  # the same validation of the parts

@@ -59,7 +59,7 @@ import copy
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -73,6 +73,7 @@ from ._base import (
     Post,
     Space,
     Step,
+    _budget,
     _float_exact,
     _need,
     _plain,
@@ -89,6 +90,7 @@ __all__ = [
     "BoundContributions",
     "GroupBy",
     "PartitionSelect",
+    "PartitionSelectBudget",
     "STEP_TYPES",
     "bound_contributions",
     "group_by",
@@ -170,6 +172,7 @@ class PartitionSelect:
 
     threshold: Any
     scale: Any
+    derived: str = ""  # how the scale or threshold was derived from a budget (shown, never read)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "threshold", _threshold(self.threshold))
@@ -193,16 +196,76 @@ class PartitionSelect:
         return math.ceil(Fraction(self.threshold))
 
     def describe(self) -> str:
-        return f"partition_select(threshold={self.threshold!r}, scale={self.scale!r})"
+        derived = f" [{self.derived}]" if self.derived else ""
+        return f"partition_select(threshold={self.threshold!r}, scale={self.scale!r}){derived}"
 
 
 record_definition(PartitionSelect)  # a monkeypatch of it is caught by the prover (proof_registry.patched_code)
 
 
-def partition_select(*, threshold: Any, scale: Any) -> PartitionSelect:
+@dataclass(frozen=True)
+class PartitionSelectBudget:
+    """``dp.partition_select(epsilon=..., delta=...)``: Laplace thresholding whose scale is given by the ε
+    it may spend (``scale=`` otherwise) and whose threshold by the δ (``threshold=`` otherwise).
+
+    A placeholder, never run or proved: ``dpharness.parts.mechanism`` resolves it into a
+    :class:`PartitionSelect` from the keys one neighbour touches, L (:mod:`dpharness.proofs._calibrate`,
+    the inverse of :mod:`dpharness.proofs.parts.grouping`'s map): ``t = L/ε`` exactly, and the threshold
+    the smallest integer ``T >= 1`` whose ``δ = 1 − (1 − p)^L``, ``p = e^{−(T−1)/t}/(1 + e^{−1/t})``, is at
+    most the budget's δ (checked exactly, as the proof checks it)."""
+
+    threshold: Any = None
+    scale: Any = None
+    epsilon: Any = None
+    delta: Any = None
+    is_budget: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if (self.scale is None) == (self.epsilon is None):
+            raise ParameterError(
+                f"partition_select(scale={self.scale!r}, epsilon={self.epsilon!r}): pass the noise scale= or "
+                "the epsilon= the selection may spend, exactly one of them."
+            )
+        if (self.threshold is None) == (self.delta is None):
+            raise ParameterError(
+                f"partition_select(threshold={self.threshold!r}, delta={self.delta!r}): pass the threshold= or "
+                "the delta= the selection may spend (the threshold follows from it), exactly one of them."
+            )
+        if self.threshold is not None:
+            object.__setattr__(self, "threshold", _threshold(self.threshold))
+        if self.scale is not None:
+            PartitionSelect(1, self.scale)  # the same validation of the scale
+            object.__setattr__(self, "scale", _plain("scale", self.scale))
+        object.__setattr__(self, "epsilon", _budget("epsilon", self.epsilon, "the selection"))
+        object.__setattr__(self, "delta", _budget("delta", self.delta, "the selection"))
+        if self.delta is not None and not Fraction(self.delta) < 1:
+            raise ParameterError(f"delta={self.delta!r} must be < 1; pass a small δ such as 1e-6.")
+
+    def describe(self) -> str:
+        given = ", ".join(
+            f"{n}={getattr(self, n)!r}"
+            for n in ("threshold", "scale", "epsilon", "delta")
+            if getattr(self, n) is not None
+        )
+        return f"partition_select({given})"
+
+
+def partition_select(
+    *, threshold: Any = None, scale: Any = None, epsilon: Any = None, delta: Any = None
+) -> PartitionSelect | PartitionSelectBudget:
     """Laplace thresholding: release a key iff its count plus discrete Laplace noise of ``scale``
-    reaches ``threshold`` (>= 1). A parameter of :func:`group_by`."""
-    return PartitionSelect(threshold, scale)
+    reaches ``threshold`` (>= 1). A parameter of :func:`group_by`. Or give the budget instead:
+    ``epsilon=`` for the scale (``t = L/ε``, L the keys one neighbour touches) and ``delta=`` for the
+    threshold (the smallest whose proven δ is within it); ``dp.mechanism`` solves them
+    (:class:`PartitionSelectBudget`)."""
+    if epsilon is None and delta is None:
+        if threshold is None or scale is None:
+            raise ParameterError(
+                f"partition_select(threshold={threshold!r}, scale={scale!r}): pass threshold= and scale=, or "
+                "the budget they should spend (epsilon= for the scale, delta= for the threshold)."
+            )
+        return PartitionSelect(threshold, scale)
+    return PartitionSelectBudget(threshold, scale, epsilon, delta)
 
 
 # --------------------------------------------------------------------------- the group-by
@@ -282,7 +345,7 @@ class GroupBy(Measurement):
             object.__setattr__(self, "from_data", True)
         else:
             object.__setattr__(self, "keys", _encoding_keys(self.keys))
-        if type(self.select) is not PartitionSelect:  # a subclass could read its threshold or scale two ways
+        if type(self.select) not in (PartitionSelect, PartitionSelectBudget):  # a subclass could read it two ways
             raise ParameterError(
                 f"select={self.select!r} is not a partition selection; pass "
                 "select=dp.partition_select(threshold=..., scale=...)."

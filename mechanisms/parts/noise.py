@@ -225,6 +225,7 @@ class NoiseBudget(Step):
     delta: Any = None
     rho: Any = None
     is_budget: ClassVar[bool] = True
+    per_key_role = "noise"  # a group-by's part may hold it until dp.mechanism calibrates it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "granularity", _plain("granularity", self.granularity))

@@ -49,7 +49,16 @@ from .. import _account as A
 from .._kernel import discharge, exact_sign, sym
 from .._model import Obligation
 
-__all__ = ["account", "account_bounded", "judge", "selection_delta"]
+__all__ = [
+    "account",
+    "account_bounded",
+    "judge",
+    "part_grid_steps",
+    "part_stability",
+    "selection_delta",
+    "selection_threshold",
+    "keys_touched",
+]
 
 
 def _F(x: Fraction) -> sp.Rational:
@@ -153,13 +162,7 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
     total = sp.Integer(0)
     for i, (pre, agg, noise) in enumerate(G.simple_parts(g.part)):
         here = _join(path, f"part {i + 1}")
-        sp_, d = space, Distance(AddRemove())
-        for t in pre:
-            d = walk.transformation(_join(here, t.describe()), t, sp_, d)
-            sp_ = t.out_space(sp_)
-        one = walk.transformation(_join(here, agg.describe()), agg, sp_, d)
-        agg_space = agg.out_space(sp_)
-        c1 = one.l1
+        c1, agg_space = part_stability(walk, here, pre, agg, space)
         walk.fact(
             here,
             f"one unit adds at most {L1} records over at most {L} keys, at most {m1} in one key; the key's "
@@ -169,8 +172,8 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
         )
         walk.laplace_family()
         gq, tq = noise.g, noise.t
+        D = part_grid_steps(c1, agg_space, gq, L, L1, m1)
         if agg_space.quantum is not None and (agg_space.quantum / gq).denominator == 1:
-            D = Fraction(L1) * c1 / gq
             walk.fact(
                 here,
                 f"values are multiples of {agg_space.quantum}, a multiple of the grid g = {gq}: rounding is "
@@ -179,7 +182,6 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
             )
         else:
             walk.pb.add(walk._rounding())
-            D = Fraction(min(math.ceil(Fraction(L1) * c1 / gq) + L - 1, L * math.ceil(Fraction(m1) * c1 / gq)))
             walk.evaluate(
                 here,
                 f"rounding to g = {gq}: each key's centre moves by at most ceil(|Δ_key|/g) < |Δ_key|/g + 1, "
@@ -206,6 +208,69 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
         "the sampler zeroes the part where the selection coordinate is 0 (GroupBy.release)",
     )
     return total
+
+
+def part_stability(walk: Any, here: str, pre: list, agg: Any, space: Space) -> tuple[Fraction, Space]:
+    """(c1, the aggregate's space): how far one record moves a per-key part's aggregate (L1), through its
+    record-wise steps, by the walk's own stability lemmas (recorded in ``walk``)."""
+    sp_, d = space, Distance(AddRemove())
+    for t in pre:
+        d = walk.transformation(_join(here, t.describe()), t, sp_, d)
+        sp_ = t.out_space(sp_)
+    one = walk.transformation(_join(here, agg.describe()), agg, sp_, d)
+    return one.l1, agg.out_space(sp_)
+
+
+def part_grid_steps(c1: Fraction, agg_space: Space, g: Fraction, L: int, L1: int, m1: int) -> Fraction:
+    """D: the grid steps (of g) the touched keys' centres of one part move in all, when one unit adds at most
+    L1 records over at most L keys, at most m1 in one key, each moving the aggregate by at most c1: L1·c1/g
+    when every value is a multiple of the grid (rounding exact), else min(ceil(L1·c1/g) + L − 1,
+    L·ceil(m1·c1/g)) (each key's rounding adds less than one step: the L − 1 term)."""
+    if agg_space.quantum is not None and (agg_space.quantum / g).denominator == 1:
+        return Fraction(L1) * c1 / g
+    return Fraction(min(math.ceil(Fraction(L1) * c1 / g) + L - 1, L * math.ceil(Fraction(m1) * c1 / g)))
+
+
+def keys_touched(b: G.BoundContributions | None, g: G.GroupBy) -> tuple[int, int, int, list]:
+    """(L, L1, m1, the bounds L is the least of): the keys one neighbour touches, the records it adds over
+    them, and at most in one key; add/remove of one record (``b`` None): (1, 1, 1)."""
+    if b is None:
+        return 1, 1, 1, [1]
+    ell = b.max_records if b.max_partitions is None else b.max_partitions
+    bounds = [b.max_records, ell] + ([] if g.from_data else [len(g.keys)])  # keys from the data: no universe
+    L = min(bounds)
+    m1 = min(b.max_per_partition, b.max_records)
+    return L, min(b.max_records, L * m1), m1, bounds
+
+
+def selection_threshold(t: Fraction, L: int, delta: Fraction) -> int | None:
+    """The smallest integer T >= 1 whose δ = 1 − (1 − p)^L (:func:`selection_delta`, scale t) is at most
+    ``delta``, checked exactly as :func:`judge` checks δ (sign of ln δ_budget − ln δ); None when even a huge T
+    does not reach it (δ below what a float estimate can place)."""
+    target = sp.log(_F(Fraction(delta)))
+
+    def ok(T: int) -> bool:
+        _, d = selection_delta(G.PartitionSelect(T, _plain_t(t)), L)
+        return exact_sign(target - sp.log(d)) in (0, 1)
+
+    q = math.exp(-1 / float(t))
+    p_max = -math.expm1(math.log1p(-float(delta)) / L)  # (1 − p)^L >= 1 − δ
+    if not p_max > 0:
+        return None
+    T = max(1, math.ceil(1 - float(t) * math.log(p_max * (1 + q))))
+    for _ in range(10_000):
+        if ok(T):
+            break
+        T += 1
+    else:
+        return None
+    while T > 1 and ok(T - 1):
+        T -= 1
+    return T
+
+
+def _plain_t(t: Fraction) -> int | float | Fraction:
+    return int(t) if t.denominator == 1 else float(t) if Fraction(float(t)) == t else t
 
 
 def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: Space, L1: int = 1, m1: int = 1) -> A.Account:
@@ -310,8 +375,7 @@ def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance
         return A.leaf(None, sp.oo, None, None, sp.Integer(1))
     walk._family("contribution bounding", _bounding_family())
     ell = b.max_records if b.max_partitions is None else b.max_partitions
-    bounds = [b.max_records, ell] + ([] if g.from_data else [len(g.keys)])  # keys from the data: no universe
-    L = min(bounds)
+    L, L1, m1, bounds = keys_touched(b, g)
     rule, touched = (
         ("min(k, ℓ)", "keys touched (keys from the data)")
         if g.from_data
@@ -324,8 +388,6 @@ def account_bounded(walk: Any, path: str, step: Chain, space: Space, d: Distance
         sp.Eq(sp.Min(*bounds), L),
         "exact",
     )
-    m1 = min(b.max_per_partition, b.max_records)
-    L1 = min(b.max_records, L * m1)
     return _leaf(
         walk, _join(path, "group_by"), g, L, f"one user, bounded to {L} keys, counted once per key", space, L1, m1
     )
