@@ -31,14 +31,14 @@ import sys
 import time
 from typing import Any, Sequence
 
+from .pipeline import DEFAULT_SEED, GATE_SAMPLES  # the gate's defaults, which dpharness.check shares
+
 __all__ = ["main", "GATE_SAMPLES", "AUDIT_SAMPLES", "DEFAULT_SEED"]
 
-GATE_SAMPLES = 1_000_000  # per side, per mechanism: the built-in gate takes ~25 s on 2 idle cores (budget 2 min)
 GATE_TIMEOUT = 300.0  # seconds per phase (proof, audit) and mechanism: a limit for hangs, set for a loaded
 # 2-core CI runner (the slowest built-in check takes ~36 s on 2 idle cores; its neighbour
 # search gets half the audit's limit)
 AUDIT_SAMPLES = 1_000_000  # per side for `dpharness audit`
-DEFAULT_SEED = 0
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -467,29 +467,6 @@ def _failed_obligation(statement: str, detail: str) -> str:
     return f"NOT DISCHARGED: the two sides differ by {gap} (sign {sign}), which the inequality does not allow"
 
 
-def _proof_phrase(
-    verdict: str, proven: float | None, claimed: float | None, claim: str | None = None, derived: str | None = None
-) -> str:
-    """``proof VERDICT``, with what was derived when a proof is UNPROVEN (the proof's own phrase,
-    :attr:`dpharness.proofs.Proof.derived`: ``proof UNPROVEN (derived ε(δ = 1e-05) ≤ 13.39 > claim 6)``),
-    or else its finite bound when it exceeds the claim: ``proof UNPROVEN (derived ε ≤ 1.056 > claim 1)``.
-    Numbers rounded outward (:mod:`._display`)."""
-    from ._display import fmt_upper as fmt
-
-    if verdict == "UNPROVEN" and derived:
-        return f"proof UNPROVEN ({derived})"
-    if (
-        verdict == "UNPROVEN"
-        and proven is not None
-        and claimed is not None
-        and "Rényi" not in (claim or "")
-        and math.isfinite(proven)
-        and proven > claimed
-    ):
-        return f"proof UNPROVEN (derived ε ≤ {fmt(proven)} > claim {fmt(claimed)})"
-    return f"proof {verdict}"
-
-
 def _cmd_prove(args) -> int:
     mechanism = _mechanism(args)
     from .pipeline import run_proof
@@ -846,74 +823,8 @@ def _progress_tag(result) -> str:
 
 
 def _gate_line(c, samples: int | None = None) -> str:
-    """One line per mechanism: status, proof, audit, timing (and the audit's note, and the float hint of
-    a failure, on lines of their own). Bounds rounded outward (:mod:`._display`)."""
-    from ._display import fmt_lower, fmt_upper
-    from ._run import float_hint
-    from .pipeline import Policy
-
-    status = c.status
-    if c.error:
-        return f"{status}  {c.name}: error: {c.error.splitlines()[0]}"
-    if c.proof is None and c.audit is None and c.time_limit:  # its worker was killed at the hard limit
-        return f"{status}  {c.name}: not decided: {c.time_limit}  [{c.timings.total:.1f}s]"
-    p, a = c.proof, c.audit
-    caught = ""
-    if c.buggy:
-        caught = "  bug caught" if c.caught else "  BUG SLIPPED THROUGH"
-    if a is None:
-        audit = f"audit not finished: {c.audit_error}"
-    else:
-        audit = (
-            f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
-            f"{'passed' if a.passed else 'VIOLATION'}"
-        )
-        if samples is not None and getattr(a, "samples", samples) != samples:
-            from .registry import audit_settings
-
-            shown = f"{a.samples:,}".replace(",", " ")
-            registered = audit_settings(c.name).samples == a.samples  # said only where it was registered
-            audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
-    note = f"\n      note: {c.audit_note}" if c.audit_note else ""
-    if c.user_code:
-        note += "\n      user code: " + "; ".join(c.user_code)
-    hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
-    if hint and not c.passed:
-        note += f"\n      {hint}"
-    if c.policy is Policy.AUDIT_ONLY and _is_library(c.name):
-        proof = "no proof: a library's mechanism, audited only"
-    elif c.policy is Policy.AUDIT_ONLY:
-        proof = "no proof: audited only (opted in with proof='audit-only')"
-    elif c.policy is Policy.NO_PROOF:
-        proof = (
-            "no proof: audited only, not opted in -- build it from dpharness.parts, register a proof with "
-            "@dpharness.proves, or opt in with register(m, proof='audit-only')"
-        )
-    elif p is None:
-        proof = f"proof not finished: {c.proof_error}"
-    elif p.verdict == "PROVED":
-        proof = f"proof PROVED (ε ≤ {fmt_upper(p.bound)})"
-    else:
-        proof = _proof_phrase(p.verdict, c.sandwich.proven, c.sandwich.claimed, c.claim, p.derived)
-    when = "cached: " if c.cached else ""
-    if not c.decided and c.audit_partial:
-        note += (
-            "\n      not decided: the audit saw less than the claimed mechanism "
-            f"({c.audit_partial}); not counted as audited"
-        )
-    elif not c.decided:
-        note += "\n      not decided: a time limit stopped it (not evidence of a privacy bug); raise --timeout"
-    return f"{status}  {c.name}: {proof}; {audit}{caught}  [{when}{c.timings.total:.1f}s]{note}"
-
-
-def _is_library(name: str) -> bool:
-    """Whether ``name`` is registered as a library target (in this process)."""
-    from . import registry
-
-    try:
-        return registry.kind(name) == "library"
-    except Exception:  # noqa: BLE001 - a name this process cannot resolve: not said
-        return False
+    """The gate's line of a check (:meth:`dpharness.pipeline.Check.line`)."""
+    return c.line(samples)
 
 
 def _check_writable(option: str, directory: str) -> None:
@@ -1212,7 +1123,7 @@ def _failure_message(r, *, gallery: bool) -> str:
     """Why the pass rule failed ``r`` (a Check without a crash)."""
     from ._display import fmt_lower, fmt_upper
     from ._run import float_hint
-    from .pipeline import Policy
+    from .pipeline import Policy, proof_phrase
 
     if gallery:
         return "known bug slipped through: the proof did not refute it and the audit did not flag it"
@@ -1222,7 +1133,7 @@ def _failure_message(r, *, gallery: bool) -> str:
     elif r.policy is Policy.NO_PROOF:
         why.append("no proof, and not opted in with register(m, proof='audit-only')")
     elif r.policy is not Policy.AUDIT_ONLY and r.proof.verdict != "PROVED":
-        why.append(_proof_phrase(r.proof.verdict, r.sandwich.proven, r.sandwich.claimed, r.claim, r.proof.derived))
+        why.append(proof_phrase(r.proof.verdict, r.sandwich.proven, r.sandwich.claimed, r.claim, r.proof.derived))
     if r.audit is None:
         why.append(f"audit not finished: {r.audit_error}")
     elif not r.audit.passed:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 import signal
 import threading
 import time
@@ -44,6 +45,8 @@ from typing import Any, NamedTuple
 from .errors import AuditTimeLimit, DPHarnessError
 
 __all__ = [
+    "GATE_SAMPLES",
+    "DEFAULT_SEED",
     "check",
     "Check",
     "ProofSummary",
@@ -59,7 +62,11 @@ __all__ = [
     "deadline",
     "PhaseTimeout",
     "hard_limit",
+    "proof_phrase",
 ]
+
+GATE_SAMPLES = 1_000_000  # per side, per mechanism: the built-in gate takes ~25 s on 2 idle cores (budget 2 min)
+DEFAULT_SEED = 0
 
 
 # --------------------------------------------------------------------------- the pass rule
@@ -349,6 +356,39 @@ class Timings:
     total: float = 0.0
 
 
+def proof_phrase(
+    verdict: str, proven: float | None, claimed: float | None, claim: str | None = None, derived: str | None = None
+) -> str:
+    """``proof VERDICT``, with what was derived when a proof is UNPROVEN (the proof's own phrase,
+    :attr:`dpharness.proofs.Proof.derived`: ``proof UNPROVEN (derived ε(δ = 1e-05) ≤ 13.39 > claim 6)``),
+    or else its finite bound when it exceeds the claim: ``proof UNPROVEN (derived ε ≤ 1.056 > claim 1)``.
+    Numbers rounded outward (:mod:`._display`)."""
+    from ._display import fmt_upper as fmt
+
+    if verdict == "UNPROVEN" and derived:
+        return f"proof UNPROVEN ({derived})"
+    if (
+        verdict == "UNPROVEN"
+        and proven is not None
+        and claimed is not None
+        and "Rényi" not in (claim or "")
+        and math.isfinite(proven)
+        and proven > claimed
+    ):
+        return f"proof UNPROVEN (derived ε ≤ {fmt(proven)} > claim {fmt(claimed)})"
+    return f"proof {verdict}"
+
+
+def _is_library(name: str) -> bool:
+    """Whether ``name`` is registered as a library target (in this process)."""
+    from . import registry
+
+    try:
+        return registry.kind(name) == "library"
+    except Exception:  # noqa: BLE001 - a name this process cannot resolve: not said
+        return False
+
+
 @dataclass(frozen=True)
 class Check:
     """The outcome of checking one mechanism (see the module docstring). ``passed`` and ``caught``
@@ -413,6 +453,68 @@ class Check:
                 ("seconds", f"{self.timings.total:.3g}"),
             ],
         )
+
+    def line(self, samples: int | None = None) -> str:
+        """The gate's line for this check (``str(check)``), one per mechanism: status, proof, audit, timing (and the audit's note, and the float hint of
+        a failure, on lines of their own). Bounds rounded outward (:mod:`._display`)."""
+        from ._display import fmt_lower, fmt_upper
+        from ._run import float_hint
+
+        status = self.status
+        if self.error:
+            return f"{status}  {self.name}: error: {self.error.splitlines()[0]}"
+        if self.proof is None and self.audit is None and self.time_limit:  # its worker was killed at the hard limit
+            return f"{status}  {self.name}: not decided: {self.time_limit}  [{self.timings.total:.1f}s]"
+        p, a = self.proof, self.audit
+        caught = ""
+        if self.buggy:
+            caught = "  bug caught" if self.caught else "  BUG SLIPPED THROUGH"
+        if a is None:
+            audit = f"audit not finished: {self.audit_error}"
+        else:
+            audit = (
+                f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
+                f"{'passed' if a.passed else 'VIOLATION'}"
+            )
+            if samples is not None and getattr(a, "samples", samples) != samples:
+                from .registry import audit_settings
+
+                shown = f"{a.samples:,}".replace(",", " ")
+                registered = audit_settings(self.name).samples == a.samples  # said only where it was registered
+                audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
+        note = f"\n      note: {self.audit_note}" if self.audit_note else ""
+        if self.user_code:
+            note += "\n      user code: " + "; ".join(self.user_code)
+        hint = float_hint(a, exact_noise=self.exact_noise, proven=self.sandwich.proven, claimed=self.sandwich.claimed)
+        if hint and not self.passed:
+            note += f"\n      {hint}"
+        if self.policy is Policy.AUDIT_ONLY and _is_library(self.name):
+            proof = "no proof: a library's mechanism, audited only"
+        elif self.policy is Policy.AUDIT_ONLY:
+            proof = "no proof: audited only (opted in with proof='audit-only')"
+        elif self.policy is Policy.NO_PROOF:
+            proof = (
+                "no proof: audited only, not opted in -- build it from dpharness.parts, register a proof with "
+                "@dpharness.proves, or opt in with register(m, proof='audit-only')"
+            )
+        elif p is None:
+            proof = f"proof not finished: {self.proof_error}"
+        elif p.verdict == "PROVED":
+            proof = f"proof PROVED (ε ≤ {fmt_upper(p.bound)})"
+        else:
+            proof = proof_phrase(p.verdict, self.sandwich.proven, self.sandwich.claimed, self.claim, p.derived)
+        when = "cached: " if self.cached else ""
+        if not self.decided and self.audit_partial:
+            note += (
+                "\n      not decided: the audit saw less than the claimed mechanism "
+                f"({self.audit_partial}); not counted as audited"
+            )
+        elif not self.decided:
+            note += "\n      not decided: a time limit stopped it (not evidence of a privacy bug); raise --timeout"
+        return f"{status}  {self.name}: {proof}; {audit}{caught}  [{when}{self.timings.total:.1f}s]{note}"
+
+    def __str__(self) -> str:
+        return self.line()
 
     @property
     def outcome(self) -> Outcome:
@@ -790,15 +892,17 @@ def _crash(exc: BaseException) -> str:
 def check(
     mechanism_or_name: Any,
     *,
-    samples: int,
-    seed: int,
+    samples: int = GATE_SAMPLES,
+    seed: int = DEFAULT_SEED,
     modules: tuple[str, ...] = (),
     timeout: float | None = None,
     workers: int | None = None,
     sequential: bool = True,
 ) -> Check:
     """Prove and audit one mechanism (a registered name, built at its defaults, or a Mechanism
-    value) and judge it by :func:`pass_rule`. ``modules`` are imported first (their ``register``
+    value) and judge it by :func:`pass_rule`, at the gate's defaults unless told (``samples`` a side
+    :data:`GATE_SAMPLES`, ``seed`` :data:`DEFAULT_SEED`; no time limit). ``str()`` of the result is the
+    gate's line (:meth:`Check.line`). ``modules`` are imported first (their ``register``
     calls run; a worker process needs them). ``timeout`` limits the proof and the audit separately
     (:func:`deadline`); a phase that runs out is reported, not raised. Raises ParameterError for bad
     arguments (an unknown name, ``samples`` < 1, ...); never for a failing mechanism: a crash (even

@@ -614,6 +614,9 @@ class ProofBuilder:
         self.refuted = False
         self.route: str | None = None  # the accounting the bound rests on (set by the proof)
         self.bound_lower: float | None = None  # a certified lower end of the true ε, where one is certified
+        # terms of ε the structure can name: (the term, exact; what it comes from; fix(excess) -> str or None)
+        self.terms: list[tuple[sp.Expr, str, Any]] = []
+        self.cause: str | None = None  # why the bound exceeds the claim and the fix, where the structure tells
         self._t0 = time.perf_counter()
 
     # --- template ------------------------------------------------------------
@@ -707,6 +710,19 @@ class ProofBuilder:
             return self.evaluate(f"derived {what} bound <= claimed {what}", formula, "exact evaluation")
         return self.check(f"derived {what} bound <= claimed {what}", formula, "algebra")
 
+    def explain_excess(self, bound: sp.Expr, claimed: sp.Expr) -> None:
+        """When ``bound`` exceeds ``claimed`` (exactly), the cause the structure names: the largest recorded
+        term (:attr:`terms`) that covers the whole excess, with its fix, as :attr:`cause`; otherwise none (a
+        cause is never guessed: only a term at least the excess explains it)."""
+        excess = sp.sympify(bound) - sp.sympify(claimed)
+        if exact_sign(excess) != 1:
+            return
+        for term, why, fix in sorted(self.terms, key=lambda x: -float(sp.N(x[0], 30))):
+            if exact_sign(term - excess) in (0, 1):
+                remedy = fix(excess) if fix is not None else None
+                self.cause = why + (f"; {remedy}" if remedy else "")
+                return
+
     def refute(self, witness: Witness, detail: str, *, delta_checked: bool = False) -> None:
         """Record a counterexample that was confirmed by exact evaluation. Under an (ε, δ) claim with
         δ > 0 it refutes only when the caller compared the event's mass with δ (``delta_checked``: P_D(S)
@@ -761,4 +777,5 @@ class ProofBuilder:
             timings=dict(self.timings),
             route=self.route,
             bound_lower=self.bound_lower,
+            cause=self.cause,
         )

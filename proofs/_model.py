@@ -82,6 +82,7 @@ class Proof:
     timings: dict = field(default_factory=dict)
     route: str | None = None
     bound_lower: float | None = None
+    cause: str | None = None  # why the bound exceeds the claim, and the fix, where the structure tells
 
     @property
     def holds(self) -> bool:
@@ -123,7 +124,42 @@ class Proof:
         if text is None or self.verdict is Verdict.REFUTED:
             return text
         excess = self._excess()
-        return text if excess is None else f"{excess}: {text}"
+        if excess is None:
+            return text
+        return f"{excess}, {self.cause}: {text}" if self.cause else f"{excess}: {text}"
+
+    def _epsilon_excess(self) -> float | None:
+        """The derived ε minus the claimed ε, rounded up to a float (exactly when the bound is an exact
+        rational: a bound 2**-54 above the claim is a float equal to it, but still above it); None or <= 0
+        when ε holds."""
+        from fractions import Fraction
+
+        import sympy as sp
+
+        claimed = getattr(self.claim, "epsilon", None)
+        if claimed is None:
+            return None
+        if self.bound_expr is not None:
+            try:
+                expr = sp.sympify(self.bound_expr)
+            except (sp.SympifyError, TypeError):
+                expr = None
+            if expr is not None and expr.is_Rational:
+                gap = Fraction(int(expr.p), int(expr.q)) - Fraction(claimed)
+                up = float(gap)
+                return math.nextafter(up, math.inf) if Fraction(up) < gap else up
+        return float(self.bound) - float(claimed)
+
+    def _epsilon_text(self, fmt: Any) -> str:
+        """The derived ε as printed: rounded up, or ``claim + excess`` when the excess is below what the
+        rounding shows (``1 + 1.526e-12``, never ``1.001``, which reads as a 0.1% overshoot)."""
+        from dpharness._display import fmt_upper
+
+        excess = self._epsilon_excess()
+        claimed = float(getattr(self.claim, "epsilon", 0))
+        if excess is not None and excess > 0 and claimed > 0 and excess < claimed * 1e-3:
+            return f"{fmt_upper(claimed)} + {fmt_upper(excess)}"
+        return fmt(self.bound)
 
     def _excess(self) -> str | None:
         """What the derived bound violates first, with its excess rounded up (``ε exceeds the claim by
@@ -134,7 +170,7 @@ class Proof:
         if self.bound is None or not math.isfinite(float(self.bound)) or not isinstance(self.claim, (PureDP, ApproxDP)):
             return None
         over = []
-        eps = float(self.bound) - float(self.claim.epsilon)
+        eps = self._epsilon_excess() or 0.0
         if eps > 0:
             over.append(f"ε exceeds the claim by {fmt_upper(eps)}")
         if isinstance(self.claim, ApproxDP) and self.delta_bound is not None and float(self.delta_bound) <= 1:
@@ -150,9 +186,10 @@ class Proof:
         if self.verdict is Verdict.PROVED or self.bound is None or not math.isfinite(float(self.bound)):
             return None
         bound, claim = float(self.bound), self.claim
+        above_claim = (self._epsilon_excess() or 0.0) > 0
         if isinstance(claim, PureDP) or (isinstance(claim, ApproxDP) and self.delta_bound is None):
-            over = f" > claim {fmt_upper(claim.epsilon)}" if bound > float(claim.epsilon) else ""
-            return f"derived ε ≤ {fmt_upper(bound)}{over}"
+            over = f" > claim {fmt_upper(claim.epsilon)}" if above_claim else ""
+            return f"derived ε ≤ {self._epsilon_text(fmt_upper)}{over}"
         if not isinstance(claim, ApproxDP):
             return None
         assert self.delta_bound is not None  # an ApproxDP claim without it returned above
@@ -162,15 +199,17 @@ class Proof:
         claimed_e, claimed_d = float(claim.epsilon), float(claim.delta)
         if d == claimed_d:  # at the claim's own δ: ε(δ), with its bracket
             low = self.bound_lower
-            where = f"∈ [{fmt_lower(low)}, {fmt_upper(bound)}]" if low is not None else f"≤ {fmt_upper(bound)}"
-            above = (low if low is not None else bound) > claimed_e
+            where = (
+                f"∈ [{fmt_lower(low)}, {fmt_upper(bound)}]" if low is not None else f"≤ {self._epsilon_text(fmt_upper)}"
+            )
+            above = low > claimed_e if low is not None else above_claim
             over = f" > claim {fmt_upper(claimed_e)}" if above else f", claim {fmt_upper(claimed_e)}"
             return f"derived ε(δ = {fmt_upper(claimed_d)}) {where}{over}"
-        if d > claimed_d and bound <= claimed_e:  # at the claim's ε (or below it): δ(ε)
+        if d > claimed_d and not above_claim:  # at the claim's ε (or below it): δ(ε)
             over = f" > claim {fmt_upper(claimed_d)}"
         else:
             over = f", claim (ε, δ) = ({fmt_upper(claimed_e)}, {fmt_upper(claimed_d)})"
-        return f"derived δ(ε = {fmt_upper(bound)}) ≤ {fmt_upper(d)}{over}"
+        return f"derived δ(ε = {self._epsilon_text(fmt_upper)}) ≤ {fmt_upper(d)}{over}"
 
     def _repr_html_(self) -> str:
         """Jupyter: the verdict, the bounds and the derivation (every obligation, how it was checked)."""

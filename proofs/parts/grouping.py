@@ -156,9 +156,13 @@ def selection_delta(select: G.PartitionSelect, L: int) -> tuple[sp.Expr, sp.Expr
     return p, 1 - (1 - p) ** L
 
 
-def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1: int, m1: int) -> sp.Expr:
+def _parts_epsilon(
+    walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1: int, m1: int, budgets: list
+) -> sp.Expr:
     """Σ over the per-key parts of D/t: D the total grid steps the touched keys' aggregates move when one
-    unit adds at most L1 records over at most L keys, at most m1 in one key."""
+    unit adds at most L1 records over at most L keys, at most m1 in one key. Records in ``budgets`` the ε of
+    each part whose scale was solved from a budget, and, for the headline's cause, each part's ε from the
+    grid rounding (``ProofBuilder.terms``)."""
     total = sp.Integer(0)
     for i, (pre, agg, noise) in enumerate(G.simple_parts(g.part)):
         here = _join(path, f"part {i + 1}")
@@ -201,6 +205,18 @@ def _parts_epsilon(walk: Any, path: str, g: G.GroupBy, space: Space, L: int, L1:
             "grid Laplace privacy map per key, composed over the keys (independent)",
         )
         total += eps
+        unrounded = Fraction(L1) * c1 / gq
+        if noise.derived:  # its scale was solved from a budget: ε is the budget itself
+            budgets.append(D / tq)
+        elif D > unrounded and L > 1:
+            walk.pb.terms.append(
+                (
+                    _F((D - unrounded) / tq),
+                    f"from rounding each key's {agg.describe()} to the grid g = {gq} (up to one grid step more per "
+                    f"key: D = {D} steps, not {L1}·{c1}/g, over L = {L} keys)",
+                    functools.partial(_raise_scale, i + 1, agg, noise, D),
+                )
+            )
     walk.fact(
         path,
         "a part's outputs are released only with their key: on a key in N they are 0 on D and, outside the "
@@ -308,8 +324,9 @@ def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: Space, L1
     p, delta = selection_delta(sel, L)
     eps = sp.Integer(L) / t
     walk.evaluate(path, f"{g.describe()}: ε = L/t = {L}/{t} = {eps}", sp.Eq(eps, L / t), "the family's map, exact")
+    budgets = [Fraction(L) / sel.t] if sel.derived and "t = L/ε" in sel.derived else []
     if g.part is not None:
-        part_eps = _parts_epsilon(walk, path, g, space, L, L1, m1)
+        part_eps = _parts_epsilon(walk, path, g, space, L, L1, m1, budgets)
         eps = eps + part_eps
         walk.evaluate(
             path,
@@ -324,7 +341,54 @@ def _leaf(walk: Any, path: str, g: G.GroupBy, L: int, why: str, space: Space, L1
         sp.And(sp.Gt(p, 0), sp.Lt(p, 1)),
         "exact evaluation",
     )
+    _float_budgets_term(walk, budgets)
     return A.leaf(eps, sp.oo, ("partition_select", L), None, delta)
+
+
+def _float_budgets_term(walk: Any, budgets: list) -> None:
+    """For the headline's cause: budgets given as binary floats that are each a little above the decimal
+    they print as (0.2 is 0.2000000000000000111...), so that decimals summing to the claim sum above it as
+    floats; the term is how much more than their decimals they spend."""
+    above = [e for e in budgets if Fraction(float(e)) == e and e > Fraction(repr(float(e)))]
+    if not above:
+        return
+    extra = sum((e - Fraction(repr(float(e))) for e in above), Fraction(0))
+    shown = ", ".join(repr(float(e)) for e in above)
+    exact_forms = ", ".join(
+        f"Fraction({Fraction(repr(float(e))).numerator}, {Fraction(repr(float(e))).denominator})" for e in above
+    )
+    walk.pb.terms.append(
+        (
+            _F(extra),
+            f"from the budgets {shown}: binary floats, each a little above the decimal it prints as "
+            f"({float(extra):.3g} above them in all)",
+            lambda excess: f"pass them exactly ({exact_forms}) or as sums of powers of two (0.5, 0.25, ...)",
+        )
+    )
+
+
+def _raise_scale(i: int, agg: Any, noise: Any, D: Fraction, excess: sp.Expr) -> str | None:
+    """The fix for a bound above the claim by ``excess`` when part ``i``'s rounding term covers it: a round
+    raise of its scale (one significant digit, checked exactly) that brings its ε = D/t down by the excess."""
+    excess = sp.sympify(excess)
+    if not excess.is_Rational:
+        return None
+    gap = Fraction(int(excess.p), int(excess.q))
+    eps = D / noise.t
+    if gap >= eps:
+        return None
+    need = (D / (eps - gap)) * noise.g - Fraction(noise.scale)  # the exact raise
+    step = Fraction(10) ** math.floor(math.log10(float(need)))
+    raise_by = math.ceil(need / step) * step
+    for _ in range(4):
+        new = float(Fraction(noise.scale) + raise_by)  # typed as repr(new), read back as this float, exactly
+        if D / (Fraction(new) / noise.g) <= eps - gap:
+            return (
+                f"raise part {i}'s ({agg.describe()}) scale by {float(raise_by):g} (to {new!r}), or declare "
+                "dp.laplace(epsilon=...) to solve it with the rounding included"
+            )
+        raise_by *= 2
+    return None
 
 
 def account(walk: Any, path: str, g: G.GroupBy, space: Space, d: Distance) -> A.Account:
@@ -445,6 +509,7 @@ def judge(pb: Any, prof: A.Account, m: Any) -> tuple[sp.Expr | None, float | Non
         "Dwork & Roth 2014 Thm 3.16 (pure parts have δ_i = 0)",
     )
     pb.claim_bound(prof.eps)
+    pb.explain_excess(prof.eps, _F(Fraction(claim.epsilon)))
     ok = exact_sign(sp.log(delta_c) - sp.log(delta)) in (0, 1)
     pb.add(
         [
