@@ -430,6 +430,7 @@ def reader(m: Any) -> Reader:
     """The reader of ``m``'s input: identity, label and number columns from its structure alone."""
     from .core import IntegerRange
     from .mechanisms.parts import PartsMechanism
+    from .mechanisms.parts.combinators import Parallel
     from .mechanisms.parts.grouping import BoundContributions, GroupBy, discovered_head
 
     space = m.space
@@ -450,7 +451,7 @@ def reader(m: Any) -> Reader:
     if g is not None and not reads_column(g.part, g.by):
         r.identities[g.by] = Identity(g.by, "key")
     for n in nodes:
-        if type(n) is GroupBy and n.labelled and n.by not in r.identities:
+        if type(n) in (GroupBy, Parallel) and n.labelled and n.by not in r.identities:
             positions = {normalise(k): float(i) for i, k in enumerate(n.keys)}
             if n.by in r.labels and r.labels[n.by][0] != positions:
                 from .errors import UnsupportedError

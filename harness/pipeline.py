@@ -761,8 +761,8 @@ def _audit_view(mechanism: Any, samples: int) -> tuple[Any, int, str | None]:
     said = []
     if long:
         said.append(
-            f"audited {_AUDIT_ROUNDS} rounds of each repetition longer than that (the proof covers all of them; "
-            "the rounds run the same code)"
+            f"audited the first {_AUDIT_ROUNDS} rounds of each repetition longer than {_AUDIT_ROUNDS} rounds (the "
+            "proof covers all of them; the rounds run the same code)"
         )
     if cut < samples:
         said.append(f"at {cut} samples a side of the {samples} asked")

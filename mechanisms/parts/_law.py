@@ -219,7 +219,7 @@ def _walk(step: Step, value: Any, space: Space) -> list:
     if isinstance(step, Parallel):
         arr = np.asarray(value, dtype=float)
         key_col = arr[:, step.by] if arr.ndim == 2 else arr
-        return [leaf for key in step.keys for leaf in _walk(step.part, arr[key_col == float(key)], space)]
+        return [leaf for key in step.key_values for leaf in _walk(step.part, arr[key_col == float(key)], space)]
     return []
 
 

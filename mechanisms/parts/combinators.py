@@ -91,11 +91,17 @@ class Compose(Step):
         return _Tuple(outs)
 
 
+def _is_number(k: Any) -> bool:
+    return isinstance(k, (int, float, Fraction, np.integer, np.floating)) and not isinstance(k, bool)
+
+
 @dataclass(frozen=True)
 class Parallel(Step):
     """Parallel composition over disjoint partitions: records are split by the value of column
     ``by`` (exactly equal to one of ``keys``; others dropped) and ``part`` runs on each partition with
-    independent randomness; the output concatenates the parts' outputs in the order of ``keys``.
+    independent randomness; the output concatenates the parts' outputs in the order of ``keys``. Keys
+    may be labels (strings or any hashable values, as ``dp.group_by``'s): records given as numbers then
+    carry a label's position in ``keys``, and :func:`dpharness.release` maps a frame's labels to them.
     Under add/remove one record touches one partition (the part's loss under add/remove); under
     substitution it may move between two partitions (twice the add/remove loss) or change inside one
     (the part's substitution loss): the larger is taken."""
@@ -106,13 +112,37 @@ class Parallel(Step):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
-        # records are matched to keys as floats: each key is exactly a float, and distinct
-        keys = tuple(_float_exact("keys", k, "a partition key") for k in self.keys)
-        if not keys or len({Fraction(k) for k in keys}) != len(keys):
-            raise ParameterError(f"keys={self.keys!r} must be distinct numbers; pass the partition keys.")
-        object.__setattr__(self, "keys", keys)
+        if self.keys and not all(_is_number(k) for k in self.keys):  # labels: records carry their positions
+            for k in self.keys:
+                try:
+                    hash(k)
+                except TypeError:
+                    raise ParameterError(
+                        f"keys holds {type(k).__name__} {k!r:.40}, which is not hashable; pass strings or numbers."
+                    ) from None
+                if isinstance(k, float) and k != k:
+                    raise ParameterError("keys holds NaN; pass keys that equal themselves.")
+            if len(set(self.keys)) != len(self.keys):
+                raise ParameterError(f"keys={self.keys!r} must be distinct; pass each partition label once.")
+            object.__setattr__(self, "keys", tuple(self.keys))
+        else:
+            # records are matched to keys as floats: each key is exactly a float, and distinct
+            keys = tuple(_float_exact("keys", k, "a partition key") for k in self.keys)
+            if not keys or len({Fraction(k) for k in keys}) != len(keys):
+                raise ParameterError(f"keys={self.keys!r} must be distinct numbers; pass the partition keys.")
+            object.__setattr__(self, "keys", keys)
         if not isinstance(self.part, Step):
             raise ParameterError(f"part={self.part!r} is not a dpharness.parts step.")
+
+    @property
+    def labelled(self) -> bool:
+        """Whether the keys are labels (records given as numbers carry a label's position in ``keys``)."""
+        return not all(_is_number(k) for k in self.keys)
+
+    @property
+    def key_values(self) -> tuple:
+        """The number records carry for each key: the key itself, or a label's position in ``keys``."""
+        return tuple(range(len(self.keys))) if self.labelled else self.keys
 
     def describe(self) -> str:
         return f"parallel({self.part.describe()}, by=column {self.by}, keys={list(self.keys)})"
@@ -121,6 +151,12 @@ class Parallel(Step):
         _need(space, "records", "parallel")
         if self.by >= space.dim:
             raise ParameterError(f"by={self.by} but records have {space.dim} column(s); pass by < {space.dim}.")
+        if self.labelled and not (space.lo[self.by] <= 0 and len(self.keys) - 1 <= space.hi[self.by]):
+            raise ParameterError(
+                f"{self.describe()} carries its {len(self.keys)} labels as positions 0..{len(self.keys) - 1} in "
+                f"column {self.by}, but the records hold [{float(space.lo[self.by]):g}, {float(space.hi[self.by]):g}] "
+                "there; declare records whose key column holds every position."
+            )
         out, width = check_structure(self.part, space)
         if out is not None:
             raise ParameterError(
@@ -132,7 +168,7 @@ class Parallel(Step):
         arr = np.asarray(value, dtype=float)
         key_col = arr[:, self.by] if arr.ndim == 2 else arr
         outs = []
-        for key in self.keys:
+        for key in self.key_values:
             part_data = arr[key_col == float(key)]
             outs.append(execute(self.part, part_data, space, size, rng))
         return _Tuple(outs)
