@@ -729,6 +729,8 @@ def _witness_pair_words(proof: Any, audit: Any) -> str | None:
 def _page(r: Report, out_dir: str = "reports") -> _Page:
     m, c, p, a = r.mechanism, r.check, r.proof, r.audit
     verdict = "ERROR" if p is None else p.verdict.value
+    # an UNPROVEN claim leads with what failed, its cause and fix: the gate line's words (Proof.derived)
+    derived = c.proof.derived if verdict == "UNPROVEN" and c.proof is not None else None
     if p is not None and r.meta.get("kind") == "library" and verdict == "UNPROVEN":
         verdict = "no proof (a library's mechanism, audited only)"
     audit_word = "audit errored" if a is None else ("audit passed" if a.passed else "audit certified a VIOLATION")
@@ -849,7 +851,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
     v = r.meta["versions"]
     return _Page(
         name=m.name,
-        lead=f"Verdict: {verdict} · {audit_word}",
+        lead=f"Verdict: {verdict}{f' ({derived})' if derived else ''} · {audit_word}",
         ok=c.passed,
         meta=r.meta,
         sandwich_head=["claimed ε", "proven bound", f"certified empirical lower bound{conf}"],

@@ -212,8 +212,8 @@ def _parts_epsilon(
             walk.pb.terms.append(
                 (
                     _F((D - unrounded) / tq),
-                    f"from rounding each key's {agg.describe()} to the grid g = {gq} (up to one grid step more per "
-                    f"key: D = {D} steps, not {L1}·{c1}/g, over L = {L} keys)",
+                    f"from rounding each key's {agg.describe()} to the grid (up to L − 1 = {L - 1} steps of "
+                    f"g = {gq} more over the touched keys)",
                     functools.partial(_raise_scale, i + 1, agg, noise, D),
                 )
             )
@@ -384,8 +384,8 @@ def _raise_scale(i: int, agg: Any, noise: Any, D: Fraction, excess: sp.Expr) -> 
         new = float(Fraction(noise.scale) + raise_by)  # typed as repr(new), read back as this float, exactly
         if D / (Fraction(new) / noise.g) <= eps - gap:
             return (
-                f"raise part {i}'s ({agg.describe()}) scale by {float(raise_by):g} (to {new!r}), or declare "
-                "dp.laplace(epsilon=...) to solve it with the rounding included"
+                f"raise part {i}'s ({agg.describe()}) scale by {float(raise_by):g} (to {new!r}) or declare "
+                "dp.laplace(epsilon=...)"
             )
         raise_by *= 2
     return None
