@@ -82,6 +82,35 @@ def test_every_part_family_example_is_proved():
     assert "\nCombinators\n" in text and "\nIteration and calibration\n" in text
 
 
+def printed_pairs(page: str) -> list[tuple[str, str]]:
+    """(Python block, the ``text`` block right after it) on a guide page: the block and what the page says it
+    prints."""
+    with open(os.path.join(GUIDE, f"{page}.rst"), encoding="utf-8") as f:
+        text = f.read()
+    pattern = re.compile(
+        r"^\.\. code-block:: python[ \t]*\n\n((?:   [^\n]*\n|\n)+?)\.\. code-block:: text[ \t]*\n\n((?:   [^\n]*\n)+)",
+        re.MULTILINE,
+    )
+    return [(textwrap.dedent(code), textwrap.dedent(out)) for code, out in pattern.findall(text)]
+
+
+def test_the_grouping_budget_blocks_print_what_the_page_shows():
+    """The group-by budget examples print exactly their ``text`` blocks (solved scales, headlines)."""
+    import contextlib
+    import io
+
+    prelude, _ = guide_blocks("parts")[0]
+    pairs = [(c, o) for c, o in printed_pairs("parts") if "partition_select(epsilon" in c or "by_hand" in c]
+    assert len(pairs) == 2
+    for code, shown in pairs:
+        namespace: dict = {}
+        exec(compile(prelude, "guide/parts.rst", "exec"), namespace)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "guide/parts.rst", "exec"), namespace)
+        assert out.getvalue() == shown, f"guide/parts.rst prints:\n{out.getvalue()}\nbut shows:\n{shown}"
+
+
 def _normalise(text: str) -> str:
     return text.replace("**", "").replace("`", "").replace("\\|", "|")
 
