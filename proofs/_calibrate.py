@@ -192,6 +192,7 @@ def _group_by(step: P.Step, space: P.Space, d: P.Distance) -> P.Step:
                 "dp.bound_contributions), as its proof is; declare relation=AddRemove() or give explicit scales."
             )
     else:
+        assert type(step) is P.Chain  # headed by a BoundContributions (the caller's test)
         b, g, post = G.split_bounded(step)
         if type(g) is not G.GroupBy:
             raise ParameterError(f"{b.describe()} must be followed directly by dp.group_by(by={b.by}, ...).")
@@ -225,7 +226,9 @@ def _selection_of(select: Any, L: int, PG: Any) -> Any:
     if select.epsilon is not None:
         t = Fraction(L) / Fraction(select.epsilon)
         scale = _plain(t)
-        how.append(f"scale t = L/ε = {L}/{select.epsilon} = {t}")
+        e = select.epsilon
+        shown = f"({e})" if isinstance(e, Fraction) and e.denominator != 1 else f"{e}"
+        how.append(f"scale t = L/ε = {L}/{shown} = {t}")
     else:
         scale, t = select.scale, Fraction(select.scale)
     if select.delta is not None:
@@ -261,8 +264,10 @@ def _per_key(part: P.Step, space: P.Space, steps_of: Any, share: _Share | None) 
         shares = _split(part.parts, total, part.weights, "dp.compose(..., " + total.describe() + ")")
         return P.Compose(tuple(_per_key(p, space, steps_of, s) for p, s in zip(part.parts, shares)))
     if type(part) is P.Compose:
-        shares = [None] * len(part.parts) if share is None else _split(part.parts, share, None, part.describe())
-        return P.Compose(tuple(_per_key(p, space, steps_of, s) for p, s in zip(part.parts, shares)))
+        each: list[_Share | None] = (
+            [None] * len(part.parts) if share is None else list(_split(part.parts, share, None, part.describe()))
+        )
+        return P.Compose(tuple(_per_key(p, space, steps_of, s) for p, s in zip(part.parts, each)))
     (pre, agg, noise), *_ = G.simple_parts(part)
     if type(noise) is not NoiseBudget:
         if share is not None:

@@ -256,7 +256,7 @@ def _check_types(step: Any) -> None:
     defined): the prover's lemmas are about these classes' code. Checked at construction and again by
     the prover (a structure swapped in after construction is caught there)."""
     for node in (step, getattr(step, "select", None)):
-        if _is_budget(node):
+        if node is not None and _is_budget(node):
             raise ParameterError(
                 f"{node.describe()} is a budget, not yet a scale; declare the mechanism with "
                 "dpharness.parts.mechanism(...), which derives the scale (or pass scale=/sigma=)."
