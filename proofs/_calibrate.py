@@ -256,9 +256,9 @@ def _per_key(part: P.Step, space: P.Space, steps_of: Any, share: _Share | None) 
             raise ParameterError(
                 f"{part.describe()} splits its own total inside a split composition; give the budget at one level."
             )
-        if part.rho is not None or part.delta is not None:
+        if part.rho is not None or part.delta is not None or any(_holds_gaussian(p) for p in part.parts):
             raise ParameterError(
-                f"{part.describe()}: a group-by's parts are Laplace noise, accounted in pure ε; pass epsilon= only."
+                f"{part.describe()}: a group-by's parts take Laplace noise (dp.laplace()), accounted in pure ε; split epsilon= only."
             )
         total = _Share(_exact(part.epsilon))
         shares = _split(part.parts, total, part.weights, "dp.compose(..., " + total.describe() + ")")

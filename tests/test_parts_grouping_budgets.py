@@ -161,7 +161,7 @@ def test_a_selection_budget_is_validated_with_the_fix(build, words):
     "part, words",
     [
         (dp.count() >> dp.gaussian(rho=0.1), "per-key parts take Laplace noise"),
-        (dp.compose(dp.count() >> dp.laplace(), dp.count() >> dp.laplace(), rho=0.1), "pass epsilon= only"),
+        (dp.compose(dp.count() >> dp.laplace(), dp.count() >> dp.laplace(), rho=0.1), "split epsilon= only"),
         (dp.compose(dp.count() >> dp.laplace(epsilon=1), dp.count() >> dp.laplace(), epsilon=1), "own budget"),
         (dp.count() >> dp.laplace(), "neither a scale nor a budget"),
         (dp.column(2) >> dp.clamp(0, 200_000) >> dp.sum() >> dp.laplace(epsilon=1e-9), "granularity="),
