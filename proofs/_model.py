@@ -243,6 +243,8 @@ class Proof:
             "bound": _jsonable(self.bound),
             "delta_bound": self.delta_bound,
             "bound_lower": self.bound_lower,
+            "headline": self.headline,  # the words prove, the gate, JUnit and the report print
+            "cause": self.cause,
             "route": self.route,
             "assumptions": list(self.assumptions),
             "steps": [s.to_dict() for s in self.steps],
