@@ -50,5 +50,7 @@ mechanism.__doc__ = (
     Budgets: a noise part given ``epsilon=`` (Laplace), ``rho=`` or ``epsilon=`` with ``delta=``
     (Gaussian), or a share of ``dp.compose(..., epsilon=..., delta=..., rho=..., weights=...)``, is
     replaced here by the noise whose scale that budget gives, from the stability of what precedes it;
-    ``describe()`` and the proof show the derived scale and where it came from."""
+    under a group-by, ``dp.partition_select(epsilon=..., delta=...)`` and the per-key parts' Laplace
+    budgets are solved from the keys one neighbour touches, grid rounding included. ``describe()`` and
+    the proof show the derived scale and where it came from."""
 )

@@ -22,8 +22,19 @@ for that scale like any other.
 Budgets split as :class:`dpharness.mechanisms.parts.combinators.SplitBudget` states. Shares of ε or ρ go by weight, with
 equal shares inside plain compositions and 1/n per repetition. An (ε, δ) total over Gaussian parts
 is first converted to the largest ρ whose zCDP conversion gives it, then ρ is split; a Laplace part
-then gets ε = √(2ρ_i). Structures
-the walk cannot see through (subsampling, iteration, partitions, group-by, selections) keep their
+then gets ε = √(2ρ_i).
+
+Under a group-by (:func:`_group_by`, inverting :mod:`dpharness.proofs.parts.grouping`): with L the keys one
+neighbour touches (1 under add/remove of one record; min(k, ℓ[, |keys|]) for one user after
+``bound_contributions``), L1 the records it adds over them and m1 at most in one key, a selection's
+``t = L/ε`` and its threshold the smallest integer whose δ = 1 − (1 − p)^L is within its δ (checked
+exactly); each per-key Laplace part ``t = D/ε`` grid steps, D = L1·c1/g when the grid holds the values
+exactly, else min(ceil(L1·c1/g) + L − 1, L·ceil(m1·c1/g)): the L − 1 steps rounding each key's value to
+the grid can add. Each budget is then spent exactly (the proof derives ε = D/t again). Budgets are
+solved there from their own values or a ``dp.compose(..., epsilon=)`` split inside the part; a share of
+an outer split reaching a group-by, ``rho=`` and Gaussian noise are refused.
+
+Structures the walk cannot see through (subsampling, iteration, partitions, selections) keep their
 explicit scales: a budget under them is refused, naming the node.
 """
 

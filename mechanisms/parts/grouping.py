@@ -670,7 +670,9 @@ def group_by(*, by: int, keys: Sequence | None, select: PartitionSelect, part: A
     per-key ``dp.count()`` / ``dp.sum()`` ``>> dp.laplace(scale)`` (after record-wise clamp/column, or a
     ``dp.compose`` of such) on each key's records, released with the key. ``keys=None``: keys come from
     the data and the release is a mapping of the released keys (see the module docstring); records
-    given as numbers carry the keys themselves, and :func:`dpharness.release` reads labels from a frame."""
+    given as numbers carry the keys themselves, and :func:`dpharness.release` reads labels from a frame.
+    Budgets instead of scales (``dp.partition_select(epsilon=, delta=)``, ``dp.laplace(epsilon=)`` in
+    ``part``) are solved by ``dp.mechanism`` (:mod:`dpharness.proofs._calibrate`)."""
     if keys is None:
         return GroupBy(by, (), select, part, from_data=True)
     universe = tuple(keys) if not isinstance(keys, (str, bytes)) and hasattr(keys, "__iter__") else _encoding_keys(keys)
