@@ -33,7 +33,11 @@ from typing import Any, Sequence
 
 __all__ = ["main", "GATE_SAMPLES", "AUDIT_SAMPLES", "DEFAULT_SEED"]
 
-GATE_SAMPLES = 1_000_000  # per side, per mechanism: the built-in gate takes ~25 s on 2 idle cores (budget 2 min)
+from .pipeline import GATE_TIME_BUDGET  # seconds for each mechanism's audit (`gate --time-budget`; cheap to import)
+
+GATE_SAMPLES = (
+    1_000_000  # per side, per mechanism, a cap under the time budget: the built-in gate takes ~25 s on 2 idle cores
+)
 GATE_TIMEOUT = 300.0  # seconds per phase (proof, audit) and mechanism: a limit for hangs, set for a loaded
 # 2-core CI runner (the slowest built-in check takes ~36 s on 2 idle cores; its neighbour
 # search gets half the audit's limit)
@@ -301,6 +305,15 @@ def _build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="worker processes (default: number of CPUs; 1 runs in this process)",
+    )
+    gate.add_argument(
+        "--time-budget",
+        type=_seconds,
+        default=GATE_TIME_BUDGET,
+        metavar="SECONDS",
+        help=f"seconds for each mechanism's audit (default {GATE_TIME_BUDGET:g}): its samples are sized from the "
+        "measured cost of a sample, --samples (or a registered samples=) caps them, every round of an iterated "
+        "mechanism is audited when its minimum certification fits; each line states the samples used",
     )
     gate.add_argument(
         "--timeout",
@@ -806,6 +819,7 @@ def _gate_task(
     timeout: float | None,
     report_dir: str | None,
     audit_workers: int | None = None,
+    time_budget: float | None = None,
 ):
     """Check ``name`` and, with ``report_dir``, write its report (the gate's worker task). ``audit_workers``:
     1 when the gate already runs a check per core (nested pools would only add process start-ups)."""
@@ -814,7 +828,15 @@ def _gate_task(
     from .pipeline import check
 
     try:
-        result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout, workers=audit_workers)
+        result = check(
+            name,
+            samples=samples,
+            seed=seed,
+            modules=modules,
+            timeout=timeout,
+            workers=audit_workers,
+            time_budget=time_budget,
+        )
     finally:
         if audit_workers != 1:  # an audit's own pool, started in this gate worker, ends with its task
             from dpharness.auditors._runner import shutdown_pool
@@ -868,12 +890,7 @@ def _gate_line(c, samples: int | None = None) -> str:
             f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
             f"{'passed' if a.passed else 'VIOLATION'}"
         )
-        if samples is not None and getattr(a, "samples", samples) != samples:
-            from .registry import audit_settings
-
-            shown = f"{a.samples:,}".replace(",", " ")
-            registered = audit_settings(c.name).samples == a.samples  # said only where it was registered
-            audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
+        audit += _audit_size(c.name, a, samples)
     note = f"\n      note: {c.audit_note}" if c.audit_note else ""
     if c.user_code:
         note += "\n      user code: " + "; ".join(c.user_code)
@@ -904,6 +921,31 @@ def _gate_line(c, samples: int | None = None) -> str:
     elif not c.decided:
         note += "\n      not decided: a time limit stopped it (not evidence of a privacy bug); raise --timeout"
     return f"{status}  {c.name}: {proof}; {audit}{caught}  [{when}{c.timings.total:.1f}s]{note}"
+
+
+def _audit_size(name: str, a: Any, samples: int | None) -> str:
+    """What a gate line says of the audit's size, when it was sized by a time budget or differs from
+    ``samples`` (the gate's --samples): the samples a side, the budget or the registered setting
+    (said only where ``register(..., samples=N)`` set it), and what the audit could certify at that size
+    (``extra["certifiable"]``, :func:`dpharness.auditors.stats.certifiable_range`: its detection floor
+    and its ceiling)."""
+    from ._display import fmt_lower, fmt_upper
+    from .registry import audit_settings
+
+    extra = a.extra if isinstance(getattr(a, "extra", None), dict) else {}
+    budget = extra.get("time_budget")
+    if not budget and (samples is None or getattr(a, "samples", samples) == samples):
+        return ""
+    said = [f"{a.samples:,}".replace(",", " ") + " samples a side"]
+    registered = audit_settings(name).samples
+    if registered is not None and registered == a.samples:
+        said[0] += ", its registered setting"
+    if budget:
+        said.append(f"time budget {budget['seconds']:g} s")
+    reach = extra.get("certifiable")
+    if reach:
+        said.append(f"detection floor ε {fmt_upper(reach['floor'], 2)}, ceiling {fmt_lower(reach['ceiling'], 3)}")
+    return f" ({'; '.join(said)})"
 
 
 def _is_library(name: str) -> bool:
@@ -1025,6 +1067,7 @@ def _cmd_gate(args) -> int:
                     samples=settings.samples if settings.samples is not None else args.samples,
                     seed=args.seed,
                     timeout=settings.timeout if settings.timeout is not None else args.timeout,
+                    time_budget=args.time_budget,
                 )
             except Exception:  # a mechanism that cannot even be built runs (and reports its error)
                 continue
@@ -1057,6 +1100,7 @@ def _cmd_gate(args) -> int:
                     "modules": tuple(args.modules),
                     "timeout": args.timeout,
                     "report_dir": args.report,
+                    "time_budget": args.time_budget,
                     "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1 else None,
                 },
             )
