@@ -72,7 +72,8 @@ _MAX_PAIRS = 4  # searched pairs audited (the proof's witness among them)
 _MAX_AIMED = 6  # pairs aimed by the structure at the terms of the bound (Mechanism.aimed_pairs), on top
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
-_LOOP_CHUNK = 10_000  # samples per chunk for fn(data) called in a loop
+_LOOP_CHUNK = 10_000  # samples per chunk at most for fn(data) called in a loop
+_LOOP_CHUNKS = 64  # chunks a side at least (of one call or more) for fn(data) called in a loop
 _POOL_MIN_SECONDS = 3.0  # an audit's draws expected to take this long in one process start a worker pool,
 _POOL_MIN_DRAWS = 20_000_000  # as do this many draws (training and certification, both sides, every pair)
 _RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
@@ -607,7 +608,16 @@ class _PairOutcome:
 
 def _train_chunk(s: _Settings) -> int:
     """Samples per training call (vectorised) or per training chunk of calls (per-call)."""
-    return _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+    return _TRAIN_CHUNK if s.vectorized else _loop_chunk(s.train_n)
+
+
+def _loop_chunk(total: int) -> int:
+    """Calls per chunk of a per-call sampler ``fn(data)`` drawing ``total`` samples a side: at least
+    ``_LOOP_CHUNKS`` chunks (at most ``_LOOP_CHUNK`` calls each), so a slow call's chunks stay short and
+    spread over the workers, and the hang detector (:mod:`._runner`), which scales with the measured cost
+    of a call, sees chunks finish. A function of the count alone: a chunk is the unit a worker reseeds
+    for (module docstring of :mod:`._runner`), so the outputs do not depend on the machine's speed."""
+    return max(1, min(_LOOP_CHUNK, math.ceil(total / _LOOP_CHUNKS)))
 
 
 def _training_outputs(
@@ -1250,7 +1260,7 @@ def _certify(
             lst.append(c.event)
             slot.append((c.pair, len(lst) - 1))
     row_elems = int(np.prod(ref[0])) if ref is not None and len(ref[0]) else 1
-    chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if s.vectorized else _LOOP_CHUNK
+    chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if s.vectorized else _loop_chunk(s.cert_n)
     if s.sequential:  # at least 8 chunks, so that there are looks to take
         chunk = max(1, min(chunk, math.ceil(s.cert_n / 8)))
     plan = _runner.chunk_plan(s.cert_n, chunk)

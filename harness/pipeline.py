@@ -843,8 +843,9 @@ def _audit_once(
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
         why = (
-            f"the neighbour search of {mechanism.name} did not finish within its share "
-            f"({_search_limit(timeout, time_budget):g} s) of the audit's time limit of {timeout:g} s"
+            f"the neighbour search of {mechanism.name} did not finish within its "
+            f"{'half' if time_budget is None else 'share (1.5 times its time budget, at least half)'} of the "
+            f"audit's time limit of {timeout:g} s"
             if isinstance(exc, PhaseTimeout)
             else f"the neighbour search of {mechanism.name} ran out of memory"
         )
