@@ -175,7 +175,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     audit = sub.add_parser("audit", parents=[common, mech, modules], help="certified empirical lower bound on ε")
     audit.add_argument(
-        "--samples", type=_positive_int, default=AUDIT_SAMPLES, help=f"samples per side (default {AUDIT_SAMPLES})"
+        "--samples",
+        type=_positive_int,
+        default=None,
+        help=f"samples per side (default {AUDIT_SAMPLES}, or the samples= a --module registered for this name)",
     )
     audit.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     audit.add_argument(
@@ -682,9 +685,19 @@ def _cmd_audit_library(args) -> int:
             f"--time-budget={args.time_budget:g}: a library target {args.name!r} is audited at its own settings; "
             "drop the option and bound it with --samples."
         )
+    from . import registry
+    from ._run import load_modules
     from .pipeline import run_audit
 
-    target = get_target(args.name, dict(parse_sets(args.sets)))
+    sets = dict(parse_sets(args.sets))
+    if args.name in load_modules(args.modules):  # a --module registered this target: its parameters and samples
+        own = registry.get(args.name).target
+        target = get_target(args.name, {**own.params, **sets}) if sets else own
+        registered = registry.audit_settings(args.name).samples
+        args.samples = args.samples or registered or AUDIT_SAMPLES
+    else:
+        target = get_target(args.name, sets)
+        args.samples = args.samples or AUDIT_SAMPLES
     # the audit every command runs for a library target (the report's and the gate's too)
     result, _scope = run_audit(
         target.mechanism(),
@@ -716,6 +729,7 @@ def _cmd_audit_library(args) -> int:
 def _cmd_audit(args) -> int:
     if ":" in args.name:
         return _cmd_audit_library(args)
+    args.samples = args.samples or AUDIT_SAMPLES
     mechanism = _mechanism(args)
     from .pipeline import run_audit
 
