@@ -453,11 +453,12 @@ _BUDGET_DRAW_SHARE = 0.5  # share of the time left that the draws may take (prop
 _PROBE_CALLS = 4  # calls timed to measure a per-call sampler's pace
 _PROBE_SECONDS = 0.2  # a vectorised sampler's pace is timed on a call at least this long (or of _PROBE_MAX samples)
 _PROBE_MAX = 1 << 18  # samples of the largest call that times a vectorised sampler's pace
+_PROBE_FIRST = 16  # samples of the first call (warm-up) and of the first timed one
 
 
 def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> float | None:
     """Seconds a sample costs in one process (the larger of the two sides of the first pair): a side's
-    first call (``_PACE_PROBE`` samples, or one call of a per-call sampler) warms up; then calls eight
+    first call (``_PROBE_FIRST`` samples, or one call of a per-call sampler) warms up; then calls eight
     times larger are timed until one takes ``_PROBE_SECONDS`` (a call's fixed cost then no longer
     dominates the per-sample cost the audit's large chunks pay) or reaches ``_PROBE_MAX`` samples
     (``_PROBE_CALLS`` calls of a per-call sampler, timed once), on a seed stream of their own (their
@@ -468,7 +469,7 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
     worst = 0.0
     for side, data in enumerate(pairs[0]):
         rng = np.random.default_rng([s.seed, _PACE_STREAM, side])
-        n = _PACE_PROBE if s.vectorized else 1
+        n = _PROBE_FIRST if s.vectorized else 1
         try:
             sampler(data, n, rng, where="the pace probe")  # warms up (imports, caches, compilation)
             while True:
