@@ -312,9 +312,10 @@ def _build_parser() -> argparse.ArgumentParser:
     gate.add_argument(
         "--time-budget",
         type=_seconds,
-        default=GATE_TIME_BUDGET,
+        default=None,
         metavar="SECONDS",
-        help=f"seconds for each mechanism's audit (default {GATE_TIME_BUDGET:g}): its samples are sized from the "
+        help=f"seconds for each mechanism's audit, at most --timeout (default {GATE_TIME_BUDGET:g}, or --timeout "
+        "when that is less): its samples are sized from the "
         "measured cost of a sample, --samples (or a registered samples=) caps them, every round of an iterated "
         "mechanism is audited when its minimum certification fits; each line states the samples used",
     )
@@ -1028,6 +1029,13 @@ def _cmd_gate(args) -> int:
         _check_writable("--junit", os.path.dirname(os.path.abspath(args.junit)))
         if os.path.isdir(args.junit):
             raise ParameterError(f"--junit {args.junit}: is a directory; pass a file path such as gate.xml.")
+    if args.time_budget is None:  # the default budget, within the audit's time limit
+        args.time_budget = min(GATE_TIME_BUDGET, args.timeout)
+    elif args.time_budget > args.timeout:
+        raise ParameterError(
+            f"--time-budget={args.time_budget:g} exceeds --timeout={args.timeout:g}: each audit would reach its time "
+            "limit before its budget; pass --time-budget at most --timeout, or raise --timeout."
+        )
     own = load_modules(args.modules)
     if args.own and not args.modules:
         raise ParameterError("--own gates the mechanisms of the --module packages; pass --module PKG as well.")

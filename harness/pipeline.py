@@ -908,7 +908,7 @@ def check(
     and ``dpharness audit`` print the same bound for the same samples and seed.
 
     ``time_budget``: seconds for each mechanism's audit (default ``GATE_TIME_BUDGET``, the gate's; None:
-    no budget, ``samples`` a side): the samples are sized from the measured cost of a sample, ``samples``
+    no budget, ``samples`` a side; at most ``timeout``, the audit's time limit): the samples are sized from the measured cost of a sample, ``samples``
     (or the registered ``samples=``) a cap, every round of an iterated mechanism audited when its minimum
     certification fits (:func:`run_audit`); when it does not, the check is PARTIAL and says which budget
     would. A library target is audited at its own samples."""
@@ -937,6 +937,8 @@ def check(
     own = registry.audit_settings(name) if cls is not None else registry.AuditSettings()
     samples = own.samples if own.samples is not None else samples
     timeout = own.timeout if own.timeout is not None else timeout
+    if time_budget is not None and timeout is not None:  # the audit's time limit bounds its budget
+        time_budget = min(time_budget, timeout)
     try:
         mechanism = cls() if cls is not None else mechanism_or_name
         assert not isinstance(mechanism, str)  # cls is the name's class whenever a name was given
