@@ -1164,6 +1164,7 @@ def _cmd_gate(args) -> int:
                 "mode": "gallery" if args.gallery else "catalog",
                 "elapsed": elapsed,
                 "samples": args.samples,
+                "time_budget": args.time_budget,
                 "seed": args.seed,
                 "mechanisms": [r.to_json() for r in results],
             }
