@@ -47,7 +47,7 @@ class AuditBudgetTooSmall(AuditTimeLimit):
         self.needed = needed
         self.samples = samples
 
-    def __reduce__(self):  # pickled from worker processes with its fields
+    def __reduce__(self) -> tuple:  # pickled from worker processes with its fields
         return (_budget_too_small, (str(self), self.needed, self.samples))
 
 
