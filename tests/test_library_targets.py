@@ -753,7 +753,16 @@ def test_cli_audit_of_a_target_honours_its_module_registration(tmp_path, monkeyp
     import json
 
     _need("diffprivlib")
+    from dpharness import registry
     from dpharness.cli import main
+
+    # this process may have registered the target at its defaults already (another test's audit of it)
+    monkeypatch.setattr(
+        registry, "_REGISTRY", {k: v for k, v in registry._REGISTRY.items() if k != "diffprivlib:laplace"}
+    )
+    monkeypatch.setattr(
+        registry, "_SETTINGS", {k: v for k, v in registry._SETTINGS.items() if k != "diffprivlib:laplace"}
+    )
 
     (tmp_path / "own_targets.py").write_text(
         "from dpharness import register\n"
