@@ -54,7 +54,7 @@ import numpy as np
 from dpharness import _validate as _v
 from dpharness._run import short_repr
 from dpharness.core import Event, Mechanism, RenyiDP, Witness
-from dpharness.errors import MechanismError, ParameterError, UnsupportedError
+from dpharness.errors import AuditBudgetTooSmall, MechanismError, ParameterError, UnsupportedError
 
 from . import _runner
 from . import events as _ev
@@ -72,7 +72,8 @@ _MAX_PAIRS = 4  # searched pairs audited (the proof's witness among them)
 _MAX_AIMED = 6  # pairs aimed by the structure at the terms of the bound (Mechanism.aimed_pairs), on top
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
 _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
-_LOOP_CHUNK = 10_000  # samples per chunk for fn(data) called in a loop
+_LOOP_CHUNK = 10_000  # samples per chunk at most for fn(data) called in a loop
+_LOOP_CHUNKS = 64  # chunks a side at least (of one call or more) for fn(data) called in a loop
 _POOL_MIN_SECONDS = 3.0  # an audit's draws expected to take this long in one process start a worker pool,
 _POOL_MIN_DRAWS = 20_000_000  # as do this many draws (training and certification, both sides, every pair)
 _RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
@@ -450,33 +451,42 @@ def _choose_pairs(
 
 _BUDGET_DRAW_SHARE = 0.5  # share of the time left that the draws may take (proposing, counting: the rest)
 _PROBE_CALLS = 4  # calls timed to measure a per-call sampler's pace
-_FAST_PROBE_SECONDS = 0.01  # a timed call faster than this is timed again 64 times larger
+_PROBE_SECONDS = 0.2  # a vectorised sampler's pace is timed on a call at least this long (or of _PROBE_MAX samples)
+_PROBE_MAX = 1 << 18  # samples of the largest call that times a vectorised sampler's pace
+_PROBE_FIRST = 16  # samples of the first call (warm-up) and of the first timed one
 
 
 def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> float | None:
     """Seconds a sample costs in one process (the larger of the two sides of the first pair): a side's
-    first call (``_PACE_PROBE`` samples, or one call of a per-call sampler) warms up, the second is timed
-    (the same size, 64 times it when the first took under ``_FAST_PROBE_SECONDS``; ``_PROBE_CALLS`` calls
-    of a per-call sampler), on a seed stream of their own (their outputs are discarded); the sampler's
-    recorded pace when it has one. None when a call raised."""
+    first call (``_PROBE_FIRST`` samples, or one call of a per-call sampler) warms up; then calls eight
+    times larger are timed until one takes ``_PROBE_SECONDS`` (timed twice, the faster kept; a call's fixed cost then no longer
+    dominates the per-sample cost the audit's large chunks pay) or reaches ``_PROBE_MAX`` samples
+    (``_PROBE_CALLS`` calls of a per-call sampler, timed once), on a seed stream of their own (their
+    outputs are discarded); the sampler's recorded pace when it has one. None when a call raised."""
     known = _runner.expected_seconds(sampler, 1)
     if known is not None:
         return known
     worst = 0.0
     for side, data in enumerate(pairs[0]):
-        n = _PACE_PROBE if s.vectorized else 1
         rng = np.random.default_rng([s.seed, _PACE_STREAM, side])
-        seconds = 0.0
-        for timed in (False, True):  # the first call warms up (imports, caches); the second is timed
-            if timed:
-                # a fast call is timed at 64 times the size, where the per-call cost no longer dominates
-                n = _PROBE_CALLS if not s.vectorized else n * (64 if seconds < _FAST_PROBE_SECONDS else 1)
-            t0 = time.perf_counter()
-            try:
+        n = _PROBE_FIRST if s.vectorized else 1
+        try:
+            sampler(data, n, rng, where="the pace probe")  # warms up (imports, caches, compilation)
+            while True:
+                n = _PROBE_CALLS if not s.vectorized else n
+                t0 = time.perf_counter()
                 sampler(data, n, rng, where="the pace probe")
-            except (MechanismError, UnsupportedError, ParameterError):
-                return None
-            seconds = time.perf_counter() - t0
+                seconds = time.perf_counter() - t0
+                if not s.vectorized or seconds >= _PROBE_SECONDS or n >= _PROBE_MAX:
+                    # the call that sizes the audit is timed twice and the faster kept: a pause of the
+                    # machine (another process, a collection) only ever makes a call slower
+                    t0 = time.perf_counter()
+                    sampler(data, n, rng, where="the pace probe")
+                    seconds = min(seconds, time.perf_counter() - t0)
+                    break
+                n *= 8
+        except (MechanismError, UnsupportedError, ParameterError):
+            return None
         worst = max(worst, seconds / n)
     _runner.note_pace(sampler, worst, 1)
     return worst
@@ -492,14 +502,40 @@ def _draws(samples: int, pairs: int, s: _Settings) -> int:
     return 2 * (pairs * screened + certified * (train_n - screened + cert_n))
 
 
+def _certifying_level(s: _Settings) -> float:
+    """Tail mass of each one-sided bound at the audit's last look with ``max_events`` candidates (the
+    Bonferroni share; a sequential audit's last look spends α/2): the level its reach is stated at."""
+    return _stats.bonferroni_level(s.confidence, s.max_events) / (2 if s.sequential else 1)
+
+
+def _minimum_samples(s: _Settings) -> int:
+    """The minimum certification of an audit within a time budget, in samples a side: at least
+    ``_MIN_BUDGET_SAMPLES``, and enough that the certifier's ceiling (:func:`~dpharness.auditors.stats.
+    certifiable_range`: the bound of maximally separated counts) exceeds the claimed ε, so a violation of
+    the claim can be certified at all (doubling until it does); at most ``samples`` (the cap)."""
+    level = _certifying_level(s)
+
+    def enough(n: int) -> bool:
+        _train_n, cert_n = _split(n, s.train_fraction)
+        return not math.isfinite(s.epsilon) or _stats.certifiable_range(cert_n, level, s.delta).ceiling > s.epsilon
+
+    n = _MIN_BUDGET_SAMPLES
+    while n < s.samples and not enough(n):
+        n *= 2
+    return min(n, s.samples)
+
+
 def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: float) -> tuple[_Settings, str]:
     """The settings of an audit with a ``time_budget``: the most samples a side, up to ``samples`` (a
     cap), whose draws are expected to take at most ``_BUDGET_DRAW_SHARE`` of the time left, from the
-    sampler's measured pace spread over the workers; at least ``_MIN_BUDGET_SAMPLES``. The words say
-    what was measured and chosen. The samples, hence the result, depend on the machine's speed: the
-    result states them, and ``samples=`` that number reproduces the audit."""
+    sampler's measured pace spread over the workers. The words say what was measured and chosen. The
+    samples, hence the result, depend on the machine's speed: the result states them, and ``samples=``
+    that number reproduces the audit. Raises :class:`AuditBudgetTooSmall` (nothing certified) when even
+    the minimum certification (:func:`_minimum_samples`) is not expected to fit, naming the budget that
+    would."""
     assert s.time_budget is not None  # called only with a budget
-    left = s.time_budget - (time.perf_counter() - started)
+    spent = time.perf_counter() - started
+    left = s.time_budget - spent
     pace = _measured_pace(sampler, pairs, s)
     if pace is None:
         return (
@@ -508,7 +544,19 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
         )
     spread = max(1, s.workers)
     allowed = _BUDGET_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
-    lo, hi = _MIN_BUDGET_SAMPLES, s.samples
+    minimum = _minimum_samples(s)
+    if _draws(minimum, len(pairs), s) > allowed:
+        needed = math.ceil(spent + _draws(minimum, len(pairs), s) * pace / (_BUDGET_DRAW_SHARE * spread))
+        raise AuditBudgetTooSmall(
+            f"time_budget={s.time_budget:g}: the minimum certification of {s.name} ({minimum} samples a side on "
+            f"{len(pairs)} pair(s)) is expected to take about {needed:g} s here ({pace * 1e6:.3g} µs a sample "
+            f"measured in one process, {spread} worker(s), {spent:.1f} s spent choosing pairs); nothing was "
+            f"certified. Pass time_budget={needed:g} or more (the CLI's --time-budget {needed:g}), or audit without "
+            "a budget at samples=N.",
+            needed=float(needed),
+            samples=minimum,
+        )
+    lo, hi = minimum, s.samples
     if _draws(hi, len(pairs), s) <= allowed:
         n = hi
     else:
@@ -520,7 +568,7 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
     words = (
         f"time budget {s.time_budget:g} s: {n} samples a side (measured {pace * 1e6:.3g} µs a sample in one "
         f"process, {spread} worker(s), {max(left, 0.0):.1f} s left after the pair search; samples= caps it at "
-        f"{s.samples}{'' if n >= _MIN_BUDGET_SAMPLES and _draws(n, len(pairs), s) <= allowed else '; the least an audit takes, over the budget'})"
+        f"{s.samples})"
     )
     return dataclasses.replace(s, samples=n, train_n=train_n, cert_n=cert_n), words
 
@@ -566,7 +614,16 @@ class _PairOutcome:
 
 def _train_chunk(s: _Settings) -> int:
     """Samples per training call (vectorised) or per training chunk of calls (per-call)."""
-    return _TRAIN_CHUNK if s.vectorized else _LOOP_CHUNK
+    return _TRAIN_CHUNK if s.vectorized else _loop_chunk(s.train_n)
+
+
+def _loop_chunk(total: int) -> int:
+    """Calls per chunk of a per-call sampler ``fn(data)`` drawing ``total`` samples a side: at least
+    ``_LOOP_CHUNKS`` chunks (at most ``_LOOP_CHUNK`` calls each), so a slow call's chunks stay short and
+    spread over the workers, and the hang detector (:mod:`._runner`), which scales with the measured cost
+    of a call, sees chunks finish. A function of the count alone: a chunk is the unit a worker reseeds
+    for (module docstring of :mod:`._runner`), so the outputs do not depend on the machine's speed."""
+    return max(1, min(_LOOP_CHUNK, math.ceil(total / _LOOP_CHUNKS)))
 
 
 def _training_outputs(
@@ -1209,7 +1266,7 @@ def _certify(
             lst.append(c.event)
             slot.append((c.pair, len(lst) - 1))
     row_elems = int(np.prod(ref[0])) if ref is not None and len(ref[0]) else 1
-    chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if s.vectorized else _LOOP_CHUNK
+    chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if s.vectorized else _loop_chunk(s.cert_n)
     if s.sequential:  # at least 8 chunks, so that there are looks to take
         chunk = max(1, min(chunk, math.ceil(s.cert_n / 8)))
     plan = _runner.chunk_plan(s.cert_n, chunk)
@@ -1496,6 +1553,10 @@ def _result(
     }
     if eb is not None:
         extra["certification"] = _certification_record(chosen, cert, eb)
+    # what this audit could have certified at its size (stats.CertifiableRange): its detection floor and
+    # ceiling on all its certification samples, at the last look's share of α over max_events candidates
+    reach = _stats.certifiable_range(max(1, s.cert_n), _certifying_level(s), s.delta)
+    extra["certifiable"] = {"samples": s.cert_n, "floor": reach.floor, "ceiling": reach.ceiling}
     if cert.looks:
         extra["sequential"] = {
             "looks": [{"samples": n, "confidence": c} for n, c in cert.looks],
@@ -1588,9 +1649,17 @@ def audit(
 
     ``time_budget``: seconds the audit may take (None: no budget). The samples a side are then sized
     from the sampler's measured pace (one timed call a side) so that the draws take about half of the
-    time left after the pair search, with ``samples`` as a cap and 2 000 as a floor; ``method``,
-    ``samples`` and ``extra["time_budget"]`` state the samples used (pass them as ``samples=`` to
-    reproduce the audit: the size depends on the machine's speed, the rest on the seed).
+    time left after the pair search, with ``samples`` as a cap; ``method``, ``samples`` and
+    ``extra["time_budget"]`` state the samples used (pass them as ``samples=`` to reproduce the audit:
+    the size depends on the machine's speed, the rest on the seed). When even the minimum certification
+    (2 000 samples a side, or more where the claimed ε is too large for the certifier to refute at that
+    size) is not expected to fit, nothing is certified: :class:`~dpharness.errors.AuditBudgetTooSmall`
+    names the budget that would fit it.
+
+    ``extra["certifiable"]``: what the audit could certify on all its certification samples
+    (:func:`~dpharness.auditors.stats.certifiable_range`): ``floor`` (its detection floor: the smallest ε
+    an event of probability 1/2 vs e^-ε/2 certifies above 0 at its expected counts) and ``ceiling`` (the
+    bound of maximally separated counts: the most it could certify).
 
     ``sequential=True`` certifies in looks, after 1/8, 1/4, 1/2 and all of the certification samples,
     and stops at the first look where the verdict is certain: a violation is certified, or every

@@ -14,8 +14,11 @@ Where chunks run:
   started with fork+exec, so a parent whose thread pools are running — torch, BLAS, OpenMP — cannot
   deadlock them, as a bare ``fork`` can). The job (sampler and events, closures included) is
   shipped with cloudpickle. If no chunk finishes within ``max(60 s, 20 x the slowest chunk so
-  far)`` (before the first one: 20 x the time per sample measured on this sampler, or 300 s when
-  nothing was measured) the pool is killed and an :class:`AuditTimeLimit` (a time limit, not a finding) names the chunk.
+  far, 20 x a chunk at the slowest time per sample measured on this sampler on any input)`` (300 s
+  while nothing was measured) the pool is killed and an :class:`AuditTimeLimit` (a time limit, not a
+  finding) names the chunk. The limit follows the measured cost of a call, so a working callable
+  that is slow on some inputs (a fit that diverges) is not cut off by the fast chunks that finished
+  first; an overall limit is the caller's (the gate's ``--timeout``).
 * ``cluster=``: tasks on a ``dask.distributed`` cluster (:mod:`._cluster`), with the same timeout.
 
 Per-call samplers (``vectorized=False``, ``fn(data)`` drawing its own randomness): in this process
@@ -921,13 +924,16 @@ class _Tasks:
         return _TasksContext(cls, job, workers, cluster, what)
 
     def _limit(self, size: int) -> float:
+        """Seconds without any chunk finishing after which the job is taken for a hang: ``_TIMEOUT_FACTOR``
+        times the larger of the slowest chunk seen and a chunk of ``size`` samples at the sampler's
+        measured pace (the slowest per-sample cost noted on any of its inputs, :func:`note_pace`: a chunk
+        of a slow input is not judged by the fast chunks that finished first), at least ``_MIN_TIMEOUT``
+        (or the job's own ``min_timeout``); ``_UNKNOWN_TIMEOUT`` while neither is known."""
         least = max(_MIN_TIMEOUT, getattr(self.job, "min_timeout", 0.0))  # a job may need more than drawing
-        if self.slowest > 0:
-            return max(least, _TIMEOUT_FACTOR * self.slowest)
         pace = _PACE.get(self.job.sampler) if _hashable(self.job.sampler) else None
-        if pace:
-            return max(least, _TIMEOUT_FACTOR * pace * size)
-        return max(least, _UNKNOWN_TIMEOUT)
+        if not self.slowest and not pace:
+            return max(least, _UNKNOWN_TIMEOUT)
+        return max(least, _TIMEOUT_FACTOR * max(self.slowest, (pace or 0.0) * size))
 
     def run(self, tasks: Iterable[tuple]):
         """Yield (task, result) as chunks finish (any order); raise MechanismError on a hang. ``tasks``

@@ -382,3 +382,62 @@ def projected_delta(p1_hat, p0_hat, n: int, level: float, epsilon: float) -> np.
 
 
 # =========================================================================== end of the block for tail events
+
+
+# =========================================================================== what an audit of n samples can certify
+
+__all__ += ["CertifiableRange", "certifiable_range"]
+
+
+@dataclass(frozen=True)
+class CertifiableRange:
+    """What an audit certifying on ``n`` samples a side, at ``level`` per one-sided bound, can certify.
+
+    * ``ceiling``: the largest bound it could return — :func:`epsilon_lower_bound` when the event's
+      counts are maximally separated (all ``n`` samples in the event on one side, none on the other).
+      A claim at or above it cannot be refuted at this size, whatever the mechanism.
+    * ``floor``: its detection floor — the smallest ε at which an event of probability 1/2 on one
+      input and e^(−ε)/2 on the other, seen at exactly its expected counts, would certify a positive
+      bound (:func:`projected_epsilon_expected`). A mechanism whose best event is of that kind and whose
+      true ε is below the floor typically certifies 0 at this size; rarer events need a larger ε.
+    """
+
+    n: int
+    level: float
+    delta: float
+    floor: float
+    ceiling: float
+    method: str
+
+
+def certifiable_range(n: int, level: float, delta: float = 0.0) -> CertifiableRange:
+    """The detection floor and the ceiling (:class:`CertifiableRange`) of an audit certifying on ``n``
+    samples a side with each one-sided Clopper-Pearson bound at tail mass ``level`` (the audit's
+    Bonferroni share, ``EpsilonBound.level``) and δ = ``delta``: pure functions of the sample size."""
+    n, level = _projection_args(n, level)
+    delta = float(_v.probability("delta", delta, open_right=True))
+    ceiling = max(0.0, float(epsilon_lower_bound(n, n, 0, n, confidence=1 - 2 * level, delta=delta).epsilon))
+
+    def certifies(eps: float) -> bool:
+        return bool(projected_epsilon_expected(0.5, 0.5 * math.exp(-eps), n, level, delta) > 0)
+
+    lo, hi = 0.0, max(ceiling, 1e-9)
+    if not certifies(hi):  # at this size no event of probability 1/2 certifies anything
+        floor = math.inf
+    else:
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if certifies(mid) else (mid, hi)
+        floor = hi
+    return CertifiableRange(
+        n=n,
+        level=level,
+        delta=delta,
+        floor=floor,
+        ceiling=ceiling,
+        method=(
+            f"Clopper-Pearson at tail mass {level:.3g} a bound, {n} samples a side: ceiling = the bound of counts "
+            f"{n} vs 0; floor = the smallest ε whose event of probability 1/2 vs e^-ε/2 certifies > 0 at its "
+            "expected counts"
+        ),
+    )

@@ -3,8 +3,8 @@ process tree of one ``dpharness gate --module teamdp --own --no-cache`` command 
 its worker processes is not measured here).
 
 The package is ``benchmarks/team_pipeline/teamdp``: a 250-key group-by (a count and a clamped sum per
-key), a median and a count under one budget, and a 1 000-round DP-SGD registered with its own audit
-budget (``register(dpsgd, samples=20_000, timeout=900)``, every round audited). Then, for each
+key), a median and a count under one budget, and a 1 000-round DP-SGD, registering nothing but the
+mechanisms: the gate's default time budget sizes each audit (every round of the DP-SGD audited). Then, for each
 mechanism, the same run with that mechanism's noise halved (``TEAMDP_HALVE=<name>``): the gate must
 fail it and name the derived bound. ``--load N`` runs N busy processes beside every gate run (the
 verdicts must not change).

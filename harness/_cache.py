@@ -175,7 +175,15 @@ def _result_distributions() -> list[tuple[str, str]]:
 
 
 def key(
-    mechanism: Any, *, name: str, audit_only: bool, environment: str, samples: int, seed: int, timeout: float | None
+    mechanism: Any,
+    *,
+    name: str,
+    audit_only: bool,
+    environment: str,
+    samples: int,
+    seed: int,
+    timeout: float | None,
+    time_budget: float | None = None,
 ) -> str:
     from ._json import jsonable
 
@@ -190,6 +198,7 @@ def key(
         "samples": samples,
         "seed": seed,
         "timeout": timeout,
+        "time_budget": time_budget,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from .pipeline import DEFAULT_SEED, GATE_SAMPLES  # the gate's defaults, which dpharness.check shares
+from .pipeline import DEFAULT_SEED, GATE_SAMPLES, GATE_TIME_BUDGET  # the gate's defaults, which check shares
 
 __all__ = ["main", "GATE_SAMPLES", "AUDIT_SAMPLES", "DEFAULT_SEED"]
 
@@ -171,7 +171,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     audit = sub.add_parser("audit", parents=[common, mech, modules], help="certified empirical lower bound on ε")
     audit.add_argument(
-        "--samples", type=_positive_int, default=AUDIT_SAMPLES, help=f"samples per side (default {AUDIT_SAMPLES})"
+        "--samples",
+        type=_positive_int,
+        default=None,
+        help=f"samples per side (default {AUDIT_SAMPLES}, or the samples= a --module registered for this name)",
     )
     audit.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     audit.add_argument(
@@ -301,6 +304,16 @@ def _build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="worker processes (default: number of CPUs; 1 runs in this process)",
+    )
+    gate.add_argument(
+        "--time-budget",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help=f"seconds for each mechanism's audit, at most --timeout (default {GATE_TIME_BUDGET:g}, or --timeout "
+        "when that is less): its samples are sized from the "
+        "measured cost of a sample, --samples (or a registered samples=) caps them, every round of an iterated "
+        "mechanism is audited when its minimum certification fits; each line states the samples used",
     )
     gate.add_argument(
         "--timeout",
@@ -646,9 +659,19 @@ def _cmd_audit_library(args) -> int:
             f"--time-budget={args.time_budget:g}: a library target {args.name!r} is audited at its own settings; "
             "drop the option and bound it with --samples."
         )
+    from . import registry
+    from ._run import load_modules
     from .pipeline import run_audit
 
-    target = get_target(args.name, dict(parse_sets(args.sets)))
+    sets = dict(parse_sets(args.sets))
+    if args.name in load_modules(args.modules):  # a --module registered this target: its parameters and samples
+        own = registry.get(args.name).target
+        target = get_target(args.name, {**own.params, **sets}) if sets else own
+        registered = registry.audit_settings(args.name).samples
+        args.samples = args.samples or registered or AUDIT_SAMPLES
+    else:
+        target = get_target(args.name, sets)
+        args.samples = args.samples or AUDIT_SAMPLES
     # the audit every command runs for a library target (the report's and the gate's too)
     result, _scope = run_audit(
         target.mechanism(),
@@ -680,6 +703,7 @@ def _cmd_audit_library(args) -> int:
 def _cmd_audit(args) -> int:
     if ":" in args.name:
         return _cmd_audit_library(args)
+    args.samples = args.samples or AUDIT_SAMPLES
     mechanism = _mechanism(args)
     from .pipeline import run_audit
 
@@ -783,6 +807,7 @@ def _gate_task(
     timeout: float | None,
     report_dir: str | None,
     audit_workers: int | None = None,
+    time_budget: float | None = None,
 ):
     """Check ``name`` and, with ``report_dir``, write its report (the gate's worker task). ``audit_workers``:
     1 when the gate already runs a check per core (nested pools would only add process start-ups)."""
@@ -791,7 +816,15 @@ def _gate_task(
     from .pipeline import check
 
     try:
-        result = check(name, samples=samples, seed=seed, modules=modules, timeout=timeout, workers=audit_workers)
+        result = check(
+            name,
+            samples=samples,
+            seed=seed,
+            modules=modules,
+            timeout=timeout,
+            workers=audit_workers,
+            time_budget=time_budget,
+        )
     finally:
         if audit_workers != 1:  # an audit's own pool, started in this gate worker, ends with its task
             from dpharness.auditors._runner import shutdown_pool
@@ -883,6 +916,13 @@ def _cmd_gate(args) -> int:
         _check_writable("--junit", os.path.dirname(os.path.abspath(args.junit)))
         if os.path.isdir(args.junit):
             raise ParameterError(f"--junit {args.junit}: is a directory; pass a file path such as gate.xml.")
+    if args.time_budget is None:  # the default budget, within the audit's time limit
+        args.time_budget = min(GATE_TIME_BUDGET, args.timeout)
+    elif args.time_budget > args.timeout:
+        raise ParameterError(
+            f"--time-budget={args.time_budget:g} exceeds --timeout={args.timeout:g}: each audit would reach its time "
+            "limit before its budget; pass --time-budget at most --timeout, or raise --timeout."
+        )
     own = load_modules(args.modules)
     if args.own and not args.modules:
         raise ParameterError("--own gates the mechanisms of the --module packages; pass --module PKG as well.")
@@ -936,6 +976,7 @@ def _cmd_gate(args) -> int:
                     samples=settings.samples if settings.samples is not None else args.samples,
                     seed=args.seed,
                     timeout=settings.timeout if settings.timeout is not None else args.timeout,
+                    time_budget=args.time_budget,
                 )
             except Exception:  # a mechanism that cannot even be built runs (and reports its error)
                 continue
@@ -968,6 +1009,7 @@ def _cmd_gate(args) -> int:
                     "modules": tuple(args.modules),
                     "timeout": args.timeout,
                     "report_dir": args.report,
+                    "time_budget": args.time_budget,
                     "audit_workers": 1 if len(todo) > 1 and (args.jobs or os.cpu_count() or 1) > 1 else None,
                 },
             )
@@ -1009,6 +1051,7 @@ def _cmd_gate(args) -> int:
                 "mode": "gallery" if args.gallery else "catalog",
                 "elapsed": elapsed,
                 "samples": args.samples,
+                "time_budget": args.time_budget,
                 "seed": args.seed,
                 "mechanisms": [r.to_json() for r in results],
             }

@@ -5,7 +5,14 @@ Every message names the offending argument as ``name=value`` and says what to do
 
 from __future__ import annotations
 
-__all__ = ["DPHarnessError", "ParameterError", "MechanismError", "UnsupportedError", "AuditTimeLimit"]
+__all__ = [
+    "DPHarnessError",
+    "ParameterError",
+    "MechanismError",
+    "UnsupportedError",
+    "AuditTimeLimit",
+    "AuditBudgetTooSmall",
+]
 
 
 class DPHarnessError(Exception):
@@ -28,6 +35,24 @@ class AuditTimeLimit(DPHarnessError, TimeoutError):
     """An audit's chunk of samples ran past the time its measured pace allows: a time limit (the check is
     not decided, TIMEOUT), not evidence that the mechanism is broken. The message says how many samples
     were drawn and what to change."""
+
+
+class AuditBudgetTooSmall(AuditTimeLimit):
+    """An audit given a time budget (``time_budget=``, the gate's default) could not fit even its minimum
+    certification (:func:`dpharness.auditors.audit`): nothing was certified. ``needed``: the budget in
+    seconds, by the pace measured here, that would fit it; ``samples``: that minimum, samples a side."""
+
+    def __init__(self, message: str, *, needed: float, samples: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.samples = samples
+
+    def __reduce__(self) -> tuple:  # pickled from worker processes with its fields
+        return (_budget_too_small, (str(self), self.needed, self.samples))
+
+
+def _budget_too_small(message: str, needed: float, samples: int) -> AuditBudgetTooSmall:
+    return AuditBudgetTooSmall(message, needed=needed, samples=samples)
 
 
 def install_extra(extra: str) -> str:

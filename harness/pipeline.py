@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from .errors import AuditTimeLimit, DPHarnessError
+from .errors import AuditBudgetTooSmall, AuditTimeLimit, DPHarnessError
 
 __all__ = [
     "GATE_SAMPLES",
@@ -63,6 +63,7 @@ __all__ = [
     "PhaseTimeout",
     "hard_limit",
     "proof_phrase",
+    "GATE_TIME_BUDGET",
 ]
 
 GATE_SAMPLES = 1_000_000  # per side, per mechanism: the built-in gate takes ~25 s on 2 idle cores (budget 2 min)
@@ -379,6 +380,31 @@ def proof_phrase(
     return f"proof {verdict}"
 
 
+def _audit_size(name: str, a: Any, samples: int | None) -> str:
+    """What a gate line says of the audit's size, when it was sized by a time budget or differs from
+    ``samples`` (the gate's --samples): the samples a side, the budget or the registered setting
+    (said only where ``register(..., samples=N)`` set it), and what the audit could certify at that size
+    (``extra["certifiable"]``, :func:`dpharness.auditors.stats.certifiable_range`: its detection floor
+    and its ceiling)."""
+    from ._display import fmt_lower, fmt_upper
+    from .registry import audit_settings
+
+    extra = a.extra if isinstance(getattr(a, "extra", None), dict) else {}
+    budget = extra.get("time_budget")
+    if not budget and (samples is None or getattr(a, "samples", samples) == samples):
+        return ""
+    said = [f"{a.samples:,}".replace(",", " ") + " samples a side"]
+    registered = audit_settings(name).samples
+    if registered is not None and registered == a.samples:
+        said[0] += ", its registered setting"
+    if budget:
+        said.append(f"time budget {budget['seconds']:g} s")
+    reach = extra.get("certifiable")
+    if reach:
+        said.append(f"detection floor ε {fmt_upper(reach['floor'], 2)}, ceiling {fmt_lower(reach['ceiling'], 3)}")
+    return f" ({'; '.join(said)})"
+
+
 def _is_library(name: str) -> bool:
     """Whether ``name`` is registered as a library target (in this process)."""
     from . import registry
@@ -476,12 +502,7 @@ class Check:
                 f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
                 f"{'passed' if a.passed else 'VIOLATION'}"
             )
-            if samples is not None and getattr(a, "samples", samples) != samples:
-                from .registry import audit_settings
-
-                shown = f"{a.samples:,}".replace(",", " ")
-                registered = audit_settings(self.name).samples == a.samples  # said only where it was registered
-                audit += f" ({shown} samples a side{', its registered setting' if registered else ''})"
+            audit += _audit_size(self.name, a, samples)
         note = f"\n      note: {self.audit_note}" if self.audit_note else ""
         if self.user_code:
             note += "\n      user code: " + "; ".join(self.user_code)
@@ -783,6 +804,23 @@ class AuditScope:
     partial: str | None = None
 
 
+# the gate's audit budget per mechanism (seconds), the default of check() and of `dpharness gate
+# --time-budget`: a team's three pipelines (a 250-key group-by, a median and a count, a 1 000-round
+# DP-SGD) fit `dpharness gate --own` in 10 minutes on 2 cores (benchmarks/bench_team_gate.py)
+GATE_TIME_BUDGET = 120.0
+
+
+def _search_limit(timeout: float | None, time_budget: float | None) -> float | None:
+    """Seconds the audit with its neighbour search may take before the fallback pair is audited in the
+    rest of ``timeout``: half of it, or with a ``time_budget`` 1.5 times the budget (the audit is sized to
+    fit it) when that is more, never more than ``timeout``."""
+    if timeout is None:
+        return None
+    if time_budget is None:
+        return timeout / 2
+    return min(timeout, max(timeout / 2, 1.5 * time_budget))
+
+
 def run_audit(
     mechanism: Any,
     proof: Any = None,
@@ -804,17 +842,77 @@ def run_audit(
     proof's witness to the auditor's pair search. Returns ``(AuditResult, AuditScope)``: the scope's
     ``partial`` says when fewer rounds or samples were audited than asked. ``every_round``: audit an
     iterated or repeated mechanism on all its rounds at ``samples`` (else a shorter version, PARTIAL).
-    ``time_budget``: seconds for the audit, its samples sized from the measured pace (``samples`` a cap;
-    see :func:`dpharness.auditors.audit`).
 
-    With ``timeout`` and no pair given, the neighbour search gets half of it; if it runs out (or out
-    of memory), the proof's witness pair (else the example pair) is audited in the rest and ``note``
-    says so. A pair given explicitly (or the ``fixed_pair`` of a function registered with its pair) is
-    audited within the whole ``timeout``. ``cluster``/``workers``:
+    ``time_budget``: seconds for the audit, its samples sized from the measured pace (``samples`` a cap;
+    see :func:`dpharness.auditors.audit`). Every round of an iterated or repeated mechanism is then
+    audited whenever the budget fits its minimum certification; when it does not, the shorter version
+    (``_AUDIT_ROUNDS`` rounds) is audited in what is left of the budget — PARTIAL: a certified violation
+    still counts, a pass does not — and the scope says which budget would have audited every round. A
+    mechanism with no shorter version whose minimum certification does not fit raises
+    :class:`~dpharness.errors.AuditBudgetTooSmall` (nothing certified; it names the budget that would fit).
+
+    With ``timeout`` and no pair given, the neighbour search gets half of it (1.5 times the budget when
+    that is more); if it runs out (or out of memory), the proof's witness pair (else the example pair) is
+    audited in the rest and ``note`` says so. A pair given explicitly (or the ``fixed_pair`` of a
+    function registered with its pair) is audited within the whole ``timeout``. ``cluster``/``workers``:
     where the auditor runs; ``sequential``: stop once the verdict is certain (see
     :func:`dpharness.auditors.audit`). A library target (``TargetMechanism``) is audited by its own
     :meth:`~dpharness.auditors.libraries.LibraryTarget.audit` (its callable, pair or input space and
-    claim), so ``dpharness audit``, the reports and the gate run the same audit of it."""
+    claim, at its own samples: no time budget), so ``dpharness audit``, the reports and the gate run the
+    same audit of it."""
+    from .errors import AuditBudgetTooSmall
+
+    common = dict(
+        samples=samples,
+        seed=seed,
+        data=data,
+        neighbor=neighbor,
+        ideal_numerics=ideal_numerics,
+        timeout=timeout,
+        cluster=cluster,
+        workers=workers,
+        sequential=sequential,
+        time_budget=time_budget,
+    )
+    t0 = time.perf_counter()
+    try:
+        return _audit_once(mechanism, proof, every_round=every_round or time_budget is not None, **common)
+    except AuditBudgetTooSmall as exc:
+        if time_budget is None or every_round or _audit_view(mechanism, samples)[2] is None:
+            raise  # nothing shorter to audit
+        would = (
+            f"every round did not fit the time budget of {time_budget:g} s ({exc.samples} samples a side, the "
+            f"minimum certification, need about {exc.needed:g} s here): --time-budget {exc.needed:g} (or "
+            f"time_budget={exc.needed:g}) audits every round"
+        )
+        left = time_budget - (time.perf_counter() - t0)
+        if left <= 1.0:
+            raise AuditBudgetTooSmall(f"{exc} ({would})", needed=exc.needed, samples=exc.samples) from None
+        common.update(
+            time_budget=left, timeout=None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
+        )
+        result, scope = _audit_once(mechanism, proof, every_round=False, **common)
+        note = would if scope.note is None else f"{would}; {scope.note}"
+        return result, AuditScope(note, would if scope.partial is None else f"{would}; {scope.partial}")
+
+
+def _audit_once(
+    mechanism: Any,
+    proof: Any = None,
+    *,
+    samples: int,
+    seed: int,
+    data: Any = None,
+    neighbor: Any = None,
+    ideal_numerics: bool = False,
+    timeout: float | None = None,
+    cluster: Any = None,
+    workers: int | None = None,
+    sequential: bool = False,
+    every_round: bool = False,
+    time_budget: float | None = None,
+) -> tuple[Any, AuditScope]:
+    """One audit of ``mechanism`` as :func:`run_audit` describes it (``every_round`` decides the view)."""
     from . import auditors
     from ._json import jsonable
     from ._run import audit_target
@@ -862,13 +960,14 @@ def run_audit(
             return audit(data, neighbor), AuditScope(view_note, view_note)
     t0 = time.perf_counter()
     try:
-        with deadline(None if timeout is None else timeout / 2, f"the audit (neighbour search) of {mechanism.name}"):
+        with deadline(_search_limit(timeout, time_budget), f"the audit (neighbour search) of {mechanism.name}"):
             return audit(None, None), AuditScope(view_note, view_note)
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
         why = (
-            f"the neighbour search of {mechanism.name} did not finish within its half of the audit's time limit "
-            f"of {timeout:g} s"
+            f"the neighbour search of {mechanism.name} did not finish within its "
+            f"{'half' if time_budget is None else 'share (1.5 times its time budget, at least half)'} of the "
+            f"audit's time limit of {timeout:g} s"
             if isinstance(exc, PhaseTimeout)
             else f"the neighbour search of {mechanism.name} ran out of memory"
         )
@@ -877,6 +976,21 @@ def run_audit(
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
     with deadline(rest, f"the audit of {mechanism.name}", limit=timeout):
         return audit(data, neighbor), AuditScope(note, view_note)
+
+
+def _blind(result: Any) -> str | None:
+    """Why ``result`` could not have certified a violation of its claim, or None: a passing audit whose
+    ceiling (``extra["certifiable"]``, the bound of maximally separated counts on all its certification
+    samples) does not exceed the claimed ε checked nothing, whatever the mechanism, so the gate does not
+    count it as audited (PARTIAL)."""
+    reach = result.extra.get("certifiable") if isinstance(getattr(result, "extra", None), dict) else None
+    if not result.passed or not reach or not reach["ceiling"] <= result.epsilon:
+        return None
+    return (
+        f"at {result.samples} samples a side this audit could certify at most ε = {reach['ceiling']:.4g}, not above "
+        f"the claimed ε = {result.epsilon:g}: it could not have found a violation; raise the samples (the cap) or "
+        "the time budget"
+    )
 
 
 def _crash(exc: BaseException) -> str:
@@ -898,6 +1012,7 @@ def check(
     timeout: float | None = None,
     workers: int | None = None,
     sequential: bool = True,
+    time_budget: float | None = GATE_TIME_BUDGET,
 ) -> Check:
     """Prove and audit one mechanism (a registered name, built at its defaults, or a Mechanism
     value) and judge it by :func:`pass_rule`, at the gate's defaults unless told (``samples`` a side
@@ -914,7 +1029,13 @@ def check(
     certifies on every sample, as ``dpharness audit`` does (the reports'). An audit with no proof
     beside it (a library target, a mechanism audited only or with no proof) is the whole evidence, and
     is certified in one look on every sample whatever ``sequential`` says, so the gate, the reports
-    and ``dpharness audit`` print the same bound for the same samples and seed."""
+    and ``dpharness audit`` print the same bound for the same samples and seed.
+
+    ``time_budget``: seconds for each mechanism's audit (default ``GATE_TIME_BUDGET``, the gate's; None:
+    no budget, ``samples`` a side; at most ``timeout``, the audit's time limit): the samples are sized from the measured cost of a sample, ``samples``
+    (or the registered ``samples=``) a cap, every round of an iterated mechanism audited when its minimum
+    certification fits (:func:`run_audit`); when it does not, the check is PARTIAL and says which budget
+    would. A library target is audited at its own samples."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -926,6 +1047,8 @@ def check(
     v.integer("seed", seed, minimum=0)
     if timeout is not None:
         v.positive("timeout", timeout)
+    if time_budget is not None:
+        time_budget = float(v.positive("time_budget", time_budget))
     if not isinstance(mechanism_or_name, (str, Mechanism)):
         raise ParameterError(
             f"mechanism_or_name={mechanism_or_name!r} is neither a registered name nor a Mechanism; "
@@ -938,6 +1061,8 @@ def check(
     own = registry.audit_settings(name) if cls is not None else registry.AuditSettings()
     samples = own.samples if own.samples is not None else samples
     timeout = own.timeout if own.timeout is not None else timeout
+    if time_budget is not None and timeout is not None:  # the audit's time limit bounds its budget
+        time_budget = min(time_budget, timeout)
     try:
         mechanism = cls() if cls is not None else mechanism_or_name
         assert not isinstance(mechanism, str)  # cls is the name's class whenever a name was given
@@ -976,8 +1101,19 @@ def check(
             workers=workers,
             sequential=sequential and not _audit_stands_alone(mechanism, policy),
             every_round=own.samples is not None,
+            time_budget=time_budget,
         )
         audit_note, audit_partial = scope.note, scope.partial
+        blind = _blind(result)
+        if blind is not None:
+            audit_partial = blind if audit_partial is None else f"{audit_partial}; {blind}"
+            audit_note = blind if audit_note is None else f"{audit_note}; {blind}"
+    except AuditBudgetTooSmall as exc:  # even the minimum certification did not fit: PARTIAL, naming the budget
+        audit_error = str(exc)
+        audit_partial = (
+            f"nothing certified: the minimum certification ({exc.samples} samples a side) needs a time budget of "
+            f"about {exc.needed:g} s here, above the {time_budget:g} s given (--time-budget {exc.needed:g})"
+        )
     except (PhaseTimeout, AuditTimeLimit) as exc:
         audit_error = str(exc)
         time_limit = time_limit or audit_error

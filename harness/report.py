@@ -118,7 +118,8 @@ def build(
     curve_sizes = CURVE_SIZES if curve_sizes is None else curve_sizes
     plot_samples = PLOT_SAMPLES if plot_samples is None else plot_samples
     if check is None:
-        check = run_check(mechanism, samples=samples, seed=seed, timeout=timeout, sequential=False)
+        # no time budget: a page's bound is dpharness audit's at the page's samples and seed on any machine
+        check = run_check(mechanism, samples=samples, seed=seed, timeout=timeout, sequential=False, time_budget=None)
     proof, audit = check.proof_object, check.audit
     meta = {
         "format": FORMAT_VERSION,

@@ -67,6 +67,10 @@ def assert_private(
     single look at all samples, as ``dpharness audit`` and the gate's audit-only checks certify):
     it stops at the first look where the verdict is certain, so a clear violation fails fast.
 
+    The audit runs on every core the process may use, as the gate's and ``dpharness audit``'s
+    (``workers`` defaults to them; pass ``workers=1`` to stay in this process); the result does not
+    depend on it.
+
     A pass is not a proof: it means no violation was certified with this budget. With a correct
     mechanism a failure happens with probability at most 1 − ``confidence``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source

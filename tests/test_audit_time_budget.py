@@ -4,6 +4,7 @@ samples used; a bad budget is a ParameterError naming the argument."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -111,3 +112,47 @@ def test_pairs_are_ranked_on_a_screen_and_one_is_trained_in_full_and_certified()
     assert len(r.extra["pairs"]) == 4 and len(r.extra["certified_pairs"]) == 1
     assert r.extra["train_samples"] == 120_000 and "pairs ranked on 100000 training samples a side" in r.method
     assert 0.9 < r.epsilon_lower_bound <= 1.0, r.method
+
+
+def test_a_budget_too_small_for_the_minimum_certification_certifies_nothing_and_names_the_budget():
+    """5 ms a sample: 2 000 samples a side (the minimum) take about 20 s of draws, far above a 0.5 s
+    budget: nothing is certified, and the error names the argument and the budget that would fit."""
+    from dpharness.errors import AuditBudgetTooSmall
+
+    t0 = time.perf_counter()
+    with pytest.raises(AuditBudgetTooSmall, match=r"time_budget=0.5: the minimum certification") as exc:
+        audit(_slow_laplace(5e-3), 0, 1, epsilon=1, time_budget=0.5, samples=1_000_000, seed=0, workers=1)
+    assert time.perf_counter() - t0 < 5.0  # refused after the pace probe, not after drawing
+    assert exc.value.samples == 2_000 and exc.value.needed >= 20.0
+    assert f"time_budget={exc.value.needed:g} or more" in str(exc.value)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(exc.value))  # crosses from a gate worker with its fields
+    assert (again.needed, again.samples, str(again)) == (exc.value.needed, exc.value.samples, str(exc.value))
+
+
+def test_the_minimum_certification_grows_with_a_claim_too_large_to_refute():
+    """At 2 000 samples a side the certifier's ceiling is about 5.6 (δ = 0, 20 candidates): a claim of
+    ε = 8 needs more samples before any violation of it could be certified."""
+    s = _audit._settings(
+        _slow_laplace(0),
+        epsilon=8,
+        delta=0,
+        samples=10_000_000,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+    )
+    from dpharness.auditors import stats
+
+    n = _audit._minimum_samples(s)
+    level = stats.bonferroni_level(0.95, 20)
+    assert n > 2_000 and stats.certifiable_range(_audit._split(n, 0.1)[1], level).ceiling > 8
+    assert stats.certifiable_range(_audit._split(n // 2, 0.1)[1], level).ceiling <= 8
+    assert _audit._minimum_samples(dataclasses.replace(s, epsilon=1)) == 2_000

@@ -156,3 +156,37 @@ def test_clopper_pearson_bounds_are_checked_forward_where_scipy_inverts_wrongly(
         assert special.betainc(k, n - k + 1, lo) <= 0.025 * (1 + 1e-9)  # Pr[p < lo] <= level
         assert special.betaincc(k + 1, n - k, hi) <= 0.025 * (1 + 1e-9)  # Pr[p > hi] <= level
         assert abs(special.betainc(k, n - k + 1, lo) - 0.025) < 1e-6  # and tight, not merely safe
+
+
+# --------------------------------------------------------------------------- certifiable range (issue 36)
+
+
+@pytest.mark.parametrize("n", [100, 1_800, 18_000, 900_000])
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_certifiable_range_ceiling_is_the_bound_of_maximally_separated_counts(n, delta):
+    from dpharness.auditors import stats
+
+    level = stats.bonferroni_level(0.95, 20)
+    r = stats.certifiable_range(n, level, delta)
+    exact = stats.epsilon_lower_bound(n, n, 0, n, confidence=1 - 2 * level, delta=delta, candidates=1)
+    assert r.ceiling == pytest.approx(exact.epsilon, rel=1e-12)
+    # the floor: the expected counts of an event of probability 1/2 vs e^-ε/2 certify > 0 just above it
+    above = stats.projected_epsilon_expected(0.5, 0.5 * np.exp(-r.floor * 1.001), n, level, delta)
+    below = stats.projected_epsilon_expected(0.5, 0.5 * np.exp(-r.floor * 0.999), n, level, delta)
+    assert above > 0 >= below
+    assert 0 < r.floor < r.ceiling
+
+
+def test_certifiable_range_narrows_with_more_samples():
+    from dpharness.auditors import stats
+
+    level = stats.bonferroni_level(0.95, 20)
+    rs = [stats.certifiable_range(n, level) for n in (1_000, 10_000, 100_000)]
+    assert rs[0].floor > rs[1].floor > rs[2].floor and rs[0].ceiling < rs[1].ceiling < rs[2].ceiling
+
+
+def test_certifiable_range_refuses_a_bad_size_naming_it():
+    from dpharness.auditors import stats
+
+    with pytest.raises(ParameterError, match="n="):
+        stats.certifiable_range(0, 0.001)

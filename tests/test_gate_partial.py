@@ -1,6 +1,11 @@
 """A gate that audits less than the claimed mechanism says so everywhere and does not count it: an
 iterated mechanism whose audit runs fewer rounds (or samples) than it has is PARTIAL (not decided, not a
-pass) in the Check, the gate line, the summary, JSON and JUnit, and ``dpharness audit`` prints the note."""
+pass) in the Check, the gate line, the summary, JSON and JUnit, and ``dpharness audit`` prints the note.
+
+Under the gate's default time budget every round is audited whenever the minimum certification fits
+(issue 36 item 3); PARTIAL remains for an audit without a budget (``time_budget=None``: the shorter
+version) and for a budget too small for the minimum certification, whose line names the budget that
+would fit."""
 
 from __future__ import annotations
 
@@ -33,12 +38,12 @@ def _iterated(times=6):
             init=[0.0],
             update=_step,
         ),
-        claim=ApproxDP(6, 1e-5),
+        claim=ApproxDP(3, 1e-5),
     )
 
 
 def test_a_shorter_audit_is_partial_not_a_pass():
-    c = check(_iterated(), samples=300, seed=0, workers=1)
+    c = check(_iterated(), samples=300, seed=0, workers=1, time_budget=None)
     assert c.audit_partial is not None and "rounds" in c.audit_partial
     assert c.audit is not None and c.audit.passed  # nothing found on the rounds it ran ...
     assert not c.passed and not c.decided and c.status == "PARTIAL"  # ... which is not an audit of all of them
@@ -70,7 +75,7 @@ register(
             init=[0.0],
             update=step,
         ),
-        claim=ApproxDP(6, 1e-5),
+        claim=ApproxDP(3, 1e-5),
     )
 )
 """
@@ -81,7 +86,9 @@ def test_the_gate_line_summary_and_junit_say_partial(tmp_path):
 
     (tmp_path / "partial_team.py").write_text(TEAM_MODULE)
     junit = tmp_path / "j.xml"
+    # a budget far too small for the minimum certification of every round: PARTIAL, naming the budget
     argv = ["gate", "--module", "partial_team", "--own", "--samples", "300", "--jobs", "1", "--no-cache"]
+    argv += ["--time-budget", "0.01"]
     run = subprocess.run(
         [sys.executable, "-m", "dpharness.cli", *argv, "--junit", str(junit)],
         cwd=tmp_path,
@@ -94,13 +101,14 @@ def test_the_gate_line_summary_and_junit_say_partial(tmp_path):
     assert run.returncode != 0, out + run.stderr
     assert "PARTIAL  short_sgd" in out and "not counted as audited" in out, out + run.stderr
     assert "0/1 mechanisms proved and audited" in out and "not audited in full (PARTIAL): short_sgd" in out
+    assert "--time-budget " in out and "minimum certification" in out, out
     case = ET.parse(junit).getroot().find("testcase")
     assert "PARTIAL" in case.find("error").get("message")
 
 
 TEAM_MODULE_OWN_SAMPLES = TEAM_MODULE.replace(
-    "        claim=ApproxDP(6, 1e-5),\n    )\n)",
-    "        claim=ApproxDP(6, 1e-5),\n    ),\n    samples=2000,\n    timeout=600,\n)",
+    "        claim=ApproxDP(3, 1e-5),\n    )\n)",
+    "        claim=ApproxDP(3, 1e-5),\n    ),\n    samples=2000,\n    timeout=600,\n)",
 )
 
 
@@ -127,4 +135,32 @@ def test_register_samples_audits_every_round(tmp_path):
     assert got["audit_partial"] is None and got["status"] == "PASS", run.stdout + run.stderr
     assert got["audit"]["samples"] == 2000
     # the line says the audit ran at the registered budget, not at --samples
-    assert "(2 000 samples a side, its registered setting)" in runs["--text"].stdout, runs["--text"].stdout
+    assert "(2 000 samples a side, its registered setting; time budget 120 s" in runs["--text"].stdout, runs[
+        "--text"
+    ].stdout
+
+
+def test_the_default_budget_audits_every_round_and_states_its_size():
+    """At check()'s default time budget the 6-round mechanism is audited on all its rounds (no PARTIAL),
+    and the result states the samples it used and what it could certify at that size."""
+    from dpharness.pipeline import GATE_TIME_BUDGET
+
+    c = check(_iterated(), samples=20_000, seed=0, workers=1)
+    assert c.audit_partial is None and c.status == "PASS", c.messages
+    assert c.audit.extra["time_budget"] == {"seconds": GATE_TIME_BUDGET, "samples": c.audit.samples}
+    reach = c.audit.extra["certifiable"]
+    assert 0 < reach["floor"] < reach["ceiling"] and reach["ceiling"] > 3  # a violation of ε = 3 is certifiable
+    from dpharness.cli import _gate_line
+
+    line = _gate_line(c, 1_000_000)
+    assert f"time budget {GATE_TIME_BUDGET:g} s" in line and "detection floor ε" in line, line
+    assert "registered" not in line, line  # nothing was registered
+
+
+def test_an_audit_too_small_to_refute_its_claim_is_not_counted():
+    """At 200 samples a side (the cap) the certifier's ceiling (counts 100 vs 0) is below the claimed
+    ε = 3: the audit could not have certified a violation whatever the mechanism, so the check is PARTIAL
+    and says why."""
+    c = check(_iterated(), samples=200, seed=0, workers=1)
+    assert c.audit.extra["certifiable"]["ceiling"] <= 3
+    assert c.status == "PARTIAL" and "could not have found a violation" in c.audit_partial, c.messages

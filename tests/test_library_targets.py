@@ -744,3 +744,36 @@ def test_register_a_target_gates_it_under_its_name(tmp_path):
     direct = target.audit(samples=5_000, seed=0, workers=1, progress=False)  # one look, as `audit` does
     assert c.audit.epsilon_lower_bound == direct.epsilon_lower_bound and c.audit.epsilon == 0.5
     assert c.policy.value == "audit-only"
+
+
+def test_cli_audit_of_a_target_honours_its_module_registration(tmp_path, monkeypatch, capsys):
+    """``dpharness audit LIB:MECH --module PKG`` audits the target PKG registered under that name: its
+    parameters and its registered ``samples=`` (issue 36, item 5); without the module, the defaults. (The
+    verdict is not the point here: the float Laplace may be caught leaking through its doubles.)"""
+    import json
+
+    _need("diffprivlib")
+    from dpharness import registry
+    from dpharness.cli import main
+
+    # this process may have registered the target at its defaults already (another test's audit of it)
+    monkeypatch.setattr(
+        registry, "_REGISTRY", {k: v for k, v in registry._REGISTRY.items() if k != "diffprivlib:laplace"}
+    )
+    monkeypatch.setattr(
+        registry, "_SETTINGS", {k: v for k, v in registry._SETTINGS.items() if k != "diffprivlib:laplace"}
+    )
+
+    (tmp_path / "own_targets.py").write_text(
+        "from dpharness import register\n"
+        "from dpharness.auditors.libraries import get_target\n"
+        "register(get_target('diffprivlib:laplace', {'epsilon': 0.5}), samples=4000)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["audit", "diffprivlib:laplace", "--module", "own_targets", "--workers", "1", "--json"]) in (0, 1)
+    got = json.loads(capsys.readouterr().out)
+    assert got["epsilon"] == 0.5 and got["samples"] == 4000, got
+    assert main(["audit", "diffprivlib:laplace", "--samples", "3000", "--workers", "1", "--json"]) in (0, 1)
+    got = json.loads(capsys.readouterr().out)
+    assert got["epsilon"] == 1.0 and got["samples"] == 3000, got
