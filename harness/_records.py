@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
+import math
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -195,6 +196,7 @@ def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
             f"column {column} of {name} has dtype {dtype}; convert it to strings or integers before the release."
         )
     if kind == "category":
+        col = col.cat.remove_unused_categories()  # a category no row holds is not a value of the column
         codes = np.asarray(col.cat.codes, dtype=np.int64)
         cats = list(col.cat.categories)
         values = [normalise(v) for v in cats]
@@ -281,7 +283,7 @@ def _merge_equal(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
 def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
     """Strictly increasing doubles in [lo, hi], one per value of ``values`` (sorted, distinct): the values
     themselves when each is a double in [lo, hi], else evenly spaced between lo and hi."""
-    if all(isinstance(v, float) and lo <= Fraction(v) <= hi for v in values):
+    if all(isinstance(v, float) and math.isfinite(v) and lo <= Fraction(v) <= hi for v in values):
         return np.array(values, dtype=float)
     k = len(values)
     flo, fhi = float(lo), float(hi)
@@ -330,7 +332,8 @@ class Identity:
         if isinstance(values, np.ndarray):  # sorted and distinct already
             self.values = values
             inside = values.dtype == float and (
-                not len(values) or lo <= Fraction(values[0]) <= Fraction(values[-1]) <= hi
+                not len(values)
+                or (np.isfinite(values[[0, -1]]).all() and lo <= Fraction(values[0]) <= Fraction(values[-1]) <= hi)
             )
             self.numbers = values if inside else stand_ins([None] * len(values), lo, hi)
             return

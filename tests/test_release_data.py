@@ -462,3 +462,25 @@ def test_an_integer_record_beyond_the_domain_is_refused_on_every_input_type():
     good = np.array([BIG, 5], dtype=np.int64)
     got = [_release(m, d) for d in (good, pd.DataFrame({"a": good}), _dask(pd.DataFrame({"a": good}), 2))]
     assert all(type(v) is float for v in got) and got[0] == got[1] == got[2]
+
+
+def test_unused_categories_and_infinite_keys_release_like_any_label():
+    """A categorical key column with a category no row holds, and a float key column holding ±inf, release
+    on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
+    value of the column; an infinite key is a label of its own."""
+    rng = np.random.default_rng(SEED)
+    x = rng.uniform(0, 10, 60)
+    frames = [
+        pd.DataFrame({"x": x, "k": pd.Categorical(["a", "b"] * 30, categories=["a", "b", "unused"])}),
+        pd.DataFrame({"x": x, "k": [np.inf, 1.0, -np.inf] * 20}),
+    ]
+    for frame in frames:
+        got = _release(_record_level(), frame)
+        assert _release(_record_level(), frame.astype({"k": object}).to_numpy()) == got
+        assert "unused" not in got
+        try:
+            import dask.dataframe  # noqa: F401
+        except ImportError:  # pragma: no cover - the Dask stage of .ci/run requires dask
+            continue
+        for n in (1, 3):
+            assert _release(_record_level(), _dask(frame, n)) == got
