@@ -89,3 +89,17 @@ def rng(name: str, value: Any) -> np.random.Generator:
 def ordered(lo_name: str, lo: Any, hi_name: str, hi: Any) -> None:
     if not lo < hi:
         raise ParameterError(f"{lo_name}={_show(lo)} must be < {hi_name}={_show(hi)}; swap or widen the bounds.")
+
+
+def labels(name: str, values: Any) -> None:
+    """Every value of ``values`` a partition label: hashable and equal to itself (no NaN); the message
+    names ``name`` and the type, never more than 40 characters of a value the caller declared."""
+    for k in values:
+        try:
+            hash(k)
+        except TypeError:
+            raise ParameterError(
+                f"{name} holds {type(k).__name__} {k!r:.40}, which is not hashable; pass strings or numbers."
+            ) from None
+        if isinstance(k, float) and k != k:
+            raise ParameterError(f"{name} holds NaN; pass keys that equal themselves.")

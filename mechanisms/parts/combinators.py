@@ -113,15 +113,7 @@ class Parallel(Step):
     def __post_init__(self) -> None:
         object.__setattr__(self, "by", _v.integer("by", self.by, minimum=0))
         if self.keys and not all(_is_number(k) for k in self.keys):  # labels: records carry their positions
-            for k in self.keys:
-                try:
-                    hash(k)
-                except TypeError:
-                    raise ParameterError(
-                        f"keys holds {type(k).__name__} {k!r:.40}, which is not hashable; pass strings or numbers."
-                    ) from None
-                if isinstance(k, float) and k != k:
-                    raise ParameterError("keys holds NaN; pass keys that equal themselves.")
+            _v.labels("keys", self.keys)
             if len(set(self.keys)) != len(self.keys):
                 raise ParameterError(f"keys={self.keys!r} must be distinct; pass each partition label once.")
             object.__setattr__(self, "keys", tuple(self.keys))

@@ -295,15 +295,7 @@ def _encoding_keys(keys: Any) -> tuple:
         vals = tuple(_float_exact("keys", k, "a partition key") for k in keys)
         distinct = len({Fraction(k) for k in vals})
     else:
-        for k in keys:
-            try:
-                hash(k)
-            except TypeError:
-                raise ParameterError(
-                    f"keys holds {type(k).__name__} {k!r:.40}, which is not hashable; pass strings or numbers."
-                ) from None
-            if isinstance(k, float) and k != k:
-                raise ParameterError("keys holds NaN; pass keys that equal themselves.")
+        _v.labels("keys", keys)
         vals = tuple(keys)
         distinct = len(set(vals))
     if not 1 <= len(vals) <= _MAX_KEYS or distinct != len(vals):
