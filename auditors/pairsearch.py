@@ -27,7 +27,12 @@ pair is a neighbour pair of the declared space with no tolerance.
 5. *StatDP patterns* for vectors and data sets (Ding, Wang, Wang, Zhang and Kifer, "Detecting
    Violations of Differential Privacy", CCS 2018, Table 1; :func:`.neighbours.statdp_patterns`),
    for data sets also records at 0, 1, powers of two and the domain's ends added or substituted;
-6. *random*: seeded pairs over the space.
+6. *random*: seeded pairs over the space;
+7. *threshold scan* (data sets): a record's multiplicity is varied until the probability that the
+   output differs from its output at multiplicity 0 (where nothing is released) crosses 0.05, 0.5 and
+   0.95; the pairs of multiplicities n and n + 1 straddling each crossing are candidates. This is where
+   a release thresholded on a count (private partition selection, a thresholded query) pays its ε
+   terms; the search finds it with no knowledge of the threshold (:func:`_threshold_scan`).
 
 Multi-column records (``RealBox``) get their own groups, on small data sets (sizes 1, 2, 3, 5 and 10,
 where sensitivity bugs show; 0 too for add/remove): *box corners* (data sets of corners of the
@@ -106,6 +111,11 @@ _BOX_SIZES = (
 )  # data set sizes of the RealBox groups (small: where sensitivity bugs show), in screen order
 _MAX_CORNERS = 16  # corners of a RealBox enumerated in full up to 2^4; beyond, a structured subset
 _MAX_BOX_DIM = 1_000  # columns of a RealBox record the search accepts
+_SCAN_MAX = 4_096  # the largest multiplicity of a record the threshold scan builds
+_SCAN_TARGETS = (0.05, 0.5, 0.95)  # release probabilities at which the scan places a pair
+_SCAN_PER_SIDE = 200  # outputs a multiplicity the scan draws, at most
+_SCAN_PROBE = 16  # outputs at multiplicity 0 that must all be one value (nothing released) for the scan to run
+_SCAN_STAGE = 3  # the screen's seed stage of the scan's draws (stages 1 and 2: the screen itself)
 
 
 # --------------------------------------------------------------------------- exact arithmetic
@@ -740,8 +750,9 @@ def _pair_key(x: Any) -> str:
     return "s" + repr(_record_key(x))
 
 
-def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
-    """Valid, distinct candidates (either orientation counts once), the groups interleaved."""
+def _candidates(space, rng: np.random.Generator, scanned: list | None = None) -> list[tuple[Any, Any, str]]:
+    """Valid, distinct candidates (either orientation counts once), the groups interleaved; ``scanned``:
+    the threshold scan's pairs (group "threshold scan"), first in the interleaving."""
     if isinstance(space, Scalars):
         lo_q, hi_q, s_q = _frac(space.lo), _frac(space.hi), _frac(space.sensitivity)
         raw: list[tuple[Any, Any, str]] = []
@@ -757,7 +768,7 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
             if ok is not None:
                 raw.append((ok[0], ok[1], g))
     else:
-        raw = _dataset_candidates(space, rng)
+        raw = list(scanned or []) + _dataset_candidates(space, rng)
     seen: set = set()
     groups: dict[str, list] = {}
     for a, b, g in raw:
@@ -771,6 +782,7 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
     order = [
         g
         for g in (
+            "threshold scan",
             "boundary",
             "zero and one",
             "box corners",
@@ -790,6 +802,148 @@ def _candidates(space, rng: np.random.Generator) -> list[tuple[Any, Any, str]]:
             if q:
                 out.append(q.pop(0))
     return out
+
+
+# --------------------------------------------------------------------------- the threshold scan
+
+
+def _scan_records(space: Datasets) -> tuple[Any, Any] | None:
+    """The record whose multiplicity the scan varies and a filler record (another value of the domain,
+    None when the domain has one value), or None when the scan does not apply (multi-column records)."""
+    dom = space.records
+    if isinstance(dom, RealBox):
+        return None
+    vals = list(dom.values) if isinstance(dom, Finite) else _record_values(dom)
+    if not vals:
+        return None
+    r = vals[0] if isinstance(dom, Finite) else (1.0 if 1.0 in vals else vals[0])
+    if isinstance(dom, IntegerRange):
+        r = 1 if dom.lo <= 1 <= dom.hi else int(vals[0])
+    others = [v for v in vals if not _same_record(v, r)]
+    return r, (others[0] if others else None)
+
+
+def _scan_layout(space: Datasets, filler: Any) -> tuple[int, int] | None:
+    """(fixed length or -1, the largest multiplicity n such that the data sets of n and n + 1 copies
+    are both in the space): under add/remove the data set is ``size[0]`` fillers plus n copies; under
+    substitution it has a fixed length m and n of its records are the scanned one."""
+    lo, hi = space.size
+    if isinstance(space.relation, AddRemove):
+        if lo > 0 and filler is None:
+            return None
+        top = min(hi - lo - 1, _SCAN_MAX)
+        return (-1, top) if top >= 1 else None
+    if filler is None:
+        return None
+    m = min(hi, max(lo, 1, _SCAN_MAX))
+    return (m, m - 1) if m >= 2 else None
+
+
+def _scan_data(space: Datasets, record: Any, filler: Any, length: int, n: int) -> list:
+    if length < 0:
+        return [filler] * space.size[0] + [record] * n
+    return [filler] * (length - n) + [record] * n
+
+
+def _row_keys(x: np.ndarray) -> list:
+    """One hashable key per output row: its bytes (numeric rows) or its repr (other outputs)."""
+    if x.dtype == object:
+        return [repr(o) for o in x]
+    flat = np.ascontiguousarray(x.reshape(len(x), -1))
+    return [row.tobytes() for row in flat]
+
+
+def _threshold_scan(sampler: Sampler, space: Datasets, seed: int, per_side: int) -> tuple[list, str, int]:
+    """Pairs where the release probability of a record crosses 0.05, 0.5 and 0.95, a sentence saying
+    what the scan found, and the callable outputs it drew.
+
+    The output at multiplicity 0 must be one fixed value (nothing released: all of its first
+    :data:`_SCAN_PROBE` outputs equal, else the scan stops there); the release probability
+    at multiplicity n is the fraction of ``per_side`` outputs that differ from it. The scan doubles n
+    until that fraction reaches the top target (or the space's largest multiplicity), then bisects for
+    each target between the multiplicities measured on either side of it. Estimates on ``per_side``
+    outputs are noisy and the probability need not be monotone: the pairs are candidates for the screen,
+    which ranks them with every other candidate; nothing is certified here."""
+    picked = _scan_records(space)
+    if picked is None:
+        return [], "", 0
+    record, filler = picked
+    layout = _scan_layout(space, filler)
+    if layout is None:
+        return [], "", 0
+    length, top = layout
+    used = 0
+    measured: dict[int, float] = {}
+
+    def outputs(n: int, size: int = per_side) -> np.ndarray | None:
+        nonlocal used
+        used += size
+        try:
+            return sampler(
+                _scan_data(space, record, filler, length, n),
+                size,
+                _rng(seed, _SCAN_STAGE, n, 0),
+                where=f"pair search (threshold scan, multiplicity {n})",
+            )
+        except MechanismError:
+            return None
+
+    base = outputs(0, _SCAN_PROBE)
+    if base is None:
+        return [], "threshold scan skipped (the callable failed at multiplicity 0)", used
+    keys0 = set(_row_keys(base))
+    if len(keys0) != 1:
+        return [], "threshold scan skipped (the output varies at multiplicity 0, so no release event to scan)", used
+    (nothing,) = keys0
+
+    def released(n: int) -> float | None:
+        if n not in measured:
+            x = outputs(n)
+            if x is None or signature(x) != signature(base):
+                return None
+            measured[n] = sum(k != nothing for k in _row_keys(x)) / len(x)
+        return measured[n]
+
+    n, last = 1, 0
+    while True:
+        p = released(n)
+        if p is None:
+            return [], f"threshold scan stopped (the callable failed or changed its output type at multiplicity {n})", used
+        if p >= _SCAN_TARGETS[-1] or n >= top:
+            break
+        last, n = n, min(2 * n, top)
+    if measured[n] < _SCAN_TARGETS[0]:
+        return [], f"threshold scan: no release up to multiplicity {n} ({_describe_record(record)})", used
+    out: list[tuple[Any, Any, str]] = []
+    found: list[str] = []
+    for t in _SCAN_TARGETS:
+        lo = max([m for m, q in measured.items() if q < t], default=0)
+        hi = min([m for m, q in measured.items() if q >= t and m > lo], default=None)
+        if hi is None:
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            q = released(mid)
+            if q is None:
+                break
+            if q >= t:
+                hi = mid
+            else:
+                lo = mid
+        a = _scan_data(space, record, filler, length, hi - 1)
+        b = _scan_data(space, record, filler, length, hi)
+        if not any(x == a for x, _b, _g in out):
+            out.append((a, b, "threshold scan"))
+            found.append(f"{hi - 1} vs {hi} (release probability ~{measured.get(hi, 0.0):.2f})")
+    how = (
+        f"threshold scan of {_describe_record(record)}'s multiplicity ({per_side} outputs a multiplicity): "
+        + "; ".join(found)
+    )
+    return out, how, used
+
+
+def _describe_record(record: Any) -> str:
+    return f"record {short_repr(record)}"
 
 
 # --------------------------------------------------------------------------- the screen
@@ -936,7 +1090,13 @@ def callable_pairs(
 
 
 def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> tuple[list[tuple[Any, Any]], str]:
-    cands = _candidates(space, _rng(seed, 0, 0, 0))
+    scanned: list = []
+    scan_how, scan_used = "", 0
+    if isinstance(space, Datasets):  # a fifth of the budget at most, over about 50 multiplicities
+        scanned, scan_how, scan_used = _threshold_scan(
+            sampler, space, seed, max(16, min(_SCAN_PER_SIDE, budget // 250))
+        )
+    cands = _candidates(space, _rng(seed, 0, 0, 0), scanned)
     if not cands:  # e.g. a sensitivity below the spacing of doubles: no two distinct doubles are neighbours
         raise ParameterError(
             f"inputs={space!r:.100} has no neighbouring pair of distinct doubles the search could find "
@@ -949,7 +1109,8 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
     score: dict[int, float] = {}
     failures: list[str] = []
     first_error: MechanismError | None = None
-    used = 0
+    used = 0  # the screen's outputs (the scan's are scan_used, taken from the budget first)
+    budget = max(budget - scan_used, MIN_BUDGET // 2)
 
     def draw(i: int, stage: int, n: int) -> tuple[np.ndarray, np.ndarray] | None:
         nonlocal first_error, used
@@ -1018,11 +1179,13 @@ def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> 
             f"{space.relation.describe()}"
         )
     how = (
-        f"screened {k} of {len(cands)} candidate pairs ({', '.join(groups)}) on {used} samples of the callable "
+        f"screened {k} of {len(cands)} candidate pairs ({', '.join(groups)}) on {used + scan_used} samples of the callable "
         f"({n1} a side each, {n1 + max(n2, 0)} for the best {len(finalists)}) and ranked them by the bound that "
         "threshold, histogram or float-cell events would be expected to certify (a ranking only; nothing is "
         "certified here)"
     )
+    if scan_how:
+        how += f"; {scan_how}"
     if failures:
         how += f"; {len(failures)} candidate(s) skipped because the callable failed on them (first: {failures[0]})"
     if other_shapes:

@@ -326,3 +326,76 @@ def test_discrete_count_gets_valid_pairs_and_is_not_flagged():
     assert abs(sum(a) - sum(b)) == 1  # the screen prefers pairs whose counts differ over equal counts
     result = audit(discrete_count, a, b, epsilon=1.0, samples=100_000, seed=1, confidence=0.99, workers=1)
     assert result.passed, f"flagged on {(a, b)}: bound {result.epsilon_lower_bound:.3f} > 1 (false-failure rate <= 1%)"
+
+
+# --------------------------------------------------------------------------- the threshold scan
+
+
+def _thresholded_release(threshold: int, scale: int):
+    """Key "a" released when its count plus discrete Laplace(scale) noise (exact integers) exceeds
+    ``threshold``; the output is whether it was (0/1). Under add/remove or substitution of one record
+    the count moves by at most 1, so it is exactly (1/scale)-DP, and the ratio e^{1/scale} is attained
+    on the release event in the tail below the threshold."""
+    from dpharness.mechanisms._noise import discrete_laplace
+
+    def release(records, size, rng):
+        count = sum(1 for r in records if r == "a")
+        return (count + discrete_laplace(scale, size, rng) > threshold).astype(np.int64)
+
+    return release
+
+
+@pytest.mark.parametrize("relation", [AddRemove(), Substitute()], ids=["add/remove", "substitute"])
+def test_the_threshold_scan_finds_a_hidden_threshold(relation):
+    """Nothing in the space names the threshold (150 of up to 400 records); the scan finds the
+    multiplicities where the release probability crosses 0.05, 0.5 and 0.95 and offers those pairs."""
+    space = Datasets(Finite(["a", "b"]), relation, size=(0, 400))
+    pairs, how = callable_pairs(Sampler(_thresholded_release(150, 2), "f"), space, seed=0, budget=20_000, max_pairs=8)
+    assert "threshold scan of record 'a'" in how
+    straddling = [(a, b) for a, b in pairs if 140 <= min(a.count("a"), b.count("a")) <= 160]
+    assert straddling, how
+    assert all(_exactly_neighbours(space, a, b) for a, b in pairs)
+
+
+def test_the_threshold_scan_says_why_it_did_not_run():
+    """A release whose output varies with nothing released (count plus noise, never thresholded) has no
+    release event to scan; one that never releases within the space's multiplicities has none either."""
+    space = Datasets(Finite(["a", "b"]), AddRemove(), size=(0, 50))
+    _, how = callable_pairs(Sampler(count_a, "f"), space, seed=0, budget=MIN_BUDGET)
+    assert "threshold scan skipped (the output varies at multiplicity 0" in how
+    _, how = callable_pairs(Sampler(_thresholded_release(1_000, 1), "f"), space, seed=0, budget=MIN_BUDGET)
+    assert "threshold scan: no release up to multiplicity 49" in how
+
+
+def test_the_scan_stays_within_the_budget():
+    drawn = []
+    release = _thresholded_release(150, 2)
+
+    def counted(records, size, rng):
+        drawn.append(size)
+        return release(records, size, rng)
+
+    for budget in (MIN_BUDGET, 20_000):
+        drawn.clear()
+        callable_pairs(Sampler(counted, "f"), Datasets(Finite(["a", "b"]), AddRemove(), (0, 400)), seed=0, budget=budget)
+        assert sum(drawn) <= budget
+
+
+@pytest.mark.statistical
+def test_an_audit_over_the_space_sees_a_thresholded_release_through_the_scan():
+    """The release above with scale 2 is exactly 0.5-DP. Audited over the space with no pair given: a
+    claim of 0.25 is violated (the scan's pair certifies about 0.48 at 2·10^5 samples a side; without the
+    scan every searched pair is far from the threshold and the audit certified 0), and the true claim 0.5
+    passes.
+
+    False-failure rate: the pass fails with probability <= 1 - confidence = 5%; the violation is missed
+    only if the certified bound on the straddling pair falls from its expected ~0.48 to 0.25, which at
+    2·10^5 samples is below 10^-6 (0 misses in 10 seeds in development)."""
+    space = Datasets(Finite(["a", "b"]), AddRemove(), size=(0, 400))
+    release = _thresholded_release(150, 2)
+    low = audit(release, inputs=space, epsilon=0.25, samples=200_000, seed=0, workers=1)
+    assert not low.passed and low.epsilon_lower_bound > 0.25, (
+        f"bound {low.epsilon_lower_bound:.3f}: the scan's pair did not expose ε = 0.5 > 0.25 (false-failure rate < 1e-6)"
+    )
+    true = audit(release, inputs=space, epsilon=0.5, samples=200_000, seed=1, workers=1)
+    assert true.passed, f"bound {true.epsilon_lower_bound:.3f} > 0.5 on an exactly 0.5-DP release (false-failure rate 5%)"

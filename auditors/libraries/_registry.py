@@ -233,7 +233,8 @@ class Param:
     ``kind``: ``"positive"``, ``"nonnegative"``, ``"probability"`` (open interval (0, 1)),
     ``"int"``, ``"positive_int"``, ``"value"`` (a number or a list of numbers, JSON from strings),
     ``"rows"`` (a list of records, each a list of numbers of one length: a data set of multi-column
-    records, JSON from strings), ``"bool"``."""
+    records, JSON from strings), ``"bool"``, ``"name"`` (a string, checked by the target against its
+    choices)."""
 
     name: str
     default: Any
@@ -296,6 +297,10 @@ def _from_string(name: str, text: str) -> Any:
 
 def _parse(p: Param, value: Any) -> Any:
     name = p.name
+    if p.kind == "name":
+        if not isinstance(value, str):
+            raise ParameterError(f"{name}={value!r:.60} is not a name; pass a string, e.g. {name}={p.default}.")
+        return value
     if isinstance(value, str):
         value = _from_string(name, value)
     if p.kind == "bool":

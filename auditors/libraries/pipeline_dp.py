@@ -22,6 +22,17 @@ engine: add or remove one privacy unit (privacy id) with one record in one publi
 (``max_partitions_contributed = max_contributions_per_partition = 1``), values clamped to
 ``[min_value, max_value]`` (pair: three units with 0.0 vs those and a fourth with 1.0). Public
 partitions avoid partition selection, so the release is the noisy aggregate alone.
+
+The group-by target (``pipeline-dp:group-count``) is the engine with *private* partitions: a COUNT per
+partition key found in the data, each key released only if PipelineDP's partition selection
+(``partition_selection_strategy``: truncated geometric by default, Laplace or Gaussian thresholding)
+keeps it. Records are partition keys 0..partitions-1, one privacy unit each (one record a unit, one
+partition a unit); neighbours add or remove one unit. Its pairs are searched over data sets of
+1..max_n records (PipelineDP refuses an empty collection with ValueError, so the empty data set is
+left out of the space rather than audited as a release that raises); the search's threshold scan
+finds where a key's release probability crosses 0.05..0.95, where the selection's ε terms live.
+Output: for each key, whether it was released (0/1), then each key's noisy count (0.0 when not
+released).
 """
 
 from __future__ import annotations
@@ -189,3 +200,97 @@ def _sum(v: dict) -> dict:
 )
 def _mean(v: dict) -> dict:
     return _engine("MEAN", v)
+
+
+_STRATEGIES = {
+    "truncated_geometric": "TRUNCATED_GEOMETRIC",
+    "laplace_thresholding": "LAPLACE_THRESHOLDING",
+    "gaussian_thresholding": "GAUSSIAN_THRESHOLDING",
+}
+
+
+def _group_count(v: dict) -> dict:
+    import pipeline_dp
+
+    from dpharness.auditors.pairsearch import Datasets
+    from dpharness.core import Finite
+    from dpharness.errors import ParameterError
+
+    eps, delta, k, max_n = v["epsilon"], v["delta"], int(v["partitions"]), int(v["max_n"])
+    strategy = v["strategy"]
+    if strategy not in _STRATEGIES:
+        raise ParameterError(f"strategy={strategy!r}: pass one of {', '.join(map(repr, _STRATEGIES))}.")
+    if k < 2:
+        raise ParameterError(
+            f"partitions={k}: pass at least 2 (the data sets hold one other key so that none is empty)."
+        )
+    if max_n < 3:
+        raise ParameterError(f"max_n={max_n}: pass at least 3 (the search needs data sets of several records).")
+    kind = getattr(pipeline_dp.PartitionSelectionStrategy, _STRATEGIES[strategy])
+    keys = list(range(k))
+
+    def release(records: list) -> np.ndarray:
+        acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+        engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+        params = pipeline_dp.AggregateParams(
+            metrics=[pipeline_dp.Metrics.COUNT],
+            noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+            max_partitions_contributed=1,
+            max_contributions_per_partition=1,
+            partition_selection_strategy=kind,
+        )
+        extract = pipeline_dp.DataExtractors(
+            privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1], value_extractor=lambda r: 0
+        )
+        result = engine.aggregate([(i, int(key)) for i, key in enumerate(records)], params, extract)
+        acc.compute_budgets()
+        out = np.zeros(2 * k)
+        for key, metrics in result:
+            out[key] = 1.0
+            out[k + key] = float(metrics.count)
+        return out
+
+    probe = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+    claim_eps, claim_delta = float(probe.total_epsilon), float(probe.total_delta)
+    return dict(
+        fn=release,
+        vectorized=False,
+        data=[int(x) for x in np.atleast_1d(v["data"])],
+        neighbor=[int(x) for x in np.atleast_1d(v["neighbor"])],
+        epsilon=claim_eps,
+        delta=claim_delta,
+        inputs=Datasets(Finite(keys), AddRemove(), (1, max_n)),
+        relation=(
+            f"data sets of 1..{max_n} records, each a partition key in 0..{k - 1} held by its own privacy unit "
+            "(max_partitions_contributed = max_contributions_per_partition = 1); neighbours add or remove one "
+            "unit"
+        ),
+        claim_source=(
+            f"PipelineDP NaiveBudgetAccountant(total_epsilon={eps}, total_delta={delta}): "
+            f".total_epsilon = {claim_eps!r}, .total_delta = {claim_delta!r}, the budget of the whole "
+            f"DPEngine.aggregate(COUNT, Laplace noise, private partitions selected by {strategy})"
+        ),
+        neighbor_relation=AddRemove(),
+        unseeded=_UNSEEDED,
+    )
+
+
+@register(
+    "pipeline-dp:group-count",
+    library=_LIB,
+    module=_MOD,
+    extra=_EXTRA,
+    description="DPEngine.aggregate COUNT per partition found in the data (private partition selection, "
+    "LocalBackend) (per call)",
+    params=(
+        _EPS,
+        Param("delta", 1e-6, "probability", "delta (partition selection needs delta > 0)"),
+        Param("partitions", 2, "positive_int", "partition keys 0..partitions-1"),
+        Param("max_n", 100, "positive_int", "largest data set the pair search builds"),
+        Param("strategy", "truncated_geometric", "name", "partition selection: truncated_geometric, "
+              "laplace_thresholding or gaussian_thresholding"),
+        *pair_params([1], [1, 0]),
+    ),
+)
+def _group_count_target(v: dict) -> dict:
+    return _group_count(v)
