@@ -904,14 +904,18 @@ def _threshold_scan(sampler: Sampler, space: Datasets, seed: int, per_side: int)
             measured[n] = sum(k != nothing for k in _row_keys(x)) / len(x)
         return measured[n]
 
-    n, last = 1, 0
+    n = 1
     while True:
         p = released(n)
         if p is None:
-            return [], f"threshold scan stopped (the callable failed or changed its output type at multiplicity {n})", used
+            return (
+                [],
+                f"threshold scan stopped (the callable failed or changed its output type at multiplicity {n})",
+                used,
+            )
         if p >= _SCAN_TARGETS[-1] or n >= top:
             break
-        last, n = n, min(2 * n, top)
+        n = min(2 * n, top)
     if measured[n] < _SCAN_TARGETS[0]:
         return [], f"threshold scan: no release up to multiplicity {n} ({_describe_record(record)})", used
     out: list[tuple[Any, Any, str]] = []

@@ -377,7 +377,9 @@ def test_the_scan_stays_within_the_budget():
 
     for budget in (MIN_BUDGET, 20_000):
         drawn.clear()
-        callable_pairs(Sampler(counted, "f"), Datasets(Finite(["a", "b"]), AddRemove(), (0, 400)), seed=0, budget=budget)
+        callable_pairs(
+            Sampler(counted, "f"), Datasets(Finite(["a", "b"]), AddRemove(), (0, 400)), seed=0, budget=budget
+        )
         assert sum(drawn) <= budget
 
 
@@ -398,4 +400,6 @@ def test_an_audit_over_the_space_sees_a_thresholded_release_through_the_scan():
         f"bound {low.epsilon_lower_bound:.3f}: the scan's pair did not expose ε = 0.5 > 0.25 (false-failure rate < 1e-6)"
     )
     true = audit(release, inputs=space, epsilon=0.5, samples=200_000, seed=1, workers=1)
-    assert true.passed, f"bound {true.epsilon_lower_bound:.3f} > 0.5 on an exactly 0.5-DP release (false-failure rate 5%)"
+    assert true.passed, (
+        f"bound {true.epsilon_lower_bound:.3f} > 0.5 on an exactly 0.5-DP release (false-failure rate 5%)"
+    )

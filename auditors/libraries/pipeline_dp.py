@@ -287,8 +287,12 @@ def _group_count(v: dict) -> dict:
         Param("delta", 1e-6, "probability", "delta (partition selection needs delta > 0)"),
         Param("partitions", 2, "positive_int", "partition keys 0..partitions-1"),
         Param("max_n", 100, "positive_int", "largest data set the pair search builds"),
-        Param("strategy", "truncated_geometric", "name", "partition selection: truncated_geometric, "
-              "laplace_thresholding or gaussian_thresholding"),
+        Param(
+            "strategy",
+            "truncated_geometric",
+            "name",
+            "partition selection: truncated_geometric, laplace_thresholding or gaussian_thresholding",
+        ),
         *pair_params([1], [1, 0]),
     ),
 )
