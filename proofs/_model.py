@@ -100,6 +100,10 @@ class Proof:
 
         if self.verdict is Verdict.REFUTED and isinstance(self.claim, ApproxDP) and self.bound_lower is not None:
             return self.derived or "no bound: the claim is refuted (witness below)"  # with its certified bracket
+        if self.verdict is Verdict.REFUTED and self.bound is not None and math.isfinite(float(self.bound)):
+            excess = self._excess()  # lead with what fails: a bound 2**-54 over the claim prints as the claim
+            if excess is not None:
+                return f"{excess}: {self._derived() or 'the claim is refuted (witness below)'}"
         if self.verdict is not Verdict.UNPROVEN:
             if self.bound is None or not math.isfinite(float(self.bound)):
                 return (

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import dpharness
 from dpharness import parts as dp
-from dpharness.core import AddRemove, ApproxDP, IntegerRange, RealBox
+from dpharness.core import AddRemove, ApproxDP, IntegerRange, PureDP, RealBox
 from dpharness.errors import ParameterError
 from dpharness.mechanisms.parts import grouping as G
 from dpharness.mechanisms.parts._base import walk_nodes
@@ -90,8 +90,11 @@ def test_a_split_of_the_parts_total_is_the_same_as_the_own_budgets():
     assert dpharness.prove(weighted).verdict is Verdict.PROVED
 
 
-def test_decimal_budgets_that_overshoot_as_floats_are_not_proved():
-    """0.2 + 0.4 + 0.4 as binary floats is 1 + 5.6e-17: solved exactly, the claim 1 is exceeded by that."""
+def test_float_budgets_are_spent_as_the_decimals_they_print_as():
+    """0.2 + 0.4 + 0.4 as binary floats is 1 + 5.6e-17; a float budget is read as the smaller of its binary
+    value and its decimal (a budget is what may be spent, the proof is of the scale solved from it), so the
+    textbook decimals are PROVED at exactly 1, the same as the Fractions; a budget below its decimal (0.3)
+    keeps its binary value, so a part whose budget is the claim's float stays within that claim."""
     m = _textbook(
         dp.partition_select(epsilon=0.2, delta=1e-6),
         dp.compose(
@@ -100,9 +103,7 @@ def test_decimal_budgets_that_overshoot_as_floats_are_not_proved():
         ),
     )
     p = dpharness.prove(m)
-    assert p.verdict is not Verdict.PROVED
-    over = Fraction(0.2) + 2 * Fraction(0.4) - 1
-    assert sp.sympify(p.bound_expr) - 1 == sp.Rational(over.numerator, over.denominator)
+    assert p.verdict is Verdict.PROVED and sp.sympify(p.bound_expr) == 1, p.headline
     exact = _textbook(
         dp.partition_select(epsilon=Fraction(1, 5), delta=1e-6),
         dp.compose(
@@ -110,7 +111,33 @@ def test_decimal_budgets_that_overshoot_as_floats_are_not_proved():
             dp.column(2) >> dp.clamp(0, 200_000) >> dp.sum() >> dp.laplace(epsilon=Fraction(2, 5)),
         ),
     )
+    assert [n.scale for n in _noises(exact)] == [n.scale for n in _noises(m)]
     assert dpharness.prove(exact).verdict is Verdict.PROVED
+    one = dp.mechanism(
+        name="one",
+        records=RealBox(0, 1, 1),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.laplace(epsilon=0.3),
+        claim=PureDP(0.3),
+    )
+    assert Fraction(0.3) < Fraction(3, 10)
+    assert dpharness.prove(one).verdict is Verdict.PROVED
+
+
+def test_binary_budgets_that_overshoot_are_not_proved():
+    """The binary values of 0.2, 0.4, 0.4 passed as Fractions sum to 1 + 5.6e-17: solved exactly, the claim 1
+    is exceeded by that."""
+    m = _textbook(
+        dp.partition_select(epsilon=Fraction(0.2), delta=1e-6),
+        dp.compose(
+            dp.count() >> dp.laplace(epsilon=Fraction(0.4)),
+            dp.column(2) >> dp.clamp(0, 200_000) >> dp.sum() >> dp.laplace(epsilon=Fraction(0.4)),
+        ),
+    )
+    p = dpharness.prove(m)
+    assert p.verdict is not Verdict.PROVED
+    over = Fraction(0.2) + 2 * Fraction(0.4) - 1
+    assert sp.sympify(p.bound_expr) - 1 == sp.Rational(over.numerator, over.denominator)
 
 
 def test_record_level_group_by_with_budgets():
@@ -291,12 +318,12 @@ def test_a_cause_is_said_only_when_it_covers_the_whole_excess():
     assert p.cause is None
 
 
-def test_float_budgets_above_their_decimals_are_named_with_the_exact_fix():
+def test_binary_budgets_above_their_decimals_are_named_with_the_exact_fix():
     m = _textbook(
-        dp.partition_select(epsilon=0.2, delta=1e-6),
+        dp.partition_select(epsilon=Fraction(0.2), delta=1e-6),
         dp.compose(
-            dp.count() >> dp.laplace(epsilon=0.4),
-            dp.column(2) >> dp.clamp(0, 200_000) >> dp.sum() >> dp.laplace(epsilon=0.4),
+            dp.count() >> dp.laplace(epsilon=Fraction(0.4)),
+            dp.column(2) >> dp.clamp(0, 200_000) >> dp.sum() >> dp.laplace(epsilon=Fraction(0.4)),
         ),
     )
     headline = dpharness.prove(m).headline

@@ -182,3 +182,34 @@ def test_an_unproven_headline_leads_with_the_violated_quantity_and_its_exact_exc
     assert headline(1.000000000001526, 9.917e-07).startswith("ε exceeds the claim by 1.526e-12: derived δ(ε = ")
     assert headline(0.9, 2e-6).startswith("δ exceeds the claim by 1e-06: derived δ(ε = 0.9) ≤ 2e-06 > claim 1e-06")
     assert headline(1.5, 2e-6).startswith("ε exceeds the claim by 0.5 and δ exceeds the claim by 1e-06: ")
+
+
+def test_ten_parts_of_a_tenth_are_within_a_claim_of_one():
+    """Ten dp.laplace(epsilon=0.1) parts under ε = 1: the float 0.1 is 1/10 + 5.6e-18, but a budget is read
+    as the smaller of its binary value and its decimal, so the parts spend exactly 1/10 each."""
+    m = dp.mechanism(
+        name="ten",
+        records=RealBox(0, 1, 1),
+        relation=AddRemove(),
+        steps=dp.compose(*[dp.count() >> dp.laplace(epsilon=0.1) for _ in range(10)]),
+        claim=PureDP(1),
+    )
+    p = prove(m)
+    assert p.verdict is Verdict.PROVED and p.bound_expr == 1, p.headline
+
+
+def test_a_refuted_claim_leads_with_its_exact_excess():
+    """A bound 2**-54 over the claim is a float equal to it: a REFUTED headline leads with the excess, never
+    "proven bound: ε ≤ 1" over a refuted claim of 1."""
+    t = Fraction(36028797018963968, 3602879701896397)  # 1/t is the binary value of 0.1, above 1/10
+    m = dp.mechanism(
+        name="ten_binary",
+        records=RealBox(0, 1, 1),
+        relation=AddRemove(),
+        steps=dp.compose(*[dp.count() >> dp.laplace(scale=t) for _ in range(10)]),
+        claim=PureDP(1),
+    )
+    p = prove(m)
+    assert p.verdict is Verdict.REFUTED
+    assert p.headline == "ε exceeds the claim by 5.552e-17: derived ε ≤ 1 + 5.552e-17 > claim 1", p.headline
+    assert "proven bound" not in p.headline

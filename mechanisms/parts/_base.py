@@ -47,12 +47,22 @@ def _plain(name: str, value: Any) -> int | float | Fraction:
 
 def _budget(name: str, value: Any, who: str = "this part") -> Any:
     """A budget parameter (``epsilon=``, ``delta=``, ``rho=``) read as :func:`_plain`; None stays None;
-    refused unless > 0."""
+    refused unless > 0.
+
+    A float budget is the smaller of its binary value and the decimal it prints as (``0.1`` is 1/10,
+    below its binary value; ``0.3`` is its binary value, below 3/10): a budget is what the solver may
+    spend, and the proof is of the scale solved from it, so spending the smaller reading is sound and
+    keeps ten ``epsilon=0.1`` parts within a claim of 1, and a part whose budget is the claim's float
+    within that claim (claims are read as their binary values)."""
     if value is None:
         return None
     v = _plain(name, value)
     if not Fraction(v) > 0:
         raise ParameterError(f"{name}={value!r} must be > 0; pass the positive budget {who} may spend.")
+    if type(v) is float:
+        decimal = Fraction(repr(v))
+        if decimal < Fraction(v):
+            return decimal
     return v
 
 
