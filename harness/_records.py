@@ -9,7 +9,9 @@ input type can take a path the others do not (STYLE 19).
   missing value (NaN, None, ``pd.NA``) in a number column is outside every record domain and refused.
 * **Identity columns**: the user column of ``dp.bound_contributions`` and the key column of a
   ``dp.group_by(keys=None)``. Their values are compared exactly whatever their type: integers at any
-  size, strings, UUIDs, categoricals, any hashable value; never through a double. Values are normalised
+  size, strings, UUIDs, categoricals, datetimes and timedeltas (as pandas Timestamps and Timedeltas,
+  whether the column is a datetime64 dtype or holds them as objects), any hashable value; never through
+  a double. Values are normalised
   once (:func:`normalise`): numpy scalars become Python values, ``-0.0`` is ``0.0``, ``True`` is ``1.0``,
   a whole number a double holds exactly is that double, and every missing value (None, NaN, NaT,
   ``pd.NA``) is the one value None. The sampler sees each distinct value as a stand-in number inside the
@@ -191,10 +193,15 @@ def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
     sorted numpy array (float64 when every value is a double exactly, else int64) read by :func:`as_list`."""
     kind = _kind(col)
     dtype = _dtype(col)
-    if kind in "mMc":
+    if kind == "c":
         raise ParameterError(
             f"column {column} of {name} has dtype {dtype}; convert it to strings or integers before the release."
         )
+    if kind in "mM":  # datetimes and timedeltas: pandas Timestamps / Timedeltas, exact (NaT is the missing value)
+        import pandas as pd
+
+        series = col if hasattr(col, "to_numpy") else pd.Series(np.asarray(col))
+        return _objects(series.to_numpy(dtype=object))
     if kind == "category":
         col = col.cat.remove_unused_categories()  # a category no row holds is not a value of the column
         codes = np.asarray(col.cat.codes, dtype=np.int64)

@@ -484,3 +484,29 @@ def test_unused_categories_and_infinite_keys_release_like_any_label():
             continue
         for n in (1, 3):
             assert _release(_record_level(), _dask(frame, n)) == got
+
+
+def test_datetime_and_timedelta_keys_and_users_are_identities_on_every_input_type():
+    """A datetime64 (naive or with a time zone) or timedelta64 key or user column is read exactly, as pandas
+    Timestamps / Timedeltas, the same release as a numpy object array holding them (it was refused on pandas
+    and Dask while the object array was accepted); NaT is the missing key None."""
+    rng = np.random.default_rng(SEED)
+    x = rng.uniform(0, 10, 60)
+    days = pd.to_datetime(["2024-01-01", "2024-01-02", None] * 20)
+    keys = [days, days.tz_localize("Europe/Paris"), pd.to_timedelta([1, 2, 3] * 20, unit="h")]
+    for k in keys:
+        frame = pd.DataFrame({"x": x, "k": k})
+        got = _release(_record_level(), frame)
+        assert len(got) == len(set(k.dropna())) + int(k.isna().any())
+        assert all(key is None or isinstance(key, (pd.Timestamp, pd.Timedelta)) for key in got)
+        assert _release(_record_level(), frame.astype({"k": object}).to_numpy()) == got
+        try:
+            import dask.dataframe  # noqa: F401
+        except ImportError:  # pragma: no cover - the Dask stage of .ci/run requires dask
+            continue
+        for n in (1, 3):
+            assert _release(_record_level(), _dask(frame, n)) == got
+    users = pd.Series(pd.to_datetime(rng.integers(0, 10**15, 30), unit="us")).repeat(2).reset_index(drop=True)
+    frame = pd.DataFrame({"user": users, "k": ["a", "b"] * 30, "v": rng.uniform(0, 10, 60)})
+    got = _release(_user_level(keys=["a", "b"]), frame)
+    assert _release(_user_level(keys=["a", "b"]), frame.astype({"user": object}).to_numpy()) == got
