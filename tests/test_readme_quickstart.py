@@ -26,7 +26,7 @@ from _readme import README, ROOT, Block, blocks, commands, output_matches, readm
 
 CI_RUN = os.path.join(ROOT, ".ci", "run")
 DOC_PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.rst"), recursive=True))
-CUT, RESTORED = "dp.laplace(scale=3)", "dp.laplace(scale=6)"  # quick start 1: the noise cut and put back
+CUT, RESTORED = "dp.laplace(epsilon=1)", "dp.laplace(epsilon=0.5)"  # quick start 1: the budget doubled and put back
 
 
 def _prose(text: str) -> str:
@@ -173,12 +173,12 @@ def test_readme_quick_starts_run_as_written(tmp_path):
         elif b.lang == "console":
             fails = any("FAIL" in line for c in commands(b) for line in c.expected)
             source = tmp_path / "pagestats" / "__init__.py"
-            if fails:  # quick start 1: "cut the visit count's noise in half"
+            if fails:  # quick start 1: "spend twice the budget on the visit count"
                 text = source.read_text(encoding="utf-8")
                 assert RESTORED in text
                 source.write_text(text.replace(RESTORED, CUT), encoding="utf-8")
             _run_console(b, tmp_path, env)
-            if fails:  # "put scale=6 back"
+            if fails:  # "put dp.laplace(epsilon=0.5) back"
                 source.write_text(source.read_text(encoding="utf-8").replace(CUT, RESTORED), encoding="utf-8")
     out = subprocess.run(
         [sys.executable, "-c", "\n".join(script) + CHECKS], cwd=tmp_path, env=env, capture_output=True, text=True,
