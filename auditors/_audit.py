@@ -462,8 +462,11 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
     times larger are timed until one takes ``_PROBE_SECONDS`` (timed twice, the faster kept; a call's fixed cost then no longer
     dominates the per-sample cost the audit's large chunks pay) or reaches ``_PROBE_MAX`` samples
     (``_PROBE_CALLS`` calls of a per-call sampler, timed once), on a seed stream of their own (their
-    outputs are discarded); the sampler's recorded pace when it has one. None when a call raised."""
-    known = _runner.expected_seconds(sampler, 1)
+    outputs are discarded); a per-call sampler's recorded pace when it has one (a vectorised sampler's
+    recorded pace is the worst of every call so far, small ones included, whose fixed cost, or a pause of
+    a loaded machine, can make it many times what a large chunk pays: it is measured afresh). None when
+    a call raised."""
+    known = None if s.vectorized else _runner.expected_seconds(sampler, 1)
     if known is not None:
         return known
     worst = 0.0

@@ -156,3 +156,35 @@ def test_the_minimum_certification_grows_with_a_claim_too_large_to_refute():
     assert n > 2_000 and stats.certifiable_range(_audit._split(n, 0.1)[1], level).ceiling > 8
     assert stats.certifiable_range(_audit._split(n // 2, 0.1)[1], level).ceiling <= 8
     assert _audit._minimum_samples(dataclasses.replace(s, epsilon=1)) == 2_000
+
+
+def test_a_fixed_cost_per_call_does_not_shrink_the_samples():
+    """A vectorised sampler costing 20 ms a call plus nothing a sample: its small calls (the pair search's,
+    a pause of a loaded machine) recorded a pace of ms a sample, but the budget is sized from calls large
+    enough that the fixed cost no longer dominates, as the audit's chunks pay it: the cap fits."""
+    from dpharness.auditors import _runner
+
+    def fixed_cost(d, size, rng):
+        time.sleep(0.02)
+        return float(d) + rng.laplace(0.0, 1.0, size)
+
+    sampler = _runner.Sampler(fixed_cost, "fixed_cost", True)
+    _runner.note_pace(sampler, 0.02, 1)  # a one-sample call of the search: 20 ms a sample
+    s = _audit._settings(
+        fixed_cost,
+        epsilon=1,
+        delta=0,
+        samples=200_000,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+        time_budget=30.0,
+    )
+    sized, words = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+    assert sized.samples == 200_000, words

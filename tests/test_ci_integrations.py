@@ -195,7 +195,9 @@ def test_action_and_hook_run_green_from_a_fresh_venv_and_red_on_a_broken_mechani
     assert ran.returncode == 0, show([ran])
 
     source = project / "pagestats" / "__init__.py"
-    source.write_text(source.read_text(encoding="utf-8").replace("dp.laplace(epsilon=0.5)", "dp.laplace(epsilon=1)"), encoding="utf-8")
+    source.write_text(
+        source.read_text(encoding="utf-8").replace("dp.laplace(epsilon=0.5)", "dp.laplace(epsilon=1)"), encoding="utf-8"
+    )
     runs = _run_action(context, project, env)
     assert runs[-1].returncode != 0 and "FAIL  visits_per_page" in runs[-1].stdout, show(runs)
     ran = subprocess.run(hook_argv, cwd=project, env=env, capture_output=True, text=True, timeout=900)
