@@ -452,6 +452,7 @@ def _choose_pairs(
 _BUDGET_DRAW_SHARE = 0.5  # share of the time left that the draws may take (proposing, counting: the rest)
 _PROBE_CALLS = 4  # calls timed to measure a per-call sampler's pace
 _PROBE_SECONDS = 0.2  # a vectorised sampler's pace is timed on a call at least this long (or of _PROBE_MAX samples)
+_PROBE_LONGEST = 5.0  # seconds: a timed call this long ends the probe whatever the call before it took
 _PROBE_MAX = 1 << 18  # samples of the largest call that times a vectorised sampler's pace
 _PROBE_FIRST = 16  # samples of the first call (warm-up) and of the first timed one
 
@@ -459,8 +460,9 @@ _PROBE_FIRST = 16  # samples of the first call (warm-up) and of the first timed 
 def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> float | None:
     """Seconds a sample costs in one process (the larger of the two sides of the first pair): a side's
     first call (``_PROBE_FIRST`` samples, or one call of a per-call sampler) warms up; then calls eight
-    times larger are timed until one takes ``_PROBE_SECONDS`` (timed twice, the faster kept; a call's fixed cost then no longer
-    dominates the per-sample cost the audit's large chunks pay) or reaches ``_PROBE_MAX`` samples
+    times larger are timed until one takes ``_PROBE_SECONDS`` and at least twice the call before it (timed
+    twice, the faster kept; a call's fixed cost then no longer dominates the per-sample cost the audit's
+    large chunks pay) or reaches ``_PROBE_MAX`` samples
     (``_PROBE_CALLS`` calls of a per-call sampler, timed once), on a seed stream of their own (their
     outputs are discarded); a per-call sampler's recorded pace when it has one (a vectorised sampler's
     recorded pace is the worst of every call so far, small ones included, whose fixed cost, or a pause of
@@ -475,12 +477,18 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
         n = _PROBE_FIRST if s.vectorized else 1
         try:
             sampler(data, n, rng, where="the pace probe")  # warms up (imports, caches, compilation)
+            before = math.inf  # the previous (8 times smaller) call's seconds
             while True:
                 n = _PROBE_CALLS if not s.vectorized else n
                 t0 = time.perf_counter()
                 sampler(data, n, rng, where="the pace probe")
                 seconds = time.perf_counter() - t0
-                if not s.vectorized or seconds >= _PROBE_SECONDS or n >= _PROBE_MAX:
+                # long enough, and at least twice the call 8 times smaller: the samples, not the call's fixed
+                # cost (an exact sampler's tables: 0.2 s a call), make most of it, as in the audit's chunks
+                grown = seconds >= _PROBE_SECONDS and seconds >= 2 * before if math.isfinite(before) else False
+                grown = grown or seconds >= _PROBE_LONGEST  # the probe's time stays bounded
+                before = seconds
+                if not s.vectorized or grown or n >= _PROBE_MAX:
                     # the call that sizes the audit is timed twice and the faster kept: a pause of the
                     # machine (another process, a collection) only ever makes a call slower
                     t0 = time.perf_counter()

@@ -188,3 +188,35 @@ def test_a_fixed_cost_per_call_does_not_shrink_the_samples():
     )
     sized, words = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
     assert sized.samples == 200_000, words
+
+
+def test_a_fixed_cost_above_the_probe_time_does_not_shrink_the_samples():
+    """The same with 0.3 s a call (above the 0.2 s a timed call must reach: the exact exponential
+    mechanism's tables cost that on a loaded machine): calls grow until the samples, not the fixed cost,
+    make most of their time, and the cap fits the budget."""
+    from dpharness.auditors import _runner
+
+    def fixed_cost(d, size, rng):
+        time.sleep(0.3)
+        return float(d) + rng.laplace(0.0, 1.0, size)
+
+    s = _audit._settings(
+        fixed_cost,
+        epsilon=1,
+        delta=0,
+        samples=200_000,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+        time_budget=60.0,
+    )
+    sized, words = _audit._sized(
+        _runner.Sampler(fixed_cost, "fixed_cost_2", True), [(0.0, 1.0)], s, time.perf_counter()
+    )
+    assert sized.samples == 200_000, words
