@@ -469,13 +469,30 @@ def clear_cache() -> None:
     _LAST_HISTOGRAM.clear()
 
 
+def distinct_sorted(values) -> np.ndarray:
+    """``np.unique(values)`` (the distinct values, ascending): an integer or bool array by one sort and a
+    comparison of neighbours, any other by ``np.unique``. The same array; numpy 2's ``np.unique`` finds
+    distinct integers by hashing first, about 100 times slower than sorting on 10^6 spread int64 or
+    uint64 keys (0.7 s against 6 ms), which the proposers' key sets paid once per candidate event."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iub":
+        return np.unique(arr)
+    flat = np.sort(arr.reshape(-1))
+    if len(flat) < 2:
+        return flat
+    new = np.empty(len(flat), dtype=bool)
+    new[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=new[1:])
+    return flat[new]
+
+
 class KeySet:
     """Fast membership in a fixed set of integer keys (``np.isin`` without sorting the queries):
     comparisons for tiny sets, a lookup table when the keys span a small range, otherwise a
     multiplicative-hash bitmap that pre-filters a binary search."""
 
     def __init__(self, keys) -> None:
-        s = np.unique(np.asarray(keys))
+        s = distinct_sorted(keys)
         self.keys = s
         self.mode = "empty" if len(s) == 0 else "compare" if len(s) <= 4 else None
         if self.mode is None:
@@ -665,7 +682,7 @@ def _discrete_events(
     rep: dict = {}
     if describe is None and not object_kind:
         rep = _first_outputs(
-            np.unique(np.concatenate([uniq[st[:6]] for st in sets])) if sets else uniq[:0],
+            distinct_sorted(np.concatenate([uniq[st[:6]] for st in sets])) if sets else uniq[:0],
             ((keys_a, outs_a), (keys_b, outs_b)),
         )
     events = []
@@ -687,7 +704,7 @@ def _first_outputs(wanted: np.ndarray, sides) -> dict:
     Each side is read in blocks of doubling size until every key still missing is found (frequent
     keys are found in the first rows)."""
     first: dict = {}
-    missing = np.unique(np.asarray(wanted))
+    missing = distinct_sorted(wanted)
     for side_keys, side_outs in sides:
         side_keys = np.asarray(side_keys)
         start, size = 0, 4096
