@@ -52,6 +52,21 @@ def test_float_features_in_blocks_equal_whole_array(seed):
     assert _same_bits(fl.float_cells(single), fl._float_cells(single))
 
 
+@pytest.mark.parametrize(
+    "shifts", [(), (1.0, -1.0), (1.0, -1.0, 3.5), (3.0, 1e308, -1e308, 1.0, -1.0, 2.5), tuple(range(1, 11))]
+)
+def test_round_trip_cells_equal_their_formula(shifts):
+    """The round-trip keys gathered in one scratch array are ``(sign, exponent) << n | sum_i [fl(fl(x - c_i)
+    + c_i) == x] << i``, computed here one temporary per operation (specials, subnormals, overflow)."""
+    x = _floats(3, 40_000)
+    v = x + 0.0
+    want = ((v.view(np.uint64) >> np.uint64(52)) & np.uint64(0xFFF)).astype(np.int64) << len(shifts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, c in enumerate(shifts):
+            want |= (((v - c) + c) == v).astype(np.int64) << i
+    assert _same_bits(fl.round_trip_cells(x, shifts), want)
+
+
 def test_integer_features_in_blocks_and_tables_equal_direct():
     rng = np.random.default_rng(2)
     big = np.concatenate([rng.integers(-(2**62), 2**62, 150_000), np.array([0, -1, 2**53 + 1, 2**53 - 1, 2**62])])
