@@ -756,7 +756,12 @@ def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
         return True
     if s.workers <= 1:
         return False
-    expected = _runner.expected_seconds(sampler, draws)
+    # a vectorised sampler's pace in CPU seconds where it was measured here: a pause of this process
+    # (another process on its core) would inflate the clock's pace and start a pool for a small audit;
+    # a per-call sampler's by the clock (its calls may wait rather than compute, and the pool overlaps waits)
+    expected = _runner.expected_cpu_seconds(sampler, draws) if s.vectorized else None
+    if expected is None:
+        expected = _runner.expected_seconds(sampler, draws)
     return (expected is not None and expected >= _POOL_MIN_SECONDS) or draws >= _POOL_MIN_DRAWS
 
 
@@ -787,15 +792,15 @@ def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> N
     try:
         sampler(data, 1, rng, where="the pace probe")  # warms up
         while True:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             sampler(data, n, rng, where="the pace probe")
-            seconds = time.perf_counter() - t0
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             if seconds >= _PACE_PROBE_SECONDS or n >= top:
                 break
             n = min(8 * n, top)
     except (MechanismError, UnsupportedError, ParameterError):
         return
-    _runner.note_pace(sampler, seconds, n)
+    _runner.note_pace(sampler, seconds, n, cpu=cpu)
 
 
 def _train(
