@@ -397,7 +397,9 @@ def _dense_counts(out, transform) -> tuple[int, np.ndarray] | None:
     if keys.size and keys.dtype == np.int64:
         lo, hi = int(keys.min()), int(keys.max())
         if hi - lo < max(2 * keys.size, 1 << 16):
-            return lo, np.bincount(keys if lo == 0 else keys - lo, minlength=hi - lo + 1)
+            if 0 <= lo <= hi - lo:  # counted from 0 (at most twice the range): no shifted copy of the keys
+                return lo, np.bincount(keys, minlength=hi + 1)[lo:]
+            return lo, np.bincount(keys - lo, minlength=hi - lo + 1)
     return None
 
 
