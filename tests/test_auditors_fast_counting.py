@@ -350,3 +350,44 @@ def test_pattern_features_column_by_column_equal_numpy(dtype):
         want_sum = rows.reshape(len(rows), -1).astype(np.int64).sum(axis=1)
         assert np.array_equal(ev._nonzero_coordinates(rows), want_nonzero)
         assert _same_bits(ev._integer_row_sum(rows), want_sum)
+
+
+def _atoms_by_rows(train_a, train_b, *, max_events):
+    """propose_atoms as it was: the rows holding an atom matched by key, in their order."""
+    a = np.asarray(train_a, dtype=float).reshape(-1)
+    b = np.asarray(train_b, dtype=float).reshape(-1)
+    pooled = np.sort(np.concatenate([a, b]))
+    atoms = pooled[1:][pooled[1:] == pooled[:-1]]
+    if len(atoms) == 0:
+        return []
+    ka, kb = ev.row_keys(a), ev.row_keys(b)
+    atom_keys = ev.KeySet(ev.row_keys(atoms))
+    ina, inb = atom_keys(ka), atom_keys(kb)
+    return ev._discrete_events(
+        ka[ina], kb[inb], a[ina], b[inb], max_events=max_events, object_kind=False, label="output"
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_atoms_read_off_sorted_outputs_equal_atoms_matched_by_rows(seed):
+    """The atom events found from the sorted outputs are the events found by matching rows: the same
+    words, the same members on fresh outputs (grids, clamping bounds, -0.0 beside 0.0, NaN, no atom)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 30_000))
+    kinds = [
+        lambda: np.clip(rng.laplace(size=n), -1, 1),
+        lambda: np.round(rng.laplace(size=n) * 2**10) / 2**10,
+        lambda: rng.choice(_SPECIALS, n),
+        lambda: rng.laplace(size=n),
+        lambda: np.where(rng.random(n) < 0.5, -0.0, 0.0) + np.round(rng.laplace(size=n)) * (rng.random(n) < 0.3),
+    ]
+    a, b = kinds[seed % len(kinds)](), kinds[(seed + 1) % len(kinds)]()
+    fresh = np.concatenate([a, b, _floats(seed, 2_000)])
+    for x, y in ((a, b), (b, a), (a, a[:0])):
+        ev.clear_cache()
+        got = ev.propose_atoms(x, y, max_events=40)
+        ev.clear_cache()
+        want = _atoms_by_rows(x, y, max_events=40)
+        assert [e.description for e in got] == [e.description for e in want]
+        for e, f in zip(got, want):
+            assert np.array_equal(e.contains(fresh), f.contains(fresh))
