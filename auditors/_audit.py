@@ -766,7 +766,8 @@ def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
 
 
 _PACE_PROBE = 256  # samples of the first timed call that measures a vectorised sampler's pace before training
-_PACE_PROBE_SECONDS = 0.02  # calls eight times larger are timed until one takes this long,
+_PACE_PROBE_SECONDS = 0.02  # calls eight times larger are timed until one takes this long (CPU),
+_PACE_PROBE_WAIT = 0.2  # or this long by the clock,
 _PACE_PROBE_MAX = _TRAIN_CHUNK  # or reaches a training call's size
 
 
@@ -774,9 +775,10 @@ def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> N
     """Measure a vectorised sampler's pace on the first pair's data (one whose pace is not yet known,
     with workers to spread training over): one call of one sample warms up (imports, caches, compiled
     code), then calls of ``_PACE_PROBE`` samples, eight times larger each, are timed until one takes
-    ``_PACE_PROBE_SECONDS`` or reaches ``_PACE_PROBE_MAX`` samples (a call's fixed cost then no longer
-    dominates the per-sample cost the audit's chunks pay: timed on 256 samples, a sampler of 20 ns a
-    sample looked 15 times slower and started the pool for an audit of one second). A slow sampler's
+    ``_PACE_PROBE_SECONDS`` of CPU (``_PACE_PROBE_WAIT`` by the clock) or reaches ``_PACE_PROBE_MAX``
+    samples (a call's fixed cost then no longer dominates the per-sample cost the audit's chunks pay:
+    timed on 256 samples, a sampler of 20 ns a sample looked 15 times slower and started the pool for
+    an audit of one second). A slow sampler's
     training (DP-SGD's thousand rounds a release) then runs on the pool from its start, a fast one's
     small audit in this process. Its outputs are discarded and drawn from a stream of their own, so no
     output, event or count of the audit depends on it (only where the chunks run); a call that raises
@@ -795,7 +797,9 @@ def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> N
             t0, c0 = time.perf_counter(), time.process_time()
             sampler(data, n, rng, where="the pace probe")
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-            if seconds >= _PACE_PROBE_SECONDS or n >= top:
+            # grown by its CPU time: a call preempted on a loaded machine stops no growth (a call of 256
+            # samples is its fixed cost), one that waits rather than computes by the clock
+            if cpu >= _PACE_PROBE_SECONDS or seconds >= _PACE_PROBE_WAIT or n >= top:
                 break
             n = min(8 * n, top)
     except (MechanismError, UnsupportedError, ParameterError):
