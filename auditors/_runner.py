@@ -1104,6 +1104,7 @@ def _use_import_path(path: tuple) -> None:
 # what every audit worker needs to run a chunk (numpy, the runner, the event families, the catalog, cloudpickle):
 # imported once, in the fork server its workers are forked from
 _PRELOAD = ("dpharness.auditors", "dpharness.auditors.families", "dpharness.mechanisms", "cloudpickle")
+_COMPILED_PRELOAD = ("dpharness.mechanisms._exact_warm",)  # the exact samplers' compiled loops, loaded once
 
 
 _EXECUTOR: Any = None  # the loky executor this process last used (reused across audits)
@@ -1135,12 +1136,15 @@ class _LocalPool:
         self._loky = loky
         # a worker's import path: this process's in its order (a mechanism defined in a module imported from
         # a path added at run time, a project's --module or a test's tmp dir, unpickles there)
+        # an exact sampler ran here (numba is loaded): the server loads its compiled loops once for every
+        # worker (dpharness.mechanisms._exact_warm); the server started first keeps its own list
+        preload = _PRELOAD + (_COMPILED_PRELOAD if "numba" in sys.modules else ())
         self.executor = loky.get_reusable_executor(
             max_workers=workers,
             timeout=_IDLE_SECONDS,
             initializer=_use_import_path,
             initargs=(tuple(sys.path),),
-            context=forkserver_context(_PRELOAD),
+            context=forkserver_context(preload),
         )
         _EXECUTOR = self.executor
 
