@@ -75,7 +75,7 @@ _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down f
 _LOOP_CHUNK = 10_000  # samples per chunk at most for fn(data) called in a loop
 _LOOP_CHUNKS = 64  # chunks a side at least (of one call or more) for fn(data) called in a loop
 _POOL_MIN_SECONDS = 3.0  # an audit's draws expected to take this long in one process start a worker pool,
-_POOL_MIN_DRAWS = 20_000_000  # as do this many draws (training and certification, both sides, every pair)
+_POOL_MIN_DRAWS = 200_000_000  # as do this many draws (the draws the audit makes, both sides: see _draws)
 _RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
 _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
@@ -759,36 +759,63 @@ class _PairJob:
 
 def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
     """Whether this audit's chunks go to the worker pool (a cluster: always): a pool pays about a
-    second to start, so only when ``draws`` take long here, by this sampler's measured pace, or are
-    many. Which it is changes no output and no count."""
+    second of CPU to start (the fork server's imports), and each worker loads the sampler's own code
+    again (numba's compiled loops of the exact samplers: 0.6 s a process), so only when ``draws`` (the
+    draws left to make) take long here, by this sampler's measured pace, or are very many. Which it
+    is changes no output and no count (a chunk's seed is fixed by its place in the plan)."""
     if s.cluster is not None:
         return True
     if s.workers <= 1:
         return False
-    expected = _runner.expected_seconds(sampler, draws)
+    # a vectorised sampler's pace in CPU seconds where it was measured here: a pause of this process
+    # (another process on its core) would inflate the clock's pace and start a pool for a small audit;
+    # a per-call sampler's by the clock (its calls may wait rather than compute, and the pool overlaps waits)
+    expected = _runner.expected_cpu_seconds(sampler, draws) if s.vectorized else None
+    if expected is None:
+        expected = _runner.expected_seconds(sampler, draws)
     return (expected is not None and expected >= _POOL_MIN_SECONDS) or draws >= _POOL_MIN_DRAWS
 
 
-_PACE_PROBE = 256  # samples of the one timed call that measures a vectorised sampler's pace before training
+_PACE_PROBE = 256  # samples of the first timed call that measures a vectorised sampler's pace before training
+_PACE_PROBE_SECONDS = 0.02  # calls eight times larger are timed until one takes this long (CPU),
+_PACE_PROBE_WAIT = 0.2  # or this long by the clock,
+_PACE_PROBE_MAX = _TRAIN_CHUNK  # or reaches a training call's size
 
 
 def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> None:
-    """Time one call of ``_PACE_PROBE`` samples on the first pair's data (a vectorised sampler whose pace
-    is not yet known, with workers to spread training over): a slow sampler's training (DP-SGD's
-    thousand rounds a release) then runs on the pool from its start. Its outputs are discarded and drawn
-    from a stream of their own, so no output, event or count of the audit depends on it (only where
-    the training runs); a call that raises measures nothing (training reports it)."""
+    """Measure a vectorised sampler's pace on the first pair's data (one whose pace is not yet known,
+    with workers to spread training over): one call of one sample warms up (imports, caches, compiled
+    code), then calls of ``_PACE_PROBE`` samples, eight times larger each, are timed until one takes
+    ``_PACE_PROBE_SECONDS`` of CPU (``_PACE_PROBE_WAIT`` by the clock) or reaches ``_PACE_PROBE_MAX``
+    samples (a call's fixed cost then no longer dominates the per-sample cost the audit's chunks pay:
+    timed on 256 samples, a sampler of 20 ns a sample looked 15 times slower and started the pool for
+    an audit of one second). A slow sampler's
+    training (DP-SGD's thousand rounds a release) then runs on the pool from its start, a fast one's
+    small audit in this process. Its outputs are discarded and drawn from a stream of their own, so no
+    output, event or count of the audit depends on it (only where the chunks run); a call that raises
+    measures nothing (training reports it)."""
     if not s.vectorized or s.cluster is not None or s.workers <= 1 or not pairs:
         return
     if _runner.expected_seconds(sampler, 1) is not None:
         return
+    data = pairs[0][0]
+    rng = np.random.default_rng([s.seed, _PACE_STREAM])
     n = max(1, min(_PACE_PROBE, s.train_n))
-    t0 = time.perf_counter()
+    top = max(n, min(_PACE_PROBE_MAX, s.train_n))
     try:
-        sampler(pairs[0][0], n, np.random.default_rng([s.seed, _PACE_STREAM]), where="the pace probe")
+        sampler(data, 1, rng, where="the pace probe")  # warms up
+        while True:
+            t0, c0 = time.perf_counter(), time.process_time()
+            sampler(data, n, rng, where="the pace probe")
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+            # grown by its CPU time: a call preempted on a loaded machine stops no growth (a call of 256
+            # samples is its fixed cost), one that waits rather than computes by the clock
+            if cpu >= _PACE_PROBE_SECONDS or seconds >= _PACE_PROBE_WAIT or n >= top:
+                break
+            n = min(8 * n, top)
     except (MechanismError, UnsupportedError, ParameterError):
         return
-    _runner.note_pace(sampler, time.perf_counter() - t0, n)
+    _runner.note_pace(sampler, seconds, n, cpu=cpu)
 
 
 def _train(
@@ -810,7 +837,7 @@ def _train(
     than proposing). A call that raises is an outcome (recorded in the pair's tallies), not an error,
     unless every training call on both sides of every pair raised: the mechanism never produced an
     output."""
-    draws = 2 * len(pairs) * (s.train_n + s.cert_n)
+    draws = _draws(s.samples, len(pairs), s)
     _probe_pace(sampler, pairs, s)
     pooled = _pooled(sampler, s, draws)
     todo = [p for p in range(len(pairs)) if only is None or p in only]
@@ -1292,7 +1319,7 @@ def _certify(
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
     # the pool runs certification when the audit's draws take long here (by the training pace) or are
     # many (:func:`_pooled`, the rule training followed); the counts are the same either way
-    workers = s.workers if _pooled(sampler, s, 2 * s.samples * sum(drawn)) else 1
+    workers = s.workers if _pooled(sampler, s, 2 * s.cert_n * sum(drawn)) else 1
     if not chosen and not raising:
         bar.close()
         return _Certified([[np.zeros(0, np.int64)] * 2 for _ in pairs], slot, None, None, workers, s.cert_n)

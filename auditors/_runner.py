@@ -408,13 +408,19 @@ def chunk_plan(total: int, chunk: int) -> ChunkPlan:
 
 # pace of each sampler (seconds per sample), measured while drawing: the hang detector's first limit
 _PACE: "weakref.WeakKeyDictionary[Sampler, float]" = weakref.WeakKeyDictionary()
+# the same in CPU seconds of this process (all its threads), for draws made in this process
+_CPU_PACE: "weakref.WeakKeyDictionary[Sampler, float]" = weakref.WeakKeyDictionary()
 
 
-def note_pace(sampler: Sampler, seconds: float, samples: int) -> None:
-    """Record that ``samples`` draws of ``sampler`` took ``seconds`` (the pace :func:`expected_seconds` reads)."""
+def note_pace(sampler: Sampler, seconds: float, samples: int, cpu: float | None = None) -> None:
+    """Record that ``samples`` draws of ``sampler`` took ``seconds`` (the pace :func:`expected_seconds`
+    reads) and, when they ran in this process, ``cpu`` seconds of its CPU (:func:`expected_cpu_seconds`).
+    Each keeps the slowest pace noted (a sampler may be slower on some inputs)."""
     if samples > 0:
         try:
             _PACE[sampler] = max(_PACE.get(sampler, 0.0), seconds / samples)
+            if cpu is not None:
+                _CPU_PACE[sampler] = max(_CPU_PACE.get(sampler, 0.0), cpu / samples)
         except TypeError:  # an unhashable fn: no pace, the generous default applies
             pass
 
@@ -424,6 +430,18 @@ def expected_seconds(sampler: Sampler, samples: int) -> float | None:
     pace measured while drawing its training samples (None: not measured, e.g. drawn in workers)."""
     try:
         pace = _PACE.get(sampler)
+    except TypeError:
+        return None
+    return None if pace is None else pace * samples
+
+
+def expected_cpu_seconds(sampler: Sampler, samples: int) -> float | None:
+    """CPU seconds ``samples`` more draws of ``sampler`` are expected to take in this process, from the
+    CPU time of its draws here (None: none measured). Unlike the wall-clock pace, a pause of this process
+    (another process on its core) does not inflate it: a call of 3 ms preempted for 10 ms read 4 times
+    slower on the clock."""
+    try:
+        pace = _CPU_PACE.get(sampler)
     except TypeError:
         return None
     return None if pace is None else pace * samples
@@ -487,7 +505,7 @@ def draw(
     parts: list[np.ndarray] = []
     held = 0
     tally, requested, width = Raises(), 0, None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for c, (start, size) in enumerate(plan):
         if max_elements is not None and c and width is not None and requested * width >= max_elements:
             break
@@ -512,7 +530,12 @@ def draw(
         held += arr.size
         if progress and not outcomes:
             progress.update()
-    note_pace(sampler, time.perf_counter() - t0, requested if outcomes else sum(len(p) for p in parts))
+    note_pace(
+        sampler,
+        time.perf_counter() - t0,
+        requested if outcomes else sum(len(p) for p in parts),
+        cpu=time.process_time() - c0,
+    )
     if outcomes:
         return Drawn(_join(parts) if parts else None, requested, tally)
     return _join(parts)
@@ -1081,6 +1104,7 @@ def _use_import_path(path: tuple) -> None:
 # what every audit worker needs to run a chunk (numpy, the runner, the event families, the catalog, cloudpickle):
 # imported once, in the fork server its workers are forked from
 _PRELOAD = ("dpharness.auditors", "dpharness.auditors.families", "dpharness.mechanisms", "cloudpickle")
+_COMPILED_PRELOAD = ("dpharness.mechanisms._exact_warm",)  # the exact samplers' compiled loops, loaded once
 
 
 _EXECUTOR: Any = None  # the loky executor this process last used (reused across audits)
@@ -1112,12 +1136,15 @@ class _LocalPool:
         self._loky = loky
         # a worker's import path: this process's in its order (a mechanism defined in a module imported from
         # a path added at run time, a project's --module or a test's tmp dir, unpickles there)
+        # an exact sampler ran here (numba is loaded): the server loads its compiled loops once for every
+        # worker (dpharness.mechanisms._exact_warm); the server started first keeps its own list
+        preload = _PRELOAD + (_COMPILED_PRELOAD if "numba" in sys.modules else ())
         self.executor = loky.get_reusable_executor(
             max_workers=workers,
             timeout=_IDLE_SECONDS,
             initializer=_use_import_path,
             initargs=(tuple(sys.path),),
-            context=forkserver_context(_PRELOAD),
+            context=forkserver_context(preload),
         )
         _EXECUTOR = self.executor
 
@@ -1307,14 +1334,15 @@ def count_events(
                     add(t, out)
                 pooled = True
     if not pooled:
-        seconds, counted = 0.0, 0
+        seconds, cpu, counted = 0.0, 0.0, 0
         for t in all_tasks():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = job.run(t)
             if len(t) == 3:  # probes say nothing of the pace of a sampler's chunks
                 seconds, counted = seconds + time.perf_counter() - t0, counted + 1
+                cpu += time.process_time() - c0
             add(t, out)
-        note_pace(sampler, seconds, counted * chunks[0][1] if len(chunks) else 0)
+        note_pace(sampler, seconds, counted * chunks[0][1] if len(chunks) else 0, cpu=cpu)
     if not outcomes:
         return result
     if not sampler.vectorized:

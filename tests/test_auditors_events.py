@@ -157,3 +157,23 @@ def test_epsilon_bound_below_plugin_estimate(n, data):
     assert math.isfinite(r.epsilon) and r.epsilon >= 0
     if k0 > 0:
         assert r.epsilon <= max(0.0, math.log(k1 / k0)) + 1e-12
+
+
+def test_distinct_sorted_is_np_unique():
+    """``distinct_sorted`` (one sort, for the proposers' key sets) gives ``np.unique``'s array, dtype included."""
+    from dpharness.auditors.events import distinct_sorted
+
+    rng = np.random.default_rng(3)
+    cases = [
+        rng.integers(-(2**40), 2**40, 5_000),
+        rng.integers(0, 7, 1_000),
+        rng.integers(0, 2**63, 3_000, dtype=np.uint64),
+        np.array([True, False, True]),
+        np.zeros(0, dtype=np.int64),
+        np.array([5]),
+        np.array([[3, 1], [1, 2]]),
+        np.array([1.5, np.nan, 1.5, np.nan, -0.0, 0.0]),
+    ]
+    for x in cases:
+        got, want = distinct_sorted(x), np.unique(x)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), x

@@ -52,6 +52,21 @@ def test_float_features_in_blocks_equal_whole_array(seed):
     assert _same_bits(fl.float_cells(single), fl._float_cells(single))
 
 
+@pytest.mark.parametrize(
+    "shifts", [(), (1.0, -1.0), (1.0, -1.0, 3.5), (3.0, 1e308, -1e308, 1.0, -1.0, 2.5), tuple(range(1, 11))]
+)
+def test_round_trip_cells_equal_their_formula(shifts):
+    """The round-trip keys gathered in one scratch array are ``(sign, exponent) << n | sum_i [fl(fl(x - c_i)
+    + c_i) == x] << i``, computed here one temporary per operation (specials, subnormals, overflow)."""
+    x = _floats(3, 40_000)
+    v = x + 0.0
+    want = ((v.view(np.uint64) >> np.uint64(52)) & np.uint64(0xFFF)).astype(np.int64) << len(shifts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, c in enumerate(shifts):
+            want |= (((v - c) + c) == v).astype(np.int64) << i
+    assert _same_bits(fl.round_trip_cells(x, shifts), want)
+
+
 def test_integer_features_in_blocks_and_tables_equal_direct():
     rng = np.random.default_rng(2)
     big = np.concatenate([rng.integers(-(2**62), 2**62, 150_000), np.array([0, -1, 2**53 + 1, 2**53 - 1, 2**62])])
@@ -335,3 +350,44 @@ def test_pattern_features_column_by_column_equal_numpy(dtype):
         want_sum = rows.reshape(len(rows), -1).astype(np.int64).sum(axis=1)
         assert np.array_equal(ev._nonzero_coordinates(rows), want_nonzero)
         assert _same_bits(ev._integer_row_sum(rows), want_sum)
+
+
+def _atoms_by_rows(train_a, train_b, *, max_events):
+    """propose_atoms as it was: the rows holding an atom matched by key, in their order."""
+    a = np.asarray(train_a, dtype=float).reshape(-1)
+    b = np.asarray(train_b, dtype=float).reshape(-1)
+    pooled = np.sort(np.concatenate([a, b]))
+    atoms = pooled[1:][pooled[1:] == pooled[:-1]]
+    if len(atoms) == 0:
+        return []
+    ka, kb = ev.row_keys(a), ev.row_keys(b)
+    atom_keys = ev.KeySet(ev.row_keys(atoms))
+    ina, inb = atom_keys(ka), atom_keys(kb)
+    return ev._discrete_events(
+        ka[ina], kb[inb], a[ina], b[inb], max_events=max_events, object_kind=False, label="output"
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_atoms_read_off_sorted_outputs_equal_atoms_matched_by_rows(seed):
+    """The atom events found from the sorted outputs are the events found by matching rows: the same
+    words, the same members on fresh outputs (grids, clamping bounds, -0.0 beside 0.0, NaN, no atom)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 30_000))
+    kinds = [
+        lambda: np.clip(rng.laplace(size=n), -1, 1),
+        lambda: np.round(rng.laplace(size=n) * 2**10) / 2**10,
+        lambda: rng.choice(_SPECIALS, n),
+        lambda: rng.laplace(size=n),
+        lambda: np.where(rng.random(n) < 0.5, -0.0, 0.0) + np.round(rng.laplace(size=n)) * (rng.random(n) < 0.3),
+    ]
+    a, b = kinds[seed % len(kinds)](), kinds[(seed + 1) % len(kinds)]()
+    fresh = np.concatenate([a, b, _floats(seed, 2_000)])
+    for x, y in ((a, b), (b, a), (a, a[:0])):
+        ev.clear_cache()
+        got = ev.propose_atoms(x, y, max_events=40)
+        ev.clear_cache()
+        want = _atoms_by_rows(x, y, max_events=40)
+        assert [e.description for e in got] == [e.description for e in want]
+        for e, f in zip(got, want):
+            assert np.array_equal(e.contains(fresh), f.contains(fresh))

@@ -80,3 +80,16 @@ def test_compiled_discrete_gaussian_law():
     exp = np.append(expected[big], expected[~big].sum())
     p = stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
     assert p > 1e-6, f"chi-square p = {p} (false-failure rate 1e-6)"
+
+
+def test_the_fork_servers_warm_up_loads_the_compiled_loops():
+    """dpharness.mechanisms._exact_warm, which the audit's fork server imports when numba is loaded in the
+    process starting it, leaves the compiled loops built (the forked workers then do not load them again)."""
+    import importlib
+
+    from dpharness.auditors import _runner
+    from dpharness.mechanisms import _exact_compiled
+
+    importlib.import_module("dpharness.mechanisms._exact_warm")
+    assert _exact_compiled.kernels.cache_info().currsize == (1 if _exact_compiled.available() else 0)
+    assert "dpharness.mechanisms._exact_warm" in _runner._COMPILED_PRELOAD
