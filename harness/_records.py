@@ -237,12 +237,41 @@ def as_list(values: Any) -> list:
 
 
 def merge_distinct(parts: list) -> Any:
-    """The distinct values of several parts (partitions): one sorted array when every part is an array of
-    one dtype, else a list."""
+    """The distinct values of several parts (partitions): one sorted array when every part is an array and
+    those holding values have one dtype, else a list."""
     arrays = [p for p in parts if isinstance(p, np.ndarray)]
-    if len(arrays) == len(parts) and len({a.dtype for a in arrays}) <= 1:
-        return np.unique(np.concatenate(arrays)) if arrays else []
+    held = [a for a in arrays if len(a)]  # an empty part's dtype says nothing (an empty int column is int64)
+    if len(arrays) == len(parts) and len({a.dtype for a in held}) <= 1:
+        return np.unique(np.concatenate(held)) if held else (arrays[0][:0] if arrays else [])
     return list(dict.fromkeys(v for p in parts for v in as_list(p)))
+
+
+def identity_hash(values: Any) -> np.ndarray:
+    """A 64-bit hash of each distinct identity value (an array or list from :func:`identities_of`), the same
+    in every process for values that normalise to one value (:func:`normalise`: 5 in an int64 column and
+    5.0 in a float one), so equal identities read from different partitions hash alike. Different values
+    may share a hash (only equal values must): a value of a type other than float, int and str hashes to
+    0."""
+    if isinstance(values, np.ndarray):
+        if values.dtype == float:
+            return (values + 0.0).view(np.uint64)
+        ints = values.astype(np.int64)
+        doubles = ints.astype(float)
+        with np.errstate(invalid="ignore"):
+            back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
+        return np.where((back == ints) & (np.abs(doubles) < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
+    out = np.zeros(len(values), dtype=np.uint64)
+    strings = [i for i, v in enumerate(values) if type(v) is str]
+    if strings:
+        import pandas as pd
+
+        out[strings] = pd.util.hash_array(np.array([values[i] for i in strings], dtype=object))
+    for i, v in enumerate(values):
+        if type(v) is float:
+            out[i] = np.array([v + 0.0]).view(np.uint64)[0]
+        elif type(v) is int:
+            out[i] = v % 2**64
+    return out
 
 
 def _objects(arr: Any) -> tuple[np.ndarray, list]:

@@ -15,8 +15,9 @@ an aggregate (count, sum, sum_squares, sum_products, histogram) or a quantile's 
 below and above each candidate) and then noise or the selection, and post-processing,
 under ``dp.compose``; and a record-level ``dp.group_by`` (declared keys or keys found in the data) whose
 per-key part is count/sum/sum_squares/sum_products with noise (per-key counts and exact per-key aggregates
-add across partitions); and user-level ``bound_contributions >> group_by`` with such parts, shuffled by
-user (:func:`_dask_bounded`). Any other structure is refused for a Dask frame with the reason, from the
+add across partitions); and user-level ``bound_contributions >> group_by`` with such parts: the users
+within the bounds counted where their records lie, the records of the others gathered and drawn
+(:func:`_dask_bounded`). Any other structure is refused for a Dask frame with the reason, from the
 structure alone before any partition is read (it runs on a numpy array or pandas frame in memory).
 """
 
@@ -416,50 +417,71 @@ def _check_bounded_streams(b: Any, g: Any, post: Any) -> None:
 
 def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader) -> Any:
     """``bound_contributions >> group_by`` on a Dask frame, the release ``m.sample`` gives in memory, for any
-    partitioning. The frame is shuffled by the user column (Dask's own shuffle), so each partition holds
-    whole users. A user whose records are all kept whatever the order (at most k records, m per key, ℓ
-    keys) draws nothing: each partition adds its such users' distinct-user counts and exact per-key
-    aggregates. The other users' records (usually few) are gathered with their identities, put in the
-    canonical order the in-memory sampler walks (user, key, other columns: :func:`~dpharness.mechanisms.
-    parts.grouping.canonical_rows`), and drawn once with the same generator calls, so the kept records,
-    the merged counts and aggregates, and then the selection's and the parts' noise are those of the
-    in-memory release."""
+    partitioning, without moving the records.
+
+    In memory (:func:`~dpharness.mechanisms.parts.grouping._drawn`), a user whose records are all kept
+    whatever the order (at most k records, m per key, ℓ keys: counts of the user's records, so exact
+    integers that add across partitions) draws nothing and keeps every record; only the other users draw.
+    So: (1) each partition counts its records per (user, key) and sends the counts to buckets by a hash of
+    the user's identity (:func:`~dpharness._records.identity_hash`: equal identities hash alike in every
+    process), and each bucket adds them and decides, for its users, which are over a bound, and counts the
+    distinct users per key of the others; (2) each partition adds the exact per-key aggregates of its
+    records of users within the bounds in place, and sends the records of the users over a bound (usually
+    few) with their identities; (3) those are put in the canonical order the in-memory sampler walks (user,
+    key, other columns: :func:`~dpharness.mechanisms.parts.grouping.canonical_rows`) and drawn once with
+    the same generator calls, so the kept records, the merged counts and aggregates, and then the
+    selection's and the parts' noise are those of the in-memory release."""
     import dask
 
-    from ._records import Identity, _used, identities_of
+    from ._records import Identity, _used, identities_of, merge_distinct
     from .mechanisms.parts import _base as B
-    from .mechanisms.parts.grouping import _drawn, _kept_draws, canonical_rows
+    from .mechanisms.parts.grouping import _kept_draws, canonical_rows
 
     b, g, post = _bounded(m.steps)  # type: ignore[misc]
     space, dim = m.space, m.space.dim
     cols = list(frame.columns) if columns is None else list(columns)
-    shuffled = frame[cols].shuffle(on=cols[b.user])
+    frame = frame[cols]
+    n_buckets = max(1, frame.npartitions)
 
-    def partial(part: Any) -> tuple:
+    def read(part: Any) -> tuple:
+        """The partition's records (its users' stand-ins local to it) and its users' (codes, values)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
         found: dict = {}
-        arr = local.read(part, None, "a partition of data", fix=(b.user,), found=found)
-        arr = arr.reshape(-1, dim)
+        arr = local.read(part, None, "a partition of data", fix=(b.user,), found=found).reshape(-1, dim)
+        return arr, found[b.user]
+
+    def pairs(part: Any) -> list:
+        arr, (codes, values) = read(part)
+        return _pair_counts(codes, values, arr[:, b.by], g, n_buckets)
+
+    def over_users(*pieces: Any) -> tuple:
+        return _over_in_bucket(list(pieces), b, g)
+
+    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in frame.to_delayed()]
+    decided = [dask.delayed(over_users)(*[s[k] for s in split]) for k in range(n_buckets)]
+    buckets = dask.compute(*decided)
+    counts = np.sum([c for _, c in buckets], axis=0, dtype=np.int64) if buckets else np.zeros(len(g.keys), np.int64)
+    over = merge_distinct([v for v, _ in buckets])
+
+    def in_place(part: Any, over: Any) -> tuple:
+        arr, (codes, values) = read(part)
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
-        rows, drawn = _drawn(arr, b)
-        kept = arr[~drawn]
-        counts = g.counts(kept, user=b.user)
+        rows = np.flatnonzero(_members(values, over)[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
+        kept = np.delete(arr, rows, axis=0)
         aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-        codes, values = found[b.user]
         ids = values[codes[rows]] if isinstance(values, np.ndarray) else [values[c] for c in codes[rows].tolist()]
-        return len(arr), counts, aggregates, ids, arr[rows]
+        return aggregates, ids, arr[rows]
 
-    parts = dask.compute(*[dask.delayed(partial)(p) for p in shuffled.to_delayed()])
-    counts = np.zeros(len(g.keys), dtype=np.int64)
+    shared = dask.delayed(over, pure=True)  # one task that every partition reads
+    parts = dask.compute(*[dask.delayed(in_place)(p, shared) for p in frame.to_delayed()])
     aggregates: list | None = None
-    for _, c, a, _, _ in parts:
-        counts += c
+    for a, _, _ in parts:
         if a is not None:
             aggregates = a if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, a)]
-    drawn = np.concatenate([p[4] for p in parts]) if parts else np.zeros((0, dim))
+    drawn = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, dim))
     if len(drawn):  # the drawn users, by their identities: stand-ins in their order, then the canonical order
-        ids = [p[3] for p in parts if len(p[4])]
+        ids = [p[1] for p in parts if len(p[2])]
         if all(isinstance(x, np.ndarray) for x in ids) and len({x.dtype for x in ids}) == 1:
             column: Any = np.concatenate(ids)
         else:
@@ -487,3 +509,88 @@ def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
         out = g.release(counts[None, :], rng, space=space, aggregates=merged)
     out = out if post is None else B._post_chain(post, out)
     return B.flatten(out).reshape(1, -1)
+
+
+def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, n_buckets: int) -> list:
+    """One partition's records counted per (user, key), split into ``n_buckets`` by the hash of the user's
+    identity: per bucket ``(the bucket's users' values, per pair: the user's position among them, the key
+    (as read: equal as doubles), the count)``."""
+    from ._records import identity_hash
+
+    n_values = len(values)
+    if len(codes):
+        key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
+        width = len(g.keys)
+        if (key_code < 0).any():
+            _, key_code = np.unique(keys, return_inverse=True)
+            key_code = key_code.reshape(-1)
+            width = int(key_code.max()) + 1
+        pair, first, count = np.unique(codes * width + key_code, return_index=True, return_counts=True)
+        pu, pk, pc = pair // width, keys[first], count.astype(np.int64)
+    else:
+        pu, pk, pc = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
+    bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64) if n_values else np.zeros(0, np.int64)
+    users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
+    per_bucket = np.bincount(bucket, minlength=n_buckets)
+    user_ends = np.cumsum(per_bucket)
+    at = np.empty(n_values, dtype=np.int64)  # each user's position in its bucket
+    at[users] = np.arange(n_values) - np.repeat(user_ends - per_bucket, per_bucket)
+    pair_bucket = bucket[pu]
+    pairs = np.argsort(pair_bucket, kind="stable")
+    pair_ends = np.cumsum(np.bincount(pair_bucket, minlength=n_buckets))
+    out = []
+    for j in range(n_buckets):
+        mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
+        mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
+        subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
+        out.append((subset, at[pu[mine]], pk[mine], pc[mine]))
+    return out
+
+
+def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
+    """One bucket's users (all of their records' (user, key) counts, from every partition): ``(the values of
+    the users over a bound, per encoded key the number of distinct users within the bounds)``; over a bound
+    as in memory (:func:`~dpharness.mechanisms.parts.grouping._user_runs`): more than k records, more than
+    m under one key, or more than ℓ keys."""
+    from ._records import as_list, merge_distinct
+
+    held = [p[0] for p in pieces if len(p[0])]
+    counts = np.zeros(len(g.keys), dtype=np.int64)
+    if not held:
+        return pieces[0][0][:0] if pieces else [], counts
+    k = np.concatenate([p[2] for p in pieces])
+    c = np.concatenate([p[3] for p in pieces])
+    if all(isinstance(v, np.ndarray) for v in held) and len({v.dtype for v in held}) == 1:
+        values = None  # users by their values themselves (distinct values of one dtype: equal exactly when equal)
+        u = np.concatenate([p[0][p[1]] for p in pieces if len(p[0])])
+    else:
+        values = merge_distinct([p[0] for p in pieces])
+        index = {v: i for i, v in enumerate(as_list(values))}
+        u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
+    order = np.lexsort((k, u))
+    u, k, c = u[order], k[order], c[order]
+    start = np.flatnonzero(np.concatenate([[True], (u[1:] != u[:-1]) | (k[1:] != k[:-1])]))
+    pu, pk, pc = u[start], k[start], np.add.reduceat(c, start)
+    first = np.flatnonzero(np.concatenate([[True], pu[1:] != pu[:-1]]))
+    n_pairs = np.diff(np.append(first, len(pu)))
+    over = (np.add.reduceat(pc, first) > b.max_records) | (np.maximum.reduceat(pc, first) > b.max_per_partition)
+    if b.max_partitions is not None:
+        over |= n_pairs > b.max_partitions
+    code = g.codes(pk[~np.repeat(over, n_pairs)])
+    counts += np.bincount(code[code >= 0], minlength=len(g.keys)).astype(np.int64)
+    users = pu[first[over]]
+    if values is None:
+        return users, counts
+    return (values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]), counts
+
+
+def _members(values: Any, over: Any) -> np.ndarray:
+    """Whether each of a partition's user ``values`` is one of ``over`` (the users over a bound), exactly."""
+    from ._records import as_list
+
+    if isinstance(values, np.ndarray) and isinstance(over, np.ndarray) and values.dtype == over.dtype:
+        return np.isin(values, over, assume_unique=True)
+    if not len(over):
+        return np.zeros(len(values), dtype=bool)
+    chosen = set(as_list(over))
+    return np.array([v in chosen for v in as_list(values)], dtype=bool)
