@@ -403,11 +403,8 @@ class Reader:
             if j not in found:
                 continue
             values = found[j]
-            if ident.role == "user" and not isinstance(values, np.ndarray) and any(v is MISSING for v in values):
-                raise ParameterError(
-                    f"column {j} (the user column) has missing user ids; records without an owner cannot be "
-                    "bounded per user: drop them or give them ids before the release."
-                )
+            if ident.role == "user":
+                refuse_missing_users(j, values)
             ident.fix(values, self.lo[j], self.hi[j])
 
     def read(
@@ -425,23 +422,32 @@ class Reader:
         if fix:
             fixed = found if fix is True else {j: found[j] for j in fix if j in found}
             self.fix({j: _used(codes, values) for j, (codes, values) in fixed.items()})
-        read = []
-        for j, (column, col) in enumerate(cols):
-            if j in self.identities:
-                codes, values = found[j]
-                read.append(self.identities[j].lookup(values)[codes] if n else np.zeros(0))
-            elif j in self.labels:
-                positions, drop = self.labels[j]
-                codes, values = identities_of(col, column, name)
-                lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
-                read.append(lookup[codes] if n else np.zeros(0))
-            else:
-                read.append(numbers_of(col, column, name, self.integer))
+        read = [self._column(j, column, col, found, name) for j, (column, col) in enumerate(cols)]
         self._check_width(cols, name)
         out = np.empty((n, len(cols)), dtype=np.int64 if self.integer else float)
         for j, values in enumerate(read):
             out[:, j] = values
         return out[:, 0] if out.shape[1] == 1 and self.width == 1 else out
+
+    def column(self, data: Any, j: int, name: str) -> np.ndarray:
+        """Column ``j`` of ``data`` (its columns in the records' order) as :meth:`read` reads it: a label or
+        number column, or an identity column after :meth:`fix`."""
+        cols = columns_of(data, None, self.width, name)
+        self._check_width(cols, name)
+        found = {j: identities_of(cols[j][1], cols[j][0], name)} if j in self.identities else {}
+        return self._column(j, *cols[j], found, name)
+
+    def _column(self, j: int, column: str, col: Any, found: dict, name: str) -> np.ndarray:
+        n = len(col)
+        if j in self.identities:
+            codes, values = found[j]
+            return self.identities[j].lookup(values)[codes] if n else np.zeros(0)
+        if j in self.labels:
+            positions, drop = self.labels[j]
+            codes, values = identities_of(col, column, name)
+            lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
+            return lookup[codes] if n else np.zeros(0)
+        return numbers_of(col, column, name, self.integer)
 
     def _check_width(self, cols: list, name: str) -> None:
         if len(cols) != self.width:
@@ -449,6 +455,15 @@ class Reader:
                 f"{name} has {len(cols)} column(s) but the mechanism's records have {self.width}; pass "
                 f"{self.width} columns (columns=[...] picks them from a frame)."
             )
+
+
+def refuse_missing_users(j: int, values: Any) -> None:
+    """A user column's distinct values (:func:`identities_of`) hold no missing id, or ParameterError."""
+    if not isinstance(values, np.ndarray) and any(v is MISSING for v in values):
+        raise ParameterError(
+            f"column {j} (the user column) has missing user ids; records without an owner cannot be "
+            "bounded per user: drop them or give them ids before the release."
+        )
 
 
 def _used(codes: np.ndarray, values: Any) -> Any:

@@ -76,13 +76,15 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     if not is_parts:
         return _first(mechanism.sample(_records(mechanism, data, columns), 1, rng))
     r = reader(parts)
+    bounding = isinstance(plan, tuple) and isinstance(plan[0], BoundContributions)  # user-level, on Dask
     arr: np.ndarray | None = None
     if r.identities and not _is_dask(data):  # identities read once: fixed and carried in one pass
         arr = r.read(data, columns, "data", fix=True)
     elif r.identities:  # a Dask frame: every partition's distinct values, merged (a user column: by partition)
         import dask
 
-        users = {plan[0].user} if isinstance(plan, tuple) and isinstance(plan[0], BoundContributions) else set()
+        # a user column is read by partition; keys found in the data under bounding are found as it counts
+        users = {plan[0].user, plan[1].by} if bounding else set()
         wanted = [j for j in r.identities if j not in users]
         if wanted:
             found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
@@ -108,14 +110,16 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             return {}
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, values.tolist()))
         names = values.tolist()
-    elif g is not None:
+    elif g is not None and not bounding:
         key = r.identities[g.by]
         if not len(key.values):  # no records, no key: nothing is released, whatever the randomness
             return {}
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, key.numbers.tolist()))
         names = [None if v is MISSING else v for v in as_list(key.values)]
-    if isinstance(plan, tuple) and isinstance(plan[0], BoundContributions):
-        out = _dask_bounded(parts, data, columns, rng, r)
+    if bounding:
+        parts, out, names = _dask_bounded(parts, data, columns, rng, r, names)
+        if out is None:
+            return {}
     elif plan is not None:
         if g is not None:
             plan = _plan(parts.steps, parts.space)
@@ -415,53 +419,76 @@ def _check_bounded_streams(b: Any, g: Any, post: Any) -> None:
         )
 
 
-def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader) -> Any:
+def _dask_bounded(
+    m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader, names: list | None
+) -> tuple:
     """``bound_contributions >> group_by`` on a Dask frame, the release ``m.sample`` gives in memory, for any
-    partitioning, without moving the records.
+    partitioning, without moving the records: ``(m with the keys found, its output, the keys' names)``
+    (output None: no key in the data).
 
     In memory (:func:`~dpharness.mechanisms.parts.grouping._drawn`), a user whose records are all kept
     whatever the order (at most k records, m per key, ℓ keys: counts of the user's records, so exact
     integers that add across partitions) draws nothing and keeps every record; only the other users draw.
     So: (1) each partition counts its records per (user, key) and sends the counts to buckets by a hash of
     the user's identity (:func:`~dpharness._records.identity_hash`: equal identities hash alike in every
-    process), and each bucket adds them and decides, for its users, which are over a bound, and counts the
-    distinct users per key of the others; (2) each partition adds the exact per-key aggregates of its
-    records of users within the bounds in place, and sends the records of the users over a bound (usually
-    few) with their identities; (3) those are put in the canonical order the in-memory sampler walks (user,
-    key, other columns: :func:`~dpharness.mechanisms.parts.grouping.canonical_rows`) and drawn once with
-    the same generator calls, so the kept records, the merged counts and aggregates, and then the
-    selection's and the parts' noise are those of the in-memory release."""
+    process), with its distinct keys when the keys are found in the data; each bucket adds the counts,
+    decides for its users which are over a bound, and counts the distinct users per key of the others;
+    (2) each partition adds the exact per-key aggregates of its records of users within the bounds in
+    place, and sends the records of the users over a bound (usually few) with their identities; (3) those
+    are put in the canonical order the in-memory sampler walks (user, key, other columns:
+    :func:`~dpharness.mechanisms.parts.grouping.canonical_rows`) and drawn once with the same generator
+    calls, so the kept records, the merged counts and aggregates, and then the selection's and the parts'
+    noise are those of the in-memory release."""
     import dask
 
-    from ._records import Identity, _used, identities_of, merge_distinct
+    from ._records import Identity, _used, as_list, columns_of, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
-    from .mechanisms.parts.grouping import _kept_draws, canonical_rows
+    from .mechanisms.parts.grouping import _kept_draws, canonical_rows, with_found_keys
 
     b, g, post = _bounded(m.steps)  # type: ignore[misc]
     space, dim = m.space, m.space.dim
     cols = list(frame.columns) if columns is None else list(columns)
     frame = frame[cols]
     n_buckets = max(1, frame.npartitions)
+    found_keys = g.from_data and g.by in r.identities  # keys found here, in the same pass as the counts
+    name = "a partition of data"
+
+    def pairs(part: Any) -> list:
+        by_column = columns_of(part, None, dim, name)
+        r._check_width(by_column, name)
+        codes, values = identities_of(by_column[b.user][1], by_column[b.user][0], name)
+        refuse_missing_users(b.user, values)
+        if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
+            key_codes, keys = identities_of(by_column[g.by][1], by_column[g.by][0], name)
+            return _pair_counts(codes, values, key_codes, len(as_list(keys)), keys, n_buckets)
+        return _pair_counts(codes, values, r.column(part, g.by, name), g, None, n_buckets)
+
+    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in frame.to_delayed()]
+    decided = [
+        dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
+    ]
+    buckets = dask.compute(*decided)
+    counts = np.sum([c for _, c, _ in buckets], axis=0, dtype=np.int64)
+    over = merge_distinct([v for v, _, _ in buckets])
+    if found_keys:  # the keys found in the data: the group-by's keys, and its counts in their order
+        keys = buckets[0][2]
+        r.fix({g.by: keys})
+        key = r.identities[g.by]
+        if not len(key.values):  # no records, no key: nothing is released, whatever the randomness
+            return m, None, names
+        m = dataclasses.replace(m, steps=with_found_keys(m.steps, key.numbers.tolist()))
+        b, g, post = _bounded(m.steps)  # type: ignore[misc]
+        names = [None if v is MISSING else v for v in as_list(key.values)]
+        if not isinstance(keys, np.ndarray):  # found in the partitions' order: put in the keys' order
+            at = {v: i for i, v in enumerate(keys)}
+            counts = counts[[at[v] for v in as_list(key.values)]]
 
     def read(part: Any) -> tuple:
         """The partition's records (its users' stand-ins local to it) and its users' (codes, values)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
         found: dict = {}
-        arr = local.read(part, None, "a partition of data", fix=(b.user,), found=found).reshape(-1, dim)
+        arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
         return arr, found[b.user]
-
-    def pairs(part: Any) -> list:
-        arr, (codes, values) = read(part)
-        return _pair_counts(codes, values, arr[:, b.by], g, n_buckets)
-
-    def over_users(*pieces: Any) -> tuple:
-        return _over_in_bucket(list(pieces), b, g)
-
-    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in frame.to_delayed()]
-    decided = [dask.delayed(over_users)(*[s[k] for s in split]) for k in range(n_buckets)]
-    buckets = dask.compute(*decided)
-    counts = np.sum([c for _, c in buckets], axis=0, dtype=np.int64) if buckets else np.zeros(len(g.keys), np.int64)
-    over = merge_distinct([v for v, _ in buckets])
 
     def in_place(part: Any, over: Any) -> tuple:
         arr, (codes, values) = read(part)
@@ -480,8 +507,9 @@ def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
         if a is not None:
             aggregates = a if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, a)]
     drawn = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, dim))
+    ids = [p[1] for p in parts if len(p[2])]
+    del parts  # the partitions' copies of the drawn records
     if len(drawn):  # the drawn users, by their identities: stand-ins in their order, then the canonical order
-        ids = [p[1] for p in parts if len(p[2])]
         if all(isinstance(x, np.ndarray) for x in ids) and len({x.dtype for x in ids}) == 1:
             column: Any = np.concatenate(ids)
         else:
@@ -508,27 +536,33 @@ def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
         merged = [(x, sp, noise) for x, (_, sp, noise) in zip(aggregates, structure)]
         out = g.release(counts[None, :], rng, space=space, aggregates=merged)
     out = out if post is None else B._post_chain(post, out)
-    return B.flatten(out).reshape(1, -1)
+    return m, B.flatten(out).reshape(1, -1), names
 
 
-def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, n_buckets: int) -> list:
+def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
     """One partition's records counted per (user, key), split into ``n_buckets`` by the hash of the user's
-    identity: per bucket ``(the bucket's users' values, per pair: the user's position among them, the key
-    (as read: equal as doubles), the count)``."""
-    from ._records import identity_hash
+    identity: per bucket ``(the bucket's users' values, per pair: the user's position among them, the key,
+    the count; the partition's distinct keys)``. ``found`` None: ``keys`` as read (equal as doubles),
+    ``g`` the group-by; else ``keys`` are codes into ``found`` (the partition's distinct keys, from
+    :func:`~dpharness._records.identities_of`) and ``g`` their number."""
+    from ._records import _used, identity_hash
 
     n_values = len(values)
     if len(codes):
-        key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
-        width = len(g.keys)
-        if (key_code < 0).any():
-            _, key_code = np.unique(keys, return_inverse=True)
-            key_code = key_code.reshape(-1)
-            width = int(key_code.max()) + 1
+        if found is not None:
+            key_code, width = keys, max(int(g), 1)
+        else:
+            key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
+            width = len(g.keys)
+            if (key_code < 0).any():
+                _, key_code = np.unique(keys, return_inverse=True)
+                key_code = key_code.reshape(-1)
+                width = int(key_code.max()) + 1
         pair, first, count = np.unique(codes * width + key_code, return_index=True, return_counts=True)
         pu, pk, pc = pair // width, keys[first], count.astype(np.int64)
     else:
-        pu, pk, pc = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64)
+        pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
+    held = None if found is None else (found, _used(keys, found))
     bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64) if n_values else np.zeros(0, np.int64)
     users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
     per_bucket = np.bincount(bucket, minlength=n_buckets)
@@ -543,22 +577,34 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, n_buc
         mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
         mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
         subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
-        out.append((subset, at[pu[mine]], pk[mine], pc[mine]))
+        out.append((subset, at[pu[mine]], pk[mine], pc[mine], held))
     return out
 
 
 def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     """One bucket's users (all of their records' (user, key) counts, from every partition): ``(the values of
-    the users over a bound, per encoded key the number of distinct users within the bounds)``; over a bound
-    as in memory (:func:`~dpharness.mechanisms.parts.grouping._user_runs`): more than k records, more than
-    m under one key, or more than ℓ keys."""
+    the users over a bound, per key the number of distinct users within the bounds, the keys found)``;
+    over a bound as in memory (:func:`~dpharness.mechanisms.parts.grouping._user_runs`): more than k
+    records, more than m under one key, or more than ℓ keys. ``g`` the group-by (keys as read, counts per
+    encoded key), or None: keys found in the data, each piece's keys codes into its partition's keys, the
+    counts per key of the keys found (:func:`~dpharness._records.merge_distinct` of the partitions', the
+    same in every bucket)."""
     from ._records import as_list, merge_distinct
 
+    found = None
+    if g is None:
+        found = merge_distinct([p[4][1] for p in pieces])
+        where = {v: i for i, v in enumerate(as_list(found))}
+        remaps = [np.array([where.get(v, -1) for v in as_list(p[4][0])], dtype=np.int64) for p in pieces]
+        k = np.concatenate([np.zeros(0, dtype=np.int64), *[a[p[2]] for a, p in zip(remaps, pieces)]])
+        n_keys = len(found)
+    else:
+        k = np.concatenate([p[2] for p in pieces])
+        n_keys = len(g.keys)
+    counts = np.zeros(n_keys, dtype=np.int64)
     held = [p[0] for p in pieces if len(p[0])]
-    counts = np.zeros(len(g.keys), dtype=np.int64)
     if not held:
-        return pieces[0][0][:0] if pieces else [], counts
-    k = np.concatenate([p[2] for p in pieces])
+        return pieces[0][0][:0], counts, found
     c = np.concatenate([p[3] for p in pieces])
     if all(isinstance(v, np.ndarray) for v in held) and len({v.dtype for v in held}) == 1:
         values = None  # users by their values themselves (distinct values of one dtype: equal exactly when equal)
@@ -576,12 +622,13 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     over = (np.add.reduceat(pc, first) > b.max_records) | (np.maximum.reduceat(pc, first) > b.max_per_partition)
     if b.max_partitions is not None:
         over |= n_pairs > b.max_partitions
-    code = g.codes(pk[~np.repeat(over, n_pairs)])
-    counts += np.bincount(code[code >= 0], minlength=len(g.keys)).astype(np.int64)
+    within = pk[~np.repeat(over, n_pairs)]
+    code = within if g is None else g.codes(within)
+    counts += np.bincount(code[code >= 0], minlength=n_keys).astype(np.int64)
     users = pu[first[over]]
-    if values is None:
-        return users, counts
-    return (values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]), counts
+    if values is not None:
+        users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
+    return users, counts, found
 
 
 def _members(values: Any, over: Any) -> np.ndarray:

@@ -369,18 +369,22 @@ def _user_frame(users: str, rng: np.random.Generator, n: int = 2_400) -> "pd.Dat
     return frame
 
 
+@pytest.mark.parametrize("keys", ["declared", "found"])
 @pytest.mark.parametrize("users", ["small", "big", "mixed", "strings"])
 @pytest.mark.parametrize("bounds", [(4, 2, None), (3, 1, 2), (40, 40, None)])
-def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds):
+def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds, keys):
     """Users within the bounds are counted where their records lie, the others are gathered and drawn: the
     release is the pandas release, of the same type and value, for 1, 4 and 7 partitions and with empty
     partitions, whatever the type of the user ids (ids read as doubles, as int64 beyond 2**53, strings,
     and a column read as doubles in some partitions and as int64 in others, the same user in both), with
     and without a bound on the keys per user, and when no user is over a bound. Declared numeric keys
-    with numbers that are none of them (7.0: dropped, but a key of its own for the bounds)."""
+    with numbers that are none of them (7.0: dropped, but a key of its own for the bounds), and keys found
+    in the data, a missing one among them (found while counting, in some partitions only)."""
     dd = pytest.importorskip("dask.dataframe")
     rng = np.random.default_rng(SEED)
     frame = _user_frame(users, rng)
+    if keys == "found":
+        frame.loc[frame.index[-30:], "k"] = np.nan  # the key None, in the last partitions only
     k, m_, l_ = bounds
     m = dp.mechanism(
         name="users_per_key",
@@ -389,7 +393,7 @@ def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds):
         steps=dp.bound_contributions(user=0, by=1, max_records=k, max_per_partition=m_, max_partitions=l_)
         >> dp.group_by(
             by=1,
-            keys=[0.0, 1.0, 2.0],
+            keys=[0.0, 1.0, 2.0] if keys == "declared" else None,
             select=dp.partition_select(threshold=20, scale=2),
             part=dp.compose(dp.count() >> dp.laplace(8), dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(80)),
         ),
