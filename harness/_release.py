@@ -24,6 +24,9 @@ structure alone before any partition is read (it runs on a numpy array or pandas
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -35,7 +38,9 @@ from .errors import ParameterError, UnsupportedError
 __all__ = ["release"]
 
 
-def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequence[str] | None = None) -> Any:
+def release(
+    mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequence[str] | None = None, quiet: bool = False
+) -> Any:
     """One release of ``mechanism`` (declared from :mod:`dpharness.parts`) on ``data``.
 
     ``data``: a numpy array of records, a pandas DataFrame or a ``dask.dataframe.DataFrame``; a frame's
@@ -45,10 +50,10 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     by their declared keys. ``seed``: an integer for a reproducible release (the same output, of the same
     type, whatever the input type and partitioning), None for fresh randomness. Returns what
     ``mechanism.sample(data, 1, rng)[0]`` returns: a float, or an array of the output's coordinates; a
-    group-by releases a mapping of its released keys."""
+    group-by releases a mapping of its released keys. A release that runs longer than
+    :data:`PROGRESS_AFTER` seconds shows its progress unless ``quiet``: a Dask frame's with Dask's own
+    diagnostics (:class:`_Progress`), an in-memory release's time elapsed on the standard error."""
     from .core import Mechanism
-    from .mechanisms.parts import PartsMechanism
-    from .mechanisms.parts.grouping import BoundContributions, discovered_head, with_found_keys
 
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(
@@ -56,6 +61,18 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         )
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
+    if not isinstance(quiet, bool):
+        raise ParameterError(f"quiet={quiet!r} must be True or False.")
+    if _is_dask(data):
+        return _release(mechanism, data, seed, columns, _Progress(quiet))
+    with _Elapsed(quiet):
+        return _release(mechanism, data, seed, columns, _Progress(True))
+
+
+def _release(mechanism: Any, data: Any, seed: int | None, columns: Sequence[str] | None, progress: "_Progress") -> Any:
+    from .mechanisms.parts import PartsMechanism
+    from .mechanisms.parts.grouping import BoundContributions, discovered_head, with_found_keys
+
     rng = np.random.default_rng(seed)
     parts: Any = getattr(mechanism, "parts", mechanism)
     is_parts = isinstance(parts, PartsMechanism) and parts.shape == "dataset"
@@ -87,7 +104,7 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         users = {plan[0].user, plan[1].by} if bounding else set()
         wanted = [j for j in r.identities if j not in users]
         if wanted:
-            found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
+            found = progress.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
             r.fix({j: merge_distinct([f[j] for f in found]) for j in wanted})
     names = None
     if g is not None and g.by not in r.identities:  # keys a part reads as values: the distinct numbers present
@@ -101,7 +118,7 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             import dask
 
             values = np.unique(
-                np.concatenate([np.zeros(0), *dask.compute(*map(dask.delayed(present), data.to_delayed()))])
+                np.concatenate([np.zeros(0), *progress.compute(*map(dask.delayed(present), data.to_delayed()))])
             )
         else:
             arr = r.read(data, columns, "data")
@@ -117,13 +134,13 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, key.numbers.tolist()))
         names = [None if v is MISSING else v for v in as_list(key.values)]
     if bounding:
-        parts, out, names = _dask_bounded(parts, data, columns, rng, r, names)
+        parts, out, names = _dask_bounded(parts, data, columns, rng, r, names, progress)
         if out is None:
             return {}
     elif plan is not None:
         if g is not None:
             plan = _plan(parts.steps, parts.space)
-        out = _dask_release(parts, data, columns, rng, r, plan)
+        out = _dask_release(parts, data, columns, rng, r, plan, progress)
     else:
         out = parts.sample(r.read(data, columns, "data") if arr is None else arr, 1, rng)
     return _as_released(parts, _first(out), names)
@@ -356,7 +373,13 @@ def _run(plan: Any, values: list, rng: np.random.Generator) -> Any:
 
 
 def _dask_release(
-    m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader, plan: Any
+    m: Any,
+    frame: Any,
+    columns: Sequence[str] | None,
+    rng: np.random.Generator,
+    r: Reader,
+    plan: Any,
+    progress: "_Progress",
 ) -> np.ndarray:
     import dask
 
@@ -372,7 +395,7 @@ def _dask_release(
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         return len(arr), _partial(plan, arr)
 
-    parts = dask.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
+    parts = progress.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
     n = sum(k for k, _ in parts)
     if spec.size is not None and n != spec.size:
         raise ParameterError(f"data has {n} records; this mechanism is fixed to size={spec.size} records.")
@@ -420,7 +443,13 @@ def _check_bounded_streams(b: Any, g: Any, post: Any) -> None:
 
 
 def _dask_bounded(
-    m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader, names: list | None
+    m: Any,
+    frame: Any,
+    columns: Sequence[str] | None,
+    rng: np.random.Generator,
+    r: Reader,
+    names: list | None,
+    progress: "_Progress",
 ) -> tuple:
     """``bound_contributions >> group_by`` on a Dask frame, the release ``m.sample`` gives in memory, for any
     partitioning, without moving the records: ``(m with the keys found, its output, the keys' names)``
@@ -467,7 +496,7 @@ def _dask_bounded(
     decided = [
         dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
     ]
-    buckets = dask.compute(*decided)
+    buckets = progress.compute(*decided)
     counts = np.sum([c for _, c, _ in buckets], axis=0, dtype=np.int64)
     over = merge_distinct([v for v, _, _ in buckets])
     if found_keys:  # the keys found in the data: the group-by's keys, and its counts in their order
@@ -501,7 +530,7 @@ def _dask_bounded(
         return aggregates, ids, arr[rows]
 
     shared = dask.delayed(over, pure=True)  # one task that every partition reads
-    parts = dask.compute(*[dask.delayed(in_place)(p, shared) for p in frame.to_delayed()])
+    parts = progress.compute(*[dask.delayed(in_place)(p, shared) for p in frame.to_delayed()])
     aggregates: list | None = None
     for a, _, _ in parts:
         if a is not None:
@@ -641,3 +670,108 @@ def _members(values: Any, over: Any) -> np.ndarray:
         return np.zeros(len(values), dtype=bool)
     chosen = set(as_list(over))
     return np.array([v in chosen for v in as_list(values)], dtype=bool)
+
+
+# --------------------------------------------------------------------------- progress
+
+PROGRESS_AFTER = 2.0  # seconds a release runs before its progress is shown
+
+
+class _Progress:
+    """Runs the release's Dask computations, with a progress bar once one runs longer than
+    :data:`PROGRESS_AFTER` seconds (unless ``quiet``): on a local scheduler drawn on the standard error by a
+    Dask callback (:func:`_task_bar`), on a distributed client ``distributed.progress`` (Dask's own, on
+    the standard output, where Dask writes it)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def compute(self, *objects: Any) -> tuple:
+        import dask
+
+        if self.quiet:
+            return dask.compute(*objects)
+        client = getattr(dask.base.get_scheduler(), "__self__", None)
+        if type(client).__name__ == "Client" and type(client).__module__.startswith("distributed"):
+            import distributed
+
+            futures = client.compute(list(objects))
+            try:
+                distributed.wait(futures, timeout=PROGRESS_AFTER)
+            except (TimeoutError, distributed.TimeoutError):
+                distributed.progress(futures)  # until all are done
+            return tuple(client.gather(futures))
+        with _TaskBar():
+            return dask.compute(*objects)
+
+
+def _task_bar() -> Any:
+    """A Dask callback (``dask.callbacks.Callback``: Dask's diagnostics of a local scheduler) drawing the
+    share of tasks done on the standard error, from PROGRESS_AFTER seconds on, as each task finishes (no
+    timer thread: nothing to wait for at the end of a short computation)."""
+    from dask.callbacks import Callback
+
+    class TaskBar(Callback):
+        def _start(self, dsk: Any) -> None:
+            self.start, self.shown = time.monotonic(), False
+
+        def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+            elapsed = time.monotonic() - self.start
+            if elapsed >= PROGRESS_AFTER:
+                done = len(state["finished"])
+                total = done + sum(len(state[k]) for k in ("ready", "waiting", "running"))
+                self._draw(done / max(total, 1), elapsed)
+
+        def _finish(self, dsk: Any, state: Any, errored: bool) -> None:
+            if self.shown or time.monotonic() - self.start >= PROGRESS_AFTER:
+                self._draw(1.0, time.monotonic() - self.start)
+                sys.stderr.write("\n")
+                sys.stderr.flush()
+
+        def _draw(self, fraction: float, elapsed: float) -> None:
+            self.shown = True
+            bar = "#" * int(40 * fraction)
+            sys.stderr.write(f"\r[{bar:<40}] | {100 * fraction:3.0f}% Completed | {elapsed:.1f}s")
+            sys.stderr.flush()
+
+    return TaskBar
+
+
+class _TaskBar:
+    def __enter__(self) -> None:
+        self._callback = _task_bar()()
+        self._callback.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._callback.__exit__(*exc)
+
+
+class _Elapsed:
+    """The time a release in memory has run, on the standard error, once it runs longer than
+    :data:`PROGRESS_AFTER` seconds (its sampler is one call: the time is all there is to show)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "_Elapsed":
+        if not self.quiet:
+            self._thread = threading.Thread(target=self._show, daemon=True)
+            self._thread.start()
+        return self
+
+    def _show(self) -> None:
+        start = time.monotonic()
+        if self._stop.wait(PROGRESS_AFTER):
+            return
+        while not self._stop.wait(0.5):
+            sys.stderr.write(f"\rrelease: {time.monotonic() - start:.0f} s")
+            sys.stderr.flush()
+        sys.stderr.write(f"\rrelease: done in {time.monotonic() - start:.1f} s\n")
+        sys.stderr.flush()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
