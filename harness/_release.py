@@ -457,22 +457,26 @@ def _dask_bounded(
 
     In memory (:func:`~dpharness.mechanisms.parts.grouping._drawn`), a user whose records are all kept
     whatever the order (at most k records, m per key, ℓ keys: counts of the user's records, so exact
-    integers that add across partitions) draws nothing and keeps every record; only the other users draw.
+    integers that add across partitions) draws nothing and keeps every record; only the other users draw,
+    from one random order of all their records (N, taken in the canonical order: user, key, other
+    columns), and each user's kept records depend only on the order of that user's own records in it.
     So: (1) each partition counts its records per (user, key) and sends the counts to buckets by a hash of
     the user's identity (:func:`~dpharness._records.identity_hash`: equal identities hash alike in every
     process), with its distinct keys when the keys are found in the data; each bucket adds the counts,
-    decides for its users which are over a bound, and counts the distinct users per key of the others;
-    (2) each partition adds the exact per-key aggregates of its records of users within the bounds in
-    place, and sends the records of the users over a bound (usually few) with their identities; (3) those
-    are put in the canonical order the in-memory sampler walks (user, key, other columns:
-    :func:`~dpharness.mechanisms.parts.grouping.canonical_rows`) and drawn once with the same generator
-    calls, so the kept records, the merged counts and aggregates, and then the selection's and the parts'
-    noise are those of the in-memory release."""
+    decides for its users which are over a bound (with their numbers of records), and counts the distinct
+    users per key of the others; (2) this process orders the users over a bound (their identities' order,
+    the canonical order's first key), so each one's records hold known positions in the canonical order,
+    and makes the in-memory generator call (:func:`_drawn_order`); (3) each partition adds the exact
+    per-key aggregates of its records of users within the bounds in place and sends the records of the
+    users over a bound to their bucket, which puts them in the canonical order and keeps what the
+    in-memory draw keeps (:func:`_draw_in_bucket`); (4) the counts and aggregates add exactly, and the
+    selection's and the parts' noise is drawn here as in memory. No record crosses to this process, and
+    the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, _used, as_list, columns_of, identities_of, merge_distinct, refuse_missing_users
+    from ._records import Identity, as_list, columns_of, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
-    from .mechanisms.parts.grouping import _kept_draws, canonical_rows, with_found_keys
+    from .mechanisms.parts.grouping import with_found_keys
 
     b, g, post = _bounded(m.steps)  # type: ignore[misc]
     space, dim = m.space, m.space.dim
@@ -497,8 +501,8 @@ def _dask_bounded(
         dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
     ]
     buckets = progress.compute(*decided)
-    counts = np.sum([c for _, c, _ in buckets], axis=0, dtype=np.int64)
-    over = merge_distinct([v for v, _, _ in buckets])
+    counts = np.sum([c for _, c, _, _ in buckets], axis=0, dtype=np.int64)
+    over = merge_distinct([v for v, _, _, _ in buckets])
     if found_keys:  # the keys found in the data: the group-by's keys, and its counts in their order
         keys = buckets[0][2]
         r.fix({g.by: keys})
@@ -520,42 +524,37 @@ def _dask_bounded(
         return arr, found[b.user]
 
     def in_place(part: Any, over: Any) -> tuple:
+        """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
+        records of the users over a bound with their identities (their stand-ins local to the partition)."""
         arr, (codes, values) = read(part)
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
-        rows = np.flatnonzero(_members(values, over)[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
+        chosen = _members(values, over) if len(arr) else np.zeros(len(values), dtype=bool)
+        rows = np.flatnonzero(chosen[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
         kept = np.delete(arr, rows, axis=0)
         aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-        ids = values[codes[rows]] if isinstance(values, np.ndarray) else [values[c] for c in codes[rows].tolist()]
-        return aggregates, ids, arr[rows]
+        return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
-    shared = dask.delayed(over, pure=True)  # one task that every partition reads
-    parts = progress.compute(*[dask.delayed(in_place)(p, shared) for p in frame.to_delayed()])
+    drawn = _drawn_order(buckets, b, space, rng)  # per bucket: its users in the canonical order, their ranks
+
+    def draw(*pieces: Any) -> tuple:
+        *pieces, (users, ranks) = pieces
+        return _draw_in_bucket(pieces, users, ranks, b, g, space)
+
+    shared = progress.share(over)  # sent once to every worker
+    split = [dask.delayed(in_place, nout=1 + n_buckets)(p, shared) for p in frame.to_delayed()]
+    given = [progress.share(d, broadcast=False) for d in drawn]
+    del drawn
+    results = progress.compute(
+        *[s[0] for s in split], *[dask.delayed(draw)(*[s[1 + k] for s in split], given[k]) for k in range(n_buckets)]
+    )
+    in_buckets = results[len(split) :]
     aggregates: list | None = None
-    for a, _, _ in parts:
+    for a in [*results[: len(split)], *[x for _, x in in_buckets]]:
         if a is not None:
             aggregates = a if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, a)]
-    drawn = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, dim))
-    ids = [p[1] for p in parts if len(p[2])]
-    del parts  # the partitions' copies of the drawn records
-    if len(drawn):  # the drawn users, by their identities: stand-ins in their order, then the canonical order
-        if all(isinstance(x, np.ndarray) for x in ids) and len({x.dtype for x in ids}) == 1:
-            column: Any = np.concatenate(ids)
-        else:
-            column = np.array([v for x in ids for v in (x.tolist() if isinstance(x, np.ndarray) else x)], dtype=object)
-        codes, values = identities_of(column, str(b.user), "data")
-        ident = Identity(b.user, "user")
-        ident.fix(_used(codes, values), space.lo[b.user], space.hi[b.user])
-        drawn[:, b.user] = ident.lookup(values)[codes]
-        drawn = drawn[canonical_rows(drawn, np.arange(len(drawn)), b)]
-        for _, _, mask in _kept_draws(drawn, np.arange(len(drawn)), b, 1, rng):
-            kept = drawn[mask[0]]
-        counts += g.counts(kept, user=b.user)
-        if g.part is not None:
-            extra = [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-            aggregates = (
-                extra if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, extra)]
-            )
+    for c, _ in in_buckets:
+        counts += c
     if g.part is None:
         out = g.release(counts[None, :], rng)
     else:
@@ -566,6 +565,104 @@ def _dask_bounded(
         out = g.release(counts[None, :], rng, space=space, aggregates=merged)
     out = out if post is None else B._post_chain(post, out)
     return m, B.flatten(out).reshape(1, -1), names
+
+
+def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int) -> list:
+    """Records of users over a bound (``codes`` into the partition's user ``values``), split into the users'
+    buckets (the hash of :func:`_pair_counts`): per bucket ``(each record's user identity, the records)``."""
+    from ._records import identity_hash
+
+    bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64)[codes] if len(codes) else codes
+    out = []
+    for j in range(n_buckets):
+        mine = np.flatnonzero(bucket == j)
+        ids = values[codes[mine]] if isinstance(values, np.ndarray) else [values[c] for c in codes[mine].tolist()]
+        out.append((ids, rows[mine]))
+    return out
+
+
+def _drawn_order(buckets: list, b: Any, space: Any, rng: np.random.Generator) -> list:
+    """The bounding draw of the users over a bound, made as in memory (:func:`~dpharness.mechanisms.parts.
+    grouping._kept_draws`: one random order of all their N records in the canonical order, user by user
+    in the users' order, ``rng.permuted`` of ``0..N-1``; a record's rank is its position in that order),
+    and per bucket ``(its users' identities in the users' order with their first canonical position, the
+    ranks of their records in canonical order)``: a user's records are ``first .. first + its records``
+    in the canonical order, and every bounding decision reads the ranks of one user's records only."""
+    from ._records import Identity, as_list, merge_distinct
+
+    every = merge_distinct([v for v, _, _, _ in buckets])
+    ident = Identity(b.user, "user")
+    ident.fix(every, space.lo[b.user], space.hi[b.user])  # the users' order (their stand-ins' order)
+    ordered = ident.values
+    if isinstance(ordered, np.ndarray):
+        at = [
+            np.searchsorted(ordered, v) if isinstance(v, np.ndarray) and v.dtype == ordered.dtype else None
+            for v, *_ in buckets
+        ]
+    else:
+        at = [None] * len(buckets)
+    if any(a is None for a in at):
+        index = {v: i for i, v in enumerate(as_list(ordered))}
+        at = [
+            a if a is not None else np.array([index[v] for v in as_list(bk[0])], dtype=np.int64)
+            for a, bk in zip(at, buckets)
+        ]
+    records = np.zeros(len(ordered), dtype=np.int64)
+    for a, (_, _, _, r) in zip(at, buckets):
+        records[a] = r
+    first = np.cumsum(records) - records
+    n = int(records.sum())
+    rank = np.zeros(0, dtype=np.int64)
+    if n:  # the generator call of _kept_draws for one release: a permutation of 0..n-1, then its inverse
+        order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (1, 1)), axis=1)[0]
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        del order
+    out = []
+    for a, (v, _, _, r) in zip(at, buckets):
+        o = np.argsort(a, kind="stable")  # the bucket's users in the users' order
+        starts, sizes = first[a[o]], r[o]
+        positions = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        users = v[o] if isinstance(v, np.ndarray) else [v[i] for i in o.tolist()]
+        out.append(((users, a[o]), rank[positions]))
+    return out
+
+
+def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: Any, space: Any) -> tuple:
+    """One bucket's users over a bound (all of their records, from every partition): their kept records as
+    in memory, and their per-key distinct-user counts and exact aggregates. ``users``: (identities in the
+    users' order, their position in it); ``ranks``: the ranks of their records in the canonical order."""
+    from ._records import as_list
+    from .mechanisms.parts.grouping import _kept_by_order, _pairs, canonical_rows
+
+    values, position = users
+    dim = space.dim
+    held = [p for p in pieces if len(p[1])]
+    counts = np.zeros(len(g.keys), dtype=np.int64)
+    if not held:
+        return counts, None if g.part is None else [
+            list(pk) for pk, _, _ in g.part_aggregates(np.zeros((0, dim)), space)
+        ]
+    rows = np.concatenate([p[1] for p in held])
+    if isinstance(values, np.ndarray) and all(
+        isinstance(p[0], np.ndarray) and p[0].dtype == values.dtype for p in held
+    ):
+        ids = np.concatenate([p[0] for p in held])
+        order = np.argsort(values, kind="stable")
+        user = position[order[np.searchsorted(values[order], ids)]]
+    else:
+        index = {v: i for v, i in zip(as_list(values), position.tolist())}
+        user = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
+    rows[:, b.user] = user  # the user's position in the users' order: the canonical order's first key
+    rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
+    assert len(rows) == len(ranks), (len(rows), len(ranks))  # the records counted in the first pass
+    local = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
+    local[np.argsort(ranks, kind="stable")] = np.arange(len(ranks))
+    ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
+    kept = rows[_kept_by_order(ucode, pcode, pair_user, local[None, :], b)[0]]
+    counts += g.counts(kept, user=b.user)
+    aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+    return counts, aggregates
 
 
 def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
@@ -633,7 +730,7 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     counts = np.zeros(n_keys, dtype=np.int64)
     held = [p[0] for p in pieces if len(p[0])]
     if not held:
-        return pieces[0][0][:0], counts, found
+        return pieces[0][0][:0], counts, found, np.zeros(0, dtype=np.int64)
     c = np.concatenate([p[3] for p in pieces])
     if all(isinstance(v, np.ndarray) for v in held) and len({v.dtype for v in held}) == 1:
         values = None  # users by their values themselves (distinct values of one dtype: equal exactly when equal)
@@ -657,7 +754,7 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     users = pu[first[over]]
     if values is not None:
         users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
-    return users, counts, found
+    return users, counts, found, np.add.reduceat(pc, first)[over]
 
 
 def _members(values: Any, over: Any) -> np.ndarray:
@@ -686,13 +783,33 @@ class _Progress:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
 
+    def share(self, value: Any, broadcast: bool = True) -> Any:
+        """``value`` as an argument of delayed calls: scattered to the workers of a distributed client (not
+        copied into the graph; to every worker with ``broadcast``), else one delayed value."""
+        import dask
+
+        client = self._client()
+        if client is None:
+            return dask.delayed(value, pure=True)
+        return client.scatter([value], broadcast=broadcast)[0]  # in a list: one value, not its elements
+
+    @staticmethod
+    def _client() -> Any:
+        """The distributed client that runs ``dask.compute``, or None."""
+        import dask
+
+        client = getattr(dask.base.get_scheduler(), "__self__", None)
+        if type(client).__name__ == "Client" and type(client).__module__.startswith("distributed"):
+            return client
+        return None
+
     def compute(self, *objects: Any) -> tuple:
         import dask
 
         if self.quiet:
             return dask.compute(*objects)
-        client = getattr(dask.base.get_scheduler(), "__self__", None)
-        if type(client).__name__ == "Client" and type(client).__module__.startswith("distributed"):
+        client = self._client()
+        if client is not None:
             import distributed
 
             futures = client.compute(list(objects))

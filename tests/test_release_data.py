@@ -552,3 +552,30 @@ def test_unused_categories_and_infinite_keys_release_like_any_label():
             continue
         for n in (1, 3):
             assert _release(_record_level(), _dask(frame, n)) == got
+
+
+def test_user_level_on_a_distributed_client_is_the_pandas_release():
+    """On a distributed client (the users over a bound and their draws scattered to the workers, drawn per
+    bucket of users) the release is the pandas release, for 1 and 4 partitions."""
+    distributed = pytest.importorskip("distributed")
+    import dpharness
+
+    rng = np.random.default_rng(SEED)
+    frame = _user_frame("big", rng)
+    m = dp.mechanism(
+        name="users_per_key",
+        records=RealBox(0, 1000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=4, max_per_partition=2)
+        >> dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.compose(dp.count() >> dp.laplace(8), dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(80)),
+        ),
+        claim=ApproxDP(200, 1e-2),
+    )
+    want = _release(m, frame)
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None):
+        for parts in (1, 4):
+            _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)
