@@ -589,6 +589,7 @@ def _drawn_order(buckets: list, b: Any, space: Any, rng: np.random.Generator) ->
     ranks of their records in canonical order)``: a user's records are ``first .. first + its records``
     in the canonical order, and every bounding decision reads the ranks of one user's records only."""
     from ._records import Identity, as_list, merge_distinct
+    from .mechanisms.parts.grouping import random_orders
 
     every = merge_distinct([v for v, _, _, _ in buckets])
     ident = Identity(b.user, "user")
@@ -614,7 +615,7 @@ def _drawn_order(buckets: list, b: Any, space: Any, rng: np.random.Generator) ->
     n = int(records.sum())
     rank = np.zeros(0, dtype=np.int64)
     if n:  # the generator call of _kept_draws for one release: a permutation of 0..n-1, then its inverse
-        order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (1, 1)), axis=1)[0]
+        order = random_orders(n, 1, rng)[0]
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(n, dtype=np.int64)
         del order
@@ -685,7 +686,9 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
                 key_code = key_code.reshape(-1)
                 width = int(key_code.max()) + 1
         pair, first, count = np.unique(codes * width + key_code, return_index=True, return_counts=True)
-        pu, pk, pc = pair // width, keys[first], count.astype(np.int64)
+        pu, pk, pc = pair // width, keys[first], count.astype(np.int32)  # sent on: compact
+        if found is not None:
+            pk = pk.astype(np.int32)
     else:
         pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
     held = None if found is None else (found, _used(keys, found))
@@ -703,7 +706,7 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
         mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
         mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
         subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
-        out.append((subset, at[pu[mine]], pk[mine], pc[mine], held))
+        out.append((subset, at[pu[mine]].astype(np.int32), pk[mine], pc[mine], held))
     return out
 
 
@@ -731,7 +734,7 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     held = [p[0] for p in pieces if len(p[0])]
     if not held:
         return pieces[0][0][:0], counts, found, np.zeros(0, dtype=np.int64)
-    c = np.concatenate([p[3] for p in pieces])
+    c = np.concatenate([p[3] for p in pieces]).astype(np.int64)
     if all(isinstance(v, np.ndarray) for v in held) and len({v.dtype for v in held}) == 1:
         values = None  # users by their values themselves (distinct values of one dtype: equal exactly when equal)
         u = np.concatenate([p[0][p[1]] for p in pieces if len(p[0])])
