@@ -588,13 +588,11 @@ def _drawn_order(buckets: list, b: Any, space: Any, rng: np.random.Generator) ->
     and per bucket ``(its users' identities in the users' order with their first canonical position, the
     ranks of their records in canonical order)``: a user's records are ``first .. first + its records``
     in the canonical order, and every bounding decision reads the ranks of one user's records only."""
-    from ._records import Identity, as_list, merge_distinct
+    from ._records import as_list, merge_distinct, sort_values
     from .mechanisms.parts.grouping import random_orders
 
     every = merge_distinct([v for v, _, _, _ in buckets])
-    ident = Identity(b.user, "user")
-    ident.fix(every, space.lo[b.user], space.hi[b.user])  # the users' order (their stand-ins' order)
-    ordered = ident.values
+    ordered = every if isinstance(every, np.ndarray) else sort_values(every)  # the users' (stand-ins') order
     if isinstance(ordered, np.ndarray):
         at = [
             np.searchsorted(ordered, v) if isinstance(v, np.ndarray) and v.dtype == ordered.dtype else None
