@@ -489,7 +489,7 @@ def _dask_bounded(
     def pairs(part: Any) -> list:
         by_column = columns_of(part, None, dim, name)
         r._check_width(by_column, name)
-        codes, values = identities_of(by_column[b.user][1], by_column[b.user][0], name)
+        codes, values = _users(by_column[b.user][1], by_column[b.user][0], name)
         refuse_missing_users(b.user, values)
         if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
             key_codes, keys = identities_of(by_column[g.by][1], by_column[g.by][0], name)
@@ -672,21 +672,23 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     :func:`~dpharness._records.identities_of`) and ``g`` their number."""
     from ._records import _used, identity_hash
 
+    import pandas as pd
+
     n_values = len(values)
     if len(codes):
         if found is not None:
             key_code, width = keys, max(int(g), 1)
+            key_of = np.arange(width, dtype=np.int32)
         else:
             key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
-            width = len(g.keys)
+            width, key_of = len(g.keys), np.array([float(k) for k in g.key_values])
             if (key_code < 0).any():
-                _, key_code = np.unique(keys, return_inverse=True)
+                key_of, key_code = np.unique(keys, return_inverse=True)
                 key_code = key_code.reshape(-1)
-                width = int(key_code.max()) + 1
-        pair, first, count = np.unique(codes * width + key_code, return_index=True, return_counts=True)
-        pu, pk, pc = pair // width, keys[first], count.astype(np.int32)  # sent on: compact
-        if found is not None:
-            pk = pk.astype(np.int32)
+                width = len(key_of)
+        pair_code, pair = pd.factorize(codes * width + key_code)  # hashed: the pairs in no particular order
+        pu, pk = pair // width, key_of[pair % width]
+        pc = np.bincount(pair_code, minlength=len(pair)).astype(np.int32)  # sent on: compact
     else:
         pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
     held = None if found is None else (found, _used(keys, found))
@@ -706,6 +708,22 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
         subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
         out.append((subset, at[pu[mine]].astype(np.int32), pk[mine], pc[mine], held))
     return out
+
+
+def _users(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
+    """A partition's user column as :func:`~dpharness._records.identities_of` reads it (the same distinct
+    values, of the same dtype), for an int64 column hashed (pandas' factorize) rather than sorted: the
+    values in no particular order, which the counting pass does not need."""
+    import pandas as pd
+
+    from ._records import _EXACT, identities_of
+
+    if isinstance(getattr(col, "dtype", None), np.dtype) and col.dtype == np.int64:
+        codes, values = pd.factorize(np.asarray(col))
+        if len(values) and -_EXACT <= values.min() and values.max() <= _EXACT:
+            values = values.astype(float)  # doubles exactly: as identities_of gives them
+        return np.asarray(codes, dtype=np.int64), values
+    return identities_of(col, column, name)
 
 
 def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
