@@ -758,22 +758,25 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
         values = merge_distinct([p[0] for p in pieces])
         index = {v: i for i, v in enumerate(as_list(values))}
         u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
-    order = np.lexsort((k, u))
-    u, k, c = u[order], k[order], c[order]
-    start = np.flatnonzero(np.concatenate([[True], (u[1:] != u[:-1]) | (k[1:] != k[:-1])]))
-    pu, pk, pc = u[start], k[start], np.add.reduceat(c, start)
-    first = np.flatnonzero(np.concatenate([[True], pu[1:] != pu[:-1]]))
-    n_pairs = np.diff(np.append(first, len(pu)))
-    over = (np.add.reduceat(pc, first) > b.max_records) | (np.maximum.reduceat(pc, first) > b.max_per_partition)
+    import pandas as pd
+
+    ucode, distinct = pd.factorize(u)  # hashed; u: exact values of one dtype, or codes (no NaN, no -0.0)
+    kcode, key_of = pd.factorize(k + 0 if g is None else k + 0.0, use_na_sentinel=False)  # -0.0 is 0.0
+    pair_code, pair = pd.factorize(ucode.astype(np.int64) * max(len(key_of), 1) + kcode)
+    pu, pk = pair // max(len(key_of), 1), key_of[pair % max(len(key_of), 1)]
+    pc = np.bincount(pair_code, weights=c, minlength=len(pair)).astype(np.int64)  # records per (user, key)
+    n_users = len(distinct)
+    records = np.bincount(pu, weights=pc, minlength=n_users).astype(np.int64)
+    over = (records > b.max_records) | (np.bincount(pu[pc > b.max_per_partition], minlength=n_users) > 0)
     if b.max_partitions is not None:
-        over |= n_pairs > b.max_partitions
-    within = pk[~np.repeat(over, n_pairs)]
+        over |= np.bincount(pu, minlength=n_users) > b.max_partitions
+    within = pk[~over[pu]]
     code = within if g is None else g.codes(within)
     counts += np.bincount(code[code >= 0], minlength=n_keys).astype(np.int64)
-    users = pu[first[over]]
+    users = distinct[over]
     if values is not None:
         users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
-    return users, counts, found, np.add.reduceat(pc, first)[over]
+    return users, counts, found, records[over]
 
 
 def _members(values: Any, over: Any) -> np.ndarray:
