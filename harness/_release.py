@@ -535,7 +535,7 @@ def _dask_bounded(
         aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
         return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
-    drawn = _drawn_order(buckets, b, space, rng)  # per bucket: its users in the canonical order, their ranks
+    drawn = _drawn_order(buckets, over, rng)  # per bucket: its users in the canonical order, their ranks
 
     def draw(*pieces: Any) -> tuple:
         *pieces, (users, ranks) = pieces
@@ -581,17 +581,17 @@ def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int)
     return out
 
 
-def _drawn_order(buckets: list, b: Any, space: Any, rng: np.random.Generator) -> list:
+def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
     """The bounding draw of the users over a bound, made as in memory (:func:`~dpharness.mechanisms.parts.
     grouping._kept_draws`: one random order of all their N records in the canonical order, user by user
     in the users' order, ``rng.permuted`` of ``0..N-1``; a record's rank is its position in that order),
     and per bucket ``(its users' identities in the users' order with their first canonical position, the
     ranks of their records in canonical order)``: a user's records are ``first .. first + its records``
-    in the canonical order, and every bounding decision reads the ranks of one user's records only."""
-    from ._records import as_list, merge_distinct, sort_values
+    in the canonical order, and every bounding decision reads the ranks of one user's records only.
+    ``every``: all the buckets' users over a bound (:func:`~dpharness._records.merge_distinct`)."""
+    from ._records import as_list, sort_values
     from .mechanisms.parts.grouping import random_orders
 
-    every = merge_distinct([v for v, _, _, _ in buckets])
     ordered = every if isinstance(every, np.ndarray) else sort_values(every)  # the users' (stand-ins') order
     if isinstance(ordered, np.ndarray):
         at = [
