@@ -101,7 +101,7 @@ def _release(mechanism: Any, data: Any, seed: int | None, columns: Sequence[str]
         import dask
 
         # a user column is read by partition; keys found in the data under bounding are found as it counts
-        users = {plan[0].user, plan[1].by} if bounding else set()
+        users = {plan[0].user, plan[1].by} if bounding and isinstance(plan, tuple) else set()
         wanted = [j for j in r.identities if j not in users]
         if wanted:
             found = progress.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
@@ -501,7 +501,7 @@ def _dask_bounded(
         dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
     ]
     buckets = progress.compute(*decided)
-    counts = np.sum([c for _, c, _, _ in buckets], axis=0, dtype=np.int64)
+    counts = np.asarray(np.sum([c for _, c, _, _ in buckets], axis=0, dtype=np.int64))
     over = merge_distinct([v for v, _, _, _ in buckets])
     if found_keys:  # the keys found in the data: the group-by's keys, and its counts in their order
         keys = buckets[0][2]
@@ -535,10 +535,10 @@ def _dask_bounded(
         aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
         return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
-    drawn = _drawn_order(buckets, over, rng)  # per bucket: its users in the canonical order, their ranks
+    drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
 
-    def draw(*pieces: Any) -> tuple:
-        *pieces, (users, ranks) = pieces
+    def draw(*given: Any) -> tuple:
+        *pieces, (users, ranks) = given
         return _draw_in_bucket(pieces, users, ranks, b, g, space)
 
     shared = progress.share(over)  # sent once to every worker
@@ -593,19 +593,14 @@ def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
     from .mechanisms.parts.grouping import random_orders
 
     ordered = every if isinstance(every, np.ndarray) else sort_values(every)  # the users' (stand-ins') order
-    if isinstance(ordered, np.ndarray):
-        at = [
-            np.searchsorted(ordered, v) if isinstance(v, np.ndarray) and v.dtype == ordered.dtype else None
-            for v, *_ in buckets
-        ]
-    else:
-        at = [None] * len(buckets)
-    if any(a is None for a in at):
-        index = {v: i for i, v in enumerate(as_list(ordered))}
-        at = [
-            a if a is not None else np.array([index[v] for v in as_list(bk[0])], dtype=np.int64)
-            for a, bk in zip(at, buckets)
-        ]
+    index: dict | None = None
+    at: list[np.ndarray] = []  # each bucket's users' positions in the users' order
+    for v, *_ in buckets:
+        if isinstance(ordered, np.ndarray) and isinstance(v, np.ndarray) and v.dtype == ordered.dtype:
+            at.append(np.searchsorted(ordered, v))
+            continue
+        index = {u: i for i, u in enumerate(as_list(ordered))} if index is None else index
+        at.append(np.array([index[u] for u in as_list(v)], dtype=np.int64))
     records = np.zeros(len(ordered), dtype=np.int64)
     for a, (_, _, _, r) in zip(at, buckets):
         records[a] = r
