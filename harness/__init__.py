@@ -185,13 +185,15 @@ def audit(mechanism: Any, data: Any = None, neighbor: Any = None, **options: Any
     return _audit(mechanism, data, neighbor, candidate_witnesses=witnesses, **options)
 
 
-def release(mechanism: Mechanism, data: Any, *, seed: int | None = None, columns: Any = None) -> Any:
+def release(
+    mechanism: Mechanism, data: Any, *, seed: int | None = None, columns: Any = None, quiet: bool = False
+) -> Any:
     """One release of a declared mechanism on a numpy array, a pandas DataFrame or a Dask DataFrame
     (streamed partition by partition, merged exactly). See the module :mod:`dpharness._release` for
-    what is streamed."""
+    what is streamed. A release running over a few seconds shows its progress unless ``quiet``."""
     from ._release import release as _release  # deferred: keeps `import dpharness` cheap
 
-    return _release(mechanism, data, seed=seed, columns=columns)
+    return _release(mechanism, data, seed=seed, columns=columns, quiet=quiet)
 
 
 def one_run_audit(target: Any, canaries: Any = None, **options: Any) -> OneRunResult:

@@ -244,12 +244,41 @@ def as_list(values: Any) -> list:
 
 
 def merge_distinct(parts: list) -> Any:
-    """The distinct values of several parts (partitions): one sorted array when every part is an array of
-    one dtype, else a list."""
+    """The distinct values of several parts (partitions): one sorted array when every part is an array and
+    those holding values have one dtype, else a list."""
     arrays = [p for p in parts if isinstance(p, np.ndarray)]
-    if len(arrays) == len(parts) and len({a.dtype for a in arrays}) <= 1:
-        return np.unique(np.concatenate(arrays)) if arrays else []
+    held = [a for a in arrays if len(a)]  # an empty part's dtype says nothing (an empty int column is int64)
+    if len(arrays) == len(parts) and len({a.dtype for a in held}) <= 1:
+        return np.unique(np.concatenate(held)) if held else (arrays[0][:0] if arrays else [])
     return list(dict.fromkeys(v for p in parts for v in as_list(p)))
+
+
+def identity_hash(values: Any) -> np.ndarray:
+    """A 64-bit hash of each distinct identity value (an array or list from :func:`identities_of`), the same
+    in every process for values that normalise to one value (:func:`normalise`: 5 in an int64 column and
+    5.0 in a float one), so equal identities read from different partitions hash alike. Different values
+    may share a hash (only equal values must): a value of a type other than float, int and str hashes to
+    0."""
+    if isinstance(values, np.ndarray):
+        if values.dtype == float:
+            return (values + 0.0).view(np.uint64)
+        ints = values.astype(np.int64)
+        doubles = ints.astype(float)
+        with np.errstate(invalid="ignore"):
+            back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
+        return np.where((back == ints) & (np.abs(doubles) < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
+    out = np.zeros(len(values), dtype=np.uint64)
+    strings = [i for i, v in enumerate(values) if type(v) is str]
+    if strings:
+        import pandas as pd
+
+        out[strings] = pd.util.hash_array(np.array([values[i] for i in strings], dtype=object))
+    for i, v in enumerate(values):
+        if type(v) is float:
+            out[i] = np.array([v + 0.0]).view(np.uint64)[0]
+        elif type(v) is int:
+            out[i] = v % 2**64
+    return out
 
 
 def _objects(arr: Any) -> tuple[np.ndarray, list]:
@@ -381,11 +410,8 @@ class Reader:
             if j not in found:
                 continue
             values = found[j]
-            if ident.role == "user" and not isinstance(values, np.ndarray) and any(v is MISSING for v in values):
-                raise ParameterError(
-                    f"column {j} (the user column) has missing user ids; records without an owner cannot be "
-                    "bounded per user: drop them or give them ids before the release."
-                )
+            if ident.role == "user":
+                refuse_missing_users(j, values)
             ident.fix(values, self.lo[j], self.hi[j])
 
     def read(
@@ -403,23 +429,32 @@ class Reader:
         if fix:
             fixed = found if fix is True else {j: found[j] for j in fix if j in found}
             self.fix({j: _used(codes, values) for j, (codes, values) in fixed.items()})
-        read = []
-        for j, (column, col) in enumerate(cols):
-            if j in self.identities:
-                codes, values = found[j]
-                read.append(self.identities[j].lookup(values)[codes] if n else np.zeros(0))
-            elif j in self.labels:
-                positions, drop = self.labels[j]
-                codes, values = identities_of(col, column, name)
-                lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
-                read.append(lookup[codes] if n else np.zeros(0))
-            else:
-                read.append(numbers_of(col, column, name, self.integer))
+        read = [self._column(j, column, col, found, name) for j, (column, col) in enumerate(cols)]
         self._check_width(cols, name)
         out = np.empty((n, len(cols)), dtype=np.int64 if self.integer else float)
         for j, values in enumerate(read):
             out[:, j] = values
         return out[:, 0] if out.shape[1] == 1 and self.width == 1 else out
+
+    def column(self, data: Any, j: int, name: str) -> np.ndarray:
+        """Column ``j`` of ``data`` (its columns in the records' order) as :meth:`read` reads it: a label or
+        number column, or an identity column after :meth:`fix`."""
+        cols = columns_of(data, None, self.width, name)
+        self._check_width(cols, name)
+        found = {j: identities_of(cols[j][1], cols[j][0], name)} if j in self.identities else {}
+        return self._column(j, *cols[j], found, name)
+
+    def _column(self, j: int, column: str, col: Any, found: dict, name: str) -> np.ndarray:
+        n = len(col)
+        if j in self.identities:
+            codes, values = found[j]
+            return self.identities[j].lookup(values)[codes] if n else np.zeros(0)
+        if j in self.labels:
+            positions, drop = self.labels[j]
+            codes, values = identities_of(col, column, name)
+            lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
+            return lookup[codes] if n else np.zeros(0)
+        return numbers_of(col, column, name, self.integer)
 
     def _check_width(self, cols: list, name: str) -> None:
         if len(cols) != self.width:
@@ -427,6 +462,15 @@ class Reader:
                 f"{name} has {len(cols)} column(s) but the mechanism's records have {self.width}; pass "
                 f"{self.width} columns (columns=[...] picks them from a frame)."
             )
+
+
+def refuse_missing_users(j: int, values: Any) -> None:
+    """A user column's distinct values (:func:`identities_of`) hold no missing id, or ParameterError."""
+    if not isinstance(values, np.ndarray) and any(v is MISSING for v in values):
+        raise ParameterError(
+            f"column {j} (the user column) has missing user ids; records without an owner cannot be "
+            "bounded per user: drop them or give them ids before the release."
+        )
 
 
 def _used(codes: np.ndarray, values: Any) -> Any:

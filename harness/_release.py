@@ -15,14 +15,18 @@ an aggregate (count, sum, sum_squares, sum_products, histogram) or a quantile's 
 below and above each candidate) and then noise or the selection, and post-processing,
 under ``dp.compose``; and a record-level ``dp.group_by`` (declared keys or keys found in the data) whose
 per-key part is count/sum/sum_squares/sum_products with noise (per-key counts and exact per-key aggregates
-add across partitions); and user-level ``bound_contributions >> group_by`` with such parts, shuffled by
-user (:func:`_dask_bounded`). Any other structure is refused for a Dask frame with the reason, from the
+add across partitions); and user-level ``bound_contributions >> group_by`` with such parts: the users
+within the bounds counted where their records lie, the records of the others gathered and drawn
+(:func:`_dask_bounded`). Any other structure is refused for a Dask frame with the reason, from the
 structure alone before any partition is read (it runs on a numpy array or pandas frame in memory).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -34,7 +38,9 @@ from .errors import ParameterError, UnsupportedError
 __all__ = ["release"]
 
 
-def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequence[str] | None = None) -> Any:
+def release(
+    mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequence[str] | None = None, quiet: bool = False
+) -> Any:
     """One release of ``mechanism`` (declared from :mod:`dpharness.parts`) on ``data``.
 
     ``data``: a numpy array of records, a pandas DataFrame or a ``dask.dataframe.DataFrame``; a frame's
@@ -44,10 +50,10 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     by their declared keys. ``seed``: an integer for a reproducible release (the same output, of the same
     type, whatever the input type and partitioning), None for fresh randomness. Returns what
     ``mechanism.sample(data, 1, rng)[0]`` returns: a float, or an array of the output's coordinates; a
-    group-by releases a mapping of its released keys."""
+    group-by releases a mapping of its released keys. A release that runs longer than
+    :data:`PROGRESS_AFTER` seconds shows its progress unless ``quiet``: a Dask frame's with Dask's own
+    diagnostics (:class:`_Progress`), an in-memory release's time elapsed on the standard error."""
     from .core import Mechanism
-    from .mechanisms.parts import PartsMechanism
-    from .mechanisms.parts.grouping import BoundContributions, discovered_head, with_found_keys
 
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(
@@ -55,6 +61,18 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
         )
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ParameterError(f"seed={seed!r} must be a non-negative integer or None.")
+    if not isinstance(quiet, bool):
+        raise ParameterError(f"quiet={quiet!r} must be True or False.")
+    if _is_dask(data):
+        return _release(mechanism, data, seed, columns, _Progress(quiet))
+    with _Elapsed(quiet):
+        return _release(mechanism, data, seed, columns, _Progress(True))
+
+
+def _release(mechanism: Any, data: Any, seed: int | None, columns: Sequence[str] | None, progress: "_Progress") -> Any:
+    from .mechanisms.parts import PartsMechanism
+    from .mechanisms.parts.grouping import BoundContributions, discovered_head, with_found_keys
+
     rng = np.random.default_rng(seed)
     parts: Any = getattr(mechanism, "parts", mechanism)
     is_parts = isinstance(parts, PartsMechanism) and parts.shape == "dataset"
@@ -75,16 +93,18 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
     if not is_parts:
         return _first(mechanism.sample(_records(mechanism, data, columns), 1, rng))
     r = reader(parts)
+    bounding = isinstance(plan, tuple) and isinstance(plan[0], BoundContributions)  # user-level, on Dask
     arr: np.ndarray | None = None
     if r.identities and not _is_dask(data):  # identities read once: fixed and carried in one pass
         arr = r.read(data, columns, "data", fix=True)
     elif r.identities:  # a Dask frame: every partition's distinct values, merged (a user column: by partition)
         import dask
 
-        users = {plan[0].user} if isinstance(plan, tuple) and isinstance(plan[0], BoundContributions) else set()
+        # a user column is read by partition; keys found in the data under bounding are found as it counts
+        users = {plan[0].user, plan[1].by} if bounding and isinstance(plan, tuple) else set()
         wanted = [j for j in r.identities if j not in users]
         if wanted:
-            found = dask.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
+            found = progress.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
             r.fix({j: merge_distinct([f[j] for f in found]) for j in wanted})
     names = None
     if g is not None and g.by not in r.identities:  # keys a part reads as values: the distinct numbers present
@@ -98,7 +118,7 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             import dask
 
             values = np.unique(
-                np.concatenate([np.zeros(0), *dask.compute(*map(dask.delayed(present), data.to_delayed()))])
+                np.concatenate([np.zeros(0), *progress.compute(*map(dask.delayed(present), data.to_delayed()))])
             )
         else:
             arr = r.read(data, columns, "data")
@@ -107,18 +127,20 @@ def release(mechanism: Any, data: Any, *, seed: int | None = None, columns: Sequ
             return {}
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, values.tolist()))
         names = values.tolist()
-    elif g is not None:
+    elif g is not None and not bounding:
         key = r.identities[g.by]
         if not len(key.values):  # no records, no key: nothing is released, whatever the randomness
             return {}
         parts = dataclasses.replace(parts, steps=with_found_keys(parts.steps, key.numbers.tolist()))
         names = [None if v is MISSING else v for v in as_list(key.values)]
-    if isinstance(plan, tuple) and isinstance(plan[0], BoundContributions):
-        out = _dask_bounded(parts, data, columns, rng, r)
+    if bounding:
+        parts, out, names = _dask_bounded(parts, data, columns, rng, r, names, progress)
+        if out is None:
+            return {}
     elif plan is not None:
         if g is not None:
             plan = _plan(parts.steps, parts.space)
-        out = _dask_release(parts, data, columns, rng, r, plan)
+        out = _dask_release(parts, data, columns, rng, r, plan, progress)
     else:
         out = parts.sample(r.read(data, columns, "data") if arr is None else arr, 1, rng)
     return _as_released(parts, _first(out), names)
@@ -351,7 +373,13 @@ def _run(plan: Any, values: list, rng: np.random.Generator) -> Any:
 
 
 def _dask_release(
-    m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader, plan: Any
+    m: Any,
+    frame: Any,
+    columns: Sequence[str] | None,
+    rng: np.random.Generator,
+    r: Reader,
+    plan: Any,
+    progress: "_Progress",
 ) -> np.ndarray:
     import dask
 
@@ -367,7 +395,7 @@ def _dask_release(
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         return len(arr), _partial(plan, arr)
 
-    parts = dask.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
+    parts = progress.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
     n = sum(k for k, _ in parts)
     if spec.size is not None and n != spec.size:
         raise ParameterError(f"data has {n} records; this mechanism is fixed to size={spec.size} records.")
@@ -414,69 +442,119 @@ def _check_bounded_streams(b: Any, g: Any, post: Any) -> None:
         )
 
 
-def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.random.Generator, r: Reader) -> Any:
+def _dask_bounded(
+    m: Any,
+    frame: Any,
+    columns: Sequence[str] | None,
+    rng: np.random.Generator,
+    r: Reader,
+    names: list | None,
+    progress: "_Progress",
+) -> tuple:
     """``bound_contributions >> group_by`` on a Dask frame, the release ``m.sample`` gives in memory, for any
-    partitioning. The frame is shuffled by the user column (Dask's own shuffle), so each partition holds
-    whole users. A user whose records are all kept whatever the order (at most k records, m per key, ℓ
-    keys) draws nothing: each partition adds its such users' distinct-user counts and exact per-key
-    aggregates. The other users' records (usually few) are gathered with their identities, put in the
-    canonical order the in-memory sampler walks (user, key, other columns: :func:`~dpharness.mechanisms.
-    parts.grouping.canonical_rows`), and drawn once with the same generator calls, so the kept records,
-    the merged counts and aggregates, and then the selection's and the parts' noise are those of the
-    in-memory release."""
+    partitioning, without moving the records: ``(m with the keys found, its output, the keys' names)``
+    (output None: no key in the data).
+
+    In memory (:func:`~dpharness.mechanisms.parts.grouping._drawn`), a user whose records are all kept
+    whatever the order (at most k records, m per key, ℓ keys: counts of the user's records, so exact
+    integers that add across partitions) draws nothing and keeps every record; only the other users draw,
+    from one random order of all their records (N, taken in the canonical order: user, key, other
+    columns), and each user's kept records depend only on the order of that user's own records in it.
+    So: (1) each partition counts its records per (user, key) and sends the counts to buckets by a hash of
+    the user's identity (:func:`~dpharness._records.identity_hash`: equal identities hash alike in every
+    process), with its distinct keys when the keys are found in the data; each bucket adds the counts,
+    decides for its users which are over a bound (with their numbers of records), and counts the distinct
+    users per key of the others; (2) this process orders the users over a bound (their identities' order,
+    the canonical order's first key), so each one's records hold known positions in the canonical order,
+    and makes the in-memory generator call (:func:`_drawn_order`); (3) each partition adds the exact
+    per-key aggregates of its records of users within the bounds in place and sends the records of the
+    users over a bound to their bucket, which puts them in the canonical order and keeps what the
+    in-memory draw keeps (:func:`_draw_in_bucket`); (4) the counts and aggregates add exactly, and the
+    selection's and the parts' noise is drawn here as in memory. No record crosses to this process, and
+    the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, _used, identities_of
+    from ._records import Identity, as_list, columns_of, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
-    from .mechanisms.parts.grouping import _drawn, _kept_draws, canonical_rows
+    from .mechanisms.parts.grouping import with_found_keys
 
     b, g, post = _bounded(m.steps)  # type: ignore[misc]
     space, dim = m.space, m.space.dim
     cols = list(frame.columns) if columns is None else list(columns)
-    shuffled = frame[cols].shuffle(on=cols[b.user])
+    frame = frame[cols]
+    n_buckets = max(1, frame.npartitions)
+    found_keys = g.from_data and g.by in r.identities  # keys found here, in the same pass as the counts
+    name = "a partition of data"
 
-    def partial(part: Any) -> tuple:
+    def pairs(part: Any) -> list:
+        by_column = columns_of(part, None, dim, name)
+        r._check_width(by_column, name)
+        codes, values = _users(by_column[b.user][1], by_column[b.user][0], name)
+        refuse_missing_users(b.user, values)
+        if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
+            key_codes, keys = identities_of(by_column[g.by][1], by_column[g.by][0], name)
+            return _pair_counts(codes, values, key_codes, len(as_list(keys)), keys, n_buckets)
+        return _pair_counts(codes, values, r.column(part, g.by, name), g, None, n_buckets)
+
+    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in frame.to_delayed()]
+    decided = [
+        dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
+    ]
+    buckets = progress.compute(*decided)
+    counts = np.asarray(np.sum([c for _, c, _, _ in buckets], axis=0, dtype=np.int64))
+    over = merge_distinct([v for v, _, _, _ in buckets])
+    if found_keys:  # the keys found in the data: the group-by's keys, and its counts in their order
+        keys = buckets[0][2]
+        r.fix({g.by: keys})
+        key = r.identities[g.by]
+        if not len(key.values):  # no records, no key: nothing is released, whatever the randomness
+            return m, None, names
+        m = dataclasses.replace(m, steps=with_found_keys(m.steps, key.numbers.tolist()))
+        b, g, post = _bounded(m.steps)  # type: ignore[misc]
+        names = [None if v is MISSING else v for v in as_list(key.values)]
+        if not isinstance(keys, np.ndarray):  # found in the partitions' order: put in the keys' order
+            at = {v: i for i, v in enumerate(keys)}
+            counts = counts[[at[v] for v in as_list(key.values)]]
+
+    def read(part: Any) -> tuple:
+        """The partition's records (its users' stand-ins local to it) and its users' (codes, values)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
         found: dict = {}
-        arr = local.read(part, None, "a partition of data", fix=(b.user,), found=found)
-        arr = arr.reshape(-1, dim)
+        arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
+        return arr, found[b.user]
+
+    def in_place(part: Any, over: Any) -> tuple:
+        """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
+        records of the users over a bound with their identities (their stand-ins local to the partition)."""
+        arr, (codes, values) = read(part)
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
-        rows, drawn = _drawn(arr, b)
-        kept = arr[~drawn]
-        counts = g.counts(kept, user=b.user)
+        chosen = _members(values, over) if len(arr) else np.zeros(len(values), dtype=bool)
+        rows = np.flatnonzero(chosen[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
+        kept = np.delete(arr, rows, axis=0)
         aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-        codes, values = found[b.user]
-        ids = values[codes[rows]] if isinstance(values, np.ndarray) else [values[c] for c in codes[rows].tolist()]
-        return len(arr), counts, aggregates, ids, arr[rows]
+        return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
-    parts = dask.compute(*[dask.delayed(partial)(p) for p in shuffled.to_delayed()])
-    counts = np.zeros(len(g.keys), dtype=np.int64)
+    drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
+
+    def draw(*given: Any) -> tuple:
+        *pieces, (users, ranks) = given
+        return _draw_in_bucket(pieces, users, ranks, b, g, space)
+
+    shared = progress.share(over)  # sent once to every worker
+    split = [dask.delayed(in_place, nout=1 + n_buckets)(p, shared) for p in frame.to_delayed()]
+    given = [progress.share(d, broadcast=False) for d in drawn]
+    del drawn
+    results = progress.compute(
+        *[s[0] for s in split], *[dask.delayed(draw)(*[s[1 + k] for s in split], given[k]) for k in range(n_buckets)]
+    )
+    in_buckets = results[len(split) :]
     aggregates: list | None = None
-    for _, c, a, _, _ in parts:
-        counts += c
+    for a in [*results[: len(split)], *[x for _, x in in_buckets]]:
         if a is not None:
             aggregates = a if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, a)]
-    drawn = np.concatenate([p[4] for p in parts]) if parts else np.zeros((0, dim))
-    if len(drawn):  # the drawn users, by their identities: stand-ins in their order, then the canonical order
-        ids = [p[3] for p in parts if len(p[4])]
-        if all(isinstance(x, np.ndarray) for x in ids) and len({x.dtype for x in ids}) == 1:
-            column: Any = np.concatenate(ids)
-        else:
-            column = np.array([v for x in ids for v in (x.tolist() if isinstance(x, np.ndarray) else x)], dtype=object)
-        codes, values = identities_of(column, str(b.user), "data")
-        ident = Identity(b.user, "user")
-        ident.fix(_used(codes, values), space.lo[b.user], space.hi[b.user])
-        drawn[:, b.user] = ident.lookup(values)[codes]
-        drawn = drawn[canonical_rows(drawn, np.arange(len(drawn)), b)]
-        for _, _, mask in _kept_draws(drawn, np.arange(len(drawn)), b, 1, rng):
-            kept = drawn[mask[0]]
-        counts += g.counts(kept, user=b.user)
-        if g.part is not None:
-            extra = [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-            aggregates = (
-                extra if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, extra)]
-            )
+    for c, _ in in_buckets:
+        counts += c
     if g.part is None:
         out = g.release(counts[None, :], rng)
     else:
@@ -486,4 +564,348 @@ def _dask_bounded(m: Any, frame: Any, columns: Sequence[str] | None, rng: np.ran
         merged = [(x, sp, noise) for x, (_, sp, noise) in zip(aggregates, structure)]
         out = g.release(counts[None, :], rng, space=space, aggregates=merged)
     out = out if post is None else B._post_chain(post, out)
-    return B.flatten(out).reshape(1, -1)
+    return m, B.flatten(out).reshape(1, -1), names
+
+
+def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int) -> list:
+    """Records of users over a bound (``codes`` into the partition's user ``values``), split into the users'
+    buckets (the hash of :func:`_pair_counts`): per bucket ``(each record's user identity, the records)``."""
+    from ._records import identity_hash
+
+    bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64)[codes] if len(codes) else codes
+    out = []
+    for j in range(n_buckets):
+        mine = np.flatnonzero(bucket == j)
+        ids = values[codes[mine]] if isinstance(values, np.ndarray) else [values[c] for c in codes[mine].tolist()]
+        out.append((ids, rows[mine]))
+    return out
+
+
+def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
+    """The bounding draw of the users over a bound, made as in memory (:func:`~dpharness.mechanisms.parts.
+    grouping._kept_draws`: one random order of all their N records in the canonical order, user by user
+    in the users' order, ``rng.permuted`` of ``0..N-1``; a record's rank is its position in that order),
+    and per bucket ``(its users' identities in the users' order with their first canonical position, the
+    ranks of their records in canonical order)``: a user's records are ``first .. first + its records``
+    in the canonical order, and every bounding decision reads the ranks of one user's records only.
+    ``every``: all the buckets' users over a bound (:func:`~dpharness._records.merge_distinct`)."""
+    from ._records import as_list, sort_values
+    from .mechanisms.parts.grouping import random_orders
+
+    ordered = every if isinstance(every, np.ndarray) else sort_values(every)  # the users' (stand-ins') order
+    index: dict | None = None
+    at: list[np.ndarray] = []  # each bucket's users' positions in the users' order
+    for v, *_ in buckets:
+        if isinstance(ordered, np.ndarray) and isinstance(v, np.ndarray) and v.dtype == ordered.dtype:
+            at.append(np.searchsorted(ordered, v))
+            continue
+        index = {u: i for i, u in enumerate(as_list(ordered))} if index is None else index
+        at.append(np.array([index[u] for u in as_list(v)], dtype=np.int64))
+    records = np.zeros(len(ordered), dtype=np.int64)
+    for a, (_, _, _, r) in zip(at, buckets):
+        records[a] = r
+    first = np.cumsum(records) - records
+    n = int(records.sum())
+    rank = np.zeros(0, dtype=np.int64)
+    if n:  # the generator call of _kept_draws for one release: a permutation of 0..n-1, then its inverse
+        order = random_orders(n, 1, rng)[0]
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        del order
+    out = []
+    for a, (v, _, _, r) in zip(at, buckets):
+        o = np.argsort(a, kind="stable")  # the bucket's users in the users' order
+        starts, sizes = first[a[o]], r[o]
+        positions = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        users = v[o] if isinstance(v, np.ndarray) else [v[i] for i in o.tolist()]
+        out.append(((users, a[o]), rank[positions]))
+    return out
+
+
+def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: Any, space: Any) -> tuple:
+    """One bucket's users over a bound (all of their records, from every partition): their kept records as
+    in memory, and their per-key distinct-user counts and exact aggregates. ``users``: (identities in the
+    users' order, their position in it); ``ranks``: the ranks of their records in the canonical order."""
+    from ._records import as_list
+    from .mechanisms.parts.grouping import _kept_by_order, _pairs, canonical_rows
+
+    values, position = users
+    dim = space.dim
+    held = [p for p in pieces if len(p[1])]
+    counts = np.zeros(len(g.keys), dtype=np.int64)
+    if not held:
+        return counts, None if g.part is None else [
+            list(pk) for pk, _, _ in g.part_aggregates(np.zeros((0, dim)), space)
+        ]
+    rows = np.concatenate([p[1] for p in held])
+    if isinstance(values, np.ndarray) and all(
+        isinstance(p[0], np.ndarray) and p[0].dtype == values.dtype for p in held
+    ):
+        ids = np.concatenate([p[0] for p in held])
+        order = np.argsort(values, kind="stable")
+        user = position[order[np.searchsorted(values[order], ids)]]
+    else:
+        index = {v: i for v, i in zip(as_list(values), position.tolist())}
+        user = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
+    rows[:, b.user] = user  # the user's position in the users' order: the canonical order's first key
+    rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
+    assert len(rows) == len(ranks), (len(rows), len(ranks))  # the records counted in the first pass
+    local = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
+    local[np.argsort(ranks, kind="stable")] = np.arange(len(ranks))
+    ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
+    kept = rows[_kept_by_order(ucode, pcode, pair_user, local[None, :], b)[0]]
+    counts += g.counts(kept, user=b.user)
+    aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+    return counts, aggregates
+
+
+def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
+    """One partition's records counted per (user, key), split into ``n_buckets`` by the hash of the user's
+    identity: per bucket ``(the bucket's users' values, per pair: the user's position among them, the key,
+    the count; the partition's distinct keys)``. ``found`` None: ``keys`` as read (equal as doubles),
+    ``g`` the group-by; else ``keys`` are codes into ``found`` (the partition's distinct keys, from
+    :func:`~dpharness._records.identities_of`) and ``g`` their number."""
+    from ._records import _used, identity_hash
+
+    import pandas as pd
+
+    n_values = len(values)
+    if len(codes):
+        if found is not None:
+            key_code, width = keys, max(int(g), 1)
+            key_of = np.arange(width, dtype=np.int32)
+        else:
+            key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
+            width, key_of = len(g.keys), np.array([float(k) for k in g.key_values])
+            if (key_code < 0).any():
+                key_of, key_code = np.unique(keys, return_inverse=True)
+                key_code = key_code.reshape(-1)
+                width = len(key_of)
+        pair_code, pair = pd.factorize(codes * width + key_code)  # hashed: the pairs in no particular order
+        pu, pk = pair // width, key_of[pair % width]
+        pc = np.bincount(pair_code, minlength=len(pair)).astype(np.int32)  # sent on: compact
+    else:
+        pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
+    held = None if found is None else (found, _used(keys, found))
+    bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64) if n_values else np.zeros(0, np.int64)
+    users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
+    per_bucket = np.bincount(bucket, minlength=n_buckets)
+    user_ends = np.cumsum(per_bucket)
+    at = np.empty(n_values, dtype=np.int64)  # each user's position in its bucket
+    at[users] = np.arange(n_values) - np.repeat(user_ends - per_bucket, per_bucket)
+    pair_bucket = bucket[pu]
+    pairs = np.argsort(pair_bucket, kind="stable")
+    pair_ends = np.cumsum(np.bincount(pair_bucket, minlength=n_buckets))
+    out = []
+    for j in range(n_buckets):
+        mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
+        mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
+        subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
+        out.append((subset, at[pu[mine]].astype(np.int32), pk[mine], pc[mine], held))
+    return out
+
+
+def _users(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
+    """A partition's user column as :func:`~dpharness._records.identities_of` reads it (the same distinct
+    values, of the same dtype), for an int64 column hashed (pandas' factorize) rather than sorted: the
+    values in no particular order, which the counting pass does not need."""
+    import pandas as pd
+
+    from ._records import _EXACT, identities_of
+
+    if isinstance(getattr(col, "dtype", None), np.dtype) and col.dtype == np.int64:
+        codes, values = pd.factorize(np.asarray(col))
+        if len(values) and -_EXACT <= values.min() and values.max() <= _EXACT:
+            values = values.astype(float)  # doubles exactly: as identities_of gives them
+        return np.asarray(codes, dtype=np.int64), values
+    return identities_of(col, column, name)
+
+
+def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
+    """One bucket's users (all of their records' (user, key) counts, from every partition): ``(the values of
+    the users over a bound, per key the number of distinct users within the bounds, the keys found)``;
+    over a bound as in memory (:func:`~dpharness.mechanisms.parts.grouping._user_runs`): more than k
+    records, more than m under one key, or more than ℓ keys. ``g`` the group-by (keys as read, counts per
+    encoded key), or None: keys found in the data, each piece's keys codes into its partition's keys, the
+    counts per key of the keys found (:func:`~dpharness._records.merge_distinct` of the partitions', the
+    same in every bucket)."""
+    from ._records import as_list, merge_distinct
+
+    found = None
+    if g is None:
+        found = merge_distinct([p[4][1] for p in pieces])
+        where = {v: i for i, v in enumerate(as_list(found))}
+        remaps = [np.array([where.get(v, -1) for v in as_list(p[4][0])], dtype=np.int64) for p in pieces]
+        k = np.concatenate([np.zeros(0, dtype=np.int64), *[a[p[2]] for a, p in zip(remaps, pieces)]])
+        n_keys = len(found)
+    else:
+        k = np.concatenate([p[2] for p in pieces])
+        n_keys = len(g.keys)
+    counts = np.zeros(n_keys, dtype=np.int64)
+    held = [p[0] for p in pieces if len(p[0])]
+    if not held:
+        return pieces[0][0][:0], counts, found, np.zeros(0, dtype=np.int64)
+    c = np.concatenate([p[3] for p in pieces]).astype(np.int64)
+    if all(isinstance(v, np.ndarray) for v in held) and len({v.dtype for v in held}) == 1:
+        values = None  # users by their values themselves (distinct values of one dtype: equal exactly when equal)
+        u = np.concatenate([p[0][p[1]] for p in pieces if len(p[0])])
+    else:
+        values = merge_distinct([p[0] for p in pieces])
+        index = {v: i for i, v in enumerate(as_list(values))}
+        u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
+    import pandas as pd
+
+    ucode, distinct = pd.factorize(u)  # hashed; u: exact values of one dtype, or codes (no NaN, no -0.0)
+    kcode, key_of = pd.factorize(k + 0 if g is None else k + 0.0, use_na_sentinel=False)  # -0.0 is 0.0
+    pair_code, pair = pd.factorize(ucode.astype(np.int64) * max(len(key_of), 1) + kcode)
+    pu, pk = pair // max(len(key_of), 1), key_of[pair % max(len(key_of), 1)]
+    pc = np.bincount(pair_code, weights=c, minlength=len(pair)).astype(np.int64)  # records per (user, key)
+    n_users = len(distinct)
+    records = np.bincount(pu, weights=pc, minlength=n_users).astype(np.int64)
+    over = (records > b.max_records) | (np.bincount(pu[pc > b.max_per_partition], minlength=n_users) > 0)
+    if b.max_partitions is not None:
+        over |= np.bincount(pu, minlength=n_users) > b.max_partitions
+    within = pk[~over[pu]]
+    code = within if g is None else g.codes(within)
+    counts += np.bincount(code[code >= 0], minlength=n_keys).astype(np.int64)
+    users = distinct[over]
+    if values is not None:
+        users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
+    return users, counts, found, records[over]
+
+
+def _members(values: Any, over: Any) -> np.ndarray:
+    """Whether each of a partition's user ``values`` is one of ``over`` (the users over a bound), exactly."""
+    from ._records import as_list
+
+    if isinstance(values, np.ndarray) and isinstance(over, np.ndarray) and values.dtype == over.dtype:
+        return np.isin(values, over, assume_unique=True)
+    if not len(over):
+        return np.zeros(len(values), dtype=bool)
+    chosen = set(as_list(over))
+    return np.array([v in chosen for v in as_list(values)], dtype=bool)
+
+
+# --------------------------------------------------------------------------- progress
+
+PROGRESS_AFTER = 2.0  # seconds a release runs before its progress is shown
+
+
+class _Progress:
+    """Runs the release's Dask computations, with a progress bar once one runs longer than
+    :data:`PROGRESS_AFTER` seconds (unless ``quiet``): on a local scheduler drawn on the standard error by a
+    Dask callback (:func:`_task_bar`), on a distributed client ``distributed.progress`` (Dask's own, on
+    the standard output, where Dask writes it)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def share(self, value: Any, broadcast: bool = True) -> Any:
+        """``value`` as an argument of delayed calls: scattered to the workers of a distributed client (not
+        copied into the graph; to every worker with ``broadcast``), else one delayed value."""
+        import dask
+
+        client = self._client()
+        if client is None:
+            return dask.delayed(value, pure=True)
+        return client.scatter([value], broadcast=broadcast)[0]  # in a list: one value, not its elements
+
+    @staticmethod
+    def _client() -> Any:
+        """The distributed client that runs ``dask.compute``, or None."""
+        import dask
+
+        client = getattr(dask.base.get_scheduler(), "__self__", None)
+        if type(client).__name__ == "Client" and type(client).__module__.startswith("distributed"):
+            return client
+        return None
+
+    def compute(self, *objects: Any) -> tuple:
+        import dask
+
+        if self.quiet:
+            return dask.compute(*objects)
+        client = self._client()
+        if client is not None:
+            import distributed
+
+            futures = client.compute(list(objects))
+            try:
+                distributed.wait(futures, timeout=PROGRESS_AFTER)
+            except (TimeoutError, distributed.TimeoutError):
+                distributed.progress(futures)  # until all are done
+            return tuple(client.gather(futures))
+        with _TaskBar():
+            return dask.compute(*objects)
+
+
+def _task_bar() -> Any:
+    """A Dask callback (``dask.callbacks.Callback``: Dask's diagnostics of a local scheduler) drawing the
+    share of tasks done on the standard error, from PROGRESS_AFTER seconds on, as each task finishes (no
+    timer thread: nothing to wait for at the end of a short computation)."""
+    from dask.callbacks import Callback
+
+    class TaskBar(Callback):
+        def _start(self, dsk: Any) -> None:
+            self.start, self.shown = time.monotonic(), False
+
+        def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+            elapsed = time.monotonic() - self.start
+            if elapsed >= PROGRESS_AFTER:
+                done = len(state["finished"])
+                total = done + sum(len(state[k]) for k in ("ready", "waiting", "running"))
+                self._draw(done / max(total, 1), elapsed)
+
+        def _finish(self, dsk: Any, state: Any, errored: bool) -> None:
+            if self.shown or time.monotonic() - self.start >= PROGRESS_AFTER:
+                self._draw(1.0, time.monotonic() - self.start)
+                sys.stderr.write("\n")
+                sys.stderr.flush()
+
+        def _draw(self, fraction: float, elapsed: float) -> None:
+            self.shown = True
+            bar = "#" * int(40 * fraction)
+            sys.stderr.write(f"\r[{bar:<40}] | {100 * fraction:3.0f}% Completed | {elapsed:.1f}s")
+            sys.stderr.flush()
+
+    return TaskBar
+
+
+class _TaskBar:
+    def __enter__(self) -> None:
+        self._callback = _task_bar()()
+        self._callback.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._callback.__exit__(*exc)
+
+
+class _Elapsed:
+    """The time a release in memory has run, on the standard error, once it runs longer than
+    :data:`PROGRESS_AFTER` seconds (its sampler is one call: the time is all there is to show)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "_Elapsed":
+        if not self.quiet:
+            self._thread = threading.Thread(target=self._show, daemon=True)
+            self._thread.start()
+        return self
+
+    def _show(self) -> None:
+        start = time.monotonic()
+        if self._stop.wait(PROGRESS_AFTER):
+            return
+        while not self._stop.wait(0.5):
+            sys.stderr.write(f"\rrelease: {time.monotonic() - start:.0f} s")
+            sys.stderr.flush()
+        sys.stderr.write(f"\rrelease: done in {time.monotonic() - start:.1f} s\n")
+        sys.stderr.flush()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()

@@ -363,3 +363,65 @@ def test_dask_median_and_count_are_the_pandas_release_for_any_partitioning():
         for n in (1, 4, 7):
             got = dpharness.release(m, dd.from_pandas(frame, npartitions=n), seed=SEED)
             assert type(got) is type(want) and got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def _progress_cases():
+    m = dp.mechanism(
+        name="total",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.laplace(10),
+        claim=PureDP(0.1),
+    )
+    return m, np.linspace(0, 1, 200)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_long_release_shows_its_progress_unless_quiet(monkeypatch, capsys, quiet):
+    """Past PROGRESS_AFTER seconds (set to 0 here) a release shows its progress: Dask's own bar for a Dask
+    frame (local scheduler: on the standard error), the time elapsed for one in memory; nothing when
+    quiet, and the same release either way."""
+    from dpharness import _release as module
+
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    pd = pytest.importorskip("pandas")
+    m, x = _progress_cases()
+    want = dpharness.release(m, x, seed=SEED, quiet=True)
+    capsys.readouterr()
+    monkeypatch.setattr(module, "PROGRESS_AFTER", 0.0)
+    assert dpharness.release(m, x, seed=SEED, quiet=quiet) == want
+    err = capsys.readouterr().err
+    assert ("release: done in" in err) is not quiet
+    with dask.config.set(scheduler="synchronous"):
+        frame = dd.from_pandas(pd.DataFrame({"v": x}), npartitions=3)
+        assert dpharness.release(m, frame, seed=SEED, quiet=quiet) == want
+    err = capsys.readouterr().err
+    assert ("100% Completed" in err) is not quiet
+    monkeypatch.setattr(module, "PROGRESS_AFTER", 60.0)  # a short release shows nothing
+    dpharness.release(m, x, seed=SEED)
+    with dask.config.set(scheduler="synchronous"):
+        dpharness.release(m, frame, seed=SEED)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_release_on_a_distributed_client_shows_dasks_progress(monkeypatch, capsys):
+    """On a distributed client the release runs on its workers (the same release) and shows
+    ``distributed.progress`` past PROGRESS_AFTER seconds; nothing when quiet."""
+    from dpharness import _release as module
+
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    pd = pytest.importorskip("pandas")
+    m, x = _progress_cases()
+    want = dpharness.release(m, x, seed=SEED, quiet=True)
+    frame = dd.from_pandas(pd.DataFrame({"v": x}), npartitions=3)
+    monkeypatch.setattr(module, "PROGRESS_AFTER", 0.0)
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None):
+        capsys.readouterr()
+        assert dpharness.release(m, frame, seed=SEED, quiet=True) == want
+        assert capsys.readouterr() == ("", "")
+        assert dpharness.release(m, frame, seed=SEED) == want
+    out = capsys.readouterr()
+    assert "100%" in out.out + out.err or "Completed" in out.out + out.err

@@ -308,8 +308,8 @@ def test_identity_columns_are_read_exactly_property(keys, users, added):
 
 @pytest.mark.parametrize("keys", [None, ["DE", "ES", "FR", "IT", "PT"]])
 def test_user_level_group_by_on_dask_is_the_pandas_release_for_any_partitioning(keys):
-    """User-level bounding streamed: the frame shuffled by user, users kept whatever the order counted per
-    partition, the others drawn once in the canonical order: the release equals the pandas release (same
+    """User-level bounding streamed: users kept whatever the order counted where their records lie (per
+    (user, key) counts merged by buckets of users), the others gathered and drawn once in the canonical order: the release equals the pandas release (same
     seed, exact type and value) for 1, 4 and 7 partitions, users split across the input's partitions, and
     empty partitions; ids beyond 2**53 and string keys."""
     dask = pytest.importorskip("dask")
@@ -350,6 +350,74 @@ def test_user_level_group_by_on_dask_is_the_pandas_release_for_any_partitioning(
     )
     want = _release(part_less, frame)
     assert _release(part_less, _dask(frame, 5)) == want and want
+
+
+def _user_frame(users: str, rng: np.random.Generator, n: int = 2_400) -> "pd.DataFrame":
+    """~6 rows a user over 4 keys, rows in random order (each user's rows spread over the partitions)."""
+    ids = np.arange(400)
+    if users == "strings":
+        names = np.array([f"user-{i}" for i in ids], dtype=object)
+    elif users == "big":
+        names = ids.astype(np.int64) + BIG  # int64 ids that are not doubles exactly
+    else:
+        names = ids.astype(np.int64)  # doubles exactly: read as a float array
+    owner = rng.integers(0, len(ids), n)
+    frame = pd.DataFrame({"u": names[owner], "k": rng.choice([0.0, 1.0, 2.0, 7.0], n), "v": rng.uniform(0, 12, n)})
+    if users == "mixed":  # the first half holds small ids only (a float array), the second also ids beyond 2**53
+        extra = pd.DataFrame({"u": np.full(40, BIG + 3, dtype=np.int64), "k": 1.0, "v": 1.0})
+        frame = pd.concat([frame, extra], ignore_index=True)
+    return frame
+
+
+@pytest.mark.parametrize("keys", ["declared", "found"])
+@pytest.mark.parametrize("users", ["small", "big", "mixed", "strings"])
+@pytest.mark.parametrize("bounds", [(4, 2, None), (3, 1, 2), (40, 40, None)])
+def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds, keys):
+    """Users within the bounds are counted where their records lie, the others are gathered and drawn: the
+    release is the pandas release, of the same type and value, for 1, 4 and 7 partitions and with empty
+    partitions, whatever the type of the user ids (ids read as doubles, as int64 beyond 2**53, strings,
+    and a column read as doubles in some partitions and as int64 in others, the same user in both), with
+    and without a bound on the keys per user, and when no user is over a bound. Declared numeric keys
+    with numbers that are none of them (7.0: dropped, but a key of its own for the bounds), and keys found
+    in the data, a missing one among them (found while counting, in some partitions only)."""
+    dd = pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(SEED)
+    frame = _user_frame(users, rng)
+    if keys == "found":
+        frame.loc[frame.index[-30:], "k"] = np.nan  # the key None, in the last partitions only
+    k, m_, l_ = bounds
+    m = dp.mechanism(
+        name="users_per_key",
+        records=RealBox(0, 1000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=k, max_per_partition=m_, max_partitions=l_)
+        >> dp.group_by(
+            by=1,
+            keys=[0.0, 1.0, 2.0] if keys == "declared" else None,
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.compose(dp.count() >> dp.laplace(8), dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(80)),
+        ),
+        claim=ApproxDP(200, 1e-2),
+    )
+    want = _release(m, frame)
+    assert want
+    for parts in (1, 4, 7):
+        _same(_release(m, _dask(frame, parts)), want)
+    empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
+    _same(_release(m, dd.concat([empty, _dask(frame, 3), empty])), want)
+
+
+def test_identities_hash_alike_in_every_representation():
+    """The bucket of a user is the same whichever representation its partition reads its id in."""
+    from dpharness._records import identities_of, identity_hash
+
+    as_floats = identity_hash(identities_of(np.array([5, 2**60], dtype=np.int64) // 1, "u", "d")[1])
+    small = identity_hash(identities_of(np.array([5, 7], dtype=np.int64), "u", "d")[1])
+    big = identity_hash(identities_of(np.array([5, BIG + 1], dtype=np.int64), "u", "d")[1])
+    objects = identity_hash(identities_of(np.array([5, BIG + 1, "a"], dtype=object), "u", "d")[1])
+    assert as_floats[0] == small[0] == big[0] and BIG + 1 != 5
+    assert set(big.tolist()) <= set(objects.tolist())
+    assert identity_hash(["user-1"])[0] == identity_hash(["user-1", 3.0])[0]
 
 
 def _same(a, b):
@@ -510,3 +578,30 @@ def test_datetime_and_timedelta_keys_and_users_are_identities_on_every_input_typ
     frame = pd.DataFrame({"user": users, "k": ["a", "b"] * 30, "v": rng.uniform(0, 10, 60)})
     got = _release(_user_level(keys=["a", "b"]), frame)
     assert _release(_user_level(keys=["a", "b"]), frame.astype({"user": object}).to_numpy()) == got
+
+
+def test_user_level_on_a_distributed_client_is_the_pandas_release():
+    """On a distributed client (the users over a bound and their draws scattered to the workers, drawn per
+    bucket of users) the release is the pandas release, for 1 and 4 partitions."""
+    distributed = pytest.importorskip("distributed")
+    import dpharness
+
+    rng = np.random.default_rng(SEED)
+    frame = _user_frame("big", rng)
+    m = dp.mechanism(
+        name="users_per_key",
+        records=RealBox(0, 1000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=4, max_per_partition=2)
+        >> dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.compose(dp.count() >> dp.laplace(8), dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(80)),
+        ),
+        claim=ApproxDP(200, 1e-2),
+    )
+    want = _release(m, frame)
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None):
+        for parts in (1, 4):
+            _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)

@@ -912,6 +912,12 @@ def canonical_rows(arr: np.ndarray, rows: np.ndarray, b: Any) -> np.ndarray:
     return rows[np.lexsort((*others, sub[:, b.by], sub[:, b.user]))]
 
 
+def random_orders(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """(size, n): a uniformly random order of ``0..n-1`` per release, the bounding's generator call (the
+    streamed release of a Dask frame makes the same call: :func:`dpharness._release._drawn_order`)."""
+    return rng.permuted(np.tile(np.arange(n, dtype=np.int64), (size, 1)), axis=1)
+
+
 def _kept_draws(arr: np.ndarray, rows: np.ndarray, b: Any, size: int, rng: np.random.Generator):
     """(chunk start, chunk stop, (stop − start, len(rows)) kept mask) for each chunk of releases: one
     uniformly random order of all of ``rows`` per release, whose restriction to each user's records is a
@@ -921,7 +927,7 @@ def _kept_draws(arr: np.ndarray, rows: np.ndarray, b: Any, size: int, rng: np.ra
     chunk = _chunk(n)
     for start in range(0, size, chunk):
         stop = min(size, start + chunk)
-        order = rng.permuted(np.tile(np.arange(n, dtype=np.int64), (stop - start, 1)), axis=1)
+        order = random_orders(n, stop - start, rng)
         rank = np.argsort(order, axis=1, kind="stable")  # rank[s, i] = position of record i in order s
         yield start, stop, _kept_by_order(ucode, pcode, pair_user, rank, b)
 
