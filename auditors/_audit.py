@@ -450,6 +450,7 @@ def _choose_pairs(
 # --------------------------------------------------------------------------- a budget in time
 
 _BUDGET_DRAW_SHARE = 0.5  # share of the time left that the draws may take (proposing, counting: the rest)
+_MINIMUM_DRAW_SHARE = 0.85  # ... and that the minimum certification's draws may take, rather than nothing certified
 _PROBE_CALLS = 4  # calls timed to measure a per-call sampler's pace
 _PROBE_SECONDS = 0.2  # a vectorised sampler's pace is timed on a call at least this long (or of _PROBE_MAX samples)
 _PROBE_LONGEST = 5.0  # seconds: a timed call this long ends the probe whatever the call before it took
@@ -536,10 +537,36 @@ def _minimum_samples(s: _Settings) -> int:
     return min(n, s.samples)
 
 
+def samples_to_reach(
+    epsilon: float,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    train_fraction: float = 0.1,
+    sequential: bool = False,
+) -> int:
+    """The fewest samples a side (doubling from ``_MIN_BUDGET_SAMPLES``) at which an audit of these settings
+    could certify a violation of ε = ``epsilon`` at all: its ceiling (the bound of maximally separated counts
+    on its certification samples, :func:`~dpharness.auditors.stats.certifiable_range`) exceeds ``epsilon``.
+    The gate raises its default cap of samples to this, so that a claim too large for 10^6 samples a side
+    (a Rényi claim's ε, say) is still audited where the time budget fits it."""
+    level = _stats.bonferroni_level(confidence, max_events) / (2 if sequential else 1)
+    n = _MIN_BUDGET_SAMPLES
+    while math.isfinite(epsilon) and n < 2**40:
+        _train_n, cert_n = _split(n, train_fraction)
+        if _stats.certifiable_range(cert_n, level, delta).ceiling > epsilon:
+            break
+        n *= 2
+    return n
+
+
 def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: float) -> tuple[_Settings, str]:
     """The settings of an audit with a ``time_budget``: the most samples a side, up to ``samples`` (a
     cap), whose draws are expected to take at most ``_BUDGET_DRAW_SHARE`` of the time left, from the
-    sampler's measured pace spread over the workers. The words say what was measured and chosen. The
+    sampler's measured pace spread over the workers; the minimum certification alone may take up to
+    ``_MINIMUM_DRAW_SHARE`` of it (a loaded machine then still certifies, at the minimum, rather than
+    nothing). The words say what was measured and chosen. The
     samples, hence the result, depend on the machine's speed: the result states them, and ``samples=``
     that number reproduces the audit. Raises :class:`AuditBudgetTooSmall` (nothing certified) when even
     the minimum certification (:func:`_minimum_samples`) is not expected to fit, naming the budget that
@@ -556,8 +583,10 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
     spread = max(1, s.workers)
     allowed = _BUDGET_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
     minimum = _minimum_samples(s)
-    if _draws(minimum, len(pairs), s) > allowed:
-        needed = math.ceil(spent + _draws(minimum, len(pairs), s) * pace / (_BUDGET_DRAW_SHARE * spread))
+    # the minimum certification may take most of what is left (rather than PARTIAL on a loaded machine)
+    allowed_minimum = _MINIMUM_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
+    if _draws(minimum, len(pairs), s) > allowed_minimum:
+        needed = math.ceil(spent + _draws(minimum, len(pairs), s) * pace / (_MINIMUM_DRAW_SHARE * spread))
         raise AuditBudgetTooSmall(
             f"time_budget={s.time_budget:g}: the minimum certification of {s.name} ({minimum} samples a side on "
             f"{len(pairs)} pair(s)) is expected to take about {needed:g} s here ({pace * 1e6:.3g} µs a sample "
@@ -568,7 +597,9 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
             samples=minimum,
         )
     lo, hi = minimum, s.samples
-    if _draws(hi, len(pairs), s) <= allowed:
+    if _draws(minimum, len(pairs), s) > allowed:
+        n = minimum
+    elif _draws(hi, len(pairs), s) <= allowed:
         n = hi
     else:
         while hi - lo > max(1, lo // 100):

@@ -1035,7 +1035,10 @@ def check(
     no budget, ``samples`` a side; at most ``timeout``, the audit's time limit): the samples are sized from the measured cost of a sample, ``samples``
     (or the registered ``samples=``) a cap, every round of an iterated mechanism audited when its minimum
     certification fits (:func:`run_audit`); when it does not, the check is PARTIAL and says which budget
-    would. A library target is audited at its own samples."""
+    would. At the default ``samples`` with a budget, the cap is raised to the samples the claim needs
+    before any violation of it could be certified (:func:`dpharness.auditors._audit.samples_to_reach`: a
+    Rényi claim's ε of 14.8 needs about 3·10^7 a side), which the budget then sizes as any other. A library
+    target is audited at its own samples."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -1061,6 +1064,7 @@ def check(
     own = registry.audit_settings(name) if cls is not None else registry.AuditSettings()
     samples = own.samples if own.samples is not None else samples
     timeout = own.timeout if own.timeout is not None else timeout
+    raise_cap = own.samples is None and samples == GATE_SAMPLES and time_budget is not None
     if time_budget is not None and timeout is not None:  # the audit's time limit bounds its budget
         time_budget = min(time_budget, timeout)
     try:
@@ -1075,9 +1079,17 @@ def check(
             user_code=_user_code(mechanism),
             mechanism=mechanism,
         )
-        claimed, _ = audit_target(mechanism.claim)
+        claimed, claimed_delta = audit_target(mechanism.claim)
     except Exception as exc:
         return Check.failed(name, _crash(exc), time.perf_counter() - start)
+    from .auditors.libraries import TargetMechanism
+
+    if raise_cap and not isinstance(mechanism, TargetMechanism):  # a library target runs at its own samples
+        # the default cap, raised to what the claim needs: a claim above what 10^6 samples a side can refute
+        # (a Rényi claim's ε of 14.8) is audited with more, sized by the time budget as any other
+        from .auditors._audit import samples_to_reach
+
+        samples = max(samples, samples_to_reach(float(claimed), float(claimed_delta), sequential=sequential))
 
     proof = policy = error = proof_error = audit_error = audit_note = audit_partial = result = time_limit = None
     t0 = time.perf_counter()
