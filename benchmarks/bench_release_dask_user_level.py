@@ -122,8 +122,14 @@ def main() -> None:
         clipped = frame.assign(income=frame.income.clip(0, 200_000))
         return clipped.groupby("country").income.agg(["count", "sum"]).compute()
 
-    base, _, base_peaks = on_cluster(baseline)
+    base, truth, base_peaks = on_cluster(baseline)
     ours, released, peaks = on_cluster(lambda: dpharness.release(m, dd.read_parquet(directory), seed=1, quiet=True))
+    true_means = (truth["sum"] / truth["count"]).to_dict()
+    errors = [
+        abs(v.sum / v.count - true_means[k]) / true_means[k]
+        for k, v in released.items()
+        if v.count > 0 and true_means.get(k, 0) > 0
+    ]
     lines = [
         "# User-level per-country release from parquet on a Dask LocalCluster "
         "(benchmarks/bench_release_dask_user_level.py)",

@@ -259,7 +259,7 @@ def _group_count(v: dict) -> dict:
         neighbor=[int(x) for x in np.atleast_1d(v["neighbor"])],
         epsilon=claim_eps,
         delta=claim_delta,
-        inputs=Datasets(Finite(keys), AddRemove(), (1, max_n)),
+        inputs=Datasets(Finite(tuple(keys)), AddRemove(), (1, max_n)),
         relation=(
             f"data sets of 1..{max_n} records, each a partition key in 0..{k - 1} held by its own privacy unit "
             "(max_partitions_contributed = max_contributions_per_partition = 1); neighbours add or remove one "
