@@ -515,26 +515,30 @@ def _draws(samples: int, pairs: int, s: _Settings) -> int:
 
 
 def _certifying_level(s: _Settings) -> float:
-    """Tail mass of each one-sided bound at the audit's last look with ``max_events`` candidates (the
+    """Tail mass of each one-sided bound at the audit's last look (:func:`_level` of its settings)."""
+    return _level(s.confidence, s.max_events, s.sequential)
+
+
+def _level(confidence: float, max_events: int, sequential: bool) -> float:
+    """Tail mass of each one-sided bound at an audit's last look with ``max_events`` candidates (the
     Bonferroni share; a sequential audit's last look spends α/2): the level its reach is stated at."""
-    return _stats.bonferroni_level(s.confidence, s.max_events) / (2 if s.sequential else 1)
+    return _stats.bonferroni_level(confidence, max_events) / (2 if sequential else 1)
 
 
 def _minimum_samples(s: _Settings) -> int:
     """The minimum certification of an audit within a time budget, in samples a side: at least
     ``_MIN_BUDGET_SAMPLES``, and enough that the certifier's ceiling (:func:`~dpharness.auditors.stats.
     certifiable_range`: the bound of maximally separated counts) exceeds the claimed ε, so a violation of
-    the claim can be certified at all (doubling until it does); at most ``samples`` (the cap)."""
-    level = _certifying_level(s)
-
-    def enough(n: int) -> bool:
-        _train_n, cert_n = _split(n, s.train_fraction)
-        return not math.isfinite(s.epsilon) or _stats.certifiable_range(cert_n, level, s.delta).ceiling > s.epsilon
-
-    n = _MIN_BUDGET_SAMPLES
-    while n < s.samples and not enough(n):
-        n *= 2
-    return min(n, s.samples)
+    the claim can be certified at all (:func:`samples_to_reach`); at most ``samples`` (the cap)."""
+    reach = samples_to_reach(
+        s.epsilon,
+        s.delta,
+        confidence=s.confidence,
+        max_events=s.max_events,
+        train_fraction=s.train_fraction,
+        sequential=s.sequential,
+    )
+    return min(reach, s.samples)
 
 
 def samples_to_reach(
@@ -551,7 +555,7 @@ def samples_to_reach(
     on its certification samples, :func:`~dpharness.auditors.stats.certifiable_range`) exceeds ``epsilon``.
     The gate raises its default cap of samples to this, so that a claim too large for 10^6 samples a side
     (a Rényi claim's ε, say) is still audited where the time budget fits it."""
-    level = _stats.bonferroni_level(confidence, max_events) / (2 if sequential else 1)
+    level = _level(confidence, max_events, sequential)
     n = _MIN_BUDGET_SAMPLES
     while math.isfinite(epsilon) and n < 2**40:
         _train_n, cert_n = _split(n, train_fraction)

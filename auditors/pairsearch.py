@@ -917,7 +917,7 @@ def _threshold_scan(sampler: Sampler, space: Datasets, seed: int, per_side: int)
             break
         n = min(2 * n, top)
     if measured[n] < _SCAN_TARGETS[0]:
-        return [], f"threshold scan: no release up to multiplicity {n} ({_describe_record(record)})", used
+        return [], f"threshold scan: no release up to multiplicity {n} (record {short_repr(record)})", used
     out: list[tuple[Any, Any, str]] = []
     found: list[str] = []
     for t in _SCAN_TARGETS:
@@ -940,14 +940,10 @@ def _threshold_scan(sampler: Sampler, space: Datasets, seed: int, per_side: int)
             out.append((a, b, "threshold scan"))
             found.append(f"{hi - 1} vs {hi} (release probability ~{measured.get(hi, 0.0):.2f})")
     how = (
-        f"threshold scan of {_describe_record(record)}'s multiplicity ({per_side} outputs a multiplicity): "
+        f"threshold scan of record {short_repr(record)}'s multiplicity ({per_side} outputs a multiplicity): "
         + "; ".join(found)
     )
     return out, how, used
-
-
-def _describe_record(record: Any) -> str:
-    return f"record {short_repr(record)}"
 
 
 # --------------------------------------------------------------------------- the screen

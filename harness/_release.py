@@ -570,15 +570,24 @@ def _dask_bounded(
 def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int) -> list:
     """Records of users over a bound (``codes`` into the partition's user ``values``), split into the users'
     buckets (the hash of :func:`_pair_counts`): per bucket ``(each record's user identity, the records)``."""
-    from ._records import identity_hash
-
-    bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64)[codes] if len(codes) else codes
+    bucket = _buckets(values, n_buckets)[codes] if len(codes) else codes
     out = []
     for j in range(n_buckets):
         mine = np.flatnonzero(bucket == j)
         ids = values[codes[mine]] if isinstance(values, np.ndarray) else [values[c] for c in codes[mine].tolist()]
         out.append((ids, rows[mine]))
     return out
+
+
+def _buckets(values: Any, n_buckets: int) -> np.ndarray:
+    """Each user identity's bucket: the hash of :func:`~dpharness._records.identity_hash` (equal identities
+    hash alike in every process) modulo ``n_buckets``; the one rule the counting pass and the move of the
+    records over a bound share."""
+    from ._records import identity_hash
+
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64)
 
 
 def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
@@ -665,7 +674,7 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     the count; the partition's distinct keys)``. ``found`` None: ``keys`` as read (equal as doubles),
     ``g`` the group-by; else ``keys`` are codes into ``found`` (the partition's distinct keys, from
     :func:`~dpharness._records.identities_of`) and ``g`` their number."""
-    from ._records import _used, identity_hash
+    from ._records import _used
 
     import pandas as pd
 
@@ -687,7 +696,7 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     else:
         pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
     held = None if found is None else (found, _used(keys, found))
-    bucket = (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64) if n_values else np.zeros(0, np.int64)
+    bucket = _buckets(values, n_buckets)
     users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
     per_bucket = np.bincount(bucket, minlength=n_buckets)
     user_ends = np.cumsum(per_bucket)

@@ -24,6 +24,24 @@ def _slow_laplace(per_sample: float):
     return mech
 
 
+def _settings(fn, **given):
+    """The auditor's settings of a one-worker audit of ``fn`` (vectorised, δ = 0, seed 0, 20 events), with
+    ``given`` (epsilon, samples, time_budget) on top."""
+    options = dict(
+        delta=0,
+        seed=0,
+        confidence=0.95,
+        vectorized=True,
+        ideal_numerics=False,
+        progress=False,
+        workers=1,
+        max_events=20,
+        train_fraction=0.1,
+        cluster=None,
+    )
+    return _audit._settings(fn, **{**options, **given})
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "10s", True])
 def test_a_bad_time_budget_is_refused_naming_it(bad):
     with pytest.raises(ParameterError, match="time_budget"):
@@ -49,21 +67,7 @@ def test_samples_stay_a_cap_under_a_large_budget():
 
 
 def test_draws_count_every_pair_screened_and_two_certified():
-    s = _audit._settings(
-        _slow_laplace(0),
-        epsilon=1,
-        delta=0,
-        samples=10_000_000,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-    )
+    s = _settings(_slow_laplace(0), epsilon=1, samples=10_000_000)
     # one pair: its training and certification, both sides
     assert _audit._draws(10_000_000, 1, s) == 2 * 10_000_000
     # four pairs: 10^5 a side each to rank them, the rest of training and certification for two
@@ -134,21 +138,7 @@ def test_a_budget_too_small_for_the_minimum_certification_certifies_nothing_and_
 def test_the_minimum_certification_grows_with_a_claim_too_large_to_refute():
     """At 2 000 samples a side the certifier's ceiling is about 5.6 (δ = 0, 20 candidates): a claim of
     ε = 8 needs more samples before any violation of it could be certified."""
-    s = _audit._settings(
-        _slow_laplace(0),
-        epsilon=8,
-        delta=0,
-        samples=10_000_000,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-    )
+    s = _settings(_slow_laplace(0), epsilon=8, samples=10_000_000)
     from dpharness.auditors import stats
 
     n = _audit._minimum_samples(s)
@@ -170,22 +160,7 @@ def test_a_fixed_cost_per_call_does_not_shrink_the_samples():
 
     sampler = _runner.Sampler(fixed_cost, "fixed_cost", True)
     _runner.note_pace(sampler, 0.02, 1)  # a one-sample call of the search: 20 ms a sample
-    s = _audit._settings(
-        fixed_cost,
-        epsilon=1,
-        delta=0,
-        samples=200_000,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-        time_budget=30.0,
-    )
+    s = _settings(fixed_cost, epsilon=1, samples=200_000, time_budget=30.0)
     sized, words = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
     assert sized.samples == 200_000, words
 
@@ -200,22 +175,7 @@ def test_a_fixed_cost_above_the_probe_time_does_not_shrink_the_samples():
         time.sleep(0.3)
         return float(d) + rng.laplace(0.0, 1.0, size)
 
-    s = _audit._settings(
-        fixed_cost,
-        epsilon=1,
-        delta=0,
-        samples=200_000,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-        time_budget=60.0,
-    )
+    s = _settings(fixed_cost, epsilon=1, samples=200_000, time_budget=60.0)
     sized, words = _audit._sized(
         _runner.Sampler(fixed_cost, "fixed_cost_2", True), [(0.0, 1.0)], s, time.perf_counter()
     )
