@@ -458,21 +458,23 @@ _PROBE_MAX = 1 << 18  # samples of the largest call that times a vectorised samp
 _PROBE_FIRST = 16  # samples of the first call (warm-up) and of the first timed one
 
 
-def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> float | None:
-    """Seconds a sample costs in one process (the larger of the two sides of the first pair): a side's
-    first call (``_PROBE_FIRST`` samples, or one call of a per-call sampler) warms up; then calls eight
-    times larger are timed until one takes ``_PROBE_SECONDS`` and at least twice the call before it (timed
-    twice, the faster kept; a call's fixed cost then no longer dominates the per-sample cost the audit's
-    large chunks pay) or reaches ``_PROBE_MAX`` samples
-    (``_PROBE_CALLS`` calls of a per-call sampler, timed once), on a seed stream of their own (their
-    outputs are discarded); a per-call sampler's recorded pace when it has one (a vectorised sampler's
+def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> tuple[float, float] | None:
+    """Seconds a sample costs in one process (the larger of the two sides of the first pair), by the clock
+    and as on an idle core (the clock less the time this process waited on a run queue: :func:`_timed`): a
+    side's first call (``_PROBE_FIRST`` samples, or one call of a per-call sampler) warms up; then calls
+    eight times larger are timed until one takes ``_PROBE_SECONDS`` and at least twice the call before it
+    (timed twice, the faster kept; a call's fixed cost then no longer dominates the per-sample cost the
+    audit's large chunks pay) or reaches ``_PROBE_MAX`` samples (``_PROBE_CALLS`` calls of a per-call
+    sampler, timed once), on a seed stream of their own (their outputs are discarded); a per-call sampler's
+    recorded pace when it has one (by the clock, scaled by :func:`_core_share`; a vectorised sampler's
     recorded pace is the worst of every call so far, small ones included, whose fixed cost, or a pause of
-    a loaded machine, can make it many times what a large chunk pays: it is measured afresh). None when
-    a call raised."""
+    a loaded machine, can make it many times what a large chunk pays: it is measured afresh). A sampler
+    that waits (sleeps, reads) waits as long on a loaded machine: only the run-queue wait is taken off.
+    None when a call raised."""
     known = None if s.vectorized else _runner.expected_seconds(sampler, 1)
     if known is not None:
-        return known
-    worst = 0.0
+        return known, known * _core_share()
+    worst = worst_idle = 0.0
     for side, data in enumerate(pairs[0]):
         rng = np.random.default_rng([s.seed, _PACE_STREAM, side])
         n = _PROBE_FIRST if s.vectorized else 1
@@ -481,9 +483,7 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
             before = math.inf  # the previous (8 times smaller) call's seconds
             while True:
                 n = _PROBE_CALLS if not s.vectorized else n
-                t0 = time.perf_counter()
-                sampler(data, n, rng, where="the pace probe")
-                seconds = time.perf_counter() - t0
+                seconds, idle = _timed(sampler, data, n, rng)
                 # long enough, and at least twice the call 8 times smaller: the samples, not the call's fixed
                 # cost (an exact sampler's tables: 0.2 s a call), make most of it, as in the audit's chunks
                 grown = seconds >= _PROBE_SECONDS and seconds >= 2 * before if math.isfinite(before) else False
@@ -492,16 +492,73 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
                 if not s.vectorized or grown or n >= _PROBE_MAX:
                     # the call that sizes the audit is timed twice and the faster kept: a pause of the
                     # machine (another process, a collection) only ever makes a call slower
-                    t0 = time.perf_counter()
-                    sampler(data, n, rng, where="the pace probe")
-                    seconds = min(seconds, time.perf_counter() - t0)
+                    again, idle_again = _timed(sampler, data, n, rng)
+                    seconds, idle = min(seconds, again), min(idle, idle_again)
                     break
                 n *= 8
         except (MechanismError, UnsupportedError, ParameterError):
             return None
-        worst = max(worst, seconds / n)
+        worst, worst_idle = max(worst, seconds / n), max(worst_idle, idle / n)
     _runner.note_pace(sampler, worst, 1)
-    return worst
+    return worst, min(worst_idle, worst)
+
+
+def _timed(sampler: _runner.Sampler, data: Any, n: int, rng: np.random.Generator) -> tuple[float, float]:
+    """Seconds of one call of ``n`` samples by the clock, and as on an idle core: the clock less the time
+    this process's main thread waited on a run queue meanwhile (the clock's where that cannot be read)."""
+    w0 = _run_queue_wait()
+    t0 = time.perf_counter()
+    sampler(data, n, rng, where="the pace probe")
+    seconds = time.perf_counter() - t0
+    w1 = _run_queue_wait()
+    waited = 0.0 if w0 is None or w1 is None else min(max(w1 - w0, 0.0), 0.95 * seconds)
+    return seconds, seconds - waited
+
+
+_SHARE_PROBE_SECONDS = 0.1  # seconds of the clock a busy loop runs to measure the share of a core this process gets
+_WALL_MARGIN = 5.0  # seconds of an enclosing time limit left unplanned (counting, the result, the exit)
+
+
+def _run_queue_wait() -> float | None:
+    """Seconds this process's main thread has waited on a run queue (runnable, no core free) since it
+    started: Linux's ``/proc/self/schedstat`` (its second field, in ns); None where it cannot be read."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _core_share() -> float:
+    """The share of a core a computing process gets here now, in (0, 1]: over a busy loop of
+    ``_SHARE_PROBE_SECONDS`` of the clock, 1 − (time spent waiting on a run queue) / (time by the clock).
+    1 on an idle core, about 2/7 for one of 7 busy processes on 2 cores; 1 where the wait cannot be read.
+    A time budget is spent in seconds as on an idle machine (the clock's seconds times this share), so a
+    loaded machine runs the same audit, only longer by the clock (:func:`_sized`)."""
+    w0 = _run_queue_wait()
+    if w0 is None:
+        return 1.0
+    t0 = time.perf_counter()
+    x = np.arange(4096, dtype=np.float64)
+    while time.perf_counter() - t0 < _SHARE_PROBE_SECONDS:
+        x = np.sqrt(x * x + 1.0)
+    clock = time.perf_counter() - t0
+    w1 = _run_queue_wait()
+    waited = 0.0 if w1 is None else max(w1 - w0, 0.0)
+    return min(1.0, max(0.05, 1.0 - waited / clock))
+
+
+def _clock_left() -> float:
+    """Seconds by the clock before the enclosing time limit fires (the gate's ``--timeout``: an alarm set
+    on this process's main thread, :func:`dpharness.pipeline.deadline`), less ``_WALL_MARGIN``; infinite
+    when no alarm is set (``audit`` called directly)."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "getitimer") or threading.current_thread() is not threading.main_thread():
+        return math.inf
+    left, _interval = signal.getitimer(signal.ITIMER_REAL)
+    return max(left - _WALL_MARGIN, 0.0) if left > 0 else math.inf
 
 
 def _draws(samples: int, pairs: int, s: _Settings) -> int:
@@ -569,52 +626,81 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
     """The settings of an audit with a ``time_budget``: the most samples a side, up to ``samples`` (a
     cap), whose draws are expected to take at most ``_BUDGET_DRAW_SHARE`` of the time left, from the
     sampler's measured pace spread over the workers; the minimum certification alone may take up to
-    ``_MINIMUM_DRAW_SHARE`` of it (a loaded machine then still certifies, at the minimum, rather than
-    nothing). The words say what was measured and chosen. The
-    samples, hence the result, depend on the machine's speed: the result states them, and ``samples=``
-    that number reproduces the audit. Raises :class:`AuditBudgetTooSmall` (nothing certified) when even
-    the minimum certification (:func:`_minimum_samples`) is not expected to fit, naming the budget that
-    would."""
+    ``_MINIMUM_DRAW_SHARE`` of it (rather than nothing certified).
+
+    The budget is spent in seconds as on an idle machine: the pace is the clock's less the time the probe
+    waited for a core (:func:`_measured_pace`), and the pair search's time is scaled by the same share, so
+    a machine loaded by other processes (or by the gate's other jobs) runs the same audit, with the same
+    samples and verdict, only longer by the clock. An enclosing time limit (the gate's ``--timeout``,
+    :func:`_clock_left`) is a hang guard by the clock: the draws also fit those shares of what is left of
+    it at the pace measured here. The words say what was measured and chosen. The samples, hence the
+    result, depend on the machine's speed: the result states them, and ``samples=`` that number reproduces
+    the audit. Raises :class:`AuditBudgetTooSmall` (nothing certified) when even the minimum certification
+    (:func:`_minimum_samples`) is not expected to fit, naming the budget (or time limit) that would."""
     assert s.time_budget is not None  # called only with a budget
-    spent = time.perf_counter() - started
-    left = s.time_budget - spent
-    pace = _measured_pace(sampler, pairs, s)
-    if pace is None:
+    spent_clock = time.perf_counter() - started
+    paces = _measured_pace(sampler, pairs, s)
+    if paces is None:
         return (
             s,
             f"time budget {s.time_budget:g} s: the pace could not be measured (a call raised); samples={s.samples}",
         )
+    pace_clock, pace = max(paces[0], 1e-12), max(paces[1], 1e-12)  # pace as on an idle core: see _measured_pace
+    share = pace / pace_clock  # of a core, while sampling here (1: idle, or a sampler that waits)
+    spent = spent_clock * share  # the pair search's seconds as on an idle machine
+    left = max(s.time_budget - spent, 0.0)
+    clock_left = _clock_left()
     spread = max(1, s.workers)
-    allowed = _BUDGET_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
+
+    def fits(draws: int, fraction: float) -> bool:
+        return draws * pace <= fraction * left * spread and draws * pace_clock <= fraction * clock_left * spread
+
     minimum = _minimum_samples(s)
-    # the minimum certification may take most of what is left (rather than PARTIAL on a loaded machine)
-    allowed_minimum = _MINIMUM_DRAW_SHARE * max(left, 0.0) * spread / max(pace, 1e-12)
-    if _draws(minimum, len(pairs), s) > allowed_minimum:
+    loaded = (
+        f"; this process had {share:.2g} of a core (a loaded machine): the same audit, about {1 / share:.2g} "
+        "times longer by the clock"
+        if share < 0.9
+        else ""
+    )
+    if not fits(_draws(minimum, len(pairs), s), _MINIMUM_DRAW_SHARE):
         needed = math.ceil(spent + _draws(minimum, len(pairs), s) * pace / (_MINIMUM_DRAW_SHARE * spread))
+        over_limit = _draws(minimum, len(pairs), s) * pace <= _MINIMUM_DRAW_SHARE * left * spread
+        advice = (
+            f"the enclosing time limit (the gate's --timeout) leaves {clock_left + _WALL_MARGIN:.0f} s by the "
+            "clock: raise --timeout, or audit on a less loaded machine"
+            if over_limit
+            else f"Pass time_budget={needed:g} or more (the CLI's --time-budget {needed:g}), or audit without "
+            "a budget at samples=N"
+        )
         raise AuditBudgetTooSmall(
             f"time_budget={s.time_budget:g}: the minimum certification of {s.name} ({minimum} samples a side on "
-            f"{len(pairs)} pair(s)) is expected to take about {needed:g} s here ({pace * 1e6:.3g} µs a sample "
-            f"measured in one process, {spread} worker(s), {spent:.1f} s spent choosing pairs); nothing was "
-            f"certified. Pass time_budget={needed:g} or more (the CLI's --time-budget {needed:g}), or audit without "
-            "a budget at samples=N.",
+            f"{len(pairs)} pair(s)) is expected to take about {needed:g} s as on an idle machine "
+            f"({pace * 1e6:.3g} µs a sample measured in one process, {spread} worker(s), {spent:.1f} s spent "
+            f"choosing pairs{loaded}); nothing was certified. {advice}.",
             needed=float(needed),
             samples=minimum,
         )
     lo, hi = minimum, s.samples
-    if _draws(minimum, len(pairs), s) > allowed:
+    if not fits(_draws(minimum, len(pairs), s), _BUDGET_DRAW_SHARE):
         n = minimum
-    elif _draws(hi, len(pairs), s) <= allowed:
+    elif fits(_draws(hi, len(pairs), s), _BUDGET_DRAW_SHARE):
         n = hi
     else:
         while hi - lo > max(1, lo // 100):
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if _draws(mid, len(pairs), s) <= allowed else (lo, mid)
+            lo, hi = (mid, hi) if fits(_draws(mid, len(pairs), s), _BUDGET_DRAW_SHARE) else (lo, mid)
         n = lo
     train_n, cert_n = _split(n, s.train_fraction)
+    limited = (
+        f"; the enclosing time limit ({clock_left + _WALL_MARGIN:.0f} s left by the clock) caps them"
+        if math.isfinite(clock_left) and n < s.samples and _draws(n + max(1, n // 100), len(pairs), s) * pace
+        <= _BUDGET_DRAW_SHARE * left * spread
+        else ""
+    )
     words = (
         f"time budget {s.time_budget:g} s: {n} samples a side (measured {pace * 1e6:.3g} µs a sample in one "
-        f"process, {spread} worker(s), {max(left, 0.0):.1f} s left after the pair search; samples= caps it at "
-        f"{s.samples})"
+        f"process as on an idle core, {spread} worker(s), {left:.1f} s left after the pair search{loaded}"
+        f"{limited}; samples= caps it at {s.samples})"
     )
     return dataclasses.replace(s, samples=n, train_n=train_n, cert_n=cert_n), words
 

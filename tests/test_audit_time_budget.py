@@ -180,3 +180,55 @@ def test_a_fixed_cost_above_the_probe_time_does_not_shrink_the_samples():
         _runner.Sampler(fixed_cost, "fixed_cost_2", True), [(0.0, 1.0)], s, time.perf_counter()
     )
     assert sized.samples == 200_000, words
+
+
+def _paced(monkeypatch, clock: float, idle: float) -> None:
+    """The pace probe's calls take ``clock`` seconds a sample by the clock, of which ``idle`` computing
+    (the rest: waiting for a core on a loaded machine)."""
+    monkeypatch.setattr(_audit, "_timed", lambda sampler, data, n, rng: (n * clock, n * idle))
+
+
+def test_a_loaded_machine_runs_the_same_audit_only_longer(monkeypatch):
+    """The budget is spent in seconds as on an idle machine: a sampler at 1 µs a sample computing, whose
+    calls take 4 µs by the clock because three quarters of the time it waited for a core (7 busy processes
+    on 2 cores), gets the samples it gets on an idle machine, and the words say the audit takes longer by
+    the clock. A sampler that waits (sleeps, reads) at 4 µs a sample by the clock gets fewer."""
+    s = _settings(_slow_laplace(0), epsilon=1, samples=10**9, time_budget=20.0)
+    sampler = _audit._runner.Sampler(_slow_laplace(0), "paced", True)
+    _paced(monkeypatch, 1e-6, 1e-6)
+    idle, _ = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+    _paced(monkeypatch, 4e-6, 1e-6)
+    loaded, words = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+    assert 10**6 < idle.samples < 10**9
+    assert abs(loaded.samples - idle.samples) <= idle.samples // 50, (loaded.samples, idle.samples)
+    assert "0.25 of a core" in words and "4 times longer by the clock" in words
+    _paced(monkeypatch, 4e-6, 4e-6)
+    waiting, _ = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+    assert waiting.samples < idle.samples // 3
+
+
+def test_the_enclosing_time_limit_caps_the_samples_by_the_clock(monkeypatch):
+    """The gate's --timeout is an alarm on the audit's process: on a loaded machine the draws of a budget
+    sized as on an idle one must still end before it, so the clock's pace and the alarm's time left cap
+    the samples, the words say so, and a limit too short for the minimum certification refuses it naming
+    --timeout."""
+    import signal
+
+    from dpharness.errors import AuditBudgetTooSmall
+
+    s = _settings(_slow_laplace(0), epsilon=1, samples=10**9, time_budget=100.0)
+    sampler = _audit._runner.Sampler(_slow_laplace(0), "paced_limit", True)
+    _paced(monkeypatch, 4e-6, 1e-6)
+    free, _ = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+    old = signal.signal(signal.SIGALRM, lambda *a: None)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 25.0)
+        capped, words = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+        assert capped.samples < free.samples // 3 and "the enclosing time limit" in words, words
+        signal.setitimer(signal.ITIMER_REAL, 5.5)
+        _paced(monkeypatch, 4e-3, 1e-3)
+        with pytest.raises(AuditBudgetTooSmall, match="raise --timeout"):
+            _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
