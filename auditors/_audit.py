@@ -693,8 +693,9 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
     train_n, cert_n = _split(n, s.train_fraction)
     limited = (
         f"; the enclosing time limit ({clock_left + _WALL_MARGIN:.0f} s left by the clock) caps them"
-        if math.isfinite(clock_left) and n < s.samples and _draws(n + max(1, n // 100), len(pairs), s) * pace
-        <= _BUDGET_DRAW_SHARE * left * spread
+        if math.isfinite(clock_left)
+        and n < s.samples
+        and _draws(n + max(1, n // 100), len(pairs), s) * pace <= _BUDGET_DRAW_SHARE * left * spread
         else ""
     )
     words = (
