@@ -1807,7 +1807,9 @@ def audit(
     ``extra["family"]`` names the event family of the certifying event, ``extra["best_pair"]`` the index
     in ``extra["pairs"]`` of the pair it was certified on.
 
-    ``time_budget``: seconds the audit may take (None: no budget). The samples a side are then sized
+    ``time_budget``: seconds the audit may take on an idle machine (None: no budget); on a loaded one
+    the same audit runs, longer by the clock (the time a process waits for a core is not counted, where
+    Linux reports it). The samples a side are then sized
     from the sampler's measured pace (one timed call a side) so that the draws take about half of the
     time left after the pair search, with ``samples`` as a cap; ``method``, ``samples`` and
     ``extra["time_budget"]`` state the samples used (pass them as ``samples=`` to reproduce the audit:

@@ -311,8 +311,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SECONDS",
         help=f"seconds for each mechanism's audit, at most --timeout (default {GATE_TIME_BUDGET:g}, or --timeout "
-        "when that is less): its samples are sized from the "
-        "measured cost of a sample, --samples (or a registered samples=) caps them, every round of an iterated "
+        "when that is less), counted as on an idle machine (a loaded one runs the same audit, longer by the "
+        "clock, within --timeout): its samples are sized from the measured cost of a sample, --samples (or a registered samples=) caps them, every round of an iterated "
         "mechanism is audited when its minimum certification fits; each line states the samples used",
     )
     gate.add_argument(
