@@ -118,6 +118,26 @@ def _gaussian(v: dict) -> dict:
     return _mechanism("gaussian", v)
 
 
+def _aggregate(eps: float, delta: float, params: Any, extract: Any, rows: list, public: list | None = None) -> list:
+    """One ``DPEngine.aggregate`` on the local backend under a fresh ``NaiveBudgetAccountant`` of the whole
+    budget (the library's own fresh randomness): its released (partition, metrics) pairs."""
+    import pipeline_dp
+
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+    engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    result = engine.aggregate(rows, params, extract, public_partitions=public)
+    acc.compute_budgets()
+    return list(result)
+
+
+def _claim(eps: float, delta: float) -> tuple[float, float]:
+    """The (ε, δ) the accountant holds for a budget of (``eps``, ``delta``): the claim audited."""
+    import pipeline_dp
+
+    probe = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
+    return float(probe.total_epsilon), float(probe.total_delta)
+
+
 def _engine(metric: str, v: dict) -> dict:
     import pipeline_dp
 
@@ -126,8 +146,6 @@ def _engine(metric: str, v: dict) -> dict:
     metric_obj = getattr(pipeline_dp.Metrics, metric)
 
     def release(values: list[float]) -> float:
-        acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
-        engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
         params = pipeline_dp.AggregateParams(
             metrics=[metric_obj],
             noise_kind=noise,
@@ -139,18 +157,14 @@ def _engine(metric: str, v: dict) -> dict:
         extract = pipeline_dp.DataExtractors(
             privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: 0, value_extractor=lambda r: r[1]
         )
-        rows = [(i, float(x)) for i, x in enumerate(values)]
-        result = engine.aggregate(rows, params, extract, public_partitions=[0])
-        acc.compute_budgets()
-        out = list(result)
+        out = _aggregate(eps, delta, params, extract, [(i, float(x)) for i, x in enumerate(values)], [0])
         if len(out) != 1:
             from dpharness.errors import MechanismError
 
             raise MechanismError(f"PipelineDP returned {len(out)} partitions for one public partition; expected 1.")
         return float(getattr(out[0][1], metric.lower()))
 
-    probe = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
-    claim_eps, claim_delta = float(probe.total_epsilon), float(probe.total_delta)
+    claim_eps, claim_delta = _claim(eps, delta)
     data = [float(x) for x in np.atleast_1d(v["data"])]
     nb = [float(x) for x in np.atleast_1d(v["neighbor"])]
     return dict(
@@ -230,8 +244,6 @@ def _group_count(v: dict) -> dict:
     keys = list(range(k))
 
     def release(records: list) -> np.ndarray:
-        acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
-        engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
         params = pipeline_dp.AggregateParams(
             metrics=[pipeline_dp.Metrics.COUNT],
             noise_kind=pipeline_dp.NoiseKind.LAPLACE,
@@ -242,16 +254,13 @@ def _group_count(v: dict) -> dict:
         extract = pipeline_dp.DataExtractors(
             privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1], value_extractor=lambda r: 0
         )
-        result = engine.aggregate([(i, int(key)) for i, key in enumerate(records)], params, extract)
-        acc.compute_budgets()
         out = np.zeros(2 * k)
-        for key, metrics in result:
+        for key, metrics in _aggregate(eps, delta, params, extract, [(i, int(key)) for i, key in enumerate(records)]):
             out[key] = 1.0
             out[k + key] = float(metrics.count)
         return out
 
-    probe = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=delta)
-    claim_eps, claim_delta = float(probe.total_epsilon), float(probe.total_delta)
+    claim_eps, claim_delta = _claim(eps, delta)
     return dict(
         fn=release,
         vectorized=False,
