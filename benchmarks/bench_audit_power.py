@@ -49,23 +49,7 @@ def _dpsgd_cut():
     """The team's 1 000-round DP-SGD with σ = 0.3 instead of 1, claiming (1.8291, 1e-5)."""
     import teamdp  # noqa: PLC0415 - the team's package, found beside this script
 
-    return dp.mechanism(
-        name="dpsgd_sigma_0_3",
-        records=RealBox(-1, 1, 2),
-        relation=AddRemove(),
-        steps=dp.iterate(
-            1000,
-            dp.poisson_sample(0.01)
-            >> dp.map_records(teamdp.grad, compiled=True)
-            >> dp.clip_norm(1)
-            >> dp.sum()
-            >> dp.gaussian(sigma=0.3),
-            init=[0.0],
-            update=teamdp.step,
-            compiled=True,
-        ),
-        claim=ApproxDP(1.8291, 1e-5),
-    )
+    return teamdp.dpsgd_of(0.3, ApproxDP(1.8291, 1e-5), name="dpsgd_sigma_0_3")
 
 
 def _mechanisms(names: list[str] | None) -> dict:

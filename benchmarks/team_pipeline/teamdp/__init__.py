@@ -59,21 +59,26 @@ def step(theta, noisy_sum):
     return theta - 0.5 * noisy_sum / 100
 
 
-dpsgd = dp.mechanism(
-    name="dpsgd",
-    records=RealBox(-1, 1, 2),
-    relation=AddRemove(),
-    steps=dp.iterate(
-        1000,
-        dp.poisson_sample(0.01)
-        >> dp.map_records(grad, compiled=True)
-        >> dp.clip_norm(1)
-        >> dp.sum()
-        >> dp.gaussian(sigma=1.0 * _noise("dpsgd")),
-        init=[0.0],
-        update=step,
-        compiled=True,
-    ),
-    claim=ApproxDP(1.85, 1e-5),
-)
+def dpsgd_of(sigma: float, claim: ApproxDP, name: str = "dpsgd"):
+    """The 1 000-round DP-SGD with noise multiplier ``sigma``, claiming ``claim``."""
+    return dp.mechanism(
+        name=name,
+        records=RealBox(-1, 1, 2),
+        relation=AddRemove(),
+        steps=dp.iterate(
+            1000,
+            dp.poisson_sample(0.01)
+            >> dp.map_records(grad, compiled=True)
+            >> dp.clip_norm(1)
+            >> dp.sum()
+            >> dp.gaussian(sigma=sigma),
+            init=[0.0],
+            update=step,
+            compiled=True,
+        ),
+        claim=claim,
+    )
+
+
+dpsgd = dpsgd_of(1.0 * _noise("dpsgd"), ApproxDP(1.85, 1e-5))
 register(dpsgd)
