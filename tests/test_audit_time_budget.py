@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from _audit_settings import audit_settings
 from dpharness.auditors import _audit, audit
 from dpharness.errors import ParameterError
 
@@ -25,21 +26,9 @@ def _slow_laplace(per_sample: float):
 
 
 def _settings(fn, **given):
-    """The auditor's settings of a one-worker audit of ``fn`` (vectorised, δ = 0, seed 0, 20 events), with
-    ``given`` (epsilon, samples, time_budget) on top."""
-    options = dict(
-        delta=0,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-    )
-    return _audit._settings(fn, **{**options, **given})
+    """The auditor's settings of a one-worker audit of ``fn`` (tests/_audit_settings.py), with ``given``
+    (epsilon, samples, time_budget) on top."""
+    return audit_settings(fn, **given)
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "10s", True])

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from _audit_settings import audit_settings
 from dpharness.auditors import _audit, audit, clopper_pearson_lower, clopper_pearson_upper
 from dpharness.errors import ParameterError
 
@@ -113,22 +114,7 @@ def test_sequential_must_be_a_bool():
 
 
 def _settings(epsilon: float, delta: float = 0.0) -> "_audit._Settings":
-    return _audit._settings(
-        rr(1.0),
-        epsilon=epsilon,
-        delta=delta,
-        samples=1_000,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-        sequential=True,
-    )
+    return audit_settings(rr(1.0), epsilon=epsilon, delta=delta, sequential=True)
 
 
 def _accepted_h1(n: int, h0: int, m: int, alpha: float, epsilon: float, delta: float) -> np.ndarray:

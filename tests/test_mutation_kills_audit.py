@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from _audit_settings import audit_settings
 from dpharness.auditors import _audit, audit, clopper_pearson_lower, clopper_pearson_upper
 from dpharness.auditors.stats import delta_lower_bound, epsilon_lower_bound
 
@@ -52,22 +53,7 @@ def test_an_audit_without_candidate_events_says_so():
 
 
 def _settings(epsilon: float, delta: float = 0.0, sequential: bool = False):
-    return _audit._settings(
-        _rr(1.0),
-        epsilon=epsilon,
-        delta=delta,
-        samples=1_000,
-        seed=0,
-        confidence=0.95,
-        vectorized=True,
-        ideal_numerics=False,
-        progress=False,
-        workers=1,
-        max_events=20,
-        train_fraction=0.1,
-        cluster=None,
-        sequential=sequential,
-    )
+    return audit_settings(_rr(1.0), epsilon=epsilon, delta=delta, sequential=sequential)
 
 
 @pytest.mark.parametrize("confidence", [0.9, 0.999])
