@@ -862,21 +862,10 @@ def run_audit(
     same audit of it."""
     from .errors import AuditBudgetTooSmall
 
-    common = dict(
-        samples=samples,
-        seed=seed,
-        data=data,
-        neighbor=neighbor,
-        ideal_numerics=ideal_numerics,
-        timeout=timeout,
-        cluster=cluster,
-        workers=workers,
-        sequential=sequential,
-        time_budget=time_budget,
-    )
+    ask = _AuditAsk(samples, seed, data, neighbor, ideal_numerics, timeout, cluster, workers, sequential, time_budget)
     t0 = time.perf_counter()
     try:
-        return _audit_once(mechanism, proof, every_round=every_round or time_budget is not None, **common)
+        return _audit_once(mechanism, proof, ask, every_round=every_round or time_budget is not None)
     except AuditBudgetTooSmall as exc:
         if time_budget is None or every_round or _audit_view(mechanism, samples)[2] is None:
             raise  # nothing shorter to audit
@@ -888,31 +877,39 @@ def run_audit(
         left = time_budget - (time.perf_counter() - t0)
         if left <= 1.0:
             raise AuditBudgetTooSmall(f"{exc} ({would})", needed=exc.needed, samples=exc.samples) from None
-        common.update(
-            time_budget=left, timeout=None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
-        )
-        result, scope = _audit_once(mechanism, proof, every_round=False, **common)
+        rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
+        result, scope = _audit_once(mechanism, proof, replace(ask, time_budget=left, timeout=rest), every_round=False)
         note = would if scope.note is None else f"{would}; {scope.note}"
         return result, AuditScope(note, would if scope.partial is None else f"{would}; {scope.partial}")
 
 
-def _audit_once(
-    mechanism: Any,
-    proof: Any = None,
-    *,
-    samples: int,
-    seed: int,
-    data: Any = None,
-    neighbor: Any = None,
-    ideal_numerics: bool = False,
-    timeout: float | None = None,
-    cluster: Any = None,
-    workers: int | None = None,
-    sequential: bool = False,
-    every_round: bool = False,
-    time_budget: float | None = None,
-) -> tuple[Any, AuditScope]:
+@dataclass(frozen=True)
+class _AuditAsk:
+    """What :func:`run_audit` was asked (its keyword arguments but ``every_round``), for :func:`_audit_once`."""
+
+    samples: int
+    seed: int
+    data: Any
+    neighbor: Any
+    ideal_numerics: bool
+    timeout: float | None
+    cluster: Any
+    workers: int | None
+    sequential: bool
+    time_budget: float | None
+
+
+def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool) -> tuple[Any, AuditScope]:
     """One audit of ``mechanism`` as :func:`run_audit` describes it (``every_round`` decides the view)."""
+    samples, seed, data, neighbor, timeout, time_budget = (
+        ask.samples,
+        ask.seed,
+        ask.data,
+        ask.neighbor,
+        ask.timeout,
+        ask.time_budget,
+    )
+    ideal_numerics, cluster, workers, sequential = ask.ideal_numerics, ask.cluster, ask.workers, ask.sequential
     from . import auditors
     from ._json import jsonable
     from ._run import audit_target
