@@ -4,8 +4,9 @@ divided by 3, the team's DP-SGD with σ = 0.3, and the group-by library target, 
 ``dpharness.check`` (the gate's line: its time budget per mechanism, samples sized from the measured
 cost, no pair given) against the proven (or claimed) ε, with the samples it used and its seconds.
 
-Run on an idle machine: ``python benchmarks/bench_audit_power.py [--names NAME ...]
-[--out benchmarks/results/audit_power.md]``.
+Run on an idle machine: ``python benchmarks/bench_audit_power.py [--names NAME ...] [--library PREFIX ...]
+[--out benchmarks/results/audit_power.md]`` (``--library all`` adds every library target installed in the
+environment, each audited as the gate audits it: its own samples and pair search).
 """
 
 from __future__ import annotations
@@ -66,23 +67,46 @@ def _mechanisms(names: list[str] | None) -> dict:
     out["group-by (issue's, 250 keys)"] = _issue_group_by()
     out["group-by, every scale / 3"] = _issue_group_by(3)
     out["teamdp dpsgd, σ = 0.3"] = _dpsgd_cut()
-    try:
-        from dpharness.auditors.libraries import get_target
-
-        out["pipeline-dp:group-count"] = get_target("pipeline-dp:group-count").mechanism()
-    except ImportError:
-        pass
+    out.update(_library_targets(["pipeline-dp:group-count"], exact=True))
     return {k: v for k, v in out.items() if not names or k in names}
+
+
+def _library_targets(prefixes: list[str], exact: bool = False) -> dict:
+    """The library targets named by ``prefixes`` (every target when one is "all"; the names themselves when
+    ``exact``) whose library is installed here, as mechanisms the gate checks at its defaults (a target's
+    own samples and pair search); those not installed are skipped with a line on the standard error."""
+    from dpharness.auditors.libraries import MissingExtra, get_target, list_targets
+
+    out = {}
+    for info in list_targets():
+        wanted = info.name in prefixes if exact else any(p == "all" or info.name.startswith(p) for p in prefixes)
+        if not wanted:
+            continue
+        try:
+            out[info.name] = get_target(info.name).mechanism()
+        except (MissingExtra, ImportError) as exc:
+            print(f"{info.name}: not installed here ({exc})", file=sys.stderr)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--names", nargs="*", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--library",
+        nargs="*",
+        default=[],
+        metavar="PREFIX",
+        help="also every installed library target whose name starts with a PREFIX ('all': every one)",
+    )
     args = ap.parse_args(argv)
     load = os.getloadavg()
     rows = []
-    for name, m in _mechanisms(args.names).items():
+    mechanisms = _mechanisms(args.names)
+    if args.library:
+        mechanisms.update(_library_targets(args.library))
+    for name, m in mechanisms.items():
         t0 = time.perf_counter()
         c = dpharness.check(m)
         seconds = time.perf_counter() - t0
