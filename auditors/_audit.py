@@ -52,6 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dpharness import _validate as _v
+from dpharness._load import core_share, run_queue_wait
 from dpharness._run import short_repr
 from dpharness.core import Event, Mechanism, RenyiDP, Witness
 from dpharness.errors import AuditBudgetTooSmall, MechanismError, ParameterError, UnsupportedError
@@ -466,14 +467,14 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
     (timed twice, the faster kept; a call's fixed cost then no longer dominates the per-sample cost the
     audit's large chunks pay) or reaches ``_PROBE_MAX`` samples (``_PROBE_CALLS`` calls of a per-call
     sampler, timed once), on a seed stream of their own (their outputs are discarded); a per-call sampler's
-    recorded pace when it has one (by the clock, scaled by :func:`_core_share`; a vectorised sampler's
+    recorded pace when it has one (by the clock, scaled by :func:`dpharness._load.core_share`; a vectorised sampler's
     recorded pace is the worst of every call so far, small ones included, whose fixed cost, or a pause of
     a loaded machine, can make it many times what a large chunk pays: it is measured afresh). A sampler
     that waits (sleeps, reads) waits as long on a loaded machine: only the run-queue wait is taken off.
     None when a call raised."""
     known = None if s.vectorized else _runner.expected_seconds(sampler, 1)
     if known is not None:
-        return known, known * _core_share()
+        return known, known * core_share()
     worst = worst_idle = 0.0
     for side, data in enumerate(pairs[0]):
         rng = np.random.default_rng([s.seed, _PACE_STREAM, side])
@@ -506,46 +507,16 @@ def _measured_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -
 def _timed(sampler: _runner.Sampler, data: Any, n: int, rng: np.random.Generator) -> tuple[float, float]:
     """Seconds of one call of ``n`` samples by the clock, and as on an idle core: the clock less the time
     this process's main thread waited on a run queue meanwhile (the clock's where that cannot be read)."""
-    w0 = _run_queue_wait()
+    w0 = run_queue_wait()
     t0 = time.perf_counter()
     sampler(data, n, rng, where="the pace probe")
     seconds = time.perf_counter() - t0
-    w1 = _run_queue_wait()
+    w1 = run_queue_wait()
     waited = 0.0 if w0 is None or w1 is None else min(max(w1 - w0, 0.0), 0.95 * seconds)
     return seconds, seconds - waited
 
 
-_SHARE_PROBE_SECONDS = 0.1  # seconds of the clock a busy loop runs to measure the share of a core this process gets
 _WALL_MARGIN = 5.0  # seconds of an enclosing time limit left unplanned (counting, the result, the exit)
-
-
-def _run_queue_wait() -> float | None:
-    """Seconds this process's main thread has waited on a run queue (runnable, no core free) since it
-    started: Linux's ``/proc/self/schedstat`` (its second field, in ns); None where it cannot be read."""
-    try:
-        with open("/proc/self/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _core_share() -> float:
-    """The share of a core a computing process gets here now, in (0, 1]: over a busy loop of
-    ``_SHARE_PROBE_SECONDS`` of the clock, 1 − (time spent waiting on a run queue) / (time by the clock).
-    1 on an idle core, about 2/7 for one of 7 busy processes on 2 cores; 1 where the wait cannot be read.
-    A time budget is spent in seconds as on an idle machine (the clock's seconds times this share), so a
-    loaded machine runs the same audit, only longer by the clock (:func:`_sized`)."""
-    w0 = _run_queue_wait()
-    if w0 is None:
-        return 1.0
-    t0 = time.perf_counter()
-    x = np.arange(4096, dtype=np.float64)
-    while time.perf_counter() - t0 < _SHARE_PROBE_SECONDS:
-        x = np.sqrt(x * x + 1.0)
-    clock = time.perf_counter() - t0
-    w1 = _run_queue_wait()
-    waited = 0.0 if w1 is None else max(w1 - w0, 0.0)
-    return min(1.0, max(0.05, 1.0 - waited / clock))
 
 
 def _clock_left() -> float:

@@ -810,15 +810,16 @@ class AuditScope:
 GATE_TIME_BUDGET = 120.0
 
 
-def _search_limit(timeout: float | None, time_budget: float | None) -> float | None:
+def _search_limit(timeout: float | None, time_budget: float | None, share: float = 1.0) -> float | None:
     """Seconds the audit with its neighbour search may take before the fallback pair is audited in the
     rest of ``timeout``: half of it, or with a ``time_budget`` 1.5 times the budget (the audit is sized to
-    fit it) when that is more, never more than ``timeout``."""
+    fit it) as on an idle machine (divided by ``share``, the share of a core this process gets:
+    :func:`dpharness._load.core_share`) when that is more, never more than ``timeout``."""
     if timeout is None:
         return None
     if time_budget is None:
         return timeout / 2
-    return min(timeout, max(timeout / 2, 1.5 * time_budget))
+    return min(timeout, max(timeout / 2, 1.5 * time_budget / share))
 
 
 def run_audit(
@@ -851,8 +852,8 @@ def run_audit(
     mechanism with no shorter version whose minimum certification does not fit raises
     :class:`~dpharness.errors.AuditBudgetTooSmall` (nothing certified; it names the budget that would fit).
 
-    With ``timeout`` and no pair given, the neighbour search gets half of it (1.5 times the budget when
-    that is more); if it runs out (or out of memory), the proof's witness pair (else the example pair) is
+    With ``timeout`` and no pair given, the neighbour search gets half of it (1.5 times the budget, as on
+    an idle machine, when that is more); if it runs out (or out of memory), the proof's witness pair (else the example pair) is
     audited in the rest and ``note`` says so. A pair given explicitly (or the ``fixed_pair`` of a
     function registered with its pair) is audited within the whole ``timeout``. ``cluster``/``workers``:
     where the auditor runs; ``sequential``: stop once the verdict is certain (see
@@ -912,6 +913,7 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
     ideal_numerics, cluster, workers, sequential = ask.ideal_numerics, ask.cluster, ask.workers, ask.sequential
     from . import auditors
     from ._json import jsonable
+    from ._load import core_share
     from ._run import audit_target
 
     epsilon, delta = audit_target(mechanism.claim)
@@ -957,13 +959,14 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
             return audit(data, neighbor), AuditScope(view_note, view_note)
     t0 = time.perf_counter()
     try:
-        with deadline(_search_limit(timeout, time_budget), f"the audit (neighbour search) of {mechanism.name}"):
+        share = 1.0 if time_budget is None or timeout is None else core_share()  # a loaded machine: longer
+        with deadline(_search_limit(timeout, time_budget, share), f"the audit (neighbour search) of {mechanism.name}"):
             return audit(None, None), AuditScope(view_note, view_note)
     except (PhaseTimeout, MemoryError) as exc:
         data, neighbor = _fallback_pair(mechanism, proof)
         why = (
             f"the neighbour search of {mechanism.name} did not finish within its "
-            f"{'half' if time_budget is None else 'share (1.5 times its time budget, at least half)'} of the "
+            f"{'half' if time_budget is None else 'share (1.5 times its time budget as on an idle machine, at least half)'} of the "
             f"audit's time limit of {timeout:g} s"
             if isinstance(exc, PhaseTimeout)
             else f"the neighbour search of {mechanism.name} ran out of memory"
