@@ -517,6 +517,10 @@ def _timed(sampler: _runner.Sampler, data: Any, n: int, rng: np.random.Generator
 
 
 _WALL_MARGIN = 5.0  # seconds of an enclosing time limit left unplanned (counting, the result, the exit)
+# the draws' shares of an enclosing time limit are these times their shares of the budget: the rest of an
+# audit (proposing, counting, a DP-SGD's looks) costs about as much as its draws, and a time limit that
+# fires decides nothing (TIMEOUT), where a budget overrun only takes longer
+_CLOCK_LIMIT_SHARE = 0.6
 
 
 def _clock_left() -> float:
@@ -624,7 +628,8 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
     spread = max(1, s.workers)
 
     def fits(draws: int, fraction: float) -> bool:
-        return draws * pace <= fraction * left * spread and draws * pace_clock <= fraction * clock_left * spread
+        clock = _CLOCK_LIMIT_SHARE * fraction * clock_left * spread  # a hard limit: a wider margin
+        return draws * pace <= fraction * left * spread and draws * pace_clock <= clock
 
     minimum = _minimum_samples(s)
     loaded = (
