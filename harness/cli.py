@@ -193,8 +193,8 @@ def _build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=None,
         metavar="SECONDS",
-        help="size the samples from the mechanism's measured pace so the audit fits SECONDS (--samples then "
-        "caps them); the result states the samples used",
+        help="size the samples from the mechanism's measured pace so the audit fits SECONDS, counted as on an "
+        "idle machine (--samples then caps them); the result states the samples used",
     )
     audit.add_argument(
         "--scheduler",
