@@ -112,6 +112,7 @@ class _Settings:
     sequential: bool = False
     train_fraction: float = 0.1
     time_budget: float | None = None
+    cut_by_time_limit: bool = False  # sized by a time budget, and fewer samples than it fits: the clock's limit
 
 
 def _split(samples: int, train_fraction: float) -> tuple[int, int]:
@@ -667,19 +668,20 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
             lo, hi = (mid, hi) if fits(_draws(mid, len(pairs), s), _BUDGET_DRAW_SHARE) else (lo, mid)
         n = lo
     train_n, cert_n = _split(n, s.train_fraction)
-    limited = (
-        f"; the enclosing time limit ({clock_left + _WALL_MARGIN:.0f} s left by the clock) caps them"
-        if math.isfinite(clock_left)
+    cut = (
+        math.isfinite(clock_left)
         and n < s.samples
         and _draws(n + max(1, n // 100), len(pairs), s) * pace <= _BUDGET_DRAW_SHARE * left * spread
-        else ""
+    )
+    limited = (
+        f"; the enclosing time limit ({clock_left + _WALL_MARGIN:.0f} s left by the clock) caps them" if cut else ""
     )
     words = (
         f"time budget {s.time_budget:g} s: {n} samples a side (measured {pace * 1e6:.3g} µs a sample in one "
         f"process as on an idle core, {spread} worker(s), {left:.1f} s left after the pair search{loaded}"
         f"{limited}; samples= caps it at {s.samples})"
     )
-    return dataclasses.replace(s, samples=n, train_n=train_n, cert_n=cert_n), words
+    return dataclasses.replace(s, samples=n, train_n=train_n, cert_n=cert_n, cut_by_time_limit=cut), words
 
 
 _MIN_BUDGET_SAMPLES = 2_000  # an audit within a time budget draws at least this many samples a side
@@ -1890,6 +1892,10 @@ def audit(
     result = _result(s, pairs, pair_how, chosen, cert, kind, train_used, proposed, notes, t0, train_raises)
     result.extra["phases"] = phases
     if sized:
-        result.extra["time_budget"] = {"seconds": s.time_budget, "samples": s.samples}
+        result.extra["time_budget"] = {
+            "seconds": s.time_budget,
+            "samples": s.samples,
+            "cut_by_time_limit": s.cut_by_time_limit,
+        }
         result = dataclasses.replace(result, method=f"{result.method}; {sized}")
     return result

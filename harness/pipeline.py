@@ -398,7 +398,8 @@ def _audit_size(name: str, a: Any, samples: int | None) -> str:
     if registered is not None and registered == a.samples:
         said[0] += ", its registered setting"
     if budget:
-        said.append(f"time budget {budget['seconds']:g} s")
+        cut = ", fewer samples than it fits: cut to end within --timeout" if budget.get("cut_by_time_limit") else ""
+        said.append(f"time budget {budget['seconds']:g} s{cut}")
     reach = extra.get("certifiable")
     if reach:
         said.append(f"detection floor ε {fmt_upper(reach['floor'], 2)}, ceiling {fmt_lower(reach['ceiling'], 3)}")
@@ -993,6 +994,20 @@ def _blind(result: Any) -> str | None:
     )
 
 
+def _cut(result: Any, timeout: float | None) -> str | None:
+    """Why ``result`` audited fewer samples than its time budget fits, or None: the clock's limit
+    (``--timeout``) would have ended the budget's audit first on a loaded machine (the budget counts time
+    as on an idle one), so the audit was cut to end within it. It checked less than asked: PARTIAL."""
+    budget = result.extra.get("time_budget") if isinstance(getattr(result, "extra", None), dict) else None
+    if not budget or not budget.get("cut_by_time_limit") or not result.passed:
+        return None
+    return (
+        f"{result.samples} samples a side, fewer than the time budget of {budget['seconds']:g} s fits: the machine "
+        f"is loaded and the time limit{'' if timeout is None else f' of {timeout:g} s'} (--timeout, by the clock) "
+        "would have ended the budget's audit first; raise --timeout"
+    )
+
+
 def _crash(exc: BaseException) -> str:
     """A crash message: expected errors in one line, anything else with its traceback."""
     if isinstance(exc, DPHarnessError):
@@ -1116,7 +1131,7 @@ def check(
             time_budget=time_budget,
         )
         audit_note, audit_partial = scope.note, scope.partial
-        blind = _blind(result)
+        blind = _blind(result) or _cut(result, timeout)
         if blind is not None:
             audit_partial = blind if audit_partial is None else f"{audit_partial}; {blind}"
             audit_note = blind if audit_note is None else f"{audit_note}; {blind}"

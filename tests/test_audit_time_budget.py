@@ -45,7 +45,7 @@ def test_a_slow_sampler_gets_the_samples_that_fit_its_budget():
     r = audit(_slow_laplace(20e-6), 0, 1, epsilon=1, time_budget=2.0, samples=1_000_000, seed=0, workers=1)
     elapsed = time.perf_counter() - t0
     assert 2_000 <= r.samples < 200_000, r.method
-    assert r.extra["time_budget"] == {"seconds": 2.0, "samples": r.samples}
+    assert r.extra["time_budget"] == {"seconds": 2.0, "samples": r.samples, "cut_by_time_limit": False}
     assert f"{r.samples} samples a side" in r.method and "time budget 2 s" in r.method
     assert elapsed < 8.0, elapsed
 
@@ -214,6 +214,7 @@ def test_the_enclosing_time_limit_caps_the_samples_by_the_clock(monkeypatch):
         signal.setitimer(signal.ITIMER_REAL, 25.0)
         capped, words = _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
         assert capped.samples < free.samples // 3 and "the enclosing time limit" in words, words
+        assert capped.cut_by_time_limit and not free.cut_by_time_limit
         signal.setitimer(signal.ITIMER_REAL, 5.5)
         _paced(monkeypatch, 4e-3, 1e-3)
         with pytest.raises(AuditBudgetTooSmall, match="raise --timeout"):
@@ -221,3 +222,20 @@ def test_the_enclosing_time_limit_caps_the_samples_by_the_clock(monkeypatch):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_an_audit_cut_by_the_time_limit_is_partial_in_the_gate():
+    """An audit that drew fewer samples than its budget fits, because the clock's limit would have ended it
+    first, checked less than asked: the gate's rule makes it PARTIAL (a pass does not count) and says to
+    raise --timeout; an uncut one, or one that certified a violation, is not made PARTIAL by it."""
+    import types
+
+    from dpharness.pipeline import _cut
+
+    def result(cut: bool, passed: bool = True):
+        budget = {"seconds": 120.0, "samples": 5_000, "cut_by_time_limit": cut}
+        return types.SimpleNamespace(extra={"time_budget": budget}, passed=passed, samples=5_000)
+
+    why = _cut(result(True), 600.0)
+    assert why is not None and "raise --timeout" in why and "600 s" in why and "5000 samples a side" in why
+    assert _cut(result(False), 600.0) is None and _cut(result(True, passed=False), 600.0) is None
