@@ -486,17 +486,22 @@ def _dask_bounded(
     found_keys = g.from_data and g.by in r.identities  # keys found here, in the same pass as the counts
     name = "a partition of data"
 
+    r._check_width(cols, name)
+    user_column, key_column = cols[b.user], cols[g.by]
+
     def pairs(part: Any) -> list:
-        by_column = columns_of(part, None, dim, name)
-        r._check_width(by_column, name)
-        codes, values = _users(by_column[b.user][1], by_column[b.user][0], name)
+        """The counting pass reads the user and key columns only (a parquet source reads no other)."""
+        user, key = part[user_column], part[key_column]
+        codes, values = identities_of(user, repr(user_column), name)
         refuse_missing_users(b.user, values)
         if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
-            key_codes, keys = identities_of(by_column[g.by][1], by_column[g.by][0], name)
+            key_codes, keys = identities_of(key, repr(key_column), name)
             return _pair_counts(codes, values, key_codes, len(as_list(keys)), keys, n_buckets)
-        return _pair_counts(codes, values, r.column(part, g.by, name), g, None, n_buckets)
+        found = {g.by: identities_of(key, repr(key_column), name)} if g.by in r.identities else {}
+        return _pair_counts(codes, values, r._column(g.by, repr(key_column), key, found, name), g, None, n_buckets)
 
-    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in frame.to_delayed()]
+    counted = frame[list(dict.fromkeys([user_column, key_column]))]  # the two columns (one if the same)
+    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in counted.to_delayed()]
     decided = [
         dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
     ]
@@ -676,8 +681,6 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     :func:`~dpharness._records.identities_of`) and ``g`` their number."""
     from ._records import _used
 
-    import pandas as pd
-
     n_values = len(values)
     if len(codes):
         if found is not None:
@@ -690,13 +693,17 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
                 key_of, key_code = np.unique(keys, return_inverse=True)
                 key_code = key_code.reshape(-1)
                 width = len(key_of)
-        pair_code, pair = pd.factorize(codes * width + key_code)  # hashed: the pairs in no particular order
+        ordered = np.sort(codes * width + key_code)  # the pairs by user, then key (a sort, no inverse needed)
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        pair = ordered[starts]
         pu, pk = pair // width, key_of[pair % width]
-        pc = np.bincount(pair_code, minlength=len(pair)).astype(np.int32)  # sent on: compact
+        pc = np.diff(np.append(starts, len(ordered))).astype(np.int32)  # records per pair, sent on: compact
     else:
         pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
     held = None if found is None else (found, _used(keys, found))
     bucket = _buckets(values, n_buckets)
+    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
+        bucket = bucket.astype(np.uint16)
     users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
     per_bucket = np.bincount(bucket, minlength=n_buckets)
     user_ends = np.cumsum(per_bucket)
@@ -714,22 +721,6 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     return out
 
 
-def _users(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
-    """A partition's user column as :func:`~dpharness._records.identities_of` reads it (the same distinct
-    values, of the same dtype), for an int64 column hashed (pandas' factorize) rather than sorted: the
-    values in no particular order, which the counting pass does not need."""
-    import pandas as pd
-
-    from ._records import _EXACT, identities_of
-
-    if isinstance(getattr(col, "dtype", None), np.dtype) and col.dtype == np.int64:
-        codes, values = pd.factorize(np.asarray(col))
-        if len(values) and -_EXACT <= values.min() and values.max() <= _EXACT:
-            values = values.astype(float)  # doubles exactly: as identities_of gives them
-        return np.asarray(codes, dtype=np.int64), values
-    return identities_of(col, column, name)
-
-
 def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     """One bucket's users (all of their records' (user, key) counts, from every partition): ``(the values of
     the users over a bound, per key the number of distinct users within the bounds, the keys found)``;
@@ -738,7 +729,7 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     encoded key), or None: keys found in the data, each piece's keys codes into its partition's keys, the
     counts per key of the keys found (:func:`~dpharness._records.merge_distinct` of the partitions', the
     same in every bucket)."""
-    from ._records import as_list, merge_distinct
+    from ._records import as_list, merge_distinct, sorted_distinct
 
     found = None
     if g is None:
@@ -762,11 +753,9 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
         values = merge_distinct([p[0] for p in pieces])
         index = {v: i for i, v in enumerate(as_list(values))}
         u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
-    import pandas as pd
-
-    ucode, distinct = pd.factorize(u)  # hashed; u: exact values of one dtype, or codes (no NaN, no -0.0)
-    kcode, key_of = pd.factorize(k + 0 if g is None else k + 0.0, use_na_sentinel=False)  # -0.0 is 0.0
-    pair_code, pair = pd.factorize(ucode.astype(np.int64) * max(len(key_of), 1) + kcode)
+    distinct, ucode = sorted_distinct(u)  # u: exact values of one dtype, or codes (no NaN, no -0.0)
+    key_of, kcode = sorted_distinct(k + 0 if g is None else k + 0.0)  # -0.0 is 0.0; NaNs one key
+    pair, pair_code = sorted_distinct(ucode * max(len(key_of), 1) + kcode)
     pu, pk = pair // max(len(key_of), 1), key_of[pair % max(len(key_of), 1)]
     pc = np.bincount(pair_code, weights=c, minlength=len(pair)).astype(np.int64)  # records per (user, key)
     n_users = len(distinct)
