@@ -474,7 +474,7 @@ def _dask_bounded(
     the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, as_list, columns_of, identities_of, merge_distinct, refuse_missing_users
+    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
     from .mechanisms.parts.grouping import with_found_keys
 

@@ -605,3 +605,27 @@ def test_user_level_on_a_distributed_client_is_the_pandas_release():
     with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None):
         for parts in (1, 4):
             _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(0, 5), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40).map(lambda v: np.array(v, dtype=float)),
+        st.lists(st.sampled_from([0.0, 1.5, float("nan"), -2.0]), max_size=40).map(lambda v: np.array(v, dtype=float)),
+        st.lists(st.booleans(), max_size=10).map(lambda v: np.array(v, dtype=bool)),
+    )
+)
+def test_sorted_distinct_and_unique_are_numpys_unique(arr):
+    """The sort-based distinct values the Dask release reads identities with are np.unique's, exactly: the
+    same sorted values (NaNs one value, last), dtype and codes."""
+    from dpharness._records import sorted_distinct, sorted_unique
+
+    arr = arr + 0.0 if arr.dtype == float else arr  # identities_of reads -0.0 as 0.0
+    values, codes = np.unique(arr, return_inverse=True)
+    got_values, got_codes = sorted_distinct(arr)
+    assert got_values.dtype == values.dtype and np.array_equal(got_values, values, equal_nan=True)
+    assert got_codes.dtype == np.int64 and np.array_equal(got_codes, codes.reshape(-1))
+    unique = sorted_unique(arr)
+    assert unique.dtype == values.dtype and np.array_equal(unique, values, equal_nan=True)
