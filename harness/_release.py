@@ -482,7 +482,9 @@ def _dask_bounded(
     space, dim = m.space, m.space.dim
     cols = list(frame.columns) if columns is None else list(columns)
     frame = frame[cols]
-    n_buckets = max(1, frame.npartitions)
+    # one bucket per two partitions: half the pieces each pass sends (npartitions x n_buckets: the graph and
+    # the scheduler's cost at 50 partitions), a bucket's (user, key) counts from about two partitions' records
+    n_buckets = max(1, -(-frame.npartitions // 2))
     found_keys = g.from_data and g.by in r.identities  # keys found here, in the same pass as the counts
     name = "a partition of data"
 
