@@ -411,10 +411,14 @@ class Identity:
 
     def lookup(self, values: Any) -> np.ndarray:
         """The stand-ins of ``values`` (a part's distinct values, all among this column's)."""
+        return self.numbers[self.positions(values)] if len(values) else np.zeros(0)
+
+    def positions(self, values: Any) -> np.ndarray:
+        """The positions of ``values`` (a part's distinct values, all among this column's) in its values."""
         if isinstance(self.values, np.ndarray) and isinstance(values, np.ndarray) and values.dtype == self.values.dtype:
-            return self.numbers[np.searchsorted(self.values, values)]
+            return np.searchsorted(self.values, values)
         at = {v: i for i, v in enumerate(as_list(self.values))}
-        return np.array([self.numbers[at[v]] for v in as_list(values)], dtype=float)
+        return np.array([at[v] for v in as_list(values)], dtype=np.int64)
 
 
 @dataclass

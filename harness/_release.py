@@ -524,22 +524,27 @@ def _dask_bounded(
             counts = counts[[at[v] for v in as_list(key.values)]]
 
     def read(part: Any) -> tuple:
-        """The partition's records (its users' stand-ins local to it) and its users' (codes, values)."""
+        """The partition's records (its users' stand-ins local to it) and each identity column's (codes,
+        values)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
         found: dict = {}
         arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
-        return arr, found[b.user]
+        return arr, found
 
     def in_place(part: Any, over: Any) -> tuple:
         """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
         records of the users over a bound with their identities (their stand-ins local to the partition)."""
-        arr, (codes, values) = read(part)
+        arr, found = read(part)
+        codes, values = found[b.user]
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         chosen = _members(values, over) if len(arr) else np.zeros(len(values), dtype=bool)
         rows = np.flatnonzero(chosen[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
         kept = np.delete(arr, rows, axis=0)
-        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+        key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
+        if found_keys and len(arr):
+            key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
+        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
         return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
     drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
