@@ -243,6 +243,14 @@ def sorted_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(arr).reshape(-1)
     if not len(arr):
         return arr.copy(), np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind in "iu":  # integers in a short range (codes, small keys): counted, not sorted
+        low, high = arr.min(), arr.max()
+        if int(high) - int(low) <= max(len(arr), 2**16):
+            wide = np.uint64 if arr.dtype.kind == "u" else np.int64  # no overflow below or above
+            offset = (arr.astype(wide) - wide(low)).astype(np.int64)
+            held = np.bincount(offset) > 0
+            rank = np.cumsum(held) - 1
+            return (np.flatnonzero(held).astype(wide) + wide(low)).astype(arr.dtype), rank[offset]
     order = np.argsort(arr)
     ordered = arr[order]
     new = np.empty(len(arr), dtype=bool)

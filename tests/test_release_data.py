@@ -612,6 +612,9 @@ def test_user_level_on_a_distributed_client_is_the_pandas_release():
     st.one_of(
         st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
         st.lists(st.integers(0, 5), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(-(2**63), -(2**63) + 9), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(2**64 - 9, 2**64 - 1), max_size=40).map(lambda v: np.array(v, dtype=np.uint64)),
+        st.lists(st.integers(-128, 127), max_size=40).map(lambda v: np.array(v, dtype=np.int8)),
         st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40).map(lambda v: np.array(v, dtype=float)),
         st.lists(st.sampled_from([0.0, 1.5, float("nan"), -2.0]), max_size=40).map(lambda v: np.array(v, dtype=float)),
         st.lists(st.booleans(), max_size=10).map(lambda v: np.array(v, dtype=bool)),
