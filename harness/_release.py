@@ -663,8 +663,11 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
         isinstance(p[0], np.ndarray) and p[0].dtype == values.dtype for p in held
     ):
         ids = np.concatenate([p[0] for p in held])
-        order = np.argsort(values, kind="stable")
-        user = position[order[np.searchsorted(values[order], ids)]]
+        order = np.argsort(values)  # distinct identities (and ranks below): any sort gives the one order
+        by_id = np.argsort(ids)
+        at = np.empty(len(ids), dtype=np.int64)
+        at[by_id] = np.searchsorted(values[order], ids[by_id])  # the ids in order: a walk, not random probes
+        user = position[order[at]]
     else:
         index = {v: i for v, i in zip(as_list(values), position.tolist())}
         user = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
@@ -672,7 +675,7 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
     rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
     assert len(rows) == len(ranks), (len(rows), len(ranks))  # the records counted in the first pass
     local = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
-    local[np.argsort(ranks, kind="stable")] = np.arange(len(ranks))
+    local[np.argsort(ranks)] = np.arange(len(ranks))
     ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
     kept = rows[_kept_by_order(ucode, pcode, pair_user, local[None, :], b)[0]]
     counts += g.counts(kept, user=b.user)
