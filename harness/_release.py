@@ -611,18 +611,31 @@ def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
     in the canonical order, and every bounding decision reads the ranks of one user's records only.
     ``every``: all the buckets' users over a bound (:func:`~dpharness._records.merge_distinct`)."""
     from ._records import as_list, sort_values
-    from .mechanisms.parts.grouping import random_orders
 
     ordered = every if isinstance(every, np.ndarray) else sort_values(every)  # the users' (stand-ins') order
     index: dict | None = None
     at: list[np.ndarray] = []  # each bucket's users' positions in the users' order
+    arrays = [v for v, *_ in buckets]
+    if isinstance(ordered, np.ndarray) and all(isinstance(v, np.ndarray) and v.dtype == ordered.dtype for v in arrays):
+        every_user = np.concatenate([ordered[:0], *arrays])
+        if len(every_user) == len(ordered):  # the buckets' users are disjoint: their sort is the users' order
+            place = np.empty(len(every_user), dtype=np.int64)
+            place[np.argsort(every_user)] = np.arange(len(every_user))  # distinct: one order, one sort
+            return _drawn_from(buckets, np.split(place, np.cumsum([len(v) for v in arrays])[:-1]), len(ordered), rng)
     for v, *_ in buckets:
         if isinstance(ordered, np.ndarray) and isinstance(v, np.ndarray) and v.dtype == ordered.dtype:
             at.append(np.searchsorted(ordered, v))
             continue
         index = {u: i for i, u in enumerate(as_list(ordered))} if index is None else index
         at.append(np.array([index[u] for u in as_list(v)], dtype=np.int64))
-    records = np.zeros(len(ordered), dtype=np.int64)
+    return _drawn_from(buckets, at, len(ordered), rng)
+
+
+def _drawn_from(buckets: list, at: list, n_users: int, rng: np.random.Generator) -> list:
+    """:func:`_drawn_order` from each bucket's users' positions in the users' order (``at``)."""
+    from .mechanisms.parts.grouping import random_orders
+
+    records = np.zeros(n_users, dtype=np.int64)
     for a, (_, _, _, r) in zip(at, buckets):
         records[a] = r
     first = np.cumsum(records) - records
