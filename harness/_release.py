@@ -708,7 +708,7 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     if len(codes):
         if found is not None:
             key_code, width = keys, max(int(g), 1)
-            key_of = np.arange(width, dtype=np.int32)
+            key_of = np.arange(width, dtype=np.min_scalar_type(width))  # sent on: 1 byte for up to 256 keys
         else:
             key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
             width, key_of = len(g.keys), np.array([float(k) for k in g.key_values])
@@ -720,7 +720,8 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
         starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
         pair = ordered[starts]
         pu, pk = pair // width, key_of[pair % width]
-        pc = np.diff(np.append(starts, len(ordered))).astype(np.int32)  # records per pair, sent on: compact
+        pc = np.diff(np.append(starts, len(ordered)))  # records per pair
+        pc = pc.astype(np.min_scalar_type(int(pc.max())))  # sent on: compact (1 byte below 256)
     else:
         pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
     held = None if found is None else (found, _used(keys, found))
@@ -740,7 +741,7 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
         mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
         mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
         subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
-        out.append((subset, at[pu[mine]].astype(np.int32), pk[mine], pc[mine], held))
+        out.append((subset, at[pu[mine]].astype(np.min_scalar_type(max(n_values, 1))), pk[mine], pc[mine], held))
     return out
 
 
