@@ -777,11 +777,20 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
         values = merge_distinct([p[0] for p in pieces])
         index = {v: i for i, v in enumerate(as_list(values))}
         u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
-    distinct, ucode = sorted_distinct(u)  # u: exact values of one dtype, or codes (no NaN, no -0.0)
+    # the entries by user (one sort; u: exact values of one dtype, or codes: no NaN, no -0.0), then by
+    # (user, key) (a second sort of entries already in user order): the pairs and their records
     key_of, kcode = sorted_distinct(k + 0 if g is None else k + 0.0)  # -0.0 is 0.0; NaNs one key
-    pair, pair_code = sorted_distinct(ucode * max(len(key_of), 1) + kcode)
-    pu, pk = pair // max(len(key_of), 1), key_of[pair % max(len(key_of), 1)]
-    pc = np.bincount(pair_code, weights=c, minlength=len(pair)).astype(np.int64)  # records per (user, key)
+    by_user = np.argsort(u)
+    ordered = u[by_user]
+    new = np.concatenate([[True], ordered[1:] != ordered[:-1]])
+    distinct, width = ordered[new], max(len(key_of), 1)
+    pair_of = (np.cumsum(new) - 1) * width + kcode[by_user]
+    by_pair = np.argsort(pair_of)
+    pair_of = pair_of[by_pair]
+    starts = np.flatnonzero(np.concatenate([[True], pair_of[1:] != pair_of[:-1]]))
+    pair = pair_of[starts]
+    pu, pk = pair // width, key_of[pair % width]
+    pc = np.add.reduceat(c[by_user][by_pair], starts)  # records per (user, key): exact integers
     n_users = len(distinct)
     records = np.bincount(pu, weights=pc, minlength=n_users).astype(np.int64)
     over = (records > b.max_records) | (np.bincount(pu[pc > b.max_per_partition], minlength=n_users) > 0)
