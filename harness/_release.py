@@ -474,7 +474,7 @@ def _dask_bounded(
     the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, as_list, columns_of, identities_of, merge_distinct, refuse_missing_users
+    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
     from .mechanisms.parts.grouping import with_found_keys
 
@@ -482,21 +482,28 @@ def _dask_bounded(
     space, dim = m.space, m.space.dim
     cols = list(frame.columns) if columns is None else list(columns)
     frame = frame[cols]
-    n_buckets = max(1, frame.npartitions)
+    # one bucket per two partitions: half the pieces each pass sends (npartitions x n_buckets: the graph and
+    # the scheduler's cost at 50 partitions), a bucket's (user, key) counts from about two partitions' records
+    n_buckets = max(1, -(-frame.npartitions // 2))
     found_keys = g.from_data and g.by in r.identities  # keys found here, in the same pass as the counts
     name = "a partition of data"
 
+    r._check_width(cols, name)
+    user_column, key_column = cols[b.user], cols[g.by]
+
     def pairs(part: Any) -> list:
-        by_column = columns_of(part, None, dim, name)
-        r._check_width(by_column, name)
-        codes, values = _users(by_column[b.user][1], by_column[b.user][0], name)
+        """The counting pass reads the user and key columns only (a parquet source reads no other)."""
+        user, key = part[user_column], part[key_column]
+        codes, values = identities_of(user, repr(user_column), name)
         refuse_missing_users(b.user, values)
         if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
-            key_codes, keys = identities_of(by_column[g.by][1], by_column[g.by][0], name)
+            key_codes, keys = identities_of(key, repr(key_column), name)
             return _pair_counts(codes, values, key_codes, len(as_list(keys)), keys, n_buckets)
-        return _pair_counts(codes, values, r.column(part, g.by, name), g, None, n_buckets)
+        found = {g.by: identities_of(key, repr(key_column), name)} if g.by in r.identities else {}
+        return _pair_counts(codes, values, r._column(g.by, repr(key_column), key, found, name), g, None, n_buckets)
 
-    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in frame.to_delayed()]
+    counted = frame[list(dict.fromkeys([user_column, key_column]))]  # the two columns (one if the same)
+    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in counted.to_delayed()]
     decided = [
         dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
     ]
@@ -517,22 +524,27 @@ def _dask_bounded(
             counts = counts[[at[v] for v in as_list(key.values)]]
 
     def read(part: Any) -> tuple:
-        """The partition's records (its users' stand-ins local to it) and its users' (codes, values)."""
+        """The partition's records (its users' stand-ins local to it) and each identity column's (codes,
+        values)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
         found: dict = {}
         arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
-        return arr, found[b.user]
+        return arr, found
 
     def in_place(part: Any, over: Any) -> tuple:
         """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
         records of the users over a bound with their identities (their stand-ins local to the partition)."""
-        arr, (codes, values) = read(part)
+        arr, found = read(part)
+        codes, values = found[b.user]
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         chosen = _members(values, over) if len(arr) else np.zeros(len(values), dtype=bool)
         rows = np.flatnonzero(chosen[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
         kept = np.delete(arr, rows, axis=0)
-        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+        key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
+        if found_keys and len(arr):
+            key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
+        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
         return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
     drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
@@ -599,18 +611,31 @@ def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
     in the canonical order, and every bounding decision reads the ranks of one user's records only.
     ``every``: all the buckets' users over a bound (:func:`~dpharness._records.merge_distinct`)."""
     from ._records import as_list, sort_values
-    from .mechanisms.parts.grouping import random_orders
 
     ordered = every if isinstance(every, np.ndarray) else sort_values(every)  # the users' (stand-ins') order
     index: dict | None = None
     at: list[np.ndarray] = []  # each bucket's users' positions in the users' order
+    arrays = [v for v, *_ in buckets]
+    if isinstance(ordered, np.ndarray) and all(isinstance(v, np.ndarray) and v.dtype == ordered.dtype for v in arrays):
+        every_user = np.concatenate([ordered[:0], *arrays])
+        if len(every_user) == len(ordered):  # the buckets' users are disjoint: their sort is the users' order
+            place = np.empty(len(every_user), dtype=np.int64)
+            place[np.argsort(every_user)] = np.arange(len(every_user))  # distinct: one order, one sort
+            return _drawn_from(buckets, np.split(place, np.cumsum([len(v) for v in arrays])[:-1]), len(ordered), rng)
     for v, *_ in buckets:
         if isinstance(ordered, np.ndarray) and isinstance(v, np.ndarray) and v.dtype == ordered.dtype:
             at.append(np.searchsorted(ordered, v))
             continue
         index = {u: i for i, u in enumerate(as_list(ordered))} if index is None else index
         at.append(np.array([index[u] for u in as_list(v)], dtype=np.int64))
-    records = np.zeros(len(ordered), dtype=np.int64)
+    return _drawn_from(buckets, at, len(ordered), rng)
+
+
+def _drawn_from(buckets: list, at: list, n_users: int, rng: np.random.Generator) -> list:
+    """:func:`_drawn_order` from each bucket's users' positions in the users' order (``at``)."""
+    from .mechanisms.parts.grouping import random_orders
+
+    records = np.zeros(n_users, dtype=np.int64)
     for a, (_, _, _, r) in zip(at, buckets):
         records[a] = r
     first = np.cumsum(records) - records
@@ -651,8 +676,11 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
         isinstance(p[0], np.ndarray) and p[0].dtype == values.dtype for p in held
     ):
         ids = np.concatenate([p[0] for p in held])
-        order = np.argsort(values, kind="stable")
-        user = position[order[np.searchsorted(values[order], ids)]]
+        order = np.argsort(values)  # distinct identities (and ranks below): any sort gives the one order
+        by_id = np.argsort(ids)
+        at = np.empty(len(ids), dtype=np.int64)
+        at[by_id] = np.searchsorted(values[order], ids[by_id])  # the ids in order: a walk, not random probes
+        user = position[order[at]]
     else:
         index = {v: i for v, i in zip(as_list(values), position.tolist())}
         user = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
@@ -660,7 +688,7 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
     rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
     assert len(rows) == len(ranks), (len(rows), len(ranks))  # the records counted in the first pass
     local = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
-    local[np.argsort(ranks, kind="stable")] = np.arange(len(ranks))
+    local[np.argsort(ranks)] = np.arange(len(ranks))
     ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
     kept = rows[_kept_by_order(ucode, pcode, pair_user, local[None, :], b)[0]]
     counts += g.counts(kept, user=b.user)
@@ -676,13 +704,11 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     :func:`~dpharness._records.identities_of`) and ``g`` their number."""
     from ._records import _used
 
-    import pandas as pd
-
     n_values = len(values)
     if len(codes):
         if found is not None:
             key_code, width = keys, max(int(g), 1)
-            key_of = np.arange(width, dtype=np.int32)
+            key_of = np.arange(width, dtype=np.min_scalar_type(width))  # sent on: 1 byte for up to 256 keys
         else:
             key_code = g.codes(keys)  # equal as doubles: the same code; a number that is none of the keys: by value
             width, key_of = len(g.keys), np.array([float(k) for k in g.key_values])
@@ -690,13 +716,18 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
                 key_of, key_code = np.unique(keys, return_inverse=True)
                 key_code = key_code.reshape(-1)
                 width = len(key_of)
-        pair_code, pair = pd.factorize(codes * width + key_code)  # hashed: the pairs in no particular order
+        ordered = np.sort(codes * width + key_code)  # the pairs by user, then key (a sort, no inverse needed)
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        pair = ordered[starts]
         pu, pk = pair // width, key_of[pair % width]
-        pc = np.bincount(pair_code, minlength=len(pair)).astype(np.int32)  # sent on: compact
+        pc = np.diff(np.append(starts, len(ordered)))  # records per pair
+        pc = pc.astype(np.min_scalar_type(int(pc.max())))  # sent on: compact (1 byte below 256)
     else:
         pu, pk, pc = np.zeros(0, dtype=np.int64), keys[:0], np.zeros(0, dtype=np.int64)
     held = None if found is None else (found, _used(keys, found))
     bucket = _buckets(values, n_buckets)
+    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
+        bucket = bucket.astype(np.uint16)
     users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
     per_bucket = np.bincount(bucket, minlength=n_buckets)
     user_ends = np.cumsum(per_bucket)
@@ -710,24 +741,8 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
         mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
         mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
         subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
-        out.append((subset, at[pu[mine]].astype(np.int32), pk[mine], pc[mine], held))
+        out.append((subset, at[pu[mine]].astype(np.min_scalar_type(max(n_values, 1))), pk[mine], pc[mine], held))
     return out
-
-
-def _users(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
-    """A partition's user column as :func:`~dpharness._records.identities_of` reads it (the same distinct
-    values, of the same dtype), for an int64 column hashed (pandas' factorize) rather than sorted: the
-    values in no particular order, which the counting pass does not need."""
-    import pandas as pd
-
-    from ._records import _EXACT, identities_of
-
-    if isinstance(getattr(col, "dtype", None), np.dtype) and col.dtype == np.int64:
-        codes, values = pd.factorize(np.asarray(col))
-        if len(values) and -_EXACT <= values.min() and values.max() <= _EXACT:
-            values = values.astype(float)  # doubles exactly: as identities_of gives them
-        return np.asarray(codes, dtype=np.int64), values
-    return identities_of(col, column, name)
 
 
 def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
@@ -738,7 +753,7 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     encoded key), or None: keys found in the data, each piece's keys codes into its partition's keys, the
     counts per key of the keys found (:func:`~dpharness._records.merge_distinct` of the partitions', the
     same in every bucket)."""
-    from ._records import as_list, merge_distinct
+    from ._records import as_list, merge_distinct, sorted_distinct
 
     found = None
     if g is None:
@@ -762,13 +777,20 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
         values = merge_distinct([p[0] for p in pieces])
         index = {v: i for i, v in enumerate(as_list(values))}
         u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
-    import pandas as pd
-
-    ucode, distinct = pd.factorize(u)  # hashed; u: exact values of one dtype, or codes (no NaN, no -0.0)
-    kcode, key_of = pd.factorize(k + 0 if g is None else k + 0.0, use_na_sentinel=False)  # -0.0 is 0.0
-    pair_code, pair = pd.factorize(ucode.astype(np.int64) * max(len(key_of), 1) + kcode)
-    pu, pk = pair // max(len(key_of), 1), key_of[pair % max(len(key_of), 1)]
-    pc = np.bincount(pair_code, weights=c, minlength=len(pair)).astype(np.int64)  # records per (user, key)
+    # the entries by user (one sort; u: exact values of one dtype, or codes: no NaN, no -0.0), then by
+    # (user, key) (a second sort of entries already in user order): the pairs and their records
+    key_of, kcode = sorted_distinct(k + 0 if g is None else k + 0.0)  # -0.0 is 0.0; NaNs one key
+    by_user = np.argsort(u)
+    ordered = u[by_user]
+    new = np.concatenate([[True], ordered[1:] != ordered[:-1]])
+    distinct, width = ordered[new], max(len(key_of), 1)
+    pair_of = (np.cumsum(new) - 1) * width + kcode[by_user]
+    by_pair = np.argsort(pair_of)
+    pair_of = pair_of[by_pair]
+    starts = np.flatnonzero(np.concatenate([[True], pair_of[1:] != pair_of[:-1]]))
+    pair = pair_of[starts]
+    pu, pk = pair // width, key_of[pair % width]
+    pc = np.add.reduceat(c[by_user][by_pair], starts)  # records per (user, key): exact integers
     n_users = len(distinct)
     records = np.bincount(pu, weights=pc, minlength=n_users).astype(np.int64)
     over = (records > b.max_records) | (np.bincount(pu[pc > b.max_per_partition], minlength=n_users) > 0)

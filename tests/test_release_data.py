@@ -605,3 +605,60 @@ def test_user_level_on_a_distributed_client_is_the_pandas_release():
     with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None):
         for parts in (1, 4):
             _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(0, 5), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(-(2**63), -(2**63) + 9), max_size=40).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(2**64 - 9, 2**64 - 1), max_size=40).map(lambda v: np.array(v, dtype=np.uint64)),
+        st.lists(st.integers(-128, 127), max_size=40).map(lambda v: np.array(v, dtype=np.int8)),
+        st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40).map(lambda v: np.array(v, dtype=float)),
+        st.lists(st.sampled_from([0.0, 1.5, float("nan"), -2.0]), max_size=40).map(lambda v: np.array(v, dtype=float)),
+        st.lists(st.booleans(), max_size=10).map(lambda v: np.array(v, dtype=bool)),
+    )
+)
+def test_sorted_distinct_and_unique_are_numpys_unique(arr):
+    """The sort-based distinct values the Dask release reads identities with are np.unique's, exactly: the
+    same sorted values (NaNs one value, last), dtype and codes."""
+    from dpharness._records import sorted_distinct, sorted_unique
+
+    arr = arr + 0.0 if arr.dtype == float else arr  # identities_of reads -0.0 as 0.0
+    values, codes = np.unique(arr, return_inverse=True)
+    got_values, got_codes = sorted_distinct(arr)
+    assert got_values.dtype == values.dtype and np.array_equal(got_values, values, equal_nan=True)
+    assert got_codes.dtype == np.int64 and np.array_equal(got_codes, codes.reshape(-1))
+    unique = sorted_unique(arr)
+    assert unique.dtype == values.dtype and np.array_equal(unique, values, equal_nan=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 40), st.integers(2, 4), st.integers(0, 2**32 - 1), st.sampled_from([2**63, 2**14, 2**9, 50]))
+def test_canonical_rows_sorts_as_lexsort_does(n, dim, seed, limit):
+    """The canonical order (one argsort of the columns' ranks and the rows' places) is lexsort's by user,
+    key, then the other columns, row for row (ties, -0.0 and 0.0, NaNs: in the order given), also when
+    the digits are re-ranked or do not fit (a smaller integer limit than int64's)."""
+    from types import SimpleNamespace
+
+    from dpharness.mechanisms.parts import grouping
+    from dpharness.mechanisms.parts.grouping import canonical_rows
+
+    rng = np.random.default_rng(seed)
+    high = int(rng.choice([4, 1000]))
+    arr = rng.integers(0, high, (n, dim)).astype(float)
+    if n:
+        arr[rng.integers(0, n, 2), -1] = np.nan
+        arr[rng.integers(0, n, 2), 0] = -0.0
+    b = SimpleNamespace(user=int(rng.integers(0, dim)), by=int(rng.integers(0, dim)))
+    rows = rng.permutation(n)
+    sub = arr[rows]
+    others = [sub[:, j] for j in reversed(range(dim)) if j not in (b.user, b.by)]
+    expected = rows[np.lexsort((*others, sub[:, b.by], sub[:, b.user]))]
+    saved = grouping._DIGITS_LIMIT
+    grouping._DIGITS_LIMIT = limit
+    try:
+        assert np.array_equal(canonical_rows(arr, rows, b), expected)
+    finally:
+        grouping._DIGITS_LIMIT = saved
