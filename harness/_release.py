@@ -474,7 +474,7 @@ def _dask_bounded(
     the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users
+    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users, sorted_distinct
     from .mechanisms.parts import _base as B
     from .mechanisms.parts.grouping import with_found_keys
 
@@ -534,6 +534,9 @@ def _dask_bounded(
     def in_place(part: Any, over: Any) -> tuple:
         """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
         records of the users over a bound with their identities (their stand-ins local to the partition)."""
+        raw = _number_users(part[user_column], over)
+        if raw is not None:  # number ids: the users over a bound found by id, the partition's users not read
+            return in_place_by_id(part, raw, over)
         arr, found = read(part)
         codes, values = found[b.user]
         if len(arr):
@@ -546,6 +549,25 @@ def _dask_bounded(
             key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
         aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
         return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
+
+    def in_place_by_id(part: Any, raw: np.ndarray, over: np.ndarray) -> tuple:
+        """:func:`in_place` where the user ids are numbers compared exactly with ``over`` (a sorted array):
+        the records of the users over a bound found by a search in ``over``, and only their identities read
+        (the others' user column is read as one stand-in: the parts read no user column, and every record
+        of a user within the bounds is kept, whoever it is)."""
+        rows = np.flatnonzero(_in_sorted(raw, over))
+        blank = part.copy(deep=False)
+        blank[user_column] = np.zeros(len(part), dtype=np.int8)  # one identity: its stand-in, in the domain
+        arr, found = read(blank)
+        if len(arr):
+            m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
+        kept = np.delete(arr, rows, axis=0)
+        key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
+        if found_keys and len(arr):
+            key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
+        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
+        values, codes = sorted_distinct(raw[rows])  # over's representation: the buckets compare them with it
+        return (aggregates, *_by_bucket(codes, values, arr[rows], n_buckets))
 
     drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
 
@@ -803,6 +825,39 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     if values is not None:
         users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
     return users, counts, found, records[over]
+
+
+def _number_users(col: Any, over: Any) -> np.ndarray | None:
+    """A partition's user column as numbers that compare exactly with ``over`` (the users over a bound as
+    :func:`~dpharness._records.identities_of` gives a number column's values: a sorted float64 array when
+    every id is a double exactly, int64 beyond), or None (any other column or representation: the ids are
+    then read as identities)."""
+    from ._records import _EXACT
+
+    dtype = getattr(col, "dtype", None)
+    if not isinstance(over, np.ndarray) or not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+        return None
+    raw = col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col)
+    if dtype.kind == "f":
+        return raw + 0.0 if over.dtype == np.float64 else None  # -0.0 -> 0.0 (a NaN was refused by the counting)
+    if over.dtype == np.int64 and dtype.kind == "i":
+        return raw.astype(np.int64, copy=False)
+    if over.dtype == np.float64 and (not len(raw) or (-_EXACT <= int(raw.min()) and int(raw.max()) <= _EXACT)):
+        return raw.astype(np.float64)  # integers that are doubles exactly
+    return None
+
+
+def _in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is one of ``ordered`` (sorted, distinct, the same dtype), exactly."""
+    if not len(ordered) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    order = np.argsort(values)  # searched in order: a walk through ``ordered``, not random probes (10x faster)
+    probe = values[order]
+    at = np.searchsorted(ordered, probe)
+    at[at == len(ordered)] = 0
+    out = np.empty(len(values), dtype=bool)
+    out[order] = ordered[at] == probe
+    return out
 
 
 def _members(values: Any, over: Any) -> np.ndarray:

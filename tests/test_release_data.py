@@ -359,10 +359,17 @@ def _user_frame(users: str, rng: np.random.Generator, n: int = 2_400) -> "pd.Dat
         names = np.array([f"user-{i}" for i in ids], dtype=object)
     elif users == "big":
         names = ids.astype(np.int64) + BIG  # int64 ids that are not doubles exactly
+    elif users == "floats":
+        names = ids * 0.5 - 100.0  # float ids, -0.0 among them in some rows and 0.0 in others (one user)
+    elif users == "unsigned":
+        names = ids.astype(np.uint64)  # doubles exactly: read as a float array
     else:
         names = ids.astype(np.int64)  # doubles exactly: read as a float array
     owner = rng.integers(0, len(ids), n)
     frame = pd.DataFrame({"u": names[owner], "k": rng.choice([0.0, 1.0, 2.0, 7.0], n), "v": rng.uniform(0, 12, n)})
+    if users == "floats":
+        zero = np.flatnonzero(frame["u"].to_numpy() == 0.0)
+        frame.loc[frame.index[zero[::2]], "u"] = -0.0
     if users == "mixed":  # the first half holds small ids only (a float array), the second also ids beyond 2**53
         extra = pd.DataFrame({"u": np.full(40, BIG + 3, dtype=np.int64), "k": 1.0, "v": 1.0})
         frame = pd.concat([frame, extra], ignore_index=True)
@@ -370,9 +377,9 @@ def _user_frame(users: str, rng: np.random.Generator, n: int = 2_400) -> "pd.Dat
 
 
 @pytest.mark.parametrize("keys", ["declared", "found"])
-@pytest.mark.parametrize("users", ["small", "big", "mixed", "strings"])
+@pytest.mark.parametrize("users", ["small", "big", "floats", "unsigned", "mixed", "strings"])
 @pytest.mark.parametrize("bounds", [(4, 2, None), (3, 1, 2), (40, 40, None)])
-def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds, keys):
+def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds, keys, monkeypatch):
     """Users within the bounds are counted where their records lie, the others are gathered and drawn: the
     release is the pandas release, of the same type and value, for 1, 4 and 7 partitions and with empty
     partitions, whatever the type of the user ids (ids read as doubles, as int64 beyond 2**53, strings,
@@ -401,10 +408,17 @@ def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds, keys):
     )
     want = _release(m, frame)
     assert want
+    from dpharness import _release as module
+
+    searched = []  # number ids are searched in the users over a bound, not read as identities
+    original = module._in_sorted
+    monkeypatch.setattr(module, "_in_sorted", lambda v, o: searched.append(len(v)) or original(v, o))
     for parts in (1, 4, 7):
         _same(_release(m, _dask(frame, parts)), want)
     empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
     _same(_release(m, dd.concat([empty, _dask(frame, 3), empty])), want)
+    if users != "mixed":  # (mixed: searched where every partition reads the ids alike, 1 partition)
+        assert bool(searched) is (users != "strings"), searched
 
 
 def test_identities_hash_alike_in_every_representation():
