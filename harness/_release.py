@@ -534,7 +534,7 @@ def _dask_bounded(
     def in_place(part: Any, over: Any) -> tuple:
         """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
         records of the users over a bound with their identities (their stand-ins local to the partition)."""
-        raw = _number_users(part[user_column], over)
+        raw = _number_users(part[user_column], over) if b.user not in (b.by, g.by) else None
         if raw is not None:  # number ids: the users over a bound found by id, the partition's users not read
             return in_place_by_id(part, raw, over)
         arr, found = read(part)
