@@ -860,9 +860,11 @@ class _PairJob:
 def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
     """Whether this audit's chunks go to the worker pool (a cluster: always): a pool pays about a
     second of CPU to start (the fork server's imports), and each worker loads the sampler's own code
-    again (numba's compiled loops of the exact samplers: 0.6 s a process), so only when ``draws`` (the
-    draws left to make) take long here, by this sampler's measured pace, or are very many. Which it
-    is changes no output and no count (a chunk's seed is fixed by its place in the plan)."""
+    again (numba's compiled loops of the exact samplers: 0.6 s a process), so only when ``draws`` (a
+    phase's own draws, or the whole audit's for a training with pairs to spread: see :func:`_train`)
+    take long here, by this sampler's measured pace on its largest calls (:func:`~._runner.note_pace`),
+    or are very many. Which it is changes no output and no count of a vectorised sampler (a chunk's
+    seed is fixed by its place in the plan)."""
     if s.cluster is not None:
         return True
     if s.workers <= 1:
@@ -879,17 +881,34 @@ def _pooled(sampler: _runner.Sampler, s: _Settings, draws: int) -> bool:
 _PACE_PROBE = 256  # samples of the first timed call that measures a vectorised sampler's pace before training
 _PACE_PROBE_SECONDS = 0.02  # calls eight times larger are timed until one takes this long (CPU),
 _PACE_PROBE_WAIT = 0.2  # or this long by the clock,
-_PACE_PROBE_MAX = _TRAIN_CHUNK  # or reaches a training call's size
+
+
+def _cert_chunk(row_elems: int) -> int:
+    """Samples per certification chunk of a vectorised sampler whose outputs have ``row_elems`` entries
+    each (fewer rows for wide outputs: a chunk holds about 4·10^6 entries at most)."""
+    return max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems)))
+
+
+def _row_elements(out: Any) -> int:
+    """Entries in one output of a chunk ``out`` (1 for scalars and objects)."""
+    try:
+        arr = np.asarray(out)
+    except Exception:  # noqa: BLE001 - ragged or exotic outputs: counted as one entry each
+        return 1
+    return max(1, arr.size // max(1, len(arr))) if arr.ndim > 1 and arr.dtype != object else 1
 
 
 def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> None:
     """Measure a vectorised sampler's pace on the first pair's data (one whose pace is not yet known,
     with workers to spread training over): one call of one sample warms up (imports, caches, compiled
     code), then calls of ``_PACE_PROBE`` samples, eight times larger each, are timed until one takes
-    ``_PACE_PROBE_SECONDS`` of CPU (``_PACE_PROBE_WAIT`` by the clock) or reaches ``_PACE_PROBE_MAX``
-    samples (a call's fixed cost then no longer dominates the per-sample cost the audit's chunks pay:
-    timed on 256 samples, a sampler of 20 ns a sample looked 15 times slower and started the pool for
-    an audit of one second). A slow sampler's
+    ``_PACE_PROBE_SECONDS`` of CPU (``_PACE_PROBE_WAIT`` by the clock) or reaches the largest call the
+    audit makes (a training call's ``_TRAIN_CHUNK`` or a certification chunk, :func:`_cert_chunk`; at most
+    the training samples a side), whose cost a sample is what the pool's start is weighed against
+    (:func:`~._runner.note_pace` keeps the pace of the largest calls; timed on 256 samples, a sampler of
+    20 ns a sample looked 15 times slower and started the pool for an audit of one second; on training's
+    calls of 2^17 the catalog Laplace costs 30 ns a sample, on certification's of 10^6 20 ns, and the
+    pool started for an audit of 5·10^7 a side whose draws take 1.7 s). A slow sampler's
     training (DP-SGD's thousand rounds a release) then runs on the pool from its start, a fast one's
     small audit in this process. Its outputs are discarded and drawn from a stream of their own, so no
     output, event or count of the audit depends on it (only where the chunks run); a call that raises
@@ -901,9 +920,9 @@ def _probe_pace(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings) -> N
     data = pairs[0][0]
     rng = np.random.default_rng([s.seed, _PACE_STREAM])
     n = max(1, min(_PACE_PROBE, s.train_n))
-    top = max(n, min(_PACE_PROBE_MAX, s.train_n))
     try:
-        sampler(data, 1, rng, where="the pace probe")  # warms up
+        first = sampler(data, 1, rng, where="the pace probe")  # warms up
+        top = max(n, min(max(_TRAIN_CHUNK, _cert_chunk(_row_elements(first))), s.train_n))
         while True:
             t0, c0 = time.perf_counter(), time.process_time()
             sampler(data, n, rng, where="the pace probe")
@@ -926,6 +945,7 @@ def _train(
     level: float,
     given: Sequence[_PairOutcome] | None = None,
     only: frozenset | None = None,
+    screening: bool = False,
 ) -> tuple[list[_PairOutcome], tuple | None, int, bool]:
     """Stages 2-4 of every pair (:func:`_pair_stage`); the output signature; training samples a side;
     whether the pairs ran as tasks on the workers. With ``only`` (and ``given``, an outcome for every
@@ -934,13 +954,21 @@ def _train(
     A vectorised sampler's pairs are tasks on the worker pool when the audit is pooled (each draws
     its training chunks, proposes and ranks where it runs: no outputs travel); a per-call sampler's
     training chunks are spread over the pool and its events proposed here (its calls cost far more
-    than proposing). A call that raises is an outcome (recorded in the pair's tallies), not an error,
-    unless every training call on both sides of every pair raised: the mechanism never produced an
-    output."""
-    draws = _draws(s.samples, len(pairs), s)
-    _probe_pace(sampler, pairs, s)
-    pooled = _pooled(sampler, s, draws)
+    than proposing). Pooled when its own draws take long here (:func:`_pooled`), or, when the whole
+    audit's do, for a per-call sampler (its chunks run reseeded in the workers, the audit's way of making
+    them reproducible by seed) and for two pairs or more trained on all their training samples. Not for
+    ``screening`` (the pairs' first ``_SCREEN_TRAIN`` samples each) nor for one pair of a vectorised
+    sampler on the strength of the whole audit alone: one task, or tasks of a fixed small size, have
+    nothing to spread, and the pool would cost its start (the fork server's imports, a second of CPU)
+    while this process waits; certification decides for itself (:func:`_certify`). A call that raises
+    is an outcome (recorded in the pair's tallies), not an error, unless every training call on both
+    sides of every pair raised: the mechanism never produced an output."""
     todo = [p for p in range(len(pairs)) if only is None or p in only]
+    _probe_pace(sampler, pairs, s)
+    audit_wide = not s.vectorized or (len(todo) > 1 and not screening)
+    pooled = _pooled(sampler, s, 2 * s.train_n * len(todo)) or (
+        audit_wide and _pooled(sampler, s, _draws(s.samples, len(pairs), s))
+    )
     out: list[_PairOutcome | None] = [None] * len(pairs)
     if given is not None and only is not None:
         out = [None if p in only else given[p] for p in range(len(pairs))]
@@ -1404,7 +1432,7 @@ def _certify(
             lst.append(c.event)
             slot.append((c.pair, len(lst) - 1))
     row_elems = int(np.prod(ref[0])) if ref is not None and len(ref[0]) else 1
-    chunk = max(1_000, min(_CHUNK, (4 * _CHUNK) // max(1, row_elems))) if s.vectorized else _loop_chunk(s.cert_n)
+    chunk = _cert_chunk(row_elems) if s.vectorized else _loop_chunk(s.cert_n)
     if s.sequential:  # at least 8 chunks, so that there are looks to take
         chunk = max(1, min(chunk, math.ceil(s.cert_n / 8)))
     plan = _runner.chunk_plan(s.cert_n, chunk)
@@ -1860,7 +1888,7 @@ def audit(
             # the pairs are ranked on _SCREEN_TRAIN training samples a side each; only the pairs to
             # certify draw the rest of their training samples, on which their events are chosen
             screen = dataclasses.replace(s, train_n=_SCREEN_TRAIN)
-            screened, ref, _used, on_workers = _train(sampler, pairs, screen, notes, level)
+            screened, ref, _used, on_workers = _train(sampler, pairs, screen, notes, level, screening=True)
             kept = _certified_pairs(
                 [c for o in screened for c in o.candidates], _raise_candidates(screened, s), witness
             )

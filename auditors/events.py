@@ -195,6 +195,10 @@ def distinct_outputs(out) -> tuple[np.ndarray, np.ndarray] | None:
         if not -1000 < e < 1000:
             return None
         scale = 2.0**e
+        # the probe's span is a lower bound of the chunk's: a probe already spread over more grid steps
+        # than are counted gives the chunk's answer (None) without scaling and scanning every output
+        if not float(probe.max()) - float(probe.min()) <= _DISTINCT_RANGE * scale:
+            return None
         s = flat * (1.0 / scale)  # exact: a power of two, far from overflow and underflow
         lo_f, hi_f = float(s.min()), float(s.max())
         if not (abs(lo_f) <= 2.0**52 and abs(hi_f) <= 2.0**52 and hi_f - lo_f <= _DISTINCT_RANGE):

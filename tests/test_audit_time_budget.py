@@ -5,6 +5,7 @@ samples used; a bad budget is a ParameterError naming the argument."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -239,3 +240,41 @@ def test_an_audit_cut_by_the_time_limit_is_partial_in_the_gate():
     why = _cut(result(True), 600.0)
     assert why is not None and "raise --timeout" in why and "600 s" in why and "5000 samples a side" in why
     assert _cut(result(False), 600.0) is None and _cut(result(True, passed=False), 600.0) is None
+
+
+def test_the_cpu_pace_is_the_one_of_the_largest_calls():
+    """The CPU pace that decides the pool is the one measured on the largest calls (the size of the
+    certification chunks it predicts), the slowest of those: a sampler slower a sample on training's
+    calls of 2^17 than on certification's of 2^20 (the catalog Laplace) is not judged by the former, and
+    a slower input at the largest size still counts."""
+    from dpharness.auditors import _runner
+
+    sampler = _runner.Sampler(lambda d, size, rng: rng.random(size), "pace", True)
+    assert _runner.expected_cpu_seconds(sampler, 10) is None
+    _runner.note_pace(sampler, 1.0, 1 << 20, cpu=0.02)  # the probe: one call of 2^20, 19 ns a sample
+    _runner.note_pace(sampler, 1.0, 1 << 22, cpu=0.12, per_call=1 << 17)  # training's calls: 29 ns a sample
+    assert _runner.expected_cpu_seconds(sampler, 10**8) == pytest.approx(0.02 / (1 << 20) * 10**8)
+    _runner.note_pace(sampler, 1.0, 1 << 21, cpu=0.06, per_call=1 << 20)  # the other input: 29 ns a sample
+    assert _runner.expected_cpu_seconds(sampler, 10**8) == pytest.approx(0.06 / (1 << 21) * 10**8)
+    _runner.note_pace(sampler, 1.0, 1 << 23, cpu=0.08, per_call=1 << 23)  # a larger call: its pace replaces
+    assert _runner.expected_cpu_seconds(sampler, 10**8) == pytest.approx(0.08 / (1 << 23) * 10**8)
+    assert _runner.expected_seconds(sampler, 1) == pytest.approx(1.0 / (1 << 20))  # the clock keeps the slowest
+
+
+def test_a_fast_sampler_trains_in_this_process_when_only_certification_is_long(monkeypatch):
+    """A vectorised sampler's training of one pair (one task: nothing to spread) goes to the pool by its
+    own draws, not the whole audit's: with the pool's thresholds between the two, the pairs stage runs
+    here and certification on the pool, and the result is the one of a single worker."""
+    kw = dict(epsilon=1.0, samples=400_000, seed=3)
+
+    def lap(d, size, rng):
+        return float(d) + rng.laplace(0.0, 1.0, size)
+
+    # training draws 2 x 40 000, certification 2 x 360 000: the threshold between them
+    monkeypatch.setattr(_audit, "_POOL_MIN_DRAWS", 100_001)
+    monkeypatch.setattr(_audit, "_POOL_MIN_SECONDS", math.inf)
+    r2 = audit(lap, 0.0, 1.0, workers=2, **kw)
+    r1 = audit(lap, 0.0, 1.0, workers=1, **kw)
+    assert not r2.extra["phases"]["pairs"]["on_workers"]
+    assert r2.extra["phases"]["certification"]["on_workers"]
+    assert (r2.epsilon_lower_bound, r2.counts) == (r1.epsilon_lower_bound, r1.counts)

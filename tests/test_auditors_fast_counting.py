@@ -391,3 +391,43 @@ def test_atoms_read_off_sorted_outputs_equal_atoms_matched_by_rows(seed):
         assert [e.description for e in got] == [e.description for e in want]
         for e, f in zip(got, want):
             assert np.array_equal(e.contains(fresh), f.contains(fresh))
+
+
+def _distinct_reference(flat: np.ndarray):
+    """What :func:`ev.distinct_outputs` returns for a float chunk, by its rule, from ``np.unique``: the
+    distinct values and their rows when they lie on the grid of the first 4096 nonzero outputs, span at
+    most 2^22 of its steps, hold no -0.0 and are at most a quarter of the rows; else None."""
+    probe = flat[: ev._PROBE]
+    probe = probe[probe != 0]
+    if len(probe) == 0:
+        return None
+    e = int(fl.lowest_bit(probe).min())
+    if not -1000 < e < 1000:
+        return None
+    s = flat / 2.0**e
+    if not (np.all(np.isfinite(s)) and np.all(s == np.round(s)) and np.all(np.abs(s) <= 2.0**52)):
+        return None
+    if s.max() - s.min() > ev._DISTINCT_RANGE or np.any(np.signbit(flat[flat == 0])):
+        return None
+    values, counts = np.unique(flat, return_counts=True)
+    return None if len(values) > len(flat) // ev._DISTINCT_SHARE else (values, counts)
+
+
+@pytest.mark.parametrize("steps", [2**10, 2**21, 2**22, 2**22 + 1, 2**23, 2**30])
+@pytest.mark.parametrize("tail", [False, True])
+def test_distinct_float_outputs_equal_unique_whatever_the_span(steps, tail):
+    """Grid outputs spread over about ``steps`` grid steps, in the first 4096 rows (the probe, which can
+    answer None by itself) or only in the rows after them (``tail``: the probe sees a narrow span, the
+    chunk does not): the distinct outputs and their rows are those of ``np.unique``, or both None."""
+    rng = np.random.default_rng(steps)
+    k = rng.integers(0, 64, 40_000)
+    k[[0, 1]] = 1  # the grid's step is 2^-20: its lowest bit is set in the probe
+    span_rows = slice(5_000, None) if tail else slice(None)
+    k[span_rows][::997] = rng.integers(-(steps // 2), steps // 2 + 1, len(k[span_rows][::997]))
+    k[span_rows][0], k[span_rows][1] = -(steps // 2), steps // 2
+    flat = k.astype(np.float64) * 2.0**-20
+    got, want = ev.distinct_outputs(flat), _distinct_reference(flat)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
