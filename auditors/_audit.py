@@ -633,15 +633,16 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
         return draws * pace <= fraction * left * spread and draws * pace_clock <= clock
 
     minimum = _minimum_samples(s)
+    minimum_draws = _draws(minimum, len(pairs), s)
     loaded = (
         f"; this process had {share:.2g} of a core (a loaded machine): the same audit, about {1 / share:.2g} "
         "times longer by the clock"
         if share < 0.9
         else ""
     )
-    if not fits(_draws(minimum, len(pairs), s), _MINIMUM_DRAW_SHARE):
-        needed = math.ceil(spent + _draws(minimum, len(pairs), s) * pace / (_MINIMUM_DRAW_SHARE * spread))
-        over_limit = _draws(minimum, len(pairs), s) * pace <= _MINIMUM_DRAW_SHARE * left * spread
+    if not fits(minimum_draws, _MINIMUM_DRAW_SHARE):
+        needed = math.ceil(spent + minimum_draws * pace / (_MINIMUM_DRAW_SHARE * spread))
+        over_limit = minimum_draws * pace <= _MINIMUM_DRAW_SHARE * left * spread
         advice = (
             f"the enclosing time limit (the gate's --timeout) leaves {clock_left + _WALL_MARGIN:.0f} s by the "
             "clock: raise --timeout, or audit on a less loaded machine"
@@ -658,7 +659,7 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
             samples=minimum,
         )
     lo, hi = minimum, s.samples
-    if not fits(_draws(minimum, len(pairs), s), _BUDGET_DRAW_SHARE):
+    if not fits(minimum_draws, _BUDGET_DRAW_SHARE):
         n = minimum
     elif fits(_draws(hi, len(pairs), s), _BUDGET_DRAW_SHARE):
         n = hi

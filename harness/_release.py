@@ -539,16 +539,9 @@ def _dask_bounded(
             return in_place_by_id(part, raw, over)
         arr, found = read(part)
         codes, values = found[b.user]
-        if len(arr):
-            m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         chosen = _members(values, over) if len(arr) else np.zeros(len(values), dtype=bool)
         rows = np.flatnonzero(chosen[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
-        kept = np.delete(arr, rows, axis=0)
-        key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
-        if found_keys and len(arr):
-            key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
-        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
-        return (aggregates, *_by_bucket(codes[rows], values, arr[rows], n_buckets))
+        return (aggregated(arr, found, rows), *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
     def in_place_by_id(part: Any, raw: np.ndarray, over: np.ndarray) -> tuple:
         """:func:`in_place` where the user ids are numbers compared exactly with ``over`` (a sorted array):
@@ -559,15 +552,19 @@ def _dask_bounded(
         blank = part.copy(deep=False)
         blank[user_column] = np.zeros(len(part), dtype=np.int8)  # one identity: its stand-in, in the domain
         arr, found = read(blank)
+        values, codes = sorted_distinct(raw[rows])  # over's representation: the buckets compare them with it
+        return (aggregated(arr, found, rows), *_by_bucket(codes, values, arr[rows], n_buckets))
+
+    def aggregated(arr: np.ndarray, found: dict, rows: np.ndarray) -> list | None:
+        """The partition's records checked against the domain, and the exact per-key aggregates of all but
+        ``rows`` (the records of the users over a bound)."""
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         kept = np.delete(arr, rows, axis=0)
         key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
         if found_keys and len(arr):
             key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
-        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
-        values, codes = sorted_distinct(raw[rows])  # over's representation: the buckets compare them with it
-        return (aggregates, *_by_bucket(codes, values, arr[rows], n_buckets))
+        return None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
 
     drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
 
@@ -865,7 +862,7 @@ def _members(values: Any, over: Any) -> np.ndarray:
     from ._records import as_list
 
     if isinstance(values, np.ndarray) and isinstance(over, np.ndarray) and values.dtype == over.dtype:
-        return np.isin(values, over, assume_unique=True)
+        return _in_sorted(values, over)  # over: merge_distinct's sorted distinct values
     if not len(over):
         return np.zeros(len(values), dtype=bool)
     chosen = set(as_list(over))
