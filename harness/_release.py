@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._memory import with_reused_memory
 from ._records import MISSING, Reader, _is_frame, as_list, columns_of, merge_distinct, numbers_of, reader
 from .errors import ParameterError, UnsupportedError
 
@@ -104,7 +105,9 @@ def _release(mechanism: Any, data: Any, seed: int | None, columns: Sequence[str]
         users = {plan[0].user, plan[1].by} if bounding and isinstance(plan, tuple) else set()
         wanted = [j for j in r.identities if j not in users]
         if wanted:
-            found = progress.compute(*[dask.delayed(r.distinct)(p, columns, "data", wanted) for p in data.to_delayed()])
+            found = progress.compute(
+                *[dask.delayed(with_reused_memory(r.distinct))(p, columns, "data", wanted) for p in data.to_delayed()]
+            )
             r.fix({j: merge_distinct([f[j] for f in found]) for j in wanted})
     names = None
     if g is not None and g.by not in r.identities:  # keys a part reads as values: the distinct numbers present
@@ -118,7 +121,9 @@ def _release(mechanism: Any, data: Any, seed: int | None, columns: Sequence[str]
             import dask
 
             values = np.unique(
-                np.concatenate([np.zeros(0), *progress.compute(*map(dask.delayed(present), data.to_delayed()))])
+                np.concatenate(
+                    [np.zeros(0), *progress.compute(*map(dask.delayed(with_reused_memory(present)), data.to_delayed()))]
+                )
             )
         else:
             arr = r.read(data, columns, "data")
@@ -395,7 +400,7 @@ def _dask_release(
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         return len(arr), _partial(plan, arr)
 
-    parts = progress.compute(*[dask.delayed(partial)(p) for p in frame.to_delayed()])
+    parts = progress.compute(*[dask.delayed(with_reused_memory(partial))(p) for p in frame.to_delayed()])
     n = sum(k for k, _ in parts)
     if spec.size is not None and n != spec.size:
         raise ParameterError(f"data has {n} records; this mechanism is fixed to size={spec.size} records.")
@@ -503,9 +508,10 @@ def _dask_bounded(
         return _pair_counts(codes, values, r._column(g.by, repr(key_column), key, found, name), g, None, n_buckets)
 
     counted = frame[list(dict.fromkeys([user_column, key_column]))]  # the two columns (one if the same)
-    split = [dask.delayed(pairs, nout=n_buckets)(p) for p in counted.to_delayed()]
+    split = [dask.delayed(with_reused_memory(pairs), nout=n_buckets)(p) for p in counted.to_delayed()]
     decided = [
-        dask.delayed(_over_in_bucket)([s[k] for s in split], b, None if found_keys else g) for k in range(n_buckets)
+        dask.delayed(with_reused_memory(_over_in_bucket))([s[k] for s in split], b, None if found_keys else g)
+        for k in range(n_buckets)
     ]
     buckets = progress.compute(*decided)
     counts = np.asarray(np.sum([c for _, c, _, _ in buckets], axis=0, dtype=np.int64))
@@ -531,24 +537,25 @@ def _dask_bounded(
         arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
         return arr, found
 
-    def in_place(part: Any, over: Any) -> tuple:
+    def in_place(part: Any, shared: tuple) -> tuple:
         """The exact per-key aggregates of the records of the users within the bounds, and per bucket the
         records of the users over a bound with their identities (their stand-ins local to the partition)."""
+        over, filt = shared
         raw = _number_users(part[user_column], over) if b.user not in (b.by, g.by) else None
         if raw is not None:  # number ids: the users over a bound found by id, the partition's users not read
-            return in_place_by_id(part, raw, over)
+            return in_place_by_id(part, raw, over, filt)
         arr, found = read(part)
         codes, values = found[b.user]
         chosen = _members(values, over) if len(arr) else np.zeros(len(values), dtype=bool)
         rows = np.flatnonzero(chosen[codes]) if len(arr) else np.zeros(0, dtype=np.int64)
         return (aggregated(arr, found, rows), *_by_bucket(codes[rows], values, arr[rows], n_buckets))
 
-    def in_place_by_id(part: Any, raw: np.ndarray, over: np.ndarray) -> tuple:
+    def in_place_by_id(part: Any, raw: np.ndarray, over: np.ndarray, filt: tuple | None) -> tuple:
         """:func:`in_place` where the user ids are numbers compared exactly with ``over`` (a sorted array):
         the records of the users over a bound found by a search in ``over``, and only their identities read
         (the others' user column is read as one stand-in: the parts read no user column, and every record
         of a user within the bounds is kept, whoever it is)."""
-        rows = np.flatnonzero(_in_sorted(raw, over))
+        rows = np.flatnonzero(_in_sorted(raw, over, filt))
         blank = part.copy(deep=False)
         blank[user_column] = np.zeros(len(part), dtype=np.int8)  # one identity: its stand-in, in the domain
         arr, found = read(blank)
@@ -572,12 +579,14 @@ def _dask_bounded(
         *pieces, (users, ranks) = given
         return _draw_in_bucket(pieces, users, ranks, b, g, space)
 
-    shared = progress.share(over)  # sent once to every worker
-    split = [dask.delayed(in_place, nout=1 + n_buckets)(p, shared) for p in frame.to_delayed()]
+    filt = _member_filter(over) if isinstance(over, np.ndarray) else None
+    shared = progress.share((over, filt))  # sent once to every worker
+    split = [dask.delayed(with_reused_memory(in_place), nout=1 + n_buckets)(p, shared) for p in frame.to_delayed()]
     given = [progress.share(d, broadcast=False) for d in drawn]
     del drawn
     results = progress.compute(
-        *[s[0] for s in split], *[dask.delayed(draw)(*[s[1 + k] for s in split], given[k]) for k in range(n_buckets)]
+        *[s[0] for s in split],
+        *[dask.delayed(with_reused_memory(draw))(*[s[1 + k] for s in split], given[k]) for k in range(n_buckets)],
     )
     in_buckets = results[len(split) :]
     aggregates: list | None = None
@@ -618,7 +627,37 @@ def _buckets(values: Any, n_buckets: int) -> np.ndarray:
 
     if not len(values):
         return np.zeros(0, dtype=np.int64)
-    return (identity_hash(values) % np.uint64(n_buckets)).astype(np.int64)
+    return (_mixed(identity_hash(values)) % np.uint64(n_buckets)).astype(np.int64)
+
+
+def _mixed(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser of ``h`` (uint64): every input bit moves every output bit, so the low
+    bits of the bucket rule and the high bits of :func:`_member_filter` are spread even where the identity
+    hashes are not (an integer id held as a double has trailing zero bits)."""
+    x = h ^ (h >> np.uint64(33))
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xC4CEB9FE1A85EC53)
+    x ^= x >> np.uint64(33)
+    return x
+
+
+_FILTER_BITS_PER_ID = 32  # bits of the membership filter per user over a bound (about 3% false hits)
+
+
+def _member_filter(ordered: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """A one-hash bit filter of the sorted ids ``ordered`` (int64 or float64, as :func:`_number_users` reads
+    them): ``(bits, b)``, an id's bit being the top ``b`` bits of :func:`_mixed` of its 64 bits. A filter
+    says "maybe" for every id of ``ordered``, so :func:`_in_sorted` searches only the ids it lets through."""
+    if ordered.dtype not in (np.int64, np.float64) or len(ordered) < 1024:
+        return None
+    width = max(16, int(np.ceil(np.log2(_FILTER_BITS_PER_ID * len(ordered)))))
+    at = np.sort(_mixed(ordered.view(np.uint64)) >> np.uint64(64 - width))
+    byte, bit = (at >> np.uint64(3)).astype(np.int64), (at & np.uint64(7)).astype(np.uint8)
+    starts = np.flatnonzero(np.concatenate([[True], byte[1:] != byte[:-1]]))
+    bits = np.zeros(1 << (width - 3), dtype=np.uint8)
+    bits[byte[starts]] = np.bitwise_or.reduceat(np.left_shift(np.uint8(1), bit), starts)
+    return bits, width
 
 
 def _drawn_order(buckets: list, every: Any, rng: np.random.Generator) -> list:
@@ -772,7 +811,7 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     encoded key), or None: keys found in the data, each piece's keys codes into its partition's keys, the
     counts per key of the keys found (:func:`~dpharness._records.merge_distinct` of the partitions', the
     same in every bucket)."""
-    from ._records import as_list, merge_distinct, sorted_distinct
+    from ._records import as_list, merge_distinct, sorted_distinct, sorted_unique
 
     found = None
     if g is None:
@@ -789,27 +828,23 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     if not held:
         return pieces[0][0][:0], counts, found, np.zeros(0, dtype=np.int64)
     c = np.concatenate([p[3] for p in pieces]).astype(np.int64)
+    key_of, kcode = sorted_distinct(k + 0 if g is None else k + 0.0)  # -0.0 is 0.0; NaNs one key
     if all(isinstance(v, np.ndarray) for v in held) and len({v.dtype for v in held}) == 1:
-        values = None  # users by their values themselves (distinct values of one dtype: equal exactly when equal)
-        u = np.concatenate([p[0][p[1]] for p in pieces if len(p[0])])
+        # users by their values themselves (sorted distinct values of one dtype in each piece: equal exactly
+        # when equal): the bucket's distinct users by a sort, each piece's users found by a walk through them
+        values = None
+        distinct = sorted_unique(np.concatenate(held))
+        u = np.concatenate(
+            [np.zeros(0, dtype=np.int64)]
+            + [np.searchsorted(distinct, p[0])[p[1]] for p in pieces if len(p[0])]  # p[0] sorted: a walk
+        )
     else:
         values = merge_distinct([p[0] for p in pieces])
         index = {v: i for i, v in enumerate(as_list(values))}
         u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
-    # the entries by user (one sort; u: exact values of one dtype, or codes: no NaN, no -0.0), then by
-    # (user, key) (a second sort of entries already in user order): the pairs and their records
-    key_of, kcode = sorted_distinct(k + 0 if g is None else k + 0.0)  # -0.0 is 0.0; NaNs one key
-    by_user = np.argsort(u)
-    ordered = u[by_user]
-    new = np.concatenate([[True], ordered[1:] != ordered[:-1]])
-    distinct, width = ordered[new], max(len(key_of), 1)
-    pair_of = (np.cumsum(new) - 1) * width + kcode[by_user]
-    by_pair = np.argsort(pair_of)
-    pair_of = pair_of[by_pair]
-    starts = np.flatnonzero(np.concatenate([[True], pair_of[1:] != pair_of[:-1]]))
-    pair = pair_of[starts]
-    pu, pk = pair // width, key_of[pair % width]
-    pc = np.add.reduceat(c[by_user][by_pair], starts)  # records per (user, key): exact integers
+        distinct = np.arange(len(index), dtype=np.int64)
+    pu, kc, pc = _pairs_summed(u, kcode, c, len(distinct), max(len(key_of), 1))
+    pk = key_of[kc]
     n_users = len(distinct)
     records = np.bincount(pu, weights=pc, minlength=n_users).astype(np.int64)
     over = (records > b.max_records) | (np.bincount(pu[pc > b.max_per_partition], minlength=n_users) > 0)
@@ -822,6 +857,27 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     if values is not None:
         users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
     return users, counts, found, records[over]
+
+
+def _pairs_summed(u: np.ndarray, k: np.ndarray, c: np.ndarray, n_users: int, width: int) -> tuple:
+    """Entries (user code ``u`` < n_users, key code ``k`` < width, count ``c`` >= 0) summed per (user, key):
+    ``(user, key, count)`` per distinct pair, in (user, key) order. One sort of the entries packed into one
+    int64 (user, key, count) when they fit (a SIMD sort: several times an argsort's speed), else an argsort."""
+    if not len(u):
+        return u, k, c
+    top = int(c.max()) + 1
+    if n_users * width * top < 2**62:  # (user * width + key) * top + count: order by (user, key), then count
+        packed = (u * width + k) * top + c
+        packed.sort()
+        pair, count = np.divmod(packed, top)
+    else:
+        pair = u * width + k
+        order = np.argsort(pair)
+        pair, count = pair[order], c[order]
+    starts = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))
+    pc = np.add.reduceat(count, starts)  # records per (user, key): exact integers
+    pu, pk = np.divmod(pair[starts], width)
+    return pu, pk, pc
 
 
 def _number_users(col: Any, over: Any) -> np.ndarray | None:
@@ -844,10 +900,18 @@ def _number_users(col: Any, over: Any) -> np.ndarray | None:
     return None
 
 
-def _in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
-    """Whether each of ``values`` is one of ``ordered`` (sorted, distinct, the same dtype), exactly."""
+def _in_sorted(values: np.ndarray, ordered: np.ndarray, filt: tuple | None = None) -> np.ndarray:
+    """Whether each of ``values`` is one of ``ordered`` (sorted, distinct, the same dtype), exactly; with
+    ``filt`` (:func:`_member_filter` of ``ordered``) only the values the filter lets through are searched."""
     if not len(ordered) or not len(values):
         return np.zeros(len(values), dtype=bool)
+    if filt is not None:
+        bits, width = filt
+        at = _mixed(np.ascontiguousarray(values).view(np.uint64)) >> np.uint64(64 - width)
+        maybe = np.flatnonzero((bits[(at >> np.uint64(3)).astype(np.intp)] >> (at & np.uint64(7)).astype(np.uint8)) & 1)
+        out = np.zeros(len(values), dtype=bool)
+        out[maybe] = _in_sorted(values[maybe], ordered)
+        return out
     order = np.argsort(values)  # searched in order: a walk through ``ordered``, not random probes (10x faster)
     probe = values[order]
     at = np.searchsorted(ordered, probe)

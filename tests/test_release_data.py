@@ -412,13 +412,69 @@ def test_user_level_on_dask_bounds_in_place_as_in_memory(users, bounds, keys, mo
 
     searched = []  # number ids are searched in the users over a bound, not read as identities
     original = module._in_sorted
-    monkeypatch.setattr(module, "_in_sorted", lambda v, o: searched.append(len(v)) or original(v, o))
+    monkeypatch.setattr(module, "_in_sorted", lambda v, o, f=None: searched.append(len(v)) or original(v, o, f))
     for parts in (1, 4, 7):
         _same(_release(m, _dask(frame, parts)), want)
     empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
     _same(_release(m, dd.concat([empty, _dask(frame, 3), empty])), want)
     if users != "mixed":  # (mixed: searched where every partition reads the ids alike, 1 partition)
         assert bool(searched) is (users != "strings"), searched
+
+
+@pytest.mark.parametrize("kind", ["int64", "float64"])
+def test_member_filter_search_is_exact(kind):
+    """The bit filter in front of the search of the users over a bound lets every one of them through and
+    changes no answer: the same membership as np.isin, for int64 ids across the whole range and float ids
+    (0.0, large and tiny doubles, integers held as doubles with trailing zero bits)."""
+    from dpharness._release import _in_sorted, _member_filter
+
+    rng = np.random.default_rng(SEED)
+    if kind == "int64":
+        pool = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 40_000, dtype=np.int64), np.arange(-50, 50)])
+        pool = np.concatenate([pool, np.array([-(2**63), 2**63 - 1], dtype=np.int64)])
+    else:
+        pool = np.concatenate([rng.normal(0, 1e6, 20_000), np.arange(20_000) * 1.0, [0.0, 5e-324, -5e-324, 1e308]])
+    pool = np.unique(pool)
+    over = np.unique(rng.choice(pool, len(pool) // 3, replace=False))
+    filt = _member_filter(over)
+    assert filt is not None
+    values = rng.choice(pool, 200_000)
+    assert np.array_equal(_in_sorted(values, over, filt), np.isin(values, over))
+    assert _in_sorted(over, over, filt).all()
+
+
+def test_user_level_on_dask_with_many_users_over_a_bound(monkeypatch):
+    """Thousands of users over a bound (their ids searched through the bit filter, the buckets' pairs
+    summed by one packed sort): the release is the pandas release for 1, 3 and 6 partitions."""
+    pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(SEED)
+    n = 30_000
+    owner = rng.integers(0, 5_000, n)
+    frame = pd.DataFrame({"u": owner * 7 + 1, "k": rng.choice([0.0, 1.0, 2.0], n), "v": rng.uniform(0, 12, n)})
+    m = dp.mechanism(
+        name="many_over",
+        records=RealBox(0, 40_000, 3),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=4, max_per_partition=2)
+        >> dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.compose(dp.count() >> dp.laplace(8), dp.column(2) >> dp.clamp(0, 10) >> dp.sum() >> dp.laplace(80)),
+        ),
+        claim=ApproxDP(200, 1e-2),
+    )
+    from dpharness import _release as module
+
+    built = []
+    original = module._member_filter
+    monkeypatch.setattr(module, "_member_filter", lambda o: built.append(original(o)) or built[-1])
+    assert (np.bincount(owner) > 4).sum() > 1024  # enough users over a bound for the filter to be built
+    want = _release(m, frame)
+    assert want
+    for parts in (1, 3, 6):
+        _same(_release(m, _dask(frame, parts)), want)
+    assert len(built) == 3 and all(f is not None for f in built)
 
 
 def test_identities_hash_alike_in_every_representation():
