@@ -732,3 +732,43 @@ def test_canonical_rows_sorts_as_lexsort_does(n, dim, seed, limit):
         assert np.array_equal(canonical_rows(arr, rows, b), expected)
     finally:
         grouping._DIGITS_LIMIT = saved
+
+
+def test_reused_memory_restores_the_worker_settings(monkeypatch):
+    """Inside a release task on a process started with MALLOC_TRIM_THRESHOLD_ (a Dask worker), glibc keeps
+    freed memory; when the last such task ends, the thresholds the process was started with are put back
+    and the memory trimmed. Nested and concurrent tasks restore once; a process without that variable (its
+    thresholds slide) is left alone."""
+    from dpharness import _memory
+
+    calls = []
+
+    class Libc:
+        def mallopt(self, what, value):
+            calls.append(("mallopt", what, value))
+            return 1
+
+        def malloc_trim(self, pad):
+            calls.append(("trim", pad))
+            return 1
+
+    monkeypatch.setattr(_memory, "_libc", Libc())
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    with _memory.reused_memory():
+        pass
+    assert calls == []  # glibc's sliding thresholds: nothing set, nothing to restore
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    task = _memory.with_reused_memory(lambda x: x + 1)
+    with _memory.reused_memory():
+        assert task(1) == 2  # nested: set once, restored once, by the outermost
+    held = [("mallopt", -3, _memory._MMAP_HELD), ("mallopt", -1, _memory._TRIM_HELD)]
+    assert calls == [*held, ("mallopt", -3, 128 * 1024), ("mallopt", -1, 65536), ("trim", 0)]
+    calls.clear()
+    with pytest.raises(ZeroDivisionError), _memory.reused_memory():
+        1 / 0  # noqa: B018 - a task that raises restores too
+    assert calls[-3:] == [("mallopt", -3, 128 * 1024), ("mallopt", -1, 65536), ("trim", 0)]
+    monkeypatch.setattr(_memory, "_libc", None)  # the real C library (glibc here: set and restored; else nothing)
+    with _memory.reused_memory():
+        assert np.arange(10**6).sum() == 10**6 * (10**6 - 1) // 2
+    assert _memory._running == 0
