@@ -772,3 +772,20 @@ def test_reused_memory_restores_the_worker_settings(monkeypatch):
     with _memory.reused_memory():
         assert np.arange(10**6).sum() == 10**6 * (10**6 - 1) // 2
     assert _memory._running == 0
+
+
+def test_pairs_summed_by_packed_sort_and_by_argsort_agree():
+    """The bucket's (user, key) sums: one sort of packed integers when they fit in int64, else an argsort;
+    both give the exact sums per distinct pair in (user, key) order."""
+    from dpharness._release import _pairs_summed
+
+    rng = np.random.default_rng(SEED)
+    u, k, c = rng.integers(0, 300, 5_000), rng.integers(0, 7, 5_000), rng.integers(0, 4, 5_000)
+    packed = _pairs_summed(u, k, c, 300, 7)
+    searched = _pairs_summed(u, k, c, 2**61, 7)  # too wide to pack: the argsort
+    pairs = {}
+    for a, b_, n in zip(u.tolist(), k.tolist(), c.tolist()):
+        pairs[(a, b_)] = pairs.get((a, b_), 0) + n
+    want = sorted(pairs.items())
+    for pu, pk, pc in (packed, searched):
+        assert [((a, b_), n) for a, b_, n in zip(pu.tolist(), pk.tolist(), pc.tolist())] == want
