@@ -573,8 +573,6 @@ def _dask_bounded(
             key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
         return None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
 
-    drawn = _drawn_order(list(buckets), over, rng)  # per bucket: its users in the canonical order, their ranks
-
     def draw(*given: Any) -> tuple:
         *pieces, (users, ranks) = given
         return _draw_in_bucket(pieces, users, ranks, b, g, space)
@@ -582,15 +580,23 @@ def _dask_bounded(
     filt = _member_filter(over) if isinstance(over, np.ndarray) else None
     shared = progress.share((over, filt))  # sent once to every worker
     split = [dask.delayed(with_reused_memory(in_place), nout=1 + n_buckets)(p, shared) for p in frame.to_delayed()]
+    # the partitions' second pass needs only the users over a bound: it runs while this process makes the
+    # bounding draw (the generator's only call between the two passes, as in memory)
+    handles, drawn = progress.start(
+        [*[s[0] for s in split], *[s[1 + k] for k in range(n_buckets) for s in split]],
+        lambda: _drawn_order(list(buckets), over, rng),  # per bucket: its users in canonical order, their ranks
+    )
     given = [progress.share(d, broadcast=False) for d in drawn]
     del drawn
-    results = progress.compute(
-        *[s[0] for s in split],
-        *[dask.delayed(with_reused_memory(draw))(*[s[1 + k] for s in split], given[k]) for k in range(n_buckets)],
+    n_parts = len(split)
+    pieces = [handles[n_parts * (1 + k) : n_parts * (2 + k)] for k in range(n_buckets)]
+    partials, in_buckets = progress.finish(
+        handles[:n_parts],
+        [dask.delayed(with_reused_memory(draw))(*pieces[k], given[k]) for k in range(n_buckets)],
     )
-    in_buckets = results[len(split) :]
+    del handles, pieces
     aggregates: list | None = None
-    for a in [*results[: len(split)], *[x for _, x in in_buckets]]:
+    for a in [*partials, *[x for _, x in in_buckets]]:
         if a is not None:
             aggregates = a if aggregates is None else [[u + v for u, v in zip(x, y)] for x, y in zip(aggregates, a)]
     for c, _ in in_buckets:
@@ -974,16 +980,52 @@ class _Progress:
             return dask.compute(*objects)
         client = self._client()
         if client is not None:
-            import distributed
-
             futures = client.compute(list(objects))
-            try:
-                distributed.wait(futures, timeout=PROGRESS_AFTER)
-            except (TimeoutError, distributed.TimeoutError):
-                distributed.progress(futures)  # until all are done
+            self._wait(futures)
             return tuple(client.gather(futures))
         with _TaskBar():
             return dask.compute(*objects)
+
+    def _wait(self, futures: list) -> None:
+        """Until ``futures`` are done, with Dask's progress bar after :data:`PROGRESS_AFTER` seconds."""
+        import distributed
+
+        if self.quiet:
+            distributed.wait(futures)
+            return
+        try:
+            distributed.wait(futures, timeout=PROGRESS_AFTER)
+        except (TimeoutError, distributed.TimeoutError):
+            distributed.progress(futures)  # until all are done
+
+    def start(self, objects: list, meanwhile: Any) -> tuple[list, Any]:
+        """Starts computing ``objects`` and runs ``meanwhile()`` here while they compute: ``(handles, what
+        meanwhile returned)``. On a distributed client the handles are futures (the values stay on the
+        workers: pass them to :meth:`finish`), else the values themselves (``meanwhile`` in a thread)."""
+        client = self._client()
+        if client is not None:
+            futures = client.compute(list(objects))
+            try:
+                return futures, meanwhile()
+            except BaseException:
+                client.cancel(futures)
+                raise
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(meanwhile)
+            values = list(self.compute(*objects))  # an error here waits for meanwhile, then is raised
+            return values, job.result()
+
+    def finish(self, handles: list, objects: list) -> tuple[list, list]:
+        """``(the values of handles from :meth:`start`, the computed objects)``: ``objects`` may take the
+        handles as arguments (on a distributed client they are futures: resolved on the workers)."""
+        client = self._client()
+        if client is None:
+            return handles, list(self.compute(*objects))
+        futures = client.compute(list(objects))
+        self._wait([*handles, *futures])
+        return list(client.gather(handles)), list(client.gather(futures))
 
 
 def _task_bar() -> Any:
