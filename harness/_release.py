@@ -762,8 +762,9 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
 
 def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
     """One partition's records counted per (user, key), split into ``n_buckets`` by the hash of the user's
-    identity: per bucket ``(the bucket's users' values, per pair: the user's position among them, the key,
-    the count; the partition's distinct keys)``. ``found`` None: ``keys`` as read (equal as doubles),
+    identity: per bucket ``(the bucket's users' values (sorted when an array), the number of pairs of each
+    of them, per pair (by user, in the users' order, then by key): the key, the count; the partition's
+    distinct keys)``. ``found`` None: ``keys`` as read (equal as doubles),
     ``g`` the group-by; else ``keys`` are codes into ``found`` (the partition's distinct keys, from
     :func:`~dpharness._records.identities_of`) and ``g`` their number."""
     from ._records import _used
@@ -792,20 +793,19 @@ def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found
     bucket = _buckets(values, n_buckets)
     if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
         bucket = bucket.astype(np.uint16)
-    users = np.argsort(bucket, kind="stable")  # the users bucket by bucket
-    per_bucket = np.bincount(bucket, minlength=n_buckets)
-    user_ends = np.cumsum(per_bucket)
-    at = np.empty(n_values, dtype=np.int64)  # each user's position in its bucket
-    at[users] = np.arange(n_values) - np.repeat(user_ends - per_bucket, per_bucket)
+    users = np.argsort(bucket, kind="stable")  # the users bucket by bucket, in the users' order in each
+    user_ends = np.cumsum(np.bincount(bucket, minlength=n_buckets))
+    runs = np.bincount(pu, minlength=n_values)  # pairs per user (at least one: every user has a record)
+    runs = runs.astype(np.min_scalar_type(int(runs.max()) if len(runs) else 0))  # sent on: 1 byte below 256
     pair_bucket = bucket[pu]
-    pairs = np.argsort(pair_bucket, kind="stable")
+    pairs = np.argsort(pair_bucket, kind="stable")  # pu ascending: each bucket's pairs by user, then key
     pair_ends = np.cumsum(np.bincount(pair_bucket, minlength=n_buckets))
     out = []
     for j in range(n_buckets):
         mine_users = users[(user_ends[j - 1] if j else 0) : user_ends[j]]
         mine = pairs[(pair_ends[j - 1] if j else 0) : pair_ends[j]]
         subset = values[mine_users] if isinstance(values, np.ndarray) else [values[i] for i in mine_users.tolist()]
-        out.append((subset, at[pu[mine]].astype(np.min_scalar_type(max(n_values, 1))), pk[mine], pc[mine], held))
+        out.append((subset, runs[mine_users], pk[mine], pc[mine], held))
     return out
 
 
@@ -842,12 +842,14 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
         distinct = sorted_unique(np.concatenate(held))
         u = np.concatenate(
             [np.zeros(0, dtype=np.int64)]
-            + [np.searchsorted(distinct, p[0])[p[1]] for p in pieces if len(p[0])]  # p[0] sorted: a walk
+            + [np.repeat(np.searchsorted(distinct, p[0]), p[1]) for p in pieces if len(p[0])]  # sorted: a walk
         )
     else:
         values = merge_distinct([p[0] for p in pieces])
         index = {v: i for i, v in enumerate(as_list(values))}
-        u = np.concatenate([np.array([index[v] for v in as_list(p[0])], dtype=np.int64)[p[1]] for p in pieces])
+        u = np.concatenate(
+            [np.repeat(np.array([index[v] for v in as_list(p[0])], dtype=np.int64), p[1]) for p in pieces]
+        )
         distinct = np.arange(len(index), dtype=np.int64)
     pu, kc, pc = _pairs_summed(u, kcode, c, len(distinct), max(len(key_of), 1))
     pk = key_of[kc]
