@@ -471,7 +471,7 @@ def _dask_bounded(
     decides for its users which are over a bound (with their numbers of records), and counts the distinct
     users per key of the others; (2) this process orders the users over a bound (their identities' order,
     the canonical order's first key), so each one's records hold known positions in the canonical order,
-    and makes the in-memory generator call (:func:`_drawn_order`); (3) each partition adds the exact
+    and makes the in-memory generator call (:func:`_drawn_order`), while (3) each partition adds the exact
     per-key aggregates of its records of users within the bounds in place and sends the records of the
     users over a bound to their bucket, which puts them in the canonical order and keeps what the
     in-memory draw keeps (:func:`_draw_in_bucket`); (4) the counts and aggregates add exactly, and the
