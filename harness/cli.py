@@ -655,11 +655,6 @@ def _cmd_audit_library(args) -> int:
             f"--claim-epsilon/--claim-delta: a library target {args.name!r} is audited against the "
             "claim its library states; drop the option (or audit your own callable from Python)."
         )
-    if args.time_budget is not None:
-        raise ParameterError(
-            f"--time-budget={args.time_budget:g}: a library target {args.name!r} is audited at its own settings; "
-            "drop the option and bound it with --samples."
-        )
     from . import registry
     from ._run import load_modules
     from .pipeline import run_audit
@@ -682,6 +677,7 @@ def _cmd_audit_library(args) -> int:
         cluster=args.scheduler,
         workers=args.workers,
         sequential=args.sequential,
+        time_budget=args.time_budget,
     )
     if args.json:
         payload = result.to_dict()

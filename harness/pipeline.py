@@ -860,8 +860,8 @@ def run_audit(
     where the auditor runs; ``sequential``: stop once the verdict is certain (see
     :func:`dpharness.auditors.audit`). A library target (``TargetMechanism``) is audited by its own
     :meth:`~dpharness.auditors.libraries.LibraryTarget.audit` (its callable, pair or input space and
-    claim, at its own samples: no time budget), so ``dpharness audit``, the reports and the gate run the
-    same audit of it."""
+    claim; ``samples`` its cap and ``time_budget`` its size, as for any mechanism), so ``dpharness audit``,
+    the reports and the gate run the same audit of it for the same options."""
     from .errors import AuditBudgetTooSmall
 
     from ._load import run_queue_wait
@@ -940,6 +940,7 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
                 cluster=cluster,
                 workers=workers,
                 sequential=sequential,
+                time_budget=time_budget,
             )
         return auditors.audit(
             mechanism,
@@ -1058,7 +1059,7 @@ def check(
     would. At the default ``samples`` with a budget, the cap is raised to the samples the claim needs
     before any violation of it could be certified (:func:`dpharness.auditors._audit.samples_to_reach`: a
     Rényi claim's ε of 14.8 needs about 3·10^7 a side), which the budget then sizes as any other. A library
-    target is audited at its own samples."""
+    target keeps its samples as the cap (not raised), sized by the budget as any other."""
     from . import _validate as v
     from . import registry
     from ._json import jsonable
@@ -1104,7 +1105,7 @@ def check(
         return Check.failed(name, _crash(exc), time.perf_counter() - start)
     from .auditors.libraries import TargetMechanism
 
-    if raise_cap and not isinstance(mechanism, TargetMechanism):  # a library target runs at its own samples
+    if raise_cap and not isinstance(mechanism, TargetMechanism):  # a library target's samples stay its cap
         # the default cap, raised to what the claim needs: a claim above what 10^6 samples a side can refute
         # (a Rényi claim's ε of 14.8) is audited with more, sized by the time budget as any other
         from .auditors._audit import samples_to_reach

@@ -80,13 +80,6 @@ def test_cli_audit_time_budget_states_the_samples_it_used(capsys):
     assert f"time budget 3 s: {payload['samples']} samples a side" in payload["method"]
 
 
-def test_cli_time_budget_is_refused_for_a_library_target(capsys):
-    from dpharness.cli import main
-
-    assert main(["audit", "diffprivlib:laplace", "--time-budget", "3"]) != 0
-    assert "--time-budget" in capsys.readouterr().err
-
-
 @pytest.mark.statistical
 def test_pairs_are_ranked_on_a_screen_and_one_is_trained_in_full_and_certified():
     """1.2·10^6 samples a side over four searched pairs of x + Laplace(1) (every pair's ε is 1 for the

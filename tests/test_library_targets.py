@@ -217,6 +217,23 @@ def test_opendp_sum_audits_in_worker_processes_without_a_pickling_warning():
 
 
 @pytest.mark.parametrize("prefix", _PREFIXES)
+def test_a_library_target_is_sized_by_a_time_budget(prefix, capsys):
+    """``dpharness audit LIBRARY:MECHANISM --time-budget S`` (and the gate, which always has one) sizes the
+    target's samples from its measured pace, its samples a cap, and states the samples used."""
+    import json
+
+    from dpharness.cli import main
+
+    names = _installed(prefix)
+    if not names:
+        pytest.skip(f"no {prefix} target installed")
+    code = main(["audit", names[0], "--time-budget", "4", "--samples", "300000", "--workers", "1", "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and 2 <= payload["samples"] <= 300_000
+    assert f"time budget 4 s: {payload['samples']} samples a side" in payload["method"]
+
+
+@pytest.mark.parametrize("prefix", _PREFIXES)
 def test_pair_override_is_validated_against_the_relation(prefix):
     for name in _installed(prefix):
         t = get_target(name)
