@@ -251,7 +251,7 @@ def sorted_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             held = np.bincount(offset) > 0
             rank = np.cumsum(held) - 1
             return (np.flatnonzero(held).astype(wide) + wide(low)).astype(arr.dtype), rank[offset]
-    order = np.argsort(arr)
+    order = sorting_order(arr)
     ordered = arr[order]
     new = np.empty(len(arr), dtype=bool)
     new[0] = True
@@ -261,6 +261,55 @@ def sorted_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.empty(len(arr), dtype=np.int64)
     codes[order] = np.cumsum(new) - 1
     return ordered[new], codes
+
+
+_PACKED_TIES = 16  # sorting_order falls back to an argsort when more than 1/this of the elements tie
+
+
+def sorting_order(arr: np.ndarray) -> np.ndarray:
+    """A permutation that sorts the 1-D number array ``arr`` (``arr[order]`` is ``np.sort(arr)``; equal
+    values in any order, as ``np.argsort``'s default). Integers, and floats without NaN: each element's
+    order-preserving 64-bit key (its value less the smallest, shifted right just enough) is packed above
+    its index and the packed integers are sorted by numpy's SIMD sort, several times an argsort's speed;
+    the elements whose shifted keys tie are put in order by their full keys (an argsort of the ties
+    only). Anything else, or too many ties: ``np.argsort``."""
+    arr = np.asarray(arr).reshape(-1)
+    n = len(arr)
+    if n < 2 or n >= 2**32 or arr.dtype.kind not in "iuf" or arr.dtype.itemsize > 8:
+        return np.argsort(arr)
+    if arr.dtype.kind == "f":
+        bits = arr.astype(np.float64, copy=False).view(np.uint64)
+        if np.isnan(arr).any():
+            return np.argsort(arr)  # NaNs sort last
+        key = np.where(bits >> np.uint64(63) == 1, ~bits, bits | np.uint64(1 << 63))  # -0.0 just below 0.0
+    elif arr.dtype.kind == "i":
+        key = arr.astype(np.int64, copy=False).view(np.uint64) ^ np.uint64(1 << 63)
+    else:
+        key = arr.astype(np.uint64, copy=False)
+    low = key.min()
+    index_bits = (n - 1).bit_length()
+    shift = max(0, (int(key.max()) - int(low)).bit_length() - (64 - index_bits))
+    top = (key - low) >> np.uint64(shift)
+    packed = (top << np.uint64(index_bits)) | np.arange(n, dtype=np.uint64)
+    packed.sort()
+    order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
+    if not shift:  # the keys themselves: equal only for equal values
+        return order
+    top = packed >> np.uint64(index_bits)
+    tie = top[1:] == top[:-1]
+    ties = int(np.count_nonzero(tie))
+    if not ties:
+        return order
+    if ties > n // _PACKED_TIES:
+        return np.argsort(arr)
+    tied = np.zeros(n, dtype=bool)
+    tied[:-1] |= tie
+    tied[1:] |= tie
+    at = np.flatnonzero(tied)  # runs of consecutive positions, one run per shared shifted key
+    run = np.cumsum(np.concatenate([[True], (np.diff(at) > 1) | (top[at][1:] != top[at][:-1])]))
+    members = order[at]
+    order[at] = members[np.lexsort((key[members], run))]
+    return order
 
 
 def sorted_unique(arr: np.ndarray) -> np.ndarray:

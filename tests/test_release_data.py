@@ -704,6 +704,43 @@ def test_sorted_distinct_and_unique_are_numpys_unique(arr):
     assert unique.dtype == values.dtype and np.array_equal(unique, values, equal_nan=True)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.integers(-(2**63), 2**63 - 1), max_size=300).map(lambda v: np.array(v, dtype=np.int64)),
+        st.lists(st.integers(0, 2**64 - 1), max_size=300).map(lambda v: np.array(v, dtype=np.uint64)),
+        st.lists(st.integers(-5, 5), max_size=300).map(lambda v: np.array(v, dtype=np.int16)),
+        st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=300).map(lambda v: np.array(v)),
+        st.lists(st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1e308, -np.inf]), max_size=300).map(np.array),
+        st.lists(st.floats(width=32, allow_nan=False), max_size=300).map(lambda v: np.array(v, dtype=np.float32)),
+    )
+)
+def test_sorting_order_sorts_as_argsort_does(arr):
+    """The packed sort's permutation sorts every number array as np.argsort's does (equal values in any
+    order): integers over their whole range, floats with ±0, subnormals, infinities (NaN: an argsort)."""
+    from dpharness._records import sorting_order
+
+    order = sorting_order(arr)
+    assert np.array_equal(np.sort(order), np.arange(len(arr)))
+    assert np.array_equal(arr[order], np.sort(arr), equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sorting_order_puts_shared_top_bits_in_order(seed):
+    """Ids spread over the whole int64 range, a few of them a unit apart (their keys share the packed
+    top bits: ordered by their full keys), and floats one ulp apart: sorted as np.sort sorts them."""
+    from dpharness._records import sorting_order
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(-(2**63), 2**63 - 1, 50_000, dtype=np.int64)
+    close = ids[:300] + np.int64(1)  # a unit apart: the same shifted key
+    for arr in (np.concatenate([ids, close, ids[:50]]), np.nextafter(ids.astype(float), np.inf)):
+        arr = np.concatenate([arr, arr[:200].astype(arr.dtype)])
+        rng.shuffle(arr)
+        order = sorting_order(arr)
+        assert np.array_equal(arr[order], np.sort(arr))
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 40), st.integers(2, 4), st.integers(0, 2**32 - 1), st.sampled_from([2**63, 2**14, 2**9, 50]))
 def test_canonical_rows_sorts_as_lexsort_does(n, dim, seed, limit):

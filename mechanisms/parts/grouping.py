@@ -907,7 +907,7 @@ def canonical_rows(arr: np.ndarray, rows: np.ndarray, b: Any) -> np.ndarray:
     the bounding draws of a data set are the same however it is laid out."""
     if len(rows) < 2:
         return rows
-    from dpharness._records import sorted_distinct
+    from dpharness._records import sorted_distinct, sorting_order
 
     sub = arr[rows]
     n = len(rows)
@@ -927,7 +927,7 @@ def canonical_rows(arr: np.ndarray, rows: np.ndarray, b: Any) -> np.ndarray:
             columns = [sub[:, j] for j in reversed(others)]
             return rows[np.lexsort((*columns, sub[:, b.by], sub[:, b.user]))]
         key, span = key * width + rank, span * width
-    return rows[np.argsort(key)]
+    return rows[sorting_order(key)]  # distinct integers: the one order
 
 
 _DIGITS_LIMIT = 2**63  # canonical_rows' integer keys stay below it (int64)
