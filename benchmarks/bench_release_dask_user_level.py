@@ -135,8 +135,9 @@ def main() -> None:
         "(benchmarks/bench_release_dask_user_level.py)",
         "",
         f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} "
-        f"at the end; {rows:.0e} rows in {directory}; 2 workers x 1 thread; release seed 1; command: "
-        f"`python benchmarks/bench_release_dask_user_level.py --rows {args.rows:g}`",
+        f"at the end; {rows:.0e} rows in {directory}; 2 workers x 1 thread; release seed 1; least wall time of "
+        f"{args.repeats} run(s) each; command: `python benchmarks/bench_release_dask_user_level.py --rows {args.rows:g}"
+        f"{f' --repeats {args.repeats}' if args.repeats != 1 else ''}`",
         "",
         "| what | seconds | released countries | peak RSS per worker (MB) | driver peak RSS (MB) |",
         "|---|---|---|---|---|",
