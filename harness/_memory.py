@@ -69,7 +69,7 @@ def reused_memory() -> Iterator[None]:
     started, lib = _started_with(), None
     if started is not None:
         lib = _glibc()
-    if lib is None:
+    if lib is None or started is None:
         yield
         return
     with _lock:
