@@ -79,6 +79,10 @@ _POOL_MIN_SECONDS = 3.0  # an audit's draws expected to take this long in one pr
 _POOL_MIN_DRAWS = 200_000_000  # as do this many draws (the draws the audit makes, both sides: see _draws)
 _RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
 _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
+_TRAIN_FULL = 1_000_000  # training samples a side taken at the full train_fraction; past them, training
+_TRAIN_SLOPE = 0.01  # grows by this share of the further samples: a training sample costs about ten
+# certification samples (every family's features, proposals and ranking), so a larger audit's extra
+# samples go to certification (an audit of 5·10^7 a side trains on 1.4·10^6, of 3.1·10^8 on 4·10^6)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
@@ -88,6 +92,12 @@ _EVERY_PAIR_BELOW = 20_000  # training samples a side below which every pair is 
 _TIE_SLACK = 0.02  # a witness pair projected within this much (absolute) of the best is certified alone,
 _TIE_SHARE = 0.05  # or within this share of the best projected bound
 _ROBUST_SHARE = 4  # max_events // this slots go to the best events under the multiplicity-aware shading
+# families whose events are counted through bit features of every output (float cells, round trips,
+# sub-binade ranges: 3-7 ns an output each, against a threshold's 0.2-0.4 ns, and a fast sampler's
+# 15-20 ns): certified only where training says they see more than the values (_trim_costly), and on
+# at most _COSTLY_CERT samples a side
+_COSTLY_FAMILIES = frozenset({"float structure", "rounding"})
+_COSTLY_CERT = 10_000_000  # certification samples a side their events are counted on, at most
 
 
 @dataclass(frozen=True)
@@ -117,7 +127,11 @@ class _Settings:
 
 def _split(samples: int, train_fraction: float) -> tuple[int, int]:
     """(training, certification) samples a side of an audit of ``samples`` a side."""
-    train_n = int(min(max(round(samples * train_fraction), min(samples // 2, 2_000)), _TRAIN_MAX))
+    train_n = max(round(samples * train_fraction), min(samples // 2, 2_000))
+    if train_n > _TRAIN_FULL:
+        full = _TRAIN_FULL / train_fraction  # the samples whose share is _TRAIN_FULL
+        train_n = max(_TRAIN_FULL, round(_TRAIN_FULL + _TRAIN_SLOPE * (samples - full)))
+    train_n = int(min(train_n, _TRAIN_MAX))
     return train_n, samples - train_n
 
 
@@ -1096,6 +1110,11 @@ def _rank(
     events = [prop.event for prop in proposals]
     known_a = _ev.histogram_counts(events, train_a) if w_a is None else {}
     known_b = _ev.histogram_counts(events, train_b) if w_b is None else {}
+    # half-lines and intervals of float outputs are counted on the sorted outputs by binary search;
+    # the sorted positions they hit on both sides tell their memberships apart as exactly as masks do
+    # (among themselves: one with the same membership as an event of another kind is not noticed)
+    ranges_a = _ev.range_counts(events, train_a) if w_a is None and w_b is None else {}
+    ranges_b = _ev.range_counts(events, train_b) if ranges_a else {}
 
     def masks(event: Event) -> tuple[np.ndarray, np.ndarray]:
         return (np.asarray(event.contains(rows_a), dtype=bool), np.asarray(event.contains(rows_b), dtype=bool))
@@ -1107,6 +1126,9 @@ def _rank(
     for i, prop in enumerate(proposals):
         if i in known_a and i in known_b:
             ka, kb, sig = known_a[i], known_b[i], None
+        elif i in ranges_a and i in ranges_b:
+            (ka, first_a, end_a), (kb, first_b, end_b) = ranges_a[i], ranges_b[i]
+            sig = hash(("sorted positions", first_a, end_a, first_b, end_b))
         else:
             ma, mb = masks(prop.event)
             ka = int(np.count_nonzero(ma)) if w_a is None else int(w_a[ma].sum())
@@ -1132,6 +1154,8 @@ def _rank(
         signatures.append(sig_j)
     hits_a, hits_b = np.array(ha), np.array(hb)
     pa, pb = hits_a / na, hits_b / nb
+    # each projected on the certification samples it will be counted on (a costly family's: fewer)
+    on = np.array([min(cert_n, _COSTLY_CERT) if p.family in _COSTLY_FAMILIES else cert_n for p in kept])
     sa, sb = np.sqrt(pa * (1 - pa) / na), np.sqrt(pb * (1 - pb) / nb)
 
     def shaded(z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -1139,10 +1163,10 @@ def _rank(
         # projected as if that side's probability were known to be 0 (many narrow cells have a few hits
         # on one side and none on the other by chance alone)
         fwd = _stats.projected_epsilon(
-            np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb + z * z / nb, 1), cert_n, level, delta
+            np.maximum(pa - z * sa, 0), np.minimum(pb + z * sb + z * z / nb, 1), on, level, delta
         )
         bwd = _stats.projected_epsilon(
-            np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa + z * z / na, 1), cert_n, level, delta
+            np.maximum(pb - z * sb, 0), np.minimum(pa + z * sa + z * z / na, 1), on, level, delta
         )
         return fwd, bwd
 
@@ -1150,12 +1174,8 @@ def _rank(
     fwd_r, bwd_r = shaded(max(_RANK_Z, math.sqrt(2.0 * math.log(max(2, 2 * len(kept))))))
     hint = np.array([p.one_sided for p in kept])
     zero = np.zeros(len(kept))
-    fwd1 = np.where(
-        hint & (hits_b == 0) & (hits_a > 0), _stats.projected_epsilon(pa, zero, cert_n, level, delta), -np.inf
-    )
-    bwd1 = np.where(
-        hint & (hits_a == 0) & (hits_b > 0), _stats.projected_epsilon(pb, zero, cert_n, level, delta), -np.inf
-    )
+    fwd1 = np.where(hint & (hits_b == 0) & (hits_a > 0), _stats.projected_epsilon(pa, zero, on, level, delta), -np.inf)
+    bwd1 = np.where(hint & (hits_a == 0) & (hits_b > 0), _stats.projected_epsilon(pb, zero, on, level, delta), -np.inf)
     out: list[_Candidate] = []
     for i, prop in enumerate(kept):
         out.append(
@@ -1223,6 +1243,32 @@ def _select(cands: list[_Candidate], max_events: int) -> list[_Candidate]:
     take(rare, min(max_events, len(chosen) + slots))
     take(ordinary, max_events)
     return chosen
+
+
+def _trim_costly(chosen: list[_Candidate], ranked: Sequence[_Candidate], limit: int) -> list[_Candidate]:
+    """``chosen`` without the events of the :data:`_COSTLY_FAMILIES` that training gives no reason to
+    count: with ``B`` the best ``score`` of the other families' candidates (on the pairs certified),
+    such an event is kept when its ``robust_score`` (shaded for multiplicity) exceeds ``B`` — the
+    float structure says more than the values — or when it holds a one-sided slot (outputs one input
+    may never produce: a handful of hits certify a large ε). The others only widen the Bonferroni
+    share: where the float structure carries nothing but the values' ratio, their projections tie with
+    the value events'. Without a candidate of another family nothing is dropped; the best one is
+    certified even when ``_select`` left it out (in place of the weakest costly one when ``limit``
+    candidates are kept). The choice reads training draws only, so the certification samples stay fresh."""
+    others = [c for c in ranked if c.source not in _COSTLY_FAMILIES and not math.isnan(c.score)]
+    if not others:
+        return chosen
+    best_other = max(others, key=lambda c: c.score)
+
+    def worth(c: _Candidate) -> bool:
+        return c.source not in _COSTLY_FAMILIES or c.robust_score > best_other.score or c.one_sided_score > 0
+
+    kept = [c for c in chosen if worth(c)]
+    if not any(c.source not in _COSTLY_FAMILIES for c in kept):
+        if len(kept) >= limit:
+            kept.remove(min(kept, key=lambda c: max(c.score, c.robust_score, c.one_sided_score)))
+        kept.append(best_other)
+    return kept
 
 
 _PAIR_SCORES = ("robust_score", "score", "one_sided_score")  # how pairs are ranked, in order of trust
@@ -1327,6 +1373,7 @@ class _Certified:
     observed: list | None = None  # [pair][side] Raises: observations of "one release raises" (probes or calls)
     raised: list | None = None  # [pair][side] Raises: certification calls that raised
     excluded: frozenset = frozenset()  # pairs whose output events certified nothing (vectorised calls raised)
+    counted: tuple = ()  # samples a side each chosen candidate was counted on (fewer than n: a costly family's)
 
 
 # a sequential audit looks after these fractions of its certification chunks; the last look spends half
@@ -1355,13 +1402,14 @@ def _observations(
     counts: list,
     chosen: list[_Candidate],
     slot: list,
-    n: int,
+    n: int | Sequence[int],
     raising: Sequence[_RaiseCandidate],
     observed: list | None,
     excluded: frozenset,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(hits, calls) on the numerator side and on the denominator side of every candidate: the
-    output events on ``n`` samples a side, then the raise events on their observations.
+    output events on ``n`` samples a side (one for all, or per chosen candidate), then the raise
+    events on their observations.
 
     An output event of an ``excluded`` pair gets 0 numerator hits, i.e. the trivial bound
     Pr[M(numerator) ∈ S] >= 0: it certifies nothing, yet keeps its share of α (it was chosen before
@@ -1370,7 +1418,7 @@ def _observations(
     h1, h0 = _hits(counts, chosen, slot)
     if excluded:
         h1 = np.where([p in excluded for p, _i in slot], 0, h1).astype(np.int64)
-    n1 = np.full(len(chosen), n, dtype=np.int64)
+    n1 = np.broadcast_to(np.asarray(n, dtype=np.int64), (len(chosen),)).copy()
     n0 = n1.copy()
     rows = []  # (numerator raised, calls, denominator raised, calls) of each raise event
     for rc in raising:
@@ -1437,6 +1485,14 @@ def _certify(
     if s.sequential:  # at least 8 chunks, so that there are looks to take
         chunk = max(1, min(chunk, math.ceil(s.cert_n / 8)))
     plan = _runner.chunk_plan(s.cert_n, chunk)
+    # the events of the costly families are counted on their first _COSTLY_CERT samples a side only (an
+    # event a candidate of another family shares, on every chunk)
+    everywhere = {(p, i) for c, (p, i) in zip(chosen, slot) if c.source not in _COSTLY_FAMILIES}
+    costly_chunks = -(-min(s.cert_n, _COSTLY_CERT) // chunk)
+    limits = [
+        [len(plan) if (p, i) in everywhere else costly_chunks for i in range(len(lst))]
+        for p, lst in enumerate(events_per_pair)
+    ]
     # the raise events are observed on size-1 probes (vectorised samplers) or on the certification
     # calls themselves (a per-call sampler: those pairs are drawn even when they have no output event)
     probes = [0] * len(pairs)
@@ -1444,7 +1500,11 @@ def _certify(
         probes[rc.pair] = min(s.cert_n, _RAISE_PROBES) if s.vectorized else 1
     drawn = [bool(lst) or (probes[p] > 0 and not s.vectorized) for p, lst in enumerate(events_per_pair)]
     n_probe_tasks = sum(2 * math.ceil(k / _runner.PROBE_CHUNK) for k in probes) if s.vectorized else 0
-    n_tasks = sum(2 * len(plan) for p in range(len(pairs)) if drawn[p]) + n_probe_tasks
+    spans = [
+        len(plan) if not events_per_pair[p] or (probes[p] > 0 and not s.vectorized) else max(limits[p])
+        for p in range(len(pairs))
+    ]
+    n_tasks = sum(2 * spans[p] for p in range(len(pairs)) if drawn[p]) + n_probe_tasks
     bar = _runner.Progress(n_tasks, s.show, f"audit {s.name}")
     # the pool runs certification when the audit's draws take long here (by the training pace) or are
     # many (:func:`_pooled`, the rule training followed); the counts are the same either way
@@ -1473,6 +1533,7 @@ def _certify(
             chunk_range=(done, end),
             outcomes=True,
             probes=probes,
+            limits=limits,
         )
         assert isinstance(more, _runner.Counted)  # outcomes=True returns a Counted
         for p in range(len(pairs)):
@@ -1487,7 +1548,8 @@ def _certify(
             for p in range(len(pairs))
             if not _output_events_sound(s.vectorized, bool(raised[p][0].raised or raised[p][1].raised))
         )
-        h1, n1, h0, n0 = _observations(counts, chosen, slot, n, raising, observed, excluded)
+        counted = [plan.samples(min(end, limits[p][i])) for p, i in slot]
+        h1, n1, h0, n0 = _observations(counts, chosen, slot, counted, raising, observed, excluded)
         eb, db = _bounds(h1, h0, n1, 1.0 - a, s, n0=n0)
         taken.append((n, 1.0 - a))
         if not s.sequential:
@@ -1514,6 +1576,7 @@ def _certify(
         observed,
         raised,
         excluded,
+        tuple(counted),
     )
 
 
@@ -1540,15 +1603,21 @@ def _calls_word(vectorized: bool) -> str:
 
 def _certified_on(s: _Settings, chosen: list[_Candidate], cert: _Certified) -> str:
     """What the candidates were certified on, in words."""
+    fewer = sorted({(n, c.source) for c, n in zip(chosen, cert.counted) if n < cert.n})
+    if fewer:
+        families = " and ".join(sorted({f for _n, f in fewer}))
+        on = f"certified on {cert.n} fresh samples a side (the {families} events on the first {fewer[0][0]} of them)"
+    else:
+        on = f"certified on {cert.n} fresh samples a side"
     if not cert.raising:
-        return f"certified on {cert.n} fresh samples a side"
+        return on
     if not s.vectorized:
-        return f"certified on {cert.n} fresh samples a side (the event 'one release raises' on the same calls)"
+        return f"{on} (the event 'one release raises' on the same calls)"
     observed = cert.observed
     assert observed is not None  # set whenever raise events were certified
     calls = max(observed[rc.pair][side].calls for rc in cert.raising for side in (0, 1))
     probes = f"the event 'one release raises' on up to {calls} fresh size-1 calls a side"
-    return f"certified on {cert.n} fresh samples a side and {probes}" if chosen else f"certified {probes}"
+    return f"{on} and {probes}" if chosen else f"certified {probes}"
 
 
 def _raise_witness(
@@ -1625,7 +1694,8 @@ def _certification_record(chosen: list[_Candidate], cert: _Certified, eb: Any) -
     ``[pair, numerator is data, numerator hits, numerator n, denominator hits, denominator n, family]``
     (output events, then raise events); ``confidence``/``candidates``: what the bounds were computed
     at (a sequential audit: the last look's share of α), so each one-sided bound is at eb.level."""
-    h1, n1, h0, n0 = _observations(cert.counts, chosen, cert.slot, cert.n, cert.raising, cert.observed, cert.excluded)
+    n = cert.counted or cert.n
+    h1, n1, h0, n0 = _observations(cert.counts, chosen, cert.slot, n, cert.raising, cert.observed, cert.excluded)
     who = [(p, c.forward, c.source) for c, (p, _i) in zip(chosen, cert.slot)]
     who += [(rc.pair, rc.forward, _RAISES) for rc in cert.raising]
     rows = [
@@ -1677,8 +1747,8 @@ def _result(
         cnt = {
             "hits_data": int(cert.counts[p][0][i]),
             "hits_neighbor": int(cert.counts[p][1][i]),
-            "n_data": cert.n,
-            "n_neighbor": cert.n,
+            "n_data": cert.counted[best] if cert.counted else cert.n,
+            "n_neighbor": cert.counted[best] if cert.counted else cert.n,
         }
     sources = sorted({c.source for c in chosen} | ({_RAISES} if cert.raising else set()))
     method = (
@@ -1798,8 +1868,8 @@ def audit(
     ``epsilon``/``delta``: the claim to test (a Mechanism: its own claim by default, a Rényi claim
     converted to (ε, 1e-6)-DP unless ``delta`` is given; a callable: ``epsilon`` is required, δ = 0
     by default).
-    ``samples``: outputs per side per pair, of which ``train_fraction`` (at most 4·10^6) choose
-    events and the rest certify. ``max_events``: (event, direction) candidates certified in all,
+    ``samples``: outputs per side per pair, of which ``train_fraction`` (up to 10^6, then 1% of the
+    further samples, at most 4·10^6) choose events and the rest certify. ``max_events``: (event, direction) candidates certified in all,
     the Bonferroni count (fewer: a smaller penalty, but less chance to keep the best event);
     up to half of them go to events seen on one side only. ``ideal_numerics=True`` skips
     floating-point events (float structure, rounding: audit the mathematical mechanism, not its
@@ -1906,7 +1976,7 @@ def audit(
             kept = _certified_pairs(ranked, raising, witness, every=every)
         ranked = [c for c in ranked if c.pair in kept]
         raising = [rc for rc in raising if rc.pair in kept]
-        chosen = _select(ranked, s.max_events - len(raising))
+        chosen = _trim_costly(_select(ranked, s.max_events - len(raising)), ranked, s.max_events - len(raising))
         kind = next((o.kind for o in reversed(outcomes) if o.usable), None)
         train_raises = [(o.raises_a, o.raises_b) for o in outcomes]
         proposed = sum(o.proposed for o in outcomes)

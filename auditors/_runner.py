@@ -697,6 +697,7 @@ class _CountJob:
     chunks: ChunkPlan  # (start, size) per chunk
     outcomes: bool = False  # a call that raises is recorded: run returns (counts, Raises)
     probe_chunks: tuple = ()  # per pair: a ChunkPlan of its probes (empty tuple: none)
+    limits: tuple = ()  # per pair: per event, the chunks it is counted on (the first ones); () every chunk
 
     def run(self, task: tuple) -> np.ndarray | tuple[np.ndarray, Raises]:
         if len(task) == 4:
@@ -714,22 +715,30 @@ class _CountJob:
             out, raised = self.sampler.outcome(self.inputs[pair][side], size, rng, where=where, start=start)
             if out is None:
                 return np.zeros(len(self.events[pair]), dtype=np.int64), raised
-            return self._count(pair, out, where), raised
+            return self._count(pair, out, where, c), raised
         out = self.sampler(self.inputs[pair][side], size, rng, where=where, start=start)
-        return self._count(pair, out, where)
+        return self._count(pair, out, where, c)
 
-    def _count(self, pair: int, out: np.ndarray, where: str) -> np.ndarray:
+    def counted(self, pair: int, c: int) -> list[int]:
+        """The events of ``pair`` counted on chunk ``c`` (all but those whose limit it is past)."""
+        n = len(self.events[pair])
+        return list(range(n)) if not self.limits else [i for i in range(n) if c < self.limits[pair][i]]
+
+    def _count(self, pair: int, out: np.ndarray, where: str, c: int) -> np.ndarray:
         check_signature(out, self.ref, self.sampler.name, where)
-        counts = np.empty(len(self.events[pair]), dtype=np.int64)
+        counts = np.zeros(len(self.events[pair]), dtype=np.int64)
+        active = self.counted(pair, c)
+        events = [self.events[pair][i] for i in active]
         # an event is a set of outputs: on a chunk of few distinct outputs it is evaluated once per distinct
         # output and its hits weighted by their rows; otherwise the events that are sets of keys are read
         # off one histogram of the chunk's keys. Either way, the same counts as row by row.
         distinct = _events.distinct_outputs(out)
         rows, weights = (out, None) if distinct is None else distinct
-        known = _events.histogram_counts(self.events[pair], out) if distinct is None else {}
-        for i, ev in enumerate(self.events[pair]):
-            if i in known:
-                counts[i] = known[i]
+        known = _events.histogram_counts(events, out) if distinct is None else {}
+        for j, ev in enumerate(events):
+            i = active[j]
+            if j in known:
+                counts[i] = known[j]
                 continue
             hit = np.asarray(ev.contains(rows), dtype=bool)
             if hit.shape != (len(rows),):
@@ -1265,6 +1274,7 @@ def count_events(
     chunk_range: tuple[int, int] | None = None,
     outcomes: bool = False,
     probes: Sequence[int] = (),
+    limits: Sequence[Sequence[int]] = (),
 ) -> list[list[np.ndarray]] | Counted:
     """Hits of each pair's events on ``total`` fresh samples a side: array [pair][side][event] (ragged -> list).
 
@@ -1281,7 +1291,11 @@ def count_events(
     size-1 calls a side observe whether one release raises (in chunks of :data:`PROBE_CHUNK`; with
     ``chunk_range`` the probe chunks in the same proportion of theirs); for a per-call sampler, whose
     certification calls are themselves such observations, a positive number only asks for the pair
-    to be drawn even when it has no events."""
+    to be drawn even when it has no events.
+
+    ``limits[pair][event]`` (default: every chunk): an event is counted on the first that many chunks
+    of the plan only (its hits are then of their samples, :meth:`ChunkPlan.samples`); a chunk none of
+    whose pair's events is counted on is not drawn, unless the pair's calls are its raise probes."""
     _cluster.check_cluster(cluster)
     if probes and not outcomes:
         raise ParameterError("probes= observes raising calls; pass outcomes=True with it.")
@@ -1298,19 +1312,29 @@ def count_events(
         chunks,
         outcomes,
         probe_chunks,
+        tuple(tuple(int(k) for k in lim) for lim in limits),
     )
     drawn = [bool(len(events[p])) or (probes[p] > 0 and not sampler.vectorized) for p in range(len(inputs))]
+    # the chunks of a pair drawn: all, or those some event is counted on (its calls not its raise probes)
+    ends = [
+        stop
+        if not limits or not len(events[p]) or (probes[p] > 0 and not sampler.vectorized)
+        else min(stop, max(first, max(int(k) for k in limits[p])))
+        for p in range(len(inputs))
+    ]
     # the probe chunks of this look: the same fraction of theirs as the chunks of the plan
     probe_ranges = [
         ((first * len(plan)) // max(1, len(chunks)), (stop * len(plan)) // max(1, len(chunks))) for plan in probe_chunks
     ]
-    n_tasks = 2 * sum(drawn) * max(0, stop - first) + sum(2 * max(0, hi - lo) for lo, hi in probe_ranges)
+    n_tasks = sum(2 * max(0, ends[p] - first) for p in range(len(inputs)) if drawn[p]) + sum(
+        2 * max(0, hi - lo) for lo, hi in probe_ranges
+    )
 
     def all_tasks():  # generated, never held: a plan of 10^7 chunks is not a list of 10^7 tasks
         for p in range(len(inputs)):
             if drawn[p]:
                 for s in (0, 1):
-                    yield from ((p, s, c) for c in range(first, stop))
+                    yield from ((p, s, c) for c in range(first, ends[p]))
         for p, (lo, hi) in enumerate(probe_ranges):
             for s in (0, 1):
                 yield from ((p, s, c, PROBE) for c in range(lo, hi))

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpharness.core import Event
+from dpharness.core import Event, HalfLine
 from dpharness.errors import MechanismError
 
 __all__ = [
@@ -381,6 +381,45 @@ def histogram_counts(events, out) -> dict[int, int]:
                 hits[i] = n - _set_hits(f.inside.keys, uniq, counts, ascending)
             else:
                 hits[i] = _set_hits(f.keys, uniq, counts, ascending)
+    return hits
+
+
+def range_counts(events, out) -> dict[int, tuple[int, int, int]]:
+    """Hits on ``out`` (a 1-D float array) of the events among ``events`` that are half-lines
+    (:class:`~dpharness.core.HalfLine` of a float bound) or intervals (:class:`_Interval`), read off
+    the sorted outputs by binary search: {index in ``events``: (hits, first, end)}, the rows hit being
+    those at sorted positions ``first`` to ``end`` (so two such events of the same positions on
+    both sides of a pair have the same membership). Exactly the rows each membership accepts: NaN
+    sorts last and no comparison accepts it; -0.0 and 0.0 compare equal wherever they sort. Other
+    events, and other outputs, are left to the caller."""
+    x = np.asarray(out)
+    if x.ndim != 1 or x.dtype != np.float64:
+        return {}
+    found: list[tuple[int, float | None, float | None, bool]] = []  # (index, lo, hi, hi included)
+    for i, ev in enumerate(events):
+        f = getattr(ev, "contains", ev)
+        if isinstance(f, _Interval) and type(f.lo) is float and type(f.hi) is float:
+            found.append((i, f.lo, f.hi, False))  # lo <= x < hi
+        elif isinstance(f, HalfLine) and type(f.t) is float:
+            found.append((i, f.t, None, False) if f.above else (i, None, f.t, True))  # t <= x, or x <= t
+    if not found:
+        return {}
+    s = cached(_sorted_floats, x)
+    not_nan = int(np.searchsorted(s, np.nan, side="left"))  # NaN sorts last
+    hits: dict[int, tuple[int, int, int]] = {}
+    for i, lo, hi, closed in found:
+        if (lo is not None and math.isnan(lo)) or (hi is not None and math.isnan(hi)):
+            hits[i] = (0, 0, 0)  # a comparison with NaN accepts nothing
+            continue
+        first = 0 if lo is None else int(np.searchsorted(s, lo, side="left"))
+        if hi is None:
+            end = not_nan
+        elif closed:
+            end = min(int(np.searchsorted(s, hi, side="right")), not_nan)
+        else:
+            end = min(int(np.searchsorted(s, hi, side="left")), not_nan)
+        end = max(end, first)
+        hits[i] = (end - first, first, end)
     return hits
 
 

@@ -314,9 +314,10 @@ def delta_lower_bound(
     )
 
 
-def projected_epsilon(p1_hat, p0_hat, n: int, level: float, delta: float = 0.0) -> np.ndarray:
+def projected_epsilon(p1_hat, p0_hat, n: "int | np.ndarray", level: float, delta: float = 0.0) -> np.ndarray:
     """Heuristic for ranking events on training data (never a certificate): the Clopper-Pearson bound
-    ln((p1_lo − δ)/p0_hi) that counts n·p1_hat, n·p0_hat among n certification samples would give."""
+    ln((p1_lo − δ)/p0_hi) that counts n·p1_hat, n·p0_hat among n certification samples would give
+    (``n`` one size for all, or one per estimate)."""
     p1 = np.clip(np.asarray(p1_hat, dtype=float), 0.0, 1.0)
     p0 = np.clip(np.asarray(p0_hat, dtype=float), 0.0, 1.0)
     # round the expected counts to whole hits, tolerating the float error of p·n (7/10^5 · 10^5 is 6.99…)

@@ -762,6 +762,9 @@ def _estimate_seconds(mechanism, samples: int) -> float:
 
     pilot = 100_000
     data, _ = mechanism.example_pair()
+    # a first small call loads the sampler's code (numba's cached loops of the exact samplers: 0.3-0.6 s,
+    # which timed with the pilot made the estimate of a 5·10^7 audit of 6 s read 600 s)
+    mechanism.sample(data, 16, np.random.default_rng(0))
     t0 = time.perf_counter()
     mechanism.sample(data, pilot, np.random.default_rng(0))
     return (time.perf_counter() - t0) / pilot * samples * 2 * _AUDIT_OVERHEAD

@@ -656,9 +656,20 @@ class Event:
 
     @staticmethod
     def threshold(t: float, above: bool = True) -> "Event":
-        if above:
-            return Event(lambda out: np.asarray(out) >= t, f"output >= {t}")
-        return Event(lambda out: np.asarray(out) <= t, f"output <= {t}")
+        return Event(HalfLine(t, above), f"output {'>=' if above else '<='} {t}")
+
+
+class HalfLine:
+    """``output >= t`` (``above``) or ``output <= t``, elementwise: an event's membership that the
+    auditor may also count on sorted outputs by a binary search (its bound and side are kept)."""
+
+    __slots__ = ("t", "above")
+
+    def __init__(self, t: Any, above: bool) -> None:
+        self.t, self.above = t, above
+
+    def __call__(self, out: Any) -> np.ndarray:
+        return np.asarray(out) >= self.t if self.above else np.asarray(out) <= self.t
 
 
 @dataclass(frozen=True)
