@@ -9,8 +9,8 @@ the true ε:
 1. *Pairs*: the given pair; for a catalog mechanism without one, a neighbour search
    (:mod:`.neighbours`); for a callable with ``inputs=``, a search of that input space
    (:mod:`.pairsearch`).
-2. *Training*: a fraction of the samples (10% up to 10^6 a side, then 1% of the
-   further samples, at most 4·10^6) is drawn; on its first half
+2. *Training*: a fraction of the samples (10%, at most 4·10^6 a side; for a pure-DP
+   claim 10% up to 10^6, then 1% of the further samples) is drawn; on its first half
    every applicable *event family* (:mod:`.families`: histograms, thresholds / intervals / atoms,
    coordinates and projections, floating-point structure, rounding (sub-binade range × last bits),
    learned likelihood-ratio scores, tails for (ε, δ) claims) proposes candidate events; the second

@@ -79,10 +79,12 @@ _POOL_MIN_SECONDS = 3.0  # an audit's draws expected to take this long in one pr
 _POOL_MIN_DRAWS = 200_000_000  # as do this many draws (the draws the audit makes, both sides: see _draws)
 _RANK_Z = 1.0  # standard errors by which training estimates are shaded when ranking events
 _TRAIN_MAX = 4_000_000  # training samples a side at most (large audits choose events on more data)
-_TRAIN_FULL = 1_000_000  # training samples a side taken at the full train_fraction; past them, training
-_TRAIN_SLOPE = 0.01  # grows by this share of the further samples: a training sample costs about ten
-# certification samples (every family's features, proposals and ranking), so a larger audit's extra
-# samples go to certification (an audit of 5·10^7 a side trains on 1.4·10^6, of 3.1·10^8 on 4·10^6)
+_TRAIN_FULL = 1_000_000  # training samples a side taken at the full train_fraction; past them, a pure-DP
+_TRAIN_SLOPE = 0.01  # audit's training grows by this share of the further samples: a training sample costs
+# about ten certification samples (every family's features, proposals and ranking), and its events (half-lines,
+# intervals, cells near the centre) are pinned by 10^6 samples, so its extra samples go to certification (5·10^7
+# a side trains on 1.4·10^6, 3.1·10^8 on 4·10^6). An (ε, δ) audit keeps the full share: its tail events are
+# extrapolated from the training's tail (gaussian_rdp at 3.3·10^7 a side: 3.27 on 1.2·10^6, 4.00 on 3.3·10^6)
 _TRAIN_CHUNK = 1 << 17  # training samples per call (training outputs are held in memory)
 _TRAIN_ELEMENTS = 20_000_000  # cap on training output entries a side (wide vectors get fewer rows)
 _ONE_SIDED_SHARE = 2  # up to max_events // this slots go to events seen on one side only
@@ -125,10 +127,10 @@ class _Settings:
     cut_by_time_limit: bool = False  # sized by a time budget, and fewer samples than it fits: the clock's limit
 
 
-def _split(samples: int, train_fraction: float) -> tuple[int, int]:
-    """(training, certification) samples a side of an audit of ``samples`` a side."""
+def _split(samples: int, train_fraction: float, delta: float = 0.0) -> tuple[int, int]:
+    """(training, certification) samples a side of an audit of ``samples`` a side (``delta``: the claim's)."""
     train_n = max(round(samples * train_fraction), min(samples // 2, 2_000))
-    if train_n > _TRAIN_FULL:
+    if train_n > _TRAIN_FULL and delta == 0:
         full = _TRAIN_FULL / train_fraction  # the samples whose share is _TRAIN_FULL
         train_n = max(_TRAIN_FULL, round(_TRAIN_FULL + _TRAIN_SLOPE * (samples - full)))
     train_n = int(min(train_n, _TRAIN_MAX))
@@ -271,7 +273,7 @@ def _settings(
     delta = float(_v.probability("delta", delta, open_right=True))
     if time_budget is not None:
         time_budget = float(_v.positive("time_budget", time_budget))
-    train_n, cert_n = _split(samples, train_fraction)
+    train_n, cert_n = _split(samples, train_fraction, delta)
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
     return _Settings(
@@ -555,7 +557,7 @@ def _draws(samples: int, pairs: int, s: _Settings) -> int:
     """Draws (both sides) an audit of ``samples`` a side over ``pairs`` pairs makes: every pair's
     training (its first ``_SCREEN_TRAIN`` a side when it ranks pairs), the certified pairs' (two at
     most, or every pair below ``_EVERY_PAIR_BELOW`` training samples) rest of training and certification."""
-    train_n, cert_n = _split(samples, s.train_fraction)
+    train_n, cert_n = _split(samples, s.train_fraction, s.delta)
     certified = pairs if train_n < _EVERY_PAIR_BELOW else min(pairs, 2)
     screened = train_n if pairs == 1 or train_n < _EVERY_PAIR_BELOW else min(train_n, _SCREEN_TRAIN)
     return 2 * (pairs * screened + certified * (train_n - screened + cert_n))
@@ -605,7 +607,7 @@ def samples_to_reach(
     level = _level(confidence, max_events, sequential)
     n = _MIN_BUDGET_SAMPLES
     while math.isfinite(epsilon) and n < 2**40:
-        _train_n, cert_n = _split(n, train_fraction)
+        _train_n, cert_n = _split(n, train_fraction, delta)
         if _stats.certifiable_range(cert_n, level, delta).ceiling > epsilon:
             break
         n *= 2
@@ -682,7 +684,7 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if fits(_draws(mid, len(pairs), s), _BUDGET_DRAW_SHARE) else (lo, mid)
         n = lo
-    train_n, cert_n = _split(n, s.train_fraction)
+    train_n, cert_n = _split(n, s.train_fraction, s.delta)
     cut = (
         math.isfinite(clock_left)
         and n < s.samples
@@ -1868,8 +1870,8 @@ def audit(
     ``epsilon``/``delta``: the claim to test (a Mechanism: its own claim by default, a Rényi claim
     converted to (ε, 1e-6)-DP unless ``delta`` is given; a callable: ``epsilon`` is required, δ = 0
     by default).
-    ``samples``: outputs per side per pair, of which ``train_fraction`` (up to 10^6, then 1% of the
-    further samples, at most 4·10^6) choose events and the rest certify. ``max_events``: (event, direction) candidates certified in all,
+    ``samples``: outputs per side per pair, of which ``train_fraction`` (at most 4·10^6; for a pure-DP
+    claim up to 10^6, then 1% of the further samples) choose events and the rest certify. ``max_events``: (event, direction) candidates certified in all,
     the Bonferroni count (fewer: a smaller penalty, but less chance to keep the best event);
     up to half of them go to events seen on one side only. ``ideal_numerics=True`` skips
     floating-point events (float structure, rounding: audit the mathematical mechanism, not its

@@ -112,12 +112,13 @@ def test_an_event_is_counted_on_the_chunks_of_its_limit_only():
     assert len(calls) == 2 * 4
 
 
-def test_training_grows_by_a_hundredth_past_a_million():
+def test_pure_dp_training_grows_by_a_hundredth_past_a_million():
     assert am._split(1_000_000, 0.1) == (100_000, 900_000)
     assert am._split(10_000_000, 0.1) == (1_000_000, 9_000_000)
     assert am._split(50_000_000, 0.1) == (1_400_000, 48_600_000)
     assert am._split(10**9, 0.1)[0] == am._TRAIN_MAX
     assert am._split(4_000_000, 0.5) == (1_020_000, 2_980_000)  # a larger share reaches 10^6 sooner
+    assert am._split(32_768_000, 0.1, 1e-6) == (3_276_800, 29_491_200)  # (ε, δ): tails need the full share
 
 
 @pytest.mark.statistical
