@@ -447,22 +447,88 @@ def _choose_pairs(
     mechanism, data, neighbor, inputs, candidate_witnesses, s: _Settings, notes: list[str]
 ) -> tuple[list[tuple], str, _runner.Sampler]:
     budget = max(100, min(s.train_n, 100_000))
+    search_note: list[str] = []  # the pair search's size under a time budget, when it was cut
     if s.catalog:
         if inputs is not None:
             raise ParameterError(
                 f"inputs={inputs!r:.60} is for plain callables; a catalog mechanism's pairs come from "
                 "its input_spec — drop inputs=, or pass data and neighbor."
             )
-        pairs, how = _pairs_for_catalog(
-            mechanism, data, neighbor, seed=s.seed, budget=budget, candidate_witnesses=candidate_witnesses, notes=notes
-        )
         # the public sample (what users call: it validates the input and calls _sample), so a subclass
         # that overrides sample is audited as it runs; the wrapper keeps the Sampler hashable
         public = mechanism.sample
-        return pairs, how, _runner.Sampler(lambda d, n, rng, _f=public: _f(d, n, rng), s.name, True)
+        sampler = _runner.Sampler(lambda d, n, rng, _f=public: _f(d, n, rng), s.name, True)
+        if s.time_budget is not None and data is None and neighbor is None:
+            try:
+                example = mechanism.example_pair()
+            except Exception:  # noqa: BLE001 - the search reports what fails; the budget is then the usual one
+                example = None
+            if example is not None:
+                budget = _search_budget(sampler, example, budget, s, search_note)
+        pairs, how = _pairs_for_catalog(
+            mechanism, data, neighbor, seed=s.seed, budget=budget, candidate_witnesses=candidate_witnesses, notes=notes
+        )
+        notes.extend(search_note)
+        return pairs, how + "".join(f"; {n}" for n in search_note), sampler
     sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
+    if s.time_budget is not None and inputs is not None and data is None and neighbor is None:
+        from . import pairsearch  # deferred: only callables audited over an input space need it
+
+        if not s.vectorized:
+            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
+        first = pairsearch.first_candidate(inputs, s.seed)
+        if first is not None:
+            budget = _search_budget(sampler, first, budget, s, search_note)
     pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
-    return pairs, how, sampler
+    notes.extend(search_note)
+    return pairs, how + "".join(f"; {n}" for n in search_note), sampler
+
+
+_SEARCH_SHARE = 0.25  # of a time budget, the pair search's draws take at most about this (as on an idle machine)
+_SEARCH_PILOT = 256  # samples a side of the first timed call that bounds the search's cost
+
+
+def _search_budget(sampler: _runner.Sampler, pair: tuple, budget: int, s: _Settings, notes: list[str]) -> int:
+    """The pair search's samples (both sides, every candidate) under a time budget: ``budget`` (the
+    search's usual size) when its draws are expected to take at most ``_SEARCH_SHARE`` of the budget as
+    on an idle machine, else the samples that fit that share (at least the search's minimum,
+    :data:`~dpharness.auditors.pairsearch.MIN_BUDGET`), said in ``notes``. The pace is first bounded by one
+    small timed call a side of ``pair`` (its fixed cost makes a sample look dearer, never cheaper: a fast
+    sampler is not probed further), then measured as :func:`_sized` measures it. A slow callable (a model
+    fit of milliseconds) otherwise spent most of its budget choosing pairs, and was left no time to
+    certify. Every draw here is on the pace probe's own seed stream: the pairs and the result depend on the
+    pace only through the search's size, which the note states."""
+    assert s.time_budget is not None
+    allowed = _SEARCH_SHARE * s.time_budget
+    rng = np.random.default_rng([s.seed, _PACE_STREAM, 2])
+    n = _SEARCH_PILOT if s.vectorized else 1
+    worst = 0.0
+    try:
+        for side in pair:
+            sampler(side, _PROBE_FIRST if s.vectorized else 1, rng, where="the pace probe")  # warms up
+        for side in pair:
+            _clock, idle = _timed(sampler, side, n, rng)
+            worst = max(worst, idle / n)
+    except (MechanismError, UnsupportedError, ParameterError):
+        return budget  # the search meets the same error and reports it
+    if budget * worst <= allowed:
+        return budget
+    paces = _measured_pace(sampler, [pair], s)
+    if paces is None:
+        return budget
+    pace = max(paces[1], 1e-12)
+    if budget * pace <= allowed:
+        return budget
+    from .pairsearch import MIN_BUDGET
+
+    fitted = max(MIN_BUDGET, int(allowed / pace))
+    if fitted >= budget:
+        return budget
+    notes.append(
+        f"time budget {s.time_budget:g} s: the pair search was given {fitted:,} samples in all rather than {budget:,} "
+        f"(at {pace * 1e3:.3g} ms a sample measured in one process, {_SEARCH_SHARE:.0%} of the budget)"
+    )
+    return fitted
 
 
 # --------------------------------------------------------------------------- a budget in time

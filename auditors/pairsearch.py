@@ -1089,6 +1089,17 @@ def callable_pairs(
     return _search(sampler, inputs, seed, budget, max_pairs)
 
 
+def first_candidate(space: Scalars | Vectors | Datasets, seed: int) -> tuple[Any, Any] | None:
+    """The first candidate pair the search would screen without its threshold scan (None: the space has
+    none): a representative pair on which an audit under a time budget times the callable before sizing
+    the search."""
+    try:
+        cands = _candidates(space, _rng(seed, 0, 0, 0))
+    except (ParameterError, ValueError, ArithmeticError):
+        return None
+    return (cands[0][0], cands[0][1]) if cands else None
+
+
 def _search(sampler: Sampler, space, seed: int, budget: int, max_pairs: int) -> tuple[list[tuple[Any, Any]], str]:
     scanned: list = []
     scan_how, scan_used = "", 0

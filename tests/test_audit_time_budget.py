@@ -271,3 +271,44 @@ def test_a_fast_sampler_trains_in_this_process_when_only_certification_is_long(m
     assert not r2.extra["phases"]["pairs"]["on_workers"]
     assert r2.extra["phases"]["certification"]["on_workers"]
     assert (r2.epsilon_lower_bound, r2.counts) == (r1.epsilon_lower_bound, r1.counts)
+
+
+def test_the_pair_search_of_a_slow_callable_takes_a_share_of_its_budget():
+    """50 µs a sample over an input space, a 4 s budget, a cap of 10^6 a side: the pair search's usual
+    10^5 samples would take 5 s, more than the budget; it is given the samples that fit a quarter of it
+    (about 2·10^4; a loaded machine may make the measured pace slower, never faster: fewer), says so, and
+    draws no more than that (a slow model fit once spent 211 s of a 120 s budget choosing pairs)."""
+    import re
+
+    from dpharness.auditors.pairsearch import MIN_BUDGET, Scalars
+
+    r = audit(
+        _slow_laplace(50e-6),
+        inputs=Scalars(0, 1, sensitivity=1),
+        epsilon=1,
+        time_budget=4,
+        samples=1_000_000,
+        seed=0,
+        workers=1,
+    )
+    note = next(n for n in r.extra["notes"] if "the pair search was given" in n)
+    assert note in r.method
+    given = int(re.search(r"was given ([\d,]+) samples", note).group(1).replace(",", ""))
+    assert MIN_BUDGET <= given <= 20_000 and "rather than 100,000" in note, note
+    drawn = int(re.search(r"on (\d+) samples of the callable", r.method).group(1))
+    assert drawn <= given, r.method
+
+
+def test_a_fast_callable_keeps_its_full_pair_search_under_a_budget():
+    from dpharness.auditors.pairsearch import Scalars
+
+    r = audit(
+        _slow_laplace(0),
+        inputs=Scalars(0, 1, sensitivity=1),
+        epsilon=1,
+        time_budget=60,
+        samples=200_000,
+        seed=0,
+        workers=1,
+    )
+    assert not any("the pair search was given" in n for n in r.extra.get("notes", [])), r.extra.get("notes")
