@@ -97,6 +97,12 @@ def main() -> None:
     parser.add_argument("--dir", default=None)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--per-user",
+        action="store_true",
+        help="also time Dask's own row count per user (groupby('user').size(), split over half the partitions): "
+        "the global per-user count any user-level bound needs, without privacy",
+    )
     args = parser.parse_args()
     rows = int(args.rows)
     directory = args.dir or f"/tmp/dpharness-user-level-{rows:.0e}"
@@ -122,8 +128,15 @@ def main() -> None:
         clipped = frame.assign(income=frame.income.clip(0, 200_000))
         return clipped.groupby("country").income.agg(["count", "sum"]).compute()
 
+    def per_user():  # one output partition per two input partitions: a single one holds every user's count
+        frame = dd.read_parquet(directory)
+        return frame.groupby("user").size(split_out=max(1, frame.npartitions // 2)).compute()
+
     base, truth, base_peaks = on_cluster(baseline)
     ours, released, peaks = on_cluster(lambda: dpharness.release(m, dd.read_parquet(directory), seed=1, quiet=True))
+    driver_peak = _peak_mb()  # before the per-user count, whose result (every user's count) comes to this process
+    # last: a worker forked after this process grew would start from its peak
+    users = on_cluster(per_user) if args.per_user else None
     true_means = (truth["sum"] / truth["count"]).to_dict()
     errors = [
         abs(v.sum / v.count - true_means[k]) / true_means[k]
@@ -137,12 +150,17 @@ def main() -> None:
         f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} "
         f"at the end; {rows:.0e} rows in {directory}; 2 workers x 1 thread; release seed 1; least wall time of "
         f"{args.repeats} run(s) each; command: `python benchmarks/bench_release_dask_user_level.py --rows {args.rows:g}"
-        f"{f' --repeats {args.repeats}' if args.repeats != 1 else ''}`",
+        f"{f' --repeats {args.repeats}' if args.repeats != 1 else ''}{' --per-user' if args.per_user else ''}`",
         "",
         "| what | seconds | released countries | peak RSS per worker (MB) | driver peak RSS (MB) |",
         "|---|---|---|---|---|",
         f"| Dask groupby count and clipped sum (no privacy) | {base:.1f} | | {base_peaks} | |",
-        f"| dpharness.release (PROVED at (1, 1e-6)) | {ours:.1f} | {len(released)} | {peaks} | {_peak_mb():.0f} |",
+        *(
+            [f"| Dask groupby('user').size(), {len(users[1]):,} users (no privacy) | {users[0]:.1f} | | {users[2]} | |"]
+            if users
+            else []
+        ),
+        f"| dpharness.release (PROVED at (1, 1e-6)) | {ours:.1f} | {len(released)} | {peaks} | {driver_peak:.0f} |",
         "",
         f"Ratio: {ours / base:.1f}x Dask's own aggregation (each on a fresh cluster: the worker peaks are its own; "
         "the driver's is this process's over both, data generation included when it ran).",
