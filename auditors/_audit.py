@@ -419,8 +419,6 @@ def _pairs_for_callable(
             )
         from . import pairsearch  # deferred: only callables audited over an input space need it
 
-        if not sampler.vectorized:  # the screen's budget is calls to fn(data): keep it small
-            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
         found, how = pairsearch.callable_pairs(
             sampler, inputs, seed=seed, budget=max(budget, pairsearch.MIN_BUDGET), max_pairs=_MAX_PAIRS
         )
@@ -447,7 +445,8 @@ def _choose_pairs(
     mechanism, data, neighbor, inputs, candidate_witnesses, s: _Settings, notes: list[str]
 ) -> tuple[list[tuple], str, _runner.Sampler]:
     budget = max(100, min(s.train_n, 100_000))
-    search_note: list[str] = []  # the pair search's size under a time budget, when it was cut
+    searched = s.time_budget is not None and data is None and neighbor is None  # pairs searched under a budget
+    probe = None  # the pair on which the search's size is fitted to the budget
     if s.catalog:
         if inputs is not None:
             raise ParameterError(
@@ -458,30 +457,30 @@ def _choose_pairs(
         # that overrides sample is audited as it runs; the wrapper keeps the Sampler hashable
         public = mechanism.sample
         sampler = _runner.Sampler(lambda d, n, rng, _f=public: _f(d, n, rng), s.name, True)
-        if s.time_budget is not None and data is None and neighbor is None:
+        if searched:
             try:
-                example = mechanism.example_pair()
+                probe = mechanism.example_pair()
             except Exception:  # noqa: BLE001 - the search reports what fails; the budget is then the usual one
-                example = None
-            if example is not None:
-                budget = _search_budget(sampler, example, budget, s, search_note)
+                probe = None
+    else:
+        sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
+        if inputs is not None and not s.vectorized:  # the screen's budget is calls to fn(data): keep it small
+            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
+        if searched and inputs is not None:
+            from . import pairsearch  # deferred: only callables audited over an input space need it
+
+            probe = pairsearch.first_candidate(inputs, s.seed)
+    cut: list[str] = []  # the pair search's size under a time budget, when it was cut
+    if probe is not None:
+        budget = _search_budget(sampler, probe, budget, s, cut)
+    if s.catalog:
         pairs, how = _pairs_for_catalog(
             mechanism, data, neighbor, seed=s.seed, budget=budget, candidate_witnesses=candidate_witnesses, notes=notes
         )
-        notes.extend(search_note)
-        return pairs, how + "".join(f"; {n}" for n in search_note), sampler
-    sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
-    if s.time_budget is not None and inputs is not None and data is None and neighbor is None:
-        from . import pairsearch  # deferred: only callables audited over an input space need it
-
-        if not s.vectorized:
-            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
-        first = pairsearch.first_candidate(inputs, s.seed)
-        if first is not None:
-            budget = _search_budget(sampler, first, budget, s, search_note)
-    pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
-    notes.extend(search_note)
-    return pairs, how + "".join(f"; {n}" for n in search_note), sampler
+    else:
+        pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
+    notes.extend(cut)
+    return pairs, how + "".join(f"; {n}" for n in cut), sampler
 
 
 _SEARCH_SHARE = 0.25  # of a time budget, the pair search's draws take at most about this (as on an idle machine)
