@@ -72,6 +72,8 @@ _RENYI_DELTA = 1e-6
 _MAX_PAIRS = 4  # searched pairs audited (the proof's witness among them)
 _MAX_AIMED = 6  # pairs aimed by the structure at the terms of the bound (Mechanism.aimed_pairs), on top
 _PER_CALL_SEARCH_BUDGET = 20_000  # calls to a per-call fn(data) the pair search may make
+_SEARCH_MIN = 100  # the pair search's samples in all, at least (its training samples when more, ...
+_SEARCH_MAX = 100_000  # ... up to this)
 _CHUNK = 1_000_000  # samples per chunk for vectorised mechanisms (scaled down for wide outputs)
 _LOOP_CHUNK = 10_000  # samples per chunk at most for fn(data) called in a loop
 _LOOP_CHUNKS = 64  # chunks a side at least (of one call or more) for fn(data) called in a loop
@@ -125,6 +127,7 @@ class _Settings:
     train_fraction: float = 0.1
     time_budget: float | None = None
     cut_by_time_limit: bool = False  # sized by a time budget, and fewer samples than it fits: the clock's limit
+    search_samples: int | None = None  # the pair search's samples in all, as given (None: sized by the audit)
 
 
 def _split(samples: int, train_fraction: float, delta: float = 0.0) -> tuple[int, int]:
@@ -222,6 +225,7 @@ def _settings(
     cluster,
     sequential=False,
     time_budget=None,
+    search_samples=None,
 ) -> _Settings:
     """Validate every option once, at the boundary, and read the claim."""
     if not callable(mechanism):
@@ -273,6 +277,8 @@ def _settings(
     delta = float(_v.probability("delta", delta, open_right=True))
     if time_budget is not None:
         time_budget = float(_v.positive("time_budget", time_budget))
+    if search_samples is not None:
+        search_samples = _v.integer("search_samples", search_samples, minimum=_SEARCH_MIN)
     train_n, cert_n = _split(samples, train_fraction, delta)
     if cert_n < 1 or train_n < 1:
         raise ParameterError(f"samples={samples} leaves no certification samples; pass samples >= 20.")
@@ -295,6 +301,7 @@ def _settings(
         sequential,
         train_fraction,
         time_budget,
+        search_samples=search_samples,
     )
 
 
@@ -441,12 +448,43 @@ def _pairs_for_callable(
     return [(data, neighbor)], "given pair"
 
 
+def _default_search(s: _Settings, over_inputs: bool) -> int:
+    """The pair search's samples in all (both sides, every candidate) at ``s.samples`` when
+    ``search_samples`` is not given and no time budget cuts it: the training samples a side, between
+    ``_SEARCH_MIN`` and ``_SEARCH_MAX``; a per-call callable's screen over an input space at most
+    ``_PER_CALL_SEARCH_BUDGET`` calls, and any screen over an input space at least its minimum."""
+    budget = max(_SEARCH_MIN, min(s.train_n, _SEARCH_MAX))
+    if over_inputs:
+        from .pairsearch import MIN_BUDGET  # deferred: only callables audited over an input space need it
+
+        if not s.vectorized:  # the screen's budget is calls to fn(data): keep it small
+            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
+        budget = max(budget, MIN_BUDGET)
+    return budget
+
+
 def _choose_pairs(
     mechanism, data, neighbor, inputs, candidate_witnesses, s: _Settings, notes: list[str]
-) -> tuple[list[tuple], str, _runner.Sampler]:
-    budget = max(100, min(s.train_n, 100_000))
-    searched = s.time_budget is not None and data is None and neighbor is None  # pairs searched under a budget
+) -> tuple[list[tuple], str, _runner.Sampler, int | None]:
+    """The pairs to audit, how they were found, the sampler, and the pair search's samples in all (None:
+    the pair was given, nothing searched)."""
+    searched = inputs is not None if not s.catalog else data is None and neighbor is None
+    if s.search_samples is not None and not searched:
+        raise ParameterError(
+            f"search_samples={s.search_samples}: the pair is given (data and neighbor), so no pairs are searched; "
+            "drop search_samples=, or drop the pair to search one."
+        )
+    if s.search_samples is not None and inputs is not None:
+        from .pairsearch import MIN_BUDGET  # deferred: only callables audited over an input space need it
+
+        if s.search_samples < MIN_BUDGET:
+            raise ParameterError(
+                f"search_samples={s.search_samples} is below the input-space search's minimum; pass "
+                f"search_samples >= {MIN_BUDGET}."
+            )
+    budget = _default_search(s, inputs is not None) if s.search_samples is None else s.search_samples
     probe = None  # the pair on which the search's size is fitted to the budget
+    fit = s.time_budget is not None and s.search_samples is None and data is None and neighbor is None
     if s.catalog:
         if inputs is not None:
             raise ParameterError(
@@ -457,16 +495,14 @@ def _choose_pairs(
         # that overrides sample is audited as it runs; the wrapper keeps the Sampler hashable
         public = mechanism.sample
         sampler = _runner.Sampler(lambda d, n, rng, _f=public: _f(d, n, rng), s.name, True)
-        if searched:
+        if fit:
             try:
                 probe = mechanism.example_pair()
             except Exception:  # noqa: BLE001 - the search reports what fails; the budget is then the usual one
                 probe = None
     else:
         sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
-        if inputs is not None and not s.vectorized:  # the screen's budget is calls to fn(data): keep it small
-            budget = min(budget, _PER_CALL_SEARCH_BUDGET)
-        if searched and inputs is not None:
+        if fit and inputs is not None:
             from . import pairsearch  # deferred: only callables audited over an input space need it
 
             probe = pairsearch.first_candidate(inputs, s.seed)
@@ -480,7 +516,7 @@ def _choose_pairs(
     else:
         pairs, how = _pairs_for_callable(sampler, data, neighbor, inputs, seed=s.seed, budget=budget)
     notes.extend(cut)
-    return pairs, how + "".join(f"; {n}" for n in cut), sampler
+    return pairs, how + "".join(f"; {n}" for n in cut), sampler, budget if searched else None
 
 
 _SEARCH_SHARE = 0.25  # of a time budget, the pair search's draws take at most about this (as on an idle machine)
@@ -1916,6 +1952,7 @@ def audit(
     inputs: Any = None,
     sequential: bool = False,
     time_budget: float | None = None,
+    search_samples: int | None = None,
 ) -> AuditResult:
     """Certified empirical lower bound on the ε of ``mechanism`` on neighbouring inputs.
 
@@ -1956,8 +1993,9 @@ def audit(
     Linux reports it). The samples a side are then sized
     from the sampler's measured pace (one timed call a side) so that the draws take about half of the
     time left after the pair search, with ``samples`` as a cap; ``method``, ``samples`` and
-    ``extra["time_budget"]`` state the samples used (pass them as ``samples=`` to reproduce the audit:
-    the size depends on the machine's speed, the rest on the seed). When even the minimum certification
+    ``extra["time_budget"]`` state the samples used (pass them as ``samples=``, with the keywords of
+    ``extra["reproduce"]``, to reproduce the audit: the size depends on the machine's speed, the rest on
+    the seed). When even the minimum certification
     (2 000 samples a side, or more where the claimed ε is too large for the certifier to refute at that
     size) is not expected to fit, nothing is certified: :class:`~dpharness.errors.AuditBudgetTooSmall`
     names the budget that would fit it.
@@ -1966,6 +2004,13 @@ def audit(
     (:func:`~dpharness.auditors.stats.certifiable_range`): ``floor`` (its detection floor: the smallest ε
     an event of probability 1/2 vs e^-ε/2 certifies above 0 at its expected counts) and ``ceiling`` (the
     bound of maximally separated counts: the most it could certify).
+
+    ``search_samples``: the pair search's samples in all (both sides, every candidate; at least 100, and
+    2 000 over an input space), when the pairs are searched (no pair given). By default its training
+    samples a side, at most 10^5 (a per-call callable over an input space: 2·10^4 calls), and under a time
+    budget at most what a quarter of the budget fits. ``extra["search_samples"]`` states the size used;
+    when it differs from the default at ``samples`` (a time budget cut it, or it was given),
+    ``extra["reproduce"]`` holds it as ``search_samples``, the keyword that reproduces the audit.
 
     ``sequential=True`` certifies in looks, after 1/8, 1/4, 1/2 and all of the certification samples,
     and stops at the first look where the verdict is certain: a violation is certified, or every
@@ -1998,9 +2043,10 @@ def audit(
         cluster=cluster,
         sequential=sequential,
         time_budget=time_budget,
+        search_samples=search_samples,
     )
     notes: list[str] = []
-    pairs, pair_how, sampler = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
+    pairs, pair_how, sampler, searched = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
     sized = ""
     if s.time_budget is not None:
         s, sized = _sized(sampler, pairs, s, t0)
@@ -2064,4 +2110,8 @@ def audit(
             "cut_by_time_limit": s.cut_by_time_limit,
         }
         result = dataclasses.replace(result, method=f"{result.method}; {sized}")
+    if searched is not None:
+        result.extra["search_samples"] = searched
+        if searched != _default_search(s, inputs is not None):  # s: the samples used
+            result.extra["reproduce"] = {"search_samples": searched}
     return result

@@ -173,6 +173,20 @@ def float_hint(
     )
 
 
+def reproduce_flags(result: Any) -> str:
+    """The options of ``dpharness audit`` that reproduce the audit ``result`` (after the mechanism's own
+    options): ``--samples`` and ``--seed`` used, and what else fixed the result where it differs from
+    their default (``extra["reproduce"]``: the pair search's size, every round; a sequential audit)."""
+    extra = getattr(result, "extra", None) or {}
+    again = extra.get("reproduce", {})
+    flags = f" --samples {result.samples} --seed {result.seed}"
+    if "search_samples" in again:
+        flags += f" --search-samples {again['search_samples']}"
+    if again.get("every_round"):
+        flags += " --every-round"
+    return flags + (" --sequential" if "sequential" in extra else "")
+
+
 def exact_noise(mechanism: Any) -> bool:
     """Whether ``mechanism``'s samplers are exact, by what it is: the parts prover covers it (a
     declaration from :mod:`dpharness.parts`, or a ``Composite`` that redefines none of its sealed

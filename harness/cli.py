@@ -198,6 +198,20 @@ def _build_parser() -> argparse.ArgumentParser:
         "idle machine (--samples then caps them); the result states the samples used",
     )
     audit.add_argument(
+        "--search-samples",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="samples in all for the pair search (default: the training samples a side, at most 10^5; under "
+        "--time-budget at most what a quarter of it fits); a budgeted audit's reproduce line states it",
+    )
+    audit.add_argument(
+        "--every-round",
+        action="store_true",
+        help="audit every round of an iterated or repeated mechanism at --samples (default: its first rounds, "
+        "PARTIAL; --time-budget audits every round it fits)",
+    )
+    audit.add_argument(
         "--scheduler",
         default=None,
         metavar="ADDRESS",
@@ -567,7 +581,7 @@ def _print_audit_result(result, name: str, args=None, hint_about: dict | None = 
     (``dpharness audit NAME``, with the ``--module`` that registered it and every option of ``args``
     that changes the result)."""
     from ._display import fmt_lower, fmt_upper
-    from ._run import float_hint, fmt
+    from ._run import float_hint, fmt, reproduce_flags
     from .registry import rerun_flags
 
     status = "passed (no violation certified)" if result.passed else "VIOLATION certified"
@@ -588,9 +602,7 @@ def _print_audit_result(result, name: str, args=None, hint_about: dict | None = 
     print(f"method: {result.method}")
     print(
         f"samples={result.samples} per side, seed={result.seed} "
-        f"(reproduce: dpharness audit{rerun_flags([name])} {name}{_result_flags(args)} --samples {result.samples} "
-        f"--seed {result.seed}"
-        f"{' --sequential' if 'sequential' in result.extra else ''})"
+        f"(reproduce: dpharness audit{rerun_flags([name])} {name}{_result_flags(args)}{reproduce_flags(result)})"
     )
 
 
@@ -678,6 +690,8 @@ def _cmd_audit_library(args) -> int:
         workers=args.workers,
         sequential=args.sequential,
         time_budget=args.time_budget,
+        search_samples=args.search_samples,
+        every_round=args.every_round,
     )
     if args.json:
         payload = result.to_dict()
@@ -725,6 +739,8 @@ def _cmd_audit(args) -> int:
         workers=args.workers,
         sequential=args.sequential,
         time_budget=args.time_budget,
+        search_samples=args.search_samples,
+        every_round=args.every_round,
     )
     if args.json:
         payload = result.to_dict()

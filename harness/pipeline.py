@@ -838,6 +838,7 @@ def run_audit(
     sequential: bool = False,
     every_round: bool = False,
     time_budget: float | None = None,
+    search_samples: int | None = None,
 ) -> tuple[Any, AuditScope]:
     """THE audit entry point (gate, reports, ``dpharness audit``): audit ``mechanism`` against its
     claim (a Rényi claim through its (ε, δ) conversion, see ``_run.audit_target``), offering the
@@ -852,6 +853,9 @@ def run_audit(
     still counts, a pass does not — and the scope says which budget would have audited every round. A
     mechanism with no shorter version whose minimum certification does not fit raises
     :class:`~dpharness.errors.AuditBudgetTooSmall` (nothing certified; it names the budget that would fit).
+    ``result.extra["reproduce"]`` holds the keywords beyond ``samples`` and ``seed`` that reproduce the
+    audit: ``search_samples`` (see :func:`dpharness.auditors.audit`) and ``every_round`` (True when every
+    round was audited where the default audits fewer).
 
     With ``timeout`` and no pair given, the neighbour search gets half of it (1.5 times the budget, as on
     an idle machine, when that is more); if it runs out (or out of memory), the proof's witness pair (else the example pair) is
@@ -866,7 +870,19 @@ def run_audit(
 
     from ._load import run_queue_wait
 
-    ask = _AuditAsk(samples, seed, data, neighbor, ideal_numerics, timeout, cluster, workers, sequential, time_budget)
+    ask = _AuditAsk(
+        samples,
+        seed,
+        data,
+        neighbor,
+        ideal_numerics,
+        timeout,
+        cluster,
+        workers,
+        sequential,
+        time_budget,
+        search_samples,
+    )
     t0, w0 = time.perf_counter(), run_queue_wait()
     try:
         return _audit_once(mechanism, proof, ask, every_round=every_round or time_budget is not None)
@@ -904,6 +920,7 @@ class _AuditAsk:
     workers: int | None
     sequential: bool
     time_budget: float | None
+    search_samples: int | None
 
 
 def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool) -> tuple[Any, AuditScope]:
@@ -924,11 +941,13 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
 
     epsilon, delta = audit_target(mechanism.claim)
     witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
+    whole = every_round and _audit_view(mechanism, samples)[2] is not None  # every round, where fewer is the default
     mechanism, samples, view_note = (mechanism, samples, None) if every_round else _audit_view(mechanism, samples)
+    search = {} if ask.search_samples is None else {"search_samples": ask.search_samples}
 
     from .auditors.libraries import TargetMechanism
 
-    def audit(data: Any, neighbor: Any) -> Any:
+    def audit(data: Any, neighbor: Any, search: dict = search) -> Any:
         if isinstance(mechanism, TargetMechanism):  # a library target: its own audit, on the pair asked
             target = mechanism.target
             if data is not None or neighbor is not None:
@@ -941,21 +960,26 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
                 workers=workers,
                 sequential=sequential,
                 time_budget=time_budget,
+                **search,
             )
-        return auditors.audit(
-            mechanism,
-            data,
-            neighbor,
-            epsilon=epsilon,
-            delta=delta,
-            samples=samples,
-            seed=seed,
-            ideal_numerics=ideal_numerics,
-            candidate_witnesses=witnesses,
-            cluster=cluster,
-            workers=workers,
-            sequential=sequential,
-            time_budget=time_budget,
+        return _reproducible(
+            auditors.audit(
+                mechanism,
+                data,
+                neighbor,
+                epsilon=epsilon,
+                delta=delta,
+                samples=samples,
+                seed=seed,
+                ideal_numerics=ideal_numerics,
+                candidate_witnesses=witnesses,
+                cluster=cluster,
+                workers=workers,
+                sequential=sequential,
+                time_budget=time_budget,
+                **search,
+            ),
+            whole,
         )
 
     fixed = getattr(mechanism, "fixed_pair", None)  # a function registered with its pair (registry.register)
@@ -982,7 +1006,15 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
         note = note if view_note is None else f"{view_note}; {note}"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
     with deadline(rest, f"the audit of {mechanism.name}", limit=timeout):
-        return audit(data, neighbor), AuditScope(note, view_note)
+        return audit(data, neighbor, {}), AuditScope(note, view_note)  # {}: the pair is given, nothing searched
+
+
+def _reproducible(result: Any, whole: bool) -> Any:
+    """``result`` with ``every_round`` in ``extra["reproduce"]`` when every round was audited where the
+    default audits fewer (``dpharness audit --every-round``)."""
+    if whole:
+        result.extra["reproduce"] = {**result.extra.get("reproduce", {}), "every_round": True}
+    return result
 
 
 def _blind(result: Any) -> str | None:

@@ -38,7 +38,7 @@ import numpy as np
 
 from ._display import fmt_lower, fmt_upper
 from ._json import jsonable
-from ._run import audit_target, float_hint, fmt, tool_versions
+from ._run import audit_target, float_hint, fmt, reproduce_flags, tool_versions
 from .pipeline import Check, PhaseTimeout, deadline, run_audit
 from .pipeline import check as run_check
 from .core import Mechanism
@@ -807,10 +807,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
         hint = float_hint(a, exact_noise=c.exact_noise, proven=c.sandwich.proven, claimed=c.sandwich.claimed)
         if hint:
             items.append(hint[0].upper() + hint[1:])
-        seq = " --sequential" if "sequential" in (a.extra or {}) else ""
-        items.append(
-            f"Reproduce: `dpharness audit{rerun_flags([m.name])} {m.name} --samples {a.samples} --seed {a.seed}{seq}`"
-        )
+        items.append(f"Reproduce: `dpharness audit{rerun_flags([m.name])} {m.name}{reproduce_flags(a)}`")
         keys = list(a.counts or {})
         audit_page = _AuditPage(items, keys, [str(jsonable(a.counts[k])) for k in keys])
     caption = ""

@@ -312,3 +312,53 @@ def test_a_fast_callable_keeps_its_full_pair_search_under_a_budget():
         workers=1,
     )
     assert not any("the pair search was given" in n for n in r.extra.get("notes", [])), r.extra.get("notes")
+
+
+def test_a_budget_cut_pair_search_is_stated_and_reproduced():
+    """The search a time budget cut is stated (``extra["search_samples"]``) and, differing from the
+    default at the samples used, kept in ``extra["reproduce"]``: an audit without the budget, at those
+    samples and that search size, chooses the same pairs and certifies the same bound (without it, the
+    search at the samples' default size may choose other pairs)."""
+    from dpharness.auditors.pairsearch import Scalars
+
+    kw = dict(inputs=Scalars(0, 1, sensitivity=1), epsilon=1, seed=0, workers=1)
+    budgeted = audit(_slow_laplace(50e-6), time_budget=4, samples=1_000_000, **kw)
+    cut = budgeted.extra["search_samples"]
+    assert budgeted.extra["reproduce"] == {"search_samples": cut} and cut < 100_000
+    again = audit(_slow_laplace(0), samples=budgeted.samples, search_samples=cut, **kw)
+    assert again.extra["pairs"] == budgeted.extra["pairs"]
+    assert (again.epsilon_lower_bound, again.counts) == (budgeted.epsilon_lower_bound, budgeted.counts)
+    assert again.extra["reproduce"] == {"search_samples": cut}
+    default = audit(_slow_laplace(0), samples=budgeted.samples, **kw)
+    assert "reproduce" not in default.extra and default.extra["search_samples"] != cut
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        (dict(data=0.0, neighbor=1.0, search_samples=5_000), "search_samples=5000: the pair is given"),
+        (dict(inputs="space", search_samples=500), "search_samples >= 2000"),
+        (dict(data=0.0, neighbor=1.0, search_samples=10), "search_samples=10"),
+    ],
+)
+def test_a_search_size_that_cannot_apply_is_refused_naming_it(given, message):
+    from dpharness.auditors.pairsearch import Scalars
+
+    if given.get("inputs") == "space":
+        given = {**given, "inputs": Scalars(0, 1, sensitivity=1)}
+    with pytest.raises(ParameterError, match=message):
+        audit(_slow_laplace(0), epsilon=1, samples=2_000, seed=0, workers=1, **given)
+
+
+def test_cli_audit_accepts_the_options_its_reproduce_line_prints(capsys):
+    """``dpharness audit`` takes ``--search-samples`` and ``--every-round``; its reproduce line prints the
+    search size when it was given (it differs from the default)."""
+    from dpharness.cli import main
+
+    code = main(["audit", "laplace", "--samples", "4000", "--search-samples", "3000", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "--samples 4000 --seed 0 --search-samples 3000" in out, out
+    assert main(["audit", "laplace", "--samples", "4000", "--every-round", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "--every-round" not in out and "--search-samples" not in out, out  # laplace has no rounds

@@ -168,3 +168,24 @@ def test_an_audit_too_small_to_refute_its_claim_is_not_counted():
     c = check(_iterated(), samples=200, seed=0, workers=1)
     assert c.audit.extra["certifiable"]["ceiling"] <= 3
     assert c.status == "PARTIAL" and "could not have found a violation" in c.audit_partial, c.messages
+
+
+def test_a_budgeted_audit_of_every_round_is_reproduced_by_its_stated_options():
+    """Under a time budget every round is audited, where an audit at ``samples`` alone audits the first
+    rounds: the result says so (``extra["reproduce"]``), the reproduce line carries ``--every-round``, and
+    ``run_audit`` at the samples used with those keywords gives the same result."""
+    from dpharness.cli import _proof_for_witness
+    from dpharness.pipeline import run_audit
+    from dpharness._run import reproduce_flags
+
+    m = _iterated()
+    proof = _proof_for_witness(m)
+    budgeted, _ = run_audit(m, proof, samples=20_000, seed=0, workers=1, time_budget=60)
+    again = budgeted.extra["reproduce"]
+    assert again.get("every_round") is True, budgeted.extra
+    assert " --every-round" in reproduce_flags(budgeted)
+    assert f" --samples {budgeted.samples} --seed 0" in reproduce_flags(budgeted)
+    reproduced, scope = run_audit(m, proof, samples=budgeted.samples, seed=0, workers=1, **again)
+    assert scope.partial is None
+    assert (reproduced.epsilon_lower_bound, reproduced.counts) == (budgeted.epsilon_lower_bound, budgeted.counts)
+    assert reproduced.extra["reproduce"] == again
