@@ -8,6 +8,12 @@ sampler executes and the prover walks (STYLE 21: an audit is aimed by the struct
   mapped value (at the iteration's first state) is longest, so that it sits at the clipping norm, added
   to the empty data set (add/remove) or substituted for the record whose mapped value points most the
   other way (substitution);
+* an above-threshold (sparse vector): n copies of a domain extreme against n + 1, where n + 1 copies are
+  the fewest that carry the first query's answer across the threshold (a multiplicity scan on the exact
+  answers), so the threshold's and the queries' terms move the first ⊤ at its most likely;
+* a quantile: records on both sides of the quantile's candidates in the proportion α : 1 − α, so every
+  candidate between them scores about the best, and one record added between two of them: the
+  candidates below it and above it move by Δ in opposite directions, the bound's 2Δ/scale;
 * every noise leaf: its extreme pair (:func:`._law.extreme_pairs`, the domain's extremes).
 
 Nothing here is certified and nothing needs to be right for soundness: the auditor validates every pair
@@ -21,19 +27,27 @@ from typing import Any
 
 import numpy as np
 
-from dpharness.core import AddRemove, Substitute, Witness
+from dpharness.core import AddRemove, IntegerRange, RealBox, Substitute, Witness
 from dpharness.errors import DPHarnessError
 
 from ._base import walk_nodes
-from ._law import _record_extremes, extreme_pairs
+from ._law import _record_extremes, extreme_pairs, leaves
 from .combinators import Iterate
 from .grouping import AddRemoveUser, GroupBy, selection_pairs, user_level_pairs
+from .selection import QuantileScore
+from .threshold import AboveThreshold, ThresholdLeaf, answer_patterns
 from .transformations import ClipNorm, MapRecords
 
 __all__ = ["aimed_pairs"]
 
 _MAX_CANARY_CANDIDATES = 64  # records whose mapped value is computed when looking for the canary
 _EXTREME_PAIRS = 2  # extreme pairs of the noise leaves kept
+_SCAN_MAX = 1 << 16  # copies of a record at most in the above-threshold's multiplicity scan
+_SCAN_RECORDS = 4  # domain extremes scanned
+_SCAN_INTERIOR = 9  # points between the ends of a one-column domain scanned as well
+_PATTERN_MASS = 0.01  # an answer pattern ranks a pair when this likely on one side
+_THRESHOLD_PAIRS = 2  # above-threshold pairs kept
+_QUANTILE_SIDE = 10  # records above the candidates in the quantile's pair (below: in proportion α : 1 − α)
 
 
 def aimed_pairs(m: Any) -> tuple[Witness, ...]:
@@ -50,6 +64,8 @@ def aimed_pairs(m: Any) -> tuple[Witness, ...]:
                 for a, b in _safe(lambda: user_level_pairs(m), [])
             ]
     found += _safe(lambda: _canary_pairs(m, extremes), [])
+    found += _safe(lambda: _threshold_pairs(m, extremes), [])
+    found += _safe(lambda: _quantile_pairs(m), [])
     found += [
         (a, b, "the extreme pair of the noise leaves (the records domain's extremes)")
         for a, b in _safe(lambda: extreme_pairs(m), [])[:_EXTREME_PAIRS]
@@ -120,3 +136,171 @@ def _canary_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
             a, b = a[:, 0], b[:, 0]
         out.append((a, b, text))
     return out
+
+
+def _records_of(m: Any, row: np.ndarray, n: int) -> np.ndarray:
+    """``n`` copies of the record ``row`` as the mechanism's input (a column for one-column records)."""
+    return np.tile(row, (n, 1)) if m.space.dim > 1 else np.full(n, float(row[0]))
+
+
+def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
+    """For an above-threshold under add/remove: for each candidate record y (the domain's extremes, then
+    points between them) whose copies move a query's answer, the fewest copies n + 1 whose answer to that
+    query (the first one they move) reaches the threshold (found on the exact answers by doubling, then
+    bisection; the answer is taken to move one way in the number of copies, and y is dropped when the
+    scan finds otherwise); then n and n + 1 copies of y, each against itself with one candidate record x
+    added, ranked by the exact law of the threshold's output (:class:`ThresholdLeaf`): the largest log
+    ratio of an answer pattern of probability at least ``_PATTERN_MASS`` on one side. Adding y itself
+    moves every query y moves (the threshold's term); adding a record that moves the earlier queries and
+    not the last attains the queries' term as well. The best ``_THRESHOLD_PAIRS`` are kept."""
+    if m.shape != "dataset" or not isinstance(m.relation, AddRemove) or isinstance(m.relation, AddRemoveUser):
+        return []
+    if not any(type(n) is AboveThreshold for n in walk_nodes(m.steps)):
+        return []
+
+    def leaf(data: np.ndarray) -> ThresholdLeaf | None:
+        found = [lf for lf in leaves(m, data) if isinstance(lf, ThresholdLeaf)]
+        return found[0] if found else None
+
+    records = _scan_records(m, extremes)
+    bases: list[tuple[np.ndarray, int, int]] = []  # (y, copies n at the crossing − 1, query)
+    for row in records:
+        first, one = leaf(_records_of(m, row, 0)), leaf(_records_of(m, row, 1))
+        if first is None or one is None:
+            return []
+        moved = [i for i, (a, b) in enumerate(zip(first.centres, one.centres)) if a != b]
+        if not moved:
+            continue
+        i, threshold = moved[0], first.measurement.threshold_units
+        up = one.centres[i] > first.centres[i]
+
+        def over(n: int, row: np.ndarray = row, i: int = i, up: bool = up, threshold: int = threshold) -> bool:
+            lf = leaf(_records_of(m, row, n))
+            assert lf is not None
+            return lf.centres[i] >= threshold if up else lf.centres[i] < threshold
+
+        if over(0):
+            continue  # the empty data set already answers above it: the extreme pair is the crossing
+        hi = 1
+        while not over(hi) and hi < _SCAN_MAX:
+            hi *= 2
+        if not over(hi):
+            continue
+        lo = hi // 2  # over(lo) is False (lo = 0, or the doubling's previous step)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if over(mid) else (mid, hi)
+        if over(hi - 1) or not over(hi):
+            continue
+        bases.append((row, hi - 1, i))
+    scored: list[tuple[float, int, Any, Any, str]] = []
+    for row, n0, i in bases:
+        for n in (n0, n0 + 1):
+            data = _records_of(m, row, n)
+            before = leaf(data)
+            assert before is not None
+            codes = answer_patterns(before.width, before.measurement.c)
+            lp = before.pattern_log_probs(codes)
+            for x in records:
+                added = np.concatenate([data, _records_of(m, x, 1)])
+                after = leaf(added)
+                if after is None or after.centres == before.centres:
+                    continue
+                lq = after.pattern_log_probs(codes)
+                heavy = np.maximum(lp, lq) >= np.log(_PATTERN_MASS)
+                score = float(np.max(np.abs(lp - lq)[heavy])) if heavy.any() else 0.0
+                text = (
+                    f"the above-threshold's threshold: {n} copies of {row.tolist()} (query {i + 1}'s answer "
+                    f"crosses the threshold at {n0 + 1}) against them with {x.tolist()} added"
+                )
+                scored.append((score, len(scored), data, added, text))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [(a, b, text) for _, _, a, b, text in scored[:_THRESHOLD_PAIRS]]
+
+
+def _scan_records(m: Any, extremes: list) -> list[np.ndarray]:
+    """Candidate records for a multiplicity scan: the domain's extremes (at most ``_SCAN_RECORDS``),
+    then, for one-column records, ``_SCAN_INTERIOR`` points evenly between its ends (integers on an
+    integer domain), each once."""
+    rows = [np.asarray(x, dtype=float).reshape(-1) for x in extremes[:_SCAN_RECORDS]]
+    if m.space.dim == 1:
+        try:
+            lo, hi = _domain_ends(m)
+        except ValueError:
+            lo = hi = None
+        if lo is not None and hi is not None:
+            for v in np.linspace(lo, hi, _SCAN_INTERIOR + 2)[1:-1]:
+                v = float(np.round(v)) if isinstance(m.records, IntegerRange) else float(v)
+                rows.append(np.array([v]))
+    out: list[np.ndarray] = []
+    for r in rows:
+        if not any(np.array_equal(r, o) for o in out):
+            out.append(r)
+    return out
+
+
+def _quantile_pairs(m: Any) -> list[tuple[Any, Any, str]]:
+    """For a quantile score under add/remove: b = ``_QUANTILE_SIDE`` records at the domain's top and the
+    fewest a at its bottom with (1 − α)a − αb >= α, so every candidate strictly between them scores about
+    the best (−α); against the same with one record added strictly between the first two (and, a second
+    pair, the last two) of those candidates: the scores of the candidates below it move by +α and of those
+    above it by −(1 − α), the bound's 2Δ/scale between two sets of candidates of which one holds almost
+    all the probability (so one event's ratio nears the whole of it). Each record has every column at the value (a
+    column step picks it whichever column it reads)."""
+    from fractions import Fraction
+
+    if m.shape != "dataset" or not isinstance(m.relation, AddRemove) or isinstance(m.relation, AddRemoveUser):
+        return []
+    out: list[tuple[Any, Any, str]] = []
+    lo, hi = _domain_ends(m)
+    for q in (n for n in walk_nodes(m.steps) if type(n) is QuantileScore):
+        alpha = q.alpha_exact
+        if not 0 < alpha < 1:
+            continue
+        inside = [float(c) for c in q.candidates if lo < float(c) < hi]
+        if len(inside) < 2:
+            continue
+        spots = []  # (j, x): one record between candidates j and j + 1, at the plateau's two ends
+        for j in dict.fromkeys((0, len(inside) - 2)):
+            if isinstance(m.records, IntegerRange):
+                ints = range(int(np.floor(inside[j])) + 1, int(np.ceil(inside[j + 1])))
+                if len(ints):
+                    spots.append((j, float(ints[0])))
+            else:
+                spots.append((j, inside[j] + (inside[j + 1] - inside[j]) / 2))
+        b = _QUANTILE_SIDE
+        a = int(np.ceil(alpha * (b + 1) / (1 - alpha)))
+        while (1 - alpha) * a - alpha * b < alpha:
+            a += 1
+        for j, x in spots:
+            if not lo < x < hi:
+                continue
+            base = [lo] * a + [hi] * b
+            rows = np.array(base, dtype=float)
+            added = np.append(rows, x)
+            if m.space.dim > 1:
+                rows, added = np.repeat(rows[:, None], m.space.dim, 1), np.repeat(added[:, None], m.space.dim, 1)
+            out.append(
+                (
+                    rows,
+                    added,
+                    f"the quantile's candidates: {a} records at {lo:g} and {b} at {hi:g} (every candidate between "
+                    f"them scores about the best), one added at {x:g} between candidates {inside[j]:g} and "
+                    f"{inside[j + 1]:g} (alpha {Fraction(alpha)})",
+                )
+            )
+    return out
+
+
+def _domain_ends(m: Any) -> tuple[float, float]:
+    """The lowest and highest value of a record's columns (finite: an unbounded end is refused)."""
+    from ._structure import _domain_bounds
+
+    if isinstance(m.records, RealBox):
+        lo, hi = float(m.records.lo), float(m.records.hi)
+    else:
+        a, b = _domain_bounds(m.records)
+        lo, hi = float(a), float(b)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError("an unbounded records domain: no ends to place records at")
+    return lo, hi
