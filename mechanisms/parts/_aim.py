@@ -23,6 +23,7 @@ only, not on a proof, so an UNPROVEN mechanism is aimed at as well."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -225,11 +226,11 @@ def _scan_records(m: Any, extremes: list) -> list[np.ndarray]:
     rows = [np.asarray(x, dtype=float).reshape(-1) for x in extremes[:_SCAN_RECORDS]]
     if m.space.dim == 1:
         try:
-            lo, hi = _domain_ends(m)
+            ends: tuple[float, float] | None = _domain_ends(m)
         except ValueError:
-            lo = hi = None
-        if lo is not None and hi is not None:
-            for v in np.linspace(lo, hi, _SCAN_INTERIOR + 2)[1:-1]:
+            ends = None
+        if ends is not None:
+            for v in np.linspace(ends[0], ends[1], _SCAN_INTERIOR + 2)[1:-1]:
                 v = float(np.round(v)) if isinstance(m.records, IntegerRange) else float(v)
                 rows.append(np.array([v]))
     out: list[np.ndarray] = []
@@ -269,7 +270,7 @@ def _quantile_pairs(m: Any) -> list[tuple[Any, Any, str]]:
             else:
                 spots.append((j, inside[j] + (inside[j + 1] - inside[j]) / 2))
         b = _QUANTILE_SIDE
-        a = int(np.ceil(alpha * (b + 1) / (1 - alpha)))
+        a = math.ceil(alpha * (b + 1) / (1 - alpha))  # exact: alpha is a Fraction
         while (1 - alpha) * a - alpha * b < alpha:
             a += 1
         for j, x in spots:
