@@ -423,3 +423,22 @@ def test_median_is_certified_near_its_proof_and_with_its_scale_cut_is_caught():
     assert 0.3 < r.epsilon_lower_bound <= 0.5, r.method
     r = dpharness.audit(_median(div=3), seed=0, samples=200_000, workers=1)
     assert not r.passed and r.epsilon_lower_bound > 1, r.method
+
+
+def test_an_above_threshold_too_large_to_rank_names_its_crossing_unranked():
+    """13 queries, c = 2, threshold 500 at scales 40 and 80: the exact law of its answers is too large to
+    rank added records by (``_RANK_WORK``), so the scan names the record's own copies at the crossing
+    (499 and 500 against one more), without computing the law."""
+    queries = [
+        dp.query(lambda d, t=t: float(np.sum(np.asarray(d).reshape(-1) > t)), sensitivity=1, increasing=True)
+        for t in range(0, 100, 8)
+    ]
+    m = dp.mechanism(
+        name="large_sparse_vector",
+        records=RealInterval(0, 100),
+        relation=AddRemove(),
+        steps=dp.above_threshold(500, queries=queries, scale=40, query_scale=80, c=2),
+        claim=PureDP(1),
+    )
+    aimed = [w for w in m.aimed_pairs() if "above-threshold" in w.description]
+    assert [(len(w.data), len(w.neighbor)) for w in aimed] == [(499, 500), (500, 501)], aimed

@@ -48,6 +48,7 @@ _SCAN_RECORDS = 4  # domain extremes scanned
 _SCAN_INTERIOR = 9  # points between the ends of a one-column domain scanned as well
 _PATTERN_MASS = 0.01  # an answer pattern ranks a pair when this likely on one side
 _THRESHOLD_PAIRS = 2  # above-threshold pairs kept
+_RANK_WORK = 1 << 24  # terms of one exact law of an above-threshold's answers that ranks pairs, at most
 _QUANTILE_SIDE = 10  # records above the candidates in the quantile's pair (below: in proportion α : 1 − α)
 
 
@@ -177,7 +178,8 @@ def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
 
         def over(n: int, row: np.ndarray = row, i: int = i, up: bool = up, threshold: int = threshold) -> bool:
             lf = leaf(_records_of(m, row, n))
-            assert lf is not None
+            if lf is None:
+                raise ValueError("the above-threshold is not reached on this input")
             return lf.centres[i] >= threshold if up else lf.centres[i] < threshold
 
         if over(0):
@@ -199,8 +201,21 @@ def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
         for n in (n0, n0 + 1):
             data = _records_of(m, row, n)
             before = leaf(data)
-            assert before is not None
+            if before is None:
+                continue
             codes = answer_patterns(before.width, before.measurement.c)
+            if not _small_law(before, len(codes)):  # too large to rank: the record itself added, unranked
+                scored.append(
+                    (
+                        0.0,
+                        len(scored),
+                        data,
+                        _records_of(m, row, n + 1),
+                        f"{n} copies of {row.tolist()} "
+                        f"against {n + 1} (the above-threshold's threshold, reached at {n0 + 1})",
+                    )
+                )
+                continue
             lp = before.pattern_log_probs(codes)
             for x in records:
                 added = np.concatenate([data, _records_of(m, x, 1)])
@@ -217,6 +232,15 @@ def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
                 scored.append((score, len(scored), data, added, text))
     scored.sort(key=lambda t: (-t[0], t[1]))
     return [(a, b, text) for _, _, a, b, text in scored[:_THRESHOLD_PAIRS]]
+
+
+def _small_law(leaf: ThresholdLeaf, patterns: int) -> bool:
+    """Whether the exact law of ``leaf``'s ``patterns`` answer patterns is cheap enough to rank pairs by
+    (at most ``_RANK_WORK`` terms: patterns x queries x the threshold values it sums over)."""
+    t = leaf.measurement
+    gaps = [c - t.threshold_units for c in leaf.centres]
+    width = max(0, max(gaps)) - min(0, min(gaps)) + 2 * (math.ceil(60 * (float(t.t_rho) + float(t.t_nu))) + 2) + 1
+    return patterns * leaf.width * width <= _RANK_WORK
 
 
 def _scan_records(m: Any, extremes: list) -> list[np.ndarray]:
