@@ -63,11 +63,19 @@ def _session_cpu(sid: int, seen: dict) -> None:
             seen[pid] = max(seen.get(pid, 0.0), (int(fields[11]) + int(fields[12])) / tick)
 
 
+# the commands run with their bytecode cached, as an installed package has it (pip compiles it on install; a
+# checkout writes it on its first import): PYTHONDONTWRITEBYTECODE, where the shell sets it, is dropped, and each
+# command runs once unmeasured first
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _tree_cpu(cmd: list[str]) -> tuple[float, float, int, str]:
     """(CPU seconds of every process of the command's session: the command, its workers and their helpers,
     read from /proc every 50 ms until the command ends; wall seconds; exit code; last line)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=_ENV
+    )
     seen: dict = {}
     while proc.poll() is None:
         _session_cpu(proc.pid, seen)
@@ -100,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names:
         for n in args.samples:
             cmd = [sys.executable, "-m", "dpharness.cli", "audit", name, "--samples", str(int(n)), "--workers", "2"]
+            _tree_cpu(cmd), _sampling_cpu(name, n)  # unmeasured: the bytecode written
             runs = [_tree_cpu(cmd) for _ in range(args.repeats)]
             cpu, wall, code, last = min(runs)
             drawn = [_sampling_cpu(name, n) for _ in range(args.repeats)]
@@ -124,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             f"Command: `python benchmarks/bench_audit_overhead.py --samples {' '.join(f'{n:g}' for n in args.samples)} "
             f"--names {' '.join(args.names)} --repeats {args.repeats}`; {datetime.date.today()}; {platform.machine()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start; "
-            f"each figure the least of {args.repeats} run(s).",
+            f"each figure the least of {args.repeats} run(s), after one unmeasured run of each command (its bytecode "
+            "cached, as an installed package has it).",
             "Audit CPU: user + system time of every process of the session of `dpharness audit NAME --samples N "
             "--workers 2` (cold: the command, its worker processes and their helpers), read from /proc every "
             "50 ms (the last 50 ms of each process may be missed). Sampling CPU: `m.sample` on the audit's example pair, N a side in chunks of "
