@@ -1,6 +1,7 @@
 """The audit's power at the gate's defaults: for each catalog (ε, δ) mechanism, each team pipeline
 (benchmarks/team_pipeline/teamdp), the README-style 250-key group-by, the same with every noise scale
-divided by 3, the team's DP-SGD with σ = 0.3, and the group-by library target, the certified ε_lb of
+divided by 3, the team's DP-SGD with σ = 0.3, an above-threshold and a median (each also with its noise
+divided by 3), and the group-by library target, the certified ε_lb of
 ``dpharness.check`` (the gate's line: its time budget per mechanism, samples sized from the measured
 cost, no pair given) against the proven (or claimed) ε, with the samples it used and its seconds.
 
@@ -19,7 +20,7 @@ import sys
 import time
 
 import dpharness
-from dpharness import AddRemove, ApproxDP, PureDP, RealBox
+from dpharness import AddRemove, ApproxDP, PureDP, RealBox, RealInterval
 from dpharness import parts as dp
 from dpharness.pipeline import GATE_SAMPLES, GATE_TIME_BUDGET
 from dpharness.registry import catalog
@@ -46,6 +47,35 @@ def _issue_group_by(div: float = 1.0):
     )
 
 
+def _sparse_vector(div: float = 1.0):
+    """Above threshold over three nested counts (records above 20, 50, 80 in [0, 100]) at threshold 10,
+    noise scales 2 and 4 (monotone queries: ε = 0.75) claiming 1; ``div`` divides both scales."""
+    import numpy as np
+
+    queries = [
+        dp.query(lambda d, t=t: float(np.sum(np.asarray(d).reshape(-1) > t)), sensitivity=1, increasing=True)
+        for t in (20, 50, 80)
+    ]
+    return dp.mechanism(
+        name="sparse_vector" if div == 1 else "sparse_vector_cut",
+        records=RealInterval(0, 100),
+        relation=AddRemove(),
+        steps=dp.above_threshold(10, queries=queries, scale=2 / div, query_scale=4 / div),
+        claim=PureDP(1),
+    )
+
+
+def _median(div: float = 1.0):
+    """The median over candidates 0, 5, ..., 100 at scale 2 (ε = 1/2) claiming 1; ``div`` divides the scale."""
+    return dp.mechanism(
+        name="median_of_21" if div == 1 else "median_of_21_cut",
+        records=RealInterval(0, 100),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 100) >> dp.quantile(0.5, candidates=range(0, 101, 5), scale=2 / div),
+        claim=PureDP(1),
+    )
+
+
 def _dpsgd_cut():
     """The team's 1 000-round DP-SGD with σ = 0.3 instead of 1, claiming (1.8291, 1e-5)."""
     import teamdp  # noqa: PLC0415 - the team's package, found beside this script
@@ -67,6 +97,10 @@ def _mechanisms(names: list[str] | None) -> dict:
     out["group-by (issue's, 250 keys)"] = _issue_group_by()
     out["group-by, every scale / 3"] = _issue_group_by(3)
     out["teamdp dpsgd, σ = 0.3"] = _dpsgd_cut()
+    out["above-threshold, 3 nested counts"] = _sparse_vector()
+    out["above-threshold, noise / 3"] = _sparse_vector(3)
+    out["median of 21 candidates"] = _median()
+    out["median, scale / 3"] = _median(3)
     out.update(_library_targets(["pipeline-dp:group-count"], exact=True))
     return {k: v for k, v in out.items() if not names or k in names}
 

@@ -577,10 +577,12 @@ def _dask_bounded(
         ``rows`` (the records of the users over a bound)."""
         if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
-        kept = np.delete(arr, rows, axis=0)
+        keep = np.ones(len(arr), dtype=bool)
+        keep[rows] = False
+        kept = arr[keep]  # one mask for the records and their keys (np.delete builds one per call)
         key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
         if found_keys and len(arr):
-            key_codes = np.delete(r.identities[g.by].positions(found[g.by][1])[found[g.by][0]], rows)
+            key_codes = r.identities[g.by].positions(found[g.by][1])[found[g.by][0][keep]]
         return None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
 
     def draw(*given: Any) -> tuple:
