@@ -442,3 +442,17 @@ def test_an_above_threshold_too_large_to_rank_names_its_crossing_unranked():
     )
     aimed = [w for w in m.aimed_pairs() if "above-threshold" in w.description]
     assert [(len(w.data), len(w.neighbor)) for w in aimed] == [(499, 500), (500, 501)], aimed
+
+
+def test_a_quantile_on_an_unbounded_domain_is_aimed_within_its_clamp():
+    """Records on the whole real line, clamped to [0, 10] before the quantile: its pairs place the records
+    at the clamp's bounds (the ends of what the quantile reads), one added between two candidates."""
+    m = dp.mechanism(
+        name="clamped_median",
+        records=RealInterval(),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 10) >> dp.quantile(0.5, candidates=range(11), scale=2),
+        claim=PureDP(1),
+    )
+    aimed = [w for w in m.aimed_pairs() if "quantile" in w.description]
+    assert [sorted(set(w.neighbor.tolist()) - {0.0, 10.0}) for w in aimed] == [[1.5], [8.5]]

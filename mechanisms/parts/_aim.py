@@ -318,7 +318,9 @@ def _quantile_pairs(m: Any) -> list[tuple[Any, Any, str]]:
 
 
 def _domain_ends(m: Any) -> tuple[float, float]:
-    """The lowest and highest value of a record's columns (finite: an unbounded end is refused)."""
+    """The lowest and highest value of a record's columns: the domain's ends, or where an end is
+    unbounded the lowest and highest finite extreme record (a clamp's bounds inside the domain); a
+    ValueError when there is none."""
     from ._structure import _domain_bounds
 
     if isinstance(m.records, RealBox):
@@ -327,5 +329,10 @@ def _domain_ends(m: Any) -> tuple[float, float]:
         a, b = _domain_bounds(m.records)
         lo, hi = float(a), float(b)
     if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise ValueError("an unbounded records domain: no ends to place records at")
+        finite = [float(v) for x in _record_extremes(m) for v in np.asarray(x, dtype=float).reshape(-1)]
+        finite = [v for v in finite if np.isfinite(v)]
+        lo = lo if np.isfinite(lo) else min(finite, default=math.inf)
+        hi = hi if np.isfinite(hi) else max(finite, default=-math.inf)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError("an unbounded records domain with no clamp: no ends to place records at")
     return lo, hi
