@@ -102,8 +102,9 @@ def assert_private(
             f"  witness: {result.witness_description}",
             f"  counts: {counts}",
             f"  method: {result.method}",
-            f"  reproduce with seed={result.seed}, samples={result.samples} "
-            f"(pytest --dp-seed={result.seed} --dp-samples={result.samples})",
+            f"  reproduce with seed={result.seed}, samples={result.samples}"
+            + "".join(f", {k}={v!r}" for k, v in (result.extra or {}).get("reproduce", {}).items())
+            + f" (pytest --dp-seed={result.seed} --dp-samples={result.samples})",
             f"  a correct mechanism fails this check with probability at most {fmt(1 - result.confidence, 3)}",
         ]
         hint = float_hint(result, exact_noise=exact_noise(mechanism))
