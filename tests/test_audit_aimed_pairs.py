@@ -456,3 +456,23 @@ def test_a_quantile_on_an_unbounded_domain_is_aimed_within_its_clamp():
     )
     aimed = [w for w in m.aimed_pairs() if "quantile" in w.description]
     assert [sorted(set(w.neighbor.tolist()) - {0.0, 10.0}) for w in aimed] == [[1.5], [8.5]]
+
+
+def test_above_threshold_under_substitution_fills_to_the_fixed_size():
+    """Substitution, 10 records: every record counts in one of the four bins, so the data sets are filled
+    with a record that leaves the crossing query's answer as it is (the one moving the latest query), and
+    the neighbour replaces one filler; each pair has the fixed size and is a substitution neighbour."""
+    m = dp.mechanism(
+        name="histogram_threshold",
+        records=IntegerRange(0, 3),
+        relation=Substitute(),
+        size=10,
+        steps=dp.histogram(categories=[0, 1, 2, 3]) >> dp.above_threshold(4, scale=2),
+        claim=PureDP(3),
+    )
+    aimed = [w for w in m.aimed_pairs() if "above-threshold" in w.description]
+    assert aimed, [w.description for w in m.aimed_pairs()]
+    for w in aimed:
+        m.input_spec.validate_pair(w.data, w.neighbor)
+        assert len(w.data) == len(w.neighbor) == 10 and "in place of one filler" in w.description
+        assert int(np.sum(w.data != w.neighbor)) == 1

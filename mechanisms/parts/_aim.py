@@ -46,7 +46,8 @@ _EXTREME_PAIRS = 2  # extreme pairs of the noise leaves kept
 _SCAN_MAX = 1 << 16  # copies of a record at most in the above-threshold's multiplicity scan
 _SCAN_RECORDS = 4  # domain extremes scanned
 _SCAN_INTERIOR = 9  # points between the ends of a one-column domain scanned as well
-_PATTERN_MASS = 0.01  # an answer pattern ranks a pair when this likely on one side
+_RANK_SAMPLES = 100_000  # samples a side an above-threshold's pairs are ranked for (as the audit's training)
+_RANK_Z = 2.0  # standard errors taken off each side's probability when ranking
 _THRESHOLD_PAIRS = 2  # above-threshold pairs kept
 _RANK_WORK = 1 << 24  # terms of one exact law of an above-threshold's answers that ranks pairs, at most
 _QUANTILE_SIDE = 10  # records above the candidates in the quantile's pair (below: in proportion α : 1 − α)
@@ -146,92 +147,143 @@ def _records_of(m: Any, row: np.ndarray, n: int) -> np.ndarray:
 
 
 def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
-    """For an above-threshold under add/remove: for each candidate record y (the domain's extremes, then
-    points between them) whose copies move a query's answer, the fewest copies n + 1 whose answer to that
-    query (the first one they move) reaches the threshold (found on the exact answers by doubling, then
-    bisection; the answer is taken to move one way in the number of copies, and y is dropped when the
-    scan finds otherwise); then n and n + 1 copies of y, each against itself with one candidate record x
-    added, ranked by the exact law of the threshold's output (:class:`ThresholdLeaf`): the largest log
-    ratio of an answer pattern of probability at least ``_PATTERN_MASS`` on one side. Adding y itself
-    moves every query y moves (the threshold's term); adding a record that moves the earlier queries and
-    not the last attains the queries' term as well. The best ``_THRESHOLD_PAIRS`` are kept."""
-    if m.shape != "dataset" or not isinstance(m.relation, AddRemove) or isinstance(m.relation, AddRemoveUser):
+    """For an above-threshold under add/remove or substitution: for each candidate record y (the domain's
+    extremes, then points between them) whose copies move a query's answer, the fewest copies n + 1 whose
+    answer to that query (the first one they move) reaches the threshold (found on the exact answers by
+    doubling, then bisection; the answer is taken to move one way in the number of copies, and y is
+    dropped when the scan finds otherwise); then n and n + 1 copies of y, each against itself with one
+    candidate record x added, ranked by the exact law of the threshold's output (:class:`ThresholdLeaf`):
+    the ε an answer pattern would certify on ``_RANK_SAMPLES`` samples a side (:func:`_projected`).
+    Adding y itself moves every query y moves (the threshold's term); adding a record that moves the
+    earlier queries and not the last attains the queries' term as well. Under substitution the data sets
+    are filled with a record z that moves no answer, else one other than y that leaves y's query as it is
+    (to the mechanism's fixed size, else one copy), and x replaces one z. The best ``_THRESHOLD_PAIRS`` are kept."""
+    if m.shape != "dataset" or isinstance(m.relation, AddRemoveUser):
+        return []
+    if not isinstance(m.relation, (AddRemove, Substitute)):
         return []
     if not any(type(n) is AboveThreshold for n in walk_nodes(m.steps)):
         return []
 
-    def leaf(data: np.ndarray) -> ThresholdLeaf | None:
+    def leaf(data: np.ndarray) -> ThresholdLeaf:
         found = [lf for lf in leaves(m, data) if isinstance(lf, ThresholdLeaf)]
-        return found[0] if found else None
+        if not found:
+            raise ValueError("the above-threshold is not reached on this input")
+        return found[0]
 
     records = _scan_records(m, extremes)
-    bases: list[tuple[np.ndarray, int, int]] = []  # (y, copies n at the crossing − 1, query)
+    empty = leaf(_records_of(m, records[0], 0))
+    size = getattr(m, "size", None)
+    substitute = isinstance(m.relation, Substitute)
+    neutral = None  # substitution: a record that moves no answer, the filler of every data set
+    if substitute:
+        neutral = next((r for r in records if leaf(_records_of(m, r, 1)).centres == empty.centres), None)
+    limit = _SCAN_MAX if size is None else int(size) - 1  # copies of y at most (one filler left)
+
+    def held(row: np.ndarray, n: int, z: np.ndarray | None) -> np.ndarray:
+        """n copies of ``row``, filled with ``z`` (substitution: to the fixed size, else one copy)."""
+        if z is None:
+            return _records_of(m, row, n)
+        rest = 1 if size is None else int(size) - n
+        return np.concatenate([_records_of(m, row, n), _records_of(m, z, rest)])
+
+    def plus(row: np.ndarray, n: int, x: np.ndarray, z: np.ndarray | None) -> np.ndarray:
+        """:func:`held` (row, n, z) with ``x`` added (substitution: in place of one filler)."""
+        if z is None:
+            return np.concatenate([held(row, n, z), _records_of(m, x, 1)])
+        rest = 1 if size is None else int(size) - n
+        return np.concatenate([_records_of(m, row, n), _records_of(m, x, 1), _records_of(m, z, rest - 1)])
+
+    bases: list[tuple[np.ndarray, int, int, np.ndarray | None]] = []  # (y, copies at the crossing − 1, query, z)
     for row in records:
-        first, one = leaf(_records_of(m, row, 0)), leaf(_records_of(m, row, 1))
-        if first is None or one is None:
-            return []
-        moved = [i for i, (a, b) in enumerate(zip(first.centres, one.centres)) if a != b]
+        if limit < 1:
+            break
+        one = leaf(_records_of(m, row, 1))
+        moved = [i for i, (a, b) in enumerate(zip(empty.centres, one.centres)) if a != b]
         if not moved:
             continue
-        i, threshold = moved[0], first.measurement.threshold_units
-        up = one.centres[i] > first.centres[i]
+        i, threshold = moved[0], empty.measurement.threshold_units
+        up = one.centres[i] > empty.centres[i]
+        z = neutral
+        if substitute and z is None:  # a record other than y that leaves query i's answer as it is, moving
+            # the latest query it can (a filler that moves an earlier query stops the threshold before query i)
+            late = [
+                (next((j for j, (a, b) in enumerate(zip(empty.centres, lf.centres)) if a != b), len(lf.centres)), k)
+                for k, r in enumerate(records)
+                if not np.array_equal(r, row)
+                for lf in (leaf(_records_of(m, r, 1)),)
+                if lf.centres[i] == empty.centres[i]
+            ]
+            if not late:
+                continue
+            z = records[max(late, key=lambda t: (t[0], -t[1]))[1]]
 
-        def over(n: int, row: np.ndarray = row, i: int = i, up: bool = up, threshold: int = threshold) -> bool:
-            lf = leaf(_records_of(m, row, n))
-            if lf is None:
-                raise ValueError("the above-threshold is not reached on this input")
-            return lf.centres[i] >= threshold if up else lf.centres[i] < threshold
+        def over(
+            n: int, row: np.ndarray = row, i: int = i, up: bool = up, threshold: int = threshold, z: Any = z
+        ) -> bool:
+            c = leaf(held(row, n, z)).centres[i]
+            return c >= threshold if up else c < threshold
 
         if over(0):
-            continue  # the empty data set already answers above it: the extreme pair is the crossing
+            continue  # no copy already answers above it: the extreme pair is the crossing
         hi = 1
-        while not over(hi) and hi < _SCAN_MAX:
-            hi *= 2
+        while not over(hi) and hi < limit:
+            hi = min(2 * hi, limit)
         if not over(hi):
             continue
-        lo = hi // 2  # over(lo) is False (lo = 0, or the doubling's previous step)
+        lo = hi // 2  # over(lo) is False (lo = 0, or an earlier step of the doubling)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if over(mid) else (mid, hi)
         if over(hi - 1) or not over(hi):
             continue
-        bases.append((row, hi - 1, i))
+        bases.append((row, hi - 1, i, z))
     scored: list[tuple[float, int, Any, Any, str]] = []
-    for row, n0, i in bases:
+    for row, n0, i, z in bases:
         for n in (n0, n0 + 1):
-            data = _records_of(m, row, n)
-            before = leaf(data)
-            if before is None:
+            if n + 1 > limit:
                 continue
+            data = held(row, n, z)
+            before = leaf(data)
             codes = answer_patterns(before.width, before.measurement.c)
+            what = f"{n} copies of {row.tolist()}" + ("" if z is None else f" (filled with {z.tolist()})")
             if not _small_law(before, len(codes)):  # too large to rank: the record itself added, unranked
-                scored.append(
-                    (
-                        0.0,
-                        len(scored),
-                        data,
-                        _records_of(m, row, n + 1),
-                        f"{n} copies of {row.tolist()} "
-                        f"against {n + 1} (the above-threshold's threshold, reached at {n0 + 1})",
-                    )
-                )
+                text = f"{what} against one more (the above-threshold's threshold, reached at {n0 + 1})"
+                scored.append((0.0, len(scored), data, plus(row, n, row, z), text))
                 continue
             lp = before.pattern_log_probs(codes)
             for x in records:
-                added = np.concatenate([data, _records_of(m, x, 1)])
+                added = plus(row, n, x, z)
                 after = leaf(added)
-                if after is None or after.centres == before.centres:
+                if after.centres == before.centres:
                     continue
-                lq = after.pattern_log_probs(codes)
-                heavy = np.maximum(lp, lq) >= np.log(_PATTERN_MASS)
-                score = float(np.max(np.abs(lp - lq)[heavy])) if heavy.any() else 0.0
+                score = _projected(np.exp(lp), np.exp(after.pattern_log_probs(codes)))
                 text = (
-                    f"the above-threshold's threshold: {n} copies of {row.tolist()} (query {i + 1}'s answer "
-                    f"crosses the threshold at {n0 + 1}) against them with {x.tolist()} added"
+                    f"the above-threshold's threshold: {what} (query {i + 1}'s answer crosses the threshold at "
+                    f"{n0 + 1}) against them with {x.tolist()} {'added' if z is None else 'in place of one filler'}"
                 )
                 scored.append((score, len(scored), data, added, text))
     scored.sort(key=lambda t: (-t[0], t[1]))
     return [(a, b, text) for _, _, a, b, text in scored[:_THRESHOLD_PAIRS]]
+
+
+def _projected(p: np.ndarray, q: np.ndarray) -> float:
+    """The ε one output pattern would certify between laws ``p`` and ``q`` (either direction) on
+    ``_RANK_SAMPLES`` samples a side: ln of (the likelier side's probability less ``_RANK_Z`` standard
+    errors) over (the other's plus as many), at best; 0 when none is positive. It ranks pairs as an audit
+    can see them: a large ratio on a pattern too rare to be counted ranks low."""
+    n = _RANK_SAMPLES
+
+    def low(x: np.ndarray) -> np.ndarray:
+        return np.maximum(x - _RANK_Z * np.sqrt(x * (1 - x) / n), 0.0)
+
+    def high(x: np.ndarray) -> np.ndarray:
+        return np.minimum(x + _RANK_Z * np.sqrt(x * (1 - x) / n) + 1.0 / n, 1.0)
+
+    with np.errstate(divide="ignore"):
+        ratios = np.concatenate([np.log(low(p)) - np.log(high(q)), np.log(low(q)) - np.log(high(p))])
+    best = float(np.max(ratios)) if len(ratios) else 0.0
+    return max(best, 0.0)
 
 
 def _small_law(leaf: ThresholdLeaf, patterns: int) -> bool:
