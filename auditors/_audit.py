@@ -484,7 +484,9 @@ def _choose_pairs(
             )
     budget = _default_search(s, inputs is not None) if s.search_samples is None else s.search_samples
     probe = None  # the pair on which the search's size is fitted to the budget
-    fit = s.time_budget is not None and s.search_samples is None and data is None and neighbor is None
+    # the search's size fitted to a time budget (not when given; a callable with both a pair and inputs= is refused
+    # below, before any call)
+    fit = s.time_budget is not None and s.search_samples is None and searched and data is None and neighbor is None
     if s.catalog:
         if inputs is not None:
             raise ParameterError(
@@ -502,7 +504,7 @@ def _choose_pairs(
                 probe = None
     else:
         sampler = _runner.Sampler(mechanism, s.name, s.vectorized)
-        if fit and inputs is not None:
+        if fit:
             from . import pairsearch  # deferred: only callables audited over an input space need it
 
             probe = pairsearch.first_candidate(inputs, s.seed)

@@ -941,8 +941,9 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
 
     epsilon, delta = audit_target(mechanism.claim)
     witnesses = [proof.witness] if getattr(proof, "witness", None) is not None else []
-    whole = every_round and _audit_view(mechanism, samples)[2] is not None  # every round, where fewer is the default
-    mechanism, samples, view_note = (mechanism, samples, None) if every_round else _audit_view(mechanism, samples)
+    view = _audit_view(mechanism, samples)
+    whole = every_round and view[2] is not None  # every round, where fewer is the default
+    mechanism, samples, view_note = (mechanism, samples, None) if every_round else view
     search = {} if ask.search_samples is None else {"search_samples": ask.search_samples}
 
     from .auditors.libraries import TargetMechanism

@@ -173,11 +173,12 @@ def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
 
     records = _scan_records(m, extremes)
     empty = leaf(_records_of(m, records[0], 0))
+    single = [leaf(_records_of(m, r, 1)).centres for r in records]  # each record's answers alone
     size = getattr(m, "size", None)
     substitute = isinstance(m.relation, Substitute)
     neutral = None  # substitution: a record that moves no answer, the filler of every data set
     if substitute:
-        neutral = next((r for r in records if leaf(_records_of(m, r, 1)).centres == empty.centres), None)
+        neutral = next((r for r, c in zip(records, single) if c == empty.centres), None)
     limit = _SCAN_MAX if size is None else int(size) - 1  # copies of y at most (one filler left)
 
     def held(row: np.ndarray, n: int, z: np.ndarray | None) -> np.ndarray:
@@ -195,24 +196,21 @@ def _threshold_pairs(m: Any, extremes: list) -> list[tuple[Any, Any, str]]:
         return np.concatenate([_records_of(m, row, n), _records_of(m, x, 1), _records_of(m, z, rest - 1)])
 
     bases: list[tuple[np.ndarray, int, int, np.ndarray | None]] = []  # (y, copies at the crossing − 1, query, z)
-    for row in records:
+    for row, one in zip(records, single):
         if limit < 1:
             break
-        one = leaf(_records_of(m, row, 1))
-        moved = [i for i, (a, b) in enumerate(zip(empty.centres, one.centres)) if a != b]
+        moved = [i for i, (a, b) in enumerate(zip(empty.centres, one)) if a != b]
         if not moved:
             continue
         i, threshold = moved[0], empty.measurement.threshold_units
-        up = one.centres[i] > empty.centres[i]
+        up = one[i] > empty.centres[i]
         z = neutral
         if substitute and z is None:  # a record other than y that leaves query i's answer as it is, moving
             # the latest query it can (a filler that moves an earlier query stops the threshold before query i)
             late = [
-                (next((j for j, (a, b) in enumerate(zip(empty.centres, lf.centres)) if a != b), len(lf.centres)), k)
-                for k, r in enumerate(records)
-                if not np.array_equal(r, row)
-                for lf in (leaf(_records_of(m, r, 1)),)
-                if lf.centres[i] == empty.centres[i]
+                (next((j for j, (a, b) in enumerate(zip(empty.centres, c)) if a != b), len(c)), k)
+                for k, (r, c) in enumerate(zip(records, single))
+                if not np.array_equal(r, row) and c[i] == empty.centres[i]
             ]
             if not late:
                 continue
