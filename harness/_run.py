@@ -184,7 +184,62 @@ def reproduce_flags(result: Any) -> str:
         flags += f" --search-samples {again['search_samples']}"
     if again.get("every_round"):
         flags += " --every-round"
+    if "pair" in again:  # the pair audited when the search was not (a search that ran out of time)
+        import shlex
+
+        flags += " --pair " + " ".join(shlex.quote(text) for text in again["pair"])
     return flags + (" --sequential" if "sequential" in extra else "")
+
+
+def pair_as_text(mechanism: Any, data: Any, neighbor: Any) -> tuple[str, str] | None:
+    """``(data, neighbor)`` as the JSON texts ``dpharness audit --pair`` reads back to the same pair
+    (:func:`pair_from_text`: equal values of the same dtype and shape), or None when JSON cannot carry
+    them exactly (objects, NaN or infinite values, a dtype the input spec does not restore)."""
+    import json
+
+    import numpy as np
+
+    from ._json import jsonable
+
+    try:
+        texts = (json.dumps(jsonable(data)), json.dumps(jsonable(neighbor)))
+        again = pair_from_text(mechanism, texts)
+    except (ParameterError, ValueError, TypeError):
+        return None
+    for given, read in zip((data, neighbor), again):
+        a, b = np.asarray(given), np.asarray(read)
+        if a.dtype != b.dtype or a.shape != b.shape or a.dtype.kind not in "biuf" or not np.array_equal(a, b):
+            return None
+    return texts
+
+
+def pair_from_text(mechanism: Any, texts: Sequence[str]) -> tuple[Any, Any]:
+    """The pair ``dpharness audit --pair DATA NEIGHBOR`` names (two JSON values: a record, a data set as a
+    list of records, or a vector), validated as a neighbouring pair of ``mechanism``'s input spec; an empty
+    data set of records of a box is read as having the box's dimension."""
+    import json
+
+    import numpy as np
+
+    from .core import RealBox
+
+    spec = mechanism.input_spec
+    values = []
+    for name, text in zip(("DATA", "NEIGHBOR"), texts):
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise ParameterError(
+                f"--pair {name}={text!r} is not JSON ({exc}); pass e.g. --pair '[0.0]' '[1.0]'."
+            ) from None
+        arr = np.asarray(value)
+        if spec.shape == "dataset" and isinstance(spec.domain, RealBox) and arr.size == 0:
+            arr = arr.reshape(0, spec.domain.dim)  # [] is an empty data set of records of the box's dimension
+        values.append(arr)
+    try:
+        return spec.validate_pair(*values)
+    except ParameterError as exc:
+        raise ParameterError(f"--pair: {exc}") from None
 
 
 def exact_noise(mechanism: Any) -> bool:
@@ -244,11 +299,15 @@ def fmt(x: Any, digits: int = 4) -> str:
 
 def limit_memory(fraction: float) -> None:
     """Worker initializer: cap this process's address space at ``fraction`` of physical memory, so a
-    runaway computation raises MemoryError in its own worker instead of waking the OOM killer; and
-    one BLAS thread (:func:`single_blas_thread`: the pool already has a worker per core)."""
+    runaway computation raises MemoryError in its own worker instead of waking the OOM killer; one
+    BLAS thread (:func:`single_blas_thread`: the pool already has a worker per core); and freed memory
+    kept for reuse (:func:`~dpharness._memory.hold_freed_memory`: the process is dpharness's)."""
     import os
 
+    from ._memory import hold_freed_memory
+
     single_blas_thread()
+    hold_freed_memory()
 
     try:
         import resource

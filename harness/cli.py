@@ -206,6 +206,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "--time-budget at most what a quarter of it fits); a budgeted audit's reproduce line states it",
     )
     audit.add_argument(
+        "--pair",
+        nargs=2,
+        default=None,
+        metavar=("DATA", "NEIGHBOR"),
+        help="audit this neighbouring pair (two JSON values, e.g. '[[1.0, 2.0]]' '[]') instead of searching for "
+        "one; a gate's audit whose search ran out of time states the pair it audited this way",
+    )
+    audit.add_argument(
         "--every-round",
         action="store_true",
         help="audit every round of an iterated or repeated mechanism at --samples (default: its first rounds, "
@@ -557,7 +565,7 @@ def _print_audit(mechanism, result, args=None, proof=None) -> None:
 
 
 def _result_flags(args) -> str:
-    """The options of ``args`` that change an audit's result (``--set``, the claim, ``--ideal-numerics``),
+    """The options of ``args`` that change an audit's result (``--set``, the claim, ``--ideal-numerics``, ``--pair``),
     as they are to be pasted into the reproduce command; ``--samples``/``--seed``/``--sequential`` are
     written from the result itself. ``--scheduler``/``--workers`` do not change it (same seed, same result)."""
     import shlex
@@ -573,6 +581,8 @@ def _result_flags(args) -> str:
             flags += f" {option} {value}"
     if getattr(args, "ideal_numerics", False):
         flags += " --ideal-numerics"
+    if getattr(args, "pair", None):
+        flags += " --pair " + " ".join(shlex.quote(text) for text in args.pair)
     return flags
 
 
@@ -604,6 +614,15 @@ def _print_audit_result(result, name: str, args=None, hint_about: dict | None = 
         f"samples={result.samples} per side, seed={result.seed} "
         f"(reproduce: dpharness audit{rerun_flags([name])} {name}{_result_flags(args)}{reproduce_flags(result)})"
     )
+
+
+def _pair(mechanism, args) -> tuple:
+    """``--pair DATA NEIGHBOR`` read as a neighbouring pair of ``mechanism`` (None, None: search)."""
+    if getattr(args, "pair", None) is None:
+        return None, None
+    from ._run import pair_from_text
+
+    return pair_from_text(mechanism, args.pair)
 
 
 def _proof_for_witness(mechanism):
@@ -681,8 +700,12 @@ def _cmd_audit_library(args) -> int:
         target = get_target(args.name, sets)
         args.samples = args.samples or AUDIT_SAMPLES
     # the audit every command runs for a library target (the report's and the gate's too)
+    mechanism = target.mechanism()
+    data, neighbor = _pair(mechanism, args)
     result, _scope = run_audit(
-        target.mechanism(),
+        mechanism,
+        data=data,
+        neighbor=neighbor,
         samples=args.samples,
         seed=args.seed,
         ideal_numerics=args.ideal_numerics,
@@ -727,11 +750,14 @@ def _cmd_audit(args) -> int:
     gc.freeze()
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate([mechanism], args.samples)
+    data, neighbor = _pair(mechanism, args)
     proof = _proof_for_witness(mechanism)
     gc.freeze()
     result, scope = run_audit(
         mechanism,
         proof,
+        data=data,
+        neighbor=neighbor,
         samples=args.samples,
         seed=args.seed,
         ideal_numerics=args.ideal_numerics,

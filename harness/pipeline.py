@@ -1007,7 +1007,20 @@ def _audit_once(mechanism: Any, proof: Any, ask: _AuditAsk, *, every_round: bool
         note = note if view_note is None else f"{view_note}; {note}"
     rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
     with deadline(rest, f"the audit of {mechanism.name}", limit=timeout):
-        return audit(data, neighbor, {}), AuditScope(note, view_note)  # {}: the pair is given, nothing searched
+        result = audit(data, neighbor, {})  # {}: the pair is given, nothing searched
+    return _with_pair(result, mechanism, data, neighbor), AuditScope(note, view_note)
+
+
+def _with_pair(result: Any, mechanism: Any, data: Any, neighbor: Any) -> Any:
+    """``result`` of an audit on the pair given in place of the search that ran out, with that pair in
+    ``extra["reproduce"]`` (``dpharness audit --pair``: the same audit without the search) when the
+    command line can carry it exactly; else the note's pair says which it was."""
+    from ._run import pair_as_text
+
+    texts = pair_as_text(mechanism, data, neighbor)
+    if texts is not None and isinstance(getattr(result, "extra", None), dict):
+        result.extra["reproduce"] = {**result.extra.get("reproduce", {}), "pair": list(texts)}
+    return result
 
 
 def _reproducible(result: Any, whole: bool) -> Any:

@@ -303,6 +303,55 @@ def test_gate_falls_back_to_the_witness_pair_when_the_search_runs_out(fakes, cap
     assert code == 0 and res["passed"]
     assert "neighbour search" in res["audit_note"] and "audited the pair 0 / 1 instead" in res["audit_note"]
     assert res["audit"]["passed"] and dp_fakes.CALLS[-1]["data"] == 0
+    # what reproduces it: the pair audited, which `dpharness audit --pair` takes (no search to run out)
+    assert res["audit"]["extra"]["reproduce"] == {"pair": ["0", "1"]}
+
+
+def test_audit_takes_the_pair_to_audit_and_states_it_in_its_reproduce_line(capsys):
+    code, out, _ = run(capsys, "audit", "laplace", "--samples", "20000", "--pair", "[0.5]", "[1.5]")
+    assert code == 0 and "pairs: given pair" in out
+    assert "(reproduce: dpharness audit laplace --pair '[0.5]' '[1.5]' --samples 20000 --seed 0)" in out
+    for pair, says in (
+        (("[0.5", "[1.5]"), "--pair DATA='[0.5' is not JSON"),
+        (("[0.5]", "[7.5]"), "--pair: data and neighbor are not neighbours"),
+        (("[0.5]", "[0.5]"), "--pair: data and neighbor are identical"),
+    ):
+        code, _, err = run(capsys, "audit", "laplace", "--pair", *pair)
+        assert code == 2 and says in err and "Traceback" not in err
+
+
+def test_a_pair_reads_back_from_its_text_exactly_or_is_not_offered():
+    """The fallback's pair goes on the reproduce line only when --pair reads it back as the same values of
+    the same dtype and shape (an empty data set of box records included); else the note names it."""
+    import numpy as np
+
+    from dpharness import AddRemove, RealBox
+    from dpharness import parts as dp
+    from dpharness._run import pair_as_text, pair_from_text
+
+    m = dp.mechanism(
+        name="box_count",
+        records=RealBox(0, 1, 2),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.laplace(1),
+        claim=dpharness.PureDP(1),
+    )
+    empty, one = np.zeros((0, 2)), np.array([[0.25, 1.0]])
+    texts = pair_as_text(m, empty, one)
+    assert texts == ("[]", "[[0.25, 1.0]]")
+    a, b = pair_from_text(m, texts)
+    assert a.shape == (0, 2) and a.dtype == b.dtype == np.float64 and np.array_equal(b, one)
+    ints = dp.mechanism(
+        name="int_count",
+        records=dpharness.IntegerRange(0, 2**53),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.laplace(1),
+        claim=dpharness.PureDP(1),
+    )
+    big = np.array([2**53 - 1], dtype=np.int64)  # integer records stay int64 (JSON keeps the integer)
+    a, b = pair_from_text(ints, pair_as_text(ints, big[:0], big))
+    assert b.dtype == np.int64 and int(b[0]) == 2**53 - 1
+    assert pair_as_text(m, np.array([[np.nan, 0.0]]), empty) is None  # not JSON: the note names it
 
 
 def test_nested_deadlines_keep_the_outer_one():

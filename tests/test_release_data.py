@@ -811,6 +811,34 @@ def test_reused_memory_restores_the_worker_settings(monkeypatch):
     assert _memory._running == 0
 
 
+def test_a_process_dpharness_owns_holds_freed_memory_unless_the_environment_decides(monkeypatch):
+    """The command line's processes (limit_memory: the CLI's audit, gate and report, and their pools'
+    workers) keep freed memory for reuse; a threshold set in the environment (the user's, or Dask's) is
+    left as it is."""
+    from dpharness import _memory, _run
+
+    calls = []
+
+    class Libc:
+        def mallopt(self, what, value):
+            calls.append((what, value))
+            return 1
+
+    monkeypatch.setattr(_memory, "_libc", Libc())
+    monkeypatch.setattr(_run, "single_blas_thread", lambda: None)
+    monkeypatch.setattr("resource.setrlimit", lambda *a: None)
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"):
+        monkeypatch.delenv(name, raising=False)
+    _run.limit_memory(0.8)
+    assert calls == [(-3, _memory._MMAP_HELD), (-1, _memory._HOLD_TRIM)]
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_"):
+        calls.clear()
+        monkeypatch.setenv(name, "65536")
+        _memory.hold_freed_memory()
+        assert calls == []
+        monkeypatch.delenv(name)
+
+
 def test_pairs_summed_by_packed_sort_and_by_argsort_agree():
     """The bucket's (user, key) sums: one sort of packed integers when they fit in int64, else an argsort;
     both give the exact sums per distinct pair in (user, key) order."""
