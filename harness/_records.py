@@ -7,6 +7,8 @@ input type can take a path the others do not (STYLE 19).
   refused, as are complex, timedelta, datetime, string and object dtypes, on every input type, by dtype
   (or, for an object column, by the type of what it holds), and never with a value in the message. A
   missing value (NaN, None, ``pd.NA``) in a number column is outside every record domain and refused.
+  Integer records (``IntegerRange``) read a float column's whole numbers as the integers; a fraction, NaN
+  or ±inf there is outside the domain and refused (count and first position, no value), never truncated.
 * **Identity columns**: the user column of ``dp.bound_contributions`` and the key column of a
   ``dp.group_by(keys=None)``. Their values are compared exactly whatever their type: integers at any
   size, strings, UUIDs, categoricals, datetimes and timedeltas (as pandas Timestamps and Timedeltas,
@@ -163,6 +165,8 @@ def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.nd
                 f"column {column} of {name} (dtype object) holds integers beyond 2**53, which a double cannot hold "
                 "exactly; recode them (e.g. as ranks) or declare the column an identity (the user column)."
             )
+        if integer and any(isinstance(v, (float, np.floating)) for v in values.tolist()):
+            return _whole(values.astype(float), column, name)  # the ints are doubles exactly (checked above)
         return values.astype(np.int64 if integer else float)
     if kind not in "biuf":
         raise ParameterError(f"column {column} of {name} has dtype {dtype}, which records cannot hold; {fix}.")
@@ -184,7 +188,25 @@ def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.nd
                     "dp.bound_contributions (read exactly as an identity)."
                 )
         return raw.astype(np.int64 if integer else float)
-    return raw.astype(np.int64 if integer else float) if integer and kind == "b" else raw.astype(float)
+    if integer:
+        return raw.astype(np.int64) if kind == "b" else _whole(raw.astype(float), column, name)
+    return raw.astype(float)
+
+
+def _whole(raw: np.ndarray, column: str, name: str) -> np.ndarray:
+    """Floats read as integer records: int64 when every one is a whole number in int64's range; else
+    refused (NaN, ±inf or a fraction is outside every integer domain: never truncated), with the count and
+    the first position, never a value."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(raw) & (np.floor(raw) == raw) & (np.abs(raw) < 2.0**63))
+    if bad.any():
+        where = np.flatnonzero(bad)
+        raise ParameterError(
+            f"column {column} of {name} has {where.size} value(s) that are not integers (the first at index "
+            f"{int(where[0])}), outside the domain of the mechanism's integer records; round or filter them "
+            "before the release (a fraction is never truncated here)."
+        )
+    return raw.astype(np.int64)
 
 
 def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:

@@ -602,6 +602,34 @@ def test_an_integer_record_beyond_the_domain_is_refused_on_every_input_type():
     assert all(type(v) is float for v in got) and got[0] == got[1] == got[2]
 
 
+def test_a_fraction_in_integer_records_is_refused_never_truncated():
+    """IntegerRange records read from a float column: 1.5 (or NaN, or ±inf) is outside the domain and refused
+    on every input type, naming the column and no value, as ``m.sample`` refuses it; the release read it
+    into int64 before (1.5 released as the record 1, NaN as -2**63). Whole floats are the integers."""
+    from dpharness import IntegerRange
+
+    m = dp.mechanism(
+        name="sum_ints",
+        records=IntegerRange(0, 10),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.laplace(10),
+        claim=PureDP(1),
+    )
+    with pytest.raises(ParameterError, match="outside the domain"):
+        m.sample(np.array([1.5, 2.0]), 1, np.random.default_rng(SEED))
+    for bad in ([1.5, 2.0], [float("nan"), 2.0], [float("inf"), 2.0], [2.0**64, 2.0]):
+        frame = pd.DataFrame({"a": bad})
+        for data in (np.array(bad), frame, frame.astype(object), _dask(frame, 2)):
+            with pytest.raises(ParameterError, match="not integers") as e:
+                _release(m, data)
+            assert "1.5" not in str(e.value) and "column" in str(e.value)
+    whole = np.array([1.0, 2.0])
+    want = _release(m, np.array([1, 2]))
+    assert [_release(m, d) for d in (whole, pd.DataFrame({"a": whole}), _dask(pd.DataFrame({"a": whole}), 2))] == [
+        want
+    ] * 3
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
