@@ -15,8 +15,11 @@ input type can take a path the others do not (STYLE 19).
   whether the column is a datetime64 dtype or holds them as objects), any hashable value; never through
   a double. Values are normalised
   once (:func:`normalise`): numpy scalars become Python values, ``-0.0`` is ``0.0``, ``True`` is ``1.0``,
-  a whole number a double holds exactly is that double, and every missing value (None, NaN, NaT,
-  ``pd.NA``) is the one value None. The sampler sees each distinct value as a stand-in number inside the
+  every number is read by its value whatever its type (``Decimal("1")`` and ``1+0j`` are ``1.0``, a
+  ``Decimal`` that no double holds is its exact Fraction, a complex number with an imaginary part is
+  itself), a whole number a double holds exactly is that double, and every missing value (None, NaN,
+  NaT, ``pd.NA``, a ``Decimal`` NaN, signalling or not) is the one value None. Values that are not
+  hashable (lists, arrays) are outside an identity column's domain: refused naming the column. The sampler sees each distinct value as a stand-in number inside the
   column's declared bounds (the value itself when every value present is a double inside them;
   otherwise evenly spaced stand-ins in the values' sorted order), and the release names the normalised
   values again. The law of contribution bounding and of a group-by depends on those columns only
@@ -26,12 +29,14 @@ input type can take a path the others do not (STYLE 19).
   bounded per user); a missing key is the key None, a key like any other.
 * **Label columns** (the key column of a ``dp.group_by`` with declared label keys): each record carries
   its label's position in the keys; a label that is not a key (and a missing value, unless None is a
-  key) is carried as a number inside the declared bounds that is no position, so it is dropped like a
-  number outside declared numeric keys: no label in the data can make a release raise.
+  key, and a value that is not hashable) is carried as a number inside the declared bounds that is no
+  position, so it is dropped like a number outside declared numeric keys: no label in the data can make
+  a release raise.
 """
 
 from __future__ import annotations
 
+import decimal
 import numbers
 from dataclasses import dataclass, field
 import math
@@ -60,6 +65,10 @@ def _is_missing(v: Any) -> bool:
         return True
     if isinstance(v, (float, np.floating)):
         return bool(v != v)
+    if isinstance(v, decimal.Decimal):
+        return v.is_nan()  # NaN and the signalling sNaN (which pandas' own check cannot compare)
+    if isinstance(v, (complex, np.complexfloating)):
+        return bool(v.real != v.real or v.imag != v.imag)
     if isinstance(v, (np.datetime64, np.timedelta64)):
         return bool(np.isnat(v))
     name = type(v).__name__
@@ -73,8 +82,10 @@ def normalise(v: Any) -> Any:
         return MISSING
     if isinstance(v, np.generic):
         v = v.item()
-    if isinstance(v, (complex, np.complexfloating)):
-        raise ParameterError("an identity or key column holds complex numbers; encode them as strings or pairs.")
+    if isinstance(v, complex):  # a number like any other: 1+0j is 1.0 (it equals it), else itself, exactly
+        return normalise(v.real) if v.imag == 0 else complex(v.real + 0.0, v.imag + 0.0)
+    if isinstance(v, decimal.Decimal):  # not a numbers.Real, but a number: Decimal("1") is 1.0 (it equals it)
+        return float(v) if v.is_infinite() else normalise(Fraction(v))
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, float):
@@ -97,6 +108,8 @@ def _order(v: Any) -> tuple:
         return (2, "", 0)
     if isinstance(v, (int, float, Fraction)):
         return (0, "", v)
+    if isinstance(v, complex):
+        return (1, "complex", (v.real, v.imag))
     return (1, type(v).__name__, v)
 
 
@@ -209,10 +222,11 @@ def _whole(raw: np.ndarray, column: str, name: str) -> np.ndarray:
     return raw.astype(np.int64)
 
 
-def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
+def identities_of(col: Any, column: str, name: str, labels: bool = False) -> tuple[np.ndarray, Any]:
     """An identity or label column, exactly: (codes, values): ``values[codes[i]]`` is row i's value;
     ``values`` distinct: a list of normalised values in no particular order, or, for a number column, a
-    sorted numpy array (float64 when every value is a double exactly, else int64) read by :func:`as_list`."""
+    sorted numpy array (float64 when every value is a double exactly, else int64) read by :func:`as_list`.
+    ``labels``: a label column, where an unhashable value is :data:`UNHASHABLE` (dropped) and not refused."""
     kind = _kind(col)
     dtype = _dtype(col)
     if kind == "c":
@@ -254,7 +268,7 @@ def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
         if kind == "i":
             return codes, uniq.astype(np.int64)  # exact integers, sorted and distinct
         return _merge_equal(codes, [normalise(v) for v in uniq.tolist()])
-    return _objects(col if hasattr(col, "to_numpy") else np.asarray(col, dtype=object))
+    return _objects(col if hasattr(col, "to_numpy") else np.asarray(col, dtype=object), column, name, labels)
 
 
 def sorted_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -380,11 +394,11 @@ def identity_hash(values: Any) -> np.ndarray:
             back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
         return np.where((back == ints) & (np.abs(doubles) < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
     out = np.zeros(len(values), dtype=np.uint64)
-    strings = [i for i, v in enumerate(values) if type(v) is str]
+    strings = [i for i, v in enumerate(values) if isinstance(v, str)]  # a str subclass equals its str
     if strings:
         import pandas as pd
 
-        out[strings] = pd.util.hash_array(np.array([values[i] for i in strings], dtype=object))
+        out[strings] = pd.util.hash_array(np.array([str(values[i]) for i in strings], dtype=object))
     for i, v in enumerate(values):
         if type(v) is float:
             out[i] = np.array([v + 0.0]).view(np.uint64)[0]
@@ -393,17 +407,28 @@ def identity_hash(values: Any) -> np.ndarray:
     return out
 
 
-def _objects(arr: Any) -> tuple[np.ndarray, list]:
-    """Labels of any hashable type (an object array, or a pandas column read by pandas' own factorize)."""
+class _Unhashable:
+    """The one label standing for every value of a label column that is not hashable: no key equals it, so
+    its records are dropped like those of any label that is not a key."""
+
+    def __repr__(self) -> str:
+        return "<unhashable>"
+
+
+UNHASHABLE = _Unhashable()
+
+
+def _objects(arr: Any, column: str = "?", name: str = "data", labels: bool = False) -> tuple[np.ndarray, list]:
+    """Labels of any hashable type (an object array, or a pandas column read by pandas' own factorize). A
+    value pandas cannot read (a signalling Decimal NaN, an unhashable value) sends the column through the
+    same normalisation one value at a time; there an unhashable value is :data:`UNHASHABLE` in a label
+    column (``labels``), and refused in an identity column (its values are compared as hashable values)."""
     try:
         import pandas as pd
-    except ImportError:
-        index: dict = {}
-        codes = np.empty(len(arr), dtype=np.int64)
-        for i, v in enumerate(arr.tolist()):
-            codes[i] = index.setdefault(normalise(v), len(index))
-        return codes, list(index)
-    raw_codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+
+        raw_codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+    except Exception:  # noqa: BLE001 - no pandas, or a value pandas cannot hash or compare: one at a time
+        return _objects_one_by_one(arr, column, name, labels)
     codes = np.asarray(raw_codes, dtype=np.int64)
     values = np.asarray(uniq, dtype=object).tolist()
     if not all(type(v) is str for v in values):  # strings are their own normalised values
@@ -412,6 +437,25 @@ def _objects(arr: Any) -> tuple[np.ndarray, list]:
         codes = np.where(codes < 0, len(values), codes)
         values.append(MISSING)
     return _merge_equal(codes, values)
+
+
+def _objects_one_by_one(arr: Any, column: str, name: str, labels: bool) -> tuple[np.ndarray, list]:
+    index: dict = {}
+    items = arr.tolist() if hasattr(arr, "tolist") else list(arr)
+    codes = np.empty(len(items), dtype=np.int64)
+    for i, v in enumerate(items):
+        value = normalise(v)
+        try:
+            codes[i] = index.setdefault(value, len(index))
+        except TypeError:  # not hashable (or its equality is not a truth value)
+            if not labels:
+                raise ParameterError(
+                    f"column {column} of {name} holds values that are not hashable; a user or key column's values "
+                    "are compared exactly as hashable values: convert them (e.g. lists to tuples or strings) "
+                    "before the release."
+                ) from None
+            codes[i] = index.setdefault(UNHASHABLE, len(index))
+    return codes, list(index)
 
 
 def _merge_equal(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
@@ -567,7 +611,7 @@ class Reader:
             return self.identities[j].lookup(values)[codes] if n else np.zeros(0)
         if j in self.labels:
             positions, drop = self.labels[j]
-            codes, values = identities_of(col, column, name)
+            codes, values = identities_of(col, column, name, labels=True)
             lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
             return lookup[codes] if n else np.zeros(0)
         return numbers_of(col, column, name, self.integer)

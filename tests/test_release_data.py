@@ -630,6 +630,97 @@ def test_a_fraction_in_integer_records_is_refused_never_truncated():
     ] * 3
 
 
+def test_complex_and_decimal_nan_labels_never_make_one_neighbour_raise():
+    """A key, user or label column of objects holding, in one record, a complex number, Decimal('NaN') or a
+    signalling Decimal('sNaN'): the neighbour with that record releases, the same on pandas, numpy and Dask
+    (it raised: complex numbers were refused by value, and the sNaN raised from pandas' own missing-value
+    check). A complex number is a value like any other (``1+0j`` is the number 1.0, as ``True`` is); a
+    Decimal NaN of either kind is missing (the key None, like NaN); a label that is not a key is dropped."""
+    from decimal import Decimal
+
+    import dask
+
+    rng = np.random.default_rng(SEED)
+    n = 120
+    frame = pd.DataFrame(
+        {
+            "u": pd.Series(rng.integers(0, 40, n), dtype=object),
+            "k": pd.Series(rng.choice(np.array(["a", "b", 1.0], dtype=object), n), dtype=object),
+            "v": rng.uniform(0, 10, n),
+        }
+    )
+    for odd, read_as in ((1 + 0j, 1.0), (complex(1, 2), None), (Decimal("NaN"), None), (Decimal("sNaN"), None)):
+        user = 999 if isinstance(odd, Decimal) else odd  # a missing user id is refused (documented)
+        added = pd.DataFrame({"u": pd.Series([user], dtype=object), "k": pd.Series([odd], dtype=object), "v": [5.0]})
+        bigger = pd.concat([frame, added], ignore_index=True)
+        for m, data in (
+            (_record_level(part=False), bigger[["v", "k"]]),
+            (_user_level(), bigger),
+            (_user_level(keys=["a", "b"]), bigger),
+        ):
+            got = _release(m, data)
+            with dask.config.set({"dataframe.convert-string": False}):  # the objects as they are
+                assert _release(m, _dask(data, 3)) == got
+            assert _release(m, data.to_numpy(dtype=object)) == got
+            if isinstance(odd, Decimal) or odd == 1.0:  # the same release as the value it reads as
+                twin = data.assign(k=pd.Series([*data["k"][:n], read_as], dtype=object))
+                assert _release(m, twin) == got
+
+
+def test_decimal_ids_and_keys_are_the_numbers_they_equal_on_every_input_type():
+    """User ids and keys held as ``Decimal`` in some rows and as ints or floats in others (equal values):
+    one user and one key each, the release of the plain numbers on pandas and Dask, whatever the rows' order.
+    Before, a Decimal was a label, not a number: the users drew in another order (another release), a
+    key was named by whichever of its spellings came first, and on Dask the equal ids hashed to different
+    buckets (one user counted in two: an IndexError here, and a user over a bound could pass as two)."""
+    from decimal import Decimal
+
+    import dask
+
+    rng = np.random.default_rng(SEED)
+    n = 200
+    u, k, v = rng.integers(0, 30, n), rng.integers(0, 2, n).astype(float), rng.uniform(0, 10, n)
+    plain = pd.DataFrame({"u": u, "k": k, "v": v})
+    mixed = pd.DataFrame(
+        {
+            "u": pd.Series([Decimal(int(x)) if i % 2 else int(x) for i, x in enumerate(u)], dtype=object),
+            "k": pd.Series([Decimal(int(x)) if i % 2 else x for i, x in enumerate(k)], dtype=object),
+            "v": v,
+        }
+    )
+    want = _release(_user_level(), plain)
+    want_keys = _release(_record_level(part=False), plain[["v", "k"]])
+    assert [type(key) for key in want_keys] == [float, float]
+    with dask.config.set({"dataframe.convert-string": False}):
+        for data in (mixed, mixed.iloc[::-1], _dask(mixed, 4), _dask(mixed.iloc[::-1], 3)):
+            assert _release(_user_level(), data) == want
+            got = _release(_record_level(part=False), data[["v", "k"]])
+            assert got == want_keys and [type(key) for key in got] == [float, float]
+
+
+def test_an_unhashable_value_is_dropped_as_a_label_and_refused_as_an_identity_by_column():
+    """A list in one record: a label column drops it (no label can make a release raise); a key or user
+    column, whose values are compared as hashable values, refuses it with a ParameterError naming the column
+    and the fix, never the value (it raised pandas' TypeError before)."""
+    rng = np.random.default_rng(SEED)
+    n = 60
+    frame = pd.DataFrame(
+        {
+            "u": rng.integers(0, 20, n),
+            "k": pd.Series(rng.choice(["a", "b"], n), dtype=object),
+            "v": rng.uniform(0, 10, n),
+        }
+    )
+    odd = pd.DataFrame({"u": [7], "k": pd.Series([["secret"]], dtype=object), "v": [5.0]})
+    bigger = pd.concat([frame, odd], ignore_index=True)
+    labelled = _user_level(keys=["a", "b"])
+    assert _release(labelled, bigger) == _release(labelled, bigger.assign(k=bigger["k"].where(bigger.index < n, "zz")))
+    for m, data in ((_user_level(), bigger), (_record_level(part=False), bigger[["v", "k"]])):
+        with pytest.raises(ParameterError, match="column 'k'.*hashable") as e:
+            _release(m, data)
+        assert "secret" not in str(e.value)
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
