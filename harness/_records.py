@@ -80,6 +80,8 @@ def normalise(v: Any) -> Any:
     every missing value; numbers as a double when one holds them exactly, else exactly (int, Fraction)."""
     if _is_missing(v):
         return MISSING
+    if isinstance(v, (np.datetime64, np.timedelta64)):
+        v = _pandas_time(v)  # as a datetime64 column reads it (.item() gives an int at ns: a number's identity)
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, complex):  # a number like any other: 1+0j is 1.0 (it equals it), else itself, exactly
@@ -100,6 +102,17 @@ def normalise(v: Any) -> Any:
         f = float(q)
         return f if Fraction(f) == q else (int(q) if q.denominator == 1 else q)
     return v
+
+
+def _pandas_time(v: Any) -> Any:
+    """A numpy datetime64 or timedelta64 as a pandas Timestamp or Timedelta (what a datetime64 or timedelta64
+    column holds), or, beyond pandas' range, as numpy's own Python value."""
+    try:
+        import pandas as pd
+
+        return pd.Timestamp(v) if isinstance(v, np.datetime64) else pd.Timedelta(v)
+    except Exception:  # noqa: BLE001 - no pandas, or out of its range
+        return v
 
 
 def _order(v: Any) -> tuple:

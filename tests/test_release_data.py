@@ -769,6 +769,30 @@ def test_datetime_and_timedelta_keys_and_users_are_identities_on_every_input_typ
     assert _release(_user_level(keys=["a", "b"]), frame.astype({"user": object}).to_numpy()) == got
 
 
+def test_numpy_datetime64_objects_are_the_timestamps_they_stand_for():
+    """A numpy object array (or object column) holding ``np.datetime64`` / ``np.timedelta64`` values releases
+    as the datetime64 column of the same instants (Timestamps, Timedeltas); before, a lone nanosecond value
+    was read as its integer (numpy's ``.item()``): one key with the number it spells (5 ns and 5 were one
+    key), and on Dask one user in two identities when partitions held the two forms."""
+    rng = np.random.default_rng(SEED)
+    n = 60
+    x = rng.uniform(0, 10, n)
+    days = pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"] * (n // 3))
+    frame = pd.DataFrame({"x": x, "k": days})
+    want = _release(_record_level(), frame)
+    records = np.empty((n, 2), dtype=object)
+    records[:, 0] = x.tolist()
+    records[:, 1] = list(days.to_numpy())  # np.datetime64[ns] objects
+    assert isinstance(records[0, 1], np.datetime64)
+    assert _release(_record_level(), records) == want
+    assert _release(_record_level(), pd.DataFrame({"x": x, "k": pd.Series(list(records[:, 1]), dtype=object)})) == want
+    mixed = pd.DataFrame(
+        {"x": x[:4], "k": pd.Series([np.timedelta64(5, "ns"), 5, 5.0, np.timedelta64(5, "ns")], dtype=object)}
+    )
+    got = _release(_record_level(part=False, hi=10), pd.concat([mixed] * 10, ignore_index=True))
+    assert set(got) == {5.0, pd.Timedelta(5, "ns")}  # a duration is not a number
+
+
 def test_user_level_on_a_distributed_client_is_the_pandas_release():
     """On a distributed client (the users over a bound and their draws scattered to the workers, drawn per
     bucket of users) the release is the pandas release, for 1 and 4 partitions."""
