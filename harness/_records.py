@@ -26,7 +26,9 @@ input type can take a path the others do not (STYLE 19).
   through which records share a value and the values' order (the order in which users and keys draw),
   so the release on the stand-ins is the release on the data: the proof, about data sets in the
   declared domain, covers it. A user id that is missing is refused (records without an owner cannot be
-  bounded per user); a missing key is the key None, a key like any other.
+  bounded per user); a missing key is the key None, a key like any other. Integer records
+  (``IntegerRange``) hold integers only, so their key column is a number column: the keys are the
+  integers present, each a record of the domain.
 * **Label columns** (the key column of a ``dp.group_by`` with declared label keys): each record carries
   its label's position in the keys; a label that is not a key (and a missing value, unless None is a
   key, and a value that is not hashable) is carried as a number inside the declared bounds that is no
@@ -506,10 +508,19 @@ def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
     return out
 
 
-def outside(keys: Sequence[float], lo: Fraction, hi: Fraction) -> float:
-    """A double in [lo, hi] that is none of ``keys``: records carrying it belong to no declared key."""
+def outside(keys: Sequence[float], lo: Fraction, hi: Fraction, integer: bool = False) -> float:
+    """A double in [lo, hi] that is none of ``keys``: records carrying it belong to no declared key. For
+    ``integer`` records (which hold integers only: a fraction would be truncated to a key) an integer."""
     taken = {float(k) for k in keys}
     flo, fhi = float(lo), float(hi)
+    if integer:
+        for whole in (-1, len(keys), math.ceil(lo), math.floor(hi)):
+            if lo <= whole <= hi and float(whole) not in taken:
+                return float(whole)
+        raise ParameterError(
+            f"the integer records' bounds [{flo:g}, {fhi:g}] hold no integer that is not a key's position, so "
+            "a label that is not a key could not be dropped; widen the bounds (hi >= the number of keys)."
+        )
     for c in (-0.5, len(keys) - 0.5, 0.5, flo, fhi, flo / 2 + fhi / 2):
         if lo <= Fraction(c) <= hi and c not in taken:
             return float(c)
@@ -675,7 +686,9 @@ def reader(m: Any) -> Reader:
         if not any(reads_column(x.part, b.user) for x in group_bys):
             r.identities[b.user] = Identity(b.user, "user")
     g = discovered_head(m.steps)
-    if g is not None and not reads_column(g.part, g.by):
+    # integer records hold integers only: their keys are the integers present, read in the domain (stand-ins
+    # for other values would be fractions, which the records truncate into other keys)
+    if g is not None and not reads_column(g.part, g.by) and not r.integer:
         r.identities[g.by] = Identity(g.by, "key")
     for n in nodes:
         if type(n) in (GroupBy, Parallel) and n.labelled and n.by not in r.identities:
@@ -684,7 +697,8 @@ def reader(m: Any) -> Reader:
                 from .errors import UnsupportedError
 
                 raise UnsupportedError(f"column {n.by} is grouped with two different key lists; use one per column")
-            r.labels[n.by] = (positions, outside(range(len(n.keys)), space.lo[n.by], space.hi[n.by]))
+            drop = outside(range(len(n.keys)), space.lo[n.by], space.hi[n.by], r.integer)
+            r.labels[n.by] = (positions, drop)
     return r
 
 

@@ -721,6 +721,43 @@ def test_an_unhashable_value_is_dropped_as_a_label_and_refused_as_an_identity_by
         assert "secret" not in str(e.value)
 
 
+def test_integer_records_group_by_their_exact_keys_and_drop_undeclared_labels():
+    """IntegerRange records, one key column. Declared labels: a label that is not a key is dropped (its drop
+    number was 1.5, which the integer records truncated to the position 1: 'IT' was counted as 'DE').
+    Keys found in the data: the integers present, read as numbers in the domain; a label or an integer
+    outside the domain is refused like any record outside it (they were evenly spaced stand-ins, which the
+    integer records truncated: 20 labels released as 2 merged keys, 0..11 as the keys 0 and 11)."""
+    from dpharness import IntegerRange
+
+    def by_key(keys):
+        return dp.mechanism(
+            name="per_key_ints",
+            records=IntegerRange(0, 10),
+            relation=AddRemove(),
+            steps=dp.group_by(by=0, keys=keys, select=dp.partition_select(threshold=3, scale=1)),
+            claim=ApproxDP(4, 1e-3),
+        )
+
+    declared = pd.DataFrame({"k": ["FR"] * 50 + ["DE"] * 50})
+    with_it = pd.concat([declared, pd.DataFrame({"k": ["IT"] * 500})], ignore_index=True)
+    want = _release(by_key(["FR", "DE"]), declared)
+    assert _release(by_key(["FR", "DE"]), with_it) == want
+    assert _release(by_key(["FR", "DE"]), _dask(with_it, 3)) == want
+    rng = np.random.default_rng(SEED)
+    ints = rng.integers(0, 11, 600)
+    got = _release(by_key(None), pd.DataFrame({"k": ints}))
+    assert set(got) <= set(range(11)) and len(got) == 11
+    assert _release(by_key(None), _dask(pd.DataFrame({"k": ints}), 3)) == got
+    assert _release(by_key(None), ints) == got
+    for bad, word in (
+        (pd.DataFrame({"k": [f"L{i:02d}" for i in range(20)] * 30}), "non-numbers"),
+        (pd.DataFrame({"k": np.append(ints, 11)}), "outside the domain"),
+    ):
+        for data in (bad, _dask(bad, 2)):
+            with pytest.raises(ParameterError, match=word):
+                _release(by_key(None), data)
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
