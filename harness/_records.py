@@ -47,6 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._validate import not_masked
 from .errors import ParameterError
 
 _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
@@ -152,9 +153,16 @@ def columns_of(data: Any, columns: Sequence[str] | None, width: int, name: str) 
         missing = [c for c in cols if c not in data.columns]
         if missing:
             raise ParameterError(f"columns={cols!r}: {missing[0]!r} is not a column of {name}; pass its column names.")
+        twice = [c for c in dict.fromkeys(cols) if list(data.columns).count(c) > 1]
+        if twice:
+            raise ParameterError(
+                f"{twice[0]!r} names {list(data.columns).count(twice[0])} columns of {name}; rename them apart "
+                "(or pick columns by name with columns=[...] after renaming)."
+            )
         return [(repr(c), data[c]) for c in cols]
     if columns is not None:
         raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
+    not_masked(name, data)
     arr = np.asarray(data) if not isinstance(data, np.ndarray) else data
     if arr.ndim == 0:
         raise ParameterError(f"{name} is a single value; pass an array of records.")

@@ -758,6 +758,28 @@ def test_integer_records_group_by_their_exact_keys_and_drop_undeclared_labels():
                 _release(by_key(None), data)
 
 
+def test_a_masked_array_is_refused_by_type_never_read_under_its_mask():
+    """A numpy masked array: its masked entries were read as the values under the mask (999 released as a
+    salary, by ``release`` and by ``m.sample``); refused by its type, whatever its mask, naming the fix. A
+    frame naming two columns alike is refused naming the column (it raised numpy's broadcast error)."""
+    m = dp.mechanism(
+        name="total",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.column(0) >> dp.sum() >> dp.laplace(10),
+        claim=PureDP(1),
+    )
+    masked = np.ma.array([[1.0, 5.0], [2.0, 5.0], [999.0, 5.0]], mask=[[0, 0], [0, 0], [1, 0]])
+    for data in (masked, np.ma.array([[1.0, 5.0]])):
+        with pytest.raises(ParameterError, match="masked array.*compress_rows") as e:
+            _release(m, data)
+        assert "999" not in str(e.value)
+        with pytest.raises(ParameterError, match="masked array"):
+            m.sample(data, 1, np.random.default_rng(SEED))
+    with pytest.raises(ParameterError, match="'x' names 2 columns"):
+        _release(m, pd.DataFrame([[1.0, 2.0]], columns=["x", "x"]))
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
