@@ -7,29 +7,38 @@ input type can take a path the others do not (STYLE 19).
   refused, as are complex, timedelta, datetime, string and object dtypes, on every input type, by dtype
   (or, for an object column, by the type of what it holds), and never with a value in the message. A
   missing value (NaN, None, ``pd.NA``) in a number column is outside every record domain and refused.
+  Integer records (``IntegerRange``) read a float column's whole numbers as the integers; a fraction, NaN
+  or ±inf there is outside the domain and refused (count and first position, no value), never truncated.
 * **Identity columns**: the user column of ``dp.bound_contributions`` and the key column of a
   ``dp.group_by(keys=None)``. Their values are compared exactly whatever their type: integers at any
   size, strings, UUIDs, categoricals, datetimes and timedeltas (as pandas Timestamps and Timedeltas,
   whether the column is a datetime64 dtype or holds them as objects), any hashable value; never through
   a double. Values are normalised
   once (:func:`normalise`): numpy scalars become Python values, ``-0.0`` is ``0.0``, ``True`` is ``1.0``,
-  a whole number a double holds exactly is that double, and every missing value (None, NaN, NaT,
-  ``pd.NA``) is the one value None. The sampler sees each distinct value as a stand-in number inside the
+  every number is read by its value whatever its type (``Decimal("1")`` and ``1+0j`` are ``1.0``, a
+  ``Decimal`` that no double holds is its exact Fraction, a complex number with an imaginary part is
+  itself), a whole number a double holds exactly is that double, and every missing value (None, NaN,
+  NaT, ``pd.NA``, a ``Decimal`` NaN, signalling or not) is the one value None. Values that are not
+  hashable (lists, arrays) are outside an identity column's domain: refused naming the column. The sampler sees each distinct value as a stand-in number inside the
   column's declared bounds (the value itself when every value present is a double inside them;
   otherwise evenly spaced stand-ins in the values' sorted order), and the release names the normalised
   values again. The law of contribution bounding and of a group-by depends on those columns only
   through which records share a value and the values' order (the order in which users and keys draw),
   so the release on the stand-ins is the release on the data: the proof, about data sets in the
   declared domain, covers it. A user id that is missing is refused (records without an owner cannot be
-  bounded per user); a missing key is the key None, a key like any other.
+  bounded per user); a missing key is the key None, a key like any other. Integer records
+  (``IntegerRange``) hold integers only, so their key column is a number column: the keys are the
+  integers present, each a record of the domain.
 * **Label columns** (the key column of a ``dp.group_by`` with declared label keys): each record carries
   its label's position in the keys; a label that is not a key (and a missing value, unless None is a
-  key) is carried as a number inside the declared bounds that is no position, so it is dropped like a
-  number outside declared numeric keys: no label in the data can make a release raise.
+  key, and a value that is not hashable) is carried as a number inside the declared bounds that is no
+  position, so it is dropped like a number outside declared numeric keys: no label in the data can make
+  a release raise.
 """
 
 from __future__ import annotations
 
+import decimal
 import numbers
 from dataclasses import dataclass, field
 import math
@@ -38,6 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._validate import not_masked
 from .errors import ParameterError
 
 _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
@@ -58,6 +68,10 @@ def _is_missing(v: Any) -> bool:
         return True
     if isinstance(v, (float, np.floating)):
         return bool(v != v)
+    if isinstance(v, decimal.Decimal):
+        return v.is_nan()  # NaN and the signalling sNaN (which pandas' own check cannot compare)
+    if isinstance(v, (complex, np.complexfloating)):
+        return bool(v.real != v.real or v.imag != v.imag)
     if isinstance(v, (np.datetime64, np.timedelta64)):
         return bool(np.isnat(v))
     name = type(v).__name__
@@ -69,10 +83,14 @@ def normalise(v: Any) -> Any:
     every missing value; numbers as a double when one holds them exactly, else exactly (int, Fraction)."""
     if _is_missing(v):
         return MISSING
+    if isinstance(v, (np.datetime64, np.timedelta64)):
+        v = _pandas_time(v)  # as a datetime64 column reads it (.item() gives an int at ns: a number's identity)
     if isinstance(v, np.generic):
         v = v.item()
-    if isinstance(v, (complex, np.complexfloating)):
-        raise ParameterError("an identity or key column holds complex numbers; encode them as strings or pairs.")
+    if isinstance(v, complex):  # a number like any other: 1+0j is 1.0 (it equals it), else itself, exactly
+        return normalise(v.real) if v.imag == 0 else complex(v.real + 0.0, v.imag + 0.0)
+    if isinstance(v, decimal.Decimal):  # not a numbers.Real, but a number: Decimal("1") is 1.0 (it equals it)
+        return float(v) if v.is_infinite() else normalise(Fraction(v))
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, float):
@@ -89,12 +107,25 @@ def normalise(v: Any) -> Any:
     return v
 
 
+def _pandas_time(v: Any) -> Any:
+    """A numpy datetime64 or timedelta64 as a pandas Timestamp or Timedelta (what a datetime64 or timedelta64
+    column holds), or, beyond pandas' range, as numpy's own Python value."""
+    try:
+        import pandas as pd
+
+        return pd.Timestamp(v) if isinstance(v, np.datetime64) else pd.Timedelta(v)
+    except Exception:  # noqa: BLE001 - no pandas, or out of its range
+        return v
+
+
 def _order(v: Any) -> tuple:
     """Numbers by value, then labels by type name and value (repr where values do not compare), None last."""
     if v is MISSING:
         return (2, "", 0)
     if isinstance(v, (int, float, Fraction)):
         return (0, "", v)
+    if isinstance(v, complex):
+        return (1, "complex", (v.real, v.imag))
     return (1, type(v).__name__, v)
 
 
@@ -122,9 +153,16 @@ def columns_of(data: Any, columns: Sequence[str] | None, width: int, name: str) 
         missing = [c for c in cols if c not in data.columns]
         if missing:
             raise ParameterError(f"columns={cols!r}: {missing[0]!r} is not a column of {name}; pass its column names.")
+        twice = [c for c in dict.fromkeys(cols) if list(data.columns).count(c) > 1]
+        if twice:
+            raise ParameterError(
+                f"{twice[0]!r} names {list(data.columns).count(twice[0])} columns of {name}; rename them apart "
+                "(or pick columns by name with columns=[...] after renaming)."
+            )
         return [(repr(c), data[c]) for c in cols]
     if columns is not None:
         raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
+    not_masked(name, data)
     arr = np.asarray(data) if not isinstance(data, np.ndarray) else data
     if arr.ndim == 0:
         raise ParameterError(f"{name} is a single value; pass an array of records.")
@@ -163,6 +201,8 @@ def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.nd
                 f"column {column} of {name} (dtype object) holds integers beyond 2**53, which a double cannot hold "
                 "exactly; recode them (e.g. as ranks) or declare the column an identity (the user column)."
             )
+        if integer and any(isinstance(v, (float, np.floating)) for v in values.tolist()):
+            return _whole(values.astype(float), column, name)  # the ints are doubles exactly (checked above)
         return values.astype(np.int64 if integer else float)
     if kind not in "biuf":
         raise ParameterError(f"column {column} of {name} has dtype {dtype}, which records cannot hold; {fix}.")
@@ -184,13 +224,32 @@ def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.nd
                     "dp.bound_contributions (read exactly as an identity)."
                 )
         return raw.astype(np.int64 if integer else float)
-    return raw.astype(np.int64 if integer else float) if integer and kind == "b" else raw.astype(float)
+    if integer:
+        return raw.astype(np.int64) if kind == "b" else _whole(raw.astype(float), column, name)
+    return raw.astype(float)
 
 
-def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
+def _whole(raw: np.ndarray, column: str, name: str) -> np.ndarray:
+    """Floats read as integer records: int64 when every one is a whole number in int64's range; else
+    refused (NaN, ±inf or a fraction is outside every integer domain: never truncated), with the count and
+    the first position, never a value."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(raw) & (np.floor(raw) == raw) & (np.abs(raw) < 2.0**63))
+    if bad.any():
+        where = np.flatnonzero(bad)
+        raise ParameterError(
+            f"column {column} of {name} has {where.size} value(s) that are not integers (the first at index "
+            f"{int(where[0])}), outside the domain of the mechanism's integer records; round or filter them "
+            "before the release (a fraction is never truncated here)."
+        )
+    return raw.astype(np.int64)
+
+
+def identities_of(col: Any, column: str, name: str, labels: bool = False) -> tuple[np.ndarray, Any]:
     """An identity or label column, exactly: (codes, values): ``values[codes[i]]`` is row i's value;
     ``values`` distinct: a list of normalised values in no particular order, or, for a number column, a
-    sorted numpy array (float64 when every value is a double exactly, else int64) read by :func:`as_list`."""
+    sorted numpy array (float64 when every value is a double exactly, else int64) read by :func:`as_list`.
+    ``labels``: a label column, where an unhashable value is :data:`UNHASHABLE` (dropped) and not refused."""
     kind = _kind(col)
     dtype = _dtype(col)
     if kind == "c":
@@ -232,7 +291,7 @@ def identities_of(col: Any, column: str, name: str) -> tuple[np.ndarray, Any]:
         if kind == "i":
             return codes, uniq.astype(np.int64)  # exact integers, sorted and distinct
         return _merge_equal(codes, [normalise(v) for v in uniq.tolist()])
-    return _objects(col if hasattr(col, "to_numpy") else np.asarray(col, dtype=object))
+    return _objects(col if hasattr(col, "to_numpy") else np.asarray(col, dtype=object), column, name, labels)
 
 
 def sorted_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,11 +417,11 @@ def identity_hash(values: Any) -> np.ndarray:
             back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
         return np.where((back == ints) & (np.abs(doubles) < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
     out = np.zeros(len(values), dtype=np.uint64)
-    strings = [i for i, v in enumerate(values) if type(v) is str]
+    strings = [i for i, v in enumerate(values) if isinstance(v, str)]  # a str subclass equals its str
     if strings:
         import pandas as pd
 
-        out[strings] = pd.util.hash_array(np.array([values[i] for i in strings], dtype=object))
+        out[strings] = pd.util.hash_array(np.array([str(values[i]) for i in strings], dtype=object))
     for i, v in enumerate(values):
         if type(v) is float:
             out[i] = np.array([v + 0.0]).view(np.uint64)[0]
@@ -371,17 +430,28 @@ def identity_hash(values: Any) -> np.ndarray:
     return out
 
 
-def _objects(arr: Any) -> tuple[np.ndarray, list]:
-    """Labels of any hashable type (an object array, or a pandas column read by pandas' own factorize)."""
+class _Unhashable:
+    """The one label standing for every value of a label column that is not hashable: no key equals it, so
+    its records are dropped like those of any label that is not a key."""
+
+    def __repr__(self) -> str:
+        return "<unhashable>"
+
+
+UNHASHABLE = _Unhashable()
+
+
+def _objects(arr: Any, column: str = "?", name: str = "data", labels: bool = False) -> tuple[np.ndarray, list]:
+    """Labels of any hashable type (an object array, or a pandas column read by pandas' own factorize). A
+    value pandas cannot read (a signalling Decimal NaN, an unhashable value) sends the column through the
+    same normalisation one value at a time; there an unhashable value is :data:`UNHASHABLE` in a label
+    column (``labels``), and refused in an identity column (its values are compared as hashable values)."""
     try:
         import pandas as pd
-    except ImportError:
-        index: dict = {}
-        codes = np.empty(len(arr), dtype=np.int64)
-        for i, v in enumerate(arr.tolist()):
-            codes[i] = index.setdefault(normalise(v), len(index))
-        return codes, list(index)
-    raw_codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+
+        raw_codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+    except Exception:  # noqa: BLE001 - no pandas, or a value pandas cannot hash or compare: one at a time
+        return _objects_one_by_one(arr, column, name, labels)
     codes = np.asarray(raw_codes, dtype=np.int64)
     values = np.asarray(uniq, dtype=object).tolist()
     if not all(type(v) is str for v in values):  # strings are their own normalised values
@@ -390,6 +460,25 @@ def _objects(arr: Any) -> tuple[np.ndarray, list]:
         codes = np.where(codes < 0, len(values), codes)
         values.append(MISSING)
     return _merge_equal(codes, values)
+
+
+def _objects_one_by_one(arr: Any, column: str, name: str, labels: bool) -> tuple[np.ndarray, list]:
+    index: dict = {}
+    items = arr.tolist() if hasattr(arr, "tolist") else list(arr)
+    codes = np.empty(len(items), dtype=np.int64)
+    for i, v in enumerate(items):
+        value = normalise(v)
+        try:
+            codes[i] = index.setdefault(value, len(index))
+        except TypeError:  # not hashable (or its equality is not a truth value)
+            if not labels:
+                raise ParameterError(
+                    f"column {column} of {name} holds values that are not hashable; a user or key column's values "
+                    "are compared exactly as hashable values: convert them (e.g. lists to tuples or strings) "
+                    "before the release."
+                ) from None
+            codes[i] = index.setdefault(UNHASHABLE, len(index))
+    return codes, list(index)
 
 
 def _merge_equal(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
@@ -427,10 +516,19 @@ def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
     return out
 
 
-def outside(keys: Sequence[float], lo: Fraction, hi: Fraction) -> float:
-    """A double in [lo, hi] that is none of ``keys``: records carrying it belong to no declared key."""
+def outside(keys: Sequence[float], lo: Fraction, hi: Fraction, integer: bool = False) -> float:
+    """A double in [lo, hi] that is none of ``keys``: records carrying it belong to no declared key. For
+    ``integer`` records (which hold integers only: a fraction would be truncated to a key) an integer."""
     taken = {float(k) for k in keys}
     flo, fhi = float(lo), float(hi)
+    if integer:
+        for whole in (-1, len(keys), math.ceil(lo), math.floor(hi)):
+            if lo <= whole <= hi and float(whole) not in taken:
+                return float(whole)
+        raise ParameterError(
+            f"the integer records' bounds [{flo:g}, {fhi:g}] hold no integer that is not a key's position, so "
+            "a label that is not a key could not be dropped; widen the bounds (hi >= the number of keys)."
+        )
     for c in (-0.5, len(keys) - 0.5, 0.5, flo, fhi, flo / 2 + fhi / 2):
         if lo <= Fraction(c) <= hi and c not in taken:
             return float(c)
@@ -545,7 +643,7 @@ class Reader:
             return self.identities[j].lookup(values)[codes] if n else np.zeros(0)
         if j in self.labels:
             positions, drop = self.labels[j]
-            codes, values = identities_of(col, column, name)
+            codes, values = identities_of(col, column, name, labels=True)
             lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
             return lookup[codes] if n else np.zeros(0)
         return numbers_of(col, column, name, self.integer)
@@ -596,7 +694,9 @@ def reader(m: Any) -> Reader:
         if not any(reads_column(x.part, b.user) for x in group_bys):
             r.identities[b.user] = Identity(b.user, "user")
     g = discovered_head(m.steps)
-    if g is not None and not reads_column(g.part, g.by):
+    # integer records hold integers only: their keys are the integers present, read in the domain (stand-ins
+    # for other values would be fractions, which the records truncate into other keys)
+    if g is not None and not reads_column(g.part, g.by) and not r.integer:
         r.identities[g.by] = Identity(g.by, "key")
     for n in nodes:
         if type(n) in (GroupBy, Parallel) and n.labelled and n.by not in r.identities:
@@ -605,7 +705,8 @@ def reader(m: Any) -> Reader:
                 from .errors import UnsupportedError
 
                 raise UnsupportedError(f"column {n.by} is grouped with two different key lists; use one per column")
-            r.labels[n.by] = (positions, outside(range(len(n.keys)), space.lo[n.by], space.hi[n.by]))
+            drop = outside(range(len(n.keys)), space.lo[n.by], space.hi[n.by], r.integer)
+            r.labels[n.by] = (positions, drop)
     return r
 
 

@@ -103,3 +103,14 @@ def labels(name: str, values: Any) -> None:
             ) from None
         if isinstance(k, float) and k != k:
             raise ParameterError(f"{name} holds NaN; pass keys that equal themselves.")
+
+
+def not_masked(name: str, values: Any) -> None:
+    """``values`` is not a numpy masked array (refused by its type, whatever its mask: ``numpy.asarray``
+    reads the values under the mask as data)."""
+    if isinstance(values, np.ma.MaskedArray):
+        raise ParameterError(
+            f"{name} is a numpy masked array, whose masked entries would be read as the values under the mask; "
+            "pass the records you mean: np.ma.compress_rows(data) drops the rows with a masked entry, "
+            "data.filled(v) fills them."
+        )

@@ -194,6 +194,7 @@ class Domain(abc.ABC):
     def describe(self) -> str: ...
 
     def validate(self, name: str, values: Any) -> np.ndarray:
+        _v.not_masked(name, values)
         arr = np.asarray(values)
         if arr.dtype.kind not in "biuf":  # complex, timedelta, datetime, strings, objects: refused by dtype
             raise ParameterError(
@@ -456,6 +457,7 @@ class InputSpec:
 
     def validate(self, name: str, data: Any) -> Any:
         """Check one input against this spec; return it as the mechanism will see it."""
+        _v.not_masked(name, data)
         if self.shape == "record":
             arr = np.asarray(data)
             if isinstance(self.domain, RealBox):

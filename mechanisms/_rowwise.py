@@ -15,6 +15,8 @@ Three paths, named by :data:`PYTHON`, :data:`COMPILED` and :data:`ONE_ROW`:
   update), as on the other paths. Cost: a compilation of the function and its loop per process (about
   a second), then some nanoseconds a row.
 * **one record at a time** (the default): the function called from Python on each row (the slow path).
+  On this path and the next the row (and its state) is a copy of its own, never a view of the batch: a
+  view's ``base`` would let the function read the other rows, or write into the records.
 * **one row at a time** (``vectorized=True``, a function written for arrays of rows): called from
   Python on a one-row array ``rows[k:k+1]`` per row, its row 0 taken. A function called on all rows at
   once could mix them (centre them on their mean, winsorise at a percentile, a BLAS product whose last

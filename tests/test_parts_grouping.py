@@ -556,6 +556,17 @@ def test_label_keys_are_positions_in_numeric_records():
             dp.group_by(by=1, keys=bad, select=dp.partition_select(threshold=20, scale=1))
 
 
+def test_label_keys_the_release_reads_as_one_label_are_refused():
+    """keys=[None, pd.NA] (or None and NaT) are distinct Python values, but the release reads every missing
+    value as the one label None: refused at the group-by, naming keys= (before, the records of both went to
+    the last of them and the other key silently got none)."""
+    pd = pytest.importorskip("pandas")
+    for bad in ([None, pd.NA, "FR"], ["FR", None, pd.NaT]):
+        with pytest.raises(ParameterError, match="keys has 3 values that the release reads as 2 labels"):
+            dp.group_by(by=1, keys=bad, select=dp.partition_select(threshold=20, scale=1))
+    dp.group_by(by=1, keys=[None, "FR", 1], select=dp.partition_select(threshold=20, scale=1))  # one of each
+
+
 def test_keys_from_the_data_prove_as_declared_keys_and_refute_with_a_true_witness():
     """keys=None: the same bound as a declared universe; a claim below the selection's δ is REFUTED by a
     witness whose event ('the new key is in the mapping') has probability δ on one side and 0 on the

@@ -79,6 +79,28 @@ def test_user_query_answers_are_read_exactly():
         dp.query(lambda x: math.nan, sensitivity=1).answer(np.zeros(2))
 
 
+def test_a_query_writing_into_the_records_changes_no_other_answer():
+    """Each user query gets its own copy of the records: a query normalising them in place (``x /= 10``)
+    leaves the next query's answer, whose stated sensitivity is about the records, and the records as they
+    were (before: the second query counted the scaled records, 0 instead of 2)."""
+
+    def scaled_in_place(x):
+        x /= 10
+        return 0.0
+
+    above = dp.above_threshold(
+        1,
+        queries=[
+            dp.query(scaled_in_place, sensitivity=1),
+            dp.query(lambda x: float(np.sum(x > 3)), sensitivity=1, increasing=True),
+        ],
+        scale=1,
+    )
+    records = np.array([1.0, 4.0, 5.0])
+    assert above.answers(records, None) == [0, 2]
+    np.testing.assert_array_equal(records, [1.0, 4.0, 5.0])
+
+
 @pytest.mark.parametrize(
     "call, name",
     [

@@ -602,6 +602,184 @@ def test_an_integer_record_beyond_the_domain_is_refused_on_every_input_type():
     assert all(type(v) is float for v in got) and got[0] == got[1] == got[2]
 
 
+def test_a_fraction_in_integer_records_is_refused_never_truncated():
+    """IntegerRange records read from a float column: 1.5 (or NaN, or ±inf) is outside the domain and refused
+    on every input type, naming the column and no value, as ``m.sample`` refuses it; the release read it
+    into int64 before (1.5 released as the record 1, NaN as -2**63). Whole floats are the integers."""
+    from dpharness import IntegerRange
+
+    m = dp.mechanism(
+        name="sum_ints",
+        records=IntegerRange(0, 10),
+        relation=AddRemove(),
+        steps=dp.sum() >> dp.laplace(10),
+        claim=PureDP(1),
+    )
+    with pytest.raises(ParameterError, match="outside the domain"):
+        m.sample(np.array([1.5, 2.0]), 1, np.random.default_rng(SEED))
+    for bad in ([1.5, 2.0], [float("nan"), 2.0], [float("inf"), 2.0], [2.0**64, 2.0]):
+        frame = pd.DataFrame({"a": bad})
+        for data in (np.array(bad), frame, frame.astype(object), _dask(frame, 2)):
+            with pytest.raises(ParameterError, match="not integers") as e:
+                _release(m, data)
+            assert "1.5" not in str(e.value) and "column" in str(e.value)
+    whole = np.array([1.0, 2.0])
+    want = _release(m, np.array([1, 2]))
+    assert [_release(m, d) for d in (whole, pd.DataFrame({"a": whole}), _dask(pd.DataFrame({"a": whole}), 2))] == [
+        want
+    ] * 3
+
+
+def test_complex_and_decimal_nan_labels_never_make_one_neighbour_raise():
+    """A key, user or label column of objects holding, in one record, a complex number, Decimal('NaN') or a
+    signalling Decimal('sNaN'): the neighbour with that record releases, the same on pandas, numpy and Dask
+    (it raised: complex numbers were refused by value, and the sNaN raised from pandas' own missing-value
+    check). A complex number is a value like any other (``1+0j`` is the number 1.0, as ``True`` is); a
+    Decimal NaN of either kind is missing (the key None, like NaN); a label that is not a key is dropped."""
+    from decimal import Decimal
+
+    import dask
+
+    rng = np.random.default_rng(SEED)
+    n = 120
+    frame = pd.DataFrame(
+        {
+            "u": pd.Series(rng.integers(0, 40, n), dtype=object),
+            "k": pd.Series(rng.choice(np.array(["a", "b", 1.0], dtype=object), n), dtype=object),
+            "v": rng.uniform(0, 10, n),
+        }
+    )
+    for odd, read_as in ((1 + 0j, 1.0), (complex(1, 2), None), (Decimal("NaN"), None), (Decimal("sNaN"), None)):
+        user = 999 if isinstance(odd, Decimal) else odd  # a missing user id is refused (documented)
+        added = pd.DataFrame({"u": pd.Series([user], dtype=object), "k": pd.Series([odd], dtype=object), "v": [5.0]})
+        bigger = pd.concat([frame, added], ignore_index=True)
+        for m, data in (
+            (_record_level(part=False), bigger[["v", "k"]]),
+            (_user_level(), bigger),
+            (_user_level(keys=["a", "b"]), bigger),
+        ):
+            got = _release(m, data)
+            with dask.config.set({"dataframe.convert-string": False}):  # the objects as they are
+                assert _release(m, _dask(data, 3)) == got
+            assert _release(m, data.to_numpy(dtype=object)) == got
+            if isinstance(odd, Decimal) or odd == 1.0:  # the same release as the value it reads as
+                twin = data.assign(k=pd.Series([*data["k"][:n], read_as], dtype=object))
+                assert _release(m, twin) == got
+
+
+def test_decimal_ids_and_keys_are_the_numbers_they_equal_on_every_input_type():
+    """User ids and keys held as ``Decimal`` in some rows and as ints or floats in others (equal values):
+    one user and one key each, the release of the plain numbers on pandas and Dask, whatever the rows' order.
+    Before, a Decimal was a label, not a number: the users drew in another order (another release), a
+    key was named by whichever of its spellings came first, and on Dask the equal ids hashed to different
+    buckets (one user counted in two: an IndexError here, and a user over a bound could pass as two)."""
+    from decimal import Decimal
+
+    import dask
+
+    rng = np.random.default_rng(SEED)
+    n = 200
+    u, k, v = rng.integers(0, 30, n), rng.integers(0, 2, n).astype(float), rng.uniform(0, 10, n)
+    plain = pd.DataFrame({"u": u, "k": k, "v": v})
+    mixed = pd.DataFrame(
+        {
+            "u": pd.Series([Decimal(int(x)) if i % 2 else int(x) for i, x in enumerate(u)], dtype=object),
+            "k": pd.Series([Decimal(int(x)) if i % 2 else x for i, x in enumerate(k)], dtype=object),
+            "v": v,
+        }
+    )
+    want = _release(_user_level(), plain)
+    want_keys = _release(_record_level(part=False), plain[["v", "k"]])
+    assert [type(key) for key in want_keys] == [float, float]
+    with dask.config.set({"dataframe.convert-string": False}):
+        for data in (mixed, mixed.iloc[::-1], _dask(mixed, 4), _dask(mixed.iloc[::-1], 3)):
+            assert _release(_user_level(), data) == want
+            got = _release(_record_level(part=False), data[["v", "k"]])
+            assert got == want_keys and [type(key) for key in got] == [float, float]
+
+
+def test_an_unhashable_value_is_dropped_as_a_label_and_refused_as_an_identity_by_column():
+    """A list in one record: a label column drops it (no label can make a release raise); a key or user
+    column, whose values are compared as hashable values, refuses it with a ParameterError naming the column
+    and the fix, never the value (it raised pandas' TypeError before)."""
+    rng = np.random.default_rng(SEED)
+    n = 60
+    frame = pd.DataFrame(
+        {
+            "u": rng.integers(0, 20, n),
+            "k": pd.Series(rng.choice(["a", "b"], n), dtype=object),
+            "v": rng.uniform(0, 10, n),
+        }
+    )
+    odd = pd.DataFrame({"u": [7], "k": pd.Series([["secret"]], dtype=object), "v": [5.0]})
+    bigger = pd.concat([frame, odd], ignore_index=True)
+    labelled = _user_level(keys=["a", "b"])
+    assert _release(labelled, bigger) == _release(labelled, bigger.assign(k=bigger["k"].where(bigger.index < n, "zz")))
+    for m, data in ((_user_level(), bigger), (_record_level(part=False), bigger[["v", "k"]])):
+        with pytest.raises(ParameterError, match="column 'k'.*hashable") as e:
+            _release(m, data)
+        assert "secret" not in str(e.value)
+
+
+def test_integer_records_group_by_their_exact_keys_and_drop_undeclared_labels():
+    """IntegerRange records, one key column. Declared labels: a label that is not a key is dropped (its drop
+    number was 1.5, which the integer records truncated to the position 1: 'IT' was counted as 'DE').
+    Keys found in the data: the integers present, read as numbers in the domain; a label or an integer
+    outside the domain is refused like any record outside it (they were evenly spaced stand-ins, which the
+    integer records truncated: 20 labels released as 2 merged keys, 0..11 as the keys 0 and 11)."""
+    from dpharness import IntegerRange
+
+    def by_key(keys):
+        return dp.mechanism(
+            name="per_key_ints",
+            records=IntegerRange(0, 10),
+            relation=AddRemove(),
+            steps=dp.group_by(by=0, keys=keys, select=dp.partition_select(threshold=3, scale=1)),
+            claim=ApproxDP(4, 1e-3),
+        )
+
+    declared = pd.DataFrame({"k": ["FR"] * 50 + ["DE"] * 50})
+    with_it = pd.concat([declared, pd.DataFrame({"k": ["IT"] * 500})], ignore_index=True)
+    want = _release(by_key(["FR", "DE"]), declared)
+    assert _release(by_key(["FR", "DE"]), with_it) == want
+    assert _release(by_key(["FR", "DE"]), _dask(with_it, 3)) == want
+    rng = np.random.default_rng(SEED)
+    ints = rng.integers(0, 11, 600)
+    got = _release(by_key(None), pd.DataFrame({"k": ints}))
+    assert set(got) <= set(range(11)) and len(got) == 11
+    assert _release(by_key(None), _dask(pd.DataFrame({"k": ints}), 3)) == got
+    assert _release(by_key(None), ints) == got
+    for bad, word in (
+        (pd.DataFrame({"k": [f"L{i:02d}" for i in range(20)] * 30}), "non-numbers"),
+        (pd.DataFrame({"k": np.append(ints, 11)}), "outside the domain"),
+    ):
+        for data in (bad, _dask(bad, 2)):
+            with pytest.raises(ParameterError, match=word):
+                _release(by_key(None), data)
+
+
+def test_a_masked_array_is_refused_by_type_never_read_under_its_mask():
+    """A numpy masked array: its masked entries were read as the values under the mask (999 released as a
+    salary, by ``release`` and by ``m.sample``); refused by its type, whatever its mask, naming the fix. A
+    frame naming two columns alike is refused naming the column (it raised numpy's broadcast error)."""
+    m = dp.mechanism(
+        name="total",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.column(0) >> dp.sum() >> dp.laplace(10),
+        claim=PureDP(1),
+    )
+    masked = np.ma.array([[1.0, 5.0], [2.0, 5.0], [999.0, 5.0]], mask=[[0, 0], [0, 0], [1, 0]])
+    for data in (masked, np.ma.array([[1.0, 5.0]])):
+        with pytest.raises(ParameterError, match="masked array.*compress_rows") as e:
+            _release(m, data)
+        assert "999" not in str(e.value)
+        with pytest.raises(ParameterError, match="masked array"):
+            m.sample(data, 1, np.random.default_rng(SEED))
+    with pytest.raises(ParameterError, match="'x' names 2 columns"):
+        _release(m, pd.DataFrame([[1.0, 2.0]], columns=["x", "x"]))
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
@@ -648,6 +826,30 @@ def test_datetime_and_timedelta_keys_and_users_are_identities_on_every_input_typ
     frame = pd.DataFrame({"user": users, "k": ["a", "b"] * 30, "v": rng.uniform(0, 10, 60)})
     got = _release(_user_level(keys=["a", "b"]), frame)
     assert _release(_user_level(keys=["a", "b"]), frame.astype({"user": object}).to_numpy()) == got
+
+
+def test_numpy_datetime64_objects_are_the_timestamps_they_stand_for():
+    """A numpy object array (or object column) holding ``np.datetime64`` / ``np.timedelta64`` values releases
+    as the datetime64 column of the same instants (Timestamps, Timedeltas); before, a lone nanosecond value
+    was read as its integer (numpy's ``.item()``): one key with the number it spells (5 ns and 5 were one
+    key), and on Dask one user in two identities when partitions held the two forms."""
+    rng = np.random.default_rng(SEED)
+    n = 60
+    x = rng.uniform(0, 10, n)
+    days = pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"] * (n // 3))
+    frame = pd.DataFrame({"x": x, "k": days})
+    want = _release(_record_level(), frame)
+    records = np.empty((n, 2), dtype=object)
+    records[:, 0] = x.tolist()
+    records[:, 1] = list(days.to_numpy())  # np.datetime64[ns] objects
+    assert isinstance(records[0, 1], np.datetime64)
+    assert _release(_record_level(), records) == want
+    assert _release(_record_level(), pd.DataFrame({"x": x, "k": pd.Series(list(records[:, 1]), dtype=object)})) == want
+    mixed = pd.DataFrame(
+        {"x": x[:4], "k": pd.Series([np.timedelta64(5, "ns"), 5, 5.0, np.timedelta64(5, "ns")], dtype=object)}
+    )
+    got = _release(_record_level(part=False, hi=10), pd.concat([mixed] * 10, ignore_index=True))
+    assert set(got) == {5.0, pd.Timedelta(5, "ns")}  # a duration is not a number
 
 
 def test_user_level_on_a_distributed_client_is_the_pandas_release():

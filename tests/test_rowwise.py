@@ -272,3 +272,53 @@ def test_a_compiled_update_sees_one_run():
         claim=PureDP(3),
     )
     np.testing.assert_array_equal(m.sample(np.array([0.5, 0.25]), 50, np.random.default_rng(SEED)), np.ones(50))
+
+
+def _whole_batch(a):
+    """The array ``a`` is a view of (its ``base``, followed to the end), or ``a`` itself."""
+    while getattr(a, "base", None) is not None and isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _batch_mean(row):
+    """A function of one row that reads the whole batch through the row's ``base`` when it is a view."""
+    return float(np.mean(_whole_batch(np.asarray(row))))
+
+
+def _doubled_in_place(row):
+    row *= 2  # writes into its argument
+    return float(np.sum(row))
+
+
+@pytest.mark.parametrize("vectorized", [False, True], ids=["per record", "vectorized=True"])
+def test_a_row_is_passed_as_a_copy_not_a_view_of_the_batch(vectorized):
+    """Row k's value cannot depend on another row even through the argument's ``base`` (a view of the
+    batch), and a function writing into its argument changes neither the records nor the other runs (before:
+    row k was ``rows[k]`` / ``rows[k:k+1]``, a view of the whole batch: the first row's value was the batch's
+    mean, and the records were doubled in place)."""
+    data = np.array([[1.0, 1.0], [2.0, 2.0], [9.0, 9.0]])
+    mean = dp.map_records(_batch_mean, vectorized=vectorized)
+    np.testing.assert_array_equal(mean.apply(data), [1.0, 2.0, 9.0])
+    np.testing.assert_array_equal(mean.apply(data[:1]), [1.0])
+    kept = data.copy()
+    np.testing.assert_array_equal(
+        dp.map_records(_doubled_in_place, vectorized=vectorized).apply(data), [4.0, 8.0, 36.0]
+    )
+    np.testing.assert_array_equal(data, kept)  # the records are as they were
+
+
+def test_an_update_gets_its_own_runs_state_and_release():
+    """An update reading the batch of states through its argument's ``base`` sees its own run only."""
+
+    def batch_size(theta, release):
+        return [float(np.size(_whole_batch(np.asarray(theta))))]
+
+    m = dp.mechanism(
+        name="batch_size_update",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.iterate(2, dp.count() >> dp.laplace(1), init=[1.0], update=batch_size),
+        claim=PureDP(2),
+    )
+    np.testing.assert_array_equal(m.sample(np.array([0.5]), 7, np.random.default_rng(SEED)), np.ones(7))

@@ -296,23 +296,27 @@ def _updated_runs(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np
         return new
     if step.path == _rowwise.ONE_ROW:  # a function of arrays of runs, given one run
         return np.stack(
-            [_updated(step, states[i : i + 1], releases[i : i + 1], one_row=True) for i in range(len(states))]
+            [
+                _updated(step, states[i : i + 1].copy(), releases[i : i + 1].copy(), one_row=True)
+                for i in range(len(states))
+            ]
         )
     return _updated_each(step, states, releases)
 
 
 def _updated_each(step: Iterate, states: np.ndarray, releases: np.ndarray) -> np.ndarray:
-    """``update`` called once per run; the results checked all at once (run by run only to name a bad one)."""
+    """``update`` called once per run, on copies of its run's state and release (a view's ``base`` is every
+    run's); the results checked all at once (run by run only to name a bad one)."""
     assert step.update is not None  # Iterate.__post_init__ refuses a missing update
     scalar = releases.shape[1] == 1
-    got = [step.update(states[i], releases[i, 0] if scalar else releases[i]) for i in range(len(states))]
+    got = [step.update(states[i].copy(), releases[i, 0] if scalar else releases[i].copy()) for i in range(len(states))]
     try:
         new = np.array(got, dtype=float).reshape(len(states), -1)
     except (TypeError, ValueError):
         new = None
     if new is not None and new.shape == states.shape and np.all(np.isfinite(new)):
         return new
-    return np.stack([_updated(step, states[i], releases[i]) for i in range(len(states))])
+    return np.stack([_updated(step, states[i].copy(), releases[i].copy()) for i in range(len(states))])
 
 
 def _updated(step: Iterate, state: np.ndarray, release: np.ndarray, one_row: bool = False) -> np.ndarray:

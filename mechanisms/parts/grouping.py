@@ -295,9 +295,17 @@ def _encoding_keys(keys: Any) -> tuple:
         vals = tuple(_float_exact("keys", k, "a partition key") for k in keys)
         distinct = len({Fraction(k) for k in vals})
     else:
+        from dpharness._records import normalise
+
         _v.labels("keys", keys)
         vals = tuple(keys)
         distinct = len(set(vals))
+        read = len({normalise(k) for k in vals})  # as the release reads labels: None, NaT and pd.NA are one
+        if distinct == len(vals) and read != distinct:
+            raise ParameterError(
+                f"keys has {len(vals)} values that the release reads as {read} labels (every missing value, "
+                "None, NaT or pd.NA, is the one label None; True is 1.0); pass each label once."
+            )
     if not 1 <= len(vals) <= _MAX_KEYS or distinct != len(vals):
         raise ParameterError(f"keys has {len(vals)} values; pass between 1 and {_MAX_KEYS} distinct keys.")
     return vals

@@ -273,8 +273,8 @@ class AboveThreshold(Measurement):
             return [Fraction(v) for v in arr.tolist()]
         out = []
         for q in self.queries:
-            if isinstance(q, UserQuery):
-                out.append(q.answer(value))
+            if isinstance(q, UserQuery):  # its own copy: a query writing into the records changes no other answer
+                out.append(q.answer(value.copy() if isinstance(value, np.ndarray) else value))
                 continue
             a = execute(q, value, space, 1, None)  # type: ignore[arg-type]  # transformations only (_query_space): no rng read
             if isinstance(a, tuple):

@@ -112,7 +112,8 @@ class MapRecords(Transformation):
     compiled with numba and looped over the rows in compiled code (``compiled=True``, or an
     ``numba.njit`` function; ``path`` says :data:`~dpharness.mechanisms._rowwise.COMPILED`), from Python
     on each record (the default), or, with ``vectorized=True`` (a function of arrays of rows), on a
-    one-row array per row. It never sees another record, so row k's value cannot depend on the batch.
+    one-row array per row; on every path the row is a copy of its own (never a view whose ``base`` is the
+    batch). It never sees another record, so row k's value cannot depend on the batch.
 
     The map is total, so no input makes a release raise: a call of ``fn`` that raises, or returns
     anything but ``columns`` numbers, maps the record to 0 in every column; NaN becomes 0, and ±∞ the
@@ -166,11 +167,13 @@ class MapRecords(Transformation):
         else:
             one_row = self.path == _rowwise.ONE_ROW
             out = np.zeros((len(arr), self.columns))
+            # each row (and state) a copy of its own: a view's ``base`` is the whole batch, which fn could read
+            # or write (row k's value would then depend on the other rows, and the records change in place)
             for k in range(len(arr)):
                 if one_row:  # a function of arrays of rows, given one row
-                    out[k] = self._row(arr[k : k + 1], None if states is None else states[k : k + 1])
+                    out[k] = self._row(arr[k : k + 1].copy(), None if states is None else states[k : k + 1].copy())
                 else:
-                    out[k] = self._row(arr[k], None if states is None else states[k])
+                    out[k] = self._row(arr[k].copy(), None if states is None else states[k].copy())
         return out[:, 0] if self.columns == 1 else out
 
     def _row(self, record: Any, state: Any) -> np.ndarray:
