@@ -266,6 +266,29 @@ def exact_noise(mechanism: Any) -> bool:
     return coverage.proof is not None and coverage.written_for in (PartsMechanism, Composite)
 
 
+_RUN = 3  # equal consecutive records written once with their count from this many on
+
+
+def records_text(x: Any) -> str:
+    """A data set (or any value) as its JSON-like list, with every run of at least 3 equal consecutive
+    records written once with its count: ``[[0.0, 1000.0], [1000.0, 1000.0] ×199]``. Nothing is left out
+    (a proof's witness of 200 records stays exact, in one line a reader can follow)."""
+    from ._json import jsonable
+
+    value = jsonable(x)
+    if not isinstance(value, list) or len(value) < _RUN:
+        return str(value)
+    parts: list[str] = []
+    start = 0
+    for end in range(1, len(value) + 1):
+        if end < len(value) and value[end] == value[start]:
+            continue
+        run = end - start
+        parts += [f"{value[start]} ×{run}"] if run >= _RUN else [str(v) for v in value[start:end]]
+        start = end
+    return "[" + ", ".join(parts) + "]"
+
+
 def short_repr(x: Any, limit: int = 40) -> str:
     """``repr`` of a value (an array as its list) cut to about ``limit`` characters at an item boundary,
     with the number of items: ``[5.0, 5.0, ... (10 items)]``."""

@@ -289,10 +289,10 @@ class ProofSummary:
 def describe_witness(w: Any) -> str:
     """A proof's witness in one line: ``D=... D'=... output=... event: ... loss=... — description``."""
     from ._json import jsonable
-    from ._run import fmt
+    from ._run import fmt, records_text
 
     return (
-        f"D={jsonable(w.data)} D'={jsonable(w.neighbor)}"
+        f"D={records_text(w.data)} D'={records_text(w.neighbor)}"
         + (f" output={jsonable(w.output)}" if w.output is not None else "")
         + (f" event: {w.event.description}" if w.event is not None else "")
         + (f" loss={fmt(w.loss)}" if w.loss is not None else "")

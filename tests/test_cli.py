@@ -808,3 +808,20 @@ def test_register_a_target_with_its_own_name_and_budget(numpy_targets):
     assert c.audit.epsilon_lower_bound == direct.epsilon_lower_bound
     with pytest.raises(dpharness.ParameterError, match="fixed by a library target"):
         registry.register(target, name="other", claim=dpharness.PureDP(1))
+
+
+def test_a_witness_of_many_equal_records_is_written_exactly_in_one_short_line():
+    """A proof's witness data set writes each run of equal consecutive records once with its count
+    (nothing left out: a group-by's witness of 200 records was 200 records long on one line)."""
+    import numpy as np
+
+    from dpharness._run import records_text
+    from dpharness.core import Witness
+    from dpharness.pipeline import describe_witness
+
+    big = np.array([[0.0, 1000.0]] + [[1000.0, 1000.0]] * 199)
+    assert records_text(big) == "[[0.0, 1000.0], [1000.0, 1000.0] ×199]"
+    assert records_text(np.array([5.0, 5.0, 5.0, 1.0, 5.0, 5.0])) == "[5.0 ×3, 1.0, 5.0, 5.0]"
+    assert records_text([0.0, 1.0]) == "[0.0, 1.0]" and records_text(2.5) == "2.5"
+    text = describe_witness(Witness(data=big[1:], neighbor=big, loss=1.0, description="extreme pair"))
+    assert text == "D=[[1000.0, 1000.0] ×199] D'=[[0.0, 1000.0], [1000.0, 1000.0] ×199] loss=1 — extreme pair"
