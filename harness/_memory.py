@@ -16,10 +16,10 @@ changes for good). Elsewhere it does nothing. It changes where memory comes from
 
 :func:`hold_freed_memory` does the same for good in a process whose whole life dpharness runs: there
 glibc's defaults slide, but the sampler's chunks (10^6 samples and their temporaries, each several MB)
-are freed at the top of the heap, which glibc trims back to the system past twice the largest freed
-chunk, so the next chunk faults its pages in again: a 10^7-sample Laplace audit took 156 000 page
-faults and 0.38 s of system time with the defaults, 55 000 and 0.15 s with the thresholds held. The
-freed memory stays with the process, at most its peak, until it exits.
+were mapped afresh while glibc's sliding threshold was still low and trimmed back to the system, so
+each chunk faulted its pages in again: a 10^7-sample Laplace audit took 156 000 page faults and 0.38 s
+of system time with the defaults, 55 000 and 0.15 s with the thresholds fixed (its peak memory the same,
+350 MB). At most 64 MiB of freed memory stays with the process, as with glibc's own thresholds.
 """
 
 from __future__ import annotations
@@ -97,13 +97,16 @@ def reused_memory() -> Iterator[None]:
                 lib.malloc_trim(0)
 
 
-_HOLD_TRIM = 256 * 1024 * 1024  # freed memory kept at the top of the heap by a process dpharness owns
+_HOLD_TRIM = 64 * 1024 * 1024  # freed memory kept at the top of the heap by a process dpharness owns: what
+# glibc's sliding thresholds keep at most (twice the largest mmap threshold), so the process holds no more
 
 
 def hold_freed_memory() -> None:
     """For a process whose whole life dpharness runs (see the module's docstring): numpy arrays below
-    32 MiB from the heap, and up to 256 MiB of freed memory at its top kept for reuse, not trimmed. Not
-    where the environment sets either threshold (the user's or Dask's choice), nor off glibc."""
+    32 MiB from the heap from the start (glibc's sliding threshold starts at 128 KiB and rises only as
+    mmapped chunks are freed), and up to 64 MiB of freed memory at its top kept for reuse, as glibc's
+    sliding thresholds keep at most. Not where the environment sets a threshold (the user's or Dask's
+    choice), nor off glibc."""
     if any(v in os.environ for v in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_")):
         return
     lib = _glibc()
