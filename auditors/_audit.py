@@ -776,6 +776,7 @@ def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: 
             f"choosing pairs{loaded}); nothing was certified. {advice}.",
             needed=float(needed),
             samples=minimum,
+            clock_limited=over_limit,
         )
     lo, hi = minimum, s.samples
     if not fits(minimum_draws, _BUDGET_DRAW_SHARE):

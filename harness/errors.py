@@ -40,19 +40,22 @@ class AuditTimeLimit(DPHarnessError, TimeoutError):
 class AuditBudgetTooSmall(AuditTimeLimit):
     """An audit given a time budget (``time_budget=``, the gate's default) could not fit even its minimum
     certification (:func:`dpharness.auditors.audit`): nothing was certified. ``needed``: the budget in
-    seconds, by the pace measured here, that would fit it; ``samples``: that minimum, samples a side."""
+    seconds, by the pace measured here, that would fit it; ``samples``: that minimum, samples a side;
+    ``clock_limited``: the budget would fit it, but not the clock time an enclosing time limit (the
+    gate's ``--timeout``) leaves on this loaded machine (a larger budget would not help)."""
 
-    def __init__(self, message: str, *, needed: float, samples: int) -> None:
+    def __init__(self, message: str, *, needed: float, samples: int, clock_limited: bool = False) -> None:
         super().__init__(message)
         self.needed = needed
         self.samples = samples
+        self.clock_limited = clock_limited
 
     def __reduce__(self) -> tuple:  # pickled from worker processes with its fields
-        return (_budget_too_small, (str(self), self.needed, self.samples))
+        return (_budget_too_small, (str(self), self.needed, self.samples, self.clock_limited))
 
 
-def _budget_too_small(message: str, needed: float, samples: int) -> AuditBudgetTooSmall:
-    return AuditBudgetTooSmall(message, needed=needed, samples=samples)
+def _budget_too_small(message: str, needed: float, samples: int, clock_limited: bool = False) -> AuditBudgetTooSmall:
+    return AuditBudgetTooSmall(message, needed=needed, samples=samples, clock_limited=clock_limited)
 
 
 def install_extra(extra: str) -> str:

@@ -899,7 +899,9 @@ def run_audit(
         w1, wall = run_queue_wait(), time.perf_counter() - t0
         left = time_budget - (wall if w0 is None or w1 is None else max(wall - max(w1 - w0, 0.0), 0.0))
         if left <= 1.0:
-            raise AuditBudgetTooSmall(f"{exc} ({would})", needed=exc.needed, samples=exc.samples) from None
+            raise AuditBudgetTooSmall(
+                f"{exc} ({would})", needed=exc.needed, samples=exc.samples, clock_limited=exc.clock_limited
+            ) from None
         rest = None if timeout is None else max(timeout - (time.perf_counter() - t0), 1.0)
         result, scope = _audit_once(mechanism, proof, replace(ask, time_budget=left, timeout=rest), every_round=False)
         note = would if scope.note is None else f"{would}; {scope.note}"
@@ -1190,8 +1192,12 @@ def check(
     except AuditBudgetTooSmall as exc:  # even the minimum certification did not fit: PARTIAL, naming the budget
         audit_error = str(exc)
         audit_partial = (
-            f"nothing certified: the minimum certification ({exc.samples} samples a side) needs a time budget of "
-            f"about {exc.needed:g} s here, above the {time_budget:g} s given (--time-budget {exc.needed:g})"
+            f"nothing certified: the minimum certification ({exc.samples} samples a side) fits the time budget "
+            f"of {time_budget:g} s as on an idle machine, but not the clock time --timeout leaves on this loaded "
+            "machine (raise --timeout, or run on a quieter machine)"
+            if exc.clock_limited
+            else f"nothing certified: the minimum certification ({exc.samples} samples a side) needs a time budget "
+            f"of about {exc.needed:g} s here, above the {time_budget:g} s given (--time-budget {exc.needed:g})"
         )
     except (PhaseTimeout, AuditTimeLimit) as exc:
         audit_error = str(exc)

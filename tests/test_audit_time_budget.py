@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 import time
 
 import numpy as np
 import pytest
 
 from _audit_settings import audit_settings
+import dpharness
 from dpharness.auditors import _audit, audit
 from dpharness.errors import ParameterError
 
@@ -211,8 +213,11 @@ def test_the_enclosing_time_limit_caps_the_samples_by_the_clock(monkeypatch):
         assert capped.cut_by_time_limit and not free.cut_by_time_limit
         signal.setitimer(signal.ITIMER_REAL, 5.5)
         _paced(monkeypatch, 4e-3, 1e-3)
-        with pytest.raises(AuditBudgetTooSmall, match="raise --timeout"):
+        with pytest.raises(AuditBudgetTooSmall, match="raise --timeout") as caught:
             _audit._sized(sampler, [(0.0, 1.0)], s, time.perf_counter())
+        assert caught.value.clock_limited  # the budget would fit it: the gate's line names --timeout, not a budget
+        again = pickle.loads(pickle.dumps(caught.value))  # from a worker process: the field travels
+        assert again.clock_limited and again.needed == caught.value.needed
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -362,3 +367,23 @@ def test_cli_audit_accepts_the_options_its_reproduce_line_prints(capsys):
     assert main(["audit", "laplace", "--samples", "4000", "--every-round", "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "--every-round" not in out and "--search-samples" not in out, out  # laplace has no rounds
+
+
+def test_a_budget_too_small_for_the_clock_names_the_timeout_not_a_budget(monkeypatch):
+    """When the minimum certification fits the time budget as on an idle machine but not the clock time
+    the gate's --timeout leaves on a loaded machine, the gate's line says to raise --timeout (it said the
+    check "needs a time budget of about 1 s, above the 4 s given"); a budget too small names the budget."""
+    from dpharness import pipeline
+    from dpharness.errors import AuditBudgetTooSmall
+
+    for clock_limited, says, never in (
+        (True, "not the clock time --timeout leaves", "--time-budget"),
+        (False, "needs a time budget of about 9 s here, above the 4 s given (--time-budget 9)", "--timeout"),
+    ):
+
+        def too_small(*args, clock_limited=clock_limited, **kwargs):
+            raise AuditBudgetTooSmall("too small", needed=9.0, samples=2000, clock_limited=clock_limited)
+
+        monkeypatch.setattr(pipeline, "run_audit", too_small)
+        c = dpharness.check("laplace", samples=20_000, time_budget=4.0)
+        assert says in c.audit_partial and never not in c.audit_partial, c.audit_partial

@@ -262,7 +262,9 @@ def test_a_stuck_check_is_killed_at_its_hard_limit_and_the_gate_moves_on(tmp_pat
     assert code == 1
     assert elapsed < limit + 30, f"the gate took {elapsed:.0f} s; the stuck worker should die at {limit:g} s"
     lines = {
-        line.split()[1].rstrip(":"): line for line in out.splitlines() if line.startswith(("PASS", "FAIL", "TIMEOUT"))
+        line.split()[1].rstrip(":"): line
+        for line in out.splitlines()
+        if line.startswith(("PASS", "FAIL", "TIMEOUT", "PARTIAL"))  # PARTIAL: laplace's audit on a loaded machine
     }
     assert lines["stuck_laplace"].startswith(
         f"TIMEOUT  stuck_laplace: not decided: timeout: did not finish within "
