@@ -127,8 +127,10 @@ def proof_policy(name: str, proof: Any, mechanism: Any = None) -> Policy:
         return Policy.PROVED
     if verdict == "REFUTED":
         return Policy.REFUTED
+    if registry.audit_only(name):  # registered to pass on its audit where no proof refutes it (UNPROVEN too)
+        return Policy.AUDIT_ONLY
     if proof.notes and str(proof.notes[0]).startswith("no proof:"):
-        return Policy.AUDIT_ONLY if registry.audit_only(name) else Policy.NO_PROOF
+        return Policy.NO_PROOF
     return Policy.UNPROVEN
 
 

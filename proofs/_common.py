@@ -497,3 +497,29 @@ class FiniteProfile:
             description="the outputs where P_D(y) > e^ε P_D'(y)",
         )
         return w, f"P_D(S) - e^ε P_D'(S) = {_show(worst)} > δ = {fmt(delta)} for S = {ev.description}"
+
+
+def float_noise_gap(noise: str, scale: Any) -> Obligation:
+    """An obligation that is not discharged: the proof is of noise with a continuous law, but the code
+    draws it in doubles with numpy (``Generator.laplace`` is ``±b·log(2U)``, ``Generator.exponential``
+    ``−b·log(1 − U)``, ``U`` a multiple of 2^-53), whose support is bounded: ``|η| <= 52·ln 2·b`` for
+    Laplace, ``η <= 53·ln 2·b`` for the exponential. A comparison the continuous noise can win with
+    positive probability is then impossible on one input and possible on a neighbour: no finite ε holds
+    there (report noisy max at b = 2 on q = (0, 145, 145, 145, 145) never returns index 0, and on the
+    neighbour (1, 144, 144, 144, 144) does with probability 2^-265). So the verdict of such a mechanism
+    is UNPROVEN, with the derivation of the ideal mechanism kept for the reader; the exact versions
+    (``dpharness.parts``: ``report_noisy_max``, ``above_threshold``, grid noise from exact samplers)
+    are proved about the code."""
+    b = float(scale)
+    reach = (52 if noise == "laplace" else 53) * math.log(2) * b
+    return Obligation(
+        f"the sampler draws the {noise} noise this derivation is about (a continuous law)",
+        sp.false,
+        "the derivation is of continuous noise; the code draws it in doubles with numpy, whose support is bounded "
+        f"(|η| <= {reach:.4g} at b = {b:.6g}), so a comparison only the unbounded noise could win has probability "
+        "0 on one input and a positive one on a neighbour: no finite ε holds there",
+        "lemma",
+        False,
+        "not the law of the code: use the exact versions declared from dpharness.parts (report_noisy_max, "
+        "above_threshold: grid noise from exact samplers), which are proved",
+    )

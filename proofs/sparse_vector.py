@@ -28,6 +28,7 @@ import sympy as sp
 from dpharness.core import Event, Witness
 
 from . import _alignment
+from ._common import float_noise_gap
 from ._kernel import ProofBuilder, discharge, exceeds, param, sym
 from ._model import Obligation, Proof
 from ._svt_exact import log_mpf, pattern_probability, to_sympy
@@ -162,6 +163,8 @@ def prove(m: _mechs._SparseVectorBase) -> Proof:
                 search=not (aligned and bound <= eps),
                 value_scale=vs,
             )
+    with pb.phase("numeric model"):
+        pb.add([float_noise_gap("laplace", br)])  # the threshold's noise is numpy's, in doubles: not proved
     return pb.finish(bound, witness=w)
 
 
