@@ -523,3 +523,16 @@ def test_clip_norm_of_records_beyond_the_bound_is_not_proved_below_its_sensitivi
     proof = prove(m)
     assert proof.verdict is not Verdict.PROVED, proof.bound
     assert proof.bound is not None and proof.bound >= 1.0  # one grid step of 1 at least: 0.28 rounds up to 1
+
+
+def test_a_space_with_inverted_bounds_is_refused():
+    """No step may declare values in an empty range [lo, hi], lo > hi: a sum after it would read the
+    stability hi − lo < 0 (clip_norm's box did, for records wholly beyond its bound)."""
+    from fractions import Fraction
+
+    from dpharness.errors import ParameterError
+    from dpharness.mechanisms.parts._base import Space
+
+    with pytest.raises(ParameterError, match="empty range"):
+        Space("records", 2, (Fraction(-1), Fraction(2)), (Fraction(1), Fraction(1)))
+    Space("records", 2, (Fraction(1),) * 2, (Fraction(1),) * 2)  # one value: a point, not empty
