@@ -765,6 +765,13 @@ class Mechanism(abc.ABC):
         record_definition(cls)
 
     def __post_init__(self) -> None:
+        # a numpy scalar field is the plain number it holds (np.float32(0.1) is 0.100000001490116...),
+        # read once here: every reader (validation, Fraction() in the proof, float() in the sampler) then
+        # reads the same plain value; Fraction() refused np.float32 with a TypeError
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (np.integer, np.floating)) and type(value).__module__ == "numpy":
+                object.__setattr__(self, f.name, value.item())
         self.validate()
 
     def validate(self) -> None:

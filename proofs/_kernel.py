@@ -533,10 +533,69 @@ def check_cases(statement: str, formula: sp.Basic, cases: Sequence[Case], justif
 # --------------------------------------------------------------------------- exact evaluation / falsification
 
 
+class _Log1p(sp.Function):
+    """``ln(1 + x)`` of a number ``x``, evaluated by ``mpmath.log1p`` on ``x`` itself (accurate to the
+    working precision relative to the result, whatever the size of x). sympy's ``log(1 + x)`` evaluates
+    ``1 + x`` first: for |x| below the working precision (x = 1e-200 at 60 digits) that is exactly 1, and
+    ``ln 1 = 0`` exactly, so a sign read from it is wrong (``ln(1 + x) − x/2`` read as −x/2 < 0)."""
+
+    nargs = 1
+
+    def _eval_evalf(self, prec: int) -> sp.Float:
+        dps = mpmath.libmp.prec_to_dps(prec) + 10
+        x = sp.N(self.args[0], dps)
+        with mpmath.workdps(dps):
+            return sp.Float(mpmath.log1p(mpmath.mpf(x)), dps)
+
+    def _eval_is_extended_real(self) -> bool | None:
+        return (self.args[0] + 1).is_positive
+
+    def _eval_is_finite(self) -> bool | None:
+        return (self.args[0] + 1).is_positive
+
+    def _eval_is_extended_positive(self) -> bool | None:
+        return self.args[0].is_extended_positive
+
+    def _eval_is_extended_negative(self) -> bool | None:
+        return self.args[0].is_extended_negative
+
+    def _eval_is_zero(self) -> bool | None:
+        return self.args[0].is_zero
+
+
+def _near_one(a: sp.Expr) -> bool:
+    """Whether the number ``a`` is within 2**-20 of 1 (decided by evaluating ``a − 1``, formed symbolically;
+    False when undecided): there ``ln a`` loses digits to the cancellation in ``a`` itself."""
+    if not a.is_number:
+        return False
+    try:
+        v = sp.N(sp.expand(a - 1), 15)
+        return bool(v.is_Float and v._prec > 1 and abs(v) <= sp.Float(2.0**-20))
+    except (TypeError, ValueError):
+        return False
+
+
+def accurate_logs(value: sp.Expr) -> sp.Expr:
+    """``value`` with every logarithm of a number ``a`` within 2**-20 of 1 written as ``ln(1 + (a − 1))``,
+    evaluated by :class:`_Log1p` (``a − 1`` is formed symbolically, so 1 + q(e^ε − 1) gives q(e^ε − 1)
+    exactly): the same number, which sympy's and mpmath's evaluation then read without the cancellation
+    inside ln near 1. There log1p is well conditioned (a relative error r in ``a − 1`` moves the result by
+    about r of itself); every other logarithm is left as it is (sympy still simplifies it exactly)."""
+    value = sp.sympify(value)
+    if not value.has(sp.log):
+        return value
+    return value.replace(
+        lambda e: isinstance(e, sp.log) and _near_one(e.args[0]),
+        lambda e: _Log1p(sp.expand(e.args[0] - 1)),
+    )
+
+
 def exact_sign(value: sp.Expr) -> int | None:
     """The sign (-1, 0, 1) of a closed-form number, decided by sympy's adaptive evaluation and
-    confirmed with mpmath at 60 digits; None when undecided or when the two disagree."""
-    value = sp.sympify(value)
+    confirmed with mpmath at 60 digits; None when undecided or when the two disagree. Logarithms are
+    evaluated as ``log1p`` of their argument minus 1 (:func:`accurate_logs`): ``ln(1 + x)`` for x far below
+    the working precision is not read as 0."""
+    value = accurate_logs(sp.sympify(value))
     if value.free_symbols:
         return None
     if value in (sp.oo, -sp.oo):
@@ -763,7 +822,7 @@ class ProofBuilder:
         bound = float("nan")
         if bound_expr is not None:
             try:
-                bound = float(sp.N(bound_expr, 30))
+                bound = float(sp.N(accurate_logs(bound_expr), 30))
             except (TypeError, ValueError):
                 bound = float("nan")
         undischarged = [o.statement for o in self.steps if not o.discharged]

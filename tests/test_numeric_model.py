@@ -5,6 +5,7 @@ Fast, deterministic tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -245,3 +246,33 @@ def test_granularity_accepts_every_numpy_float_that_is_a_power_of_two():
         assert _noise.check_granularity("granularity", t(2.0**-10)) == 2.0**-10
     with pytest.raises(ParameterError, match="not a power of two"):
         _noise.check_granularity("granularity", np.float32(0.3))
+
+
+def _numpy_cases():
+    for name, cls in _ALL.items():
+        base = cls()
+        for field in (f.name for f in dataclasses.fields(base) if f.init):
+            value = getattr(base, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)):
+                continue
+            kinds = (np.int64, np.float32, np.float64) if isinstance(value, int) else (np.float32, np.float64)
+            for kind in kinds:
+                yield pytest.param(name, field, value, kind, id=f"{name}-{field}-{kind.__name__}")
+
+
+@pytest.mark.parametrize("name, field, value, kind", list(_numpy_cases()))
+def test_numpy_scalar_parameters_read_as_their_plain_value(name, field, value, kind):
+    """A catalog parameter given as a numpy scalar is the plain number it holds (np.float32(0.1) is
+    0.100000001490116...): the mechanism builds as with that plain number, with the same verdict, or the
+    parameter is refused with a ParameterError. ClampedMean(lo=np.float32(0.1)), NoisyStd(scale=np.float32(2.5))
+    and others raised TypeError from Fraction() while building their parts."""
+    numpy_value = kind(value)
+    plain = numpy_value.item()
+    try:
+        want = prove(_ALL[name]().replace(**{field: plain}))
+    except ParameterError:
+        with pytest.raises(ParameterError):
+            _ALL[name]().replace(**{field: numpy_value})
+        return
+    got = prove(_ALL[name]().replace(**{field: numpy_value}))
+    assert (got.verdict, got.bound) == (want.verdict, want.bound)

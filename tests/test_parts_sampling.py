@@ -228,3 +228,43 @@ def test_the_subsampled_leaf_is_exact_at_its_grid_points():
         truth = integrate.quad(remove, cut, 40, epsabs=1e-16, epsrel=1e-12)[0]
         got = pair.forward.delta(eps)
         assert truth <= got <= truth * (1 + 1e-6)
+
+
+@pytest.mark.parametrize(
+    "rate, claim, proved",
+    [
+        (5e-324, PureDP(5e-324), False),  # ε = ln(1 + 5e-324·(e − 1)) ≈ 8.6e-324 > 5e-324
+        (1e-200, PureDP(1.7e-200), False),  # ε ≈ 1.71828e-200
+        (Fraction(1, 10**400), PureDP(Fraction(1, 10**400)), False),  # ε ≈ 1.718e-400
+        (1e-200, PureDP(1.72e-200), True),
+        (Fraction(1, 10**400), PureDP(Fraction(172, 10**402)), True),
+    ],
+)
+def test_tiny_rates_are_judged_on_the_exact_amplified_epsilon(rate, claim, proved):
+    """ε' = ln(1 + q(e^ε − 1)) for a rate q below about 1e-30: sympy evaluates 1 + q(e^ε − 1) first, which
+    rounds to 1, and then ln 1 = 0 exactly, so the kernel's sign of ε_claim − ε' read as the claim's sign and
+    a claim below the amplified ε was PROVED (rate 1e-200 at PureDP(1.7e-200), ε' = 1.718e-200)."""
+    m = dp.mechanism(
+        name="tiny_rate",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.poisson_sample(rate) >> dp.count() >> dp.discrete_laplace(scale=1),
+        claim=claim,
+    )
+    proof = prove(m)
+    assert (proof.verdict is Verdict.PROVED) is proved, proof.steps[-1]
+    truth = float(Fraction(rate) * (Fraction(math.e) - 1))  # ln(1 + y) = y to within y²
+    assert proof.bound == pytest.approx(truth, rel=1e-9)  # the stated bound is not read as 0
+
+
+def test_exact_sign_of_a_logarithm_near_one():
+    """The kernel's sign of ln(1 + x) − y for x, y far below the working precision's 1 + x."""
+    import sympy as sp
+
+    from dpharness.proofs._kernel import exact_sign
+
+    x = sp.Rational(1, 10**400)
+    assert exact_sign(sp.log(1 + x) - x / 2) == 1
+    assert exact_sign(sp.log(1 + x) - 2 * x) == -1
+    assert exact_sign(x / 2 - sp.log(1 + x)) == -1
+    assert exact_sign(sp.log(1 - x) + x / 2) == -1

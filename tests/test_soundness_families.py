@@ -470,3 +470,69 @@ def test_a_pointwise_loss_never_refutes_an_approximate_claim(name):
     approx = prove(m.replace(claim=ApproxDP(eps * 0.5, 1e-5)))
     assert approx.verdict is not Verdict.REFUTED, approx.notes
     assert any(n.startswith("not refuted:") for n in approx.notes), approx.notes
+
+
+# --------------------------------------------------------------------------- clip_norm's output box
+
+# record domains with a column that excludes 0: scaling a record to norm <= bound moves such a column
+# towards 0, below the domain's lower end (or, wholly beyond the bound, to the bound)
+_CLIP_DOMAINS = [
+    (RealBox(2, 3, 2), 1.0),  # every record longer than the bound
+    (RealBox(-3, -2, 2), 1.0),
+    (RealBox(0.5, 1, 2), 1.0),  # some records clipped, some not
+    (RealBox(2, 3, 1), 1.0),  # one column, beyond the bound
+    (RealBox(-3, 3, 3), 1.0),  # every column spans 0 (unchanged)
+]
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+@pytest.mark.parametrize("records, bound", _CLIP_DOMAINS)
+def test_clip_norm_box_holds_every_output(records, bound, norm):
+    """The box clip_norm declares for each column (read by every aggregate after it: a sum's stability is
+    ``hi − lo`` under substitution) holds every value it releases: a record [0.9, 10] clipped to l2 norm 1
+    has first column 0.09, below the domain's 0.9. The box was the domain intersected with [−b, b], which
+    is neither (inverted, lo > hi, for a column wholly beyond b)."""
+    from dpharness.mechanisms.parts._structure import input_space
+
+    space = input_space(records, "dataset", None)
+    clip = dp.clip_norm(bound, norm=norm)
+    out = clip.out_space(space)
+    assert all(lo <= hi for lo, hi in zip(out.lo, out.hi)), out
+    rng = np.random.default_rng(SEED)
+    lo, hi = float(records.lo), float(records.hi)
+    corners = np.array(np.meshgrid(*[[lo, hi]] * records.dim)).reshape(records.dim, -1).T
+    rows = np.concatenate([corners, rng.uniform(lo, hi, (2000, records.dim))])
+    for data in (rows, rows[:, 0]) if records.dim == 1 else (rows,):  # one column: as a column and 1-D
+        got = np.asarray(clip.apply(data), dtype=float).reshape(len(data), -1)
+        for j in range(records.dim):
+            assert float(out.lo[j]) <= got[:, j].min() and got[:, j].max() <= float(out.hi[j]), (j, out)
+
+
+def test_clip_norm_of_records_beyond_the_bound_is_not_proved_below_its_sensitivity():
+    """Records in [−3, −2]², clipped to l2 norm 1, then column 0 summed: substituting [−3, −2] for [−2, −3]
+    moves the clipped first column from −0.83 to −0.55, so the sum moves by 0.28 and discrete Laplace of
+    scale 1 on it is not 0.001-DP. The inverted box [−1, −2] gave the stability −1 and the bound ε = −1:
+    PROVED at every claim."""
+    m = dp.mechanism(
+        name="clipped_beyond",
+        records=RealBox(-3, -2, 2),
+        relation=Substitute(),
+        steps=dp.clip_norm(1) >> dp.column(0) >> dp.sum() >> dp.discrete_laplace(scale=1),
+        claim=PureDP(0.001),
+    )
+    proof = prove(m)
+    assert proof.verdict is not Verdict.PROVED, proof.bound
+    assert proof.bound is not None and proof.bound >= 1.0  # one grid step of 1 at least: 0.28 rounds up to 1
+
+
+def test_a_space_with_inverted_bounds_is_refused():
+    """No step may declare values in an empty range [lo, hi], lo > hi: a sum after it would read the
+    stability hi − lo < 0 (clip_norm's box did, for records wholly beyond its bound)."""
+    from fractions import Fraction
+
+    from dpharness.errors import ParameterError
+    from dpharness.mechanisms.parts._base import Space
+
+    with pytest.raises(ParameterError, match="empty range"):
+        Space("records", 2, (Fraction(-1), Fraction(2)), (Fraction(1), Fraction(1)))
+    Space("records", 2, (Fraction(1),) * 2, (Fraction(1),) * 2)  # one value: a point, not empty

@@ -491,3 +491,25 @@ def test_the_exact_discrete_gaussian_samples_at_its_smallest_variance_and_refuse
     assert discrete_gaussian(Fraction(1, 2**32), (100,), np.random.default_rng(0)).tolist() == [0] * 100
     with pytest.raises(ParameterError, match="sigma2="):
         discrete_gaussian(Fraction(1, 2**33), (1,), np.random.default_rng(0))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the catalog's report noisy max and sparse vector draw numpy's float Laplace, whose support is "
+    "bounded; the hand-written proofs are of the continuous law",
+)
+@pytest.mark.parametrize("name", ["report_noisy_max_laplace", "sparse_vector"])
+def test_float_noise_catalog_selections_are_not_proved_at_every_input(name):
+    """numpy's ``Generator.laplace(0, b)`` is ``±b·log(2U)`` with U a multiple of 2**-53, so |η| <= 52·ln 2·b
+    (72.09 at b = 2): report_noisy_max_laplace (b = 2, Δ = 1) on q = (0, 145, 145, 145, 145) never returns
+    index 0 (it needs η_0 − η_j > 145 > 144.17), while on the neighbour q' = (1, 144, 144, 144, 144) it does
+    with probability 2**-265 > 0 (η_0 = 72.09, every η_j = −72.09): no finite ε holds at that pair, yet the
+    proof is PROVED at ε = 1. The sparse vector's ⊥ on a query far above the threshold likewise. Undetectable
+    by sampling; a proof of the code needs exact samplers (or the float law) here."""
+    from dpharness import catalog
+
+    m = catalog(gallery=None)[name]()
+    pair = (np.array([0.0, 145, 145, 145, 145]), np.array([1.0, 144, 144, 144, 144]))
+    if name == "report_noisy_max_laplace":
+        m.input_spec.validate_pair(*pair)  # the pair is in the domain and neighbouring
+    assert prove(m).verdict is not Verdict.PROVED

@@ -113,6 +113,16 @@ class Space:
     quantum: Fraction | None = None
     categories: tuple | None = None
 
+    def __post_init__(self) -> None:
+        # a bound is what every value of the coordinate lies within, so no coordinate's bounds are
+        # inverted: a step that computed lo > hi would give a negative stability (hi − lo) downstream
+        bad = [j for j, (a, b) in enumerate(zip(self.lo, self.hi)) if a > b]
+        if bad:
+            raise ParameterError(
+                f"the values after this step would lie in [{_show(self.lo[bad[0]])}, {_show(self.hi[bad[0]])}] "
+                f"(column {bad[0]}), an empty range; the steps do not meet the record domain."
+            )
+
     @property
     def record_categories(self) -> tuple:
         """``categories`` of a ``"record"`` space (always set on one; None on the other kinds)."""

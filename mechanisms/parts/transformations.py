@@ -197,9 +197,14 @@ class ClipNorm(Transformation):
     """Record-wise norm clipping: a record ``v`` (one or more columns) becomes ``v·min(1, bound/‖v‖)``
     in the ``norm`` ("l1", "l2", "linf"), computed in floats and then checked exactly (rationals): a
     record whose clipped norm still exceeds ``bound`` is shrunk by one part in 2^50 until it does not,
-    so ‖output‖ <= bound holds exactly. One column: exactly ``clamp(−bound, bound)``. 1-stable
-    (record-wise); every output column lies in ``[−bound, bound]``, the box the aggregates that follow
-    read (for several columns this box is looser than the norm ball)."""
+    so ‖output‖ <= bound holds exactly. One column (given as a 1-D array or as one column) and "linf":
+    exactly ``clamp(−bound, bound)`` per column. 1-stable (record-wise).
+
+    The box the aggregates that follow read (:meth:`out_space`): a clamped column lies in its domain
+    ``[lo, hi]`` clamped to ``[−bound, bound]``; under "l1"/"l2" on several columns a record is scaled by a
+    factor in (0, 1], so each column keeps its sign and moves towards 0, and lies in
+    ``[max(−bound, min(lo, 0)), min(bound, max(hi, 0))]`` (not in ``[lo, hi]``: the record [0.9, 10] in
+    [0.9, 1] × [0, 10] clipped to l2 norm 1 has first column 0.09)."""
 
     rowwise = True
 
@@ -219,8 +224,21 @@ class ClipNorm(Transformation):
     def out_space(self, space: Space) -> Space:
         _need(space, "records", "clip_norm")
         b = _frac("bound", self.bound)
+        if space.dim == 1 or self.norm == "linf":  # each column clamped to [−b, b] (apply), so is its box
+            return Space(
+                "records",
+                space.dim,
+                tuple(min(max(a, -b), b) for a in space.lo),
+                tuple(max(min(c, b), -b) for c in space.hi),
+                None,
+            )
+        # scaled by a factor in (0, 1]: each column between 0 and its value, and within [−b, b]
         return Space(
-            "records", space.dim, tuple(max(-b, a) for a in space.lo), tuple(min(b, c) for c in space.hi), None
+            "records",
+            space.dim,
+            tuple(max(-b, min(a, Fraction(0))) for a in space.lo),
+            tuple(min(b, max(c, Fraction(0))) for c in space.hi),
+            None,
         )
 
     def stability(self, space: Space, d: Distance) -> Distance:
@@ -229,7 +247,7 @@ class ClipNorm(Transformation):
     def apply(self, value: Any) -> Any:
         arr = np.asarray(value, dtype=float)
         b = float(self.bound)
-        if arr.ndim == 1 or self.norm == "linf":
+        if arr.ndim == 1 or arr.shape[1] == 1 or self.norm == "linf":  # one column: its norm is |v|, a clamp
             return np.clip(arr, -b, b)
         order = 1 if self.norm == "l1" else 2
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
