@@ -80,12 +80,22 @@ def test_alignment_obligations_name_the_fixed_n():
     ],
 )
 def test_calibrated_defaults_are_proved(name):
+    """Each derivation holds at its calibration. The selections that draw numpy's float noise (report noisy
+    max, sparse vector) are UNPROVEN for that alone: the one obligation left open is that the code draws
+    the continuous noise the derivation is about (its support is bounded: no finite ε at extreme inputs)."""
     m = _mech(name)
     p = prove(m)
-    assert p.verdict is Verdict.PROVED, p.notes
     assert p.bound <= float(m.claim.epsilon) + 1e-12
-    assert all(o.discharged for o in p.steps)
     assert p.assumptions and p.timings
+    open_ = [o.statement for o in p.steps if not o.discharged]
+    if name in FLOAT_NOISE:
+        assert p.verdict is Verdict.UNPROVEN, p.notes
+        assert len(open_) == 1 and open_[0].startswith("the sampler draws the"), open_
+    else:
+        assert p.verdict is Verdict.PROVED and not open_, p.notes
+
+
+FLOAT_NOISE = {"report_noisy_max_laplace", "report_noisy_max_exponential", "sparse_vector", "numerical_sparse_vector"}
 
 
 @pytest.mark.parametrize("name", ["report_noisy_max_laplace", "sparse_vector", "numerical_sparse_vector"])

@@ -82,9 +82,18 @@ def test_registry_is_not_empty():
 
 @pytest.mark.parametrize("name", CATALOG)
 def test_catalog_mechanism_is_proved(name):
+    """Every built-in is PROVED but those registered audit-only: the selections that draw numpy's float noise
+    (report noisy max, sparse vector), UNPROVEN with one open obligation, that the code draws the continuous
+    noise their derivation is about (proofs._common.float_noise_gap)."""
+    from dpharness import registry
+
     p = prove(dpharness.get(name)())
-    assert p.verdict is Verdict.PROVED, (name, [s.statement for s in p.steps if not s.discharged], p.notes[-3:])
-    assert all(o.discharged for o in p.steps)
+    open_ = [s.statement for s in p.steps if not s.discharged]
+    if registry.audit_only(name):
+        assert p.verdict is Verdict.UNPROVEN and len(open_) == 1 and open_[0].startswith("the sampler draws the")
+        return
+    assert p.verdict is Verdict.PROVED, (name, open_, p.notes[-3:])
+    assert not open_
 
 
 @pytest.mark.parametrize("name", GALLERY)

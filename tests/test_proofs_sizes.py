@@ -93,8 +93,11 @@ def test_svt_lemma_agrees_with_the_fixed_n_z3_check(n):
 @pytest.mark.parametrize("cls,field", INDEXED, ids=[c.__name__ for c, _ in INDEXED])
 def test_calibrated_is_proved_within_budget_at_every_size(cls, field, size):
     m = _calibrated(cls, field, size)
-    p = prove(m)
-    assert p.verdict is Verdict.PROVED, p.notes  # its time is a benchmark (benchmarks/bench_proofs.py), not asserted
+    p = prove(m)  # its time is a benchmark (benchmarks/bench_proofs.py), not asserted
+    # the derivation holds at every size; the verdict is UNPROVEN for one reason only: these classes draw
+    # numpy's float noise, not the continuous noise the derivation is about (proofs._common.float_noise_gap)
+    open_ = [o.statement for o in p.steps if not o.discharged]
+    assert p.verdict is Verdict.UNPROVEN and len(open_) == 1 and open_[0].startswith("the sampler draws the"), open_
     assert p.bound <= float(m.claim.epsilon) + 1e-12
     assert any("EVERY number" in o.statement and o.checker == "lemma" and o.discharged for o in p.steps)
     assert not any("[n=" in o.statement for o in p.steps)  # the verdict rests on the lemma, not a fixed-n check

@@ -493,23 +493,31 @@ def test_the_exact_discrete_gaussian_samples_at_its_smallest_variance_and_refuse
         discrete_gaussian(Fraction(1, 2**33), (1,), np.random.default_rng(0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the catalog's report noisy max and sparse vector draw numpy's float Laplace, whose support is "
-    "bounded; the hand-written proofs are of the continuous law",
+@pytest.mark.parametrize(
+    "name", ["report_noisy_max_laplace", "report_noisy_max_exponential", "sparse_vector", "numerical_sparse_vector"]
 )
-@pytest.mark.parametrize("name", ["report_noisy_max_laplace", "sparse_vector"])
 def test_float_noise_catalog_selections_are_not_proved_at_every_input(name):
     """numpy's ``Generator.laplace(0, b)`` is ``±b·log(2U)`` with U a multiple of 2**-53, so |η| <= 52·ln 2·b
     (72.09 at b = 2): report_noisy_max_laplace (b = 2, Δ = 1) on q = (0, 145, 145, 145, 145) never returns
     index 0 (it needs η_0 − η_j > 145 > 144.17), while on the neighbour q' = (1, 144, 144, 144, 144) it does
     with probability 2**-265 > 0 (η_0 = 72.09, every η_j = −72.09): no finite ε holds at that pair, yet the
-    proof is PROVED at ε = 1. The sparse vector's ⊥ on a query far above the threshold likewise. Undetectable
-    by sampling; a proof of the code needs exact samplers (or the float law) here."""
+    proof was PROVED at ε = 1. The sparse vector's ⊥ on a query far above the threshold likewise, and the
+    exponential noise (support below 53·ln 2·b). Undetectable by sampling: these are UNPROVEN, the one open
+    obligation naming the float noise, and the gate passes them on their audit (registered audit-only); the
+    exact versions declared from dpharness.parts are proved."""
+    from dpharness import registry
     from dpharness import catalog
 
     m = catalog(gallery=None)[name]()
     pair = (np.array([0.0, 145, 145, 145, 145]), np.array([1.0, 144, 144, 144, 144]))
     if name == "report_noisy_max_laplace":
         m.input_spec.validate_pair(*pair)  # the pair is in the domain and neighbouring
-    assert prove(m).verdict is not Verdict.PROVED
+        eta = np.random.default_rng(0).laplace(0.0, 2.0, 10**6)
+        assert np.abs(eta).max() <= 52 * np.log(2) * 2  # the float noise's bounded support
+    p = prove(m)
+    assert p.verdict is Verdict.UNPROVEN
+    assert [o.statement for o in p.steps if not o.discharged] == [
+        f"the sampler draws the {'exponential' if 'exponential' in name else 'laplace'} noise this derivation is "
+        "about (a continuous law)"
+    ]
+    assert registry.audit_only(name)
