@@ -514,6 +514,10 @@ class Check:
             note += f"\n      {hint}"
         if self.policy is Policy.AUDIT_ONLY and _is_library(self.name):
             proof = "no proof: a library's mechanism, audited only"
+        elif self.policy is Policy.AUDIT_ONLY and p is not None and p.verdict == "UNPROVEN" and p.derived:
+            # a derivation that falls short (a built-in drawing numpy's float noise): said, then audited only
+            phrase = proof_phrase(p.verdict, self.sandwich.proven, self.sandwich.claimed, self.claim, p.derived)
+            proof = f"{phrase}; audited only (opted in with proof='audit-only')"
         elif self.policy is Policy.AUDIT_ONLY:
             proof = "no proof: audited only (opted in with proof='audit-only')"
         elif self.policy is Policy.NO_PROOF:

@@ -159,3 +159,15 @@ def test_unchanged_mechanisms_come_from_the_cache_and_any_change_reruns(package,
     os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
     assert cli.main(argv) == 0
     assert "cached" not in capsys.readouterr().out
+
+
+def test_an_audit_only_builtin_with_a_derivation_says_its_proof_is_unproven():
+    """A built-in registered audit-only because its derivation is of continuous noise while its code draws
+    numpy's float noise (report noisy max): its gate line says the proof is UNPROVEN, with the derived bound,
+    and that it is audited only; it does not say "no proof"."""
+    import dpharness
+
+    c = dpharness.check("report_noisy_max_laplace", samples=20_000)
+    line = str(c)
+    assert c.passed and line.startswith("PASS  report_noisy_max_laplace: proof UNPROVEN (derived ε ≤ 1)"), line
+    assert "audited only (opted in with proof='audit-only')" in line and "no proof" not in line
