@@ -61,6 +61,10 @@ Samplers
   Differential Privacy", NeurIPS 2020, Algorithm 3: propose ``Y`` discrete Laplace with scale
   ``t = floor(σ) + 1``, accept with probability ``exp(-(|Y| - σ²/t)² / (2σ²))``; both steps above.
 * :func:`randomized_response` — lie with probability exactly ``(k-1)/(e^L + k - 1)``.
+* :func:`categorical_exp` — index i with probability ``e^{a_i} / Σ e^{a_j}`` (few candidates).
+* :func:`categorical_counts` — group g with probability ``T_g e^{-x_g} / Σ T_h e^{-x_h}`` by
+  inversion of one uniform against float cumulative weights with a certified error, resolved
+  exactly near a boundary (any number of groups).
 
 Output: int64 arrays; :func:`discrete_laplace` returns an object array of Python ints in the rare
 case that a sample does not fit in int64 (possible only for scales above about 2**56).
@@ -80,6 +84,7 @@ from dpharness.errors import ParameterError
 
 __all__ = [
     "categorical_exp",
+    "categorical_counts",
     "ExactProbability",
     "exact_rational",
     "bernoulli",
@@ -721,6 +726,83 @@ def categorical_exp(log_weights: list, size, rng: np.random.Generator) -> np.nda
         out[alive[keep]] = i
         alive = alive[~keep]
     return out.reshape(shape)
+
+
+def categorical_counts(counts: Any, exponents: list, size, rng: np.random.Generator) -> np.ndarray:
+    """Indices g with probability exactly ``T_g e^{-x_g} / Σ_h T_h e^{-x_h}`` for integer counts
+    ``1 <= T_g < 2**53`` and exact rationals ``x_g >= 0`` (floats read as their binary values), int64
+    array of shape ``size``: an exponential mechanism whose candidates come in groups of ``T_g``
+    equal-score outputs (the median's runs of the grid), with any number of groups and any exponents.
+
+    Inversion of one uniform U against the cumulative weights ``c_g``, vectorised: the weights are
+    computed in float (``T_g exp(-x_g)``, relative error <= 2**-41 by the module's assumptions, plus
+    ``T_g 2**-1000`` where exp underflows), turned into exact int64 cumulative sums at a scale
+    ``2**K`` that puts the total in [2**59, 2**60] (each floor loses at most 1), so every normalised
+    boundary is known within ``E = k 2**-56 + 2**-38`` (k groups; this covers the floors, the float
+    weights, the conversions and the division, each with a margin of 2 or more). A draw whose interval
+    ``[h, h + 1) 2**-53`` is at least E from every boundary is decided by the float pass; the others
+    (a fraction of about 2 k E) are decided by :func:`_resolve_categorical` with mpmath intervals."""
+    t = np.asarray(counts, dtype=np.int64).ravel()
+    x = [exact_rational("exponents", v) for v in exponents]
+    if not len(x) or len(x) != t.size:
+        raise ParameterError(
+            f"counts (length {t.size}) and exponents (length {len(x)}) must be non-empty and of equal length."
+        )
+    if t.min() < 1 or t.max() >= 2**53 or min(x) < 0:
+        raise ParameterError("counts must be integers in [1, 2**53) and exponents >= 0.")
+    shape, n = _count(size)
+    k = len(x)
+    if k == 1:
+        return np.zeros(shape, dtype=np.int64)
+    x_min = min(x)
+    x = [v - x_min for v in x]  # the same law; the largest weight is now at least 1
+    xf = np.array([float(min(v, 2000)) for v in x])  # e^{-2000} underflows to 0 either way
+    f = t.astype(np.float64) * np.exp(-xf)
+    scale = 59 - math.frexp(math.fsum(f))[1] + 1  # total * 2**scale in [2**59, 2**60)
+    cum = np.cumsum(np.floor(np.ldexp(f, scale)).astype(np.int64))
+    bounds = cum[:-1].astype(np.float64) / float(cum[-1])  # boundaries c_0 .. c_{k-2}; c_{k-1} = 1
+    err = k * 2.0**-56 + 2.0**-38
+    out = np.empty(n, dtype=np.int64)
+    cache: dict[int, list] = {}
+    for start in range(0, n, _CHUNK):
+        h = _words(rng, min(_CHUNK, n - start)) >> np.uint64(11)
+        u_lo = _small_uint_to_float(h) * _INV53
+        lower = np.searchsorted(bounds, u_lo - err, side="right")  # boundaries surely <= U
+        upper = np.searchsorted(bounds, (u_lo + _INV53) + err, side="left")  # the rest are surely > U
+        res = lower
+        for i in np.flatnonzero(lower != upper):
+            res[i] = _resolve_categorical(int(h[i]), 53, int(lower[i]), int(upper[i]), t, x, cache, rng)
+        out[start : start + len(h)] = res
+    return out.reshape(shape)
+
+
+def _resolve_categorical(prefix: int, bits: int, lower: int, upper: int, t, x: list, cache: dict, rng) -> int:
+    """The index ``#{g < k - 1 : c_g <= U}`` for U uniform in ``[prefix, prefix + 1) 2**-bits``, given
+    that it lies in ``[lower, upper]``: the boundaries ``c_lower .. c_{upper-1}`` are enclosed with
+    mpmath intervals (cumulative sums of ``T_g e^{-x_g}`` at ``bits + 64`` bits, cached per precision)
+    and 64 more bits of U are drawn until none of them lies in U's interval."""
+    while True:
+        prec = bits + 64
+        if prec not in cache:
+            with _IVPrec(prec) as iv:
+                run = iv.mpf(0)
+                sums = []
+                for tg, xg in zip(t.tolist(), x):
+                    run = run + iv.mpf(tg) * iv.exp(-_iv_rat(iv, xg))
+                    sums.append(run)
+                cache[prec] = [_iv_ends(s / run) for s in sums]
+        ends = cache[prec]
+        u_lo, u_hi = Fraction(prefix, 1 << bits), Fraction(prefix + 1, 1 << bits)
+        below = above = 0
+        for lo, hi in ends[lower:upper]:
+            if hi is not None and hi <= u_lo:
+                below += 1  # c_g <= U
+            elif lo is not None and lo >= u_hi:
+                above += 1  # c_g > U
+        if below + above == upper - lower:
+            return lower + below
+        prefix = (prefix << 64) | _word(rng)
+        bits += 64
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

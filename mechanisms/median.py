@@ -1,9 +1,10 @@
 """The exponential-mechanism median over the integer grid ``0..2^bits - 1``: the exponential
 mechanism (McSherry & Talwar 2007, "Mechanism design via differential privacy", FOCS) with the
-rank score of the median, sampled by intervals as in the seed: between consecutive data points the score is constant, so an interval
-is drawn with weight ``length * exp(beta * score)`` and then a point uniformly inside it. The cost
-is O(n log n) in the number of records and independent of ``bits`` (``bits = 32`` never
-enumerates 2^32 values).
+rank score of the median, sampled by intervals: between consecutive data points the score is
+constant, so the runs of equal score are drawn together with weight ``points * exp(beta * score)``,
+exactly (:func:`dpharness.mechanisms._exact.categorical_counts`: no float probability, so no run is
+dropped by underflow), and then a point uniformly inside them. The cost is O(n log n) in the number
+of records and independent of ``bits`` (``bits = 32`` never enumerates 2^32 values).
 
 Score ``u(v) = -| #{x > v} - #{x < v} |``: one added or removed record moves it by at most 1,
 one substituted record by at most 2. The mechanism is ``2·beta·Δ``-DP.
@@ -37,6 +38,7 @@ from dpharness.core import (
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
+from ._exact import categorical_counts, exact_rational
 from ._noise import ratio_down
 
 __all__ = ["ExponentialMedian", "MedianSubstituteBug", "median_segments"]
@@ -132,12 +134,23 @@ class ExponentialMedian(Mechanism):
         return starts, lengths, scores, logw
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
-        starts, lengths, _, logw = self._log_weights(data)
-        p = np.exp(logw - logw.max())
-        cdf = np.cumsum(p)
-        seg = np.minimum(np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right"), len(p) - 1)
-        offset = np.floor(rng.random(size) * lengths[seg]).astype(np.int64)
-        return starts[seg] + np.minimum(offset, lengths[seg] - 1)
+        # exact: a score group s (all runs with that score, T_s grid points in all) with probability
+        # T_s e^{β s} / Z (β read exactly, categorical_counts), then one of its T_s points uniformly
+        # (numpy's bounded integers are unbiased): P(v) = e^{β u(v)} / Z at every grid point, however
+        # small (a float cdf gave the runs below 2^-1074 of the top probability 0 on one neighbour and
+        # a positive probability on the other)
+        starts, lengths, scores = median_segments(data, self.bits)
+        order = np.lexsort((starts, -scores))  # by score, highest first, then by start
+        starts, lengths, scores = starts[order], lengths[order], scores[order]
+        first = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
+        totals = np.add.reduceat(lengths, first)
+        beta = exact_rational("beta", self.beta)
+        top_score = int(scores[0])
+        group = categorical_counts(totals, [beta * (top_score - int(s)) for s in scores[first]], size, rng)
+        pos = (np.cumsum(totals) - totals)[group] + rng.integers(0, totals[group], size=group.shape, dtype=np.int64)
+        ends = np.cumsum(lengths)
+        seg = np.searchsorted(ends, pos, side="right")
+        return starts[seg] + (pos - (ends[seg] - lengths[seg]))
 
     def _law(self, data: Any) -> FunctionLaw:
         x = np.sort(np.asarray(data, dtype=np.int64).ravel())

@@ -199,8 +199,9 @@ def prove(m: _mechs.ExponentialMedian) -> Proof:
     pb.precondition(f"neighbour relation: {rel.describe()} (data sets of integers in 0..{top})")
     pb.precondition(f"parameters: β = {beta} > 0, grid 0..2^{m.bits} − 1")
     pb.precondition(
-        "numeric model: ideal reals for the pmf exp(β u(v))/Z (the sampler draws an interval by "
-        "its weight, then a uniform integer in it)"
+        "numeric model: ideal reals for the pmf exp(β u(v))/Z, which the sampler draws exactly (a "
+        "score group with probability exactly T_s e^{β s}/Z, β read as its exact value, then a uniform "
+        "grid point in the group; no float probability)"
     )
     pb.pseudocode("P(v) ∝ exp(−β | |{x > v}| − |{x < v}| |) over the grid")
     pb.postcondition("ln P_D(v) − ln P_D'(v) <= 2βΔ_u for every v and neighbours D, D'")

@@ -48,6 +48,13 @@ report_noisy_max_exponential, sparse_vector and numerical_sparse_vector draw num
 support is bounded, while their derivations are of continuous noise: PROVED was false about the code
 (no finite ε at extreme inputs). They are UNPROVEN now, with that one obligation open, and registered
 audit-only; their derived bounds and audit bounds are unchanged.
+
+Re-pinned for soundness (two audit bounds, no verdict): the median (and its gallery twin) sampled with a
+float cdf, so a run whose weight underflows had probability 0 on one neighbour and at least 2^-53 on the
+other (1494 against 1493 copies of 5 on the 8-bit grid); it now draws the exact law
+(``_exact.categorical_counts``), which consumes the random stream differently. median rose from 0 to
+0.00319; median_substitute_bug fell from 1.11622 to 1.05993, less than its width 0.110 (point estimate
+ln(4512/1400) = 1.170), and is still caught.
 """
 
 from __future__ import annotations
