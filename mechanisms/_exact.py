@@ -65,6 +65,8 @@ Samplers
 * :func:`categorical_counts` — group g with probability ``T_g e^{-x_g} / Σ T_h e^{-x_h}`` by
   inversion of one uniform against float cumulative weights with a certified error, resolved
   exactly near a boundary (any number of groups).
+* :func:`permute_and_flip` — report noisy max with exponential noise, as permute-and-flip: a uniform
+  order, each candidate accepted with probability ``exp((q_r - max q)/b)``.
 
 Output: int64 arrays; :func:`discrete_laplace` returns an object array of Python ints in the rare
 case that a sample does not fit in int64 (possible only for scales above about 2**56).
@@ -85,6 +87,7 @@ from dpharness.errors import ParameterError
 __all__ = [
     "categorical_exp",
     "categorical_counts",
+    "permute_and_flip",
     "ExactProbability",
     "exact_rational",
     "bernoulli",
@@ -803,6 +806,43 @@ def _resolve_categorical(prefix: int, bits: int, lower: int, upper: int, t, x: l
             return lower + below
         prefix = (prefix << 64) | _word(rng)
         bits += 64
+
+
+def permute_and_flip(scores: list, scale: Any, size, rng: np.random.Generator) -> np.ndarray:
+    """Indices r of ``scores`` by permute-and-flip (McKenna & Sheldon 2020, "Permute-and-Flip: A new
+    mechanism for differentially private selection", Algorithm 1), exactly, int64 array of shape
+    ``size``: the candidates in a uniformly random order (numpy's ``permuted``, a Fisher-Yates shuffle
+    with unbiased bounded integers), each accepted with probability exactly ``exp((q_r - max q)/scale)``
+    (``q`` and ``scale`` read as exact rationals; a float filter with the resolver of
+    :func:`bernoulli_exp`); the first accepted is output (the top score always accepts). Its law is
+    that of ``argmax_r (q_r + η_r)`` with ``η_r ~ Exp(mean scale)`` i.i.d. (Ding, Kifer et al. 2021,
+    "The permute-and-flip mechanism is identical to report-noisy-max with exponential noise")."""
+    q = [exact_rational("scores", v) for v in scores]
+    b = exact_rational("scale", scale)
+    if not q or b <= 0:
+        raise ParameterError(f"scores (length {len(q)}) must be non-empty and scale={scale!r} > 0.")
+    top = max(q)
+    gaps = [(top - v) / b for v in q]
+    # e^{-1000} < 2**-1000: a capped gap's float probability 0 is within the filter's 2**-1000 term
+    gf = np.array([float(min(g, 1000)) for g in gaps])
+    shape, n = _count(size)
+    k = len(q)
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - start)
+        order = rng.permuted(np.tile(np.arange(k, dtype=np.int64), (m, 1)), axis=1)
+        res = np.empty(m, dtype=np.int64)
+        alive = np.arange(m)
+        for j in range(k):
+            if not alive.size:
+                break
+            cand = order[alive, j]
+            g = gf[cand]
+            acc = _below_exp_approx(g, g * 2.0**-50, lambda i, cand=cand: gaps[int(cand[i])], rng)
+            res[alive[acc]] = cand[acc]
+            alive = alive[~acc]
+        out[start : start + m] = res
+    return out.reshape(shape)
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402

@@ -202,7 +202,7 @@ class ReportNoisyMax(_IndexOutput, _NoisyMaxBase):
         return self._index_law(data, rnm_laplace_probs(data, b), Deferred(build_expr), i)
 
 
-@register(proof="audit-only")  # numpy's float noise: no proof covers the code (see its proof)
+@register
 @dataclass(frozen=True, kw_only=True)
 class ReportNoisyMaxExponential(_IndexOutput, _NoisyMaxBase):
     """Report noisy max with one-sided exponential noise ``η_i ~ Exp(mean scale)`` (= permute-and-flip).
@@ -217,6 +217,13 @@ class ReportNoisyMaxExponential(_IndexOutput, _NoisyMaxBase):
         "Dwork & Roth 2014, §3.3 with exponential noise; = permute-and-flip (McKenna & Sheldon 2020; Ding et al. 2021)"
     )
     noise: ClassVar[str] = "exponential"
+
+    def _sample(self, data, size, rng):
+        # exact: permute-and-flip, whose law is argmax(q + Exp(mean scale)) (numpy's float exponential
+        # noise has bounded support, so its argmax has probability 0 where this law's is positive)
+        from ._exact import permute_and_flip
+
+        return permute_and_flip(np.asarray(data, dtype=float).tolist(), self.scale, size, rng)
 
     def _law(self, data):
         b = float(self.scale)

@@ -19,6 +19,7 @@ q' = Δ·1, ``P_q(V <= t) = Π_i F(t − q_i) = 2^{−k} e^{kt/b}`` for t <= 0 a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -47,11 +48,55 @@ def _common(pb: ProofBuilder, m: _mechs._NoisyMaxBase) -> tuple[sp.Expr, sp.Expr
         "scores may move in opposite directions)"
     )
     pb.precondition(f"parameters: k = {k} candidates, noise scale b = {b} ({m.noise} noise), Δ = {d}")
-    pb.precondition(
-        "numeric model: ideal reals (continuous noise; the float argmax ties/rounding of probability "
-        "~2^-52 are not modelled)"
-    )
+    if isinstance(m, _mechs.ReportNoisyMaxExponential):
+        pb.precondition(
+            "numeric model: exact; the scores and b are read as the exact values of the code's numbers, and "
+            "the sampler is permute-and-flip with exact acceptance probabilities (its law is derived below "
+            "to be the argmax law this proof is about)"
+        )
+    else:
+        pb.precondition(
+            "numeric model: ideal reals (continuous noise; the float argmax ties/rounding of probability "
+            "~2^-52 are not modelled)"
+        )
     return b, d, k
+
+
+def _permute_and_flip_is_the_argmax(pb: ProofBuilder) -> None:
+    """The code of the exponential variant draws permute-and-flip; its law is argmax(q + Exp(mean b))
+    (Ding, Kifer et al. 2021), derived here for every number of candidates."""
+    pb.fact(
+        "the sampler is permute-and-flip: the candidates in a uniformly random order, candidate r accepted with "
+        "probability exactly p_r = exp((q_r − max q)/b), the first accepted output; so with m = k − 1, "
+        "P_PF(i) = p_i Σ_{S ⊆ [k]∖{i}} P(exactly S precede i) Π_{j∈S} (1 − p_j), P(exactly S precede i) = "
+        "|S|! (m − |S|)! / k!",
+        "McKenna & Sheldon 2020, Algorithm 1, as executed by dpharness.mechanisms._exact.permute_and_flip "
+        "(numpy's permuted: Fisher–Yates with unbiased bounded integers; each acceptance an exact Bernoulli); "
+        "i sits at position |S| + 1 with S in any order before it and the rest after it",
+    )
+    pb.fact(
+        "P[argmax(q + η) = i] = ∫ f_b(x − q_i) Π_{j≠i} F_b(x − q_j) dx = p_i ∫_0^1 Π_{j≠i} (1 − u p_j) du "
+        "= p_i Σ_S Π_{j∈S} (1 − p_j) ∫_0^1 u^{|S|} (1 − u)^{m−|S|} du for η_j ~ Exp(mean b) i.i.d.",
+        "the integrand vanishes below x = max q; substitute u = e^{−(x − max q)/b}, so F_b(x − q_j) = 1 − u p_j "
+        "and f_b(x − q_i) dx = −p_i du; then expand each factor as (1 − u) + u (1 − p_j)",
+    )
+    integral, s, m = _beta_integral()
+    pb.check(
+        "∫_0^1 u^s (1 − u)^{m−s} du = s! (m − s)! / (m + 1)!, so the two sums agree term by term: the code's "
+        "law is the argmax law the alignment is about, for every k",
+        sp.Eq(integral, sp.factorial(s) * sp.factorial(m - s) / sp.factorial(m + 1)),
+        "the Beta integral, evaluated by sympy for symbolic integers 0 <= s <= m",
+        use_z3=False,
+    )
+
+
+@functools.cache
+def _beta_integral() -> tuple[sp.Expr, sp.Symbol, sp.Symbol]:
+    """``∫_0^1 u^s (1 − u)^{m−s} du`` as sympy evaluates it (about 0.8 s, once per process), in gammas."""
+    u = sp.Symbol("u", positive=True)
+    s, m = sp.symbols("s m", integer=True, nonnegative=True)
+    # sympy gives a hypergeometric 2F1 at 1; Gauss's theorem (hyperexpand) writes it with gammas
+    return sp.hyperexpand(sp.integrate(u**s * (1 - u) ** (m - s), (u, 0, 1))), s, m
 
 
 @proves(
@@ -110,7 +155,10 @@ def _prove_index(m: _mechs._NoisyMaxBase) -> Proof:
     with pb.phase("witness"):
         w = _index_witness(pb, m, b, d, k, eps, bound)
     with pb.phase("numeric model"):
-        pb.add([float_noise_gap(noise, m.scale)])  # the code's noise is numpy's, in doubles: not proved
+        if isinstance(m, _mechs.ReportNoisyMaxExponential):
+            _permute_and_flip_is_the_argmax(pb)  # the code draws this law exactly
+        else:
+            pb.add([float_noise_gap(noise, m.scale)])  # the code's noise is numpy's, in doubles: not proved
     return pb.finish(bound, witness=w)
 
 
