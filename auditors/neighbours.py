@@ -10,7 +10,13 @@ Candidates, in this order of precedence:
     vector inputs (scaled to the relation's norm and sensitivity) and as record patterns for data
     sets (records at the domain's extremes added, removed or substituted);
 (d) random pairs over the declared record domain and relation: hypothesis's strategies
-    (:mod:`dpharness.strategies`, generation only, seeded) and a seeded numpy generator.
+    (:mod:`dpharness.strategies`, generation only, seeded) and a seeded numpy generator. Hypothesis
+    mixes into its draws constants it collects from the local modules the process has loaded (and
+    caches them in a ``.hypothesis/`` folder of the working directory); that is switched off for these
+    draws, so the same seed gives the same pairs whatever else is imported (``dpharness audit`` and
+    ``dpharness.audit`` in a script agree) and nothing is written. Where hypothesis cannot run here
+    (inside another ``@given`` test) or its internals differ, seeded numpy draws with each record at
+    one of the domain's representative values with probability 1/2 take their place.
 
 Every candidate is checked with ``input_spec.validate_pair``; invalid ones are dropped. Each survivor
 is screened cheaply: with the exact law (``mechanism.law``) when there is one (the whole pmf when the
@@ -28,6 +34,7 @@ Callables carry no input spec; :mod:`.pairsearch` searches their declared input 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, Iterable
@@ -137,16 +144,52 @@ def _candidates(mech: Mechanism, rng: np.random.Generator, witnesses) -> list[tu
         example = None
     spec = mech.input_spec
     out += [(a, b, "pattern") for a, b in statdp_patterns(spec, example=example)]
-    out += [(a, b, "hypothesis") for a, b in _hypothesis_pairs(mech, int(rng.integers(2**31)), 6)]
+    seed = int(rng.integers(2**31))
+    drawn = _hypothesis_pairs(mech, seed, 6)
+    if drawn is None:  # the same number of pairs, from numpy, where hypothesis cannot give them
+        drawn = _random_pairs(spec, np.random.default_rng(seed), 6, example, draw=_boundary_records)
+    out += [(a, b, "hypothesis") for a, b in drawn]
     out += [(a, b, "random") for a, b in _random_pairs(spec, rng, 6, example)]
     return out
 
 
-def _hypothesis_pairs(mech: Mechanism, seed: int, count: int) -> list[tuple[Any, Any]]:
+@contextlib.contextmanager
+def _without_local_constants():
+    """Switch off, for a block, hypothesis's use of constants collected from the process's loaded local
+    modules (hypothesis >= 6.131, ``internal.conjecture.providers``: private, so checked): yields
+    whether it is off. Its cache of allowed constants is cleared on the way in and out, so neither the
+    draws here nor a project's own tests afterwards see the other's constants."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - hypothesis is a dependency
+        yield False
+        return
+    get, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
+    kind = type(getattr(providers, "_local_constants", None))
+    if get is None or cache is None or not hasattr(cache, "cache") or kind.__name__ != "Constants":
+        yield False
+        return
+    empty = kind()
+    providers._get_local_constants = lambda: empty
+    cache.cache.clear()
+    try:
+        yield True
+    finally:
+        providers._get_local_constants = get
+        cache.cache.clear()
+
+
+def _hypothesis_pairs(mech: Mechanism, seed: int, count: int) -> list[tuple[Any, Any]] | None:
     """Pairs drawn by hypothesis's strategies over the declared domain and relation
-    (:func:`dpharness.strategies.mechanism_inputs`), generation only, reproducible for ``seed``.
-    Hypothesis favours boundary records (0, the domain's ends), the usual places where loss peaks.
-    Empty when hypothesis cannot run here (e.g. inside another ``@given`` test)."""
+    (:func:`dpharness.strategies.mechanism_inputs`), generation only, reproducible for ``seed``, with
+    no constants from local modules (:func:`_without_local_constants`). Hypothesis favours boundary
+    records (0, the domain's ends), the usual places where loss peaks. None when hypothesis cannot
+    run here (e.g. inside another ``@given`` test) or its local constants cannot be switched off."""
+    with _without_local_constants() as off:
+        return _hypothesis_draws(mech, seed, count) if off else None
+
+
+def _hypothesis_draws(mech: Mechanism, seed: int, count: int) -> list[tuple[Any, Any]] | None:
     try:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as _seed
@@ -170,7 +213,7 @@ def _hypothesis_pairs(mech: Mechanism, seed: int, count: int) -> list[tuple[Any,
         _collect()
         return found[:count]
     except Exception:  # noqa: BLE001 - hypothesis is an optional source of candidates here
-        return []
+        return None
 
 
 def _valid_unique(spec, cands) -> list[tuple[Any, Any, str]]:
@@ -350,16 +393,30 @@ def _draw_records(domain, rng: np.random.Generator, n: int):
     return np.asarray(domain.extremes())[rng.integers(0, len(domain.extremes()), size=n)]
 
 
-def _random_pairs(spec, rng: np.random.Generator, count: int, example) -> list[tuple[Any, Any]]:
+def _boundary_records(domain, rng: np.random.Generator, n: int):
+    """``n`` records as :func:`_draw_records` draws them, each replaced with probability 1/2 by one of
+    the domain's representative values (:func:`_levels`: its ends and a middle value)."""
+    draws = np.array(_draw_records(domain, rng, n), copy=True)
+    levels = _levels(domain)
+    at = np.flatnonzero(rng.random(n) < 0.5)
+    for i, j in zip(at.tolist(), rng.integers(0, len(levels), size=len(at)).tolist()):
+        draws[i] = levels[j]
+    return draws
+
+
+def _random_pairs(spec, rng: np.random.Generator, count: int, example, draw=None) -> list[tuple[Any, Any]]:
+    """``count`` random neighbouring pairs of ``spec``'s shape; records from ``draw`` (default
+    :func:`_draw_records`)."""
+    draw = _draw_records if draw is None else draw
     out = []
     for _ in range(count):
         if spec.shape == "record":
-            x, y = _draw_records(spec.domain, rng, 2)
+            x, y = draw(spec.domain, rng, 2)
             out.append((x.item() if np.ndim(x) == 0 else x, y.item() if np.ndim(y) == 0 else y))
         elif spec.shape == "vector":
             rel: BoundedChange = spec.relation
             d = spec.dim or (len(np.asarray(example)) if example is not None and np.ndim(example) == 1 else 5)
-            a = _draw_records(spec.domain, rng, d)
+            a = draw(spec.domain, rng, d)
             if isinstance(spec.domain, (IntegerRange, Finite)):
                 step = np.zeros(d, np.int64)
                 step[rng.integers(0, d)] = rng.choice([-1, 1]) * max(1, int(float(rel.sensitivity)))
@@ -370,8 +427,8 @@ def _random_pairs(spec, rng: np.random.Generator, count: int, example) -> list[t
             out.append((a, a + step))
         else:
             n = spec.size or int(rng.integers(1, 9))
-            a = _draw_records(spec.domain, rng, n)
-            new = _draw_records(spec.domain, rng, 1)
+            a = draw(spec.domain, rng, n)
+            new = draw(spec.domain, rng, 1)
             if isinstance(spec.relation, Substitute):
                 b = a.copy()
                 b[int(rng.integers(0, n))] = new[0]

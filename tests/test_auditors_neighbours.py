@@ -216,3 +216,54 @@ def test_catalog_mechanisms_get_valid_pairs(name):
     for a, b in pairs:
         mech.input_spec.validate_pair(a, b)
     assert time.perf_counter() - t0 < 20, f"search_pairs({name}) took {time.perf_counter() - t0:.1f} s"
+
+
+_LOCAL_MODULE = """
+ODD_FLOAT = 7777.125
+ODD_INT = 918273
+ODD_TEXT = "zyxw-constant"
+"""
+
+
+def test_the_search_is_the_same_whatever_local_modules_are_loaded_and_writes_nothing(tmp_path, monkeypatch):
+    """Hypothesis mixes constants from the process's loaded local modules into its draws and caches them
+    in ./.hypothesis: the candidates for a seed changed after importing a module (``dpharness audit`` and
+    a script disagreed). The search switches that off: importing a local module full of constants changes
+    no candidate, and no .hypothesis folder appears in the working directory."""
+    import sys
+
+    from dpharness import catalog
+    from dpharness.auditors import neighbours as N
+
+    monkeypatch.chdir(tmp_path)
+    m = catalog(gallery=None)["clamped_sum"]()
+
+    def cands():
+        return [
+            (np.asarray(a).tolist(), np.asarray(b).tolist(), g)
+            for a, b, g in N._candidates(m, np.random.default_rng(0), [])
+        ]
+
+    before = cands()
+    (tmp_path / "local_constants_pkg.py").write_text(_LOCAL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import local_constants_pkg  # noqa: F401
+
+    try:
+        assert cands() == before
+        assert any(g == "hypothesis" for _, _, g in before)
+        assert not (tmp_path / ".hypothesis").exists()
+    finally:
+        sys.modules.pop("local_constants_pkg", None)
+
+
+def test_where_hypothesis_cannot_run_numpy_draws_take_the_same_number_of_places(monkeypatch):
+    from dpharness import catalog
+    from dpharness.auditors import neighbours as N
+
+    m = catalog(gallery=None)["clamped_sum"]()
+    monkeypatch.setattr(N, "_hypothesis_draws", lambda mech, seed, count: None)
+    got = N._candidates(m, np.random.default_rng(0), [])
+    drawn = [(a, b) for a, b, g in got if g == "hypothesis"]
+    assert len(drawn) == 6
+    assert N._candidates(m, np.random.default_rng(0), []).__len__() == len(got)
