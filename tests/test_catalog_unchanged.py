@@ -55,6 +55,18 @@ other (1494 against 1493 copies of 5 on the 8-bit grid); it now draws the exact 
 (``_exact.categorical_counts``), which consumes the random stream differently. median rose from 0 to
 0.00319; median_substitute_bug fell from 1.11622 to 1.05993, less than its width 0.110 (point estimate
 ln(4512/1400) = 1.170), and is still caught.
+
+Re-pinned for soundness (one verdict, one audit bound): report_noisy_max_exponential now draws
+permute-and-flip exactly (``_exact.permute_and_flip``), whose law its proof derives to be the argmax law
+of exponential noise, so it is PROVED again about its code; its audit bound fell from 0.91159 to 0.85588,
+less than its width 0.121 (point estimate ln(3582/1349) = 0.977).
+
+Re-pinned for reproducibility (two audit bounds, no verdict): the neighbour search's hypothesis draws
+mixed in constants hypothesis collects from the local modules the process has loaded, so the same seed
+gave other pairs after ``import dpharness.report`` (and in ``dpharness audit`` than in a script); those
+constants are now switched off for the search. clamped_sum moved from 0.94236 to 0.94194 (width 0.077)
+and clamped_sum_unclamped from 7.93209 to 7.92275 (its certified event has no hits on one side: an
+unbounded width); every other value is unchanged.
 """
 
 from __future__ import annotations
