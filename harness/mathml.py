@@ -201,6 +201,8 @@ _FUNCTIONS = (
     "tanh",
     "erf",
     "erfc",
+    "gamma",
+    "factorial",
 )
 _REL_MO = {
     "<=": "&#x2264;",
@@ -391,6 +393,8 @@ def _parse_source(src: str, names: dict[str, str]):
         "tanh": sp.tanh,
         "erf": sp.erf,
         "erfc": sp.erfc,
+        "gamma": sp.gamma,
+        "factorial": sp.factorial,
         "__builtins__": {},
     }
     try:
