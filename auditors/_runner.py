@@ -26,7 +26,8 @@ Per-call samplers (``vectorized=False``, ``fn(data)`` drawing its own randomness
 state. In a worker process (pool or cluster), before each chunk, the global states of
 :mod:`random`, ``numpy.random`` and (when imported) torch, and every ``random.Random``,
 ``numpy.random.Generator``, ``numpy.random.RandomState`` and ``torch.Generator`` reachable from the
-function (closure cells, defaults, the globals it names, bound objects' attributes) are reseeded
+function (closure cells, defaults, the globals it names, bound objects' attributes, and the attributes
+it names of the modules it names: ``helpers.RNG``) are reseeded
 from ``SeedSequence(seed, spawn_key=(ph, p, s, c, k))``. Every chunk therefore draws a fresh,
 independent stream (copies of one state in several workers would repeat samples and make the
 certified bound unsound), and a function whose randomness comes only from those sources gives the
@@ -782,10 +783,12 @@ def _global_names(code: types.CodeType) -> list[str]:
 
 
 def _hidden_rngs(root: Any) -> list:
-    """The random generators reachable from ``root`` (a sampler's function), in a fixed order."""
+    """The random generators reachable from ``root`` (a sampler's function), in a fixed order: first those
+    reached through closures, defaults, the globals its functions name and bound objects, then those
+    reached only through the modules its functions name (``helpers.RNG``, or ``helpers.draw`` whose own
+    globals hold one: :func:`_module_reach`), leaving out the global states :func:`_reseed` seeds itself."""
     found: list = []
     seen: set[int] = set()
-    stack = [root]
     visited = 0
     skip = (
         str,
@@ -802,20 +805,66 @@ def _hidden_rngs(root: Any) -> list:
         types.ModuleType,
         types.CodeType,
     )
-    while stack and visited < _WALK_LIMIT:
-        obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, skip):
-            continue
-        seen.add(id(obj))
-        visited += 1
-        if isinstance(obj, _RNG_TYPES) or _is_torch_generator(obj):
-            found.append(obj)
-            continue
-        try:
-            stack.extend(reversed(_children(obj)))
-        except Exception:  # noqa: BLE001 - an object whose attributes cannot be read holds nothing we can find
-            continue
+    stack, through_modules = [root], []
+    for second in (False, True):
+        if second:  # appended after the first pass's: their streams keep the indices they had
+            seen.update(id(g) for g in _global_states())
+            stack = list(reversed(through_modules))
+        while stack and visited < _WALK_LIMIT:
+            obj = stack.pop()
+            if id(obj) in seen or isinstance(obj, skip):
+                continue
+            seen.add(id(obj))
+            visited += 1
+            if isinstance(obj, _RNG_TYPES) or _is_torch_generator(obj):
+                found.append(obj)
+                continue
+            try:
+                stack.extend(reversed(_children(obj)))
+                if isinstance(obj, types.FunctionType):
+                    reach = _module_reach(obj)
+                    (stack if second else through_modules).extend(reversed(reach) if second else reach)
+            except Exception:  # noqa: BLE001 - an object whose attributes cannot be read holds nothing we can find
+                continue
     return found
+
+
+def _global_states() -> list:
+    """The generators :func:`_reseed` seeds as global states (:mod:`random`'s, numpy's legacy, torch's
+    default), which the walk through modules must not give a second stream."""
+    states: list = [getattr(_random, "_inst", None), getattr(np.random.mtrand, "_rand", None)]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        states.append(getattr(torch, "default_generator", None))
+    return [s for s in states if s is not None]
+
+
+def _module_reach(fn: types.FunctionType, depth: int = 4) -> list:
+    """The values ``fn`` reaches through the modules among the globals it names: ``module.attr`` for every
+    attribute name its code uses (``helpers.RNG``, ``pkg.sub.draw``: submodules up to ``depth`` levels).
+    A generator held by another module, seeded once at import, would otherwise be copied into every
+    worker process and repeat its draws there (an unsound bound)."""
+    names = dict.fromkeys(_global_names(fn.__code__))
+    g = fn.__globals__
+    out: list = []
+    modules = [(g[n], 1) for n in names if n in g and isinstance(g[n], types.ModuleType)]
+    seen: set[int] = set()
+    while modules:
+        module, level = modules.pop(0)
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        attrs = getattr(module, "__dict__", {})
+        for n in names:
+            if n not in attrs:
+                continue
+            value = attrs[n]
+            if isinstance(value, types.ModuleType):
+                if level < depth:
+                    modules.append((value, level + 1))
+            else:
+                out.append(value)
+    return out
 
 
 def _children(obj: Any) -> list:

@@ -10,6 +10,7 @@ import random
 import sys
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -96,6 +97,48 @@ def test_per_call_chunks_spread_over_workers_with_their_own_reproducible_streams
     assert os.getpid() not in pids and 1 <= len(pids) <= 2, pids
     values = np.array([o[1] for o in out]).reshape(16, 50)
     assert len(set(values[:, 0].tolist())) == 16  # the fixed-seed module generator is reseeded per chunk too
+
+
+_HELPERS = types.ModuleType("_helpers")  # another module holding a generator seeded once, as a library may
+_HELPERS.RNG = np.random.default_rng(0)
+
+
+def _draw_through_a_module(d):
+    time.sleep(0.001)  # long enough that both workers take chunks
+    return d + _HELPERS.RNG.random()
+
+
+def test_a_generator_held_by_another_module_gets_its_own_stream_per_chunk():
+    """``helpers.RNG``: the walk follows the modules a function names (it skips modules otherwise), so each
+    chunk reseeds that generator too; before, every worker drew the copy of one state it was sent, and
+    the chunks repeated each other's draws (not independent samples: an unsound bound)."""
+    assert [id(g) for g in _runner._hidden_rngs(_draw_through_a_module)] == [id(_HELPERS.RNG)]
+    pytest.importorskip("loky")
+    sampler = _runner.Sampler(_draw_through_a_module, "module", vectorized=False)
+    kw = dict(seed=3, phase=_runner.TRAINING, pair=0, side=0, chunk=50)
+    values = np.asarray(_runner.draw(sampler, 0, 800, workers=2, **kw), dtype=float).reshape(16, 50)
+    assert len(set(values[:, 0].tolist())) == 16, values[:, 0]
+
+
+def test_the_walk_through_modules_keeps_the_other_generators_first_and_leaves_global_states():
+    """A generator reached through a module (directly, or by a function of that module naming it) comes
+    after those reached otherwise, so their streams keep their indices; the global states the reseed sets
+    itself (random's, numpy's legacy) are not given a second stream."""
+    helpers = types.ModuleType("helpers")
+    helpers.RNG = np.random.default_rng(1)
+    exec("def draw():\n    return RNG.random()", helpers.__dict__)
+    sub = types.ModuleType("helpers.sub")
+    sub.OTHER = random.Random(2)
+    helpers.sub = sub
+    own = np.random.default_rng(3)
+    ns = {"helpers": helpers, "np": np, "random": random, "own": own}
+    exec(
+        "def fn(d):\n"
+        "    return helpers.draw() + helpers.sub.OTHER.random() + own.random() + np.random.random() + random.random()",
+        ns,
+    )
+    found = _runner._hidden_rngs(ns["fn"])
+    assert [id(g) for g in found] == [id(own), id(helpers.RNG), id(sub.OTHER)]
 
 
 def test_per_call_counts_in_the_pool_do_not_depend_on_the_number_of_workers():
