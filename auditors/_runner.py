@@ -27,7 +27,8 @@ state. In a worker process (pool or cluster), before each chunk, the global stat
 :mod:`random`, ``numpy.random`` and (when imported) torch, and every ``random.Random``,
 ``numpy.random.Generator``, ``numpy.random.RandomState`` and ``torch.Generator`` reachable from the
 function (closure cells, defaults, the globals it names, bound objects' attributes, and the attributes
-it names of the modules it names: ``helpers.RNG``) are reseeded
+it names of the modules and classes it names, or of an object's classes: ``helpers.RNG``, ``self.rng``
+read from a class attribute) are reseeded
 from ``SeedSequence(seed, spawn_key=(ph, p, s, c, k))``. Every chunk therefore draws a fresh,
 independent stream (copies of one state in several workers would repeat samples and make the
 certified bound unsound), and a function whose randomness comes only from those sources gives the
@@ -784,9 +785,10 @@ def _global_names(code: types.CodeType) -> list[str]:
 
 def _hidden_rngs(root: Any) -> list:
     """The random generators reachable from ``root`` (a sampler's function), in a fixed order: first those
-    reached through closures, defaults, the globals its functions name and bound objects, then those
-    reached only through the modules its functions name (``helpers.RNG``, or ``helpers.draw`` whose own
-    globals hold one: :func:`_module_reach`), leaving out the global states :func:`_reseed` seeds itself."""
+    reached through closures, defaults, the globals its functions name and bound objects' own attributes,
+    then those reached only through modules and classes (:func:`_attribute_reach`: ``helpers.RNG``,
+    ``Noise.gen``, a class attribute read as ``self.rng``), leaving out the global states :func:`_reseed`
+    seeds itself."""
     found: list = []
     seen: set[int] = set()
     visited = 0
@@ -805,11 +807,11 @@ def _hidden_rngs(root: Any) -> list:
         types.ModuleType,
         types.CodeType,
     )
-    stack, through_modules = [root], []
+    stack, deferred = [root], []
     for second in (False, True):
         if second:  # appended after the first pass's: their streams keep the indices they had
             seen.update(id(g) for g in _global_states())
-            stack = list(reversed(through_modules))
+            stack = list(reversed(deferred))
         while stack and visited < _WALK_LIMIT:
             obj = stack.pop()
             if id(obj) in seen or isinstance(obj, skip):
@@ -821,9 +823,11 @@ def _hidden_rngs(root: Any) -> list:
                 continue
             try:
                 stack.extend(reversed(_children(obj)))
-                if isinstance(obj, types.FunctionType):
-                    reach = _module_reach(obj)
-                    (stack if second else through_modules).extend(reversed(reach) if second else reach)
+                reach = _attribute_reach(obj)
+                if second:
+                    stack.extend(reversed(reach))
+                else:
+                    deferred.extend(reach)
             except Exception:  # noqa: BLE001 - an object whose attributes cannot be read holds nothing we can find
                 continue
     return found
@@ -831,7 +835,7 @@ def _hidden_rngs(root: Any) -> list:
 
 def _global_states() -> list:
     """The generators :func:`_reseed` seeds as global states (:mod:`random`'s, numpy's legacy, torch's
-    default), which the walk through modules must not give a second stream."""
+    default), which the walk through modules and classes must not give a second stream."""
     states: list = [getattr(_random, "_inst", None), getattr(np.random.mtrand, "_rand", None)]
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -839,31 +843,51 @@ def _global_states() -> list:
     return [s for s in states if s is not None]
 
 
-def _module_reach(fn: types.FunctionType, depth: int = 4) -> list:
-    """The values ``fn`` reaches through the modules among the globals it names: ``module.attr`` for every
-    attribute name its code uses (``helpers.RNG``, ``pkg.sub.draw``: submodules up to ``depth`` levels).
-    A generator held by another module, seeded once at import, would otherwise be copied into every
+def _user_classes(cls: type) -> list[type]:
+    """``cls`` and its bases, but not the built-in ones (``object``, ``int``, ...)."""
+    return [c for c in cls.__mro__ if c.__module__ != "builtins"]
+
+
+def _attribute_reach(obj: Any, depth: int = 4) -> list:
+    """What ``obj`` reaches through modules and classes, which :func:`_children` does not follow: for a
+    function, ``name.attr`` for every module or class among the globals it names (or its closure holds) and every attribute
+    name its code uses (``helpers.RNG``, ``pkg.sub.draw``, ``Noise.gen``: submodules up to ``depth``
+    levels); for an instance of a user class, the attributes of its classes (``self.rng`` read from a
+    class attribute). A generator held there, seeded once at import, would otherwise be copied into every
     worker process and repeat its draws there (an unsound bound)."""
-    names = dict.fromkeys(_global_names(fn.__code__))
-    g = fn.__globals__
+    if not isinstance(obj, types.FunctionType):
+        if isinstance(obj, (types.MethodType, types.BuiltinMethodType, functools.partial, list, tuple, dict)):
+            return []
+        return [v for c in _user_classes(type(obj)) for k, v in vars(c).items() if not k.startswith("__")]
+    names = dict.fromkeys(_global_names(obj.__code__))
+    g = obj.__globals__
     out: list = []
-    modules = [(g[n], 1) for n in names if n in g and isinstance(g[n], types.ModuleType)]
+    cells = []
+    for cell in obj.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    named = [g[n] for n in names if n in g] + cells
+    holders = [(h, 1) for h in named if isinstance(h, (types.ModuleType, type))]
     seen: set[int] = set()
-    while modules:
-        module, level = modules.pop(0)
-        if id(module) in seen:
+    while holders:
+        holder, level = holders.pop(0)
+        if id(holder) in seen:
             continue
-        seen.add(id(module))
-        attrs = getattr(module, "__dict__", {})
+        seen.add(id(holder))
+        spaces = [vars(c) for c in _user_classes(holder)] if isinstance(holder, type) else [vars(holder)]
         for n in names:
-            if n not in attrs:
-                continue
-            value = attrs[n]
-            if isinstance(value, types.ModuleType):
-                if level < depth:
-                    modules.append((value, level + 1))
-            else:
-                out.append(value)
+            for space in spaces:
+                if n not in space:
+                    continue
+                value = space[n]
+                if isinstance(value, (types.ModuleType, type)):
+                    if level < depth:
+                        holders.append((value, level + 1))
+                else:
+                    out.append(value)
+                break
     return out
 
 

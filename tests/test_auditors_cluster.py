@@ -141,6 +141,22 @@ def test_the_walk_through_modules_keeps_the_other_generators_first_and_leaves_gl
     assert [id(g) for g in found] == [id(own), id(helpers.RNG), id(sub.OTHER)]
 
 
+def test_the_walk_finds_generators_held_as_class_attributes():
+    """``self.rng`` read from a class attribute, and ``Noise.gen`` named through its class: both found."""
+
+    class Noise:
+        gen = np.random.default_rng(1)
+
+    class Mechanism:
+        rng = np.random.default_rng(2)
+
+        def __call__(self, d):
+            return d + self.rng.random() + Noise.gen.random()
+
+    m = Mechanism()
+    assert [id(g) for g in _runner._hidden_rngs(m)] == [id(Mechanism.rng), id(Noise.gen)]
+
+
 def test_per_call_counts_in_the_pool_do_not_depend_on_the_number_of_workers():
     pytest.importorskip("loky")
 
