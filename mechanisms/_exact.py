@@ -96,6 +96,7 @@ __all__ = [
     "discrete_laplace",
     "discrete_gaussian",
     "randomized_response",
+    "uniform_double",
 ]
 
 _CHUNK = 1 << 16  # elements per vectorised pass (keeps the working set in cache)
@@ -677,6 +678,46 @@ def discrete_gaussian(sigma2: Any, size, rng: np.random.Generator) -> np.ndarray
     if any(p.dtype == object for p in parts):
         return np.concatenate([p.astype(object) for p in parts]).reshape(shape)
     return np.concatenate(parts).reshape(shape)
+
+
+# --------------------------------------------------------------------------- a uniform double
+
+
+_SUBNORMAL_EXP = 1022  # U < 2**-1022: the doubles there are subnormal, spaced 2**-1074
+
+
+def uniform_double(size, rng: np.random.Generator) -> np.ndarray:
+    """Doubles ``U*`` in (0, 1), each drawn with probability equal to its spacing: an ideal uniform ``U``
+    rounded down to a double, ``U* = 0`` (probability 2**-1074) redrawn. This is the ``U*`` of Mironov 2012
+    (§5.2, "uniform over the doubles of (0, 1)"), exactly, down to the subnormals: the exponent ``e`` (the
+    position of the first 1 bit of ``U``) is 1 plus the leading zero bits of the stream, as many words as it
+    takes (``P(e = k) = 2**-k`` for every k >= 1, never capped), and the 52 bits after it, independent of
+    ``e``, are one more word's top bits; ``U* = (1 + m 2**-52) 2**-e`` (exact for e <= 1022), below 2**-1022
+    the multiple of 2**-1074 below ``U``. float64 array of shape ``size``."""
+    shape, n = _count(size)
+    out = np.empty(n)
+    todo = np.arange(n)
+    while len(todo):
+        k = len(todo)
+        e = np.ones(k, dtype=np.int64)
+        open_ = np.arange(k)  # elements whose words so far were all zero
+        while len(open_):
+            w = _words(rng, len(open_))
+            hi = (w >> np.uint64(32)).astype(np.float64)  # 32-bit halves: exact doubles
+            lo = (w & np.uint64(0xFFFFFFFF)).astype(np.float64)
+            length = np.where(hi > 0, 32 + np.frexp(hi)[1], np.frexp(lo)[1])  # bit length (0 for w = 0)
+            e[open_] += 64 - length
+            open_ = open_[w == 0]
+        m = (_words(rng, k) >> np.uint64(12)).astype(np.int64)
+        u = np.ldexp(1.0 + m.astype(np.float64) * 2.0**-52, -np.minimum(e, _SUBNORMAL_EXP))
+        zero = np.zeros(k, dtype=bool)
+        for i in np.flatnonzero(e > _SUBNORMAL_EXP):  # probability 2**-1022: the subnormals, rounded down
+            units = ((1 << 52) + int(m[i])) >> int(e[i] - _SUBNORMAL_EXP)
+            zero[i] = units == 0
+            u[i] = math.ldexp(float(units), -1074)
+        out[todo[~zero]] = u[~zero]
+        todo = todo[zero]
+    return out.reshape(shape)
 
 
 # --------------------------------------------------------------------------- randomized response

@@ -8,9 +8,16 @@ the nearest multiple of Λ -- the smallest power of two >= λ -- and clamp again
 erases the low-order bits that betray x in the textbook implementation. For sensitivity-1
 answers and ``λ < B < 2^46 λ`` it is ``(1/λ + 2^-49 B/λ)``-DP (Theorem 1).
 
-Implementation notes: U* is sampled exactly as Mironov requires -- exponent ``e ~ Geometric(1/2)``
-and a uniform 52-bit mantissa give ``U* = (1 + m 2^-52) 2^-e``, uniform over the doubles of
-[2^-e, 2^{1-e}) with probability 2^-e per binade; the logarithm is numpy's ``log`` (faithfully,
+Implementation notes: U* is sampled exactly as Mironov requires (:func:`._exact.uniform_double`: the
+exponent ``e`` from the leading zero bits of the bit stream, never capped, and a uniform 52-bit mantissa,
+down to the subnormals). numpy's ``Generator.geometric(0.5)``, used before, is a search on one 53-bit
+double and never exceeds 53: U* >= 2^-53 and |noise| <= 36.74 λ, so at the defaults the output 38 was
+impossible from x = 0 and possible from x = 1 (no finite ε). The scale λ the code multiplies by is
+``float(scale)`` (the proof reads that double; :meth:`calibrated` rounds it up to one), and every output must be within reach of every clamped
+input with a U* among the normal doubles, ``2B + Λ <= 708 λ`` (``1022 ln 2 = 708.4``): beyond
+``1074 ln 2 λ = 744.4 λ`` an output at the edge of the noise's reach from one input is out of it from a
+neighbour (no finite ε), and between the two the subnormal U* are too coarse for the theorem's
+ratio (a run of a few multiples of 2^-1074 against another). The logarithm is numpy's ``log`` (faithfully,
 not always correctly, rounded: within 1 ulp, a deviation from the theorem's "correctly rounded
 LN" assumption that is documented here rather than hidden). Division/multiplication by the power
 of two Λ is exact.
@@ -31,11 +38,14 @@ from dpharness.core import BoundedChange, FunctionLaw, InputSpec, Mechanism, Pur
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
+from ._exact import uniform_double
 from ._literature import exact_ratio, log_laplace_interval as _log_laplace_interval, sym_laplace_cdf
+from ._noise import float_up
 
 __all__ = ["Snapping", "snapping_epsilon", "power_of_two_at_least"]
 
 _SLACK = Fraction(1, 2**49)
+_REACH = 708  # 1022 ln 2 = 708.4: every output needs |LN(U*)| <= 708 λ, a U* among the normal doubles
 
 
 def snapping_epsilon(scale: Any, B: Any) -> Fraction | float:
@@ -90,14 +100,24 @@ class Snapping(Mechanism):
             raise ParameterError(
                 f"B={self.B!r} must be below 2**46 * scale (Mironov's side condition B < 2^46 λ); pass a smaller B."
             )
+        if not 2 * Fraction(self.B) + self.Lam <= _REACH * Fraction(self.scale):
+            raise ParameterError(
+                f"B={self.B!r} is too large for scale={self.scale!r}: the noise reaches at most "
+                f"{_REACH}·λ, so 2B + Λ must not exceed it (an output at the edge of its reach from one input "
+                "is out of reach from a neighbour: no finite ε); pass B <= "
+                f"{float((_REACH * Fraction(self.scale) - self.Lam) / 2):g}."
+            )
 
     @classmethod
     def calibrated(cls, epsilon: Any = 1, *, B: Any = 64):
-        """``scale = (1 + 2^-49 B)/ε`` (exact for exact ε and B, else rounded up), claim PureDP(ε)."""
+        """``scale = (1 + 2^-49 B)/ε`` rounded up to a double, claim PureDP(ε)."""
         epsilon = _v.positive("epsilon", epsilon)
         B = _v.positive("B", B)
         num = 1 + _SLACK * Fraction(B) if isinstance(B, (int, Fraction)) else 1 + 2.0**-49 * float(B)
-        return cls(B=B, scale=exact_ratio(num, epsilon), claim=PureDP(epsilon))
+        scale = exact_ratio(num, epsilon)
+        if Fraction(float(scale)) != Fraction(scale):
+            scale = float_up(scale)
+        return cls(B=B, scale=scale, claim=PureDP(epsilon))
 
     @property
     def Lam(self) -> Fraction:
@@ -117,9 +137,7 @@ class Snapping(Mechanism):
         lam = float(self.scale)
         Lam = float(self.Lam)
         x = min(max(float(np.asarray(data).reshape(-1)[0]), -B), B)
-        e = np.minimum(rng.geometric(0.5, size), 1022)
-        mant = rng.integers(0, 2**52, size, dtype=np.int64)
-        u = np.ldexp(1.0 + mant.astype(float) * 2.0**-52, -e)
+        u = uniform_double(size, rng)  # exact U*: not numpy's geometric, which stops at 53
         sign = np.where(rng.integers(0, 2, size, dtype=np.int8) == 1, 1.0, -1.0)
         y = x + sign * (lam * np.log(u))
         snapped = np.rint(y / Lam) * Lam

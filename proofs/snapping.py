@@ -47,7 +47,8 @@ def _lam(m: _mechs.Snapping):
 def prove(m: _mechs.Snapping) -> Proof:
     pb = ProofBuilder(m)
     lname, lam_v = _lam(m)
-    lam, B = param(lam_v), param(m.B)
+    # λ as the double the code multiplies by (λ ⊗ LN(U*)): a rational scale is rounded by float()
+    lam, B = param(float(lam_v)), param(m.B)
     delta = param(getattr(m, "sensitivity", 1))
     param(m.claim.epsilon)  # read exactly (raises on a non-exact claim)
     # the smallest power of two >= λ, exactly
@@ -74,6 +75,14 @@ def prove(m: _mechs.Snapping) -> Proof:
         pb.evaluate("Λ is the smallest power of two >= λ", sp.And(sp.Ge(Lam, lam), sp.Lt(Lam / 2, lam)), "exact")
         pb.evaluate(f"side condition λ < B (in units of Δ: {lam_u} < {B_u})", sp.Lt(lam_u, B_u), "exact")
         pb.evaluate("side condition B < 2^46 λ (in units of Δ)", sp.Lt(B_u, sp.Integer(2) ** 46 * lam_u), "exact")
+        pb.evaluate(
+            "every output is within the noise's reach from every clamped input with U* among the normal doubles: "
+            "2B + Λ <= 708 λ (1022 ln 2 = 708.4; |LN(U*)| <= 1074 ln 2 = 744.4 for U* >= 2^-1074: beyond it an "
+            "output is reachable from one input and not from a neighbour, and below 2^-1022 the subnormal U* are "
+            "too coarse for the theorem's ratio)",
+            sp.Le(2 * B + Lam, 708 * lam),
+            "exact",
+        )
         mLam = getattr(m, "Lam", None) or getattr(m, "Lambda", None) or getattr(m, "big_lambda", None)
         if mLam is not None:
             mv = mLam() if callable(mLam) else mLam

@@ -67,6 +67,12 @@ gave other pairs after ``import dpharness.report`` (and in ``dpharness audit`` t
 constants are now switched off for the search. clamped_sum moved from 0.94236 to 0.94194 (width 0.077)
 and clamped_sum_unclamped from 7.93209 to 7.92275 (its certified event has no hits on one side: an
 unbounded width); every other value is unchanged.
+
+Re-pinned for soundness (one audit bound, no verdict): snapping drew the exponent of U* with numpy's
+geometric(0.5), which never exceeds 53, so its noise stopped at 36.74 λ and the output 38 was impossible
+from x = 0 and possible from x = 1 at the defaults (no finite ε while PROVED); U* is now exact
+(``_exact.uniform_double``) and B beyond the noise's reach is refused. Its audit bound rose from 0.92025
+to 0.92734.
 """
 
 from __future__ import annotations

@@ -414,7 +414,7 @@ class _SnappingDouble(Mechanism):
     output FORM is used by the proof (the ε' bound is Mironov's theorem)."""
 
     name = "_test_snapping"
-    B: Any = 1024
+    B: Any = 256
     scale: Any = 1
     sensitivity: Any = 1
 
@@ -440,7 +440,7 @@ class _SnappingDouble(Mechanism):
 def test_snapping_bound_and_side_conditions():
     from dpharness.proofs import snapping as SN
 
-    lam = 1 + Fraction(1024, 2**49)  # λ = 1 + 2^-49 B: ε' = 1/λ + 2^-49 B/λ = 1
+    lam = 1 + Fraction(256, 2**49)  # λ = 1 + 2^-49 B: ε' = 1/λ + 2^-49 B/λ = 1
     m = _SnappingDouble(scale=lam, claim=PureDP(1))
     p = SN.prove(m)
     assert p.verdict is Verdict.PROVED and p.bound == pytest.approx(1.0)
@@ -449,6 +449,11 @@ def test_snapping_bound_and_side_conditions():
     assert SN.prove(m.replace(scale=1)).verdict is not Verdict.PROVED
     # side condition B < 2^46 λ violated
     assert SN.prove(m.replace(B=2**47)).verdict is not Verdict.PROVED
+    # out of the noise's reach: 2B + Λ > 708 λ (U* among the normal doubles), even with λ = 1 + 2^-49 B
+    wide = m.replace(B=1024, scale=1 + Fraction(1024, 2**49))
+    p = SN.prove(wide)
+    assert p.verdict is not Verdict.PROVED
+    assert [o.statement for o in p.steps if not o.discharged][0].startswith("every output is within the noise's reach")
     # mutations
     assert SN.prove(m.replace(scale=lam * Fraction(9, 10))).verdict is not Verdict.PROVED
     assert SN.prove(m.replace(claim=PureDP(Fraction(9, 10)))).verdict is not Verdict.PROVED

@@ -527,3 +527,56 @@ def test_rnm_exponential_is_proved_and_gated_on_its_proof():
 
     assert prove(catalog(gallery=None)["report_noisy_max_exponential"]()).verdict is Verdict.PROVED
     assert not registry.audit_only("report_noisy_max_exponential")
+
+
+class _Bits:
+    """A stand-in bit generator yielding the given 64-bit words in turn."""
+
+    def __init__(self, words):
+        self.words = list(words)
+
+    def random_raw(self, n):
+        return np.array([self.words.pop(0) for _ in range(n)], dtype=np.uint64)
+
+
+class _Stream:
+    """A stand-in rng: ``bit_generator`` yields ``words``; ``integers`` gives ``value`` (the sign draw)."""
+
+    def __init__(self, words, value=0):
+        self.bit_generator, self.value = _Bits(words), value
+
+    def integers(self, lo, hi, size, dtype=np.int64):
+        return np.full(size, self.value, dtype=dtype)
+
+
+def test_uniform_double_is_mironovs_u_star_down_to_the_subnormals():
+    """U* = U rounded down to a double: the exponent from the leading zero bits (never capped: numpy's
+    geometric(0.5) stops at 53), the mantissa from the next word's top 52 bits, below 2**-1022 the
+    multiple of 2**-1074 below U."""
+    from dpharness.mechanisms._exact import uniform_double
+
+    assert uniform_double(1, _Stream([1 << 63, 0]))[0] == 0.5
+    assert uniform_double(1, _Stream([1, 0]))[0] == 2.0**-64
+    assert uniform_double(1, _Stream([0, 1 << 62, 1 << 63]))[0] == 1.5 * 2.0**-66
+    assert uniform_double(1, _Stream([0] * 16 + [1 << 63, 0]))[0] == 2.0**-1025  # subnormal
+    assert uniform_double(1, _Stream([0] * 17 + [1, 0, 1 << 63, 0]))[0] == 0.5  # U* = 0 is drawn again
+
+
+def test_snapping_reaches_every_output_its_proof_allows():
+    """numpy's Generator.geometric(0.5) is a search on one 53-bit double and never exceeds 53, so the
+    snapping noise stopped at 53 ln 2 λ = 36.74 λ: at the defaults (B = 64, λ = 1 + 2^-43, Λ = 2) the output 38
+    was impossible from x = 0 and had probability 2^-53.9 from x = 1 (no finite ε; PROVED at ε = 1). U* is
+    exact now (U* = 2^-60 gives 42 from x = 0), and B out of the noise's reach (2B + Λ > 708 λ: at
+    calibrated(7), B = 64) is refused: there an output at the edge of the reach from one input is out of it
+    from a neighbour, in Mironov's model too."""
+    from dpharness.mechanisms.snapping import Snapping
+
+    assert np.random.default_rng(0).geometric(0.5, 10**5).max() <= 53  # why numpy's geometric would not do
+    m = Snapping()
+    assert m._sample(np.array([0.0]), 1, _Stream([1 << 4, 0]))[0] == 42.0  # U* = 2^-60, sign −1
+    with pytest.raises(ParameterError, match="too large for scale"):
+        Snapping.calibrated(7)
+    with pytest.raises(ParameterError, match="too large for scale"):
+        Snapping.calibrated(1, B=400)
+    p = prove(Snapping.calibrated(5))
+    assert p.verdict is Verdict.PROVED and Fraction(float(Snapping.calibrated(5).scale)) >= Fraction(1, 5)
