@@ -673,8 +673,12 @@ class _DrawJob:
         rng = rng_for(self.seed, self.phase, self.pair, self.side, c)
         where = f"{self.label} chunk {c}"
         if self.outcomes:
-            return self.sampler.outcome(self.data, size, rng, where=where, start=start)
-        return self.sampler(self.data, size, rng, where=where, start=start)
+            out, raised = self.sampler.outcome(self.data, size, rng, where=where, start=start)
+            _note_outputs(self.sampler, out)
+            return out, raised
+        out = self.sampler(self.data, size, rng, where=where, start=start)
+        _note_outputs(self.sampler, out)
+        return out
 
     def key(self, task: tuple) -> tuple:
         return self.phase, self.pair, self.side, task[0]
@@ -717,8 +721,10 @@ class _CountJob:
             out, raised = self.sampler.outcome(self.inputs[pair][side], size, rng, where=where, start=start)
             if out is None:
                 return np.zeros(len(self.events[pair]), dtype=np.int64), raised
+            _note_outputs(self.sampler, out)
             return self._count(pair, out, where, c), raised
         out = self.sampler(self.inputs[pair][side], size, rng, where=where, start=start)
+        _note_outputs(self.sampler, out)
         return self._count(pair, out, where, c)
 
     def counted(self, pair: int, c: int) -> list[int]:
@@ -996,8 +1002,44 @@ def _fresh_in_every_copy(g: Any, bg: Any) -> bool:
     return tmlt is not None and g is getattr(tmlt, "_core_privacy_prng", None)
 
 
-def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, float]:
-    """A worker's task: unpickle the job once per process, reseed, run one chunk; (task, result, seconds)."""
+_REPLAY_BITS = 128  # a chunk's outputs are compared with the others' only when they carry this much variety
+_CHUNK_OUTPUTS = threading.local()  # the fingerprint of the outputs of the chunk this thread runs
+
+
+def _note_outputs(sampler: Any, out: Any) -> None:
+    """Record, for a per-call sampler, the fingerprint of a chunk's outputs (:func:`outputs_fingerprint`)."""
+    if not sampler.vectorized:
+        _CHUNK_OUTPUTS.fp = outputs_fingerprint(out)
+
+
+def outputs_fingerprint(out: Any) -> bytes | None:
+    """A digest of a chunk's outputs in order, or None when they carry fewer than ``_REPLAY_BITS`` bits of
+    variety: ``Σ_v c_v log2(n / c_v)`` over the distinct outputs v (c_v times among n), the information
+    in the sequence if its outputs were drawn independently with their observed frequencies. Two chunks
+    drawn with different seeds that give the same outputs with that much variety did not draw
+    independently (by chance: probability about 2^-128 per pair of chunks)."""
+    import hashlib
+
+    arr = np.asarray(out)
+    if arr.ndim == 0 or len(arr) < 2:
+        return None
+    if arr.dtype == object or arr.dtype.hasobject:
+        rows = np.array([repr(v) for v in arr.tolist()], dtype=object)
+        blob = "\x00".join(rows.tolist()).encode()
+    else:
+        flat = np.ascontiguousarray(arr).reshape(len(arr), -1)
+        rows = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
+        blob = flat.tobytes()
+    _, counts = np.unique(rows, return_counts=True)
+    n = len(arr)
+    if float(np.sum(counts * np.log2(n / counts))) < _REPLAY_BITS:
+        return None
+    return hashlib.blake2b(blob, digest_size=16).digest()
+
+
+def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, float, bytes | None]:
+    """A worker's task: unpickle the job once per process, reseed, run one chunk; (task, result, seconds,
+    the fingerprint of a per-call sampler's outputs or None)."""
     import pickle
 
     with _WORKER_LOCK:
@@ -1013,11 +1055,14 @@ def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, flo
     if job.sampler.vectorized:  # draws from its rng argument: threads of one worker may run chunks side by side
         _reseed(rngs, job.key(task), job.seed)
         out = job.run(task)
+        fp = None
     else:  # global and held states are shared by the threads of a worker: one per-call chunk at a time
         with _WORKER_LOCK:
+            _CHUNK_OUTPUTS.fp = None
             _reseed(rngs, job.key(task), job.seed)
             out = job.run(task)
-    return task, out, time.perf_counter() - t0
+            fp = _CHUNK_OUTPUTS.fp
+    return task, out, time.perf_counter() - t0, fp
 
 
 # --------------------------------------------------------------------------- running tasks
@@ -1037,6 +1082,7 @@ class _Tasks:
         self.workers, self.where = workers, where
         self.slowest = 0.0
         self.drawn = 0
+        self.seen: dict[bytes, tuple] = {}  # fingerprint of a per-call chunk's outputs -> its task
 
     @classmethod
     def open(cls, job: Any, *, workers: int, cluster: Any, what: str) -> "_TasksContext":
@@ -1078,7 +1124,9 @@ class _Tasks:
                     self._hang(pending, limit)
                 for fut in done:
                     _number, task = pending.pop(fut)
-                    _task, out, seconds = self.backend.result(fut, self.job.describe(task))
+                    _task, out, seconds, fp = self.backend.result(fut, self.job.describe(task))
+                    if fp is not None:
+                        self._check_replay(fp, task)
                     self.slowest = max(self.slowest, seconds)
                     samples = self.job.samples(task)
                     if samples is not None:
@@ -1093,6 +1141,23 @@ class _Tasks:
         finally:
             if pending:
                 self.backend.cancel(list(pending))
+
+    def _check_replay(self, fp: bytes, task: tuple) -> None:
+        """Refuse the audit when two chunks drawn with different seeds gave the same outputs (see
+        :func:`outputs_fingerprint`): the mechanism draws from a generator the reseeding cannot reach,
+        copied into every worker process, so the chunks are not independent samples."""
+        first = self.seen.setdefault(fp, task)
+        if first == task:
+            return
+        self.backend.abort()
+        raise MechanismError(
+            f"the randomness of mechanism {self.job.sampler.name!r} repeats across worker processes: "
+            f"{self.job.describe(first)} and {self.job.describe(task)}, drawn with different seeds, gave the same "
+            f"outputs (at least {_REPLAY_BITS} bits of variety: not by chance). It draws from a generator this "
+            "audit cannot reach and reseed (held in compiled code, say), which every worker copied from one "
+            "state, so their samples are not independent and no bound from them would hold. Fix: draw from the "
+            "rng argument (fn(data, size, rng)), or audit with workers=1 and no cluster (this process only)."
+        )
 
     def _hang(self, pending: dict, limit: float) -> None:
         _number, oldest = min(pending.values())

@@ -120,6 +120,47 @@ def test_a_generator_held_by_another_module_gets_its_own_stream_per_chunk():
     assert len(set(values[:, 0].tolist())) == 16, values[:, 0]
 
 
+class _Slotted:
+    __slots__ = ("gen",)  # no __dict__: the walk cannot see what it holds (as compiled code would hide it)
+
+
+_HIDDEN = _Slotted()
+_HIDDEN.gen = np.random.default_rng(0)  # seeded once at import: every worker process starts from this state
+
+
+def _draw_through_slots(d):
+    time.sleep(0.001)  # long enough that both workers take chunks
+    return d + _HIDDEN.gen.random()
+
+
+def test_a_generator_the_walk_cannot_reach_is_caught_repeating_across_workers():
+    """A generator the reseeding cannot reach (here behind __slots__; in a library, in compiled code) is
+    copied into every worker from one state, so the workers' chunks repeat each other's draws: the audit
+    refuses, naming two chunks with the same outputs and the fix, rather than count dependent samples as
+    independent. In one process (workers=1) the state advances and the draws are used."""
+    assert _runner._hidden_rngs(_draw_through_slots) == []
+    pytest.importorskip("loky")
+    sampler = _runner.Sampler(_draw_through_slots, "slots", vectorized=False)
+    kw = dict(seed=3, phase=_runner.TRAINING, pair=0, side=0, chunk=50)
+    with pytest.raises(MechanismError, match="repeats across worker processes"):
+        _runner.draw(sampler, 0, 800, workers=2, **kw)
+    values = np.asarray(_runner.draw(sampler, 0, 200, workers=1, **kw), dtype=float)
+    assert len(set(values.tolist())) == 200
+
+
+def test_outputs_fingerprint_needs_128_bits_of_variety():
+    """Skewed or constant chunks are not compared (two independent chunks could agree by chance); a chunk
+    of 50 distinct floats (282 bits) is."""
+    fp = _runner.outputs_fingerprint
+    assert fp(np.zeros(1000)) is None
+    assert fp(np.r_[np.zeros(999), 1.0]) is None  # one rare value among 1000: 11.4 bits
+    assert fp(np.arange(50.0)) is not None and fp(np.arange(50.0)) == fp(np.arange(50.0).copy())
+    assert fp(np.arange(50.0)) != fp(np.arange(1.0, 51.0))
+    assert fp(np.array([{"a": i} for i in range(50)], dtype=object)) is not None
+    bits = np.random.default_rng(0).integers(0, 2, 300)  # about 300 bits
+    assert fp(bits) is not None and fp(bits[:100]) is None
+
+
 def test_the_walk_through_modules_keeps_the_other_generators_first_and_leaves_global_states():
     """A generator reached through a module (directly, or by a function of that module naming it) comes
     after those reached otherwise, so their streams keep their indices; the global states the reseed sets
