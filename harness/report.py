@@ -134,6 +134,7 @@ def build(
         "seed": seed,
         "verdict": None if proof is None else proof.verdict.value,
         "proven_bound": None if proof is None else jsonable(proof.bound),
+        "proven_at_audit_delta": None if proof is None else _proven_at_audit_delta(mechanism.claim, proof.bound),
         "epsilon_lower_bound": None if audit is None else jsonable(audit.epsilon_lower_bound),
         "audit_passed": None if audit is None else bool(audit.passed),
         "versions": tool_versions(),
@@ -727,6 +728,27 @@ def _witness_pair_words(proof: Any, audit: Any) -> str | None:
     )
 
 
+def _proven_at_audit_delta(claim: Any, bound: Any) -> list | None:
+    """For a Rényi claim, ``[ε, δ]``: the proven Rényi bound converted to (ε, δ) at the δ the audit holds
+    the claim to (:func:`dpharness._run.audit_target`), the units of the certified lower bound beside it;
+    None for other claims (their proven bound is already in those units)."""
+    from .core import RenyiDP
+
+    if not isinstance(claim, RenyiDP) or bound is None or not math.isfinite(float(bound)):
+        return None
+    _eps, delta = audit_target(claim)
+    return [float(RenyiDP(claim.alpha, float(bound)).to_approx(delta).epsilon), delta]
+
+
+def _proven_text(meta: dict, bound: Any) -> str:
+    """The proven bound as the pages show it: a Rényi bound with its (ε, δ) conversion at the audit's δ."""
+    at = meta.get("proven_at_audit_delta")
+    text = fmt_upper(bound)
+    if at is None:
+        return text
+    return f"{text} (Rényi; ε ≤ {fmt_upper(at[0])} at δ = {fmt_upper(at[1], 6)}, the audit's units)"
+
+
 def _page(r: Report, out_dir: str = "reports") -> _Page:
     m, c, p, a = r.mechanism, r.check, r.proof, r.audit
     verdict = "ERROR" if p is None else p.verdict.value
@@ -858,7 +880,7 @@ def _page(r: Report, out_dir: str = "reports") -> _Page:
                 fmt_upper(claimed) + (f" (δ = {fmt_upper(delta, 6)})" if delta else ""),
                 "—"
                 if p is None
-                else fmt_upper(p.bound)
+                else _proven_text(r.meta, p.bound)
                 + (f" (δ ≤ {fmt_upper(p.delta_bound)})" if p.delta_bound is not None and p.delta_bound <= 1 else ""),
                 "—" if a is None else fmt_lower(a.epsilon_lower_bound),
             ]
@@ -1072,7 +1094,7 @@ def write_index(out_dir: str) -> list[str]:
             "no proof (audited only)"
             if kind(meta) == "library" and meta.get("verdict") == "UNPROVEN"
             else meta.get("verdict") or "error",
-            fmt_upper(meta.get("proven_bound")),
+            _proven_text(meta, meta.get("proven_bound")),
             fmt_lower(meta.get("epsilon_lower_bound")),
             audit,
         ]
