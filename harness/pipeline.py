@@ -359,6 +359,17 @@ class Timings:
     total: float = 0.0
 
 
+def _proven_in_audit_units(claim: Any, bound: float) -> float:
+    """The proven bound in the units of the ε the audit holds the claim to: a Rényi bound converted to
+    (ε, δ) at the audit's δ as the claim is (:func:`dpharness._run.audit_target`); other bounds as they are."""
+    from .core import RenyiDP
+    from ._run import RENYI_AUDIT_DELTA
+
+    if isinstance(claim, RenyiDP) and math.isfinite(bound):
+        return float(RenyiDP(claim.alpha, bound).to_approx(RENYI_AUDIT_DELTA).epsilon)
+    return bound
+
+
 def proof_phrase(
     verdict: str, proven: float | None, claimed: float | None, claim: str | None = None, derived: str | None = None
 ) -> str:
@@ -527,6 +538,10 @@ class Check:
             )
         elif p is None:
             proof = f"proof not finished: {self.proof_error}"
+        elif p.verdict == "PROVED" and "Rényi" in (self.claim or "") and self.sandwich.proven is not None:
+            # the Rényi bound, and in the audit's (ε, δ) units beside the audit's numbers
+            at = f" at δ = {fmt_upper(a.delta, 6)}" if a is not None else ""
+            proof = f"proof PROVED (Rényi ε ≤ {fmt_upper(p.bound)}; ε ≤ {fmt_upper(self.sandwich.proven)}{at})"
         elif p.verdict == "PROVED":
             proof = f"proof PROVED (ε ≤ {fmt_upper(p.bound)})"
         else:
@@ -1220,7 +1235,7 @@ def check(
         audit=result,
         sandwich=Sandwich(
             lower=None if result is None else float(result.epsilon_lower_bound),
-            proven=None if proof is None else float(proof.bound),
+            proven=None if proof is None else _proven_in_audit_units(mechanism.claim, float(proof.bound)),
             claimed=claimed,
         ),
         error=error,
