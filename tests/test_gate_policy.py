@@ -171,3 +171,13 @@ def test_an_audit_only_builtin_with_a_derivation_says_its_proof_is_unproven():
     line = str(c)
     assert c.passed and line.startswith("PASS  report_noisy_max_laplace: proof UNPROVEN (derived ε ≤ 1)"), line
     assert "audited only (opted in with proof='audit-only')" in line and "no proof" not in line
+
+
+def test_a_renyi_claims_gate_line_gives_its_bound_in_the_audits_units():
+    """The audit holds a Rényi claim to its (ε, δ) conversion at δ = 1e-6; the proven Rényi bound is said
+    in those units too, so the certified lower bound is not read against the Rényi ε."""
+    import dpharness
+
+    c = dpharness.check(dpharness.get("gaussian_rdp")(), samples=20_000, seed=0)
+    assert "proof PROVED (Rényi ε ≤ 1; ε ≤ 14.82 at δ = 1e-06)" in c.line(), c.line()
+    assert c.sandwich.lower <= c.sandwich.proven <= c.sandwich.claimed
