@@ -772,35 +772,51 @@ def categorical_exp(log_weights: list, size, rng: np.random.Generator) -> np.nda
     return out.reshape(shape)
 
 
-def categorical_counts(counts: Any, exponents: list, size, rng: np.random.Generator) -> np.ndarray:
+def categorical_counts(counts: Any, exponents: Any, size, rng: np.random.Generator, *, unit: Any = None) -> np.ndarray:
     """Indices g with probability exactly ``T_g e^{-x_g} / Σ_h T_h e^{-x_h}`` for integer counts
     ``1 <= T_g < 2**53`` and exact rationals ``x_g >= 0`` (floats read as their binary values), int64
     array of shape ``size``: an exponential mechanism whose candidates come in groups of ``T_g``
     equal-score outputs (the median's runs of the grid), with any number of groups and any exponents.
+    With ``unit`` (an exact rational > 0), ``exponents`` are integers ``d_g`` in [0, 2**53) and
+    ``x_g = unit * d_g`` (no rational is built per group unless a draw needs the resolver).
 
     Inversion of one uniform U against the cumulative weights ``c_g``, vectorised: the weights are
     computed in float (``T_g exp(-x_g)``, relative error <= 2**-41 by the module's assumptions, plus
-    ``T_g 2**-1000`` where exp underflows), turned into exact int64 cumulative sums at a scale
-    ``2**K`` that puts the total in [2**59, 2**60] (each floor loses at most 1), so every normalised
-    boundary is known within ``E = k 2**-56 + 2**-38`` (k groups; this covers the floors, the float
-    weights, the conversions and the division, each with a margin of 2 or more). A draw whose interval
-    ``[h, h + 1) 2**-53`` is at least E from every boundary is decided by the float pass; the others
-    (a fraction of about 2 k E) are decided by :func:`_resolve_categorical` with mpmath intervals."""
+    ``T_g 2**-1000`` where exp underflows; ``x_g`` is within ``2**-52 x_g`` of the exact value, two
+    roundings), turned into exact int64 cumulative sums at a scale ``2**K`` that puts the total in
+    [2**59, 2**60] (each floor loses at most 1), so every normalised boundary is known within
+    ``E = k 2**-56 + 2**-38`` (k groups; this covers the floors, the float weights, the conversions and
+    the division, each with a margin of nearly 2 or more). A draw whose interval ``[h, h + 1) 2**-53``
+    is at least E from every boundary is decided by the float pass; the others (a fraction of about
+    2 k E) are decided by :func:`_resolve_categorical` with mpmath intervals."""
     t = np.asarray(counts, dtype=np.int64).ravel()
-    x = [exact_rational("exponents", v) for v in exponents]
-    if not len(x) or len(x) != t.size:
-        raise ParameterError(
-            f"counts (length {t.size}) and exponents (length {len(x)}) must be non-empty and of equal length."
-        )
-    if t.min() < 1 or t.max() >= 2**53 or min(x) < 0:
-        raise ParameterError("counts must be integers in [1, 2**53) and exponents >= 0.")
+    if unit is None:
+        xq = [exact_rational("exponents", v) for v in exponents]
+        if not xq or len(xq) != t.size:
+            raise ParameterError(
+                f"counts (length {t.size}) and exponents (length {len(xq)}) must be non-empty and of equal length."
+            )
+        if min(xq) < 0:
+            raise ParameterError("exponents must be >= 0.")
+        x_min = min(xq)
+        x: Any = [v - x_min for v in xq]  # the same law; the largest weight is now at least 1
+        xf = np.array([float(min(v, 2000)) for v in x])  # e^{-2000} underflows to 0 either way
+    else:
+        u = exact_rational("unit", unit)
+        d = np.asarray(exponents)
+        if d.dtype.kind not in "iu" or d.ndim != 1 or d.size != t.size or not d.size:
+            raise ParameterError("with unit=, exponents must be a non-empty 1-d integer array as long as counts.")
+        if u <= 0 or d.min() < 0 or d.max() >= 2**53:
+            raise ParameterError("unit must be > 0 and the integer exponents in [0, 2**53).")
+        d = d.astype(np.int64) - int(d.min())
+        x = _ScaledIntegers(u, d)
+        xf = np.minimum(float(u) * d.astype(np.float64), 2000.0)
+    if t.min() < 1 or t.max() >= 2**53:
+        raise ParameterError("counts must be integers in [1, 2**53).")
     shape, n = _count(size)
-    k = len(x)
+    k = t.size
     if k == 1:
         return np.zeros(shape, dtype=np.int64)
-    x_min = min(x)
-    x = [v - x_min for v in x]  # the same law; the largest weight is now at least 1
-    xf = np.array([float(min(v, 2000)) for v in x])  # e^{-2000} underflows to 0 either way
     f = t.astype(np.float64) * np.exp(-xf)
     scale = 59 - math.frexp(math.fsum(f))[1] + 1  # total * 2**scale in [2**59, 2**60)
     cum = np.cumsum(np.floor(np.ldexp(f, scale)).astype(np.int64))
@@ -818,6 +834,17 @@ def categorical_counts(counts: Any, exponents: list, size, rng: np.random.Genera
             res[i] = _resolve_categorical(int(h[i]), 53, int(lower[i]), int(upper[i]), t, x, cache, rng)
         out[start : start + len(h)] = res
     return out.reshape(shape)
+
+
+@dataclass(frozen=True)
+class _ScaledIntegers:
+    """The exponents ``unit * d_g`` of :func:`categorical_counts`, as exact rationals on demand."""
+
+    unit: Fraction
+    d: np.ndarray
+
+    def __iter__(self):
+        return (self.unit * v for v in self.d.tolist())
 
 
 def _resolve_categorical(prefix: int, bits: int, lower: int, upper: int, t, x: list, cache: dict, rng) -> int:

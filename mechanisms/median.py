@@ -145,8 +145,10 @@ class ExponentialMedian(Mechanism):
         first = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
         totals = np.add.reduceat(lengths, first)
         beta = exact_rational("beta", self.beta)
-        top_score = int(scores[0])
-        group = categorical_counts(totals, [beta * (top_score - int(s)) for s in scores[first]], size, rng)
+        if beta == 0:  # every point equally likely
+            group = categorical_counts(totals, np.zeros(len(first), np.int64), size, rng, unit=1)
+        else:
+            group = categorical_counts(totals, scores[0] - scores[first], size, rng, unit=beta)
         pos = (np.cumsum(totals) - totals)[group] + rng.integers(0, totals[group], size=group.shape, dtype=np.int64)
         ends = np.cumsum(lengths)
         seg = np.searchsorted(ends, pos, side="right")

@@ -442,7 +442,7 @@ def test_categorical_counts_refuses_bad_groups():
         ([1, 2], [0], "equal length"),
         ([0, 1], [0, 1], "counts must"),
         ([2**53, 1], [0, 1], "counts must"),
-        ([1, 1], [0, -1], "exponents >= 0"),
+        ([1, 1], [0, -1], "exponents must be >= 0"),
     ):
         with pytest.raises(ParameterError, match=match):
             E.categorical_counts(counts, xs, 3, rng)
@@ -555,3 +555,19 @@ def test_permute_and_flip_reaches_a_candidate_beyond_the_float_noise_support():
     assert E.permute_and_flip([0.0, 145.0, 145.0], 2, 1, Rng())[0] == 0
     words = iter([2**63])
     assert E.permute_and_flip([0.0, 145.0, 145.0], 2, 1, Rng())[0] != 0
+
+
+def test_categorical_counts_with_a_unit_is_the_same_law_and_refuses_bad_integers():
+    """``unit=u`` with integer exponents d is the law of the exponents u·d: the same draws for the same
+    words (the float weights agree to the last bits here: u is a power of two), and bad arrays are refused."""
+    counts = [3, 1, 7, 2]
+    d = np.array([4, 0, 9, 1])
+    a = E.categorical_counts(counts, [Fraction(1, 2) * int(v) for v in d], 5000, np.random.default_rng(3))
+    b = E.categorical_counts(counts, d, 5000, np.random.default_rng(3), unit=Fraction(1, 2))
+    assert (a == b).all()
+    rng = np.random.default_rng(0)
+    for bad in (np.array([0.5, 1.0]), np.array([-1, 0]), np.array([0]), np.array([[0, 1]])):
+        with pytest.raises(ParameterError):
+            E.categorical_counts([1, 1], bad, 3, rng, unit=1)
+    with pytest.raises(ParameterError, match="unit"):
+        E.categorical_counts([1, 1], np.array([0, 1]), 3, rng, unit=0)
