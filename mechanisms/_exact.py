@@ -61,7 +61,7 @@ Samplers
   Differential Privacy", NeurIPS 2020, Algorithm 3: propose ``Y`` discrete Laplace with scale
   ``t = floor(σ) + 1``, accept with probability ``exp(-(|Y| - σ²/t)² / (2σ²))``; both steps above.
 * :func:`randomized_response` — lie with probability exactly ``(k-1)/(e^L + k - 1)``.
-* :func:`categorical_exp` — index i with probability ``e^{a_i} / Σ e^{a_j}`` (few candidates).
+* :func:`categorical_exp` — index i with probability ``e^{a_i} / Σ e^{a_j}`` (through the next).
 * :func:`categorical_counts` — group g with probability ``T_g e^{-x_g} / Σ T_h e^{-x_h}`` by
   inversion of one uniform against float cumulative weights with a certified error, resolved
   exactly near a boundary (any number of groups).
@@ -744,32 +744,14 @@ def randomized_response(x: int, k: int, log_odds: Any, size, rng: np.random.Gene
 def categorical_exp(log_weights: list, size, rng: np.random.Generator) -> np.ndarray:
     """Indices i with probability exactly ``e^{a_i} / Σ_j e^{a_j}`` for exact rationals ``a_i`` (floats
     read as their binary values), int64 array of shape ``size``: the exponential mechanism's sampler.
-
-    Sequentially, stage i keeps index i with the exact conditional probability
-    ``P(i | not 0..i-1) = 1 / (1 + Σ_{j>i} e^{a_j − a_i})`` (a Bernoulli decided by lazily refined
-    uniforms against an interval enclosure, :func:`bernoulli`); the last index takes what is left."""
+    :func:`categorical_counts` with every count 1 and exponents ``max a − a_i`` (inversion of one uniform
+    against certified float cumulative weights, resolved exactly near a boundary): O(k) work per call
+    for k candidates."""
     a = [exact_rational("log_weights", x) for x in log_weights]
     if not a:
         raise ParameterError("log_weights=[] is empty; pass at least one log-weight.")
-    shape, n = _count(size)
-    out = np.full(n, len(a) - 1, dtype=np.int64)
-    alive = np.arange(n)
-    for i in range(len(a) - 1):
-        if not len(alive):
-            break
-        rest = [aj - a[i] for aj in a[i + 1 :]]
-
-        def enclose(prec: int, rest=rest):
-            with _IVPrec(prec) as iv:
-                s = iv.mpf(0)
-                for d in rest:
-                    s = s + iv.exp(_iv_rat(iv, d))
-                return _iv_ends(1 / (1 + s))
-
-        keep = bernoulli(ExactProbability(enclose, f"conditional weight of index {i}"), len(alive), rng)
-        out[alive[keep]] = i
-        alive = alive[~keep]
-    return out.reshape(shape)
+    top = max(a)
+    return categorical_counts(np.ones(len(a), dtype=np.int64), [top - x for x in a], size, rng)
 
 
 def categorical_counts(counts: Any, exponents: Any, size, rng: np.random.Generator, *, unit: Any = None) -> np.ndarray:
