@@ -103,15 +103,14 @@ def _worker_start(fraction: float) -> None:
 
 # what every gate or report task imports (sympy, z3, scipy, numpy among them): loaded once, in the fork
 # server, instead of once per worker; with what the first check of a worker imports on first use
-# (hypothesis, for the neighbour search's candidate pairs; sympy's units, which its simplification loads;
-# scipy.optimize for the learned events' fits and scipy.integrate for the exact laws, 0.25 s a worker)
+# (sympy's units, which its simplification loads; scipy.optimize for the learned events' fits and
+# scipy.integrate for the exact laws, 0.25 s a worker)
 _PRELOAD = (
     "dpharness.pipeline",
     "dpharness.proofs",
     "dpharness.auditors",
     "dpharness.mechanisms",
     "dpharness.cli",
-    "dpharness.strategies",
     "sympy.physics.units",
     "scipy.optimize",
     "scipy.integrate",

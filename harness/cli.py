@@ -744,9 +744,9 @@ def _cmd_audit(args) -> int:
     from .pipeline import run_audit
 
     # the modules, the mechanism and its proof live until the command ends: frozen (after the imports,
-    # then after the proof), the collections the proof and the audit trigger (hundreds, and a full one
-    # when hypothesis seeds the pair search) no longer walk them (0.2 s of CPU in a laplace audit of
-    # 10^7 a side); the price, cyclic garbage left by the proof is kept until the command ends
+    # then after the proof), the collections the proof and the audit trigger (hundreds) no longer walk
+    # them (0.2 s of CPU in a laplace audit of 10^7 a side); the price, cyclic garbage left by the proof
+    # is kept until the command ends
     gc.freeze()
     if args.samples >= _ESTIMATE_ABOVE:
         _print_estimate([mechanism], args.samples)

@@ -226,10 +226,9 @@ ODD_TEXT = "zyxw-constant"
 
 
 def test_the_search_is_the_same_whatever_local_modules_are_loaded_and_writes_nothing(tmp_path, monkeypatch):
-    """Hypothesis mixes constants from the process's loaded local modules into its draws and caches them
-    in ./.hypothesis: the candidates for a seed changed after importing a module (``dpharness audit`` and
-    a script disagreed). The search switches that off: importing a local module full of constants changes
-    no candidate, and no .hypothesis folder appears in the working directory."""
+    """The candidates for a seed do not depend on what else the process imported (hypothesis's draws, used
+    before, mixed in constants from the loaded local modules and cached them in ./.hypothesis): importing a
+    local module full of constants changes no candidate, and nothing is written to the working directory."""
     import sys
 
     from dpharness import catalog
@@ -251,19 +250,25 @@ def test_the_search_is_the_same_whatever_local_modules_are_loaded_and_writes_not
 
     try:
         assert cands() == before
-        assert any(g == "hypothesis" for _, _, g in before)
-        assert not (tmp_path / ".hypothesis").exists()
+        assert sum(g == "boundary-weighted" for _, _, g in before) == 6
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["local_constants_pkg.py"]
     finally:
         sys.modules.pop("local_constants_pkg", None)
 
 
-def test_where_hypothesis_cannot_run_numpy_draws_take_the_same_number_of_places(monkeypatch):
-    from dpharness import catalog
-    from dpharness.auditors import neighbours as N
+def test_the_search_imports_no_hypothesis():
+    """The audit's pair search draws with numpy only: a fresh process searching pairs never imports
+    hypothesis (its import and first draws cost about 0.2 s of a short audit)."""
+    import subprocess
+    import sys
 
-    m = catalog(gallery=None)["clamped_sum"]()
-    monkeypatch.setattr(N, "_hypothesis_draws", lambda mech, seed, count: None)
-    got = N._candidates(m, np.random.default_rng(0), [])
-    drawn = [(a, b) for a, b, g in got if g == "hypothesis"]
-    assert len(drawn) == 6
-    assert N._candidates(m, np.random.default_rng(0), []).__len__() == len(got)
+    code = (
+        "import sys, numpy as np\n"
+        "from dpharness import catalog\n"
+        "from dpharness.auditors import neighbours as N\n"
+        "for name in ('laplace', 'median_substitute_bug', 'randomized_response'):\n"
+        "    N._candidates(catalog(gallery=None)[name](), np.random.default_rng(0), [])\n"
+        "print('hypothesis' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
