@@ -813,7 +813,8 @@ def _hidden_rngs(root: Any) -> list:
         types.ModuleType,
         types.CodeType,
     )
-    stack, deferred = [root], []
+    stack: list[Any] = [root]
+    deferred: list[Any] = []
     for second in (False, True):
         if second:  # appended after the first pass's: their streams keep the indices they had
             seen.update(id(g) for g in _global_states())

@@ -858,6 +858,10 @@ def _resolve_categorical(prefix: int, bits: int, lower: int, upper: int, t, x: l
         bits += 64
 
 
+def _gap_of(gaps: list[Fraction], cand: np.ndarray, i: int) -> Fraction:
+    return gaps[int(cand[i])]
+
+
 def permute_and_flip(scores: list, scale: Any, size, rng: np.random.Generator) -> np.ndarray:
     """Indices r of ``scores`` by permute-and-flip (McKenna & Sheldon 2020, "Permute-and-Flip: A new
     mechanism for differentially private selection", Algorithm 1), exactly, int64 array of shape
@@ -872,9 +876,9 @@ def permute_and_flip(scores: list, scale: Any, size, rng: np.random.Generator) -
     if not q or b <= 0:
         raise ParameterError(f"scores (length {len(q)}) must be non-empty and scale={scale!r} > 0.")
     top = max(q)
-    gaps = [(top - v) / b for v in q]
+    gaps: list[Fraction] = [(top - v) / b for v in q]
     # e^{-1000} < 2**-1000: a capped gap's float probability 0 is within the filter's 2**-1000 term
-    gf = np.array([float(min(g, 1000)) for g in gaps])
+    gf = np.array([float(g) if g < 1000 else 1000.0 for g in gaps])
     shape, n = _count(size)
     k = len(q)
     out = np.empty(n, dtype=np.int64)
@@ -888,7 +892,7 @@ def permute_and_flip(scores: list, scale: Any, size, rng: np.random.Generator) -
                 break
             cand = order[alive, j]
             g = gf[cand]
-            acc = _below_exp_approx(g, g * 2.0**-50, lambda i, cand=cand: gaps[int(cand[i])], rng)
+            acc = _below_exp_approx(g, g * 2.0**-50, functools.partial(_gap_of, gaps, cand), rng)
             res[alive[acc]] = cand[acc]
             alive = alive[~acc]
         out[start : start + m] = res
