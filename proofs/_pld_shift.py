@@ -436,7 +436,7 @@ class _Thresholds:
         self.cf = float(self.centre)
 
     def _loss_f(self, y: np.ndarray) -> np.ndarray:
-        """l(y) in float64 (error <= 2^-50·(4|L| + 8), the float path's assumption)."""
+        """l(y) in float64 (error <= 2^-50·(4|L| + 8) + :meth:`_cancel_err`, the float path's assumption)."""
         L = (y - self.cf) * self.bf
         if self.q == 1:
             return L
@@ -444,6 +444,18 @@ class _Thresholds:
             pos = L + np.log(self.qf + (1 - self.qf) * np.exp(-np.maximum(L, 0)))
             neg = np.log1p(self.qf * np.expm1(np.minimum(L, 0)))
         return np.where(L > 0, pos, neg)
+
+    def _cancel_err(self, y: np.ndarray) -> np.ndarray:
+        """The further error of :meth:`_loss_f` where L < 0: log1p's argument q·expm1(L) carries an
+        absolute error of a few ulp of q, and 1 + q·expm1(L) = 1 − q + q·e^L can be far smaller (rates
+        near 1), so the log is off by up to 2^-50/(1 − q + q·e^L): 0.06 at 1 − q = 2^-50. Infinite where
+        that float is below 2^-40 (the check then falls back to mpmath)."""
+        if self.q == 1:
+            return np.zeros(len(y))
+        L = np.minimum((y - self.cf) * self.bf, 0.0)
+        den = 1 + self.qf * np.expm1(L)
+        with np.errstate(divide="ignore"):
+            return np.where(den > 2.0**-40, 2.0**-50 / np.maximum(den, 2.0**-40), np.inf)
 
     def _first_y_exact(self, x: float) -> int:
         import mpmath
@@ -474,10 +486,18 @@ class _Thresholds:
         guess = np.where(below, self.ya, np.ceil(np.where(below, 0, np.clip(ystar, self.ya - 1, self.yc + 1))))
         guess = guess.astype(np.int64)
         margin = 2.0**-36 * (8 + np.abs(xs))
+        # "below" (x <= ln(1 − q): every loss is above x, the first y is ya) is read off the float
+        # e^x − 1 + q <= 0, which cancels near x = ln(1 − q) (for q within 2^-43 of 1 a grid point or more
+        # above ln(1 − q) read as below, and its bucket's atoms went to a lower loss): trusted only a margin
+        # below ln(1 − q) (log1p(−q) is accurate: 1 − q is exact for q >= 1/2), else checked in mpmath
+        floor = math.log1p(-self.qf) if self.q < 1 else -math.inf
+        below_ok = below & (xs <= floor - margin)
         l_at = self._loss_f(guess.astype(np.float64))
         l_before = self._loss_f((guess - 1).astype(np.float64))
-        ok = below | (
-            ((l_at >= xs + margin) | (guess >= self.yc + 1)) & ((l_before <= xs - margin) | (guess <= self.ya))
+        m_at = margin + self._cancel_err(guess.astype(np.float64))
+        m_before = margin + self._cancel_err((guess - 1).astype(np.float64))
+        ok = below_ok | (
+            ((l_at >= xs + m_at) | (guess >= self.yc + 1)) & ((l_before <= xs - m_before) | (guess <= self.ya))
         )
         for k in np.flatnonzero(~ok):
             guess[k] = self._first_y_exact(float(xs[k]))

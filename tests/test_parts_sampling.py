@@ -268,3 +268,28 @@ def test_exact_sign_of_a_logarithm_near_one():
     assert exact_sign(sp.log(1 + x) - 2 * x) == -1
     assert exact_sign(x / 2 - sp.log(1 + x)) == -1
     assert exact_sign(sp.log(1 - x) + x / 2) == -1
+
+
+@pytest.mark.parametrize("bits", [44, 50, 53])
+def test_loss_thresholds_at_rates_next_to_one_match_the_exact_ones(bits):
+    """The subsampled leaf's bucket boundaries (the first y with l(y) >= x, l = ln(1 − q + q·e^L)) at a
+    rate within 2^-bits of 1: the float guess read x as below ln(1 − q) wherever e^x − 1 + q cancelled to
+    <= 0 (up to 0.06 nats above ln(1 − q) at 2^-50), unchecked, and the float check's own log1p cancels the
+    same way; a wrong boundary put a bucket's atoms at a lower loss than theirs (an upper δ too low). Every
+    boundary within 0.2 nats of ln(1 − q) (both directions) is the exact one (at the 40 digits shift_pair
+    works at)."""
+    import mpmath
+
+    from dpharness.proofs._pld_shift import _Thresholds
+
+    q = 1 - Fraction(2) ** -bits
+    tau2, D = Fraction(1, 100), 1
+    thr = _Thresholds(-200, 200 + D, -Fraction(D * D) / (2 * tau2), Fraction(D) / tau2, q)
+    w = 2.0**-11
+    floor = -bits * math.log(2)
+    i = np.arange(math.floor(floor / w) - 8, math.floor((floor + 0.2) / w))
+    for xs in (i * w, -i[::-1] * w):
+        with mpmath.workdps(40):
+            got = thr.first_y(xs)
+            exact = [min(max(thr._first_y_exact(float(x)), -200), 200 + D + 1) for x in xs]
+        assert got.tolist() == exact
