@@ -190,6 +190,17 @@ def test_record_level_is_proved_at_its_exact_design():
     assert prove(_records(PureDP(50))).verdict is Verdict.REFUTED  # no pure bound: δ > 0 is necessary
 
 
+def test_a_user_touching_a_thousand_keys_gets_its_verdict():
+    """L = 1000 keys from data: the kernel formed ln δ's argument minus 1 by expanding (1 − p)^1000
+    multinomially (1001 terms), and the proof did not finish in minutes; now about a second each."""
+    L, scale, threshold = 1000, 3, 40
+    delta = _design_delta(threshold, scale, L)
+    claim = ApproxDP(Fraction(L, scale), math.nextafter(delta * (1 + 1e-9), 1))
+    assert prove(_users(claim, k=L, scale=scale, threshold=threshold, keys=None)).verdict is Verdict.PROVED
+    low = ApproxDP(Fraction(L, scale), delta * (1 - 1e-6))
+    assert prove(_users(low, k=L, scale=scale, threshold=threshold, keys=None)).verdict is not Verdict.PROVED
+
+
 def test_the_encoding_universe_caps_the_keys_one_user_touches():
     """k = 4 but only 2 encoded keys: L = 2."""
     delta = _design_delta(5, 1.0, 2)
