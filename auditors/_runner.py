@@ -674,10 +674,10 @@ class _DrawJob:
         where = f"{self.label} chunk {c}"
         if self.outcomes:
             out, raised = self.sampler.outcome(self.data, size, rng, where=where, start=start)
-            _note_outputs(self.sampler, out)
+            _note_outputs(out)
             return out, raised
         out = self.sampler(self.data, size, rng, where=where, start=start)
-        _note_outputs(self.sampler, out)
+        _note_outputs(out)
         return out
 
     def key(self, task: tuple) -> tuple:
@@ -721,10 +721,10 @@ class _CountJob:
             out, raised = self.sampler.outcome(self.inputs[pair][side], size, rng, where=where, start=start)
             if out is None:
                 return np.zeros(len(self.events[pair]), dtype=np.int64), raised
-            _note_outputs(self.sampler, out)
+            _note_outputs(out)
             return self._count(pair, out, where, c), raised
         out = self.sampler(self.inputs[pair][side], size, rng, where=where, start=start)
-        _note_outputs(self.sampler, out)
+        _note_outputs(out)
         return self._count(pair, out, where, c)
 
     def counted(self, pair: int, c: int) -> list[int]:
@@ -1004,13 +1004,14 @@ def _fresh_in_every_copy(g: Any, bg: Any) -> bool:
 
 
 _REPLAY_BITS = 128  # a chunk's outputs are compared with the others' only when they carry this much variety
-_CHUNK_OUTPUTS = threading.local()  # the fingerprint of the outputs of the chunk this thread runs
+_CHUNK_OUTPUTS = threading.local()  # the outputs of the per-call chunk this thread runs in a worker
 
 
-def _note_outputs(sampler: Any, out: Any) -> None:
-    """Record, for a per-call sampler, the fingerprint of a chunk's outputs (:func:`outputs_fingerprint`)."""
-    if not sampler.vectorized:
-        _CHUNK_OUTPUTS.fp = outputs_fingerprint(out)
+def _note_outputs(out: Any) -> None:
+    """Keep a chunk's outputs for :func:`_run_chunk` to fingerprint, when it asked (a per-call chunk in a
+    worker; nothing is kept or computed otherwise)."""
+    if getattr(_CHUNK_OUTPUTS, "armed", False):
+        _CHUNK_OUTPUTS.out = out
 
 
 def outputs_fingerprint(out: Any) -> bytes | None:
@@ -1059,10 +1060,14 @@ def _run_chunk(token: str, payload: bytes, task: tuple) -> tuple[tuple, Any, flo
         fp = None
     else:  # global and held states are shared by the threads of a worker: one per-call chunk at a time
         with _WORKER_LOCK:
-            _CHUNK_OUTPUTS.fp = None
-            _reseed(rngs, job.key(task), job.seed)
-            out = job.run(task)
-            fp = _CHUNK_OUTPUTS.fp
+            _CHUNK_OUTPUTS.armed, _CHUNK_OUTPUTS.out = True, None
+            try:
+                _reseed(rngs, job.key(task), job.seed)
+                out = job.run(task)
+                drawn = _CHUNK_OUTPUTS.out
+            finally:
+                _CHUNK_OUTPUTS.armed, _CHUNK_OUTPUTS.out = False, None
+            fp = None if drawn is None else outputs_fingerprint(drawn)
     return task, out, time.perf_counter() - t0, fp
 
 

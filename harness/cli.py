@@ -1115,15 +1115,16 @@ def _cmd_gate(args) -> int:
         what = "gallery bugs caught" if args.gallery else "mechanisms proved and audited"
         from .pipeline import Policy
 
+        n_passed = sum(1 for r in results if r.passed)
         audited_only = sum(1 for r in results if r.passed and r.policy is Policy.AUDIT_ONLY)
         if audited_only and not args.gallery:  # a pass on its audit alone is not a proof: say how many
             what = (
-                f"mechanisms passed ({sum(1 for r in results if r.passed) - audited_only} proved and audited, "
+                f"mechanisms passed ({n_passed - audited_only} proved and audited, "
                 f"{audited_only} audited only: no proof, opted in with proof='audit-only')"
             )
         reused = f"; {len(cached)} unchanged, from the cache (--no-cache re-runs them)" if cached else ""
         print(
-            f"{sum(1 for r in results if r.passed)}/{len(results)} {what} in {elapsed:.1f}s "
+            f"{n_passed}/{len(results)} {what} in {elapsed:.1f}s "
             f"(samples={args.samples} per side, seed={args.seed}{reused})"
         )
         if failed:

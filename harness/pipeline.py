@@ -359,14 +359,14 @@ class Timings:
     total: float = 0.0
 
 
-def _proven_in_audit_units(claim: Any, bound: float) -> float:
+def proven_in_audit_units(claim: Any, bound: float) -> float:
     """The proven bound in the units of the ε the audit holds the claim to: a Rényi bound converted to
     (ε, δ) at the audit's δ as the claim is (:func:`dpharness._run.audit_target`); other bounds as they are."""
     from .core import RenyiDP
-    from ._run import RENYI_AUDIT_DELTA
+    from ._run import audit_target
 
     if isinstance(claim, RenyiDP) and math.isfinite(bound):
-        return float(RenyiDP(claim.alpha, bound).to_approx(RENYI_AUDIT_DELTA).epsilon)
+        return float(RenyiDP(claim.alpha, bound).to_approx(audit_target(claim)[1]).epsilon)
     return bound
 
 
@@ -1235,7 +1235,7 @@ def check(
         audit=result,
         sandwich=Sandwich(
             lower=None if result is None else float(result.epsilon_lower_bound),
-            proven=None if proof is None else _proven_in_audit_units(mechanism.claim, float(proof.bound)),
+            proven=None if proof is None else proven_in_audit_units(mechanism.claim, float(proof.bound)),
             claimed=claimed,
         ),
         error=error,

@@ -733,11 +733,11 @@ def _proven_at_audit_delta(claim: Any, bound: Any) -> list | None:
     the claim to (:func:`dpharness._run.audit_target`), the units of the certified lower bound beside it;
     None for other claims (their proven bound is already in those units)."""
     from .core import RenyiDP
+    from .pipeline import proven_in_audit_units
 
     if not isinstance(claim, RenyiDP) or bound is None or not math.isfinite(float(bound)):
         return None
-    _eps, delta = audit_target(claim)
-    return [float(RenyiDP(claim.alpha, float(bound)).to_approx(delta).epsilon), delta]
+    return [proven_in_audit_units(claim, float(bound)), audit_target(claim)[1]]
 
 
 def _proven_text(meta: dict, bound: Any) -> str:

@@ -100,6 +100,7 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 16  # elements per vectorised pass (keeps the working set in cache)
+_PERMUTED_ELEMENTS = 1 << 22  # permute_and_flip's orders held at once (32 MiB of int64)
 _INV53 = 2.0**-53
 _MIN_SCALE = Fraction(1, 2**1000)
 _MAX_SCALE = Fraction(2**1000)
@@ -759,7 +760,7 @@ def categorical_counts(counts: Any, exponents: Any, size, rng: np.random.Generat
     ``1 <= T_g < 2**53`` and exact rationals ``x_g >= 0`` (floats read as their binary values), int64
     array of shape ``size``: an exponential mechanism whose candidates come in groups of ``T_g``
     equal-score outputs (the median's runs of the grid), with any number of groups and any exponents.
-    With ``unit`` (an exact rational > 0), ``exponents`` are integers ``d_g`` in [0, 2**53) and
+    With ``unit`` (an exact rational >= 0), ``exponents`` are integers ``d_g`` in [0, 2**53) and
     ``x_g = unit * d_g`` (no rational is built per group unless a draw needs the resolver).
 
     Inversion of one uniform U against the cumulative weights ``c_g``, vectorised: the weights are
@@ -788,11 +789,12 @@ def categorical_counts(counts: Any, exponents: Any, size, rng: np.random.Generat
         d = np.asarray(exponents)
         if d.dtype.kind not in "iu" or d.ndim != 1 or d.size != t.size or not d.size:
             raise ParameterError("with unit=, exponents must be a non-empty 1-d integer array as long as counts.")
-        if u <= 0 or d.min() < 0 or d.max() >= 2**53:
-            raise ParameterError("unit must be > 0 and the integer exponents in [0, 2**53).")
+        if u < 0 or d.min() < 0 or d.max() >= 2**53:
+            raise ParameterError("unit must be >= 0 and the integer exponents in [0, 2**53).")
         d = d.astype(np.int64) - int(d.min())
         x = _ScaledIntegers(u, d)
-        xf = np.minimum(float(u) * d.astype(np.float64), 2000.0)
+        # a unit above 2000 puts every d >= 1 past the cap either way (and float() of a huge one overflows)
+        xf = np.minimum(float(min(u, Fraction(2000))) * d.astype(np.float64), 2000.0)
     if t.min() < 1 or t.max() >= 2**53:
         raise ParameterError("counts must be integers in [1, 2**53).")
     shape, n = _count(size)
@@ -882,8 +884,9 @@ def permute_and_flip(scores: list, scale: Any, size, rng: np.random.Generator) -
     shape, n = _count(size)
     k = len(q)
     out = np.empty(n, dtype=np.int64)
-    for start in range(0, n, _CHUNK):
-        m = min(_CHUNK, n - start)
+    rows = max(1, min(_CHUNK, _PERMUTED_ELEMENTS // k))  # an order per row: rows x k int64 at a time
+    for start in range(0, n, rows):
+        m = min(rows, n - start)
         order = rng.permuted(np.tile(np.arange(k, dtype=np.int64), (m, 1)), axis=1)
         res = np.empty(m, dtype=np.int64)
         alive = np.arange(m)

@@ -145,10 +145,7 @@ class ExponentialMedian(Mechanism):
         first = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
         totals = np.add.reduceat(lengths, first)
         beta = exact_rational("beta", self.beta)
-        if beta == 0:  # every point equally likely
-            group = categorical_counts(totals, np.zeros(len(first), np.int64), size, rng, unit=1)
-        else:
-            group = categorical_counts(totals, scores[0] - scores[first], size, rng, unit=beta)
+        group = categorical_counts(totals, scores[0] - scores[first], size, rng, unit=beta)
         pos = (np.cumsum(totals) - totals)[group] + rng.integers(0, totals[group], size=group.shape, dtype=np.int64)
         ends = np.cumsum(lengths)
         seg = np.searchsorted(ends, pos, side="right")

@@ -570,4 +570,7 @@ def test_categorical_counts_with_a_unit_is_the_same_law_and_refuses_bad_integers
         with pytest.raises(ParameterError):
             E.categorical_counts([1, 1], bad, 3, rng, unit=1)
     with pytest.raises(ParameterError, match="unit"):
-        E.categorical_counts([1, 1], np.array([0, 1]), 3, rng, unit=0)
+        E.categorical_counts([1, 1], np.array([0, 1]), 3, rng, unit=-1)
+    # unit 0: every group weighted by its count alone; a huge unit: only the top group
+    assert E.categorical_counts([1, 1], np.array([0, 5]), 4000, rng, unit=0).mean() == pytest.approx(0.5, abs=0.05)
+    assert (E.categorical_counts([1, 1], np.array([0, 1]), 100, rng, unit=Fraction(10**400)) == 0).all()
