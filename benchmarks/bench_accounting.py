@@ -92,6 +92,7 @@ def main() -> int:
             2.41,
         ),
         ("300 × Poisson(0.05) → count → Gaussian σ = 2", 300, 0.05, 2.0, 1.95),
+        ("100 000 × Poisson(0.001) → count → Gaussian σ = 1", 100_000, 0.001, 1.0, 1.7),
     ]
     for name, times, rate, sigma, claim in cases:
         ref, renyi = _dp_accounting(event(times, rate, sigma)), _rdp(event(times, rate, sigma))

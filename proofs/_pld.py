@@ -91,6 +91,51 @@ def _err_sum(err2: float, n: int) -> float:
     return math.nextafter(err2 * math.sqrt(n) * (1 + 4 * _U), math.inf)
 
 
+# the orders λ of the MGF bounds a PLD carries: λ = −1 bounds its lower tail, the others its upper tail
+LAMBDAS = (-1.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+
+def _log_up(shift: float, s: float) -> float:
+    """An upper bound on ``shift + ln s`` (s > 0): math.log is within an ulp; a relative 1e-15 and an
+    absolute 1e-300 above cover it and the sum's rounding."""
+    v = shift + math.log(s)
+    return math.nextafter(v + 1e-15 * (abs(shift) + abs(math.log(s))) + 1e-300, math.inf)
+
+
+def _log_add_up(v: float, mass: float, z: float) -> float:
+    """An upper bound on ``ln(e^v + mass·e^z)`` (mass >= 0), without overflow: the larger exponent plus
+    ``ln(1 + e^{−gap})``, raised by a relative 1e-15 (log1p and exp are within an ulp)."""
+    if mass <= 0:
+        return v
+    c = math.log(mass) + z
+    if v == -math.inf:
+        hi, gap = c, math.inf
+    else:
+        hi, gap = max(v, c), abs(v - c)
+    r = hi + (math.log1p(math.exp(-gap)) if gap < 800 else 0.0)
+    return math.nextafter(r + 1e-15 * (abs(hi) + abs(math.log(mass)) + abs(z)) + 1e-300, math.inf)
+
+
+def _low_tail_bound(log_mgf: tuple, x: float) -> float:
+    """An upper bound on ``Σ_{x_i <= x} R_i``: ``e^{x}·Σ_i R_i e^{−x_i}`` (λ = −1 of :data:`LAMBDAS`), rounded up
+    as in :func:`_tail_bound`."""
+    v = log_mgf[LAMBDAS.index(-1.0)]
+    t = v + x + 1e-15 * (abs(v) + abs(x))
+    if t == -math.inf:
+        return 0.0
+    return math.nextafter(math.exp(t) * (1 + 4 * _U), math.inf) if t < 700 else math.inf
+
+
+def _tail_bound(log_mgf: tuple, x: float) -> float:
+    """Chernoff: an upper bound on ``Σ_{x_i >= x} R_i`` from the bounds ``log_mgf`` on ``ln Σ_i R_i e^{λ x_i}``
+    (``Σ_{x_i >= x} R_i <= e^{−λx} Σ_i R_i e^{λ x_i}`` for every λ > 0), the best λ of :data:`LAMBDAS`; the
+    float exponent is raised by a relative 1e-15 and math.exp's result (within an ulp) by 4 units."""
+    t = min(lm - lam * x + 1e-15 * (abs(lm) + abs(lam * x)) for lam, lm in zip(LAMBDAS, log_mgf) if lam > 0)
+    if t == -math.inf:
+        return 0.0
+    return math.nextafter(math.exp(t) * (1 + 4 * _U), math.inf) if t < 700 else math.inf
+
+
 def _check_w(w: Any) -> float:
     w = float(w)
     if not (w > 0 and math.isfinite(w)) or math.frexp(w)[0] != 0.5:
@@ -137,6 +182,14 @@ class PLD:
     Every sum over a set K of buckets then carries at most ``err2·√|K|`` more (Cauchy–Schwarz), far
     less than adding err2 to every bucket (what an FFT's norm-wise error bound would otherwise need).
 
+    ``log_mgf`` (pessimistic only): upper bounds, one per λ of :data:`LAMBDAS`, on ``ln Σ_i R_i e^{λ x_i}``,
+    the moment generating function of the finite part of that dominating law ``R`` (``R_i`` its mass at
+    ``x_i``, at most ``masses[i] + e_i``); None: computed from the masses when needed (:meth:`mgf_bounds`).
+    A composition carries the sum of its operands' bounds (the finite part of a product of laws is the
+    product of their finite parts), so its truncation can bound its upper tail by Chernoff's inequality,
+    ``Σ_{x_i >= x} R_i <= e^{ln M(λ) − λx}``, instead of by its computed masses, which below about 1e-16
+    of the largest are floating-point noise of the convolution (see :func:`_truncate`).
+
     ``pessimistic=False`` (lower): ``∫ f dμ <= E_ℒ[f]`` for every such ``f``; bucket-wise
     ``masses[i] <= P[x_i <= L < x_i + w]``, losses rounded DOWN, masses rounded down, truncated tails
     dropped, ``infinity_mass`` a lower bound on ``P[L = +∞]`` (0 unless known). Then the same sum is a
@@ -149,6 +202,7 @@ class PLD:
     infinity_mass: float
     pessimistic: bool = True
     err2: float = 0.0
+    log_mgf: tuple | None = None
 
     def __post_init__(self) -> None:
         m = np.ascontiguousarray(self.masses, dtype=np.float64)
@@ -161,6 +215,13 @@ class PLD:
             raise ParameterError(f"infinity_mass={self.infinity_mass!r} must be finite and >= 0")
         if not (self.err2 >= 0 and math.isfinite(self.err2)):
             raise ParameterError(f"err2={self.err2!r} must be finite and >= 0")
+        if self.log_mgf is not None:
+            lm = tuple(float(v) for v in self.log_mgf)
+            if len(lm) != len(LAMBDAS) or any(math.isnan(v) or v == math.inf for v in lm) or not self.pessimistic:
+                raise ParameterError(
+                    f"log_mgf={self.log_mgf!r} must hold one bound below +inf per λ of LAMBDAS, for a pessimistic PLD"
+                )
+            object.__setattr__(self, "log_mgf", lm)
 
     # ---------------------------------------------------------------- views
     @property
@@ -181,6 +242,27 @@ class PLD:
             f"{(self.offset + len(self.masses) - 1) * self.w:.6g}], {len(self.masses)} buckets, "
             f"infinity_mass={self.infinity_mass:.3g})"
         )
+
+    def mgf_bounds(self) -> tuple:
+        """Upper bounds on ``ln Σ_i R_i e^{λ x_i}`` for each λ of :data:`LAMBDAS` (pessimistic only): the
+        carried ones, or from the masses: ``Σ_i (masses[i] + e_i) e^{λ x_i} <= Σ_i masses[i] e^{λ x_i} +
+        err2·||e^{λx}||₂`` (Cauchy–Schwarz), each term scaled by ``e^{−λ x_max}`` (at most 1) and the
+        float error (a few units of 2^-53 in exp, the products and fsum) covered by a relative 1e-12."""
+        if self.log_mgf is not None:
+            return self.log_mgf
+        if not self.pessimistic:
+            raise ParameterError("mgf_bounds() bounds a pessimistic PLD only")
+        x = self.losses
+        out = []
+        for lam in LAMBDAS:
+            z = lam * x  # exact: λ a power of two (or −1), x a multiple of w
+            top = float(z.max())
+            e = np.exp(z - top)
+            s = math.fsum((self.masses * e).tolist())
+            if self.err2:
+                s += self.err2 * math.sqrt(math.fsum((e * e).tolist())) * (1 + 1e-12)
+            out.append(-math.inf if s == 0 else _log_up(top, s * (1 + 1e-12)))
+        return tuple(out)
 
     # ---------------------------------------------------------------- δ(ε)
     def _delta_fast(self, eps: float) -> float:
@@ -604,29 +686,55 @@ def _convolve(a: np.ndarray, b: np.ndarray, pessimistic: bool) -> tuple[np.ndarr
 
 
 def _truncate(p: PLD, tail: float) -> PLD:
-    """Pessimistic: move the top tail to +∞ and the bottom tail onto the lowest kept bucket, each
-    with its share of the 2-norm error (err2·√(buckets moved)); optimistic: drop both. Either moves
-    mass in the safe direction, so soundness does not depend on where the cut is; the cut is where the
-    tail's mass reaches tail/2 on each side (the moved mass is summed exactly and kept)."""
+    """Pessimistic: move the top tail to +∞ and the bottom tail onto the lowest kept bucket; optimistic:
+    drop both. Either moves mass in the safe direction, so soundness does not depend on where the cut is.
+
+    Optimistic, each cut is where the computed masses beyond it reach tail/2. Pessimistic, the top cut is
+    where Chernoff's bound (:func:`_tail_bound` of the carried MGF bounds) on the dominating law's mass
+    at and above it is at most tail/2, and the bottom cut the higher of the computed masses' rule and
+    the last loss where ``e^{x}·M(−1)`` (:func:`_low_tail_bound`) bounds the mass at and below it by
+    tail/2. The mass moved is the
+    smaller of the two bounds on it: the computed masses with their share of the 2-norm error
+    (err2·√(buckets moved)), and the MGF's. Beyond about 1e-16 of the largest mass the computed masses of a
+    convolution are floating-point noise: cut by them alone, a composition of 10^5 leaves kept millions of
+    noise buckets and moved their error share, about 10^-4 in all, to +∞. The mass moved up from the
+    bottom now sits at the lowest kept loss x_lo: the MGF bounds of λ > 0 rise by it times ``e^{λ x_lo}``."""
     m = p.masses
     if tail <= 0 or len(m) < 3:
         return p
+    lm = p.mgf_bounds() if p.pessimistic else None
     sig = m
     cs = np.cumsum(sig)  # only used to choose the cut points; the moved mass is summed exactly below
     lo = int(np.searchsorted(cs, tail * 0.5, side="right"))  # m[:lo] sums to about <= tail/2
     rc = np.cumsum(sig[::-1])
     hi_cut = int(np.searchsorted(rc, tail * 0.5, side="right"))
     hi = len(m) - hi_cut
+    if lm is not None:
+        # the first loss x with Chernoff's bound on the mass at x and above <= tail/2, and the last one
+        # with the bound e^{x}·M(−1) on the mass at x and below <= tail/2
+        x_top = min((v - math.log(tail * 0.5)) / lam for lam, v in zip(LAMBDAS, lm) if lam > 0)
+        # the top by Chernoff alone: the computed masses' rule would move their error share (err2·√k) to +∞
+        hi = min(len(m), max(int(math.ceil(x_top / p.w)) - p.offset, lo + 1))
+        x_bottom = math.log(tail * 0.5) - lm[LAMBDAS.index(-1.0)]
+        if x_bottom > p.offset * p.w:
+            lo = max(lo, min(int(math.floor(x_bottom / p.w)) - p.offset + 1, hi - 1))
     if hi - lo < 1:
         return p
     keep = m[lo:hi].copy()
     inf = p.infinity_mass
     if p.pessimistic:
-        if lo > 0:
-            keep[0] = _fsum_up(m[: lo + 1].tolist() + [_err_sum(p.err2, lo + 1)])
+        assert lm is not None
+        if lo > 0:  # the buckets below lo onto bucket lo (its own error stays in err2)
+            moved = _fsum_up(m[:lo].tolist() + [_err_sum(p.err2, lo)])
+            moved = min(moved, _low_tail_bound(lm, (p.offset + lo - 1) * p.w))
+            keep[0] = _fsum_up([m[lo], moved])
+            x_lo = (p.offset + lo) * p.w  # the moved mass now sits here: the MGF bounds of λ > 0 rise
+            lm = tuple(_log_add_up(v, moved, lam * x_lo) if lam > 0 else v for lam, v in zip(LAMBDAS, lm))
         if hi < len(m):
-            inf = _fsum_up([inf] + m[hi:].tolist() + [_err_sum(p.err2, len(m) - hi)])
-    return PLD(p.w, p.offset + lo, keep, inf, p.pessimistic, p.err2)
+            moved = _fsum_up(m[hi:].tolist() + [_err_sum(p.err2, len(m) - hi)])
+            moved = min(moved, _tail_bound(p.mgf_bounds(), (p.offset + hi) * p.w))
+            inf = _fsum_up([inf, moved])
+    return PLD(p.w, p.offset + lo, keep, inf, p.pessimistic, p.err2, lm)
 
 
 def _coarsen(p: PLD) -> PLD:
@@ -649,7 +757,13 @@ def _coarsen(p: PLD) -> PLD:
     s = np.where((arr[0::2] == 0) | (arr[1::2] == 0), arr[0::2] + arr[1::2], s)  # exact when one is 0
     # merged pairs of errors: ||(e_{2k} + e_{2k+1})_k||₂ <= √2·||e||₂
     err2 = math.nextafter(p.err2 * math.sqrt(2) * (1 + 4 * _U), math.inf) if p.err2 else 0.0
-    return PLD(p.w * 2, new_off, s, p.infinity_mass, p.pessimistic, err2)
+    # pessimistic: every loss moves up by at most the old w, so each MGF bound rises by at most λ·(new w)
+    lm = None
+    if p.pessimistic:
+        lm = tuple(
+            math.nextafter(v + lam * p.w * 2, math.inf) if lam > 0 else v for lam, v in zip(LAMBDAS, p.mgf_bounds())
+        )
+    return PLD(p.w * 2, new_off, s, p.infinity_mass, p.pessimistic, err2, lm)
 
 
 def _align(ps: Sequence[PLD]) -> list[PLD]:
@@ -681,7 +795,10 @@ def _compose2(a: PLD, b: PLD, tail: float, max_buckets: int) -> PLD:
         sb = _fsum_up(b.masses.tolist()) + _err_sum(b.err2, len(b.masses))
     err2 = a.err2 * sb + sa * b.err2 + a.err2 * b.err2 * math.sqrt(min(len(a.masses), len(b.masses))) + slack
     err2 = math.nextafter(err2 * (1 + 8 * _U), math.inf) if err2 else 0.0
-    p = _truncate(PLD(a.w, a.offset + b.offset, m, inf, a.pessimistic, err2), tail)
+    lm = None  # the product's finite part is the product of the finite parts: its MGF, the product of theirs
+    if a.pessimistic:
+        lm = tuple(math.nextafter(u + v, math.inf) for u, v in zip(a.mgf_bounds(), b.mgf_bounds()))
+    p = _truncate(PLD(a.w, a.offset + b.offset, m, inf, a.pessimistic, err2, lm), tail)
     while len(p.masses) > max_buckets:
         p = _coarsen(p)
     return p
