@@ -713,10 +713,11 @@ def _truncate(p: PLD, tail: float) -> PLD:
         # the first loss x with Chernoff's bound on the mass at x and above <= tail/2, and the last one
         # with the bound e^{x}·M(−1) on the mass at x and below <= tail/2
         x_top = min((v - math.log(tail * 0.5)) / lam for lam, v in zip(LAMBDAS, lm) if lam > 0)
-        # the top by Chernoff alone: the computed masses' rule would move their error share (err2·√k) to +∞
-        hi = min(len(m), max(int(math.ceil(x_top / p.w)) - p.offset, lo + 1))
+        if math.isfinite(x_top):  # (-inf: no finite mass at all)
+            # the top by Chernoff alone: the computed masses' rule would move their error share to +∞
+            hi = min(len(m), max(int(math.ceil(x_top / p.w)) - p.offset, lo + 1))
         x_bottom = math.log(tail * 0.5) - lm[LAMBDAS.index(-1.0)]
-        if x_bottom > p.offset * p.w:
+        if math.isfinite(x_bottom) and x_bottom > p.offset * p.w:
             lo = max(lo, min(int(math.floor(x_bottom / p.w)) - p.offset + 1, hi - 1))
     if hi - lo < 1:
         return p
