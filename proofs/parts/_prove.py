@@ -302,7 +302,7 @@ def _typical_loss(entry: tuple) -> float:
     return float(sp.N(b))
 
 
-_MAX_PLD_TOTAL = 10**6
+_MAX_PLD_TOTAL = 10**8
 
 
 @functools.lru_cache(maxsize=16)
