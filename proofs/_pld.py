@@ -659,7 +659,7 @@ def _fft_slack(a: np.ndarray, b: np.ndarray, n_fft: int) -> float:
     return 8 * total * norm + 1e-300 * n_fft
 
 
-_DIRECT_MAX = 4_000_000  # len(a)·len(b) up to which the direct sum is used
+_DIRECT_MAX = 100_000_000  # len(a)·len(b) up to which the direct sum is used (see _convolve)
 
 
 def _convolve(a: np.ndarray, b: np.ndarray, pessimistic: bool) -> tuple[np.ndarray, float]:
@@ -670,7 +670,9 @@ def _convolve(a: np.ndarray, b: np.ndarray, pessimistic: bool) -> tuple[np.ndarr
     is moved up (pessimistic) or down by it, and the 2-norm error returned is 0.
     FFT: the entries as computed (negative ones raised to 0: the exact entries are >= 0, so this only
     shrinks the error) and the 2-norm bound of :func:`_fft_slack` on their error. Returns (entries, the
-    2-norm error bound)."""
+    2-norm error bound). The direct sum up to 10^8 products: its error is relative to each entry, while an
+    FFT's bound is absolute and every later squaring doubles it; with the FFT from 4·10^6 products on, the
+    bound was most of the certified δ(1e-5) of 10^5 subsampled Gaussians (ε 1.669 against 1.658 without it)."""
     n = len(a) + len(b) - 1
     if len(a) * len(b) <= _DIRECT_MAX:
         y = np.convolve(a, b)

@@ -218,7 +218,8 @@ def test_self_compose_by_squaring_matches_chain():
         assert sq.delta(e) >= _atoms_delta(truth, e)
 
 
-def test_fft_convolution_slack_covers_the_error():
+def test_fft_convolution_slack_covers_the_error(monkeypatch):
+    monkeypatch.setattr(P, "_DIRECT_MAX", 4_000_000)  # the FFT path at these sizes
     rng = np.random.default_rng(7)
     for n in (3000, 5000):
         a = rng.random(n) ** 4
