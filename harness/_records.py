@@ -96,15 +96,24 @@ def normalise(v: Any) -> Any:
     if isinstance(v, float):
         return v + 0.0  # -0.0 -> 0.0
     if isinstance(v, int):
-        return float(v) if abs(v) <= _EXACT or int(float(v)) == v else v
+        return v if abs(v) > _EXACT and _double(v) != v else float(v)
     if isinstance(v, numbers.Real):  # Fraction, Decimal: exact
         try:
             q = Fraction(v)  # type: ignore[call-overload]
         except (TypeError, ValueError):
             return v
-        f = float(q)
-        return f if Fraction(f) == q else (int(q) if q.denominator == 1 else q)
+        f = _double(q)
+        return f if f is not None and Fraction(f) == q else (int(q) if q.denominator == 1 else q)
     return v
+
+
+def _double(q: int | Fraction) -> float | None:
+    """``float(q)``, or None where no finite double is that close (``float`` raises OverflowError from
+    about 2**1024 on: a user id 10**400 is an identity like any other, held exactly)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return None
 
 
 def _pandas_time(v: Any) -> Any:

@@ -123,6 +123,29 @@ def test_int64_keys_beyond_2_53_are_two_keys_released_exactly():
     assert _release(_record_level(part=False), records) == got
 
 
+def test_ids_and_keys_no_double_holds_are_identities_not_a_raise():
+    """A user id or key beyond the largest double (10**400 as an int, a Decimal or a Fraction) is an identity
+    held exactly: the release equals the one with the same users renamed in the same order (it raised
+    OverflowError, so one added user made the release raise while its neighbour released)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    rng = np.random.default_rng(SEED)
+    n = 120
+    small = rng.integers(0, 40, n)
+    key = rng.integers(0, 3, n).astype(float)
+    value = rng.uniform(0, 10, n)
+    want = _release(_user_level(), pd.DataFrame({"u": small.astype(float), "k": key, "v": value}))
+    for huge in (10**400, Decimal("1e400"), Fraction(10**400, 3)):
+        users = pd.Series([huge * (1 + int(u)) for u in small], dtype=object)
+        frame = pd.DataFrame({"u": users, "k": key, "v": value})
+        assert _release(_user_level(), frame) == want
+        assert _release(_user_level(), np.column_stack([users.to_numpy(), key, value])) == want
+        keys = pd.Series([huge * (1 + int(k)) for k in key], dtype=object)
+        got = _release(_record_level(part=False), pd.DataFrame({"x": value, "k": keys}))
+        assert set(got) <= {huge * (1 + k) for k in range(3)} and got
+
+
 def test_a_new_label_or_a_box_above_zero_never_makes_a_release_raise():
     """Labels found in the data are identities, not positions in the numeric box: one added record with a
     new label, or records declared above 0, release (the release raised on one neighbour before)."""
