@@ -54,10 +54,14 @@ _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
 
 
 class _Missing:
-    """The one missing value (None, NaN, NaT and pd.NA all read as it)."""
+    """The one missing value (None, NaN, NaT and pd.NA all read as it); one object in every process: it
+    pickles as a reference to :data:`MISSING` (a Dask worker's distinct values reach the client pickled)."""
 
     def __repr__(self) -> str:
         return "None"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
 
 
 MISSING = _Missing()
@@ -441,10 +445,14 @@ def identity_hash(values: Any) -> np.ndarray:
 
 class _Unhashable:
     """The one label standing for every value of a label column that is not hashable: no key equals it, so
-    its records are dropped like those of any label that is not a key."""
+    its records are dropped like those of any label that is not a key. One object in every process, as
+    :data:`MISSING`."""
 
     def __repr__(self) -> str:
         return "<unhashable>"
+
+    def __reduce__(self) -> str:
+        return "UNHASHABLE"
 
 
 UNHASHABLE = _Unhashable()

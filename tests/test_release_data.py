@@ -917,6 +917,30 @@ def test_user_level_on_a_distributed_client_is_the_pandas_release():
             _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)
 
 
+def test_missing_keys_on_worker_processes_are_the_pandas_release():
+    """On a Dask scheduler with worker processes the missing key None releases as on pandas, record-level
+    and user-level: the one missing value pickles as itself (it came back from each worker as a new object,
+    so the partitions' missing keys were distinct values and the release raised KeyError only when the data
+    held a missing key)."""
+    import pickle
+
+    from dpharness._records import MISSING, UNHASHABLE
+
+    assert pickle.loads(pickle.dumps([MISSING, UNHASHABLE])) == [MISSING, UNHASHABLE]
+    dask = pytest.importorskip("dask")
+    rng = np.random.default_rng(SEED)
+    n = 240
+    keys = pd.Series(np.array(["a", "b", None], dtype=object)[rng.integers(0, 3, n)], dtype=object)
+    records = pd.DataFrame({"x": rng.uniform(0, 10, n), "k": keys})
+    users = pd.DataFrame({"u": rng.integers(0, 80, n), "k": keys, "v": rng.uniform(0, 10, n)})
+    cases = [(_record_level(), records), (_user_level(), users)]
+    wants = [_release(m, frame) for m, frame in cases]
+    assert all(None in want for want in wants)
+    with _objects_kept(), dask.config.set(scheduler="processes", num_workers=2):
+        for (m, frame), want in zip(cases, wants):
+            _same(dpharness.release(m, _dask(frame, 3), seed=SEED, quiet=True), want)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.one_of(
