@@ -18,7 +18,10 @@ input type can take a path the others do not (STYLE 19).
   every number is read by its value whatever its type (``Decimal("1")`` and ``1+0j`` are ``1.0``, a
   ``Decimal`` that no double holds is its exact Fraction, a complex number with an imaginary part is
   itself), a whole number a double holds exactly is that double, and every missing value (None, NaN,
-  NaT, ``pd.NA``, a ``Decimal`` NaN, signalling or not) is the one value None. Values that are not
+  NaT, ``pd.NA``, a ``Decimal`` NaN, signalling or not) is the one value None; inside a tuple (a named
+  tuple is its tuple) or frozenset each element likewise; a datetime or duration is a pandas Timestamp
+  (in UTC when it has a time zone) or Timedelta at the finest unit that holds it; a str or bytes subclass
+  is its str or bytes. So equal values have one form, whichever the data holds first. Values that are not
   hashable (lists, arrays) are outside an identity column's domain: refused naming the column. The sampler sees each distinct value as a stand-in number inside the
   column's declared bounds (the value itself when every value present is a double inside them;
   otherwise evenly spaced stand-ins in the values' sorted order), and the release names the normalised
@@ -38,6 +41,7 @@ input type can take a path the others do not (STYLE 19).
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import numbers
 from dataclasses import dataclass, field
@@ -91,6 +95,14 @@ def normalise(v: Any) -> Any:
         v = _pandas_time(v)  # as a datetime64 column reads it (.item() gives an int at ns: a number's identity)
     if isinstance(v, np.generic):
         v = v.item()
+    if isinstance(v, tuple):  # a named tuple equals its plain tuple: (1, "a") is (1.0, "a"), (nan,) is (None,)
+        return tuple(normalise(x) for x in v)
+    if isinstance(v, frozenset):
+        return frozenset(normalise(x) for x in v)
+    if isinstance(v, (datetime.datetime, datetime.timedelta)):  # a pandas Timestamp or Timedelta is one too
+        return _canonical_time(v)
+    if isinstance(v, (str, bytes)) and type(v) not in (str, bytes):  # a subclass (a StrEnum) equals its str
+        return str.__str__(v) if isinstance(v, str) else bytes(v)
     if isinstance(v, complex):  # a number like any other: 1+0j is 1.0 (it equals it), else itself, exactly
         return normalise(v.real) if v.imag == 0 else complex(v.real + 0.0, v.imag + 0.0)
     if isinstance(v, decimal.Decimal):  # not a numbers.Real, but a number: Decimal("1") is 1.0 (it equals it)
@@ -118,6 +130,31 @@ def _double(q: int | Fraction) -> float | None:
         return float(q)
     except OverflowError:
         return None
+
+
+def _canonical_time(v: Any) -> Any:
+    """A datetime or duration as the one value every equal one is: a pandas Timestamp (in UTC when it has a
+    time zone: equal instants in two zones are equal) or Timedelta, at the finest unit of ns, us, ms, s that
+    holds it (a Timestamp at "s" equals the one at "ns"), so the key a release names does not depend on
+    which of several equal forms the data held first; a duration beyond pandas' range stays a timedelta."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - no pandas: Python's own values (equal ones print alike)
+        return v.astimezone(datetime.timezone.utc) if getattr(v, "tzinfo", None) is not None else v
+    try:
+        t = pd.Timestamp(v) if isinstance(v, datetime.datetime) else pd.Timedelta(v)
+    except (ValueError, OverflowError):  # beyond pandas' range (a timedelta over 292 years)
+        return v
+    if isinstance(t, pd.Timestamp) and t.tzinfo is not None:
+        t = t.tz_convert("UTC")
+    for unit in ("ns", "us", "ms", "s"):
+        try:
+            at = t.as_unit(unit)
+        except (ValueError, OverflowError):
+            continue
+        if at == t:
+            return at
+    return t
 
 
 def _pandas_time(v: Any) -> Any:

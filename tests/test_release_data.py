@@ -917,6 +917,50 @@ def test_user_level_on_a_distributed_client_is_the_pandas_release():
             _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)
 
 
+def test_equal_identities_in_other_forms_are_one_value_named_alike():
+    """Keys that are equal values in other forms (inside a tuple or frozenset: 1, 1.0, True and -0.0, 0.0; a
+    datetime and a Timestamp; one instant in two time zones; a named tuple and its tuple) are one key,
+    released under one name whichever form the data holds first (the first record's form was the name:
+    one added user renamed the key); NaN inside a tuple id is the missing value, so on Dask a user whose
+    records lie in many partitions is one user (each partition's (nan, 1) was a user of its own)."""
+    import collections
+    import datetime
+
+    point = collections.namedtuple("point", "x y")
+    forms = [
+        [(1, "a"), (True, "a"), (1.0, "a"), point(1, "a")],
+        [(0.0, (0.0,)), (-0.0, (-0.0,))],
+        [frozenset({1, 2}), frozenset({True, 2.0})],
+        [
+            datetime.datetime(2020, 1, 1, 1),
+            pd.Timestamp("2020-01-01 01:00"),
+            pd.Timestamp("2020-01-01 01:00").as_unit("s"),
+            np.datetime64("2020-01-01T01:00"),
+        ],
+        [pd.Timestamp("2020-01-01", tz="UTC"), pd.Timestamp("2020-01-01 01:00", tz="Europe/Paris")],
+        [datetime.timedelta(hours=1), pd.Timedelta(1, "h"), np.timedelta64(3600, "s")],
+    ]
+    x = np.random.default_rng(SEED).uniform(0, 10, 40)
+    for equal in forms:
+        names = set()
+        for first in equal:
+            keys = pd.Series([first] + [equal[i % len(equal)] for i in range(39)], dtype=object)
+            got = _release(_record_level(part=False), pd.DataFrame({"x": x, "k": keys}))
+            assert len(got) == 1, got
+            names.add(repr(next(iter(got))))
+        assert len(names) == 1, names
+    users = [(i,) for i in range(30)] + [(float("nan"), 1) for _ in range(30)]  # one user: 30 records
+    frame = pd.DataFrame({"u": pd.Series(users, dtype=object), "k": [0.0] * 30 + [1.0] * 30, "v": x[:1].repeat(60)})
+    m = _user_level(keys=None)
+    want = _release(m, frame)
+    context = _objects_kept()
+    if context is None:  # pragma: no cover - the Dask stage of .ci/run requires dask
+        return
+    with context:
+        for n in (1, 7, 30):
+            _same(_release(m, _dask(frame, n)), want)
+
+
 def test_missing_keys_on_worker_processes_are_the_pandas_release():
     """On a Dask scheduler with worker processes the missing key None releases as on pandas, record-level
     and user-level: the one missing value pickles as itself (it came back from each worker as a new object,
