@@ -168,24 +168,36 @@ def _pandas_time(v: Any) -> Any:
         return v
 
 
+def _rank(v: Any) -> int:
+    return 2 if v is MISSING else 0 if isinstance(v, (int, float, Fraction)) else 1
+
+
 def _order(v: Any) -> tuple:
-    """Numbers by value, then labels by type name and value (repr where values do not compare), None last."""
-    if v is MISSING:
-        return (2, "", 0)
-    if isinstance(v, (int, float, Fraction)):
-        return (0, "", v)
+    """Numbers by value, then labels by type name and value (repr where values do not compare), None last;
+    a tuple by its elements' keys and a frozenset by its elements' sorted keys, so the order is total
+    there too (a frozenset's own ``<`` is inclusion: sorted by it, sets that include none of the others
+    stayed in the order the data held them, and the release's keys with them)."""
+    rank = _rank(v)
+    if rank != 1:
+        return (rank, "", 0 if rank == 2 else v)
     if isinstance(v, complex):
         return (1, "complex", (v.real, v.imag))
+    if isinstance(v, tuple):
+        return (1, "tuple", tuple(_order(x) for x in v))
+    if isinstance(v, frozenset):
+        return (1, "frozenset", tuple(sorted(_order(x) for x in v)))
     return (1, type(v).__name__, v)
 
 
 def sort_values(values: Sequence) -> list:
+    """Distinct normalised values in one order that depends on the values only (never on the order the data
+    holds them): :func:`_order`, or, where values of one type do not compare, by type name and repr."""
     if all(type(v) is str for v in values):
         return sorted(values)
     try:
         return sorted(values, key=_order)
     except TypeError:
-        return sorted(values, key=lambda v: (_order(v)[0], type(v).__name__, repr(v)))
+        return sorted(values, key=lambda v: (_rank(v), type(v).__name__, repr(v)))
 
 
 # --------------------------------------------------------------------------- columns of the input

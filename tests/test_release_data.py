@@ -961,6 +961,24 @@ def test_equal_identities_in_other_forms_are_one_value_named_alike():
             _same(_release(m, _dask(frame, n)), want)
 
 
+def test_the_order_of_released_keys_never_follows_the_order_of_the_records():
+    """Keys released in the same order whatever the order of the records, for keys whose own ``<`` is not a
+    total order (frozensets: inclusion) or fails (tuples holding None): before, frozensets that include
+    none of the others were released in the order the data held them."""
+    x = np.zeros(60)
+    for values in (
+        [frozenset({1}), frozenset({2}), frozenset({3}), frozenset({1, 2})],
+        [(None, 1), (2, 1), (1, None), ("a", 1)],
+    ):
+        keys = [values[i % len(values)] for i in range(60)]
+        want = list(_release(_record_level(part=False), pd.DataFrame({"x": x, "k": pd.Series(keys, dtype=object)})))
+        assert len(want) == len(values)
+        for shift in range(1, len(values)):
+            turned = keys[shift:] + keys[:shift]
+            got = _release(_record_level(part=False), pd.DataFrame({"x": x, "k": pd.Series(turned, dtype=object)}))
+            assert list(got) == want
+
+
 def test_missing_keys_on_worker_processes_are_the_pandas_release():
     """On a Dask scheduler with worker processes the missing key None releases as on pandas, record-level
     and user-level: the one missing value pickles as itself (it came back from each worker as a new object,
