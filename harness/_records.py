@@ -172,32 +172,45 @@ def _rank(v: Any) -> int:
     return 2 if v is MISSING else 0 if isinstance(v, (int, float, Fraction)) else 1
 
 
+_ORDERED = (str, bytes, datetime.date, datetime.timedelta)  # their values of one type always compare
+
+
 def _order(v: Any) -> tuple:
-    """Numbers by value, then labels by type name and value (repr where values do not compare), None last;
-    a tuple by its elements' keys and a frozenset by its elements' sorted keys, so the order is total
-    there too (a frozenset's own ``<`` is inclusion: sorted by it, sets that include none of the others
-    stayed in the order the data held them, and the release's keys with them)."""
+    """A total order of normalised values that depends on the values only: numbers by value, then labels by
+    type name and then by value where every two values of the type compare (str, bytes, dates, durations,
+    a pandas Timestamp by (has a time zone, its UTC time), a Period by (frequency, ordinal), a tuple by
+    its elements' keys, a frozenset by its elements' sorted keys), else by repr; None last. (The values'
+    own '<' was tried first, and repr for all on a TypeError: one record with a value that did not compare
+    reordered the others; a frozenset's '<' is inclusion, not a total order.)"""
     rank = _rank(v)
     if rank != 1:
         return (rank, "", 0 if rank == 2 else v)
+    name = type(v).__name__
     if isinstance(v, complex):
-        return (1, "complex", (v.real, v.imag))
+        return (1, name, (v.real, v.imag))
     if isinstance(v, tuple):
-        return (1, "tuple", tuple(_order(x) for x in v))
+        return (1, name, tuple(_order(x) for x in v))
     if isinstance(v, frozenset):
-        return (1, "frozenset", tuple(sorted(_order(x) for x in v)))
-    return (1, type(v).__name__, v)
+        return (1, name, tuple(sorted(_order(x) for x in v)))
+    if name == "Timestamp" and hasattr(v, "tz_localize"):  # UTC when zoned (normalise): (zoned, wall time)
+        return (1, name, (v.tzinfo is not None, v.tz_localize(None) if v.tzinfo is not None else v))
+    if name == "Period" and hasattr(v, "ordinal"):
+        return (1, name, (str(v.freqstr), int(v.ordinal)))
+    if isinstance(v, _ORDERED) and not (isinstance(v, datetime.datetime) and v.tzinfo is not None):
+        return (1, name, v)
+    return (1, name, repr(v))
 
 
 def sort_values(values: Sequence) -> list:
     """Distinct normalised values in one order that depends on the values only (never on the order the data
-    holds them): :func:`_order`, or, where values of one type do not compare, by type name and repr."""
+    holds them, nor on which other values it holds): :func:`_order` (two classes of one name whose keys
+    do not compare: by repr, never a raise)."""
     if all(type(v) is str for v in values):
         return sorted(values)
     try:
         return sorted(values, key=_order)
     except TypeError:
-        return sorted(values, key=lambda v: (_rank(v), type(v).__name__, repr(v)))
+        return sorted(values, key=lambda v: (_rank(v), type(v).__module__, type(v).__qualname__, repr(v)))
 
 
 # --------------------------------------------------------------------------- columns of the input

@@ -29,3 +29,9 @@ print("D :", release([a] * 20 + [b] * 20 + [c] * 20))
 print("D':", release([c] + [a] * 20 + [b] * 20 + [c] * 20))
 print("D (tuples holding None):", release([(None, 1)] * 20 + [(2, 1)] * 20))
 print("D' (one record first):  ", release([(2, 1)] + [(None, 1)] * 20 + [(2, 1)] * 20))
+
+# one record with a key that does not compare with the others (a zoned Timestamp beside a naive one), not
+# released itself, reordered the released keys 9.0 and 10.0 (all values were then sorted by repr)
+naive, zoned = pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-01", tz="UTC")
+print("D :", [k for k, _ in release([9.0] * 20 + [10.0] * 20 + [naive] * 20)])
+print("D':", [k for k, _ in release([9.0] * 20 + [10.0] * 20 + [naive] * 20 + [zoned])])

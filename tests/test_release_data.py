@@ -977,6 +977,17 @@ def test_the_order_of_released_keys_never_follows_the_order_of_the_records():
             turned = keys[shift:] + keys[:shift]
             got = _release(_record_level(part=False), pd.DataFrame({"x": x, "k": pd.Series(turned, dtype=object)}))
             assert list(got) == want
+    # one record whose key does not compare with another's (a zoned Timestamp beside a naive one; an Enum),
+    # not released itself, leaves the others' order alone (all keys were sorted by repr then: 10.0 < 9.0)
+    import enum
+
+    colour = enum.Enum("colour", "RED BLUE")
+    keys = [9.0] * 20 + [10.0] * 20 + [pd.Timestamp("2020-01-01")] * 20 + [colour.RED] * 20
+    want = list(_release(_record_level(part=False), pd.DataFrame({"x": np.zeros(80), "k": keys})))
+    assert want[:2] == [9.0, 10.0]
+    for extra in (pd.Timestamp("2020-01-01", tz="UTC"), colour.BLUE, frozenset({1})):
+        got = _release(_record_level(part=False), pd.DataFrame({"x": np.zeros(81), "k": [*keys, extra]}))
+        assert list(got) == want
 
 
 def test_missing_keys_on_worker_processes_are_the_pandas_release():
