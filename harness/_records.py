@@ -577,7 +577,10 @@ def _merge_equal(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
 
 def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
     """Strictly increasing doubles in [lo, hi], one per value of ``values`` (sorted, distinct): the values
-    themselves when each is a double in [lo, hi], else evenly spaced between lo and hi."""
+    themselves when each is a double in [lo, hi], else evenly spaced between lo and hi, or, where those
+    round to equal doubles (narrow bounds), evenly spaced among the doubles of [lo, hi] (their ordinals):
+    distinct for as many values as [lo, hi] holds doubles, at least :data:`MIN_IDENTITY_DOUBLES` for every
+    identity column :func:`reader` accepts."""
     if all(isinstance(v, float) and math.isfinite(v) and lo <= Fraction(v) <= hi for v in values):
         return np.array(values, dtype=float)
     k = len(values)
@@ -588,12 +591,63 @@ def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
         t = np.arange(k) / (k - 1)
         out = flo * (1 - t) + fhi * t  # no overflow for bounds near the largest double
     out = np.clip(out, flo, fhi)
-    if k > 1 and not np.all(np.diff(out) > 0):
-        raise ParameterError(
-            f"the records' bounds [{flo:g}, {fhi:g}] hold too few doubles for {k} distinct identities; declare "
-            "wider bounds for the user or key column."
-        )
+    if k > 1 and not np.all(out[1:] > out[:-1]):
+        out = _spread_doubles(k, lo, hi)
     return out
+
+
+MIN_IDENTITY_DOUBLES = 2**48  # doubles an identity column's bounds hold at least (more than any data set's ids)
+
+
+def _ordinal(x: float) -> int:
+    """The position of the double ``x`` among the doubles (0.0 and -0.0 at 0; consecutive doubles differ
+    by 1)."""
+    bits = int(np.array([x + 0.0]).view(np.int64)[0])
+    return bits if bits >= 0 else -(bits & (2**63 - 1))
+
+
+def _double_room(lo: Fraction, hi: Fraction) -> tuple[int, int]:
+    """The ordinals of the least and the greatest double in [lo, hi] (bounds that hold a double)."""
+    flo, fhi = float(lo), float(hi)
+    if Fraction(flo) < lo:
+        flo = math.nextafter(flo, math.inf)
+    if Fraction(fhi) > hi:
+        fhi = math.nextafter(fhi, -math.inf)
+    return _ordinal(flo), _ordinal(fhi)
+
+
+def _spread_doubles(k: int, lo: Fraction, hi: Fraction) -> np.ndarray:
+    """``k`` >= 2 strictly increasing doubles in [lo, hi], evenly spaced by ordinal; ParameterError when
+    [lo, hi] holds fewer than ``k`` doubles (never for an identity column :func:`reader` accepted: it
+    holds more doubles than a process holds identities)."""
+    first, last = _double_room(lo, hi)
+    span = last - first
+    if span < k - 1:
+        raise ParameterError(
+            f"the records' bounds [{float(lo)!r}, {float(hi)!r}] hold too few doubles for {k} distinct "
+            "identities; declare wider bounds for the user or key column."
+        )
+    q, r = divmod(span, k - 1)
+    i = np.arange(k, dtype=np.uint64)
+    offset = i * np.uint64(q) + (i * np.uint64(r)) // np.uint64(k - 1)  # floor(i·span/(k−1)) <= span < 2**64
+    ordinal = ((np.uint64(first + 2**63) + offset) ^ np.uint64(2**63)).view(np.int64)
+    bits = np.where(ordinal >= 0, ordinal, np.int64(-(2**63)) | -ordinal)
+    return bits.view(np.float64)
+
+
+def check_identity_room(j: int, lo: Fraction, hi: Fraction, role: str) -> None:
+    """An identity column's bounds hold at least :data:`MIN_IDENTITY_DOUBLES` doubles, or ParameterError from
+    the structure alone (before any record is read): the stand-ins of its distinct values are distinct
+    doubles in them, so narrower bounds would make the release raise on data with more distinct values
+    than they hold (a raise on one neighbour only)."""
+    first, last = _double_room(lo, hi)
+    if last - first + 1 < MIN_IDENTITY_DOUBLES:
+        raise ParameterError(
+            f"records bounds [{float(lo)!r}, {float(hi)!r}] hold {max(last - first + 1, 0)} doubles, fewer than "
+            f"2**48: column {j} (the {role} column) is read as identities that stand in as distinct doubles in "
+            "those bounds, so data with more distinct values would make the release raise; declare wider "
+            "bounds (e.g. RealBox(0, 1, ...) holds 2**62 doubles)."
+        )
 
 
 def outside(keys: Sequence[float], lo: Fraction, hi: Fraction, integer: bool = False) -> float:
@@ -778,6 +832,8 @@ def reader(m: Any) -> Reader:
     # for other values would be fractions, which the records truncate into other keys)
     if g is not None and not reads_column(g.part, g.by) and not r.integer:
         r.identities[g.by] = Identity(g.by, "key")
+    for j, ident in r.identities.items():
+        check_identity_room(j, space.lo[j], space.hi[j], ident.role)
     for n in nodes:
         if type(n) in (GroupBy, Parallel) and n.labelled and n.by not in r.identities:
             positions = {normalise(k): float(i) for i, k in enumerate(n.keys)}

@@ -1022,6 +1022,38 @@ def test_equal_user_ids_hash_alike_in_every_representation():
         _same(_release(m, frame), want)
 
 
+def test_identity_columns_in_bounds_too_narrow_are_refused_for_every_data_set():
+    """Identities stand in as distinct doubles in the records' bounds: bounds that hold few doubles made the
+    release raise once the data held more distinct users than that (RealBox(0, 5e-324): 2 users released,
+    3 raised). Such a structure is refused before any record is read, whatever the data (an empty frame
+    too); bounds narrow but holding 2**48 doubles or more take stand-ins spread over their doubles."""
+    from fractions import Fraction
+
+    from dpharness._records import stand_ins
+
+    def users_per_key(lo, hi):
+        return dp.mechanism(
+            name="users_per_key",
+            records=RealBox(lo, hi, 2),
+            relation=dp.AddRemoveUser(user=0),
+            steps=dp.bound_contributions(user=0, by=1, max_records=1, max_per_partition=1)
+            >> dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=3, scale=1)),
+            claim=ApproxDP(2, 1e-3),
+        )
+
+    for lo, hi in ((0, 5e-324), (1.0, 1.0 + 2**-50), (1000.0, 1000.0 + 1e-4)):
+        for users in ([], ["a"], ["a", "b", "c"]):
+            frame = pd.DataFrame({"u": pd.Series(users, dtype=object), "k": ["x"] * len(users)})
+            with pytest.raises(ParameterError, match="2[*][*]48"):
+                _release(users_per_key(lo, hi), frame)
+    frame = pd.DataFrame({"u": [f"u{i}" for i in range(40)], "k": ["x", "y"] * 20})
+    assert set(_release(users_per_key(1, 1 + 2**-4), frame)) <= {"x", "y"}  # 2**48 + 1 doubles
+    narrow = stand_ins([None] * 5, Fraction(1), Fraction(1) + Fraction(1, 2**50))  # 5 doubles: each one
+    assert narrow.tolist() == [1.0 + i * 2.0**-52 for i in range(5)]
+    with pytest.raises(ParameterError, match="too few doubles"):
+        stand_ins([None] * 6, Fraction(1), Fraction(1) + Fraction(1, 2**50))
+
+
 def test_missing_keys_on_worker_processes_are_the_pandas_release():
     """On a Dask scheduler with worker processes the missing key None releases as on pandas, record-level
     and user-level: the one missing value pickles as itself (it came back from each worker as a new object,
