@@ -18,7 +18,10 @@ input type can take a path the others do not (STYLE 19).
   every number is read by its value whatever its type (``Decimal("1")`` and ``1+0j`` are ``1.0``, a
   ``Decimal`` that no double holds is its exact Fraction, a complex number with an imaginary part is
   itself), a whole number a double holds exactly is that double, and every missing value (None, NaN,
-  NaT, ``pd.NA``, a ``Decimal`` NaN, signalling or not) is the one value None. Values that are not
+  NaT, ``pd.NA``, a ``Decimal`` NaN, signalling or not) is the one value None; inside a tuple (a named
+  tuple is its tuple) or frozenset each element likewise; a datetime or duration is a pandas Timestamp
+  (in UTC when it has a time zone) or Timedelta at the finest unit that holds it; a str or bytes subclass
+  is its str or bytes. So equal values have one form, whichever the data holds first. Values that are not
   hashable (lists, arrays) are outside an identity column's domain: refused naming the column. The sampler sees each distinct value as a stand-in number inside the
   column's declared bounds (the value itself when every value present is a double inside them;
   otherwise evenly spaced stand-ins in the values' sorted order), and the release names the normalised
@@ -38,6 +41,7 @@ input type can take a path the others do not (STYLE 19).
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import numbers
 from dataclasses import dataclass, field
@@ -54,10 +58,14 @@ _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
 
 
 class _Missing:
-    """The one missing value (None, NaN, NaT and pd.NA all read as it)."""
+    """The one missing value (None, NaN, NaT and pd.NA all read as it); one object in every process: it
+    pickles as a reference to :data:`MISSING` (a Dask worker's distinct values reach the client pickled)."""
 
     def __repr__(self) -> str:
         return "None"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
 
 
 MISSING = _Missing()
@@ -87,6 +95,14 @@ def normalise(v: Any) -> Any:
         v = _pandas_time(v)  # as a datetime64 column reads it (.item() gives an int at ns: a number's identity)
     if isinstance(v, np.generic):
         v = v.item()
+    if isinstance(v, tuple):  # a named tuple equals its plain tuple: (1, "a") is (1.0, "a"), (nan,) is (None,)
+        return tuple(normalise(x) for x in v)
+    if isinstance(v, frozenset):
+        return frozenset(normalise(x) for x in v)
+    if isinstance(v, (datetime.datetime, datetime.timedelta)):  # a pandas Timestamp or Timedelta is one too
+        return _canonical_time(v)
+    if isinstance(v, (str, bytes)) and type(v) not in (str, bytes):  # a subclass (a StrEnum) equals its str
+        return str.__str__(v) if isinstance(v, str) else bytes(v)
     if isinstance(v, complex):  # a number like any other: 1+0j is 1.0 (it equals it), else itself, exactly
         return normalise(v.real) if v.imag == 0 else complex(v.real + 0.0, v.imag + 0.0)
     if isinstance(v, decimal.Decimal):  # not a numbers.Real, but a number: Decimal("1") is 1.0 (it equals it)
@@ -96,15 +112,49 @@ def normalise(v: Any) -> Any:
     if isinstance(v, float):
         return v + 0.0  # -0.0 -> 0.0
     if isinstance(v, int):
-        return float(v) if abs(v) <= _EXACT or int(float(v)) == v else v
+        return v if abs(v) > _EXACT and _double(v) != v else float(v)
     if isinstance(v, numbers.Real):  # Fraction, Decimal: exact
         try:
             q = Fraction(v)  # type: ignore[call-overload]
         except (TypeError, ValueError):
             return v
-        f = float(q)
-        return f if Fraction(f) == q else (int(q) if q.denominator == 1 else q)
+        f = _double(q)
+        return f if f is not None and Fraction(f) == q else (int(q) if q.denominator == 1 else q)
     return v
+
+
+def _double(q: int | Fraction) -> float | None:
+    """``float(q)``, or None where no finite double is that close (``float`` raises OverflowError from
+    about 2**1024 on: a user id 10**400 is an identity like any other, held exactly)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return None
+
+
+def _canonical_time(v: Any) -> Any:
+    """A datetime or duration as the one value every equal one is: a pandas Timestamp (in UTC when it has a
+    time zone: equal instants in two zones are equal) or Timedelta, at the finest unit of ns, us, ms, s that
+    holds it (a Timestamp at "s" equals the one at "ns"), so the key a release names does not depend on
+    which of several equal forms the data held first; a duration beyond pandas' range stays a timedelta."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - no pandas: Python's own values (equal ones print alike)
+        return v.astimezone(datetime.timezone.utc) if getattr(v, "tzinfo", None) is not None else v
+    try:
+        t = pd.Timestamp(v) if isinstance(v, datetime.datetime) else pd.Timedelta(v)
+    except (ValueError, OverflowError):  # beyond pandas' range (a timedelta over 292 years)
+        return v
+    if isinstance(t, pd.Timestamp) and t.tzinfo is not None:
+        t = t.tz_convert("UTC")
+    for unit in ("ns", "us", "ms", "s"):
+        try:
+            at = t.as_unit(unit)
+        except (ValueError, OverflowError):
+            continue
+        if at == t:
+            return at
+    return t
 
 
 def _pandas_time(v: Any) -> Any:
@@ -118,24 +168,49 @@ def _pandas_time(v: Any) -> Any:
         return v
 
 
+def _rank(v: Any) -> int:
+    return 2 if v is MISSING else 0 if isinstance(v, (int, float, Fraction)) else 1
+
+
+_ORDERED = (str, bytes, datetime.date, datetime.timedelta)  # their values of one type always compare
+
+
 def _order(v: Any) -> tuple:
-    """Numbers by value, then labels by type name and value (repr where values do not compare), None last."""
-    if v is MISSING:
-        return (2, "", 0)
-    if isinstance(v, (int, float, Fraction)):
-        return (0, "", v)
+    """A total order of normalised values that depends on the values only: numbers by value, then labels by
+    type name and then by value where every two values of the type compare (str, bytes, dates, durations,
+    a pandas Timestamp by (has a time zone, its UTC time), a Period by (frequency, ordinal), a tuple by
+    its elements' keys, a frozenset by its elements' sorted keys), else by repr; None last. (The values'
+    own '<' was tried first, and repr for all on a TypeError: one record with a value that did not compare
+    reordered the others; a frozenset's '<' is inclusion, not a total order.)"""
+    rank = _rank(v)
+    if rank != 1:
+        return (rank, "", 0 if rank == 2 else v)
+    name = type(v).__name__
     if isinstance(v, complex):
-        return (1, "complex", (v.real, v.imag))
-    return (1, type(v).__name__, v)
+        return (1, name, (v.real, v.imag))
+    if isinstance(v, tuple):
+        return (1, name, tuple(_order(x) for x in v))
+    if isinstance(v, frozenset):
+        return (1, name, tuple(sorted(_order(x) for x in v)))
+    if name == "Timestamp" and hasattr(v, "tz_localize"):  # UTC when zoned (normalise): (zoned, wall time)
+        return (1, name, (v.tzinfo is not None, v.tz_localize(None) if v.tzinfo is not None else v))
+    if name == "Period" and hasattr(v, "ordinal"):
+        return (1, name, (str(v.freqstr), int(v.ordinal)))
+    if isinstance(v, _ORDERED) and not (isinstance(v, datetime.datetime) and v.tzinfo is not None):
+        return (1, name, v)
+    return (1, name, repr(v))
 
 
 def sort_values(values: Sequence) -> list:
+    """Distinct normalised values in one order that depends on the values only (never on the order the data
+    holds them, nor on which other values it holds): :func:`_order` (two classes of one name whose keys
+    do not compare: by repr, never a raise)."""
     if all(type(v) is str for v in values):
         return sorted(values)
     try:
         return sorted(values, key=_order)
     except TypeError:
-        return sorted(values, key=lambda v: (_order(v)[0], type(v).__name__, repr(v)))
+        return sorted(values, key=lambda v: (_rank(v), type(v).__module__, type(v).__qualname__, repr(v)))
 
 
 # --------------------------------------------------------------------------- columns of the input
@@ -409,13 +484,14 @@ def identity_hash(values: Any) -> np.ndarray:
     may share a hash (only equal values must): a value of a type other than float, int and str hashes to
     0."""
     if isinstance(values, np.ndarray):
-        if values.dtype == float:
-            return (values + 0.0).view(np.uint64)
+        if values.dtype.kind == "f":
+            return (values.astype(np.float64) + 0.0).view(np.uint64)
         ints = values.astype(np.int64)
         doubles = ints.astype(float)
         with np.errstate(invalid="ignore"):
             back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
-        return np.where((back == ints) & (np.abs(doubles) < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
+        # -2**63 is a double exactly (normalise reads it as one): hashed as that double, as in a list
+        return np.where((back == ints) & (doubles < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
     out = np.zeros(len(values), dtype=np.uint64)
     strings = [i for i, v in enumerate(values) if isinstance(v, str)]  # a str subclass equals its str
     if strings:
@@ -432,10 +508,14 @@ def identity_hash(values: Any) -> np.ndarray:
 
 class _Unhashable:
     """The one label standing for every value of a label column that is not hashable: no key equals it, so
-    its records are dropped like those of any label that is not a key."""
+    its records are dropped like those of any label that is not a key. One object in every process, as
+    :data:`MISSING`."""
 
     def __repr__(self) -> str:
         return "<unhashable>"
+
+    def __reduce__(self) -> str:
+        return "UNHASHABLE"
 
 
 UNHASHABLE = _Unhashable()
@@ -497,7 +577,10 @@ def _merge_equal(codes: np.ndarray, values: list) -> tuple[np.ndarray, list]:
 
 def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
     """Strictly increasing doubles in [lo, hi], one per value of ``values`` (sorted, distinct): the values
-    themselves when each is a double in [lo, hi], else evenly spaced between lo and hi."""
+    themselves when each is a double in [lo, hi], else evenly spaced between lo and hi, or, where those
+    round to equal doubles (narrow bounds), evenly spaced among the doubles of [lo, hi] (their ordinals):
+    distinct for as many values as [lo, hi] holds doubles, at least :data:`MIN_IDENTITY_DOUBLES` for every
+    identity column :func:`reader` accepts."""
     if all(isinstance(v, float) and math.isfinite(v) and lo <= Fraction(v) <= hi for v in values):
         return np.array(values, dtype=float)
     k = len(values)
@@ -508,12 +591,63 @@ def stand_ins(values: list, lo: Fraction, hi: Fraction) -> np.ndarray:
         t = np.arange(k) / (k - 1)
         out = flo * (1 - t) + fhi * t  # no overflow for bounds near the largest double
     out = np.clip(out, flo, fhi)
-    if k > 1 and not np.all(np.diff(out) > 0):
-        raise ParameterError(
-            f"the records' bounds [{flo:g}, {fhi:g}] hold too few doubles for {k} distinct identities; declare "
-            "wider bounds for the user or key column."
-        )
+    if k > 1 and not np.all(out[1:] > out[:-1]):
+        out = _spread_doubles(k, lo, hi)
     return out
+
+
+MIN_IDENTITY_DOUBLES = 2**48  # doubles an identity column's bounds hold at least (more than any data set's ids)
+
+
+def _ordinal(x: float) -> int:
+    """The position of the double ``x`` among the doubles (0.0 and -0.0 at 0; consecutive doubles differ
+    by 1)."""
+    bits = int(np.array([x + 0.0]).view(np.int64)[0])
+    return bits if bits >= 0 else -(bits & (2**63 - 1))
+
+
+def _double_room(lo: Fraction, hi: Fraction) -> tuple[int, int]:
+    """The ordinals of the least and the greatest double in [lo, hi] (bounds that hold a double)."""
+    flo, fhi = float(lo), float(hi)
+    if Fraction(flo) < lo:
+        flo = math.nextafter(flo, math.inf)
+    if Fraction(fhi) > hi:
+        fhi = math.nextafter(fhi, -math.inf)
+    return _ordinal(flo), _ordinal(fhi)
+
+
+def _spread_doubles(k: int, lo: Fraction, hi: Fraction) -> np.ndarray:
+    """``k`` >= 2 strictly increasing doubles in [lo, hi], evenly spaced by ordinal; ParameterError when
+    [lo, hi] holds fewer than ``k`` doubles (never for an identity column :func:`reader` accepted: it
+    holds more doubles than a process holds identities)."""
+    first, last = _double_room(lo, hi)
+    span = last - first
+    if span < k - 1:
+        raise ParameterError(
+            f"the records' bounds [{float(lo)!r}, {float(hi)!r}] hold too few doubles for {k} distinct "
+            "identities; declare wider bounds for the user or key column."
+        )
+    q, r = divmod(span, k - 1)
+    i = np.arange(k, dtype=np.uint64)
+    offset = i * np.uint64(q) + (i * np.uint64(r)) // np.uint64(k - 1)  # floor(i·span/(k−1)) <= span < 2**64
+    ordinal = ((np.uint64(first + 2**63) + offset) ^ np.uint64(2**63)).view(np.int64)
+    bits = np.where(ordinal >= 0, ordinal, np.int64(-(2**63)) | -ordinal)
+    return bits.view(np.float64)
+
+
+def check_identity_room(j: int, lo: Fraction, hi: Fraction, role: str) -> None:
+    """An identity column's bounds hold at least :data:`MIN_IDENTITY_DOUBLES` doubles, or ParameterError from
+    the structure alone (before any record is read): the stand-ins of its distinct values are distinct
+    doubles in them, so narrower bounds would make the release raise on data with more distinct values
+    than they hold (a raise on one neighbour only)."""
+    first, last = _double_room(lo, hi)
+    if last - first + 1 < MIN_IDENTITY_DOUBLES:
+        raise ParameterError(
+            f"records bounds [{float(lo)!r}, {float(hi)!r}] hold {max(last - first + 1, 0)} doubles, fewer than "
+            f"2**48: column {j} (the {role} column) is read as identities that stand in as distinct doubles in "
+            "those bounds, so data with more distinct values would make the release raise; declare wider "
+            "bounds (e.g. RealBox(0, 1, ...) holds 2**62 doubles)."
+        )
 
 
 def outside(keys: Sequence[float], lo: Fraction, hi: Fraction, integer: bool = False) -> float:
@@ -698,6 +832,8 @@ def reader(m: Any) -> Reader:
     # for other values would be fractions, which the records truncate into other keys)
     if g is not None and not reads_column(g.part, g.by) and not r.integer:
         r.identities[g.by] = Identity(g.by, "key")
+    for j, ident in r.identities.items():
+        check_identity_room(j, space.lo[j], space.hi[j], ident.role)
     for n in nodes:
         if type(n) in (GroupBy, Parallel) and n.labelled and n.by not in r.identities:
             positions = {normalise(k): float(i) for i, k in enumerate(n.keys)}

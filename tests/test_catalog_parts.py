@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import dpharness
-from dpharness import ApproxDP, ParameterError, PureDP, Substitute
+from dpharness import AddRemove, ApproxDP, ParameterError, PureDP, RealInterval, Substitute
+from dpharness import parts as dp
 from dpharness.mechanisms.clamped import ClampedCount, ClampedMean, ClampedSum, ClampedSumUnclamped
 from dpharness.mechanisms.discrete_laplace import DiscreteLaplace
 from dpharness.mechanisms.histogram import NoisyHistogram, NoisyHistogramScaleBug
@@ -146,6 +147,18 @@ def test_automatic_granularity_is_coarsened_only_as_needed():
         (lambda: NoisyStd(lo=0, hi=50000, granularity=2.0**-20), "scale="),
         (lambda: DiscreteLaplace(scale=2**50), "scale="),
         (lambda: DiscreteLaplace.calibrated(2**-50), "scale="),
+        # a scale beyond the doubles (a subnormal budget): the message's coarser grid overflowed float()
+        (lambda: dp.laplace(scale=10**400), "scale="),
+        (
+            lambda: dp.mechanism(
+                name="c",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.count() >> dp.laplace(epsilon=5e-324),
+                claim=PureDP(1),
+            ),
+            "scale=",
+        ),
     ],
 )
 def test_an_explicit_grid_too_fine_for_the_scale_is_refused_naming_the_parameter(build, name):

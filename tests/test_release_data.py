@@ -123,6 +123,29 @@ def test_int64_keys_beyond_2_53_are_two_keys_released_exactly():
     assert _release(_record_level(part=False), records) == got
 
 
+def test_ids_and_keys_no_double_holds_are_identities_not_a_raise():
+    """A user id or key beyond the largest double (10**400 as an int, a Decimal or a Fraction) is an identity
+    held exactly: the release equals the one with the same users renamed in the same order (it raised
+    OverflowError, so one added user made the release raise while its neighbour released)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    rng = np.random.default_rng(SEED)
+    n = 120
+    small = rng.integers(0, 40, n)
+    key = rng.integers(0, 3, n).astype(float)
+    value = rng.uniform(0, 10, n)
+    want = _release(_user_level(), pd.DataFrame({"u": small.astype(float), "k": key, "v": value}))
+    for huge in (10**400, Decimal("1e400"), Fraction(10**400, 3)):
+        users = pd.Series([huge * (1 + int(u)) for u in small], dtype=object)
+        frame = pd.DataFrame({"u": users, "k": key, "v": value})
+        assert _release(_user_level(), frame) == want
+        assert _release(_user_level(), np.column_stack([users.to_numpy(), key, value])) == want
+        keys = pd.Series([huge * (1 + int(k)) for k in key], dtype=object)
+        got = _release(_record_level(part=False), pd.DataFrame({"x": value, "k": keys}))
+        assert set(got) <= {huge * (1 + k) for k in range(3)} and got
+
+
 def test_a_new_label_or_a_box_above_zero_never_makes_a_release_raise():
     """Labels found in the data are identities, not positions in the numeric box: one added record with a
     new label, or records declared above 0, release (the release raised on one neighbour before)."""
@@ -892,6 +915,167 @@ def test_user_level_on_a_distributed_client_is_the_pandas_release():
     with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None):
         for parts in (1, 4):
             _same(dpharness.release(m, _dask(frame, parts), seed=SEED, quiet=True), want)
+
+
+def test_equal_identities_in_other_forms_are_one_value_named_alike():
+    """Keys that are equal values in other forms (inside a tuple or frozenset: 1, 1.0, True and -0.0, 0.0; a
+    datetime and a Timestamp; one instant in two time zones; a named tuple and its tuple) are one key,
+    released under one name whichever form the data holds first (the first record's form was the name:
+    one added user renamed the key); NaN inside a tuple id is the missing value, so on Dask a user whose
+    records lie in many partitions is one user (each partition's (nan, 1) was a user of its own)."""
+    import collections
+    import datetime
+
+    point = collections.namedtuple("point", "x y")
+    forms = [
+        [(1, "a"), (True, "a"), (1.0, "a"), point(1, "a")],
+        [(0.0, (0.0,)), (-0.0, (-0.0,))],
+        [frozenset({1, 2}), frozenset({True, 2.0})],
+        [
+            datetime.datetime(2020, 1, 1, 1),
+            pd.Timestamp("2020-01-01 01:00"),
+            pd.Timestamp("2020-01-01 01:00").as_unit("s"),
+            np.datetime64("2020-01-01T01:00"),
+        ],
+        [pd.Timestamp("2020-01-01", tz="UTC"), pd.Timestamp("2020-01-01 01:00", tz="Europe/Paris")],
+        [datetime.timedelta(hours=1), pd.Timedelta(1, "h"), np.timedelta64(3600, "s")],
+    ]
+    x = np.random.default_rng(SEED).uniform(0, 10, 40)
+    for equal in forms:
+        names = set()
+        for first in equal:
+            keys = pd.Series([first] + [equal[i % len(equal)] for i in range(39)], dtype=object)
+            got = _release(_record_level(part=False), pd.DataFrame({"x": x, "k": keys}))
+            assert len(got) == 1, got
+            names.add(repr(next(iter(got))))
+        assert len(names) == 1, names
+    users = [(i,) for i in range(30)] + [(float("nan"), 1) for _ in range(30)]  # one user: 30 records
+    frame = pd.DataFrame({"u": pd.Series(users, dtype=object), "k": [0.0] * 30 + [1.0] * 30, "v": x[:1].repeat(60)})
+    m = _user_level(keys=None)
+    want = _release(m, frame)
+    context = _objects_kept()
+    if context is None:  # pragma: no cover - the Dask stage of .ci/run requires dask
+        return
+    with context:
+        for n in (1, 7, 30):
+            _same(_release(m, _dask(frame, n)), want)
+
+
+def test_the_order_of_released_keys_never_follows_the_order_of_the_records():
+    """Keys released in the same order whatever the order of the records, for keys whose own ``<`` is not a
+    total order (frozensets: inclusion) or fails (tuples holding None): before, frozensets that include
+    none of the others were released in the order the data held them."""
+    x = np.zeros(60)
+    for values in (
+        [frozenset({1}), frozenset({2}), frozenset({3}), frozenset({1, 2})],
+        [(None, 1), (2, 1), (1, None), ("a", 1)],
+    ):
+        keys = [values[i % len(values)] for i in range(60)]
+        want = list(_release(_record_level(part=False), pd.DataFrame({"x": x, "k": pd.Series(keys, dtype=object)})))
+        assert len(want) == len(values)
+        for shift in range(1, len(values)):
+            turned = keys[shift:] + keys[:shift]
+            got = _release(_record_level(part=False), pd.DataFrame({"x": x, "k": pd.Series(turned, dtype=object)}))
+            assert list(got) == want
+    # one record whose key does not compare with another's (a zoned Timestamp beside a naive one; an Enum),
+    # not released itself, leaves the others' order alone (all keys were sorted by repr then: 10.0 < 9.0)
+    import enum
+
+    colour = enum.Enum("colour", "RED BLUE")
+    keys = [9.0] * 20 + [10.0] * 20 + [pd.Timestamp("2020-01-01")] * 20 + [colour.RED] * 20
+    want = list(_release(_record_level(part=False), pd.DataFrame({"x": np.zeros(80), "k": keys})))
+    assert want[:2] == [9.0, 10.0]
+    for extra in (pd.Timestamp("2020-01-01", tz="UTC"), colour.BLUE, frozenset({1})):
+        got = _release(_record_level(part=False), pd.DataFrame({"x": np.zeros(81), "k": [*keys, extra]}))
+        assert list(got) == want
+
+
+def test_equal_user_ids_hash_alike_in_every_representation():
+    """A user id hashes to its bucket alike whether a partition reads it in an int64 array or as a Python
+    value (an object column): -2**63 hashed as an integer in the array and as the double it is in a list, so
+    on Dask a user with records in both kinds of partition was two users, each bounded alone (a key's
+    distinct-user count 12 on Dask, 11 on pandas)."""
+    from dpharness._records import identity_hash, normalise
+
+    ids = np.array([-(2**63), -(2**63) + 1, -(2**53) - 1, -(2**53), 0, 2**53 + 1, 2**62, 2**63 - 1], dtype=np.int64)
+    assert identity_hash(ids).tolist() == identity_hash([normalise(v) for v in ids.tolist()]).tolist()
+    floats = np.array([-0.0, 0.5, -(2.0**63), 1e300])
+    assert identity_hash(floats).tolist() == identity_hash([normalise(v) for v in floats.tolist()]).tolist()
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    m = dp.mechanism(
+        name="users_per_key",
+        records=RealBox(0, 1000, 2),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=1, max_per_partition=1)
+        >> dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=3, scale=0.5)),
+        claim=ApproxDP(4, 1e-3),
+    )
+    low = -(2**63)
+    ints = pd.DataFrame({"u": np.array([low] + [2**60 + i for i in range(5)], dtype=np.int64), "k": ["b"] * 6})
+    objects = pd.DataFrame({"u": pd.Series([low] + [2**61 + i for i in range(5)], dtype=object), "k": ["b"] * 6})
+    other = pd.DataFrame({"u": np.array([7, 8], dtype=np.int64), "k": ["c", "c"]})
+    pieces = [ints, objects, other, other.assign(u=[9, 10])]
+    want = _release(m, pd.concat(pieces, ignore_index=True).astype({"u": np.int64}))
+    with _objects_kept():
+        frame = dd.from_delayed([dask.delayed(p) for p in pieces], meta=ints.iloc[:0], verify_meta=False)
+        _same(_release(m, frame), want)
+
+
+def test_identity_columns_in_bounds_too_narrow_are_refused_for_every_data_set():
+    """Identities stand in as distinct doubles in the records' bounds: bounds that hold few doubles made the
+    release raise once the data held more distinct users than that (RealBox(0, 5e-324): 2 users released,
+    3 raised). Such a structure is refused before any record is read, whatever the data (an empty frame
+    too); bounds narrow but holding 2**48 doubles or more take stand-ins spread over their doubles."""
+    from fractions import Fraction
+
+    from dpharness._records import stand_ins
+
+    def users_per_key(lo, hi):
+        return dp.mechanism(
+            name="users_per_key",
+            records=RealBox(lo, hi, 2),
+            relation=dp.AddRemoveUser(user=0),
+            steps=dp.bound_contributions(user=0, by=1, max_records=1, max_per_partition=1)
+            >> dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=3, scale=1)),
+            claim=ApproxDP(2, 1e-3),
+        )
+
+    for lo, hi in ((0, 5e-324), (1.0, 1.0 + 2**-50), (1000.0, 1000.0 + 1e-4)):
+        for users in ([], ["a"], ["a", "b", "c"]):
+            frame = pd.DataFrame({"u": pd.Series(users, dtype=object), "k": ["x"] * len(users)})
+            with pytest.raises(ParameterError, match="2[*][*]48"):
+                _release(users_per_key(lo, hi), frame)
+    frame = pd.DataFrame({"u": [f"u{i}" for i in range(40)], "k": ["x", "y"] * 20})
+    assert set(_release(users_per_key(1, 1 + 2**-4), frame)) <= {"x", "y"}  # 2**48 + 1 doubles
+    narrow = stand_ins([None] * 5, Fraction(1), Fraction(1) + Fraction(1, 2**50))  # 5 doubles: each one
+    assert narrow.tolist() == [1.0 + i * 2.0**-52 for i in range(5)]
+    with pytest.raises(ParameterError, match="too few doubles"):
+        stand_ins([None] * 6, Fraction(1), Fraction(1) + Fraction(1, 2**50))
+
+
+def test_missing_keys_on_worker_processes_are_the_pandas_release():
+    """On a Dask scheduler with worker processes the missing key None releases as on pandas, record-level
+    and user-level: the one missing value pickles as itself (it came back from each worker as a new object,
+    so the partitions' missing keys were distinct values and the release raised KeyError only when the data
+    held a missing key)."""
+    import pickle
+
+    from dpharness._records import MISSING, UNHASHABLE
+
+    assert pickle.loads(pickle.dumps([MISSING, UNHASHABLE])) == [MISSING, UNHASHABLE]
+    dask = pytest.importorskip("dask")
+    rng = np.random.default_rng(SEED)
+    n = 240
+    keys = pd.Series(np.array(["a", "b", None], dtype=object)[rng.integers(0, 3, n)], dtype=object)
+    records = pd.DataFrame({"x": rng.uniform(0, 10, n), "k": keys})
+    users = pd.DataFrame({"u": rng.integers(0, 80, n), "k": keys, "v": rng.uniform(0, 10, n)})
+    cases = [(_record_level(), records), (_user_level(), users)]
+    wants = [_release(m, frame) for m, frame in cases]
+    assert all(None in want for want in wants)
+    with _objects_kept(), dask.config.set(scheduler="processes", num_workers=2):
+        for (m, frame), want in zip(cases, wants):
+            _same(dpharness.release(m, _dask(frame, 3), seed=SEED, quiet=True), want)
 
 
 @settings(max_examples=60, deadline=None)

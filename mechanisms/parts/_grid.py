@@ -138,10 +138,13 @@ def _check_scale_units(name: str, value: Any, granularity: Any) -> None:
     units = _frac(name, value) / Fraction(granularity)
     if units > _MAX_SCALE_UNITS:
         need = _frac(name, value) / _MAX_SCALE_UNITS
-        coarser = 2.0 ** math.ceil(math.log2(need))
+        k = need.numerator.bit_length() - need.denominator.bit_length()  # 2**(k-1) < need < 2**(k+1)
+        k += Fraction(2) ** k < need  # the least power of two >= need, exactly (no float of a huge scale)
+        fix = f"pass granularity={2.0**k!r} or coarser" if k <= 1023 else "pass a smaller scale (or budget)"
         raise ParameterError(
-            f"{name}={value!r} is {float(units):.3g} grid steps of granularity={granularity!r}, above the "
-            f"2**45 limit where outputs stay exact grid floats; pass granularity={coarser!r} or coarser."
+            f"{name}={value!r} is about 2**{units.numerator.bit_length() - units.denominator.bit_length()} grid "
+            f"steps of granularity={granularity!r}, above the 2**45 limit where outputs stay exact grid floats; "
+            f"{fix}."
         )
 
 
