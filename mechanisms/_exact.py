@@ -97,6 +97,7 @@ __all__ = [
     "discrete_gaussian",
     "randomized_response",
     "uniform_double",
+    "correctly_rounded_log",
 ]
 
 _CHUNK = 1 << 16  # elements per vectorised pass (keeps the working set in cache)
@@ -719,6 +720,53 @@ def uniform_double(size, rng: np.random.Generator) -> np.ndarray:
         out[todo[~zero]] = u[~zero]
         todo = todo[zero]
     return out.reshape(shape)
+
+
+# --------------------------------------------------------------------------- a correctly rounded logarithm
+
+_LOG_BITS = 200  # bits of the mpmath logarithm that decides a draw near a rounding midpoint
+# the extended logarithm's error assumed, relative: 2**-61 is 4 units of the x87 format's 64-bit
+# significand (glibc's logl is within 1; numpy's log of a longdouble array calls it)
+_LOGL_REL = 2.0**-61
+
+
+def correctly_rounded_log(u: np.ndarray) -> np.ndarray:
+    """``ln(u)`` rounded to the nearest double, for positive doubles ``u`` (float64 array; the LN of
+    Mironov 2012, §5.2, which his snapping theorem takes to be correctly rounded: numpy's float64 ``log``
+    is within an ulp but not always the nearest double). Each value is the extended-precision logarithm
+    (``np.log`` of a ``longdouble`` array) rounded to a double, where it lies more than its error bound
+    (:data:`_LOGL_REL`, relative) from the midpoints between that double and its neighbours: then the
+    nearest double to it is the nearest to ``ln(u)``. The others (about 1% of draws), and every draw where
+    ``longdouble`` has fewer than 64 significand bits, are computed at 200 bits in mpmath and rounded once
+    (exactly, through a Fraction): the doubles' hardest cases for the logarithm lie about 2**-120 from a
+    midpoint (Lefèvre & Muller 2001), far beyond 2**-190."""
+    x = np.asarray(u, dtype=np.float64)
+    flat = x.reshape(-1)
+    if flat.size and not (np.all(flat > 0) and np.all(np.isfinite(flat))):
+        raise ParameterError("u must hold positive finite doubles; the logarithm of 0 or a negative is not a double.")
+    out = np.empty(flat.shape)
+    if np.finfo(np.longdouble).nmant >= 63:
+        z = np.log(flat.astype(np.longdouble))
+        y = z.astype(np.float64)
+        up = np.nextafter(y, np.inf).astype(np.longdouble)
+        down = np.nextafter(y, -np.inf).astype(np.longdouble)
+        yl = y.astype(np.longdouble)
+        # the midpoints between y and its neighbours: sums of two doubles, halved, exact in 64 bits
+        gap = np.minimum(np.abs(z - (yl + up) / 2), np.abs(z - (yl + down) / 2))
+        near = gap <= np.abs(z) * _LOGL_REL * 2 + np.longdouble(2.0**-1070)
+        out[:] = y
+        hard = np.flatnonzero(near)
+    else:
+        hard = np.arange(flat.size)
+    if len(hard):
+        import mpmath
+
+        with mpmath.workprec(_LOG_BITS):
+            for i in hard.tolist():
+                sign, man, exp, _ = mpmath.log(mpmath.mpf(float(flat[i])))._mpf_  # (−1)^sign · man · 2^exp
+                value = Fraction(int(man)) * Fraction(2) ** int(exp)
+                out[i] = float(-value if sign else value)  # int / int: correctly rounded
+    return out.reshape(x.shape)
 
 
 # --------------------------------------------------------------------------- randomized response

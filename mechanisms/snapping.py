@@ -17,10 +17,11 @@ impossible from x = 0 and possible from x = 1 (no finite ε). The scale λ the c
 input with a U* among the normal doubles, ``2B + Λ <= 708 λ`` (``1022 ln 2 = 708.4``): beyond
 ``1074 ln 2 λ = 744.4 λ`` an output at the edge of the noise's reach from one input is out of it from a
 neighbour (no finite ε), and between the two the subnormal U* are too coarse for the theorem's
-ratio (a run of a few multiples of 2^-1074 against another). The logarithm is numpy's ``log`` (faithfully,
-not always correctly, rounded: within 1 ulp, a deviation from the theorem's "correctly rounded
-LN" assumption that is documented here rather than hidden). Division/multiplication by the power
-of two Λ is exact.
+ratio (a run of a few multiples of 2^-1074 against another). The logarithm is Mironov's LN, correctly rounded
+(:func:`._exact.correctly_rounded_log`: the extended-precision logarithm rounded to a double where it is
+clear of a rounding midpoint, else 200 bits in mpmath); numpy's float64 ``log``, used before, is within
+an ulp but not the nearest double on about 0.25% of draws. Division/multiplication by the power of two
+Λ is exact.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dpharness.core import BoundedChange, FunctionLaw, InputSpec, Mechanism, Pur
 from dpharness.errors import ParameterError
 from dpharness.registry import register
 
-from ._exact import uniform_double
+from ._exact import correctly_rounded_log, uniform_double
 from ._literature import exact_ratio, log_laplace_interval as _log_laplace_interval, sym_laplace_cdf
 from ._noise import float_up
 
@@ -139,7 +140,7 @@ class Snapping(Mechanism):
         x = min(max(float(np.asarray(data).reshape(-1)[0]), -B), B)
         u = uniform_double(size, rng)  # exact U*: not numpy's geometric, which stops at 53
         sign = np.where(rng.integers(0, 2, size, dtype=np.int8) == 1, 1.0, -1.0)
-        y = x + sign * (lam * np.log(u))
+        y = x + sign * (lam * correctly_rounded_log(u))  # Mironov's LN: the nearest double to ln(U*)
         snapped = np.rint(y / Lam) * Lam
         return np.clip(snapped, -B, B)
 

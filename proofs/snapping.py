@@ -66,9 +66,12 @@ def prove(m: _mechs.Snapping) -> Proof:
         "weighted by their spacing, round-to-nearest ⊕/⊗, and the theorem's accuracy requirement on LN)"
     )
     pb.precondition(
-        "ASSUMED, not verified by the prover: the platform logarithm the implementation calls meets the "
-        "theorem's LN accuracy requirement (numpy/libm log is faithfully rounded, within 1 ulp; the "
-        "theorem is stated for Mironov's LN model)"
+        "LN is correctly rounded, as the theorem takes it: the sampler rounds the extended-precision logarithm "
+        "(x87, 64-bit significand) to the nearest double where it lies more than 2^-60 relative from a rounding "
+        "midpoint, and computes every other draw at 200 bits in mpmath (mechanisms/_exact.correctly_rounded_log). "
+        "ASSUMED, not verified by the prover: the platform's extended logarithm (glibc logl) is within 4 units "
+        "of its last place, and the doubles' hardest cases for ln lie beyond 2^-190 from a midpoint (Lefèvre & "
+        "Muller 2001: about 2^-120)"
     )
     pb.pseudocode("clamp_B(round_Λ(clamp_B(f(D)) ⊕ S ⊗ λ ⊗ LN(U*)))")
     with pb.phase("side conditions"):
