@@ -102,6 +102,22 @@ def _log_up(shift: float, s: float) -> float:
     return math.nextafter(v + 1e-15 * (abs(shift) + abs(math.log(s))) + 1e-300, math.inf)
 
 
+def _log_sum_exp_up(log_a: np.ndarray, z: np.ndarray) -> float:
+    """An upper bound on ``ln Σ_i e^{log_a[i] + z[i]}`` (−inf for no terms), ``log_a`` computed logarithms
+    (within an ulp) and ``z`` exact. Each exponent ``a_i = log_a[i] + z[i]`` is off by at most
+    ``2u(|log_a[i]| + |z[i]|) + u|log_a[i]|`` (u = 2^-53) and its difference from the largest by ``u`` of
+    itself (at most 745 where the term does not underflow; an underflowed term is below 2^-1074 of the
+    largest, which counts 1: all of them add at most n·2^-1074); exp and fsum add a few u relative. So
+    the log of the sum is raised by ``4u·max(|log_a| + |z|) + 1e-12`` and rounded up."""
+    if not len(z):
+        return -math.inf
+    a = log_a + z
+    top = float(a.max())
+    s = math.fsum(np.exp(a - top).tolist()) + len(a) * 2.0**-1074  # >= 1: the largest term is e^0
+    slack = 4 * _U * float(np.max(np.abs(log_a) + np.abs(z))) + 1e-12
+    return _log_up(top + slack, s)
+
+
 def _log_add_up(v: float, mass: float, z: float) -> float:
     """An upper bound on ``ln(e^v + mass·e^z)`` (mass >= 0), without overflow: the larger exponent plus
     ``ln(1 + e^{−gap})``, raised by a relative 1e-15 (log1p and exp are within an ulp)."""
@@ -246,22 +262,22 @@ class PLD:
     def mgf_bounds(self) -> tuple:
         """Upper bounds on ``ln Σ_i R_i e^{λ x_i}`` for each λ of :data:`LAMBDAS` (pessimistic only): the
         carried ones, or from the masses: ``Σ_i (masses[i] + e_i) e^{λ x_i} <= Σ_i masses[i] e^{λ x_i} +
-        err2·||e^{λx}||₂`` (Cauchy–Schwarz), each term scaled by ``e^{−λ x_max}`` (at most 1) and the
-        float error (a few units of 2^-53 in exp, the products and fsum) covered by a relative 1e-12."""
+        err2·||e^{λx}||₂`` (Cauchy–Schwarz), each sum in log space (:func:`_log_sum_exp_up`)."""
         if self.log_mgf is not None:
             return self.log_mgf
         if not self.pessimistic:
             raise ParameterError("mgf_bounds() bounds a pessimistic PLD only")
         x = self.losses
+        held = self.masses > 0
+        log_m = np.log(self.masses[held])
         out = []
         for lam in LAMBDAS:
             z = lam * x  # exact: λ a power of two (or −1), x a multiple of w
-            top = float(z.max())
-            e = np.exp(z - top)
-            s = math.fsum((self.masses * e).tolist())
-            if self.err2:
-                s += self.err2 * math.sqrt(math.fsum((e * e).tolist())) * (1 + 1e-12)
-            out.append(-math.inf if s == 0 else _log_up(top, s * (1 + 1e-12)))
+            v = _log_sum_exp_up(log_m, z[held])  # ln Σ masses e^{λx}
+            if self.err2:  # ln(err2·||e^{z}||₂) = ln err2 + ½ ln Σ e^{2z}
+                e = 0.5 * _log_sum_exp_up(np.zeros(len(z)), 2 * z)
+                v = _log_add_up(v, self.err2, e)
+            out.append(v)
         return tuple(out)
 
     # ---------------------------------------------------------------- δ(ε)

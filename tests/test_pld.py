@@ -353,6 +353,19 @@ def test_mgf_bounds_are_above_the_exact_moments_of_a_leaf():
         assert bound <= exact + abs(lam) * P.DEFAULT_W + 1e-9  # losses rounded up by less than w
 
 
+def test_mgf_bounds_count_mass_far_below_an_empty_top():
+    """A PLD whose mass sits 2^15 buckets (16 nats) below an empty top bucket: at λ = 64 its term is
+    e^{-1024} of the top's scale (an underflow in a sum scaled by the top loss); the bound is still at
+    least the exact ln Σ m e^{λx}."""
+    w = P.DEFAULT_W
+    masses = np.zeros(2**15 + 1)
+    masses[0] = 0.75
+    p = P.PLD(w, -(2**15), masses, 0.0, True)
+    for lam, bound in zip(P.LAMBDAS, p.mgf_bounds()):
+        exact = math.log(0.75) + lam * (-(2**15) * w)
+        assert exact <= bound <= exact + 1e-9, (lam, bound, exact)
+
+
 # dp_accounting 0.6.0 (the dev environment), privacy_loss_distribution.from_gaussian_mechanism(1.0,
 # sampling_prob=0.001, value_discretization_interval=2e-5, use_connect_dots=True).self_compose(100_000)
 # .get_epsilon_for_delta(1e-5); 1.6380 at an interval of 1e-4, so converged to about 1e-3 here:
