@@ -267,7 +267,7 @@ def timing_audit(
         raise ParameterError(f"fn={_v._show(fn)} is not callable; pass a function fn(data) returning one output.")
     epsilon = float(_v.nonnegative("epsilon", epsilon))
     delta = float(_v.probability("delta", delta, open_right=True))
-    samples = _v.integer("samples", samples, minimum=2 * _MIN_HALF)
+    samples = _v.integer("samples", samples, minimum=2 * _MIN_HALF, maximum=_v.MAX_SAMPLES)
     seed = _v.integer("seed", seed, minimum=0)
     confidence = float(_v.probability("confidence", confidence, open_left=True, open_right=True))
     train_fraction = float(_v.probability("train_fraction", train_fraction, open_left=True, open_right=True))

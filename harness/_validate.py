@@ -59,6 +59,9 @@ def probability(name: str, value: Any, *, open_left: bool = False, open_right: b
     return value
 
 
+MAX_SAMPLES = 2**50  # samples a side an audit takes at most: counts stay exact in the doubles its statistics use
+
+
 def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """A Python or numpy integer within optional bounds (floats such as 2.0 are refused)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):

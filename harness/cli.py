@@ -75,6 +75,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _samples(text: str) -> int:
+    """A number of samples a side: :func:`_positive_int`, at most the audit's cap (2**50), refused here for
+    every command (each audit would refuse it: a gate of errors, not a usage error)."""
+    from ._validate import MAX_SAMPLES
+
+    value = _positive_int(text)
+    if value > MAX_SAMPLES:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than {MAX_SAMPLES} (2**50) samples a side; pass fewer")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -173,7 +184,7 @@ def _build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", parents=[common, mech, modules], help="certified empirical lower bound on ε")
     audit.add_argument(
         "--samples",
-        type=_positive_int,
+        type=_samples,
         default=None,
         help=f"samples per side (default {AUDIT_SAMPLES}, or the samples= a --module registered for this name)",
     )
@@ -319,7 +330,7 @@ def _build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--junit", metavar="FILE", default=None, help="write a JUnit XML report to FILE")
     gate.add_argument("--report", metavar="DIR", default=None, help="write Markdown/HTML reports to DIR")
     gate.add_argument(
-        "--samples", type=_positive_int, default=GATE_SAMPLES, help=f"samples per side (default {GATE_SAMPLES})"
+        "--samples", type=_samples, default=GATE_SAMPLES, help=f"samples per side (default {GATE_SAMPLES})"
     )
     gate.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     gate.add_argument(
@@ -354,7 +365,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="report only the mechanisms the --module packages register (not the built-ins)",
     )
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
-    report.add_argument("--samples", type=_positive_int, default=None, help="samples per side for the audit")
+    report.add_argument("--samples", type=_samples, default=None, help="samples per side for the audit")
     report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     report.add_argument("--jobs", type=_positive_int, default=None, help="worker processes (default: CPUs)")
     report.add_argument(

@@ -1136,7 +1136,7 @@ def check(
     from .core import Mechanism
     from .errors import ParameterError
 
-    v.integer("samples", samples, minimum=1)
+    v.integer("samples", samples, minimum=1, maximum=v.MAX_SAMPLES)
     v.integer("seed", seed, minimum=0)
     if timeout is not None:
         v.positive("timeout", timeout)

@@ -328,7 +328,7 @@ def register(
     if samples is not None:
         from . import _validate as v
 
-        v.integer("samples", samples, minimum=1)
+        v.integer("samples", samples, minimum=1, maximum=v.MAX_SAMPLES)
     if timeout is not None:
         from . import _validate as v
 

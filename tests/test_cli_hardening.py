@@ -321,3 +321,28 @@ def test_targets_marks_installed_libraries(capsys):
     rows = json.loads(out)
     assert rows and all(isinstance(r["installed"], bool) for r in rows)
     assert len(rows) == len(list_targets())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "laplace", "--samples", "1e99"],
+        ["gate", "--samples", "1e30"],
+        ["report", "laplace", "--samples", "2e15"],
+    ],
+)
+def test_samples_beyond_the_cap_are_a_usage_error(capsys, argv):
+    """More samples a side than the audit counts exactly (2**50) is exit 2 with the argument named, before
+    any work (10**99 reached scipy's betaincinv as an int it could not take: a traceback, exit 1)."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--samples" in err and "2**50" in err and "Traceback" not in err
+
+
+def test_samples_beyond_the_cap_are_refused_by_the_api():
+    from dpharness import audit, registry
+    from dpharness.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="samples=.* must be <= 1125899906842624"):
+        audit(registry.get("laplace"), samples=2**50 + 1)
