@@ -250,7 +250,11 @@ def _settings(
         )
     if progress is not None and not isinstance(progress, bool):
         raise ParameterError(f"progress={progress!r} is not a bool; pass True, False or None (auto).")
-    workers = _runner.default_workers() if workers is None else _v.integer("workers", workers, minimum=1)
+    workers = (
+        _runner.default_workers()
+        if workers is None
+        else _v.integer("workers", workers, minimum=1, maximum=_runner.max_workers())
+    )
     catalog = isinstance(mechanism, Mechanism)
     if catalog:
         claim = mechanism.claim

@@ -1395,6 +1395,12 @@ def default_workers() -> int:
     return max(1, n)
 
 
+def max_workers() -> int:
+    """The most local worker processes an audit starts: four per CPU this process may use, at least 8 (each
+    worker holds an interpreter with numpy and the mechanism: a typo such as 2000 would exhaust memory)."""
+    return max(8, 4 * default_workers())
+
+
 def cluster_session(cluster: Any, workers: int):
     """A context manager giving what to pass as ``cluster=`` to :func:`draw` and :func:`count_events`
     for a whole audit: ``None`` stays ``None``; ``"local"`` or an address is opened once (a

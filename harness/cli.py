@@ -86,6 +86,18 @@ def _samples(text: str) -> int:
     return value
 
 
+def _processes(text: str) -> int:
+    """A number of local worker processes: :func:`_positive_int`, at most four per CPU (at least 8)."""
+    from .auditors._runner import max_workers
+
+    value = _positive_int(text)
+    if value > max_workers():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is more than {max_workers()} worker processes (four per CPU here); pass fewer"
+        )
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -239,7 +251,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument(
         "--workers",
-        type=_positive_int,
+        type=_processes,
         default=None,
         metavar="N",
         help="worker processes (local pool or LocalCluster; default: the CPU count)",
@@ -335,7 +347,7 @@ def _build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     gate.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=_processes,
         default=None,
         help="worker processes (default: number of CPUs; 1 runs in this process)",
     )
@@ -367,7 +379,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
     report.add_argument("--samples", type=_samples, default=None, help="samples per side for the audit")
     report.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
-    report.add_argument("--jobs", type=_positive_int, default=None, help="worker processes (default: CPUs)")
+    report.add_argument("--jobs", type=_processes, default=None, help="worker processes (default: CPUs)")
     report.add_argument(
         "--timeout",
         type=_seconds,

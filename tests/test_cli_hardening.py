@@ -346,3 +346,22 @@ def test_samples_beyond_the_cap_are_refused_by_the_api():
 
     with pytest.raises(ParameterError, match="samples=.* must be <= 1125899906842624"):
         audit(registry.get("laplace"), samples=2**50 + 1)
+
+
+@pytest.mark.parametrize(
+    "argv", [["audit", "laplace", "--workers", "100000"], ["gate", "--jobs", "1e5"], ["report", "--jobs", "5000"]]
+)
+def test_worker_processes_beyond_four_per_cpu_are_a_usage_error(capsys, argv):
+    """A typo such as --workers 100000 would start that many interpreters: exit 2 naming the option."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "worker processes" in err and "Traceback" not in err
+
+
+def test_worker_processes_beyond_four_per_cpu_are_refused_by_the_api():
+    from dpharness import audit
+    from dpharness.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="workers=100000 must be <="):
+        audit(registry.get("laplace"), samples=1000, workers=100_000)
