@@ -238,7 +238,12 @@ def columns_of(data: Any, columns: Sequence[str] | None, width: int, name: str) 
     if columns is not None:
         raise ParameterError(f"columns={list(columns)!r} names frame columns, but {name} is an array; leave it out.")
     not_masked(name, data)
-    arr = np.asarray(data) if not isinstance(data, np.ndarray) else data
+    try:
+        arr = np.asarray(data) if not isinstance(data, np.ndarray) else data
+    except ValueError as exc:  # rows of different lengths (numpy refuses an inhomogeneous shape)
+        raise ParameterError(
+            f"{name} is not an array of records ({exc}); pass rows of one length, or a numpy array or frame."
+        ) from None
     if arr.ndim == 0:
         raise ParameterError(f"{name} is a single value; pass an array of records.")
     if arr.ndim == 1 and width > 1 and arr.size == 0:

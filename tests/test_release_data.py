@@ -1255,3 +1255,18 @@ def test_pairs_summed_by_packed_sort_and_by_argsort_agree():
     want = sorted(pairs.items())
     for pu, pk, pc in (packed, searched):
         assert [((a, b_), n) for a, b_, n in zip(pu.tolist(), pk.tolist(), pc.tolist())] == want
+
+
+def test_ragged_rows_are_refused_naming_the_data():
+    """Rows of different lengths: ParameterError naming data (numpy's ValueError leaked before)."""
+    m = dp.mechanism(
+        name="ragged",
+        records=RealBox(0, 100, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=0, keys=range(3), select=dp.partition_select(threshold=5, scale=1), part=dp.count() >> dp.laplace(2)
+        ),
+        claim=ApproxDP(3, 1e-3),
+    )
+    with pytest.raises(ParameterError, match="data is not an array of records"):
+        dpharness.release(m, [[1, 2], [3]], seed=1)
