@@ -521,6 +521,27 @@ def _choose_pairs(
     return pairs, how + "".join(f"; {n}" for n in cut), sampler, budget if searched else None
 
 
+def _encoded(mechanism: Mechanism, sampler: _runner.Sampler, pairs: list[tuple]) -> tuple[_runner.Sampler, str]:
+    """The sampler whose outputs the audit counts: the mechanism's own, or, where the mechanism lays its
+    structured outputs out as numbers for the inputs audited (:meth:`~dpharness.core.Mechanism.audit_encoding`:
+    one fixed post-processing for every pair, chosen from the inputs alone, before any draw, so every bound
+    stays a bound on the mechanism), the same outputs encoded; and a note saying so ('' when unchanged)."""
+    try:
+        encode = mechanism.audit_encoding([x for pair in pairs for x in pair])
+    except Exception:  # noqa: BLE001 - a subclass may redefine it: the outputs are then audited as they are
+        encode = None
+    if encode is None or not sampler.vectorized:
+        return sampler, ""
+    inner = sampler.fn
+    fn = lambda d, n, rng, _f=inner, _e=encode: _e(_f(d, n, rng))  # noqa: E731 - picklable by cloudpickle
+    keys = getattr(encode, "keys", None)
+    what = f"the {len(keys)} keys the audited inputs hold" if keys is not None else "a fixed layout"
+    return (
+        _runner.Sampler(fn, sampler.name, sampler.vectorized),
+        f"outputs laid out as numbers over {what} (post-processing, the same for every pair)",
+    )
+
+
 _SEARCH_SHARE = 0.25  # of a time budget, the pair search's draws take at most about this (as on an idle machine)
 _SEARCH_PILOT = 256  # samples a side of the first timed call that bounds the search's cost
 
@@ -2050,6 +2071,11 @@ def audit(
     )
     notes: list[str] = []
     pairs, pair_how, sampler, searched = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
+    if s.catalog:
+        sampler, encoded = _encoded(mechanism, sampler, pairs)
+        if encoded:
+            notes.append(encoded)
+            pair_how += f"; {encoded}"
     sized = ""
     if s.time_budget is not None:
         s, sized = _sized(sampler, pairs, s, t0)

@@ -98,6 +98,7 @@ __all__ = [
     "GroupLeaf",
     "user_level_pairs",
     "user_level_full_pairs",
+    "release_encoding",
 ]
 
 _MAX_KEYS = 2**12  # encoded output coordinates
@@ -722,6 +723,43 @@ def discovered_release(encoded: np.ndarray, g: GroupBy) -> np.ndarray:
         hit = np.flatnonzero(row[:, 0])
         out[i] = tuple((keys[j], *row[j].tolist()) for j in hit.tolist())
     return out
+
+
+class ReleaseEncoding:
+    """The mapping releases of a group-by whose keys come from the data (:func:`discovered_release`) laid out
+    over a fixed list of ``keys``: per key, its noisy selection count and part values, or zeros when it is
+    not released (the layout of a group-by over declared keys). A deterministic function of one release,
+    so applying it is post-processing; a release naming a key outside ``keys`` is an error (the caller lists
+    every key its inputs hold, and a key is released only when present)."""
+
+    def __init__(self, keys: Sequence[float], width: int) -> None:
+        self.keys = tuple(keys)
+        self.width = width
+        self._slot = {k: i for i, k in enumerate(self.keys)}
+
+    def __call__(self, releases: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(releases), len(self.keys) * self.width))
+        for i, release in enumerate(releases):
+            for item in release:
+                j = self._slot.get(item[0])
+                if j is None:
+                    raise ValueError(f"a release names key {item[0]!r}, which no audited input holds")
+                out[i, j * self.width : (j + 1) * self.width] = item[1:]
+        return out
+
+
+def release_encoding(steps: Any, inputs: Sequence[np.ndarray]) -> ReleaseEncoding | None:
+    """For a structure that is one group-by with keys from the data and a per-key part: its releases on any
+    of ``inputs`` (records arrays) as fixed-width vectors over the keys those inputs hold
+    (:class:`ReleaseEncoding`), so an audit sees the parts' values; None otherwise (without a part, a
+    release is a set of keys with integer counts, whose exact outcomes the audit's histograms count)."""
+    g = discovered_head(steps)
+    if g is None or g.part is None:
+        return None
+    found: set[float] = set()
+    for x in inputs:
+        found.update(present_keys(np.asarray(x, dtype=float), g.by).tolist())
+    return ReleaseEncoding(sorted(found), 1 + g.part_width)
 
 
 STEP_TYPES = frozenset({GroupBy, BoundContributions})
