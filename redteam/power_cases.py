@@ -280,6 +280,24 @@ def keys_present_only(data, size, rng):
     return out
 
 
+def group_sum_wide_clamp(data, size, rng):
+    """A team's group-by as plain numpy on (value, key) rows over the declared keys 0, 50 and 100 (other
+    keys dropped): a key is released when its record count plus Lap(1) reaches 30 (selection sound at
+    ε = 1, δ ≈ e^-29/2), with its sum of values clamped to [0, 100] plus Lap(1): the sum's noise assumes
+    values clamped to [0, 1]. Claimed (2, 1e-6); the sum alone moves by 100 at scale 1 (ε = 100) once the
+    key is released, i.e. held by about 30 records."""
+    arr = np.asarray(data, dtype=float).reshape(-1, 2)
+    out = np.zeros((size, 6))
+    for j, k in enumerate((0.0, 50.0, 100.0)):
+        on = arr[:, 1] == k
+        count = on.sum() + rng.laplace(0.0, 1.0, size)
+        total = np.clip(arr[on, 0], 0, 100).sum() + rng.laplace(0.0, 1.0, size)
+        keep = count >= 30
+        out[:, 2 * j] = np.where(keep, np.round(count), 0)
+        out[:, 2 * j + 1] = np.where(keep, np.round(total), 0)
+    return out
+
+
 CALLABLES = {
     "user_count_unbounded": (
         user_count_unbounded,
@@ -296,6 +314,14 @@ CALLABLES = {
         ),
         dict(epsilon=1.0),
         3.0,
+    ),
+    "group_sum_wide_clamp": (
+        group_sum_wide_clamp,
+        lambda: __import__("dpharness.auditors.pairsearch", fromlist=["Datasets"]).Datasets(
+            RealBox(0, 100, 2), AddRemove(), size=(0, 200)
+        ),
+        dict(epsilon=2.0, delta=1e-6),
+        100.0,
     ),
     "keys_present_only": (
         keys_present_only,
@@ -337,7 +363,8 @@ def run_callable(name: str) -> str:
     return (
         f"| {name} (callable) | ε={kw} | {true_eps} | — | {r.epsilon_lower_bound:.4f} "
         f"(δ_lb {getattr(r, 'delta_lower_bound', None)}) | {caught} | {r.samples:,} | {secs:.0f} | {fam} | "
-        f"{str(r.witness.data)[:80]} vs {str(r.witness.neighbor)[:80]}"
+        + (f"{str(r.witness.data)[:80]} vs {str(r.witness.neighbor)[:80]}" if r.witness is not None else "no witness")
+        + f" | {r.method[:400]}"
     )
 
 
