@@ -738,6 +738,37 @@ def samples_to_reach(
     return n
 
 
+_DELTA_FACTOR = 10  # a δ this many times the claim's: what the gate's samples should be able to certify
+_DELTA_SAMPLES_MAX = 1 << 22  # the gate's cap is raised for the claimed δ up to this many samples a side
+
+
+def samples_to_resolve_delta(
+    epsilon: float,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    train_fraction: float = 0.1,
+    sequential: bool = False,
+) -> int:
+    """The fewest samples a side (doubling from ``_MIN_BUDGET_SAMPLES``, at most ``_DELTA_SAMPLES_MAX``) at
+    which an event of probability ``_DELTA_FACTOR``·δ on one side and never seen on the other would be
+    expected to certify ε > ``epsilon`` at δ = ``delta`` (:func:`~dpharness.auditors.stats.
+    projected_epsilon_expected`): a δ failure, such as a key released at a partition threshold set a few
+    units too low, shows only on about 1/δ samples. 0 for a pure claim. The gate raises its default cap to
+    this (its time budget still sizes the samples)."""
+    if not delta > 0 or not math.isfinite(epsilon):
+        return 0
+    level = _level(confidence, max_events, sequential)
+    n = _MIN_BUDGET_SAMPLES
+    while n < _DELTA_SAMPLES_MAX:
+        _train_n, cert_n = _split(n, train_fraction, delta)
+        if _stats.projected_epsilon_expected(min(_DELTA_FACTOR * delta, 1.0), 0.0, cert_n, level, delta) > epsilon:
+            break
+        n *= 2
+    return min(n, _DELTA_SAMPLES_MAX)
+
+
 def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: float) -> tuple[_Settings, str]:
     """The settings of an audit with a ``time_budget``: the most samples a side, up to ``samples`` (a
     cap), whose draws are expected to take at most ``_BUDGET_DRAW_SHARE`` of the time left, from the

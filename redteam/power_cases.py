@@ -219,6 +219,133 @@ def sparse_vector_c8():
     ), 2.5
 
 
+def svt_wrong_sensitivity():
+    """Above threshold over sums of values clamped to [0, 10], each declared with sensitivity 1 (the
+    team forgot the clamp's width): the stated Δ is a precondition the proof takes as given, so the proof
+    passes at ε = 1/2 + 2/4 = 1; the true Δ is 10, ε up to 10 (monotone: 10/2 + 10/4 = 7.5)."""
+    queries = [
+        dp.query(lambda d, t=t: float(np.clip(np.asarray(d).reshape(-1), 0, 10).sum() - t), sensitivity=1)
+        for t in (0, 20, 40)
+    ]
+    return dp.mechanism(
+        name="svt_wrong_sensitivity",
+        records=RealInterval(0, 100),
+        relation=AddRemove(),
+        steps=dp.above_threshold(50, queries=queries, scale=2, query_scale=4, c=1),
+        claim=PureDP(1),
+    ), 7.5
+
+
+def gaussian_sigma_small():
+    """A count with Gaussian noise σ = 0.5 claimed at (1, 1e-6): the analytic Gaussian needs σ ≈ 4.4 there;
+    true ε(δ = 1e-6) ≈ 9.9 at σ = 0.5."""
+    return dp.mechanism(
+        name="gaussian_sigma_small",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.count() >> dp.gaussian(sigma=0.5),
+        claim=ApproxDP(1, 1e-6),
+    ), 9.9
+
+
+def noisy_mean_wide_clamp():
+    """A noisy mean (sum / count, post-processed) whose sum noise (scale 20) assumes values clamped to
+    [0, 10] where the clamp is [0, 100]: ε of the pair of releases 100/20 + 1/2 = 5.5, claimed 1 (only the
+    mean is released)."""
+    return dp.mechanism(
+        name="noisy_mean_wide_clamp",
+        records=RealInterval(0, 100),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 100)
+        >> dp.compose(dp.sum() >> dp.laplace(scale=20), dp.count() >> dp.laplace(scale=2))
+        >> dp.post(lambda s, c: s / max(c, 1)),
+        claim=PureDP(1),
+    ), None
+
+
+def group_by_substitute():
+    """A group-by over 5 declared keys under substitution (data sets of 100 records) with noise calibrated
+    for add/remove (selection scale 2, count scale 1: 1/2 + 1 = 1.5): substitution moves a record between
+    two keys, ε = 2/2 + 2/1 = 3 against the claim 1.5."""
+    return dp.mechanism(
+        name="group_by_substitute",
+        records=RealBox(0, 4, 1),
+        relation=Substitute(),
+        size=100,
+        steps=dp.group_by(
+            by=0,
+            keys=list(range(5)),
+            select=dp.partition_select(threshold=20, scale=2),
+            part=dp.count() >> dp.laplace(scale=1),
+        ),
+        claim=ApproxDP(1.5, 1e-3),
+    ), 3.0
+
+
+def top3_claimed_as_top1():
+    """The noisy top 3 of 5 category counts (Gumbel, scale 2) claimed at the top-1's ε = 1/2 (monotone
+    counts: kΔ/scale = 3/2 for k = 3)."""
+    return dp.mechanism(
+        name="top3_claimed_as_top1",
+        records=IntegerRange(1, 5),
+        relation=AddRemove(),
+        steps=dp.histogram(categories=[1, 2, 3, 4, 5]) >> dp.report_noisy_max(2, noise="gumbel", k=3),
+        claim=PureDP(0.5),
+    ), 1.5
+
+
+def p90_low_noise():
+    """The 90th percentile of values clamped to [0, 1000] over 101 candidates at scale 0.45 (ε = 2·0.9/0.45
+    = 4) claiming 1."""
+    return dp.mechanism(
+        name="p90_low_noise",
+        records=RealInterval(-1e6, 1e6),
+        relation=AddRemove(),
+        steps=dp.clamp(0, 1000) >> dp.quantile(0.9, candidates=range(0, 1001, 10), scale=0.45),
+        claim=PureDP(1),
+    ), 4.0
+
+
+def vector_l2_with_laplace():
+    """A vector of 16 query answers whose neighbours move it by at most 1 in L2 norm, with Laplace noise of
+    scale 1 on each coordinate (calibrated for L1 sensitivity 1): the L2 ball holds L1 distance √16 = 4,
+    so ε = 4 against the claim 1."""
+    from dpharness import BoundedChange
+
+    return dp.mechanism(
+        name="vector_l2_with_laplace",
+        records=RealInterval(-10, 10),
+        relation=BoundedChange(1, "l2"),
+        input="vector",
+        dim=16,
+        steps=dp.laplace(scale=1),
+        claim=PureDP(1),
+    ), 4.0
+
+
+def repeat_counts():
+    """Ten noisy counts (scale 1 each) released together, claimed at the ε = 1 of one."""
+    return dp.mechanism(
+        name="repeat_counts",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.repeat(10, dp.count() >> dp.laplace(scale=1)),
+        claim=PureDP(1),
+    ), 10.0
+
+
+def selection_delta_33x():
+    """Partition selection (keys from the data) at threshold 11, scale 1: δ = e^-10/(1 + e^-1) ≈ 3.3e-5, 33
+    times the claimed 1e-6 (ε = 1 as claimed). A key held by one record is released with probability δ."""
+    return dp.mechanism(
+        name="selection_delta_33x",
+        records=RealBox(0, 100, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(by=1, keys=None, select=dp.partition_select(threshold=11, scale=1)),
+        claim=ApproxDP(1, 1e-6),
+    ), None
+
+
 PARTS = {
     f.__name__: f
     for f in (
@@ -236,6 +363,15 @@ PARTS = {
         user_group_by_no_max_partitions,
         user_group_by_sum_low_noise,
         sparse_vector_c8,
+        svt_wrong_sensitivity,
+        gaussian_sigma_small,
+        noisy_mean_wide_clamp,
+        group_by_substitute,
+        top3_claimed_as_top1,
+        p90_low_noise,
+        vector_l2_with_laplace,
+        repeat_counts,
+        selection_delta_33x,
     )
 }
 
@@ -298,6 +434,16 @@ def group_sum_wide_clamp(data, size, rng):
     return out
 
 
+def thresholded_sum(data, size, rng):
+    """Released only when the record count plus Lap(1) reaches 30 (a small-cohort rule), the sum of values
+    clamped to [0, 100] plus Lap(1), its noise for values in [0, 1]. Claimed (2, 1e-6); true ε about 100
+    on 29 against 30 records at 100."""
+    arr = np.clip(np.asarray(data, dtype=float).reshape(-1), 0, 100)
+    count = len(arr) + rng.laplace(0.0, 1.0, size)
+    total = arr.sum() + rng.laplace(0.0, 1.0, size)
+    return np.where(count >= 30, np.floor(total), -1.0)
+
+
 CALLABLES = {
     "user_count_unbounded": (
         user_count_unbounded,
@@ -319,6 +465,14 @@ CALLABLES = {
         group_sum_wide_clamp,
         lambda: __import__("dpharness.auditors.pairsearch", fromlist=["Datasets"]).Datasets(
             RealBox(0, 100, 2), AddRemove(), size=(0, 200)
+        ),
+        dict(epsilon=2.0, delta=1e-6),
+        100.0,
+    ),
+    "thresholded_sum": (
+        thresholded_sum,
+        lambda: __import__("dpharness.auditors.pairsearch", fromlist=["Datasets"]).Datasets(
+            RealInterval(0, 100), AddRemove(), size=(0, 200)
         ),
         dict(epsilon=2.0, delta=1e-6),
         100.0,
