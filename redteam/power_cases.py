@@ -346,6 +346,24 @@ def selection_delta_33x():
     ), None
 
 
+def found_keys_sum_low_noise():
+    """Record level, keys from the data: each key released by a sound partition selection (threshold 20,
+    scale 1) with its income sum clamped to [0, 200] plus Laplace noise of scale 20 (for a clamp of 20):
+    ε = 1 + 200/20 = 11 against the claim 2."""
+    return dp.mechanism(
+        name="found_keys_sum_low_noise",
+        records=RealBox(0, 1000, 2),
+        relation=AddRemove(),
+        steps=dp.group_by(
+            by=1,
+            keys=None,
+            select=dp.partition_select(threshold=20, scale=1),
+            part=dp.column(0) >> dp.clamp(0, 200) >> dp.sum() >> dp.laplace(20),
+        ),
+        claim=ApproxDP(2, 1e-6),
+    ), 11.0
+
+
 PARTS = {
     f.__name__: f
     for f in (
@@ -372,6 +390,7 @@ PARTS = {
         vector_l2_with_laplace,
         repeat_counts,
         selection_delta_33x,
+        found_keys_sum_low_noise,
     )
 }
 
