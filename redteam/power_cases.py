@@ -205,7 +205,10 @@ def user_group_by_sum_low_noise():
 
 def sparse_vector_c8():
     """Above threshold with c = 8 answers over 10 nested counts, with the query noise of c = 1 (query_scale
-    2·scale = 4): ε = 1/2 + 8/4 = 2.5 (monotone queries) against the claim 1 made for one answer."""
+    2·scale = 4): proven ε = 1/2 + 8/4 = 2.5 (monotone queries) against the claim 1 made for one answer. The
+    c-term needs ⊤ answers on queries the added record does not move after ⊥ on many it moves; on n copies
+    of a record with one record added (the family the aimed pairs rank by the exact law) no answer pattern
+    would certify more than 0.74 on 10^5 samples a side."""
     queries = [
         dp.query(lambda d, t=t: float(np.sum(np.asarray(d).reshape(-1) >= t)), sensitivity=1, increasing=True)
         for t in range(0, 100, 10)
@@ -414,8 +417,9 @@ def user_count_unbounded(data, size, rng):
 def svt_no_cutoff(data, size, rng):
     """Sparse vector that never stops: 10 nested counts (records >= 0, 10, ..., 90) against one noisy
     threshold (5 + Lap(2)), each with fresh Lap(4) noise, and every answer released (no cutoff after the
-    first ⊤). Claimed ε = 1 (the cutoff-1 analysis: 1/2 + 2/4); with all ten ⊤ the loss reaches
-    1/2 + 10/4 = 3 (monotone counts)."""
+    first ⊤). Claimed ε = 1 (the cutoff-1 analysis: 1/2 + 2/4). Nested counts move together under the added
+    record, so the threshold's shift absorbs most of the loss: the sup is about min(k/4, 1/2 + (10 − k)/4)
+    over the k queries a record moves, about 1.5, reached only in the noise's far tails (a weak case)."""
     arr = np.asarray(data, dtype=float).reshape(-1)
     answers = np.array([np.sum(arr >= t) for t in range(0, 100, 10)], dtype=float)
     rho = 5 + rng.laplace(0.0, 2.0, (size, 1))
@@ -478,7 +482,7 @@ CALLABLES = {
             RealInterval(0, 100), AddRemove(), size=(0, 8)
         ),
         dict(epsilon=1.0),
-        3.0,
+        1.5,
     ),
     "group_sum_wide_clamp": (
         group_sum_wide_clamp,
