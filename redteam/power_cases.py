@@ -367,6 +367,17 @@ def found_keys_sum_low_noise():
     ), 11.0
 
 
+def dpsgd_rounds_miscounted():
+    """The team's 1 000-round DP-SGD (q = 0.01, clip 1, σ = 1; PROVED at (1.85, 1e-5)) claiming the
+    (0.6, 1e-5) its accountant gave for 100 rounds: true ε(1e-5) ≈ 1.85, about 3 times the claim."""
+    import os
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks", "team_pipeline"))
+    import teamdp  # noqa: PLC0415 - the team's package, beside the benchmarks
+
+    return teamdp.dpsgd_of(1.0, ApproxDP(0.6, 1e-5), name="dpsgd_rounds_miscounted"), 1.85
+
+
 PARTS = {
     f.__name__: f
     for f in (
@@ -394,6 +405,7 @@ PARTS = {
         repeat_counts,
         selection_delta_33x,
         found_keys_sum_low_noise,
+        dpsgd_rounds_miscounted,
     )
 }
 
