@@ -525,6 +525,27 @@ def _choose_pairs(
     return pairs, how + "".join(f"; {n}" for n in cut), sampler, budget if searched else None
 
 
+def _encoded(mechanism: Mechanism, sampler: _runner.Sampler, pairs: list[tuple]) -> tuple[_runner.Sampler, str]:
+    """The sampler whose outputs the audit counts: the mechanism's own, or, where the mechanism lays its
+    structured outputs out as numbers for the inputs audited (:meth:`~dpharness.core.Mechanism.audit_encoding`:
+    one fixed post-processing for every pair, chosen from the inputs alone, before any draw, so every bound
+    stays a bound on the mechanism), the same outputs encoded; and a note saying so ('' when unchanged)."""
+    try:
+        encode = mechanism.audit_encoding([x for pair in pairs for x in pair])
+    except Exception:  # noqa: BLE001 - a subclass may redefine it: the outputs are then audited as they are
+        encode = None
+    if encode is None or not sampler.vectorized:
+        return sampler, ""
+    inner = sampler.fn
+    fn = lambda d, n, rng, _f=inner, _e=encode: _e(_f(d, n, rng))  # noqa: E731 - picklable by cloudpickle
+    keys = getattr(encode, "keys", None)
+    what = f"the {len(keys)} keys the audited inputs hold" if keys is not None else "a fixed layout"
+    return (
+        _runner.Sampler(fn, sampler.name, sampler.vectorized),
+        f"outputs laid out as numbers over {what} (post-processing, the same for every pair)",
+    )
+
+
 _SEARCH_SHARE = 0.25  # of a time budget, the pair search's draws take at most about this (as on an idle machine)
 _SEARCH_PILOT = 256  # samples a side of the first timed call that bounds the search's cost
 
@@ -719,6 +740,37 @@ def samples_to_reach(
             break
         n *= 2
     return n
+
+
+_DELTA_FACTOR = 10  # a δ this many times the claim's: what the gate's samples should be able to certify
+_DELTA_SAMPLES_MAX = 1 << 22  # the gate's cap is raised for the claimed δ up to this many samples a side
+
+
+def samples_to_resolve_delta(
+    epsilon: float,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    train_fraction: float = 0.1,
+    sequential: bool = False,
+) -> int:
+    """The fewest samples a side (doubling from ``_MIN_BUDGET_SAMPLES``, at most ``_DELTA_SAMPLES_MAX``) at
+    which an event of probability ``_DELTA_FACTOR``·δ on one side and never seen on the other would be
+    expected to certify ε > ``epsilon`` at δ = ``delta`` (:func:`~dpharness.auditors.stats.
+    projected_epsilon_expected`): a δ failure, such as a key released at a partition threshold set a few
+    units too low, shows only on about 1/δ samples. 0 for a pure claim. The gate raises its default cap to
+    this (its time budget still sizes the samples)."""
+    if not delta > 0 or not math.isfinite(epsilon):
+        return 0
+    level = _level(confidence, max_events, sequential)
+    n = _MIN_BUDGET_SAMPLES
+    while n < _DELTA_SAMPLES_MAX:
+        _train_n, cert_n = _split(n, train_fraction, delta)
+        if _stats.projected_epsilon_expected(min(_DELTA_FACTOR * delta, 1.0), 0.0, cert_n, level, delta) > epsilon:
+            break
+        n *= 2
+    return min(n, _DELTA_SAMPLES_MAX)
 
 
 def _sized(sampler: _runner.Sampler, pairs: list[tuple], s: _Settings, started: float) -> tuple[_Settings, str]:
@@ -2054,6 +2106,11 @@ def audit(
     )
     notes: list[str] = []
     pairs, pair_how, sampler, searched = _choose_pairs(mechanism, data, neighbor, inputs, candidate_witnesses, s, notes)
+    if s.catalog:
+        sampler, encoded = _encoded(mechanism, sampler, pairs)
+        if encoded:
+            notes.append(encoded)
+            pair_how += f"; {encoded}"
     sized = ""
     if s.time_budget is not None:
         s, sized = _sized(sampler, pairs, s, t0)

@@ -809,10 +809,17 @@ def _candidates(space, rng: np.random.Generator, scanned: list | None = None) ->
 
 def _scan_records(space: Datasets) -> tuple[Any, Any] | None:
     """The record whose multiplicity the scan varies and a filler record (another value of the domain,
-    None when the domain has one value), or None when the scan does not apply (multi-column records)."""
+    None when the domain has one value), or None when the scan does not apply. Multi-column records: the
+    corner of the box with every column at the end of larger magnitude (whichever column a release is keyed
+    on, its copies share the key, and every value column is at its extreme, where a clamped aggregate
+    released with the key moves most), the opposite corner the filler."""
     dom = space.records
     if isinstance(dom, RealBox):
-        return None
+        corners = _box_corners(dom)
+        if len(corners) < 2:
+            return None
+        c_lo, c_hi = corners[0], corners[1]
+        return (c_hi, c_lo) if abs(float(c_hi[0])) >= abs(float(c_lo[0])) else (c_lo, c_hi)
     vals = list(dom.values) if isinstance(dom, Finite) else _record_values(dom)
     if not vals:
         return None
@@ -839,10 +846,11 @@ def _scan_layout(space: Datasets, filler: Any) -> tuple[int, int] | None:
     return (m, m - 1) if m >= 2 else None
 
 
-def _scan_data(space: Datasets, record: Any, filler: Any, length: int, n: int) -> list:
-    if length < 0:
-        return [filler] * space.size[0] + [record] * n
-    return [filler] * (length - n) + [record] * n
+def _scan_data(space: Datasets, record: Any, filler: Any, length: int, n: int) -> Any:
+    rows = [filler] * space.size[0] + [record] * n if length < 0 else [filler] * (length - n) + [record] * n
+    if isinstance(space.records, RealBox):  # multi-column records: a float64 array of shape (len, dim)
+        return np.array(rows, dtype=np.float64).reshape(len(rows), space.records.dim)
+    return rows
 
 
 def _row_keys(x: np.ndarray) -> list:
@@ -936,7 +944,7 @@ def _threshold_scan(sampler: Sampler, space: Datasets, seed: int, per_side: int)
                 lo = mid
         a = _scan_data(space, record, filler, length, hi - 1)
         b = _scan_data(space, record, filler, length, hi)
-        if not any(x == a for x, _b, _g in out):
+        if not any(len(x) == len(a) and bool(np.all(np.asarray(x) == np.asarray(a))) for x, _b, _g in out):
             out.append((a, b, "threshold scan"))
             found.append(f"{hi - 1} vs {hi} (release probability ~{measured.get(hi, 0.0):.2f})")
     how = (

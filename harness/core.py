@@ -33,7 +33,7 @@ import math
 import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -814,6 +814,15 @@ class Mechanism(abc.ABC):
     @abc.abstractmethod
     def example_pair(self) -> tuple[Any, Any]:
         """A default neighbouring pair (data, neighbor) for audits and reports."""
+
+    def audit_encoding(self, inputs: Sequence[Any]) -> Callable[[np.ndarray], np.ndarray] | None:
+        """A fixed post-processing of this mechanism's outputs into numbers, for an audit that will run it on
+        ``inputs`` only (every input of every pair, validated), or None (the default: audit the outputs as
+        they are). It must be a deterministic function of one output alone, the same whatever the input it
+        is applied to (so the audit certifies the ε of the encoded outputs, at most the mechanism's). A
+        mechanism whose outputs are structured values (a mapping of the keys it found) returns the numbers
+        in them laid out over what the inputs can release, so every event family sees them."""
+        return None
 
     def aimed_pairs(self) -> tuple[Witness, ...]:
         """Neighbouring pairs where a term of the privacy bound is attained, or nearly (one or two per

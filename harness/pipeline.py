@@ -1127,7 +1127,9 @@ def check(
     certification fits (:func:`run_audit`); when it does not, the check is PARTIAL and says which budget
     would. At the default ``samples`` with a budget, the cap is raised to the samples the claim needs
     before any violation of it could be certified (:func:`dpharness.auditors._audit.samples_to_reach`: a
-    Rényi claim's ε of 14.8 needs about 3·10^7 a side), which the budget then sizes as any other. A library
+    Rényi claim's ε of 14.8 needs about 3·10^7 a side), and for an (ε, δ) claim to the samples on which a
+    δ ten times the claim's could be certified (:func:`dpharness.auditors._audit.samples_to_resolve_delta`:
+    2^22 a side at δ = 1e-6, at most), which the budget then sizes as any other. A library
     target keeps its samples as the cap (not raised), sized by the budget as any other."""
     from . import _validate as v
     from . import registry
@@ -1176,10 +1178,15 @@ def check(
 
     if raise_cap and not isinstance(mechanism, TargetMechanism):  # a library target's samples stay its cap
         # the default cap, raised to what the claim needs: a claim above what 10^6 samples a side can refute
-        # (a Rényi claim's ε of 14.8) is audited with more, sized by the time budget as any other
-        from .auditors._audit import samples_to_reach
+        # (a Rényi claim's ε of 14.8) is audited with more, sized by the time budget as any other; and for an
+        # (ε, δ) claim, the samples on which a δ ten times the claim's could show (up to 2^22 a side)
+        from .auditors._audit import samples_to_reach, samples_to_resolve_delta
 
-        samples = max(samples, samples_to_reach(float(claimed), float(claimed_delta), sequential=sequential))
+        samples = max(
+            samples,
+            samples_to_reach(float(claimed), float(claimed_delta), sequential=sequential),
+            samples_to_resolve_delta(float(claimed), float(claimed_delta), sequential=sequential),
+        )
 
     proof = policy = error = proof_error = audit_error = audit_note = audit_partial = result = time_limit = None
     t0 = time.perf_counter()

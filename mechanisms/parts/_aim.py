@@ -3,7 +3,9 @@ where each term of its privacy account is attained or nearly so, read off the sa
 sampler executes and the prover walks (STYLE 21: an audit is aimed by the structure).
 
 * a group-by's partition selection: a key held by T − 1 records against T, and T against T + 1
-  (:func:`.grouping.selection_pairs`; user-level: :func:`.grouping.user_level_pairs`);
+  (:func:`.grouping.selection_pairs`; user-level: :func:`.grouping.user_level_pairs`), and one user at the
+  full contribution bounding keeps, its values at the domain's end, against none and against T − 1 other
+  users per key (:func:`.grouping.user_level_full_pairs`: the selection's and the parts' terms together);
 * a record-wise map followed by clipping (DP-SGD): the *canary*, the record of the declared domain whose
   mapped value (at the iteration's first state) is longest, so that it sits at the clipping norm, added
   to the empty data set (add/remove) or substituted for the record whose mapped value points most the
@@ -34,7 +36,7 @@ from dpharness.errors import DPHarnessError
 from ._base import walk_nodes
 from ._law import _record_extremes, extreme_pairs, leaves
 from .combinators import Iterate
-from .grouping import AddRemoveUser, GroupBy, selection_pairs, user_level_pairs
+from .grouping import AddRemoveUser, GroupBy, selection_pairs, user_level_full_pairs, user_level_pairs
 from .selection import QuantileScore
 from .threshold import AboveThreshold, ThresholdLeaf, answer_patterns
 from .transformations import ClipNorm, MapRecords
@@ -62,6 +64,10 @@ def aimed_pairs(m: Any) -> tuple[Witness, ...]:
     if any(type(n) is GroupBy for n in walk_nodes(m.steps)):
         found += _safe(lambda: selection_pairs(m, extremes), [])
         if isinstance(m.relation, AddRemoveUser):
+            found += [
+                (a, b, f"every term of the user-level bound: {text}")
+                for a, b, text in _safe(lambda: user_level_full_pairs(m), [])
+            ]
             found += [
                 (a, b, "partition selection under add/remove of one user: the keys of one user")
                 for a, b in _safe(lambda: user_level_pairs(m), [])

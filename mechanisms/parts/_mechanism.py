@@ -40,6 +40,7 @@ from .grouping import (
     discovered_head,
     discovered_release,
     present_keys,
+    release_encoding,
     with_found_keys,
 )
 
@@ -169,6 +170,18 @@ class PartsMechanism(Mechanism):
 
     def example_pair(self) -> tuple[Any, Any]:
         return _law.extreme_pairs(self)[0]
+
+    def audit_encoding(self, inputs: Any) -> Any:
+        """A group-by with keys from the data and a per-key part: its mapping releases laid out over the keys
+        the audited ``inputs`` hold (:func:`.grouping.release_encoding`), so an audit's event families see
+        the parts' values; None for any other structure."""
+        if self.shape != "dataset":
+            return None
+        rows = []
+        for x in inputs:
+            value = np.asarray(x, dtype=float)
+            rows.append(value.reshape(-1, self.space.dim) if value.ndim == 1 and self.space.dim > 1 else value)
+        return release_encoding(self.steps, rows)
 
     def aimed_pairs(self) -> tuple[Witness, ...]:
         """Pairs where each term of the bound is attained or nearly (:mod:`._aim`)."""

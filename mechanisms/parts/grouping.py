@@ -97,6 +97,8 @@ __all__ = [
     "partition_select",
     "GroupLeaf",
     "user_level_pairs",
+    "user_level_full_pairs",
+    "release_encoding",
 ]
 
 _MAX_KEYS = 2**12  # encoded output coordinates
@@ -723,6 +725,43 @@ def discovered_release(encoded: np.ndarray, g: GroupBy) -> np.ndarray:
     return out
 
 
+class ReleaseEncoding:
+    """The mapping releases of a group-by whose keys come from the data (:func:`discovered_release`) laid out
+    over a fixed list of ``keys``: per key, its noisy selection count and part values, or zeros when it is
+    not released (the layout of a group-by over declared keys). A deterministic function of one release,
+    so applying it is post-processing; a release naming a key outside ``keys`` is an error (the caller lists
+    every key its inputs hold, and a key is released only when present)."""
+
+    def __init__(self, keys: Sequence[float], width: int) -> None:
+        self.keys = tuple(keys)
+        self.width = width
+        self._slot = {k: i for i, k in enumerate(self.keys)}
+
+    def __call__(self, releases: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(releases), len(self.keys) * self.width))
+        for i, release in enumerate(releases):
+            for item in release:
+                j = self._slot.get(item[0])
+                if j is None:
+                    raise ValueError(f"a release names key {item[0]!r}, which no audited input holds")
+                out[i, j * self.width : (j + 1) * self.width] = item[1:]
+        return out
+
+
+def release_encoding(steps: Any, inputs: Sequence[np.ndarray]) -> ReleaseEncoding | None:
+    """For a structure that is one group-by with keys from the data and a per-key part: its releases on any
+    of ``inputs`` (records arrays) as fixed-width vectors over the keys those inputs hold
+    (:class:`ReleaseEncoding`), so an audit sees the parts' values; None otherwise (without a part, a
+    release is a set of keys with integer counts, whose exact outcomes the audit's histograms count)."""
+    g = discovered_head(steps)
+    if g is None or g.part is None:
+        return None
+    found: set[float] = set()
+    for x in inputs:
+        found.update(present_keys(np.asarray(x, dtype=float), g.by).tolist())
+    return ReleaseEncoding(sorted(found), 1 + g.part_width)
+
+
 STEP_TYPES = frozenset({GroupBy, BoundContributions})
 
 
@@ -1223,6 +1262,62 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         base = np.array([row(u, k) for u in others for k in keys])
         pairs.append((base, np.concatenate([base, new_user])))
     return pairs
+
+
+def user_level_full_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """Pairs where every term of a user-level bound is attained at once, for the audit: one user at the
+    full contribution that bounding keeps, ``max_records`` records over L = ``partitions`` keys (at least one
+    on each, then up to ``max_per_partition`` on each), every value column at the domain's end of larger
+    magnitude (the per-key parts' clamped values at their bound), against the data without that user: the
+    empty data set, and T − 1 other users (one record on each of the L keys) holding each key. The selection
+    moves by L users and each key's part by all the user's records on it, the bound's L/t + Σ of the parts'
+    terms; :func:`user_level_pairs` places one record at the domain's low end on each key, which attains the
+    selection's terms only (a count part moves by 1 a key, a sum part by nothing). Each entry: (data,
+    neighbor, the term in words); the caller validates them."""
+    nodes = walk_nodes(m.steps)
+    g = next(n for n in nodes if type(n) is GroupBy)
+    b = next((n for n in nodes if type(n) is BoundContributions), None)
+    if b is None or not isinstance(m.records, RealBox):
+        return []
+    dim = m.space.dim
+    lo, hi = float(m.space.lo[0]), float(m.space.hi[0])
+    width = b.partitions
+    if g.from_data:
+        step = 1.0 if lo + width - 1 <= hi else (hi - lo) / width
+        keys = sorted({float(lo + step * i) for i in range(width)})
+    else:
+        keys = [float(k) for k in g.key_values if Fraction(lo) <= Fraction(k) <= Fraction(hi)][:width]
+    if not keys:
+        return []
+    per_key = [1] * len(keys)
+    left = b.max_records - len(keys)
+    for i in range(len(keys)):  # fill each key up to max_per_partition while records are left
+        more = max(0, min(b.max_per_partition - 1, left))
+        per_key[i] += more
+        left -= more
+    value = hi if abs(hi) >= abs(lo) else lo
+    T = g.select.T
+    others = [lo + (hi - lo) * (i + 1) / (T + 1) for i in range(max(T - 1, 0))]
+
+    def row(uid: float, key: float) -> np.ndarray:
+        r = np.full(dim, value)
+        r[b.user] = uid
+        r[g.by] = key
+        return r
+
+    uid = next((v for v in (lo, hi, (lo + hi) / 2) if v not in others), None)
+    if uid is None or len(set(others)) != len(others):
+        return []
+    user = np.array([row(uid, k) for k, n in zip(keys, per_key) for _ in range(n)])
+    what = (
+        f"one user at the full contribution bounding keeps ({len(user)} records over {len(keys)} keys, up to "
+        f"{b.max_per_partition} a key, values at {value:g})"
+    )
+    out = [(np.zeros((0, dim)), user, f"{what} against none")]
+    if others:
+        base = np.array([row(u, k) for u in others for k in keys])
+        out.append((base, np.concatenate([base, user]), f"{what}, each key held by {T - 1} other users"))
+    return out
 
 
 from dpharness.core import record_module as _record_module  # noqa: E402
