@@ -231,10 +231,11 @@ class _ObjectKeys:
 
 
 def _hashable(o):
+    """``o`` as a hashable key: an array or a list (nested ones too) as a tuple of its elements' keys."""
     if isinstance(o, np.ndarray):
-        return tuple(o.ravel().tolist())
+        return tuple(_hashable(x) for x in o.ravel().tolist()) if o.dtype == object else tuple(o.ravel().tolist())
     if isinstance(o, list):
-        return tuple(o)
+        return tuple(_hashable(x) for x in o)
     try:
         hash(o)
     except TypeError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -177,3 +178,28 @@ def test_distinct_sorted_is_np_unique():
     for x in cases:
         got, want = distinct_sorted(x), np.unique(x)
         assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), x
+
+
+def test_nested_list_outputs_are_keys_and_a_dict_is_refused():
+    """A callable returning nested (even ragged) lists is audited on them as keys (a raw TypeError,
+    unhashable list, before); an output that is no key at all is a MechanismError naming it."""
+    import dpharness
+    from dpharness.errors import MechanismError
+
+    def nested(d):
+        return [[1, 2], [3 + int(d[0])]]
+
+    r = dpharness.audit(
+        nested, data=np.array([0.0]), neighbor=np.array([1.0]), epsilon=1.0, samples=2000, seed=0, vectorized=False
+    )
+    assert not r.passed and r.epsilon_lower_bound > 1  # deterministic and different: no ε holds
+    with pytest.raises(MechanismError, match="not hashable"):
+        dpharness.audit(
+            lambda d: {"a": 1},
+            data=np.array([0.0]),
+            neighbor=np.array([1.0]),
+            epsilon=1.0,
+            samples=2000,
+            seed=0,
+            vectorized=False,
+        )
