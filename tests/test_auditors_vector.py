@@ -175,3 +175,20 @@ def test_bad_training_data(kwargs, match):
 def test_bad_max_events():
     with pytest.raises(ParameterError, match="max_events="):
         propose_vector_events(np.zeros((50, 2)), np.zeros((50, 2)), max_events=0)
+
+
+def test_a_wide_output_fits_its_score_on_the_coordinates_that_differ_most():
+    """A 3 000-coordinate output (a model's weights, say) whose coordinate 2 222 carries the input with
+    Laplace noise of scale 0.2 (ε = 5): the learned score is fitted on the 256 coordinates whose means
+    differ most on the fitting rows (before, on all 6 000 features: a 6 000² Hessian, minutes), and the
+    audit certifies the violation of ε = 1 (fixed seed; a miss would need the screening to drop the one
+    coordinate whose means differ by 5 standard deviations)."""
+    import dpharness
+
+    def wide(d, size, rng):
+        out = rng.normal(size=(size, 3000))
+        out[:, 2222] = d[0] + rng.laplace(0, 0.2, size)
+        return out
+
+    r = dpharness.audit(wide, data=np.array([0.0]), neighbor=np.array([1.0]), epsilon=1.0, samples=6000, seed=0)
+    assert not r.passed and r.epsilon_lower_bound > 2, r.method
