@@ -42,22 +42,31 @@ def exact_delta(T, at, eps):
     return s
 
 
-for t, q, T in [(Fraction(1), Fraction(1, 100), 10000), (Fraction(1, 2), Fraction(1, 2), 3000), (Fraction(3), Fraction(9, 10), 20000)]:
-    t0 = time.time()
-    pair = _pld_shift.shift_pair("laplace", t, 1, q)
-    comp = _pld.self_compose(pair, T)
-    for direction, up in (("fw", comp.forward), ("bw", comp.backward)):
-        at = atoms(t, q, direction)
-        (a, pa), (b, pb) = at
-        mean = T * float(a * pa + b * pb)
-        sd = math.sqrt(T) * float(abs(a - b)) * math.sqrt(float(pa * pb))
-        top = T * float(max(a, b))
-        epss = [mean + sd * k for k in range(-3, 13)] + [top - 1e-6, top - float(abs(a - b)) - 1e-6, -0.5, 0.0]
-        bad = 0
-        for e in epss:
-            tr = exact_delta(T, at, mpmath.mpf(e))
-            u = up.delta(e)
-            if tr > u * (1 + 1e-12):
-                bad += 1
-                print(f"VIOLATION t={t} q={q} T={T} {direction} eps={e!r}: exact {mpmath.nstr(tr, 12)} > upper {u!r}")
-        print(f"t={t} q={q} T={T} {direction}: {len(epss)} ε checked, {bad} bad ({time.time() - t0:.0f}s)", flush=True)
+if __name__ == "__main__":
+    for t, q, T in [
+        (Fraction(1), Fraction(1, 100), 10000),
+        (Fraction(1, 2), Fraction(1, 2), 3000),
+        (Fraction(3), Fraction(9, 10), 20000),
+    ]:
+        t0 = time.time()
+        pair = _pld_shift.shift_pair("laplace", t, 1, q)
+        comp = _pld.self_compose(pair, T)
+        for direction, up in (("fw", comp.forward), ("bw", comp.backward)):
+            at = atoms(t, q, direction)
+            (a, pa), (b, pb) = at
+            mean = T * float(a * pa + b * pb)
+            sd = math.sqrt(T) * float(abs(a - b)) * math.sqrt(float(pa * pb))
+            top = T * float(max(a, b))
+            epss = [mean + sd * k for k in range(-3, 13)] + [top - 1e-6, top - float(abs(a - b)) - 1e-6, -0.5, 0.0]
+            bad = 0
+            for e in epss:
+                tr = exact_delta(T, at, mpmath.mpf(e))
+                u = up.delta(e)
+                if tr > u * (1 + 1e-12):
+                    bad += 1
+                    print(
+                        f"VIOLATION t={t} q={q} T={T} {direction} eps={e!r}: exact {mpmath.nstr(tr, 12)} > upper {u!r}"
+                    )
+            print(
+                f"t={t} q={q} T={T} {direction}: {len(epss)} ε checked, {bad} bad ({time.time() - t0:.0f}s)", flush=True
+            )
