@@ -434,6 +434,10 @@ class _Thresholds:
         self.bm = _mpf(beta)
         self.qm = _mpf(q)
         self.cf = float(self.centre)
+        # ln(1 − q) of the exact rate, to within a few units of 2^-52 (float(1 − q) is within 2^-53 relative,
+        # math.log within an ulp); −inf where 1 − q is below the doubles (then "below" is never trusted)
+        rest = float(1 - q)
+        self.floor = math.log(rest) if rest > 0 else -math.inf
 
     def _loss_f(self, y: np.ndarray) -> np.ndarray:
         """l(y) in float64 (error <= 2^-50·(4|L| + 8) + :meth:`_cancel_err`, the float path's assumption)."""
@@ -489,9 +493,10 @@ class _Thresholds:
         # "below" (x <= ln(1 − q): every loss is above x, the first y is ya) is read off the float
         # e^x − 1 + q <= 0, which cancels near x = ln(1 − q) (for q within 2^-43 of 1 a grid point or more
         # above ln(1 − q) read as below, and its bucket's atoms went to a lower loss): trusted only a margin
-        # below ln(1 − q) (log1p(−q) is accurate: 1 − q is exact for q >= 1/2), else checked in mpmath
-        floor = math.log1p(-self.qf) if self.q < 1 else -math.inf
-        below_ok = below & (xs <= floor - margin)
+        # below ln(1 − q), else checked in mpmath. ln(1 − q) of the EXACT rate (:attr:`floor`): the float
+        # rate is off by up to 2^-54, which moves ln(1 − float(q)) by up to 2^-54/(1 − q), above the margin
+        # for 1 − q < 1e-7 (and float(q) is 1.0 within 2^-54 of 1)
+        below_ok = below & (xs <= self.floor - margin)
         l_at = self._loss_f(guess.astype(np.float64))
         l_before = self._loss_f((guess - 1).astype(np.float64))
         m_at = margin + self._cancel_err(guess.astype(np.float64))

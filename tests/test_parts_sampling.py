@@ -293,3 +293,74 @@ def test_loss_thresholds_at_rates_next_to_one_match_the_exact_ones(bits):
             got = thr.first_y(xs)
             exact = [min(max(thr._first_y_exact(float(x)), -200), 200 + D + 1) for x in xs]
         assert got.tolist() == exact
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        Fraction(1, 10**20),  # float(q) == 1.0: log1p(−1.0) raised ValueError
+        Fraction(3, 10**16),  # 1 − float(q) = 3.33e-16: 0.1 nats above ln(1 − q)
+    ],
+)
+def test_loss_thresholds_at_rates_whose_float_is_off_match_the_exact_ones(rest):
+    """A rate near 1 that is not a double: "x below ln(1 − q)" was trusted up to ln(1 − float(q)), off by up to
+    2^-54/(1 − q) (above the check's margin for 1 − q < 1e-7), so grid losses just above ln(1 − q) read as
+    below every loss and the add direction's highest atoms went to a lower grid loss (Laplace t = 1, shift 44,
+    1 − q = 9.85e-10 at w = 2^-9: certified δ_add(20.738) = 2.05e-8 < exact 2.67e-8; and where float(q) is 1.0
+    every proof building the leaf raised ValueError). Every boundary near ln(1 − q) is now the exact one."""
+    import mpmath
+
+    from dpharness.proofs._pld_shift import _Thresholds
+
+    q = 1 - rest
+    tau2, D = Fraction(1, 400), 1
+    with mpmath.workdps(40):  # as shift_pair builds it (its exact rate in mpmath)
+        thr = _Thresholds(-400, 400 + D, -Fraction(D * D) / (2 * tau2), Fraction(D) / tau2, q)
+    w = 2.0**-11
+    floor = math.log(float(rest))
+    i = np.arange(math.floor(floor / w) - 8, math.floor((floor + 0.2) / w))
+    for xs in (i * w, -i[::-1] * w):
+        with mpmath.workdps(40):
+            got = thr.first_y(xs)
+            exact = [min(max(thr._first_y_exact(float(x)), -400), 400 + D + 1) for x in xs]
+        assert got.tolist() == exact
+
+
+def test_a_rate_whose_float_is_one_is_proved_not_raised():
+    """poisson_sample(1 − 10^-20) >> count >> discrete Gaussian: its float rate is 1.0, and building the leaf
+    raised ValueError (the proof UNPROVEN: "does not cover this structure")."""
+    m = dp.mechanism(
+        name="near_one",
+        records=RealInterval(0, 1),
+        relation=AddRemove(),
+        steps=dp.poisson_sample(1 - Fraction(1, 10**20)) >> dp.count() >> dp.gaussian(sigma=2, granularity=1),
+        claim=ApproxDP(2.3, 1e-6),  # zCDP gives 2.75; the PLD 2.276
+    )
+    proof = prove(m)
+    assert proof.verdict is Verdict.PROVED, proof.notes
+
+
+def test_the_add_direction_at_a_rate_whose_float_rounds_down_is_above_the_exact_delta():
+    """The counterexample of the thresholds above on a leaf (w = 2^-9: at the prover's grids this leaf has too
+    many buckets and is not built): discrete Laplace t = 1, shift 44, 1 − q = 9.85e-10 (float(q) rounded down).
+    The exact δ_add(ε) of (Q0, (1 − q)Q0 + q·P44) is summed in mpmath over y in [−80, 124] (the rest below 1e-30)."""
+    import mpmath
+
+    from dpharness.proofs import _pld_shift
+
+    q = 1 - Fraction(98509672838138307) / 10**26
+    w, eps = 2.0**-9, 20.73828125
+    assert math.log1p(-float(q)) > -eps + 1e-8  # the float floor lies above the grid loss −ε
+    pair = _pld_shift.shift_pair("laplace", 1, 44, q, w=w)
+    with mpmath.workdps(50):
+        r = mpmath.exp(-1)
+        qm = mpmath.mpf(q.numerator) / q.denominator
+
+        def pmf(y):
+            return (1 - r) / (1 + r) * mpmath.exp(-abs(y))
+
+        truth = mpmath.mpf(0)
+        for y in range(-80, 125):
+            p, m = pmf(y), (1 - qm) * pmf(y) + qm * pmf(y - 44)
+            truth += max(p - mpmath.exp(eps) * m, 0)
+    assert truth <= pair.backward.delta(eps)
