@@ -42,6 +42,7 @@ from ._run import audit_target, float_hint, fmt, reproduce_flags, tool_versions
 from .pipeline import Check, PhaseTimeout, deadline, run_audit
 from .pipeline import check as run_check
 from .core import Mechanism
+from .errors import DPHarnessError, MechanismError
 from .derivation import TREE_CSS, derivation_tree, render_tree_html, render_tree_markdown
 from .mathml import to_mathml
 from .registry import rerun_flags
@@ -149,8 +150,24 @@ def build(
                 plot_samples=plot_samples,
             )
     except (Exception, PhaseTimeout) as exc:
-        report.plot_note = f"plots unavailable: {type(exc).__name__}: {exc}"
+        report.plot_note = f"plots unavailable: {type(exc).__name__}: {_one_line(str(exc))}"
     return report
+
+
+def _plot_sample(m: Mechanism, side: str, data: Any, n: int, rng: np.random.Generator) -> Any:
+    """``n`` outputs of ``m`` on one side of the plotted pair. The mechanism's own exception is named by
+    its type only, as the auditor names it: its message may contain the data, and a page is committed
+    and published (it also carried newlines and markup into the Markdown page verbatim)."""
+    try:
+        return m.sample(data, n, rng)
+    except DPHarnessError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the mechanism's own code
+        raise MechanismError(
+            f"mechanism {m.name!r} raised {type(exc).__name__} when sampled on the {side} side of the plotted "
+            "pair (the exception's message is not repeated here: it may contain the data; call the mechanism "
+            "on these inputs to see it)"
+        ) from None
 
 
 def _kind(mechanism: Mechanism) -> str:
@@ -273,8 +290,9 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     data, neighbor = _pair(report)
     report.pair = (data, neighbor)
     rng = np.random.default_rng(seed)
-    x = np.asarray(m.sample(data, plot_samples, rng))
-    y = np.asarray(m.sample(neighbor, plot_samples, rng))
+    x, y = (
+        np.asarray(_plot_sample(m, side, d, plot_samples, rng)) for side, d in (("data", data), ("neighbor", neighbor))
+    )
     loss_x, loss_y, report.loss_source = _loss(report, data, neighbor, x, y)
     if x.dtype == object:  # outputs that are values (e.g. a group-by's mapping of keys): plotted as labels
         x, y = np.array([str(o) for o in x], dtype=object), np.array([str(o) for o in y], dtype=object)
@@ -690,6 +708,12 @@ class _Page:
         from markupsafe import Markup
 
         return Markup(self.meta_json.replace("--", "- -"))  # inside an HTML comment
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, whole: line breaks and other control characters become spaces (a note is one
+    paragraph of a page; a break could start a forged heading or verdict line in the Markdown)."""
+    return "".join(" " if (c < " " or c == "\x7f") else c for c in text)
 
 
 def _first_line(text: str | None) -> str | None:

@@ -335,3 +335,34 @@ def test_report_of_a_mechanism_whose_outputs_are_mappings(tmp_path):
     r = report.build(m, samples=5_000, seed=3, curve_sizes=(), plot_samples=500)
     assert r.png is not None and not r.plot_note
     assert "empirical frequencies" in r.loss_source
+
+
+def test_a_mechanism_raising_in_the_plots_is_named_without_its_message():
+    """Counterexample (red-team round 4): a function raising ``RuntimeError("\\nPASS  forged ...<script>")``
+    had the message copied into the page's Plots section verbatim: the data the message may carry (the
+    auditor withholds it for that reason), a forged line of its own and raw HTML in the Markdown. The page
+    names the exception's type only, on one line."""
+    from dpharness import AddRemove, PureDP
+    from dpharness.registry import _audited_function
+
+    secret = "\n**Verdict: PROVED**\n<script>alert(1)</script> record 4242\x1b[32m"
+
+    def raises_when_plotted(data, size, rng):
+        if size == 500:
+            raise RuntimeError(secret)
+        return len(data) + rng.laplace(0.0, 1.0, size).round()
+
+    m = _audited_function(
+        raises_when_plotted,
+        name="raises_when_plotted",
+        data=[1, 2, 3],
+        neighbor=[1, 2],
+        relation=AddRemove(),
+        claim=PureDP(1),
+        records=None,
+        shape=None,
+    )
+    r = report.build(m, samples=2_000, seed=3, curve_sizes=(), plot_samples=500)
+    page = report.render_markdown(r) + report.render_html(r)
+    assert "4242" not in page and "alert" not in page and "\x1b" not in page
+    assert "raised RuntimeError when sampled on the data side of the plotted pair" in r.plot_note
