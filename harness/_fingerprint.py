@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import logging
 import types
 from typing import Any
 
@@ -109,6 +110,10 @@ def _value(value: Any, seen: set[int], depth: int) -> str:
             hashlib.sha256(data.tobytes()).hexdigest() if data.dtype != object else _value(data.tolist(), seen, depth)
         )
         return f"array {value.dtype.str} {value.shape} {digest}"
+    if isinstance(value, np.random.Generator):  # its state, not its repr (which carries its address)
+        return f"Generator {_value(value.bit_generator.state, seen, depth + 1)}"
+    if isinstance(value, logging.Logger):  # decides no output; its handlers' locks carry addresses
+        return f"logger {value.name}"
     if isinstance(value, np.generic):
         return f"{type(value).__name__} {value!r}"
     if depth > _MAX_DEPTH:

@@ -112,3 +112,21 @@ def test_a_partial_hashes_the_same_in_every_process():
         for _ in range(2)
     }
     assert len(runs) == 1
+
+
+_LOG = __import__("logging").getLogger("dpharness.test")
+_RNG = np.random.default_rng(7)
+
+
+def _logs(data, size, rng):
+    _LOG.debug("sampling %s", size)
+    return len(data) + _RNG.laplace(0.0, 1.0, size)
+
+
+def test_a_logger_and_a_generator_are_keyed_without_addresses():
+    """A module's logger or Generator must not make a key that differs in every process (no cache hit
+    ever); the Generator is keyed by its state."""
+    a = _audited(_logs).source_hash()
+    assert _audited(_logs).source_hash() == a
+    _RNG.random()
+    assert _audited(_logs).source_hash() != a
