@@ -717,7 +717,11 @@ def _one_line(text: str) -> str:
 
 
 def _first_line(text: str | None) -> str | None:
-    return None if text is None else text.splitlines()[0]
+    """The first line of an error text, its control characters as escapes (user text: an exception's
+    message); None for None."""
+    from .pipeline import _printable
+
+    return None if text is None else _printable((text.splitlines() or [""])[0])
 
 
 def _witness_pair_words(proof: Any, audit: Any) -> str | None:
@@ -961,6 +965,12 @@ def _curve_caption(r: Report) -> str:
     return text
 
 
+def _md_escape_text(text: Any) -> str:
+    """A line of error text in the Markdown page: ``<`` as ``&lt;``, so a message holding markup
+    (``<script>``) is shown, not rendered as the HTML Markdown passes through."""
+    return str(text).replace("<", "&lt;")
+
+
 def _md_escape_cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -1012,6 +1022,7 @@ def _environment(kind: str) -> Any:
             finalize=escape if html_kind else None,
         )
         env.filters["md_cell"] = _md_escape_cell
+        env.filters["md_text"] = _md_escape_text
         env.filters["inline"] = inline
         env.globals["css"] = Markup(_CSS + "\n" + TREE_CSS)
         _ENVIRONMENTS[kind] = env

@@ -366,3 +366,39 @@ def test_a_mechanism_raising_in_the_plots_is_named_without_its_message():
     page = report.render_markdown(r) + report.render_html(r)
     assert "4242" not in page and "alert" not in page and "\x1b" not in page
     assert "raised RuntimeError when sampled on the data side of the plotted pair" in r.plot_note
+
+
+class _KeyRaises:
+    def __hash__(self):
+        raise ValueError("record 7\x1b[32m\x00 <script>alert(1)</script>")
+
+    def __eq__(self, other):
+        raise ValueError("record 7\x1b[32m\x00 <script>alert(1)</script>")
+
+
+def test_an_error_text_with_markup_and_control_characters_is_shown_not_rendered():
+    """Counterexample (red-team round 4): outputs whose ``__hash__`` raised a message holding
+    ``<script>`` and ESC/NUL put the message raw in the Markdown page's Audit section (Markdown passes
+    HTML through) and the control characters in both pages. They are shown as text: ``&lt;`` in the
+    Markdown, escapes for the control characters."""
+    from dpharness import AddRemove, PureDP
+    from dpharness.registry import _audited_function
+
+    def keys_raise(data, size, rng):
+        return [_KeyRaises() for _ in range(size)]
+
+    m = _audited_function(
+        keys_raise,
+        name="keys_raise",
+        data=[1, 2, 3],
+        neighbor=[1, 2],
+        relation=AddRemove(),
+        claim=PureDP(1),
+        records=None,
+        shape=None,
+    )
+    r = report.build(m, samples=2_000, seed=3, curve_sizes=(), plot_samples=500)
+    md, page = report.render_markdown(r), report.render_html(r)
+    assert "<script>" not in md and "<script>" not in page
+    assert "\x1b" not in md + page and "\x00" not in md + page
+    assert "&lt;script>" in md
