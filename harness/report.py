@@ -299,6 +299,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
 
     claimed, _ = audit_target(m.claim)
     proven = None if report.proof is None else float(report.proof.bound)
+    bound_label = "proven bound" if _bound_is_proven(report.meta) else "derived bound (not proven)"
     curve = []
     if report.audit is not None:
         # each point is the report's own audit (the same pairs or pair search, the same sequential or
@@ -386,7 +387,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     ax.axvline(claimed, color="black", ls="--", lw=1, label=f"claimed ε = {fmt(claimed)}")
     ax.axvline(-claimed, color="black", ls="--", lw=1)
     if proven is not None and math.isfinite(proven):
-        ax.axvline(proven, color="green", ls=":", lw=1.5, label=f"proven bound {fmt(proven)}")
+        ax.axvline(proven, color="green", ls=":", lw=1.5, label=f"{bound_label} {fmt(proven)}")
     title = "privacy-loss distribution"
     if inf_x or inf_y:
         title += f"\ninfinite loss: {inf_x}/{len(loss_x)} outputs on D, {inf_y}/{len(loss_y)} on D'"
@@ -414,7 +415,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
                 ax.annotate("∞", (n_, top), textcoords="offset points", xytext=(0, 4), ha="center")
         ax.axhline(claimed, color="black", ls="--", lw=1, label=f"claimed ε = {fmt(claimed)}")
         if proven is not None and math.isfinite(proven):
-            ax.axhline(proven, color="green", ls=":", lw=1.5, label=f"proven bound {fmt(proven)}")
+            ax.axhline(proven, color="green", ls=":", lw=1.5, label=f"{bound_label} {fmt(proven)}")
         ax.set_xscale("log")
         ax.set_ylim(0, top * 1.08)
         ax.set_xlabel("samples per side")
@@ -768,13 +769,22 @@ def _proven_at_audit_delta(claim: Any, bound: Any) -> list | None:
     return [proven_in_audit_units(claim, float(bound)), audit_target(claim)[1]]
 
 
+def _bound_is_proven(meta: dict) -> bool:
+    """A derivation's bound is proven when every obligation was discharged: PROVED (the claim holds) or
+    REFUTED (the bound holds and exceeds the claim); an UNPROVEN derivation's bound is not."""
+    return meta.get("verdict") in ("PROVED", "REFUTED")
+
+
 def _proven_text(meta: dict, bound: Any) -> str:
-    """The proven bound as the pages show it: a Rényi bound with its (ε, δ) conversion at the audit's δ."""
+    """The proven bound as the pages show it: a Rényi bound with its (ε, δ) conversion at the audit's δ;
+    an UNPROVEN derivation's figure marked as derived, not proven (an obligation was not discharged)."""
     at = meta.get("proven_at_audit_delta")
     text = fmt_upper(bound)
-    if at is None:
-        return text
-    return f"{text} (Rényi; ε ≤ {fmt_upper(at[0])} at δ = {fmt_upper(at[1], 6)}, the audit's units)"
+    if at is not None:
+        text = f"{text} (Rényi; ε ≤ {fmt_upper(at[0])} at δ = {fmt_upper(at[1], 6)}, the audit's units)"
+    if bound is not None and not _bound_is_proven(meta):
+        text = f"{text} (derived, not proven)"
+    return text
 
 
 def _page(r: Report, out_dir: str = "reports") -> _Page:

@@ -402,3 +402,22 @@ def test_an_error_text_with_markup_and_control_characters_is_shown_not_rendered(
     assert "<script>" not in md and "<script>" not in page
     assert "\x1b" not in md + page and "\x00" not in md + page
     assert "&lt;script>" in md
+
+
+def test_an_unproven_bound_is_not_shown_as_proven(tmp_path):
+    """Counterexample (red-team round 4): sparse_vector's page (UNPROVEN: 1 of 27 obligations not
+    discharged) put its derived ε = 1 in the "proven bound" column of its table and of the index, and
+    drew it as "proven bound 1" on the plots, while the gate said "UNPROVEN (derived ε ≤ 1)". An UNPROVEN
+    derivation's figure is marked as derived, not proven; PROVED's and REFUTED's are proven bounds."""
+    import shutil
+
+    shutil.copy(os.path.join(REPORTS, "sparse_vector.md"), tmp_path / "sparse_vector.md")
+    shutil.copy(os.path.join(REPORTS, "laplace.md"), tmp_path / "laplace.md")
+    assert report.read_metadata(str(tmp_path / "sparse_vector.md"))["verdict"] == "UNPROVEN"
+    report.write_index(str(tmp_path))
+    rows = (tmp_path / "README.md").read_text(encoding="utf-8").splitlines()
+    (svt,) = [row for row in rows if row.startswith("| [sparse_vector]")]
+    (lap,) = [row for row in rows if row.startswith("| [laplace]")]
+    assert "| UNPROVEN | 1 (derived, not proven) |" in svt
+    assert "not proven" not in lap and "| PROVED |" in lap
+    assert report._proven_text({"verdict": "REFUTED"}, 2) == "2"
