@@ -308,3 +308,17 @@ def test_user_text_in_a_check_cannot_forge_a_line_or_break_the_junit(tmp_path):
     _write_junit(str(path), [crashed, unfinished], gallery=False, elapsed=1.0)
     suite = ET.parse(path).getroot()
     assert suite.get("errors") == "2" and "\\x1b" in path.read_text(encoding="utf-8")
+
+
+def test_assert_private_does_not_pass_an_audit_that_could_not_fail():
+    """Counterexample (red-team round 4): ``assert_private(fn, [1, 2, 3], [1, 2], epsilon=8, samples=200)``
+    of a function releasing ``len(data)`` (ε = ∞) returned a pass: at 200 samples a side the audit could
+    certify at most ε ≈ 2.6, so it could not have failed. The gate calls such an audit PARTIAL; here it is
+    a ParameterError naming ``samples``."""
+    from dpharness.testing import assert_private
+
+    def leaks_everything(data, size, rng):
+        return [len(data)] * size
+
+    with pytest.raises(dpharness.ParameterError, match=r"samples=200: .*could not have found a violation"):
+        assert_private(leaks_everything, [1, 2, 3], [1, 2], epsilon=8, samples=200, seed=0, workers=1)
