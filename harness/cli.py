@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 from typing import Any, Sequence
@@ -1237,11 +1238,25 @@ def _write_junit(path: str, results: list, *, gallery: bool, elapsed: float) -> 
         elif not r.passed:
             ET.SubElement(case, "failure", message=_failure_message(r, gallery=gallery)).text = "\n".join(details)
         ET.SubElement(case, "system-out").text = "\n".join(details)
+    for element in suite.iter():  # user text (an exception's message) may hold characters XML 1.0 forbids
+        element.text = None if element.text is None else _xml_text(element.text)
+        for name, value in element.attrib.items():
+            element.attrib[name] = _xml_text(value)
     tree = ET.ElementTree(suite)
     ET.indent(tree)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """``text`` with the characters XML 1.0 cannot hold (NUL, ESC and the other C0 controls but tab and
+    line breaks; lone surrogates) written as visible escapes (``\\x1b``): ElementTree writes them raw,
+    and one made the whole JUnit file unparseable."""
+    return _XML_FORBIDDEN.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _failure_message(r, *, gallery: bool) -> str:

@@ -502,15 +502,15 @@ class Check:
 
         status = self.status
         if self.error:
-            return f"{status}  {self.name}: error: {self.error.splitlines()[0]}"
+            return f"{status}  {self.name}: error: {_printable(self.error.splitlines()[0])}"
         if self.proof is None and self.audit is None and self.time_limit:  # its worker was killed at the hard limit
-            return f"{status}  {self.name}: not decided: {self.time_limit}  [{self.timings.total:.1f}s]"
+            return f"{status}  {self.name}: not decided: {_printable(self.time_limit)}  [{self.timings.total:.1f}s]"
         p, a = self.proof, self.audit
         caught = ""
         if self.buggy:
             caught = "  bug caught" if self.caught else "  BUG SLIPPED THROUGH"
         if a is None:
-            audit = f"audit not finished: {self.audit_error}"
+            audit = f"audit not finished: {_printable(self.audit_error)}"
         else:
             audit = (
                 f"audit ε_lb={fmt_lower(a.epsilon_lower_bound)} vs claim {fmt_upper(a.epsilon)} "
@@ -537,7 +537,7 @@ class Check:
                 "@dpharness.proves, or opt in with register(m, proof='audit-only')"
             )
         elif p is None:
-            proof = f"proof not finished: {self.proof_error}"
+            proof = f"proof not finished: {_printable(self.proof_error)}"
         elif p.verdict == "PROVED" and "Rényi" in (self.claim or "") and self.sandwich.proven is not None:
             # the Rényi bound, and in the audit's (ε, δ) units beside the audit's numbers
             at = f" at δ = {fmt_upper(a.delta, 6)}" if a is not None else ""
@@ -1081,6 +1081,13 @@ def _cut(result: Any, timeout: float | None) -> str | None:
         f"is loaded and the time limit{'' if timeout is None else f' of {timeout:g} s'} (--timeout, by the clock) "
         "would have ended the budget's audit first; raise --timeout"
     )
+
+
+def _printable(text: Any) -> str:
+    """``text`` with its control characters written as escapes (``\\n``, ``\\x1b``): an error message
+    raised by user code is one part of one line, so a line break or carriage return in it cannot start a
+    forged ``PASS`` line and an ANSI sequence cannot recolour or rewrite the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def _crash(exc: BaseException) -> str:

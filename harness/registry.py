@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
+from ._fingerprint import function_text
 from .core import BoundedChange, Claim, Domain, InputSpec, Mechanism, RealInterval, Relation
 from .errors import ParameterError
 
@@ -91,13 +92,15 @@ class _AuditedFunction(Mechanism):
         return {}  # nothing to --set: the function's parameters are in its code
 
     def source_hash(self) -> str:
-        """SHA-256 of the function's module source (else its code), the pair, relation and claim."""
+        """SHA-256 of the function's module source (else its code), what it reads beyond its source (closure
+        cells, defaults, globals, a partial's arguments), the pair, relation and claim."""
         try:
             text = inspect.getsource(inspect.getmodule(self.fn) or self.fn)
         except (OSError, TypeError):
             code = getattr(self.fn, "__code__", None)
             text = repr(code.co_code if code is not None else self.fn)
         h = hashlib.sha256(text.encode())
+        h.update(function_text(self.fn).encode())  # its closure, defaults and the globals it reads
         h.update(repr((self.inputs, self.pair, self.claim)).encode())
         return h.hexdigest()
 

@@ -42,6 +42,7 @@ from ._run import audit_target, float_hint, fmt, reproduce_flags, tool_versions
 from .pipeline import Check, PhaseTimeout, deadline, run_audit
 from .pipeline import check as run_check
 from .core import Mechanism
+from .errors import DPHarnessError, MechanismError
 from .derivation import TREE_CSS, derivation_tree, render_tree_html, render_tree_markdown
 from .mathml import to_mathml
 from .registry import rerun_flags
@@ -149,8 +150,24 @@ def build(
                 plot_samples=plot_samples,
             )
     except (Exception, PhaseTimeout) as exc:
-        report.plot_note = f"plots unavailable: {type(exc).__name__}: {exc}"
+        report.plot_note = f"plots unavailable: {type(exc).__name__}: {_one_line(str(exc))}"
     return report
+
+
+def _plot_sample(m: Mechanism, side: str, data: Any, n: int, rng: np.random.Generator) -> Any:
+    """``n`` outputs of ``m`` on one side of the plotted pair. The mechanism's own exception is named by
+    its type only, as the auditor names it: its message may contain the data, and a page is committed
+    and published (it also carried newlines and markup into the Markdown page verbatim)."""
+    try:
+        return m.sample(data, n, rng)
+    except DPHarnessError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the mechanism's own code
+        raise MechanismError(
+            f"mechanism {m.name!r} raised {type(exc).__name__} when sampled on the {side} side of the plotted "
+            "pair (the exception's message is not repeated here: it may contain the data; call the mechanism "
+            "on these inputs to see it)"
+        ) from None
 
 
 def _kind(mechanism: Mechanism) -> str:
@@ -273,14 +290,16 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     data, neighbor = _pair(report)
     report.pair = (data, neighbor)
     rng = np.random.default_rng(seed)
-    x = np.asarray(m.sample(data, plot_samples, rng))
-    y = np.asarray(m.sample(neighbor, plot_samples, rng))
+    x, y = (
+        np.asarray(_plot_sample(m, side, d, plot_samples, rng)) for side, d in (("data", data), ("neighbor", neighbor))
+    )
     loss_x, loss_y, report.loss_source = _loss(report, data, neighbor, x, y)
     if x.dtype == object:  # outputs that are values (e.g. a group-by's mapping of keys): plotted as labels
         x, y = np.array([str(o) for o in x], dtype=object), np.array([str(o) for o in y], dtype=object)
 
     claimed, _ = audit_target(m.claim)
     proven = None if report.proof is None else float(report.proof.bound)
+    bound_label = "proven bound" if _bound_is_proven(report.meta) else "derived bound (not proven)"
     curve = []
     if report.audit is not None:
         # each point is the report's own audit (the same pairs or pair search, the same sequential or
@@ -368,7 +387,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
     ax.axvline(claimed, color="black", ls="--", lw=1, label=f"claimed ε = {fmt(claimed)}")
     ax.axvline(-claimed, color="black", ls="--", lw=1)
     if proven is not None and math.isfinite(proven):
-        ax.axvline(proven, color="green", ls=":", lw=1.5, label=f"proven bound {fmt(proven)}")
+        ax.axvline(proven, color="green", ls=":", lw=1.5, label=f"{bound_label} {fmt(proven)}")
     title = "privacy-loss distribution"
     if inf_x or inf_y:
         title += f"\ninfinite loss: {inf_x}/{len(loss_x)} outputs on D, {inf_y}/{len(loss_y)} on D'"
@@ -396,7 +415,7 @@ def _plots(report: Report, *, seed: int, curve_sizes: tuple[int, ...], plot_samp
                 ax.annotate("∞", (n_, top), textcoords="offset points", xytext=(0, 4), ha="center")
         ax.axhline(claimed, color="black", ls="--", lw=1, label=f"claimed ε = {fmt(claimed)}")
         if proven is not None and math.isfinite(proven):
-            ax.axhline(proven, color="green", ls=":", lw=1.5, label=f"proven bound {fmt(proven)}")
+            ax.axhline(proven, color="green", ls=":", lw=1.5, label=f"{bound_label} {fmt(proven)}")
         ax.set_xscale("log")
         ax.set_ylim(0, top * 1.08)
         ax.set_xlabel("samples per side")
@@ -692,8 +711,18 @@ class _Page:
         return Markup(self.meta_json.replace("--", "- -"))  # inside an HTML comment
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line, whole: line breaks and other control characters become spaces (a note is one
+    paragraph of a page; a break could start a forged heading or verdict line in the Markdown)."""
+    return "".join(" " if (c < " " or c == "\x7f") else c for c in text)
+
+
 def _first_line(text: str | None) -> str | None:
-    return None if text is None else text.splitlines()[0]
+    """The first line of an error text, its control characters as escapes (user text: an exception's
+    message); None for None."""
+    from .pipeline import _printable
+
+    return None if text is None else _printable((text.splitlines() or [""])[0])
 
 
 def _witness_pair_words(proof: Any, audit: Any) -> str | None:
@@ -740,13 +769,22 @@ def _proven_at_audit_delta(claim: Any, bound: Any) -> list | None:
     return [proven_in_audit_units(claim, float(bound)), audit_target(claim)[1]]
 
 
+def _bound_is_proven(meta: dict) -> bool:
+    """A derivation's bound is proven when every obligation was discharged: PROVED (the claim holds) or
+    REFUTED (the bound holds and exceeds the claim); an UNPROVEN derivation's bound is not."""
+    return meta.get("verdict") in ("PROVED", "REFUTED")
+
+
 def _proven_text(meta: dict, bound: Any) -> str:
-    """The proven bound as the pages show it: a Rényi bound with its (ε, δ) conversion at the audit's δ."""
+    """The proven bound as the pages show it: a Rényi bound with its (ε, δ) conversion at the audit's δ;
+    an UNPROVEN derivation's figure marked as derived, not proven (an obligation was not discharged)."""
     at = meta.get("proven_at_audit_delta")
     text = fmt_upper(bound)
-    if at is None:
-        return text
-    return f"{text} (Rényi; ε ≤ {fmt_upper(at[0])} at δ = {fmt_upper(at[1], 6)}, the audit's units)"
+    if at is not None:
+        text = f"{text} (Rényi; ε ≤ {fmt_upper(at[0])} at δ = {fmt_upper(at[1], 6)}, the audit's units)"
+    if bound is not None and not _bound_is_proven(meta):
+        text = f"{text} (derived, not proven)"
+    return text
 
 
 def _page(r: Report, out_dir: str = "reports") -> _Page:
@@ -937,6 +975,12 @@ def _curve_caption(r: Report) -> str:
     return text
 
 
+def _md_escape_text(text: Any) -> str:
+    """A line of error text in the Markdown page: ``<`` as ``&lt;``, so a message holding markup
+    (``<script>``) is shown, not rendered as the HTML Markdown passes through."""
+    return str(text).replace("<", "&lt;")
+
+
 def _md_escape_cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -988,6 +1032,7 @@ def _environment(kind: str) -> Any:
             finalize=escape if html_kind else None,
         )
         env.filters["md_cell"] = _md_escape_cell
+        env.filters["md_text"] = _md_escape_text
         env.filters["inline"] = inline
         env.globals["css"] = Markup(_CSS + "\n" + TREE_CSS)
         _ENVIRONMENTS[kind] = env

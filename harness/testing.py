@@ -71,12 +71,17 @@ def assert_private(
     (``workers`` defaults to them; pass ``workers=1`` to stay in this process); the result does not
     depend on it.
 
+    An audit that could not have certified a violation of the claim (its ceiling at ``samples`` is not
+    above ``epsilon``) or that a time limit cut short is not a pass: :class:`~dpharness.errors.ParameterError`
+    naming ``samples``, as the gate reports it PARTIAL.
+
     A pass is not a proof: it means no violation was certified with this budget. With a correct
     mechanism a failure happens with probability at most 1 − ``confidence``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this function's source
     from . import audit
     from ._run import exact_noise, float_hint, fmt
-    from .pipeline import Policy, pass_rule
+    from .errors import ParameterError
+    from .pipeline import Policy, _blind, _cut, pass_rule
 
     seed = _DEFAULTS["seed"] if seed is None else seed
     samples = _DEFAULTS["samples"] if samples is None else samples
@@ -92,6 +97,13 @@ def assert_private(
         confidence=confidence,
         **options,
     )
+    blind = _blind(result) or _cut(result, options.get("timeout"))
+    if blind is not None:  # a pass that checked nothing (or less than asked): the gate's PARTIAL, not a pass
+        name = getattr(mechanism, "name", None) or getattr(mechanism, "__qualname__", None) or repr(mechanism)
+        raise ParameterError(
+            f"samples={samples}: the audit of {name} is not a pass, it did not audit in full ({blind}); "
+            "pass more samples= (or --dp-samples)."
+        )
     if not pass_rule(buggy=False, policy=Policy.AUDIT_ONLY, audit_passed=bool(result.passed), crashed=False).passed:
         name = getattr(mechanism, "name", None) or getattr(mechanism, "__qualname__", None) or repr(mechanism)
         counts = ", ".join(f"{k}={v}" for k, v in result.counts.items()) if result.counts else "—"

@@ -288,3 +288,37 @@ def test_a_cold_gate_starts_the_longest_builtin_first_and_a_timed_run_overrides_
     assert sorted(order) == sorted(["not_a_builtin", *builtins])  # the same checks, only their order
     # a duration this cache measured wins over the estimate
     assert longest_first(["laplace", longest], {"laplace": 1e6})[0] == "laplace"
+
+
+def test_user_text_in_a_check_cannot_forge_a_line_or_break_the_junit(tmp_path):
+    """Counterexample (red-team round 4): outputs whose ``__hash__`` raised ``ValueError("record 0\\x00\\x1b[32m")``
+    made the gate's JUnit file unparseable (ElementTree writes NUL and ESC raw) and put the ANSI sequence
+    on the terminal; an audit error with ``\\r`` or a line break could print a line starting ``PASS``.
+    Control characters are written as escapes in the line and in the JUnit file."""
+    from dpharness.cli import _write_junit
+
+    evil = "record 0\x00\x1b[32m]]>\rPASS  forged: proof PROVED\nPASS  forged\ud800"
+    crashed = Check.failed("crashed", f"ValueError: {evil}", 1.0)
+    unfinished = dataclasses.replace(Check.stopped("unfinished", evil, 1.0), audit_error=evil, proof_error=evil)
+    for c in (crashed, unfinished):
+        line = c.line()
+        assert "\x1b" not in line and "\x00" not in line and "\r" not in line and "\ud800" not in line
+        assert not any(part.startswith("PASS") for part in line.splitlines())
+    path = tmp_path / "j.xml"
+    _write_junit(str(path), [crashed, unfinished], gallery=False, elapsed=1.0)
+    suite = ET.parse(path).getroot()
+    assert suite.get("errors") == "2" and "\\x1b" in path.read_text(encoding="utf-8")
+
+
+def test_assert_private_does_not_pass_an_audit_that_could_not_fail():
+    """Counterexample (red-team round 4): ``assert_private(fn, [1, 2, 3], [1, 2], epsilon=8, samples=200)``
+    of a function releasing ``len(data)`` (ε = ∞) returned a pass: at 200 samples a side the audit could
+    certify at most ε ≈ 2.6, so it could not have failed. The gate calls such an audit PARTIAL; here it is
+    a ParameterError naming ``samples``."""
+    from dpharness.testing import assert_private
+
+    def leaks_everything(data, size, rng):
+        return [len(data)] * size
+
+    with pytest.raises(dpharness.ParameterError, match=r"samples=200: .*could not have found a violation"):
+        assert_private(leaks_everything, [1, 2, 3], [1, 2], epsilon=8, samples=200, seed=0, workers=1)

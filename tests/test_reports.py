@@ -335,3 +335,89 @@ def test_report_of_a_mechanism_whose_outputs_are_mappings(tmp_path):
     r = report.build(m, samples=5_000, seed=3, curve_sizes=(), plot_samples=500)
     assert r.png is not None and not r.plot_note
     assert "empirical frequencies" in r.loss_source
+
+
+def test_a_mechanism_raising_in_the_plots_is_named_without_its_message():
+    """Counterexample (red-team round 4): a function raising ``RuntimeError("\\nPASS  forged ...<script>")``
+    had the message copied into the page's Plots section verbatim: the data the message may carry (the
+    auditor withholds it for that reason), a forged line of its own and raw HTML in the Markdown. The page
+    names the exception's type only, on one line."""
+    from dpharness import AddRemove, PureDP
+    from dpharness.registry import _audited_function
+
+    secret = "\n**Verdict: PROVED**\n<script>alert(1)</script> record 4242\x1b[32m"
+
+    def raises_when_plotted(data, size, rng):
+        if size == 500:
+            raise RuntimeError(secret)
+        return len(data) + rng.laplace(0.0, 1.0, size).round()
+
+    m = _audited_function(
+        raises_when_plotted,
+        name="raises_when_plotted",
+        data=[1, 2, 3],
+        neighbor=[1, 2],
+        relation=AddRemove(),
+        claim=PureDP(1),
+        records=None,
+        shape=None,
+    )
+    r = report.build(m, samples=2_000, seed=3, curve_sizes=(), plot_samples=500)
+    page = report.render_markdown(r) + report.render_html(r)
+    assert "4242" not in page and "alert" not in page and "\x1b" not in page
+    assert "raised RuntimeError when sampled on the data side of the plotted pair" in r.plot_note
+
+
+class _KeyRaises:
+    def __hash__(self):
+        raise ValueError("record 7\x1b[32m\x00 <script>alert(1)</script>")
+
+    def __eq__(self, other):
+        raise ValueError("record 7\x1b[32m\x00 <script>alert(1)</script>")
+
+
+def test_an_error_text_with_markup_and_control_characters_is_shown_not_rendered():
+    """Counterexample (red-team round 4): outputs whose ``__hash__`` raised a message holding
+    ``<script>`` and ESC/NUL put the message raw in the Markdown page's Audit section (Markdown passes
+    HTML through) and the control characters in both pages. They are shown as text: ``&lt;`` in the
+    Markdown, escapes for the control characters."""
+    from dpharness import AddRemove, PureDP
+    from dpharness.registry import _audited_function
+
+    def keys_raise(data, size, rng):
+        return [_KeyRaises() for _ in range(size)]
+
+    m = _audited_function(
+        keys_raise,
+        name="keys_raise",
+        data=[1, 2, 3],
+        neighbor=[1, 2],
+        relation=AddRemove(),
+        claim=PureDP(1),
+        records=None,
+        shape=None,
+    )
+    r = report.build(m, samples=2_000, seed=3, curve_sizes=(), plot_samples=500)
+    md, page = report.render_markdown(r), report.render_html(r)
+    assert "<script>" not in md and "<script>" not in page
+    assert "\x1b" not in md + page and "\x00" not in md + page
+    assert "&lt;script>" in md
+
+
+def test_an_unproven_bound_is_not_shown_as_proven(tmp_path):
+    """Counterexample (red-team round 4): sparse_vector's page (UNPROVEN: 1 of 27 obligations not
+    discharged) put its derived ε = 1 in the "proven bound" column of its table and of the index, and
+    drew it as "proven bound 1" on the plots, while the gate said "UNPROVEN (derived ε ≤ 1)". An UNPROVEN
+    derivation's figure is marked as derived, not proven; PROVED's and REFUTED's are proven bounds."""
+    import shutil
+
+    shutil.copy(os.path.join(REPORTS, "sparse_vector.md"), tmp_path / "sparse_vector.md")
+    shutil.copy(os.path.join(REPORTS, "laplace.md"), tmp_path / "laplace.md")
+    assert report.read_metadata(str(tmp_path / "sparse_vector.md"))["verdict"] == "UNPROVEN"
+    report.write_index(str(tmp_path))
+    rows = (tmp_path / "README.md").read_text(encoding="utf-8").splitlines()
+    (svt,) = [row for row in rows if row.startswith("| [sparse_vector]")]
+    (lap,) = [row for row in rows if row.startswith("| [laplace]")]
+    assert "| UNPROVEN | 1 (derived, not proven) |" in svt
+    assert "not proven" not in lap and "| PROVED |" in lap
+    assert report._proven_text({"verdict": "REFUTED"}, 2) == "2"

@@ -6,13 +6,13 @@ classes declared from parts (:class:`Composite`): the sampler executes the struc
 from __future__ import annotations
 
 import hashlib
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpharness import _validate as _v
+from dpharness._fingerprint import function_text
 from dpharness.core import (
     AddRemove,
     BoundedChange,
@@ -198,7 +198,8 @@ class PartsMechanism(Mechanism):
 
     def source_hash(self) -> str:
         """SHA-256 of the structure (every field of every node, in full: a description may abbreviate,
-        e.g. a long candidate list) and the source of every user function."""
+        e.g. a long candidate list) and, for every user function, its source and the values it reads that
+        its source does not hold (closure cells, defaults, globals, a partial's bound arguments)."""
         h = hashlib.sha256(
             repr(
                 (
@@ -214,10 +215,7 @@ class PartsMechanism(Mechanism):
             ).encode()
         )
         for fn in _post_functions(self.steps) + _query_functions(self.steps):
-            try:
-                h.update(inspect.getsource(fn).encode())
-            except (OSError, TypeError):
-                h.update(repr(fn).encode())
+            h.update(function_text(fn).encode())  # its source, closure cells, defaults and the globals it reads
         return h.hexdigest()
 
     def describe(self) -> str:
