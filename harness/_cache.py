@@ -2,7 +2,9 @@
 
 A result is stored under a SHA-256 key of everything that decides it:
 
-* the mechanism: its name, registry policy (``proof="audit-only"``), parameters, claim and
+* the mechanism: its name, registry policy (``proof="audit-only"``), parameters, claim,
+  for a user's mechanism class what its methods read beyond its module's source (closure cells,
+  defaults, module globals: :func:`~dpharness._fingerprint.class_text`) and
   ``source_hash()`` (its module's source; for a parts declaration, the structure and the source of
   every post-processing function);
 * the code it may run: every source file of dpharness and every module loaded in the gate's process
@@ -185,6 +187,7 @@ def key(
     timeout: float | None,
     time_budget: float | None = None,
 ) -> str:
+    from ._fingerprint import class_text
     from ._json import jsonable
 
     payload = {
@@ -194,6 +197,7 @@ def key(
         "parameters": jsonable(mechanism.noise_parameters()),
         "claim": mechanism.claim.describe(),
         "source": mechanism.source_hash(),
+        "reads": hashlib.sha256(class_text(type(mechanism)).encode()).hexdigest(),  # a user class's globals
         "environment": environment,
         "samples": samples,
         "seed": seed,

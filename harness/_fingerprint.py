@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["function_text"]
+__all__ = ["function_text", "class_text"]
 
 _MAX_DEPTH = 8  # deeper values are written by repr: an address in it is a miss, never a stale hit
 
@@ -30,6 +30,25 @@ def function_text(fn: Any) -> str:
     defaults, globals it names, a partial's bound arguments, a callable object's attributes)."""
     out: list[str] = []
     _function(fn, out, set(), 0)
+    return "\n".join(out)
+
+
+def class_text(cls: type) -> str:
+    """What the methods of a user's mechanism class read beyond its module's source: :func:`function_text`
+    of every function defined on each class of its MRO that is not library code (dpharness's own and
+    installed packages' classes are keyed by their files and versions). A method reading a module global
+    set at import (a scale from the environment) changes the text when the value does."""
+    out: list[str] = []
+    for klass in cls.__mro__:
+        if klass is object or _is_library(klass):
+            continue
+        for name, attr in sorted(vars(klass).items()):
+            fn = attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+            if isinstance(attr, property):
+                fn = attr.fget
+            if isinstance(fn, types.FunctionType):
+                out.append(f"{klass.__qualname__}.{name}")
+                out.append(function_text(fn))
     return "\n".join(out)
 
 

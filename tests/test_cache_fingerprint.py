@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import sys
+import types
 
 import numpy as np
 
@@ -130,3 +131,22 @@ def test_a_logger_and_a_generator_are_keyed_without_addresses():
     assert _audited(_logs).source_hash() == a
     _RNG.random()
     assert _audited(_logs).source_hash() != a
+
+
+def test_a_user_mechanism_class_is_keyed_by_the_globals_its_methods_read(monkeypatch):
+    """A class-based mechanism whose sampler reads a module global set at import (a scale from the
+    environment): its module's source does not change with the value, the cache key does (a stale PASS
+    otherwise). The built-ins' keys read nothing more (their code is keyed by dpharness's files)."""
+    import dp_fakes
+
+    from dpharness import _cache, registry
+    from dpharness._fingerprint import class_text
+
+    def key(m):
+        return _cache.key(m, name="fake_coin", audit_only=False, environment="e", samples=1000, seed=0, timeout=None)
+
+    coin = dp_fakes.Coin()
+    before = key(coin)
+    monkeypatch.setattr(dp_fakes, "math", types.SimpleNamespace(exp=lambda x: 1.0))  # a global _p reads
+    assert key(coin) != before
+    assert class_text(type(registry.get("laplace"))) == ""
