@@ -136,17 +136,19 @@ def _low_tail_bound(log_mgf: tuple, x: float) -> float:
     """An upper bound on ``Σ_{x_i <= x} R_i``: ``e^{x}·Σ_i R_i e^{−x_i}`` (λ = −1 of :data:`LAMBDAS`), rounded up
     as in :func:`_tail_bound`."""
     v = log_mgf[LAMBDAS.index(-1.0)]
-    t = v + x + 1e-15 * (abs(v) + abs(x))
-    if t == -math.inf:
-        return 0.0
-    return math.nextafter(math.exp(t) * (1 + 4 * _U), math.inf) if t < 700 else math.inf
+    return _exp_up(v + x + 1e-15 * (abs(v) + abs(x)))
 
 
 def _tail_bound(log_mgf: tuple, x: float) -> float:
     """Chernoff: an upper bound on ``Σ_{x_i >= x} R_i`` from the bounds ``log_mgf`` on ``ln Σ_i R_i e^{λ x_i}``
     (``Σ_{x_i >= x} R_i <= e^{−λx} Σ_i R_i e^{λ x_i}`` for every λ > 0), the best λ of :data:`LAMBDAS`; the
     float exponent is raised by a relative 1e-15 and math.exp's result (within an ulp) by 4 units."""
-    t = min(lm - lam * x + 1e-15 * (abs(lm) + abs(lam * x)) for lam, lm in zip(LAMBDAS, log_mgf) if lam > 0)
+    return _exp_up(min(lm - lam * x + 1e-15 * (abs(lm) + abs(lam * x)) for lam, lm in zip(LAMBDAS, log_mgf) if lam > 0))
+
+
+def _exp_up(t: float) -> float:
+    """An upper bound on ``e^t`` for a float exponent already raised for its own error: math.exp's result
+    (within an ulp) raised by 4 units; 0 at −inf, +inf from 700 on."""
     if t == -math.inf:
         return 0.0
     return math.nextafter(math.exp(t) * (1 + 4 * _U), math.inf) if t < 700 else math.inf
