@@ -188,6 +188,12 @@ class _FeatureMap:
 
     def __init__(self, a: np.ndarray, b: np.ndarray, coordinates: np.ndarray | None = None) -> None:
         self.k = a.shape[1]
+        # the coordinates' screening, said in every description of a score on them
+        self.screening = (
+            ""
+            if coordinates is None
+            else f", fitted on the {len(coordinates)} of {self.k} coordinates whose means differ most on the fitting rows"
+        )
         self.columns: list[_Column] = []
         self.names: list[str] = []
         for j in range(self.k) if coordinates is None else coordinates.tolist():
@@ -575,7 +581,8 @@ def _propose(a: np.ndarray, b: np.ndarray, max_events: int, n_cert: tuple, confi
             sa, sb = tied.score(ha), tied.score(hb)
             for ch in _choose_thresholds(sa, sb, n_cert, z):
                 desc = (
-                    f"learned score (tied coordinates) s = {tied.describe()}; event s {'>=' if ch.above else '<='} "
+                    f"learned score (tied coordinates{fmap.screening}) s = {tied.describe()}; "
+                    f"event s {'>=' if ch.above else '<='} "
                     f"{ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
                     f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})"
                 )
@@ -699,7 +706,7 @@ def _describe_score(label: str, fmap: _FeatureMap, w: np.ndarray, used: np.ndarr
     more = f" + {len(idx) - 4} more terms" if len(idx) > 4 else ""
     op = ">=" if ch.above else "<="
     return (
-        f"learned score ({label} on {len(idx)} features) s = {terms.lstrip('+ ')}{more}; "
+        f"learned score ({label} on {len(idx)} features{fmap.screening}) s = {terms.lstrip('+ ')}{more}; "
         f"event s {op} {ch.threshold:.6g}; favours {'data' if ch.favours_a else 'neighbor'} "
         f"(training estimate P_data={ch.pa:.3g}, P_neighbor={ch.pb:.3g})"
     )

@@ -192,3 +192,16 @@ def test_a_wide_output_fits_its_score_on_the_coordinates_that_differ_most():
 
     r = dpharness.audit(wide, data=np.array([0.0]), neighbor=np.array([1.0]), epsilon=1.0, samples=6000, seed=0)
     assert not r.passed and r.epsilon_lower_bound > 2, r.method
+
+
+def test_a_screened_score_says_so_in_its_description():
+    """The learned score on a wide output is fitted on some of its coordinates (it checks less than a
+    fit on all): every description of such a score says on how many of how many, chosen how."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(4000, 300)), rng.normal(size=(4000, 300))
+    b[:, 7] += 1.0
+    events = propose_vector_events(a, b, max_events=8)
+    learned = [e.description for e in events if e.description.startswith("learned score")]
+    assert learned and all("fitted on the 256 of 300 coordinates" in d for d in learned), learned
+    narrow = propose_vector_events(a[:, :200], b[:, :200], max_events=8)
+    assert not any("fitted on the" in e.description for e in narrow)
