@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import math
 from fractions import Fraction
 
@@ -259,6 +260,28 @@ def test_user_queries_carry_their_stated_sensitivity_and_direction():
     frac = [dp.query(lambda x: float(np.mean(x)) if len(x) else 0.0, sensitivity=0.5)]
     m2 = m.replace(steps=dp.above_threshold(2, queries=frac, scale=2), claim=PureDP(1))  # ceil(0.5) = 1 step
     assert prove(m2).bound == 1.0
+
+
+def test_a_query_that_returns_no_number_is_refused_without_its_value():
+    """A query's answer is computed on the data released from: when it is not one finite number the error
+    names what came back (its type, its shape), never the value, which would carry the data out of the
+    release beside its noisy output."""
+    secret = np.array([31.25, 47.5, 12.75])
+    for fn, said in (
+        (lambda x: np.asarray(x).reshape(-1)[:2] * 1.0, "ndarray of shape (2,)"),
+        (lambda x: str(float(np.sum(x))), "str"),
+        (lambda x: float("inf") if np.sum(x) > 0 else 0.0, "not finite"),
+    ):
+        m = dp.mechanism(
+            name="leaky",
+            records=RealInterval(0, 100),
+            relation=AddRemove(),
+            steps=dp.above_threshold(2, queries=[dp.query(fn, sensitivity=1)], scale=2),
+            claim=PureDP(1),
+        )
+        with pytest.raises(ParameterError, match=re.escape(said)) as caught:
+            dpharness.release(m, secret, seed=0)
+        assert not any(t in str(caught.value) for t in ("31.25", "47.5", "12.75", "91.5")), str(caught.value)
 
 
 # --------------------------------------------------------------------------- exact truth by brute force

@@ -125,10 +125,17 @@ class UserQuery(Step):
             out = out.item()
         if isinstance(out, np.ndarray) and out.size == 1:
             out = out.reshape(-1)[0].item()
+        # the messages name what came back, never its value: a query's answer on real data is not released
         if isinstance(out, bool) or not isinstance(out, (int, float, Fraction)):
-            raise ParameterError(f"query {self.describe()} returned {out!r}; return one number.")
+            shape = f" of shape {out.shape}" if isinstance(out, np.ndarray) else ""
+            raise ParameterError(
+                f"query {self.describe()} returned a {type(out).__name__}{shape}, not one number; return one number."
+            )
         if isinstance(out, float) and not math.isfinite(out):
-            raise ParameterError(f"query {self.describe()} returned {out!r}; return a finite number.")
+            raise ParameterError(
+                f"query {self.describe()} returned a float that is not finite (NaN or an infinity); return a finite "
+                "number."
+            )
         return Fraction(out)
 
 
