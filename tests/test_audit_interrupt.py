@@ -15,7 +15,9 @@ import time
 import uuid
 
 import pytest
-from _procs import marked
+from _procs import ctrl_c_not_ignored, marked  # noqa: F401 - the fixture, used by name
+
+pytestmark = pytest.mark.usefixtures("ctrl_c_not_ignored")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the processes")

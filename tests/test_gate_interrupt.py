@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _procs import ctrl_c_not_ignored  # noqa: F401 - the fixture, used by name
+
+pytestmark = pytest.mark.usefixtures("ctrl_c_not_ignored")
 
 PACKAGE = '''
 import dataclasses
@@ -140,9 +143,14 @@ def test_ctrl_c_stops_the_gate_keeps_finished_checks_and_leaves_no_worker(tmp_pa
         out, err = proc.communicate(timeout=30)
         elapsed = time.monotonic() - sent
     finally:
-        if proc.poll() is None:
+        if proc.poll() is None:  # the workers too: a worker left alive holds the pipes, and communicate would wait
+            for pid in _descendants(proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             proc.kill()
-            proc.communicate()
+            proc.communicate(timeout=30)
     assert proc.returncode == 130, (out, err)
     # the slow check never finishes by itself (it sleeps 600 s), so any prompt exit shows the signal stopped it;
     # the bound is wide for loaded machines (the issue asks for 5 s, which an idle machine meets)
