@@ -164,6 +164,41 @@ def test_ctrl_c_stops_the_gate_keeps_finished_checks_and_leaves_no_worker(tmp_pa
     assert not left, f"processes left running after the gate exited: {left}"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the worker processes")
+def test_a_gate_killed_outright_leaves_no_worker(tmp_path):
+    """SIGKILL runs no clean-up in the gate: its workers (children of the fork server, not of the gate)
+    notice that the gate is gone and end, with what they started, within seconds, instead of running
+    their checks (here a sampler asleep for 600 s) to the end of their time limits."""
+    (tmp_path / "interrupt_pkg.py").write_text(textwrap.dedent(PACKAGE))
+    pids = tmp_path / "pids.txt"
+    env = {**os.environ, "INTERRUPT_PIDS": str(pids), "PYTHONPATH": str(tmp_path)}
+    argv = [sys.executable, "-m", "dpharness.cli", "gate", "--module", "interrupt_pkg", "--own", "--jobs", "2"]
+    argv += ["--samples", "20000", "--no-cache", "interrupt_slow"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and not pids.exists():
+            time.sleep(0.2)
+        assert proc.poll() is None and pids.exists(), "the slow check never started"
+        workers = _descendants(proc.pid) | {int(x) for x in pids.read_text().split()}
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.2)
+        left = sorted(p for p in workers if _alive(p))
+        assert not left, f"processes left running after the gate was killed: {left}"
+    finally:
+        for pid in _descendants(proc.pid) | ({int(x) for x in pids.read_text().split()} if pids.exists() else set()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 def _read_available(proc: subprocess.Popen) -> str:
     """What the gate has written to stderr so far (its progress lines), without blocking."""
     import fcntl
