@@ -1259,13 +1259,16 @@ def _loky_installed() -> bool:
         return False
 
 
-def _use_import_path(path: tuple) -> None:
+def _use_import_path(path: tuple, parent: int | None = None) -> None:
     """Worker initializer: the parent's ``sys.path`` in its order, then the worker's own other entries;
-    one BLAS thread per worker (the pool has a worker per core)."""
-    from dpharness._run import single_blas_thread
+    one BLAS thread per worker (the pool has a worker per core); the worker ends once ``parent`` (the
+    process that runs the pool) has (:func:`~dpharness._run.watch_parent`)."""
+    from dpharness._run import single_blas_thread, watch_parent
 
     sys.path[:] = list(path) + [p for p in sys.path if p not in path]
     single_blas_thread()
+    if parent is not None:
+        watch_parent(parent)
 
 
 # what every audit worker needs to run a chunk (numpy, the runner, the event families, the catalog, cloudpickle):
@@ -1310,7 +1313,7 @@ class _LocalPool:
             max_workers=workers,
             timeout=_IDLE_SECONDS,
             initializer=_use_import_path,
-            initargs=(tuple(sys.path),),
+            initargs=(tuple(sys.path), os.getpid()),
             context=forkserver_context(preload),
         )
         _EXECUTOR = self.executor

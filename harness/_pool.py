@@ -91,57 +91,17 @@ def _worker_start(fraction: float, parent: int | None = None) -> None:
     """Worker initializer: lead a process group of its own (the parent kills the group, children the
     worker starts included, on Ctrl-C), ignore SIGINT (inherited by those children: only the parent
     decides what an interrupt stops), cap memory (:func:`dpharness._run.limit_memory`), and end the group
-    when the process that runs the pool (``parent``) is gone (:func:`_watch_parent`)."""
+    when the process that runs the pool (``parent``) is gone (:func:`~dpharness._run.watch_parent`)."""
     import signal
 
-    from ._run import limit_memory
+    from ._run import limit_memory, watch_parent
 
     if hasattr(os, "setpgrp"):
         os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     limit_memory(fraction)
     if parent is not None:
-        _watch_parent(parent)
-
-
-_WATCH_SECONDS = 1.0  # how often a worker looks whether the process that runs its pool is still there
-
-
-def _watch_parent(parent: int) -> None:
-    """A daemon thread that SIGKILLs this worker's process group (the worker and what it started) once
-    ``parent`` has ended: a gate killed outright (SIGKILL, a CI job cancelled) runs no clean-up, and its
-    workers, children of the fork server rather than of the gate, would otherwise run their checks to
-    the end of their time limits. ``parent`` is known by its pid and its start time (Linux /proc: a pid
-    used again by another process is not taken for it); elsewhere by its pid alone."""
-    import signal
-    import threading
-
-    def started(pid: int) -> str | None:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                return f.read().rsplit(")", 1)[1].split()[19]  # field 22: the start time
-        except (OSError, IndexError):
-            return None
-
-    first = started(parent)
-
-    def alive() -> bool:
-        try:
-            os.kill(parent, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:  # exists, owned by another user: not ours, unless its start time says so
-            pass
-        return first is None or started(parent) == first
-
-    def watch() -> None:
-        while alive():
-            time.sleep(_WATCH_SECONDS)
-        if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
-            os.killpg(0, signal.SIGKILL)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="dpharness-parent-watch", daemon=True).start()
+        watch_parent(parent)
 
 
 # what every gate or report task imports (sympy, z3, scipy, numpy among them): loaded once, in the fork

@@ -348,6 +348,48 @@ def limit_memory(fraction: float) -> None:
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+_WATCH_SECONDS = 1.0  # how often a worker looks whether the process that runs its pool is still there
+
+
+def watch_parent(parent: int) -> None:
+    """A daemon thread that ends this worker once ``parent`` (the process that runs its pool) has ended,
+    with its process group when the worker leads one (a gate's worker: the worker and what it started):
+    a gate or an audit killed outright (SIGKILL, a CI job cancelled) runs no clean-up, and its workers,
+    children of a fork server rather than of it, would otherwise run their tasks to the end. ``parent``
+    is known by its pid and its start time (Linux /proc: a pid used again by another process is not
+    taken for it); elsewhere by its pid alone."""
+    import time
+
+    def started(pid: int) -> str | None:
+        """Its start time, "" for a process that has ended and awaits its parent's wait (a zombie)."""
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return "" if fields[0] == "Z" else fields[19]  # fields 3 and 22: the state, the start time
+
+    first = started(parent)
+
+    def alive() -> bool:
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # exists, owned by another user: not ours, unless its start time says so
+            pass
+        return first is None or started(parent) == first != ""
+
+    def watch() -> None:
+        while alive():
+            time.sleep(_WATCH_SECONDS)
+        if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpharness-parent-watch", daemon=True).start()
+
+
 def single_blas_thread() -> None:
     """Limit the BLAS/OpenMP thread pools of this process (numpy's and scipy's) to one thread. For
     worker processes of a pool sized to the cores: each worker's BLAS would otherwise start a thread

@@ -52,6 +52,41 @@ def test_ctrl_c_stops_a_pooled_audit_and_leaves_no_process(tmp_path):
     assert marked(marker) == [], "processes started by the audit outlived it"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the processes")
+def test_an_audit_killed_outright_leaves_no_worker(tmp_path):
+    """SIGKILL to the audit's process alone runs no clean-up there: its pool's workers (forks of a fork
+    server, not its children) see it gone and end within seconds, and the fork server with them,
+    instead of counting an audit of 3·10^8 samples a side that nobody will read."""
+    key, value = "DPHARNESS_TEST_MARKER", uuid.uuid4().hex
+    marker = f"{key}={value}"
+    argv = [sys.executable, "-m", "dpharness.cli", "audit", "laplace", "--samples", "300000000", "--workers", "2"]
+    proc = subprocess.Popen(
+        argv,
+        env={**os.environ, key: value},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(marked(marker)) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)  # the audit, its fork server and two workers (a resource tracker too)
+        assert proc.poll() is None and len(marked(marker)) >= 4, "the audit's worker pool never started"
+        time.sleep(1.0)
+        proc.kill()  # this process only: its group is left to see what ends by itself
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marked(marker) == [], "processes started by the audit outlived it"
+    finally:
+        for pid in marked(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 _SEMAPHORE_GONE = r"""
 import io, sys, multiprocessing, multiprocessing.context, _multiprocessing
 import dpharness._forkserver_child
