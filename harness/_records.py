@@ -51,7 +51,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._validate import not_masked
+from ._validate import not_extended, not_masked
 from .errors import ParameterError
 
 _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
@@ -271,9 +271,15 @@ def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.nd
     """A number column as float64 (int64 for ``integer`` records), exactly, or refused by dtype."""
     dtype = _dtype(col)
     kind = _kind(col)
+    not_extended(name, col, column)
     fix = "encode it as numbers, group by it (dp.group_by keys), or leave it out with columns=[...]"
     if kind == "O":
         values = np.asarray(col, dtype=object)
+        if any(isinstance(v, np.floating) and v.dtype.itemsize > 8 for v in values.tolist()):
+            raise ParameterError(
+                f"column {column} of {name} (dtype object) holds extended-precision floats (numpy.longdouble), "
+                "which a double may not hold; convert them (float(v) if rounding is what you mean)."
+            )
         if not all(isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)) for v in values.tolist()):
             raise ParameterError(f"column {column} of {name} has dtype object holding non-numbers; {fix}.")
         if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > _EXACT for v in values):
@@ -332,6 +338,7 @@ def identities_of(col: Any, column: str, name: str, labels: bool = False) -> tup
     ``labels``: a label column, where an unhashable value is :data:`UNHASHABLE` (dropped) and not refused."""
     kind = _kind(col)
     dtype = _dtype(col)
+    not_extended(name, col, column)
     if kind == "c":
         raise ParameterError(
             f"column {column} of {name} has dtype {dtype}; convert it to strings or integers before the release."

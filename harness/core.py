@@ -458,6 +458,7 @@ class InputSpec:
     def validate(self, name: str, data: Any) -> Any:
         """Check one input against this spec; return it as the mechanism will see it."""
         _v.not_masked(name, data)
+        _v.not_extended(name, data)
         if self.shape == "record":
             arr = np.asarray(data)
             if isinstance(self.domain, RealBox):

@@ -818,6 +818,32 @@ def test_a_masked_array_is_refused_by_type_never_read_under_its_mask():
         _release(m, pd.DataFrame([[1.0, 2.0]], columns=["x", "x"]))
 
 
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant <= 52, reason="numpy.longdouble is a double on this platform")
+def test_extended_precision_floats_are_refused_by_dtype():
+    """numpy.longdouble (float128) was read as doubles, rounded silently: user ids one ulp of a long double
+    apart were one user, so one added user (id 1 + 2**-63) merged into user 1 and moved that user's bounded
+    record between two keys (a neighbour touching two keys where the proof counts one: P_D'(S) − e·P_D(S)
+    ≈ 0.107 against the proven δ ≈ 6.9e-14). Refused by dtype, on every input type, naming the column."""
+    one = np.longdouble(1)
+    users = np.array([one, one + np.finfo(np.longdouble).eps, np.longdouble(7)], dtype=np.longdouble)
+    frame = pd.DataFrame({"user": users, "key": np.zeros(3), "value": np.ones(3)})
+    for data in (frame, frame.iloc[:0], frame.to_numpy(), np.zeros((0, 3), dtype=np.longdouble)):
+        with pytest.raises(ParameterError, match=r"float128 \(extended precision\).*convert it"):
+            _release(_user_level(), data)
+    for col in ("key", "value"):
+        wide = frame.assign(user=users.astype(float), **{col: np.ones(3, dtype=np.longdouble)})
+        with pytest.raises(ParameterError, match=f"column '{col}' .*extended precision"):
+            _release(_user_level(), wide)
+    objects = frame.assign(user=[1.0, 2.0, 3.0], value=pd.Series([np.longdouble(1)] * 3, dtype=object))
+    with pytest.raises(ParameterError, match="extended-precision floats"):
+        _release(_user_level(), objects)
+    m = _record_level()
+    with pytest.raises(ParameterError, match="data has dtype float128"):
+        m.sample(np.ones((2, 2), dtype=np.longdouble), 1, np.random.default_rng(SEED))
+    with pytest.raises(ParameterError, match=r"epsilon=.*extended precision"):
+        PureDP(np.longdouble(1) / 3)
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a
