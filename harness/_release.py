@@ -170,8 +170,7 @@ def _records(m: Any, data: Any, columns: Sequence[str] | None) -> np.ndarray:
     domain = m.input_spec.domain
     width = domain.dim if isinstance(domain, RealBox) else 1
     cols = columns_of(data, columns, width, "data")
-    beyond = domain._wide()
-    arr = np.column_stack([numbers_of(c, name, "data", isinstance(domain, IntegerRange), beyond) for name, c in cols])
+    arr = np.column_stack([numbers_of(c, name, "data", isinstance(domain, IntegerRange)) for name, c in cols])
     return arr[:, 0] if arr.shape[1] == 1 and width == 1 else arr
 
 

@@ -223,16 +223,20 @@ class Domain(abc.ABC):
                 f"{name} has dtype {arr.dtype}, which records cannot hold; pass numbers (bool, int, uint or "
                 f"float) in {self.describe()}."
             )
+        return arr
+
+    def refuse_wide_integers(self, name: str, arr: np.ndarray) -> None:
+        """Refuse a 64-bit integer array where the domain holds integers beyond 2**53 (no double holds them
+        all), whatever its values: for a mechanism run on any data set of the domain, refusing only the arrays
+        that hold such an integer would make a release raise on the data set with one such record (inside the
+        domain) and not on its neighbour."""
         if arr.dtype.kind in "iu" and arr.dtype.itemsize >= 8 and not isinstance(self, IntegerRange) and self._wide():
-            # refused by dtype, whatever the values: refusing only the arrays that hold such an integer would make
-            # a release raise on the data set with one such record (inside the domain) and not on its neighbour
             raise ParameterError(
                 f"{name} has dtype {arr.dtype} and the domain {self.describe()} holds integers beyond 2**53, which "
                 "the mechanism's real-valued records (doubles) cannot hold exactly; pass floats "
                 "(np.asarray(data, dtype=float) rounds them: only if that is what you mean) or declare bounds "
                 "within ±2**53."
             )
-        return arr
 
     def _wide(self) -> bool:
         """Whether the domain holds numbers beyond 2**53 in magnitude (where not every integer is a double)."""
@@ -466,6 +470,7 @@ class InputSpec:
     shape: str
     dim: int | None = None
     size: int | None = None
+    any_data: bool = False  # run on any data set of the domain (a declared mechanism): see refuse_wide_integers
 
     def __post_init__(self) -> None:
         _v.choice("shape", self.shape, ("record", "dataset", "vector"))
@@ -482,6 +487,8 @@ class InputSpec:
         """Check one input against this spec; return it as the mechanism will see it."""
         _v.not_masked(name, data)
         _v.not_extended(name, data)
+        if self.any_data and self.shape != "record":
+            self.domain.refuse_wide_integers(name, np.asarray(data))
         if self.shape == "record":
             arr = np.asarray(data)
             if isinstance(self.domain, RealBox):
