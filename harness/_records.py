@@ -4,7 +4,9 @@ input type can take a path the others do not (STYLE 19).
 
 * **Number columns** (every column that is not an identity or label column): dtypes bool, int, uint and
   float are accepted; an integer that a double cannot hold exactly (beyond 2**53 in magnitude) is
-  refused, as are complex, timedelta, datetime, string and object dtypes, on every input type, by dtype
+  refused (where the column's domain reaches beyond 2**53, every 64-bit integer or object column, by its
+  dtype: refusing the one record would make one neighbour's release raise), as are complex, timedelta,
+  datetime, string and object dtypes, on every input type, by dtype
   (or, for an object column, by the type of what it holds), and never with a value in the message. A
   missing value (NaN, None, ``pd.NA``) in a number column is outside every record domain and refused.
   Integer records (``IntegerRange``) read a float column's whole numbers as the integers; a fraction, NaN
@@ -51,7 +53,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._validate import not_masked
+from ._validate import not_extended, not_masked
 from .errors import ParameterError
 
 _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
@@ -267,15 +269,37 @@ def _kind(col: Any) -> str:
     return kind
 
 
-def numbers_of(col: Any, column: str, name: str, integer: bool = False) -> np.ndarray:
-    """A number column as float64 (int64 for ``integer`` records), exactly, or refused by dtype."""
+def wide(lo: Any, hi: Any) -> bool:
+    """Whether a real column's bounds hold numbers beyond 2**53 in magnitude (where not every integer is a
+    double): its integers are then refused by dtype (:func:`numbers_of`)."""
+    return any(abs(x) > _EXACT for x in (lo, hi))
+
+
+def numbers_of(col: Any, column: str, name: str, integer: bool = False, beyond: bool = False) -> np.ndarray:
+    """A number column as float64 (int64 for ``integer`` records), exactly, or refused by dtype. ``beyond``:
+    the column's domain holds reals beyond 2**53 in magnitude (:func:`wide`), where a 64-bit integer or an
+    object column could hold an integer no double holds: such dtypes are refused whatever the values (a
+    refusal of the one record would make one neighbour's release raise)."""
     dtype = _dtype(col)
     kind = _kind(col)
+    not_extended(name, col, column)
     fix = "encode it as numbers, group by it (dp.group_by keys), or leave it out with columns=[...]"
     if kind == "O":
         values = np.asarray(col, dtype=object)
+        if any(isinstance(v, np.floating) and v.dtype.itemsize > 8 for v in values.tolist()):
+            raise ParameterError(
+                f"column {column} of {name} (dtype object) holds extended-precision floats (numpy.longdouble), "
+                "which a double may not hold; convert them (float(v) if rounding is what you mean)."
+            )
         if not all(isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)) for v in values.tolist()):
             raise ParameterError(f"column {column} of {name} has dtype object holding non-numbers; {fix}.")
+    if beyond and (kind == "O" or (not integer and kind in "iu" and getattr(dtype, "itemsize", 8) >= 8)):
+        raise ParameterError(
+            f"column {column} of {name} has dtype {dtype} and its domain holds reals beyond 2**53, where such a "
+            "column could hold integers a double cannot hold exactly; convert it to floats (.astype(float): it "
+            "rounds such integers, only if that is what you mean) or declare bounds within ±2**53."
+        )
+    if kind == "O":
         if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > _EXACT for v in values):
             raise ParameterError(
                 f"column {column} of {name} (dtype object) holds integers beyond 2**53, which a double cannot hold "
@@ -332,6 +356,7 @@ def identities_of(col: Any, column: str, name: str, labels: bool = False) -> tup
     ``labels``: a label column, where an unhashable value is :data:`UNHASHABLE` (dropped) and not refused."""
     kind = _kind(col)
     dtype = _dtype(col)
+    not_extended(name, col, column)
     if kind == "c":
         raise ParameterError(
             f"column {column} of {name} has dtype {dtype}; convert it to strings or integers before the release."
@@ -785,7 +810,7 @@ class Reader:
             codes, values = identities_of(col, column, name, labels=True)
             lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
             return lookup[codes] if n else np.zeros(0)
-        return numbers_of(col, column, name, self.integer)
+        return numbers_of(col, column, name, self.integer, wide(self.lo[j], self.hi[j]))
 
     def _check_width(self, cols: list, name: str) -> None:
         if len(cols) != self.width:

@@ -56,7 +56,7 @@ def release(
 
     ``data``: a numpy array of records, a pandas DataFrame or a ``dask.dataframe.DataFrame``; a frame's
     ``columns`` are read in the order given (default: all of them, in the frame's order). Every input type
-    is read by one reader (:mod:`dpharness._records`): number columns exactly (bool, int, uint, float;
+    is read by one reader (:mod:`dpharness._records`): number columns exactly (bool, int, uint, float up to double precision;
     other dtypes refused by dtype), user and key columns as identities compared exactly, label columns
     by their declared keys. ``seed``: an integer for a reproducible release (the same output, of the same
     type, whatever the input type and partitioning), None for fresh randomness. Returns what

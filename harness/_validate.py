@@ -23,6 +23,11 @@ def real(name: str, value: Any) -> float | int | Fraction | numbers.Real:
     """A finite real number (int, float, Fraction, numpy scalar). Bools are refused."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ParameterError(f"{name}={_show(value)} is not a real number; pass an int, float or Fraction.")
+    if isinstance(value, np.floating) and value.dtype.itemsize > 8:
+        raise ParameterError(
+            f"{name}={_show(value)} is a {value.dtype} (extended precision), which a double, the type the code "
+            "computes with, may not hold; pass a float, an int or a Fraction."
+        )
     if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
         raise ParameterError(f"{name}={_show(value)} is not finite; pass a finite number.")
     if isinstance(value, np.integer):
@@ -106,6 +111,19 @@ def labels(name: str, values: Any) -> None:
             ) from None
         if isinstance(k, float) and k != k:
             raise ParameterError(f"{name} holds NaN; pass keys that equal themselves.")
+
+
+def not_extended(name: str, values: Any, column: str | None = None) -> None:
+    """``values`` (an array, a column) does not hold floats wider than a double (``numpy.longdouble``,
+    float128): refused by dtype, since reading them as the doubles the code computes with would round them
+    silently (two user ids one ulp of a long double apart would be one user)."""
+    dtype = getattr(values, "dtype", None)
+    if getattr(dtype, "kind", "") == "f" and getattr(dtype, "itemsize", 8) > 8:
+        what = name if column is None else f"column {column} of {name}"
+        raise ParameterError(
+            f"{what} has dtype {dtype} (extended precision), whose values a double may not hold; convert it "
+            "(.astype(float) if rounding to doubles is what you mean, or exact integers or strings for ids)."
+        )
 
 
 def not_masked(name: str, values: Any) -> None:

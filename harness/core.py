@@ -195,14 +195,9 @@ class Domain(abc.ABC):
 
     def validate(self, name: str, values: Any) -> np.ndarray:
         _v.not_masked(name, values)
-        arr = np.asarray(values)
-        if arr.dtype.kind not in "biuf":  # complex, timedelta, datetime, strings, objects: refused by dtype
-            raise ParameterError(
-                f"{name} has dtype {arr.dtype}, which records cannot hold; pass numbers (bool, int, uint or "
-                f"float) in {self.describe()}."
-            )
+        arr = self.check_dtype(name, np.asarray(values))
         if arr.dtype.kind in "iu" and arr.size and not isinstance(self, IntegerRange):
-            if int(arr.max()) > 2**53 or int(arr.min()) < -(2**53):  # a double cannot hold them exactly
+            if int(arr.max()) > 2**53 or int(arr.min()) < -(2**53):  # outside the domain (bounds within ±2**53)
                 raise ParameterError(
                     f"{name} (dtype {arr.dtype}) holds integers beyond 2**53, which the mechanism's real-valued "
                     "records (doubles) cannot hold exactly; recode them (e.g. as ranks), or pass user ids "
@@ -219,6 +214,38 @@ class Domain(abc.ABC):
                 "clamp or filter the data before calling, or widen the mechanism's bounds."
             )
         return arr
+
+    def check_dtype(self, name: str, arr: np.ndarray) -> np.ndarray:
+        """The checks of :meth:`validate` that read the array's dtype only (made on an empty data set too, so
+        a refusal by dtype never depends on whether the data holds a record)."""
+        if arr.dtype.kind not in "biuf":  # complex, timedelta, datetime, strings, objects: refused by dtype
+            raise ParameterError(
+                f"{name} has dtype {arr.dtype}, which records cannot hold; pass numbers (bool, int, uint or "
+                f"float) in {self.describe()}."
+            )
+        return arr
+
+    def refuse_wide_integers(self, name: str, arr: np.ndarray) -> None:
+        """Refuse a 64-bit integer array where the domain holds integers beyond 2**53 (no double holds them
+        all), whatever its values: for a mechanism run on any data set of the domain, refusing only the arrays
+        that hold such an integer would make a release raise on the data set with one such record (inside the
+        domain) and not on its neighbour."""
+        if arr.dtype.kind in "iu" and arr.dtype.itemsize >= 8 and not isinstance(self, IntegerRange) and self._wide():
+            raise ParameterError(
+                f"{name} has dtype {arr.dtype} and the domain {self.describe()} holds integers beyond 2**53, which "
+                "the mechanism's real-valued records (doubles) cannot hold exactly; pass floats "
+                "(np.asarray(data, dtype=float) rounds them: only if that is what you mean) or declare bounds "
+                "within ±2**53."
+            )
+
+    def _wide(self) -> bool:
+        """Whether the domain holds numbers beyond 2**53 in magnitude (where not every integer is a double)."""
+        for end in (getattr(self, "lo", 0), getattr(self, "hi", 0)):
+            if isinstance(end, float) and not math.isfinite(end):
+                return True
+            if abs(Fraction(end)) > 2**53:
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -443,6 +470,7 @@ class InputSpec:
     shape: str
     dim: int | None = None
     size: int | None = None
+    any_data: bool = False  # run on any data set of the domain (a declared mechanism): see refuse_wide_integers
 
     def __post_init__(self) -> None:
         _v.choice("shape", self.shape, ("record", "dataset", "vector"))
@@ -458,6 +486,9 @@ class InputSpec:
     def validate(self, name: str, data: Any) -> Any:
         """Check one input against this spec; return it as the mechanism will see it."""
         _v.not_masked(name, data)
+        _v.not_extended(name, data)
+        if self.any_data and self.shape != "record":
+            self.domain.refuse_wide_integers(name, np.asarray(data))
         if self.shape == "record":
             arr = np.asarray(data)
             if isinstance(self.domain, RealBox):
@@ -481,6 +512,8 @@ class InputSpec:
             self.domain.validate(name, arr)
             return self._canonical(arr)
         want_ndim = 2 if isinstance(self.domain, RealBox) else 1
+        if isinstance(self.domain, RealBox) and arr.ndim == 1 and arr.size == 0:  # [] is the empty data set
+            arr = arr.reshape(0, self.domain.dim)
         if arr.ndim != want_ndim:
             want = f"(n, {self.domain.dim})" if isinstance(self.domain, RealBox) else "(n,)"  # want_ndim == 2
             raise ParameterError(f"{name} has shape {arr.shape}; pass a data set of shape {want}.")
@@ -490,6 +523,8 @@ class InputSpec:
             )
         if arr.shape[0] > 0:
             self.domain.validate(name, arr)
+        else:
+            self.domain.check_dtype(name, arr)
         return self._canonical(arr)
 
     def _canonical(self, arr: np.ndarray) -> np.ndarray:

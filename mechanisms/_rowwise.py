@@ -12,7 +12,10 @@ Three paths, named by :data:`PYTHON`, :data:`COMPILED` and :data:`ONE_ROW`:
   function's value on row k alone, bit for bit, whatever the batch size or partitioning (numba compiles
   without fast-math, so no operation is reassociated or fused across rows). A call that raises, or
   returns anything but the expected numbers, is the total rule's zero record (a map) or an error (an
-  update), as on the other paths. Cost: a compilation of the function and its loop per process (about
+  update), as on the other paths. The function is compiled for its rows' types before any row runs, on
+  every input (the empty data set too), and refused if numba cannot compile it or if its code leaves
+  compiled code (:func:`_refuse_escapes`: ``numba.objmode``, a ctypes or cffi function), where state kept
+  between calls would make a row's value depend on the rows before it. Cost: a compilation of the function and its loop per process (about
   a second), then some nanoseconds a row.
 * **one record at a time** (the default): the function called from Python on each row (the slow path).
   On this path and the next the row (and its state) is a copy of its own, never a view of the batch: a
@@ -138,7 +141,13 @@ def path_phrase(path: str, unit: str = "row", short: bool = False) -> str:
 # --------------------------------------------------------------------------- the compiled path
 
 _COMPILED: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_CHECKED: "weakref.WeakKeyDictionary[Any, set]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+# What a compiled function's code (its library, with the code of the functions it calls linked in) holds when it
+# leaves compiled code: a numba.objmode block calls the Python interpreter (PyObject_Call...), and a ctypes or
+# cffi function is called at an address baked into the code (numba.dynamic.globals). Either can keep state
+# between calls (a Python global, a C static), so row k's value could depend on the rows before it.
+_ESCAPES = ("PyObject_Call", "PyObject_Vectorcall", "PyEval_", "PyImport_", "numba.dynamic.globals")
 
 
 def _compiled(fn: Callable) -> Any:
@@ -153,6 +162,28 @@ def _compiled(fn: Callable) -> Any:
             got = numba.njit(boundscheck=True)(source)  # not inlined by numba: its own bounds checks stay
             _COMPILED[source] = got
     return got
+
+
+def _refuse_escapes(name: str, fn: Callable, f: Any) -> None:
+    """Refuse ``fn`` (compiled as ``f``) when the code of any of its compiled signatures calls out of compiled
+    code (:data:`_ESCAPES`): per row by construction holds only for code that keeps no state between calls,
+    which numba's own compiled code cannot (global arrays are frozen constants), but Python or foreign code
+    reached from it can. Each signature is read once per process."""
+    with _LOCK:
+        done = _CHECKED.setdefault(f, set())
+        for sig, cres in list(f.overloads.items()):
+            if sig in done:
+                continue
+            code = cres.library.get_llvm_str()
+            hit = next((marker for marker in _ESCAPES if marker in code), None)
+            if hit is not None:
+                raise ParameterError(
+                    f"{name}={getattr(fn, '__name__', fn)!r} leaves compiled code (compiled=True): it calls the Python "
+                    f"interpreter (numba.objmode) or a foreign function (ctypes, cffi) ({hit} in its code), which can "
+                    "keep state between rows, so a row's value could depend on the other rows; write it with numpy "
+                    "arrays, numbers and math only (what numba.njit compiles)."
+                )
+            done.add(sig)
 
 
 def _refused(name: str, fn: Callable, exc: Exception) -> ParameterError:
@@ -177,8 +208,13 @@ def compiled_map(fn: Callable, rows: np.ndarray, states: np.ndarray | None, colu
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     out = np.zeros((len(rows), columns))
     if states is not None:
-        states = np.ascontiguousarray(states, dtype=np.float64).reshape(len(rows), -1)
+        states = np.ascontiguousarray(states, dtype=np.float64)
+        states = states if states.ndim == 2 else states.reshape(len(rows), -1)
     try:
+        # compiled for these rows' types on no rows first, whatever the data (an empty data set too: a function
+        # numba refuses is refused on every input, never on some), and its code checked before any row runs
+        k.map_rows(f, rows[:0], None if states is None else states[:0], out[:0])
+        _refuse_escapes("fn", fn, f)
         try:  # the fast loop has no handler; if some call raises, every row is redone with one per row
             k.map_rows(f, rows, states, out)
         except numba.core.errors.NumbaError:
@@ -188,6 +224,7 @@ def compiled_map(fn: Callable, rows: np.ndarray, states: np.ndarray | None, colu
             k.map_rows_guarded(f, rows, states, out)
     except numba.core.errors.NumbaError as exc:
         raise _refused("fn", fn, exc) from None
+    _refuse_escapes("fn", fn, f)  # a signature compiled after the first check (none expected)
     return out
 
 
@@ -202,10 +239,14 @@ def compiled_update(fn: Callable, states: np.ndarray, releases: np.ndarray) -> t
     releases = np.ascontiguousarray(releases, dtype=np.float64).reshape(len(states), -1)
     out = np.zeros(states.shape)
     bad = np.zeros(len(states), dtype=np.bool_)
+    loop = k.update_numbers if releases.shape[1] == 1 else k.update_vectors
     try:
-        (k.update_numbers if releases.shape[1] == 1 else k.update_vectors)(f, states, releases, out, bad)
+        loop(f, states[:0], releases[:0], out[:0], bad[:0])  # compiled on no runs first, its code checked
+        _refuse_escapes("update", fn, f)
+        loop(f, states, releases, out, bad)
     except numba.core.errors.NumbaError as exc:
         raise _refused("update", fn, exc) from None
+    _refuse_escapes("update", fn, f)
     return out, bad
 
 

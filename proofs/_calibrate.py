@@ -421,7 +421,10 @@ def _plain(x: Fraction) -> int | float | Fraction:
     """The exact value in its plainest type (an int, a float equal to it, else the Fraction)."""
     if x.denominator == 1:
         return int(x)
-    return float(x) if Fraction(float(x)) == x else x
+    try:
+        return float(x) if Fraction(float(x)) == x else x
+    except OverflowError:  # beyond the doubles (a budget of 1e-320): the Fraction, which the step then judges
+        return x
 
 
 def _eps_within_rho(rho: Fraction) -> Fraction:
@@ -435,7 +438,13 @@ def _eps_within_rho(rho: Fraction) -> Fraction:
 def _sigma_for_rho(d2sq: Fraction, rho: Fraction, g: Fraction) -> float:
     """The smallest float σ with (σ/g)² >= D₂²/(2ρ), exactly."""
     need = g * g * d2sq / (2 * rho)
-    s = math.sqrt(float(need))
+    try:
+        s = math.sqrt(float(need))
+    except OverflowError:  # σ² beyond the doubles
+        raise ParameterError(
+            f"the budget ρ = {float(rho):.3g} calls for a Gaussian σ beyond the doubles (σ² = g²·D₂²/(2ρ) with "
+            f"D₂² = {float(d2sq):.6g}, g = {g}); pass a larger budget."
+        ) from None
     while Fraction(s) ** 2 < need:
         s = math.nextafter(s, math.inf)
     while s > 0 and Fraction(math.nextafter(s, 0.0)) ** 2 >= need:

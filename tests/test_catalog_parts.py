@@ -159,6 +159,28 @@ def test_automatic_granularity_is_coarsened_only_as_needed():
             ),
             "scale=",
         ),
+        # a budget whose scale is a Fraction beyond the doubles (not a power of two): float() of it raised
+        # OverflowError in the calibration, and so did the σ² of a subnormal ρ
+        (
+            lambda: dp.mechanism(
+                name="c",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.count() >> dp.laplace(epsilon=1e-320),
+                claim=PureDP(1),
+            ),
+            "scale=",
+        ),
+        (
+            lambda: dp.mechanism(
+                name="c",
+                records=RealInterval(0, 1),
+                relation=AddRemove(),
+                steps=dp.count() >> dp.gaussian(rho=1e-320),
+                claim=PureDP(1),
+            ),
+            "budget ρ = 1e-320 .* pass a larger budget",
+        ),
     ],
 )
 def test_an_explicit_grid_too_fine_for_the_scale_is_refused_naming_the_parameter(build, name):

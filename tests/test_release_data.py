@@ -818,6 +818,74 @@ def test_a_masked_array_is_refused_by_type_never_read_under_its_mask():
         _release(m, pd.DataFrame([[1.0, 2.0]], columns=["x", "x"]))
 
 
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant <= 52, reason="numpy.longdouble is a double on this platform")
+def test_extended_precision_floats_are_refused_by_dtype():
+    """numpy.longdouble (float128) was read as doubles, rounded silently: user ids one ulp of a long double
+    apart were one user, so one added user (id 1 + 2**-63) merged into user 1 and moved that user's bounded
+    record between two keys (a neighbour touching two keys where the proof counts one: P_D'(S) − e·P_D(S)
+    ≈ 0.107 against the proven δ ≈ 6.9e-14). Refused by dtype, on every input type, naming the column."""
+    one = np.longdouble(1)
+    users = np.array([one, one + np.finfo(np.longdouble).eps, np.longdouble(7)], dtype=np.longdouble)
+    frame = pd.DataFrame({"user": users, "key": np.zeros(3), "value": np.ones(3)})
+    for data in (frame, frame.iloc[:0], frame.to_numpy(), np.zeros((0, 3), dtype=np.longdouble)):
+        with pytest.raises(ParameterError, match=r"float128 \(extended precision\).*convert it"):
+            _release(_user_level(), data)
+    for col in ("key", "value"):
+        wide = frame.assign(user=users.astype(float), **{col: np.ones(3, dtype=np.longdouble)})
+        with pytest.raises(ParameterError, match=f"column '{col}' .*extended precision"):
+            _release(_user_level(), wide)
+    objects = frame.assign(user=[1.0, 2.0, 3.0], value=pd.Series([np.longdouble(1)] * 3, dtype=object))
+    with pytest.raises(ParameterError, match="extended-precision floats"):
+        _release(_user_level(), objects)
+    m = _record_level()
+    with pytest.raises(ParameterError, match="data has dtype float128"):
+        m.sample(np.ones((2, 2), dtype=np.longdouble), 1, np.random.default_rng(SEED))
+    with pytest.raises(ParameterError, match=r"epsilon=.*extended precision"):
+        PureDP(np.longdouble(1) / 3)
+
+
+def test_integer_columns_are_refused_by_dtype_where_the_domain_holds_integers_beyond_doubles():
+    """With records in [0, 1e20] an int64 column was refused only when it held an integer a double cannot
+    hold: D = [1, 2] released and D + [2**53 + 1] (inside the domain) raised, one neighbour's output a raise.
+    Where the domain reaches beyond 2**53 (or is unbounded), 64-bit integer and object columns are refused
+    whatever they hold; narrower integers, and any integer column of a domain within ±2**53, still read."""
+
+    def clamped_sum(records):
+        return dp.mechanism(
+            name="clamped_sum",
+            records=records,
+            relation=AddRemove(),
+            steps=dp.clamp(0, 10) >> dp.sum() >> dp.laplace(scale=10),
+            claim=PureDP(1),
+        )
+
+    for records in (RealInterval(0, 1e20), RealInterval(), RealInterval(-(2.0**60), 10)):
+        m = clamped_sum(records)
+        for data in ([1, 2], [1, 2, 2**53 + 1], []):
+            for value in (
+                np.array(data, dtype=np.int64).reshape(-1),
+                pd.DataFrame({"v": pd.Series(data, dtype=np.int64)}),
+                pd.DataFrame({"v": pd.Series(data, dtype=object)}),
+                pd.DataFrame({"v": pd.array(data, dtype="Int64")}),
+            ):
+                with pytest.raises(ParameterError, match=r"(dtype|domain) .*beyond 2\*\*53"):
+                    _release(m, value)
+            with pytest.raises(ParameterError, match="beyond 2\\*\\*53"):
+                m.sample(np.array(data, dtype=np.int64), 1, np.random.default_rng(SEED))
+        floats = _release(m, np.array([1.0, 2.0]))
+        assert _release(m, np.array([1, 2], dtype=np.int32)) == floats
+    narrow = clamped_sum(RealInterval(0, 2**53))
+    assert _release(narrow, np.array([1, 2], dtype=np.int64)) == _release(narrow, pd.DataFrame({"v": [1, 2]}))
+    # m.sample checked an empty data set's dtype not at all (an empty object array passed, [1.0] as objects
+    # was refused) and refused [] for multi-column records by its shape (0,) (np.zeros((0, 2)) passed)
+    with pytest.raises(ParameterError, match="dtype object"):
+        narrow.sample(np.array([], dtype=object), 1, np.random.default_rng(SEED))
+    box = _record_level()
+    assert box.sample([], 1, np.random.default_rng(SEED)) == box.sample(
+        np.zeros((0, 2)), 1, np.random.default_rng(SEED)
+    )
+
+
 def test_unused_categories_and_infinite_keys_release_like_any_label():
     """A categorical key column with a category no row holds, and a float key column holding ±inf, release
     on numpy, pandas and Dask alike (they raised KeyError and OverflowError): an unused category is not a

@@ -150,7 +150,7 @@ class PartsMechanism(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(self.records, self.relation, self.shape, dim=self.dim, size=self.size)
+        return InputSpec(self.records, self.relation, self.shape, dim=self.dim, size=self.size, any_data=True)
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         value = record_value(data) if self.shape == "record" else np.asarray(data, dtype=float)

@@ -1219,6 +1219,12 @@ def selection_pairs(m: Any, records: Sequence[np.ndarray]) -> list[tuple[np.ndar
     return out
 
 
+# An aimed pair larger than these is not built (no audit runs it, and building it might not end): one user's
+# records against none, and T − 1 or T other users on each of the user's keys.
+_MAX_USER_ROWS = 2**20
+_MAX_PAIR_ROWS = 2**16
+
+
 def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Neighbouring pairs for the audit: the empty data set against one user with records under
     L = min(k, |keys|) distinct encoded keys (the pair where δ is attained), and a data set where those
@@ -1231,6 +1237,8 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     user_col = b.user if b is not None else None
     if g.from_data:  # keys from the data: any values of the key column's domain
         width = b.max_records if b is not None else 1
+        if width > _MAX_USER_ROWS:
+            return []
         step = 1.0 if lo + width - 1 <= hi else (hi - lo) / width  # consecutive integers where they fit
         keys = sorted({float(lo + step * i) for i in range(width)})
     else:
@@ -1256,6 +1264,8 @@ def user_level_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     pairs = [(np.zeros((0, dim)), new_user)]
     # existing partitions: T distinct other users under each key (ids spread between lo and hi)
     T = g.select.T
+    if T * len(keys) > _MAX_PAIR_ROWS:
+        return pairs
     others = [lo + (hi - lo) * (i + 1) / (T + 2) for i in range(T)]
     others = [u for u in others if u != ids[0]]
     if len(set(others)) == len(others) and others:
@@ -1282,6 +1292,8 @@ def user_level_full_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray, str]]:
     dim = m.space.dim
     lo, hi = float(m.space.lo[0]), float(m.space.hi[0])
     width = b.partitions
+    if b.max_records > _MAX_USER_ROWS:
+        return []
     if g.from_data:
         step = 1.0 if lo + width - 1 <= hi else (hi - lo) / width
         keys = sorted({float(lo + step * i) for i in range(width)})
@@ -1297,6 +1309,8 @@ def user_level_full_pairs(m: Any) -> list[tuple[np.ndarray, np.ndarray, str]]:
         left -= more
     value = hi if abs(hi) >= abs(lo) else lo
     T = g.select.T
+    if (T - 1) * len(keys) > _MAX_PAIR_ROWS:
+        T = 1  # no pair with T − 1 other users a key (too large to build or run): the pair against none only
     others = [lo + (hi - lo) * (i + 1) / (T + 1) for i in range(max(T - 1, 0))]
 
     def row(uid: float, key: float) -> np.ndarray:

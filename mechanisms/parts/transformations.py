@@ -162,7 +162,7 @@ class MapRecords(Transformation):
         """``apply`` on rows, row k with its own state ``states[k]`` (None outside an iteration): ``fn``
         on each row alone, on the path ``self.path``, with the same total rule on every path."""
         arr = np.asarray(rows, dtype=float)
-        if self.path == _rowwise.COMPILED and len(arr):
+        if self.path == _rowwise.COMPILED:  # on no rows too: compiled (or refused) whatever the data
             out = _rowwise.compiled_map(self.fn, arr, states, self.columns)
         else:
             one_row = self.path == _rowwise.ONE_ROW

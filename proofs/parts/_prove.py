@@ -756,6 +756,12 @@ def _prove(subject: Any, m: PartsMechanism, distance: int = 1) -> Proof:
             "user functions run on one record (an iteration's update: one run) at a time, as the proof reads "
             "them: " + "; ".join(ran)
         )
+        pb.precondition(
+            "every user function is a pure function of its arguments (no state kept between calls, no access to "
+            "the data): running it on one row at a time keeps other rows out of its arguments, not out of state "
+            "a Python function keeps (a global, a closure); compiled code that could keep any (numba.objmode, a "
+            "foreign function) is refused"
+        )
     walk = _Walk(pb)
     if isinstance(m.relation, BoundedChange):
         pb.fact(

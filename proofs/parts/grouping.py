@@ -568,7 +568,8 @@ def _delta_witness(m: Any, prof: A.Account) -> tuple[Witness, sp.Expr] | None:
         if sorted(set(counts.tolist())) not in ([0, 1], [1]) or int(counts.sum()) != L:
             continue
         cols = [i * (1 + g.part_width) for i, c in enumerate(counts.tolist()) if c == 1]
-        keys = [here.keys[i] if here.labelled else float(here.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
+        labelled = here.labelled  # a property that reads every key: once, not once per key
+        keys = [here.keys[i] if labelled else float(here.keys[i]) for i, c in enumerate(counts.tolist()) if c == 1]
         if g.from_data:
             event = Event(_ReleasedKeys(keys), f"one of the keys {keys} released (in the mapping)")
         else:
