@@ -599,12 +599,50 @@ def _minus_one(a: sp.Expr) -> sp.Expr:
     return sp.expand(a - 1, multinomial=not big)
 
 
+_GEOMETRIC_TERMS = 64  # 1 − B^n is written as a sum of n terms up to this n (:func:`_one_minus_powers`)
+
+
+def _power_term(t: sp.Expr) -> tuple[sp.Expr, int] | None:
+    """``(B, n)`` when ``t`` is −B^n with B a sum holding 1 and n an integer in 1.._GEOMETRIC_TERMS."""
+    if isinstance(t, sp.Mul) and len(t.args) == 2 and t.args[0] == -1 and isinstance(t.args[1], sp.Pow):
+        base, n = t.args[1].args
+        if n.is_Integer and 1 <= int(n) <= _GEOMETRIC_TERMS and isinstance(base, sp.Add) and sp.S.One in base.args:
+            return base, int(n)
+    return None
+
+
+def _one_minus_powers(value: sp.Expr) -> sp.Expr:
+    """``value`` with every 1 − B^n (B = 1 + x a sum, n an integer up to :data:`_GEOMETRIC_TERMS`) written
+    as (1 − B)·Σ_{k<n} B^k, with 1 − B = −x formed symbolically: the same number, without B^n's cancellation
+    against 1 when B is near 1. A partition selection's δ = 1 − (1 − p)^L at δ = 1e-30 (p about 3e-31) left
+    sympy's evaluation unable to place its sign, so the threshold's calibration tried 10 000 thresholds
+    (minutes) and returned none."""
+
+    def has(e: sp.Expr) -> bool:
+        return isinstance(e, sp.Add) and sp.S.One in e.args and any(_power_term(t) for t in e.args)
+
+    def rewrite(e: sp.Expr) -> sp.Expr:
+        args = list(e.args)
+        for i, t in enumerate(args):
+            found = _power_term(t)
+            if found is not None:
+                base, n = found
+                rest = args[:i] + args[i + 1 :]
+                rest.remove(sp.S.One)
+                return sp.Add(sp.expand(1 - base) * sp.Add(*[base**k for k in range(n)]), *rest)
+        return e
+
+    if not value.has(sp.Pow):
+        return value
+    return value.replace(has, rewrite)
+
+
 def exact_sign(value: sp.Expr) -> int | None:
     """The sign (-1, 0, 1) of a closed-form number, decided by sympy's adaptive evaluation and
     confirmed with mpmath at 60 digits; None when undecided or when the two disagree. Logarithms are
     evaluated as ``log1p`` of their argument minus 1 (:func:`accurate_logs`): ``ln(1 + x)`` for x far below
     the working precision is not read as 0."""
-    value = accurate_logs(sp.sympify(value))
+    value = accurate_logs(_one_minus_powers(sp.sympify(value)))
     if value.free_symbols:
         return None
     if value in (sp.oo, -sp.oo):

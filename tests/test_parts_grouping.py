@@ -683,3 +683,25 @@ def test_large_bounds_and_thresholds_are_proved_without_building_huge_pairs():
     huge = users(2**70, 40)
     assert user_level_pairs(huge) == [] and user_level_full_pairs(huge) == []
     assert prove(huge).verdict.value != "PROVED"  # no pair to evaluate the law on: UNPROVEN, at once
+
+
+def test_a_selection_at_a_tiny_delta_is_calibrated_and_proved():
+    """δ = 1e-30 for a partition selection (p about 3e-31 a key): δ = 1 − (1 − p)^L cancels against 1, and
+    sympy's evaluation could not place the sign of ln δ_budget − ln δ, so the calibration tried 10 000
+    thresholds (minutes) and found none. Its sign is now read off (1 − B)·Σ B^k, the same number: the
+    smallest threshold is found and the claim PROVED at once, the threshold the same as a float estimate's."""
+    m = dp.mechanism(
+        name="tiny_delta",
+        records=RealBox(0, 10_000, 2),
+        relation=dp.AddRemoveUser(user=0),
+        steps=dp.bound_contributions(user=0, by=1, max_records=3, max_per_partition=2)
+        >> dp.group_by(by=1, keys=None, select=dp.partition_select(epsilon=1.5, delta=1e-30)),
+        claim=ApproxDP(1.5, 1e-30),
+    )
+    proof = prove(m)
+    assert proof.verdict is Verdict.PROVED, proof.verdict
+    T = m.steps.second.select.T
+    # δ(T) = 1 − (1 − p)^3 with p = e^{−(T−1)/2}/(1 + e^{−1/2}): at most 1e-30 at T, above it at T − 1
+    for t, below in ((T, True), (T - 1, False)):
+        p = math.exp(-(t - 1) / 2) / (1 + math.exp(-0.5))
+        assert (p * (1 + (1 - p) + (1 - p) ** 2) <= 1e-30) is below, (t, p)
