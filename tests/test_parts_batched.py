@@ -143,6 +143,31 @@ def test_a_vectorized_map_that_breaks_the_contract_falls_back_row_by_row():
     assert ref is not None
 
 
+def test_a_map_that_exits_on_one_record_gives_the_zero_record():
+    """sys.exit() in a per-record function on one record (SystemExit is not an Exception) is a failing call
+    like any other: the zero record, so the data set with that record releases as its neighbour does,
+    instead of ending the process on one of them."""
+    import sys
+
+    import dpharness
+
+    def exits_on_big(r):
+        if r > 1.5:
+            sys.exit(3)
+        return float(r)
+
+    m = dp.mechanism(
+        name="exits",
+        records=RealInterval(0, 2),
+        relation=AddRemove(),
+        steps=dp.map_records(exits_on_big) >> dp.clamp(0, 2) >> dp.sum() >> dp.laplace(2, granularity=1),
+        claim=PureDP(1),
+    )
+    small = dpharness.release(m, np.array([0.5, 1.0]), seed=SEED)
+    big = dpharness.release(m, np.array([0.5, 1.0, 1.75]), seed=SEED)
+    assert small == big  # the same seed: the record that exits adds 0 to the sum
+
+
 def _mixing(map_fn, update_fn, map_vectorized=True, update_vectorized=True):
     return dp.mechanism(
         name="mixing",

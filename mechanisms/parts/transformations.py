@@ -185,7 +185,8 @@ class MapRecords(Transformation):
         try:
             with np.errstate(all="ignore"):
                 row = np.asarray(self.fn(record) if state is None else self.fn(state, record), dtype=float).ravel()
-        except Exception:  # noqa: BLE001 - the total rule: a failing call is the all-zero record
+        except (Exception, SystemExit):  # noqa: BLE001 - the total rule: a failing call is the all-zero record
+            # (SystemExit too: sys.exit() in the function on one record would end one neighbour's release)
             return np.zeros(self.columns)
         if row.shape != (self.columns,):
             return np.zeros(self.columns)
