@@ -410,8 +410,9 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
     values in any order, as ``np.argsort``'s default). Integers, and floats without NaN: each element's
     order-preserving 64-bit key (its value less the smallest, shifted right just enough) is packed above
     its index and the packed integers are sorted by numpy's SIMD sort, several times an argsort's speed;
-    the elements whose shifted keys tie are put in order by their full keys (an argsort of the ties
-    only). Anything else, or too many ties: ``np.argsort``."""
+    the runs of one shifted key that hold two unequal values are put in order by their full keys (a
+    sort of those runs only; equal values, as user ids read more than once, tie in any order). Anything
+    else, or too many such ties: ``np.argsort``."""
     arr = np.asarray(arr).reshape(-1)
     n = len(arr)
     if n < 2 or n >= 2**32 or arr.dtype.kind not in "iuf" or arr.dtype.itemsize > 8:
@@ -436,9 +437,17 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
         return order
     top = packed >> np.uint64(index_bits)
     tie = top[1:] == top[:-1]
-    ties = int(np.count_nonzero(tie))
-    if not ties:
+    if not tie.any():
         return order
+    full = key[order]
+    unequal = tie & (full[1:] != full[:-1])  # equal values tie in any order: they need no full key
+    if not unequal.any():
+        return order
+    run = np.concatenate([[0], np.cumsum(~tie)])  # each position's run of one shifted key
+    mixed = np.zeros(int(run[-1]) + 1, dtype=bool)
+    mixed[run[1:][unequal]] = True
+    tie &= mixed[run[1:]]  # the runs holding two unequal values, whole: put in order by their full keys
+    ties = int(np.count_nonzero(tie))
     if ties > n // _PACKED_TIES:
         return np.argsort(arr)
     tied = np.zeros(n, dtype=bool)
