@@ -477,7 +477,9 @@ def _dask_bounded(
     columns), and each user's kept records depend only on the order of that user's own records in it.
     So: (1) each partition counts its records per (user, key) and sends the counts to buckets by a hash of
     the user's identity (:func:`~dpharness._records.identity_hash`: equal identities hash alike in every
-    process), with its distinct keys when the keys are found in the data; each bucket adds the counts,
+    process), with its distinct keys when the keys are found in the data (number ids with keys found in
+    the data: each record's (id, key) sent as read, :class:`_Rows`, and counted in the bucket, one sort
+    there instead of one per partition, whose users are nearly all distinct); each bucket adds the counts,
     decides for its users which are over a bound (with their numbers of records), and counts the distinct
     users per key of the others; (2) this process orders the users over a bound (their identities' order,
     the canonical order's first key), so each one's records hold known positions in the canonical order,
@@ -509,6 +511,10 @@ def _dask_bounded(
     def pairs(part: Any) -> list:
         """The counting pass reads the user and key columns only (a parquet source reads no other)."""
         user, key = part[user_column], part[key_column]
+        ids = _raw_users(user) if found_keys else None
+        if ids is not None:  # number ids: the records sent to their users' buckets as read, counted there
+            key_codes, keys = identities_of(key, repr(key_column), name)
+            return _row_pieces(ids, key_codes, keys, n_buckets)
         codes, values = identities_of(user, repr(user_column), name)
         refuse_missing_users(b.user, values)
         if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
@@ -831,6 +837,11 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     same in every bucket)."""
     from ._records import as_list, merge_distinct, sorted_distinct, sorted_unique
 
+    if any(isinstance(p, _Rows) for p in pieces):
+        decided = _over_of_rows(pieces, b)
+        if decided is not None:
+            return decided
+        pieces = [p.counted() if isinstance(p, _Rows) else p for p in pieces]
     found = None
     if g is None:
         found = merge_distinct([p[4][1] for p in pieces])
@@ -877,6 +888,113 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     if values is not None:
         users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
     return users, counts, found, records[over]
+
+
+def _raw_users(col: Any) -> np.ndarray | None:
+    """A partition's user column of numbers (a numpy int or float dtype, no NaN) as
+    :func:`~dpharness._records.identities_of` represents its values: float64 when the column is float or
+    every id is a double exactly, else int64; None for any other column (read as identities)."""
+    from ._records import _EXACT
+
+    dtype = getattr(col, "dtype", None)
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "if":
+        return None
+    raw = col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col)
+    if dtype.kind == "f":
+        ids = raw.astype(np.float64) + 0.0  # -0.0 -> 0.0
+        return None if np.isnan(ids).any() else ids  # a missing id: refused by the identities' path
+    ids = raw.astype(np.int64, copy=False)
+    if len(ids) and -_EXACT <= int(ids.min()) and int(ids.max()) <= _EXACT:
+        return ids.astype(np.float64)  # every id a double exactly (identities_of's sorted values are doubles)
+    return ids
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One partition's records of one bucket's users, as read, for :func:`_over_in_bucket` to count: each
+    record's user id (:func:`_raw_users`), its key's code into the partition's distinct keys, the number
+    of those keys, and ``held`` as :func:`_pair_counts` gives it (the partition's distinct keys, those
+    some record holds). :meth:`counted` is the piece :func:`_pair_counts` makes of the same records."""
+
+    ids: np.ndarray
+    keys: np.ndarray
+    width: int
+    held: tuple
+
+    def counted(self) -> tuple:
+        from ._records import sorted_distinct
+
+        values, codes = sorted_distinct(self.ids)
+        users, runs, pk, pc, _ = _pair_counts(codes, values, self.keys, self.width, self.held[0], 1)[0]
+        return users, runs, pk, pc, self.held
+
+
+def _row_pieces(ids: np.ndarray, key_codes: np.ndarray, keys: Any, n_buckets: int) -> list:
+    """A partition's records split into ``n_buckets`` by the hash of their users (the rule of
+    :func:`_pair_counts`, of each id as read: :func:`~dpharness._records.identity_hash` of the values
+    themselves), uncounted: per bucket a :class:`_Rows`."""
+    from ._records import _used, as_list
+
+    width = len(as_list(keys))
+    held = (keys, _used(key_codes, keys))
+    codes = key_codes.astype(np.min_scalar_type(max(width - 1, 0)))  # sent on: 1 byte for up to 256 keys
+    bucket = _buckets(ids, n_buckets)
+    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
+        bucket = bucket.astype(np.uint16)
+    order = np.argsort(bucket, kind="stable")
+    ends = np.cumsum(np.bincount(bucket, minlength=n_buckets)).tolist()
+    ids, codes = ids[order], codes[order]
+    return [_Rows(ids[a:z], codes[a:z], width, held) for a, z in zip([0, *ends[:-1]], ends)]
+
+
+def _over_of_rows(pieces: list, b: Any) -> tuple | None:
+    """:func:`_over_in_bucket` of pieces that are all :class:`_Rows` whose ids (those of pieces holding
+    records) have one dtype, from one sort of the bucket's records by user and one of its (user, key)
+    pairs; None for any other pieces (counted as :func:`_pair_counts` would, then decided as such)."""
+    from ._records import as_list, merge_distinct, sorting_order
+
+    if not all(isinstance(p, _Rows) for p in pieces):
+        return None
+    held = [p for p in pieces if len(p.ids)]
+    if len({p.ids.dtype for p in held}) > 1:
+        return None
+    found = merge_distinct([p.held[1] for p in pieces])
+    where = {v: i for i, v in enumerate(as_list(found))}
+    n_keys = len(found)
+    counts = np.zeros(n_keys, dtype=np.int64)
+    if not held:
+        return pieces[0].ids[:0], counts, found, np.zeros(0, dtype=np.int64)
+    ids = np.concatenate([p.ids for p in held])
+    k = np.concatenate(
+        [np.array([where.get(v, -1) for v in as_list(p.held[0])], dtype=np.int64)[p.keys] for p in held]
+    )  # each record's key by its position among the keys found
+    order = sorting_order(ids)
+    ids, k = ids[order], k[order]
+    new = np.empty(len(ids), dtype=bool)
+    new[0] = True
+    np.not_equal(ids[1:], ids[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    users = ids[starts]
+    records = np.diff(np.append(starts, len(ids)))
+    width = max(n_keys, 1)
+    pair = np.cumsum(new) - 1  # each record's user, by the users' order
+    pair *= width
+    pair += k
+    pair.sort()  # by user, then key
+    first = np.empty(len(pair), dtype=bool)
+    first[0] = True
+    np.not_equal(pair[1:], pair[:-1], out=first[1:])
+    pair_starts = np.flatnonzero(first)
+    pu, pk = np.divmod(pair[pair_starts], width)
+    over = records > b.max_records
+    if b.max_per_partition < b.max_records or b.max_partitions is not None:
+        # (at most k records each, a user's pair holds at most k <= m: over only by its records otherwise)
+        pc = np.diff(np.append(pair_starts, len(pair)))
+        over |= np.bincount(pu[pc > b.max_per_partition], minlength=len(users)) > 0
+    if b.max_partitions is not None:
+        over |= np.bincount(pu, minlength=len(users)) > b.max_partitions
+    counts += np.bincount(pk[~over[pu]], minlength=n_keys).astype(np.int64)
+    return users[over], counts, found, records[over]
 
 
 def _pairs_summed(u: np.ndarray, k: np.ndarray, c: np.ndarray, n_users: int, width: int) -> tuple:
