@@ -581,14 +581,15 @@ def _dask_bounded(
     def aggregated(arr: np.ndarray, found: dict, rows: np.ndarray) -> list | None:
         """The partition's records checked against the domain, and the exact per-key aggregates of all but
         ``rows`` (the records of the users over a bound)."""
-        if len(arr):
+        if len(arr) and not _inside_box(m.records, arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         keep = np.ones(len(arr), dtype=bool)
         keep[rows] = False
-        kept = arr[keep]  # one mask for the records and their keys (np.delete builds one per call)
+        at = np.flatnonzero(keep)
+        kept = arr.take(at, axis=0)  # one list of rows for the records and their keys (a take copies rows whole)
         key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
         if found_keys and len(arr):
-            key_codes = r.identities[g.by].positions(found[g.by][1])[found[g.by][0][keep]]
+            key_codes = r.identities[g.by].positions(found[g.by][1])[found[g.by][0].take(at)]
         return None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
 
     def draw(*given: Any) -> tuple:
@@ -629,6 +630,19 @@ def _dask_bounded(
         out = g.release(counts[None, :], rng, space=space, aggregates=merged)
     out = out if post is None else B._post_chain(post, out)
     return m, B.flatten(out).reshape(1, -1), names
+
+
+def _inside_box(domain: Any, arr: np.ndarray) -> bool:
+    """Whether every record of ``arr`` (float64 rows) is in ``domain`` when it is a RealBox with finite
+    bounds, from the least and the greatest value (a NaN makes them NaN, an infinity passes no finite
+    bound): then ``domain.validate`` passes; False when not known (validate then decides)."""
+    from .core import RealBox
+
+    if type(domain) is not RealBox or arr.dtype != np.float64 or arr.ndim != 2 or arr.shape[1] != domain.dim:
+        return False
+    if not (np.isfinite(float(domain.lo)) and np.isfinite(float(domain.hi))):
+        return False
+    return bool(arr.min() >= domain.lo and arr.max() <= domain.hi)  # one bound for every column, as contains
 
 
 def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int) -> list:
