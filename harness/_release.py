@@ -776,20 +776,64 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
         by_id = sorting_order(ids)
         at = np.empty(len(ids), dtype=np.int64)
         at[by_id] = np.searchsorted(values[order], ids[by_id])  # the ids in order: a walk, not random probes
-        user = position[order[at]]
+        local = order[at]
     else:
-        index = {v: i for v, i in zip(as_list(values), position.tolist())}
-        user = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
-    rows[:, b.user] = user  # the user's position in the users' order: the canonical order's first key
-    rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
+        index = {v: i for i, v in enumerate(as_list(values))}
+        local = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
+    rows[:, b.user] = position[local]  # the user's position in the users' order: the canonical order's first key
     assert len(rows) == len(ranks), (len(rows), len(ranks))  # the records counted in the first pass
-    local = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
-    local[sorting_order(ranks)] = np.arange(len(ranks))
-    ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
-    kept = rows[_kept_by_order(ucode, pcode, pair_user, local[None, :], b)[0]]
-    counts += g.counts(kept, user=b.user)
-    aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-    return counts, aggregates
+    rank = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
+    rank[sorting_order(ranks)] = np.arange(len(ranks))
+    key_code = g.codes(rows[:, b.by])
+    canonical = _canonical_in_bucket(rows, local, len(position), key_code, b, g)
+    if canonical is None:  # the general order, and the pairs by float equality
+        rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
+        ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
+        kept = rows[_kept_by_order(ucode, pcode, pair_user, rank[None, :], b)[0]]
+        counts += g.counts(kept, user=b.user)
+        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+        return counts, aggregates
+    rows, key_code, local = rows.take(canonical, axis=0), key_code[canonical], local[canonical]
+    new_user = np.empty(len(rows), dtype=bool)
+    new_user[0] = True
+    np.not_equal(local[1:], local[:-1], out=new_user[1:])
+    new_pair = new_user.copy()
+    new_pair[1:] |= key_code[1:] != key_code[:-1]
+    ucode, pcode = np.cumsum(new_user) - 1, np.cumsum(new_pair) - 1  # _pairs' codes: the records in (user, key) order
+    pair_first = np.flatnonzero(new_pair)
+    kept = _kept_by_order(ucode, pcode, ucode[pair_first], rank[None, :], b)[0]
+    held_pairs = np.zeros(len(pair_first), dtype=bool)
+    held_pairs[pcode[kept]] = True  # a (user, key) counted once: g.counts(kept, user) without its sort
+    counts += np.bincount(key_code[pair_first[held_pairs]], minlength=len(g.keys)).astype(np.int64)
+    if g.part is None:
+        return counts, None
+    at = np.flatnonzero(kept)
+    return counts, [list(pk) for pk, _, _ in g.part_aggregates(rows.take(at, axis=0), space, key_code[at])]
+
+
+def _canonical_in_bucket(
+    rows: np.ndarray, local: np.ndarray, n_users: int, key_code: np.ndarray, b: Any, g: Any
+) -> np.ndarray | None:
+    """:func:`~dpharness.mechanisms.parts.grouping.canonical_rows` of one bucket's records, from what is known
+    of them: each record's user by its index in the users' order (``local``: the order of the user column)
+    and its key by ``key_code`` (:meth:`GroupBy.codes`: the keys' order when the keys increase and every
+    record's key is one of them), the one other column by its rank; one sort of the three as digits of one
+    integer. Records tied in all three are equal in every column (interchangeable: any order of them is the
+    canonical order). None where that does not hold (canonical_rows then orders them)."""
+    from ._records import sorted_distinct
+
+    others = [j for j in range(rows.shape[1]) if j not in (b.user, b.by)]
+    keys = np.array([float(k) for k in g.key_values])
+    if len(others) > 1 or not len(keys) or not np.all(keys[1:] > keys[:-1]) or (key_code < 0).any():
+        return None
+    if others:
+        distinct, other = sorted_distinct(rows[:, others[0]])
+        width = len(distinct)
+    else:
+        other, width = np.zeros(len(rows), dtype=np.int64), 1
+    if n_users * len(keys) * width >= 2**63:
+        return None
+    return sorting_order((local * len(keys) + key_code) * width + other)
 
 
 def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
