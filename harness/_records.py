@@ -429,32 +429,32 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
     low = key.min()
     index_bits = (n - 1).bit_length()
     shift = max(0, (int(key.max()) - int(low)).bit_length() - (64 - index_bits))
-    top = (key - low) >> np.uint64(shift)
-    packed = (top << np.uint64(index_bits)) | np.arange(n, dtype=np.uint64)
+    packed = key - low
+    if shift:
+        packed >>= np.uint64(shift)
+    packed <<= np.uint64(index_bits)
+    packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
     order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
     if not shift:  # the keys themselves: equal only for equal values
         return order
-    top = packed >> np.uint64(index_bits)
+    packed >>= np.uint64(index_bits)
+    top = packed  # each position's shifted key
     tie = top[1:] == top[:-1]
     if not tie.any():
         return order
     full = key[order]
-    unequal = tie & (full[1:] != full[:-1])  # equal values tie in any order: they need no full key
-    if not unequal.any():
+    unequal = np.flatnonzero(tie & (full[1:] != full[:-1]))  # equal values tie in any order: no full key needed
+    if not len(unequal):
         return order
-    run = np.concatenate([[0], np.cumsum(~tie)])  # each position's run of one shifted key
-    mixed = np.zeros(int(run[-1]) + 1, dtype=bool)
-    mixed[run[1:][unequal]] = True
-    tie &= mixed[run[1:]]  # the runs holding two unequal values, whole: put in order by their full keys
-    ties = int(np.count_nonzero(tie))
-    if ties > n // _PACKED_TIES:
+    # the runs of one shifted key holding two unequal values, whole (top is sorted: a run is a search away)
+    shared = np.unique(top[unequal])
+    starts, stops = np.searchsorted(top, shared, "left"), np.searchsorted(top, shared, "right")
+    if int((stops - starts).sum()) > n // _PACKED_TIES:
         return np.argsort(arr)
-    tied = np.zeros(n, dtype=bool)
-    tied[:-1] |= tie
-    tied[1:] |= tie
-    at = np.flatnonzero(tied)  # runs of consecutive positions, one run per shared shifted key
-    run = np.cumsum(np.concatenate([[True], (np.diff(at) > 1) | (top[at][1:] != top[at][:-1])]))
+    sizes = stops - starts
+    at = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))  # their positions
+    run = np.repeat(np.arange(len(shared)), sizes)
     members = order[at]
     order[at] = members[np.lexsort((key[members], run))]
     return order
