@@ -759,12 +759,13 @@ class Reader:
     ) -> np.ndarray:
         """The records the sampler reads (identity columns as their stand-ins, after :meth:`fix`; with
         ``fix`` True, the identities of ``data`` alone are fixed first, in the same pass; ``fix`` a set of
-        columns: those only). ``found``: filled with each identity column's (codes, values)."""
+        columns: those only). ``found``: filled with each identity column's (codes, values); a column it
+        holds already is read as those (codes, values), not from ``data``."""
         cols = columns_of(data, columns, self.width, name)
         n = len(cols[0][1]) if cols else 0
         found = {} if found is None else found
         for j in self.identities:
-            if j < len(cols):
+            if j < len(cols) and j not in found:
                 found[j] = identities_of(cols[j][1], cols[j][0], name)
         if fix:
             fixed = found if fix is True else {j: found[j] for j in fix if j in found}

@@ -491,7 +491,7 @@ def _dask_bounded(
     the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users, sorted_distinct
+    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
     from .mechanisms.parts.grouping import with_found_keys
 
@@ -545,11 +545,11 @@ def _dask_bounded(
             at = {v: i for i, v in enumerate(keys)}
             counts = counts[[at[v] for v in as_list(key.values)]]
 
-    def read(part: Any) -> tuple:
+    def read(part: Any, found: dict | None = None) -> tuple:
         """The partition's records (its users' stand-ins local to it) and each identity column's (codes,
-        values)."""
+        values) (``found``: those known already)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
-        found: dict = {}
+        found = {} if found is None else found
         arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
         return arr, found
 
@@ -572,11 +572,10 @@ def _dask_bounded(
         (the others' user column is read as one stand-in: the parts read no user column, and every record
         of a user within the bounds is kept, whoever it is)."""
         rows = np.flatnonzero(_in_sorted(raw, over, filt))
-        blank = part.copy(deep=False)
-        blank[user_column] = np.zeros(len(part), dtype=np.int8)  # one identity: its stand-in, in the domain
-        arr, found = read(blank)
-        values, codes = sorted_distinct(raw[rows])  # over's representation: the buckets compare them with it
-        return (aggregated(arr, found, rows), *_by_bucket(codes, values, arr[rows], n_buckets))
+        # the user column read as one identity, 0.0 (what a column of zeros reads as): its stand-in, in the domain
+        ones = np.zeros(1) if len(part) else np.zeros(0, dtype=np.int64)  # as identities_of reads it
+        arr, found = read(part, {b.user: (np.zeros(len(part), dtype=np.int64), ones)})
+        return (aggregated(arr, found, rows), *_rows_by_bucket(raw[rows], arr, rows, n_buckets))
 
     def aggregated(arr: np.ndarray, found: dict, rows: np.ndarray) -> list | None:
         """The partition's records checked against the domain, and the exact per-key aggregates of all but
@@ -655,6 +654,19 @@ def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int)
         ids = values[codes[mine]] if isinstance(values, np.ndarray) else [values[c] for c in codes[mine].tolist()]
         out.append((ids, rows[mine]))
     return out
+
+
+def _rows_by_bucket(ids: np.ndarray, arr: np.ndarray, rows: np.ndarray, n_buckets: int) -> list:
+    """:func:`_by_bucket` of the records ``arr[rows]`` of users over a bound given by their ids (``ids``, in
+    ``over``'s representation: the buckets compare them with it), each hashed as itself (the hash of its
+    identity): per bucket ``(the records' ids, the records)``, in the partition's order."""
+    bucket = _buckets(ids, n_buckets)
+    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
+        bucket = bucket.astype(np.uint16)
+    order = np.argsort(bucket, kind="stable")
+    ends = np.cumsum(np.bincount(bucket, minlength=n_buckets)).tolist()
+    ids, records = ids[order], arr.take(rows[order], axis=0)
+    return [(ids[a:z], records[a:z]) for a, z in zip([0, *ends[:-1]], ends)]
 
 
 def _buckets(values: Any, n_buckets: int) -> np.ndarray:
