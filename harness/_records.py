@@ -413,14 +413,20 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
     the runs of one shifted key that hold two unequal values are put in order by their full keys (a
     sort of those runs only; equal values, as user ids read more than once, tie in any order). Anything
     else, or too many such ties: ``np.argsort``."""
+    return _ordered(arr)[0]
+
+
+def _ordered(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`sorting_order`'s permutation, and the elements' order-preserving keys in that order when they
+    were made on the way (None otherwise): :func:`sorted_with_order` reads the sorted values from them."""
     arr = np.asarray(arr).reshape(-1)
     n = len(arr)
     if n < 2 or n >= 2**32 or arr.dtype.kind not in "iuf" or arr.dtype.itemsize > 8:
-        return np.argsort(arr)
+        return np.argsort(arr), None
     if arr.dtype.kind == "f":
         bits = arr.astype(np.float64, copy=False).view(np.uint64)
         if np.isnan(arr).any():
-            return np.argsort(arr)  # NaNs sort last
+            return np.argsort(arr), None  # NaNs sort last
         key = np.where(bits >> np.uint64(63) == 1, ~bits, bits | np.uint64(1 << 63))  # -0.0 just below 0.0
     elif arr.dtype.kind == "i":
         key = arr.astype(np.int64, copy=False).view(np.uint64) ^ np.uint64(1 << 63)
@@ -437,27 +443,47 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
     packed.sort()
     order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
     if not shift:  # the keys themselves: equal only for equal values
-        return order
+        packed >>= np.uint64(index_bits)
+        packed += low
+        return order, packed
     packed >>= np.uint64(index_bits)
     top = packed  # each position's shifted key
     tie = top[1:] == top[:-1]
     if not tie.any():
-        return order
+        return order, None
     full = key[order]
     unequal = np.flatnonzero(tie & (full[1:] != full[:-1]))  # equal values tie in any order: no full key needed
     if not len(unequal):
-        return order
+        return order, full
     # the runs of one shifted key holding two unequal values, whole (top is sorted: a run is a search away)
     shared = np.unique(top[unequal])
     starts, stops = np.searchsorted(top, shared, "left"), np.searchsorted(top, shared, "right")
     if int((stops - starts).sum()) > n // _PACKED_TIES:
-        return np.argsort(arr)
+        return np.argsort(arr), None
     sizes = stops - starts
     at = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))  # their positions
     run = np.repeat(np.arange(len(shared)), sizes)
     members = order[at]
     order[at] = members[np.lexsort((key[members], run))]
-    return order
+    full[at] = key[order[at]]
+    return order, full
+
+
+def sorted_with_order(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(arr[order], order)`` for :func:`sorting_order`'s ``order`` of an int64 or float64 array without
+    NaN or -0.0 (equal values have one key: the sorted values read back from the sorted keys where the
+    sort made them, bit for bit, with no gather of ``arr``)."""
+    arr = np.asarray(arr).reshape(-1)
+    order, keys = _ordered(arr)
+    if keys is None or arr.dtype not in (np.int64, np.float64):
+        return arr[order], order
+    if arr.dtype == np.int64:
+        keys ^= np.uint64(1 << 63)
+        return keys.view(np.int64), order
+    negative = keys >> np.uint64(63) == 0  # a negative double's key is its bits inverted
+    keys ^= np.uint64(1 << 63)
+    keys[negative] = ~(keys[negative] ^ np.uint64(1 << 63))
+    return keys.view(np.float64), order
 
 
 def sorted_unique(arr: np.ndarray) -> np.ndarray:

@@ -1021,7 +1021,7 @@ def _over_of_rows(pieces: list, b: Any) -> tuple | None:
     """:func:`_over_in_bucket` of pieces that are all :class:`_Rows` whose ids (those of pieces holding
     records) have one dtype, from one sort of the bucket's records by user and one of its (user, key)
     pairs; None for any other pieces (counted as :func:`_pair_counts` would, then decided as such)."""
-    from ._records import as_list, merge_distinct, sorting_order
+    from ._records import as_list, merge_distinct, sorted_with_order
 
     if not all(isinstance(p, _Rows) for p in pieces):
         return None
@@ -1034,12 +1034,12 @@ def _over_of_rows(pieces: list, b: Any) -> tuple | None:
     counts = np.zeros(n_keys, dtype=np.int64)
     if not held:
         return pieces[0].ids[:0], counts, found, np.zeros(0, dtype=np.int64)
-    ids = np.concatenate([p.ids for p in held])
+    small = np.min_scalar_type(-max(n_keys, 1))  # a signed type holding -1 and every key's position
     k = np.concatenate(
-        [np.array([where.get(v, -1) for v in as_list(p.held[0])], dtype=np.int64)[p.keys] for p in held]
+        [np.array([where.get(v, -1) for v in as_list(p.held[0])], dtype=small)[p.keys] for p in held]
     )  # each record's key by its position among the keys found
-    order = sorting_order(ids)
-    ids, k = ids[order], k[order]
+    ids, order = sorted_with_order(np.concatenate([p.ids for p in held]))
+    k = k[order]
     new = np.empty(len(ids), dtype=bool)
     new[0] = True
     np.not_equal(ids[1:], ids[:-1], out=new[1:])
@@ -1049,7 +1049,7 @@ def _over_of_rows(pieces: list, b: Any) -> tuple | None:
     width = max(n_keys, 1)
     pair = np.cumsum(new) - 1  # each record's user, by the users' order
     pair *= width
-    pair += k
+    pair += k  # (int64)
     pair.sort()  # by user, then key
     first = np.empty(len(pair), dtype=bool)
     first[0] = True
