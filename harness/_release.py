@@ -829,23 +829,29 @@ def _canonical_in_bucket(
     """:func:`~dpharness.mechanisms.parts.grouping.canonical_rows` of one bucket's records, from what is known
     of them: each record's user by its index in the users' order (``local``: the order of the user column)
     and its key by ``key_code`` (:meth:`GroupBy.codes`: the keys' order when the keys increase and every
-    record's key is one of them), the one other column by its rank; one sort of the three as digits of one
-    integer. Records tied in all three are equal in every column (interchangeable: any order of them is the
-    canonical order). None where that does not hold (canonical_rows then orders them)."""
-    from ._records import sorted_distinct
-
+    record's key is one of them), then the one other column: its values' order (one sort), then one sort of
+    (user, key, place in that order) packed in one integer. Records tied in all three are equal in every
+    column (interchangeable: any order of them is the canonical order). None where that does not hold
+    (canonical_rows then orders them)."""
     others = [j for j in range(rows.shape[1]) if j not in (b.user, b.by)]
     keys = np.array([float(k) for k in g.key_values])
     if len(others) > 1 or not len(keys) or not np.all(keys[1:] > keys[:-1]) or (key_code < 0).any():
         return None
-    if others:
-        distinct, other = sorted_distinct(rows[:, others[0]])
-        width = len(distinct)
-    else:
-        other, width = np.zeros(len(rows), dtype=np.int64), 1
-    if n_users * len(keys) * width >= 2**63:
+    primary = local * len(keys) + key_code  # (user, key), in their order
+    if not others:
+        return sorting_order(primary)
+    bits = max(len(rows) - 1, 1).bit_length()
+    if n_users * len(keys) >= 2 ** (63 - bits):
         return None
-    return sorting_order((local * len(keys) + key_code) * width + other)
+    other = rows[:, others[0]]
+    by_value = sorting_order(other + 0.0 if other.dtype.kind == "f" else other)  # -0.0 is 0.0, as sorted_distinct
+    place = np.empty(len(rows), dtype=np.int64)
+    place[by_value] = np.arange(len(rows))
+    packed = primary << bits
+    packed |= place
+    packed.sort()  # distinct: by (user, key), then the other column's value
+    packed &= (1 << bits) - 1
+    return by_value[packed]
 
 
 def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
