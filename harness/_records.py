@@ -526,12 +526,16 @@ def identity_hash(values: Any) -> np.ndarray:
     if isinstance(values, np.ndarray):
         if values.dtype.kind == "f":
             return (values.astype(np.float64) + 0.0).view(np.uint64)
-        ints = values.astype(np.int64)
+        ints = values.astype(np.int64, copy=False)
         doubles = ints.astype(float)
         with np.errstate(invalid="ignore"):
             back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
         # -2**63 is a double exactly (normalise reads it as one): hashed as that double, as in a list
-        return np.where((back == ints) & (doubles < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
+        exact = back == ints
+        exact &= doubles < 2.0**63
+        out = ints.view(np.uint64).copy()
+        np.copyto(out, doubles.view(np.uint64), where=exact)
+        return out
     out = np.zeros(len(values), dtype=np.uint64)
     strings = [i for i, v in enumerate(values) if isinstance(v, str)]  # a str subclass equals its str
     if strings:
