@@ -756,7 +756,7 @@ def _drawn_from(buckets: list, at: list, n_users: int, rng: np.random.Generator)
         del order
     out = []
     for a, (v, _, _, r) in zip(at, buckets):
-        o = np.argsort(a, kind="stable")  # the bucket's users in the users' order
+        o = sorting_order(a)  # the bucket's users in the users' order (distinct positions: one order)
         starts, sizes = first[a[o]], r[o]
         positions = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
         users = v[o] if isinstance(v, np.ndarray) else [v[i] for i in o.tolist()]
