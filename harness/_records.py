@@ -435,16 +435,23 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
     values in any order, as ``np.argsort``'s default). Integers, and floats without NaN: each element's
     order-preserving 64-bit key (its value less the smallest, shifted right just enough) is packed above
     its index and the packed integers are sorted by numpy's SIMD sort, several times an argsort's speed;
-    the elements whose shifted keys tie are put in order by their full keys (an argsort of the ties
-    only). Anything else, or too many ties: ``np.argsort``."""
+    the runs of one shifted key that hold two unequal values are put in order by their full keys (a
+    sort of those runs only; equal values, as user ids read more than once, tie in any order). Anything
+    else, or too many such ties: ``np.argsort``."""
+    return _ordered(arr)[0]
+
+
+def _ordered(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`sorting_order`'s permutation, and the elements' order-preserving keys in that order when they
+    were made on the way (None otherwise): :func:`sorted_with_order` reads the sorted values from them."""
     arr = np.asarray(arr).reshape(-1)
     n = len(arr)
     if n < 2 or n >= 2**32 or arr.dtype.kind not in "iuf" or arr.dtype.itemsize > 8:
-        return np.argsort(arr)
+        return np.argsort(arr), None
     if arr.dtype.kind == "f":
         bits = arr.astype(np.float64, copy=False).view(np.uint64)
         if np.isnan(arr).any():
-            return np.argsort(arr)  # NaNs sort last
+            return np.argsort(arr), None  # NaNs sort last
         key = np.where(bits >> np.uint64(63) == 1, ~bits, bits | np.uint64(1 << 63))  # -0.0 just below 0.0
     elif arr.dtype.kind == "i":
         key = arr.astype(np.int64, copy=False).view(np.uint64) ^ np.uint64(1 << 63)
@@ -453,27 +460,55 @@ def sorting_order(arr: np.ndarray) -> np.ndarray:
     low = key.min()
     index_bits = (n - 1).bit_length()
     shift = max(0, (int(key.max()) - int(low)).bit_length() - (64 - index_bits))
-    top = (key - low) >> np.uint64(shift)
-    packed = (top << np.uint64(index_bits)) | np.arange(n, dtype=np.uint64)
+    packed = key - low
+    if shift:
+        packed >>= np.uint64(shift)
+    packed <<= np.uint64(index_bits)
+    packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
     order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.intp)
     if not shift:  # the keys themselves: equal only for equal values
-        return order
-    top = packed >> np.uint64(index_bits)
+        packed >>= np.uint64(index_bits)
+        packed += low
+        return order, packed
+    packed >>= np.uint64(index_bits)
+    top = packed  # each position's shifted key
     tie = top[1:] == top[:-1]
-    ties = int(np.count_nonzero(tie))
-    if not ties:
-        return order
-    if ties > n // _PACKED_TIES:
-        return np.argsort(arr)
-    tied = np.zeros(n, dtype=bool)
-    tied[:-1] |= tie
-    tied[1:] |= tie
-    at = np.flatnonzero(tied)  # runs of consecutive positions, one run per shared shifted key
-    run = np.cumsum(np.concatenate([[True], (np.diff(at) > 1) | (top[at][1:] != top[at][:-1])]))
+    if not tie.any():
+        return order, None
+    full = key[order]
+    unequal = np.flatnonzero(tie & (full[1:] != full[:-1]))  # equal values tie in any order: no full key needed
+    if not len(unequal):
+        return order, full
+    # the runs of one shifted key holding two unequal values, whole (top is sorted: a run is a search away)
+    shared = np.unique(top[unequal])
+    starts, stops = np.searchsorted(top, shared, "left"), np.searchsorted(top, shared, "right")
+    if int((stops - starts).sum()) > n // _PACKED_TIES:
+        return np.argsort(arr), None
+    sizes = stops - starts
+    at = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))  # their positions
+    run = np.repeat(np.arange(len(shared)), sizes)
     members = order[at]
     order[at] = members[np.lexsort((key[members], run))]
-    return order
+    full[at] = key[order[at]]
+    return order, full
+
+
+def sorted_with_order(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(arr[order], order)`` for :func:`sorting_order`'s ``order`` of an int64 or float64 array without
+    NaN or -0.0 (equal values have one key: the sorted values read back from the sorted keys where the
+    sort made them, bit for bit, with no gather of ``arr``)."""
+    arr = np.asarray(arr).reshape(-1)
+    order, keys = _ordered(arr)
+    if keys is None or arr.dtype not in (np.int64, np.float64):
+        return arr[order], order
+    if arr.dtype == np.int64:
+        keys ^= np.uint64(1 << 63)
+        return keys.view(np.int64), order
+    negative = keys >> np.uint64(63) == 0  # a negative double's key is its bits inverted
+    keys ^= np.uint64(1 << 63)
+    keys[negative] = ~(keys[negative] ^ np.uint64(1 << 63))
+    return keys.view(np.float64), order
 
 
 def sorted_unique(arr: np.ndarray) -> np.ndarray:
@@ -516,12 +551,16 @@ def identity_hash(values: Any) -> np.ndarray:
     if isinstance(values, np.ndarray):
         if values.dtype.kind == "f":
             return (values.astype(np.float64) + 0.0).view(np.uint64)
-        ints = values.astype(np.int64)
+        ints = values.astype(np.int64, copy=False)
         doubles = ints.astype(float)
         with np.errstate(invalid="ignore"):
             back = doubles.astype(np.int64)  # 2**63 (from ints near it) does not come back: kept an int
         # -2**63 is a double exactly (normalise reads it as one): hashed as that double, as in a list
-        return np.where((back == ints) & (doubles < 2.0**63), doubles.view(np.uint64), ints.view(np.uint64))
+        exact = back == ints
+        exact &= doubles < 2.0**63
+        out = ints.view(np.uint64).copy()
+        np.copyto(out, doubles.view(np.uint64), where=exact)
+        return out
     out = np.zeros(len(values), dtype=np.uint64)
     strings = [i for i, v in enumerate(values) if isinstance(v, str)]  # a str subclass equals its str
     if strings:
@@ -775,12 +814,13 @@ class Reader:
     ) -> np.ndarray:
         """The records the sampler reads (identity columns as their stand-ins, after :meth:`fix`; with
         ``fix`` True, the identities of ``data`` alone are fixed first, in the same pass; ``fix`` a set of
-        columns: those only). ``found``: filled with each identity column's (codes, values)."""
+        columns: those only). ``found``: filled with each identity column's (codes, values); a column it
+        holds already is read as those (codes, values), not from ``data``."""
         cols = columns_of(data, columns, self.width, name)
         n = len(cols[0][1]) if cols else 0
         found = {} if found is None else found
         for j in self.identities:
-            if j < len(cols):
+            if j < len(cols) and j not in found:
                 found[j] = identities_of(cols[j][1], cols[j][0], name)
         if fix:
             fixed = found if fix is True else {j: found[j] for j in fix if j in found}

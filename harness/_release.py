@@ -477,7 +477,9 @@ def _dask_bounded(
     columns), and each user's kept records depend only on the order of that user's own records in it.
     So: (1) each partition counts its records per (user, key) and sends the counts to buckets by a hash of
     the user's identity (:func:`~dpharness._records.identity_hash`: equal identities hash alike in every
-    process), with its distinct keys when the keys are found in the data; each bucket adds the counts,
+    process), with its distinct keys when the keys are found in the data (number ids with keys found in
+    the data: each record's (id, key) sent as read, :class:`_Rows`, and counted in the bucket, one sort
+    there instead of one per partition, whose users are nearly all distinct); each bucket adds the counts,
     decides for its users which are over a bound (with their numbers of records), and counts the distinct
     users per key of the others; (2) this process orders the users over a bound (their identities' order,
     the canonical order's first key), so each one's records hold known positions in the canonical order,
@@ -489,7 +491,7 @@ def _dask_bounded(
     the records that move between workers are those of the users over a bound."""
     import dask
 
-    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users, sorted_distinct
+    from ._records import Identity, as_list, identities_of, merge_distinct, refuse_missing_users
     from .mechanisms.parts import _base as B
     from .mechanisms.parts.grouping import with_found_keys
 
@@ -509,6 +511,10 @@ def _dask_bounded(
     def pairs(part: Any) -> list:
         """The counting pass reads the user and key columns only (a parquet source reads no other)."""
         user, key = part[user_column], part[key_column]
+        ids = _raw_users(user) if found_keys else None
+        if ids is not None:  # number ids: the records sent to their users' buckets as read, counted there
+            key_codes, keys = identities_of(key, repr(key_column), name)
+            return _row_pieces(ids, key_codes, keys, n_buckets)
         codes, values = identities_of(user, repr(user_column), name)
         refuse_missing_users(b.user, values)
         if found_keys:  # each key by its code here; the buckets map the codes to the keys found everywhere
@@ -539,11 +545,11 @@ def _dask_bounded(
             at = {v: i for i, v in enumerate(keys)}
             counts = counts[[at[v] for v in as_list(key.values)]]
 
-    def read(part: Any) -> tuple:
+    def read(part: Any, found: dict | None = None) -> tuple:
         """The partition's records (its users' stand-ins local to it) and each identity column's (codes,
-        values)."""
+        values) (``found``: those known already)."""
         local = dataclasses.replace(r, identities={**r.identities, b.user: Identity(b.user, "user")})
-        found: dict = {}
+        found = {} if found is None else found
         arr = local.read(part, None, name, fix=(b.user,), found=found).reshape(-1, dim)
         return arr, found
 
@@ -566,23 +572,23 @@ def _dask_bounded(
         (the others' user column is read as one stand-in: the parts read no user column, and every record
         of a user within the bounds is kept, whoever it is)."""
         rows = np.flatnonzero(_in_sorted(raw, over, filt))
-        blank = part.copy(deep=False)
-        blank[user_column] = np.zeros(len(part), dtype=np.int8)  # one identity: its stand-in, in the domain
-        arr, found = read(blank)
-        values, codes = sorted_distinct(raw[rows])  # over's representation: the buckets compare them with it
-        return (aggregated(arr, found, rows), *_by_bucket(codes, values, arr[rows], n_buckets))
+        # the user column read as one identity, 0.0 (what a column of zeros reads as): its stand-in, in the domain
+        ones = np.zeros(1) if len(part) else np.zeros(0, dtype=np.int64)  # as identities_of reads it
+        arr, found = read(part, {b.user: (np.zeros(len(part), dtype=np.int64), ones)})
+        return (aggregated(arr, found, rows), *_rows_by_bucket(raw[rows], arr, rows, n_buckets))
 
     def aggregated(arr: np.ndarray, found: dict, rows: np.ndarray) -> list | None:
         """The partition's records checked against the domain, and the exact per-key aggregates of all but
         ``rows`` (the records of the users over a bound)."""
-        if len(arr):
+        if len(arr) and not _inside_box(m.records, arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         keep = np.ones(len(arr), dtype=bool)
         keep[rows] = False
-        kept = arr[keep]  # one mask for the records and their keys (np.delete builds one per call)
+        at = np.flatnonzero(keep)
+        kept = arr.take(at, axis=0)  # one list of rows for the records and their keys (a take copies rows whole)
         key_codes = None  # keys found in the data: each record's key position as read (not from its stand-in)
         if found_keys and len(arr):
-            key_codes = r.identities[g.by].positions(found[g.by][1])[found[g.by][0][keep]]
+            key_codes = r.identities[g.by].positions(found[g.by][1])[found[g.by][0].take(at)]
         return None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space, key_codes)]
 
     def draw(*given: Any) -> tuple:
@@ -625,6 +631,19 @@ def _dask_bounded(
     return m, B.flatten(out).reshape(1, -1), names
 
 
+def _inside_box(domain: Any, arr: np.ndarray) -> bool:
+    """Whether every record of ``arr`` (float64 rows) is in ``domain`` when it is a RealBox with finite
+    bounds, from the least and the greatest value (a NaN makes them NaN, an infinity passes no finite
+    bound): then ``domain.validate`` passes; False when not known (validate then decides)."""
+    from .core import RealBox
+
+    if type(domain) is not RealBox or arr.dtype != np.float64 or arr.ndim != 2 or arr.shape[1] != domain.dim:
+        return False
+    if not (np.isfinite(float(domain.lo)) and np.isfinite(float(domain.hi))):
+        return False
+    return bool(arr.min() >= domain.lo and arr.max() <= domain.hi)  # one bound for every column, as contains
+
+
 def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int) -> list:
     """Records of users over a bound (``codes`` into the partition's user ``values``), split into the users'
     buckets (the hash of :func:`_pair_counts`): per bucket ``(each record's user identity, the records)``."""
@@ -635,6 +654,19 @@ def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int)
         ids = values[codes[mine]] if isinstance(values, np.ndarray) else [values[c] for c in codes[mine].tolist()]
         out.append((ids, rows[mine]))
     return out
+
+
+def _rows_by_bucket(ids: np.ndarray, arr: np.ndarray, rows: np.ndarray, n_buckets: int) -> list:
+    """:func:`_by_bucket` of the records ``arr[rows]`` of users over a bound given by their ids (``ids``, in
+    ``over``'s representation: the buckets compare them with it), each hashed as itself (the hash of its
+    identity): per bucket ``(the records' ids, the records)``, in the partition's order."""
+    bucket = _buckets(ids, n_buckets)
+    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
+        bucket = bucket.astype(np.uint16)
+    order = np.argsort(bucket, kind="stable")
+    ends = np.cumsum(np.bincount(bucket, minlength=n_buckets)).tolist()
+    ids, records = ids[order], arr.take(rows[order], axis=0)
+    return [(ids[a:z], records[a:z]) for a, z in zip([0, *ends[:-1]], ends)]
 
 
 def _buckets(values: Any, n_buckets: int) -> np.ndarray:
@@ -724,7 +756,7 @@ def _drawn_from(buckets: list, at: list, n_users: int, rng: np.random.Generator)
         del order
     out = []
     for a, (v, _, _, r) in zip(at, buckets):
-        o = np.argsort(a, kind="stable")  # the bucket's users in the users' order
+        o = sorting_order(a)  # the bucket's users in the users' order (distinct positions: one order)
         starts, sizes = first[a[o]], r[o]
         positions = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
         users = v[o] if isinstance(v, np.ndarray) else [v[i] for i in o.tolist()]
@@ -756,20 +788,70 @@ def _draw_in_bucket(pieces: list, users: tuple, ranks: np.ndarray, b: Any, g: An
         by_id = sorting_order(ids)
         at = np.empty(len(ids), dtype=np.int64)
         at[by_id] = np.searchsorted(values[order], ids[by_id])  # the ids in order: a walk, not random probes
-        user = position[order[at]]
+        local = order[at]
     else:
-        index = {v: i for v, i in zip(as_list(values), position.tolist())}
-        user = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
-    rows[:, b.user] = user  # the user's position in the users' order: the canonical order's first key
-    rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
+        index = {v: i for i, v in enumerate(as_list(values))}
+        local = np.array([index[v] for p in held for v in as_list(p[0])], dtype=np.int64)
+    rows[:, b.user] = position[local]  # the user's position in the users' order: the canonical order's first key
     assert len(rows) == len(ranks), (len(rows), len(ranks))  # the records counted in the first pass
-    local = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
-    local[sorting_order(ranks)] = np.arange(len(ranks))
-    ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
-    kept = rows[_kept_by_order(ucode, pcode, pair_user, local[None, :], b)[0]]
-    counts += g.counts(kept, user=b.user)
-    aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
-    return counts, aggregates
+    rank = np.empty(len(ranks), dtype=np.int64)  # the ranks' order among these records (what is read)
+    rank[sorting_order(ranks)] = np.arange(len(ranks))
+    key_code = g.codes(rows[:, b.by])
+    canonical = _canonical_in_bucket(rows, local, len(position), key_code, b, g)
+    if canonical is None:  # the general order, and the pairs by float equality
+        rows = rows[canonical_rows(rows, np.arange(len(rows)), b)]
+        ucode, pcode, pair_user = _pairs(rows[:, b.user], rows[:, b.by])
+        kept = rows[_kept_by_order(ucode, pcode, pair_user, rank[None, :], b)[0]]
+        counts += g.counts(kept, user=b.user)
+        aggregates = None if g.part is None else [list(pk) for pk, _, _ in g.part_aggregates(kept, space)]
+        return counts, aggregates
+    rows, key_code, local = rows.take(canonical, axis=0), key_code[canonical], local[canonical]
+    new_user = np.empty(len(rows), dtype=bool)
+    new_user[0] = True
+    np.not_equal(local[1:], local[:-1], out=new_user[1:])
+    new_pair = new_user.copy()
+    new_pair[1:] |= key_code[1:] != key_code[:-1]
+    ucode, pcode = np.cumsum(new_user) - 1, np.cumsum(new_pair) - 1  # _pairs' codes: the records in (user, key) order
+    pair_first = np.flatnonzero(new_pair)
+    kept = _kept_by_order(ucode, pcode, ucode[pair_first], rank[None, :], b)[0]
+    held_pairs = np.zeros(len(pair_first), dtype=bool)
+    held_pairs[pcode[kept]] = True  # a (user, key) counted once: g.counts(kept, user) without its sort
+    counts += np.bincount(key_code[pair_first[held_pairs]], minlength=len(g.keys)).astype(np.int64)
+    if g.part is None:
+        return counts, None
+    at = np.flatnonzero(kept)
+    return counts, [list(pk) for pk, _, _ in g.part_aggregates(rows.take(at, axis=0), space, key_code[at])]
+
+
+def _canonical_in_bucket(
+    rows: np.ndarray, local: np.ndarray, n_users: int, key_code: np.ndarray, b: Any, g: Any
+) -> np.ndarray | None:
+    """:func:`~dpharness.mechanisms.parts.grouping.canonical_rows` of one bucket's records, from what is known
+    of them: each record's user by its index in the users' order (``local``: the order of the user column)
+    and its key by ``key_code`` (:meth:`GroupBy.codes`: the keys' order when the keys increase and every
+    record's key is one of them), then the one other column: its values' order (one sort), then one sort of
+    (user, key, place in that order) packed in one integer. Records tied in all three are equal in every
+    column (interchangeable: any order of them is the canonical order). None where that does not hold
+    (canonical_rows then orders them)."""
+    others = [j for j in range(rows.shape[1]) if j not in (b.user, b.by)]
+    keys = np.array([float(k) for k in g.key_values])
+    if len(others) > 1 or not len(keys) or not np.all(keys[1:] > keys[:-1]) or (key_code < 0).any():
+        return None
+    primary = local * len(keys) + key_code  # (user, key), in their order
+    if not others:
+        return sorting_order(primary)
+    bits = max(len(rows) - 1, 1).bit_length()
+    if n_users * len(keys) >= 2 ** (63 - bits):
+        return None
+    other = rows[:, others[0]]
+    by_value = sorting_order(other + 0.0 if other.dtype.kind == "f" else other)  # -0.0 is 0.0, as sorted_distinct
+    place = np.empty(len(rows), dtype=np.int64)
+    place[by_value] = np.arange(len(rows))
+    packed = primary << bits
+    packed |= place
+    packed.sort()  # distinct: by (user, key), then the other column's value
+    packed &= (1 << bits) - 1
+    return by_value[packed]
 
 
 def _pair_counts(codes: np.ndarray, values: Any, keys: np.ndarray, g: Any, found: Any, n_buckets: int) -> list:
@@ -831,6 +913,11 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     same in every bucket)."""
     from ._records import as_list, merge_distinct, sorted_distinct, sorted_unique
 
+    if any(isinstance(p, _Rows) for p in pieces):
+        decided = _over_of_rows(pieces, b)
+        if decided is not None:
+            return decided
+        pieces = [p.counted() if isinstance(p, _Rows) else p for p in pieces]
     found = None
     if g is None:
         found = merge_distinct([p[4][1] for p in pieces])
@@ -877,6 +964,113 @@ def _over_in_bucket(pieces: list, b: Any, g: Any) -> tuple:
     if values is not None:
         users = values[users] if isinstance(values, np.ndarray) else [values[i] for i in users.tolist()]
     return users, counts, found, records[over]
+
+
+def _raw_users(col: Any) -> np.ndarray | None:
+    """A partition's user column of numbers (a numpy int or float dtype, no NaN) as
+    :func:`~dpharness._records.identities_of` represents its values: float64 when the column is float or
+    every id is a double exactly, else int64; None for any other column (read as identities)."""
+    from ._records import _EXACT
+
+    dtype = getattr(col, "dtype", None)
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "if":
+        return None
+    raw = col.to_numpy() if hasattr(col, "to_numpy") else np.asarray(col)
+    if dtype.kind == "f":
+        ids = raw.astype(np.float64) + 0.0  # -0.0 -> 0.0
+        return None if np.isnan(ids).any() else ids  # a missing id: refused by the identities' path
+    ids = raw.astype(np.int64, copy=False)
+    if len(ids) and -_EXACT <= int(ids.min()) and int(ids.max()) <= _EXACT:
+        return ids.astype(np.float64)  # every id a double exactly (identities_of's sorted values are doubles)
+    return ids
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One partition's records of one bucket's users, as read, for :func:`_over_in_bucket` to count: each
+    record's user id (:func:`_raw_users`), its key's code into the partition's distinct keys, the number
+    of those keys, and ``held`` as :func:`_pair_counts` gives it (the partition's distinct keys, those
+    some record holds). :meth:`counted` is the piece :func:`_pair_counts` makes of the same records."""
+
+    ids: np.ndarray
+    keys: np.ndarray
+    width: int
+    held: tuple
+
+    def counted(self) -> tuple:
+        from ._records import sorted_distinct
+
+        values, codes = sorted_distinct(self.ids)
+        users, runs, pk, pc, _ = _pair_counts(codes, values, self.keys, self.width, self.held[0], 1)[0]
+        return users, runs, pk, pc, self.held
+
+
+def _row_pieces(ids: np.ndarray, key_codes: np.ndarray, keys: Any, n_buckets: int) -> list:
+    """A partition's records split into ``n_buckets`` by the hash of their users (the rule of
+    :func:`_pair_counts`, of each id as read: :func:`~dpharness._records.identity_hash` of the values
+    themselves), uncounted: per bucket a :class:`_Rows`."""
+    from ._records import _used, as_list
+
+    width = len(as_list(keys))
+    held = (keys, _used(key_codes, keys))
+    codes = key_codes.astype(np.min_scalar_type(max(width - 1, 0)))  # sent on: 1 byte for up to 256 keys
+    bucket = _buckets(ids, n_buckets)
+    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
+        bucket = bucket.astype(np.uint16)
+    order = np.argsort(bucket, kind="stable")
+    ends = np.cumsum(np.bincount(bucket, minlength=n_buckets)).tolist()
+    ids, codes = ids[order], codes[order]
+    return [_Rows(ids[a:z], codes[a:z], width, held) for a, z in zip([0, *ends[:-1]], ends)]
+
+
+def _over_of_rows(pieces: list, b: Any) -> tuple | None:
+    """:func:`_over_in_bucket` of pieces that are all :class:`_Rows` whose ids (those of pieces holding
+    records) have one dtype, from one sort of the bucket's records by user and one of its (user, key)
+    pairs; None for any other pieces (counted as :func:`_pair_counts` would, then decided as such)."""
+    from ._records import as_list, merge_distinct, sorted_with_order
+
+    if not all(isinstance(p, _Rows) for p in pieces):
+        return None
+    held = [p for p in pieces if len(p.ids)]
+    if len({p.ids.dtype for p in held}) > 1:
+        return None
+    found = merge_distinct([p.held[1] for p in pieces])
+    where = {v: i for i, v in enumerate(as_list(found))}
+    n_keys = len(found)
+    counts = np.zeros(n_keys, dtype=np.int64)
+    if not held:
+        return pieces[0].ids[:0], counts, found, np.zeros(0, dtype=np.int64)
+    small = np.min_scalar_type(-max(n_keys, 1))  # a signed type holding -1 and every key's position
+    k = np.concatenate(
+        [np.array([where.get(v, -1) for v in as_list(p.held[0])], dtype=small)[p.keys] for p in held]
+    )  # each record's key by its position among the keys found
+    ids, order = sorted_with_order(np.concatenate([p.ids for p in held]))
+    k = k[order]
+    new = np.empty(len(ids), dtype=bool)
+    new[0] = True
+    np.not_equal(ids[1:], ids[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    users = ids[starts]
+    records = np.diff(np.append(starts, len(ids)))
+    width = max(n_keys, 1)
+    pair = np.cumsum(new) - 1  # each record's user, by the users' order
+    pair *= width
+    pair += k  # (int64)
+    pair.sort()  # by user, then key
+    first = np.empty(len(pair), dtype=bool)
+    first[0] = True
+    np.not_equal(pair[1:], pair[:-1], out=first[1:])
+    pair_starts = np.flatnonzero(first)
+    pu, pk = np.divmod(pair[pair_starts], width)
+    over = records > b.max_records
+    if b.max_per_partition < b.max_records or b.max_partitions is not None:
+        # (at most k records each, a user's pair holds at most k <= m: over only by its records otherwise)
+        pc = np.diff(np.append(pair_starts, len(pair)))
+        over |= np.bincount(pu[pc > b.max_per_partition], minlength=len(users)) > 0
+    if b.max_partitions is not None:
+        over |= np.bincount(pu, minlength=len(users)) > b.max_partitions
+    counts += np.bincount(pk[~over[pu]], minlength=n_keys).astype(np.int64)
+    return users[over], counts, found, records[over]
 
 
 def _pairs_summed(u: np.ndarray, k: np.ndarray, c: np.ndarray, n_users: int, width: int) -> tuple:

@@ -409,7 +409,8 @@ class GroupBy(Measurement):
     def codes(self, col: np.ndarray) -> np.ndarray:
         """Each value's position in ``keys`` (−1 when it is none of them), by float equality as
         ``col == float(k)`` (so −0.0 is the key 0). Integer keys spanning at most ``2**16``: a table
-        look-up; others: a binary search in the sorted keys."""
+        look-up; distinct keys about evenly spaced (stand-ins): a guess by arithmetic, checked by equality;
+        others: a binary search in the sorted keys."""
         col = np.asarray(col, dtype=float)
         keys = np.array([float(k) for k in self.key_values])
         low, high = float(keys.min()), float(keys.max())
@@ -431,7 +432,32 @@ class GroupBy(Measurement):
             return codes
         order = np.argsort(keys)
         ordered = keys[order]
-        at = np.minimum(np.searchsorted(ordered, col), len(keys) - 1)
+        step = (ordered[-1] - ordered[0]) / max(len(keys) - 1, 1)
+        if len(col) > 4096 and len(keys) > 2 and np.isfinite(step) and step > 0 and np.all(ordered[1:] > ordered[:-1]):
+            spread = np.abs(ordered - (ordered[0] + step * np.arange(len(keys)))).max()
+        else:
+            spread = np.inf
+        if spread < step / 4:
+            # distinct keys about evenly spaced (the stand-ins of keys found in the data): each value's key
+            # guessed by arithmetic and kept only where it equals the value (one key equals it at most);
+            # the values guessed wrong, and those that are no key, by the search below
+            with np.errstate(invalid="ignore", over="ignore"):
+                guess = np.rint((col - ordered[0]) / step)
+            guess[~(guess >= 0)] = 0  # NaN too
+            np.minimum(guess, len(keys) - 1, out=guess)
+            at = guess.astype(np.intp)
+            hit = ordered[at] == col
+            codes = np.where(hit, order[at], -1)
+            miss = np.flatnonzero(~hit)
+            if len(miss):
+                codes[miss] = self._searched(col[miss], order, ordered)
+            return codes
+        return self._searched(col, order, ordered)
+
+    @staticmethod
+    def _searched(col: np.ndarray, order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+        """:meth:`codes` by a binary search in the sorted keys ``ordered`` (``order``: their positions)."""
+        at = np.minimum(np.searchsorted(ordered, col), len(ordered) - 1)
         return np.where(ordered[at] == col, order[at], -1)
 
     def counts(
@@ -982,8 +1008,13 @@ _DIGITS_LIMIT = 2**63  # canonical_rows' integer keys stay below it (int64)
 
 def random_orders(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """(size, n): a uniformly random order of ``0..n-1`` per release, the bounding's generator call (the
-    streamed release of a Dask frame makes the same call: :func:`dpharness._release._drawn_order`)."""
-    return rng.permuted(np.tile(np.arange(n, dtype=np.int64), (size, 1)), axis=1)
+    streamed release of a Dask frame makes the same call: :func:`dpharness._release._drawn_order`). The
+    rows shuffled in place (``out``: the same draws, with no copy of 10^7 positions; one release's row is
+    ``arange`` itself, not a tiled copy)."""
+    orders = (
+        np.arange(n, dtype=np.int64).reshape(1, n) if size == 1 else np.tile(np.arange(n, dtype=np.int64), (size, 1))
+    )
+    return rng.permuted(orders, axis=1, out=orders)
 
 
 def _kept_draws(arr: np.ndarray, rows: np.ndarray, b: Any, size: int, rng: np.random.Generator):
