@@ -77,11 +77,15 @@ def _positive_int(text: str) -> int:
 
 
 def _samples(text: str) -> int:
-    """A number of samples a side: :func:`_positive_int`, at most the audit's cap (2**50), refused here for
-    every command (each audit would refuse it: a gate of errors, not a usage error)."""
-    from ._validate import MAX_SAMPLES
+    """A number of samples a side: :func:`_positive_int`, within the audit's range (20 to 2**50), refused here
+    for every command (each audit would refuse it: a gate of errors, not a usage error)."""
+    from ._validate import MAX_SAMPLES, MIN_SAMPLES
 
     value = _positive_int(text)
+    if value < MIN_SAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is fewer than {MIN_SAMPLES} samples a side, the fewest an audit certifies on; pass more"
+        )
     if value > MAX_SAMPLES:
         raise argparse.ArgumentTypeError(f"{text!r} is more than {MAX_SAMPLES} (2**50) samples a side; pass fewer")
     return value

@@ -128,6 +128,10 @@ def test_input_errors_exit_2_with_a_fix(fakes, capsys, argv, needle):
         [],
         ["frobnicate"],
         ["audit", "fake_coin", "--samples", "0"],
+        # fewer than an audit certifies on: a usage error, not a gate (or report) of errored checks
+        ["gate", "fake_coin", "--samples", "5"],
+        ["audit", "fake_coin", "--samples", "19"],
+        ["report", "fake_coin", "--samples", "5"],
         ["audit", "fake_coin", "--seed", "x"],
         ["prove"],
         ["prove", "fake_coin", "--claim-epsilon", "big"],
