@@ -1367,7 +1367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "json"):
         args.json = False
-    from .errors import MechanismError, ParameterError, UnsupportedError
+    from .errors import AuditBudgetTooSmall, AuditTimeLimit, MechanismError, ParameterError, UnsupportedError
 
     if argv is None and args.command in ("audit", "gate", "report"):
         from ._run import limit_memory
@@ -1395,6 +1395,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except MechanismError as exc:
         _err(f"the mechanism failed: {exc}")
+        return EXIT_FAIL
+    except AuditBudgetTooSmall as exc:  # --time-budget fits not even the minimum certification: the input
+        _err(str(exc))
+        return EXIT_USAGE
+    except AuditTimeLimit as exc:  # not decided (the gate's TIMEOUT): one line, not a traceback
+        _err(f"not decided: {exc}")
         return EXIT_FAIL
     except MemoryError:
         _err("ran out of memory; " + _MEMORY_ADVICE.get(args.command, "retry with less other work running."))
