@@ -232,7 +232,7 @@ def _settings(
         raise ParameterError(
             f"mechanism={mechanism!r:.60} is not callable; pass a catalog Mechanism or fn(data, size, rng)."
         )
-    samples = _v.integer("samples", samples, minimum=20, maximum=_v.MAX_SAMPLES)
+    samples = _v.integer("samples", samples, minimum=_v.MIN_SAMPLES, maximum=_v.MAX_SAMPLES)
     seed = _v.integer("seed", seed, minimum=0)
     confidence = float(_v.probability("confidence", confidence, open_left=True, open_right=True))
     max_events = _v.integer("max_events", max_events, minimum=1, maximum=10_000)

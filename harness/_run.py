@@ -36,10 +36,35 @@ def parse_number(name: str, text: str) -> int | Fraction | float:
             pass
     else:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             pass
+        else:
+            _refuse_out_of_range(name, text, value)
+            return value
     raise ParameterError(f"{name}={text!r} is not a number; pass an int (3), a fraction (1/2) or a float (0.9).")
+
+
+def _refuse_out_of_range(name: str, text: str, value: float) -> None:
+    """Refuse a finite decimal that the doubles cannot hold: ``1e-400`` reads as 0.0 and ``1e400`` as inf
+    (never silently; ``inf`` and ``nan`` written as such are left to the parameter's own checks)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        written = Decimal(text)
+    except InvalidOperation:
+        return
+    if not written.is_finite():
+        return
+    if value == 0 and written != 0:
+        raise ParameterError(
+            f"{name}={text!r} is below the smallest double and would read as 0.0; pass it as a fraction "
+            "a/b (read exactly) or a larger value."
+        )
+    if math.isinf(value):
+        raise ParameterError(
+            f"{name}={text!r} is beyond the largest double (about 1.8e308) and would read as inf; pass a smaller value."
+        )
 
 
 def parse_value(key: str, text: str, current: Any) -> Any:

@@ -65,6 +65,7 @@ def probability(name: str, value: Any, *, open_left: bool = False, open_right: b
 
 
 MAX_SAMPLES = 2**50  # samples a side an audit takes at most: counts stay exact in the doubles its statistics use
+MIN_SAMPLES = 20  # samples a side an audit takes at least (fewer leave its certification no samples)
 
 
 def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -77,11 +77,15 @@ def _positive_int(text: str) -> int:
 
 
 def _samples(text: str) -> int:
-    """A number of samples a side: :func:`_positive_int`, at most the audit's cap (2**50), refused here for
-    every command (each audit would refuse it: a gate of errors, not a usage error)."""
-    from ._validate import MAX_SAMPLES
+    """A number of samples a side: :func:`_positive_int`, within the audit's range (20 to 2**50), refused here
+    for every command (each audit would refuse it: a gate of errors, not a usage error)."""
+    from ._validate import MAX_SAMPLES, MIN_SAMPLES
 
     value = _positive_int(text)
+    if value < MIN_SAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is fewer than {MIN_SAMPLES} samples a side, the fewest an audit certifies on; pass more"
+        )
     if value > MAX_SAMPLES:
         raise argparse.ArgumentTypeError(f"{text!r} is more than {MAX_SAMPLES} (2**50) samples a side; pass fewer")
     return value
@@ -1363,7 +1367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "json"):
         args.json = False
-    from .errors import MechanismError, ParameterError, UnsupportedError
+    from .errors import AuditBudgetTooSmall, AuditTimeLimit, MechanismError, ParameterError, UnsupportedError
 
     if argv is None and args.command in ("audit", "gate", "report"):
         from ._run import limit_memory
@@ -1391,6 +1395,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except MechanismError as exc:
         _err(f"the mechanism failed: {exc}")
+        return EXIT_FAIL
+    except AuditBudgetTooSmall as exc:  # --time-budget fits not even the minimum certification: the input
+        _err(str(exc))
+        return EXIT_USAGE
+    except AuditTimeLimit as exc:  # not decided (the gate's TIMEOUT): one line, not a traceback
+        _err(f"not decided: {exc}")
         return EXIT_FAIL
     except MemoryError:
         _err("ran out of memory; " + _MEMORY_ADVICE.get(args.command, "retry with less other work running."))

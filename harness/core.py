@@ -470,7 +470,10 @@ class InputSpec:
     shape: str
     dim: int | None = None
     size: int | None = None
-    any_data: bool = False  # run on any data set of the domain (a declared mechanism): see refuse_wide_integers
+    # run on any data set of the domain (a declared mechanism, or a catalog mechanism, as opposed to a registered
+    # callable audited on the pair its user fixes): 64-bit integer inputs are then refused by dtype where the domain
+    # reaches beyond 2**53, never by value (see Domain.refuse_wide_integers)
+    any_data: bool = False
 
     def __post_init__(self) -> None:
         _v.choice("shape", self.shape, ("record", "dataset", "vector"))

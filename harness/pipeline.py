@@ -1145,7 +1145,7 @@ def check(
     from .core import Mechanism
     from .errors import ParameterError
 
-    v.integer("samples", samples, minimum=1, maximum=v.MAX_SAMPLES)
+    v.integer("samples", samples, minimum=v.MIN_SAMPLES, maximum=v.MAX_SAMPLES)
     v.integer("seed", seed, minimum=0)
     if timeout is not None:
         v.positive("timeout", timeout)

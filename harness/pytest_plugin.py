@@ -45,8 +45,13 @@ def _samples(config: pytest.Config) -> int:
     value = config.getoption("--dp-samples", default=None)
     if value is None:
         return DEFAULT_SAMPLES
-    if value < 1:
-        raise pytest.UsageError(f"--dp-samples={value} must be >= 1; pass a positive number of samples per side.")
+    from ._validate import MAX_SAMPLES, MIN_SAMPLES  # no sympy, z3: cheap to import
+
+    if not MIN_SAMPLES <= value <= MAX_SAMPLES:
+        raise pytest.UsageError(
+            f"--dp-samples={value} must lie in [{MIN_SAMPLES}, 2**50], the samples per side an audit takes; "
+            "pass a number in that range."
+        )
     return value
 
 

@@ -331,7 +331,7 @@ def register(
     if samples is not None:
         from . import _validate as v
 
-        v.integer("samples", samples, minimum=1, maximum=v.MAX_SAMPLES)
+        v.integer("samples", samples, minimum=v.MIN_SAMPLES, maximum=v.MAX_SAMPLES)  # the audit's range, refused here
     if timeout is not None:
         from . import _validate as v
 

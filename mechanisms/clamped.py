@@ -244,7 +244,7 @@ class ClampedSumUnclamped(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), self.relation, "dataset")
+        return InputSpec(RealInterval(), self.relation, "dataset", any_data=True)
 
     def _centre(self, data) -> np.ndarray:
         units = to_units("data", np.asarray(data, dtype=float), self.granularity)  # the bug: no clamp

@@ -71,7 +71,9 @@ class ExponentialMechanism(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "linf"), "vector", dim=self.n_candidates)
+        return InputSpec(
+            RealInterval(), BoundedChange(self.sensitivity, "linf"), "vector", dim=self.n_candidates, any_data=True
+        )
 
     def _sample(self, data: Any, size: int, rng: np.random.Generator) -> np.ndarray:
         from ._exact import categorical_exp, exact_rational

@@ -144,7 +144,9 @@ class _NoisyMaxBase(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "linf"), "vector", dim=self.n_candidates)
+        return InputSpec(
+            RealInterval(), BoundedChange(self.sensitivity, "linf"), "vector", dim=self.n_candidates, any_data=True
+        )
 
     def _noisy(self, data: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         b = float(self.scale)

@@ -127,7 +127,7 @@ class Snapping(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), BoundedChange(1, "l1"), "vector", dim=1)
+        return InputSpec(RealInterval(), BoundedChange(1, "l1"), "vector", dim=1, any_data=True)
 
     def example_pair(self) -> tuple[Any, Any]:
         """0 vs 1."""

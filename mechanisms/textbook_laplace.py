@@ -61,7 +61,7 @@ class TextbookLaplace(Mechanism):
 
     @property
     def input_spec(self) -> InputSpec:
-        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l1"), "vector", dim=self.dim)
+        return InputSpec(RealInterval(), BoundedChange(self.sensitivity, "l1"), "vector", dim=self.dim, any_data=True)
 
     def example_pair(self) -> tuple[Any, Any]:
         """0 vs sensitivity in the first coordinate."""

@@ -82,6 +82,17 @@ def test_cli_audit_time_budget_states_the_samples_it_used(capsys):
     assert f"time budget 3 s: {payload['samples']} samples a side" in payload["method"]
 
 
+def test_cli_audit_budget_too_small_is_a_usage_error_not_a_traceback(capsys):
+    """A --time-budget that fits not even the minimum certification is the caller's input: one line on
+    stderr naming time_budget, exit 2 (it raised AuditBudgetTooSmall through main: a traceback, exit 1)."""
+    from dpharness.cli import main
+
+    code = main(["audit", "randomized_response", "--time-budget", "0.001", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "time_budget=0.001" in err and "Traceback" not in err
+
+
 @pytest.mark.statistical
 def test_pairs_are_ranked_on_a_screen_and_one_is_trained_in_full_and_certified():
     """1.2·10^6 samples a side over four searched pairs of x + Laplace(1) (every pair's ε is 1 for the

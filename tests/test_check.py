@@ -180,6 +180,7 @@ def test_longest_first_orders_by_known_durations():
         (("no_such_mechanism",), {}, "dpharness list"),
         ((42,), {}, "mechanism_or_name=42"),
         (("fake_coin",), {"samples": 0}, "samples=0"),
+        (("fake_coin",), {"samples": 19}, "samples=19 must be >= 20"),  # the audit's least, refused up front
         (("fake_coin",), {"seed": -1}, "seed=-1"),
         (("fake_coin",), {"timeout": 0}, "timeout=0"),
     ],

@@ -88,6 +88,20 @@ def test_set_parses_int_fraction_float_and_strings(fakes, capsys):
     assert m.claim == dpharness.PureDP(1)
 
 
+@pytest.mark.parametrize(
+    "text, match",
+    [("1e-400", "below the smallest double and would read as 0.0"), ("1e400", "beyond the largest double")],
+)
+def test_set_refuses_a_decimal_the_doubles_cannot_hold(fakes, capsys, text, match):
+    """``--set log_odds=1e-400`` read as 0.0 and ``1e400`` as inf, silently (a p_truth of 1e-400 was proved
+    as p_truth = 0): refused, exit 2, naming the key; 1/10**k written as a fraction stays exact."""
+    code, _, err = run(capsys, "prove", "fake_coin", "--set", f"log_odds={text}")
+    assert code == 2 and f"log_odds='{text}'" in err and match in err
+    from dpharness._run import build_mechanism
+
+    assert build_mechanism("fake_coin", ["log_odds=1/" + "1" + "0" * 400]).log_odds == Fraction(1, 10**400)
+
+
 def test_claim_overrides(fakes, capsys):
     code, out, _ = run(capsys, "--json", "prove", "fake_coin", "--set", "log_odds=2", "--claim-epsilon", "2")
     assert code == 0 and json.loads(out)["claim"] == "ε = 2 (pure DP)"
@@ -128,6 +142,10 @@ def test_input_errors_exit_2_with_a_fix(fakes, capsys, argv, needle):
         [],
         ["frobnicate"],
         ["audit", "fake_coin", "--samples", "0"],
+        # fewer than an audit certifies on: a usage error, not a gate (or report) of errored checks
+        ["gate", "fake_coin", "--samples", "5"],
+        ["audit", "fake_coin", "--samples", "19"],
+        ["report", "fake_coin", "--samples", "5"],
         ["audit", "fake_coin", "--seed", "x"],
         ["prove"],
         ["prove", "fake_coin", "--claim-epsilon", "big"],

@@ -292,6 +292,36 @@ BAD_DATA = [
 ]
 
 
+def _unbounded_real_builtins():
+    """Every built-in whose records (or query answers) are unbounded reals and whose input is a data set
+    or a vector: the ones that must refuse a 64-bit integer input by dtype."""
+    out = []
+    for name in sorted(catalog()):
+        m = catalog()[name]
+        m = m() if isinstance(m, type) else m
+        spec = m.input_spec
+        if spec.shape != "record" and getattr(spec.domain, "_wide", lambda: False)():
+            out.append(m)
+    return out
+
+
+@pytest.mark.parametrize("mech", _unbounded_real_builtins(), ids=lambda m: m.name)
+def test_wide_domain_refuses_int64_by_dtype_not_by_value(mech):
+    """A built-in on unbounded reals refuses a 64-bit integer input whatever its values: a refusal by value
+    (an entry beyond 2**53) released on u = [2**53, 0, ...] and raised on its neighbour u' = [2**53 + 1, 0,
+    ...] (exponential, report_noisy_max, snapping): the raise told the two apart with certainty."""
+    rng = np.random.default_rng(0)
+    spec = mech.input_spec
+    n = spec.dim if spec.shape == "vector" and spec.dim is not None else 1
+    small = np.zeros(n, dtype=np.int64)
+    wide = small.copy()
+    wide[0] = 2**53 + 1
+    for data in (small, wide):
+        with pytest.raises(ParameterError, match="dtype int64"):
+            mech.sample(data, 2, rng)
+    mech.sample(small.astype(float), 2, rng)  # the same values as doubles are released
+
+
 @pytest.mark.parametrize("mech,data,match", BAD_DATA, ids=[f"{m.name}-{i}" for i, (m, _, _) in enumerate(BAD_DATA)])
 def test_bad_data_raises_in_sample_and_law(mech, data, match):
     rng = np.random.default_rng(0)

@@ -112,6 +112,9 @@ def test_bad_options_are_usage_errors(inner):
     result.stderr.fnmatch_lines(["*--dp-seed=-3 must be >= 0*"])
     result = inner.runpytest_subprocess("--dp-samples=0", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = inner.runpytest_subprocess("--dp-samples=5", "-p", "no:cacheprovider")  # below an audit's 20
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--dp-samples=5 must lie in [[]20, 2**50]*"])
 
 
 def test_statistical_marker_is_registered(inner):

@@ -98,6 +98,10 @@ def test_the_gate_audits_a_function_as_dpharness_audit_does(names, capsys):
             r"shape='table'",
         ),
         (dict(name="f", data=[1, 2, 3], neighbor=[1], relation=AddRemove(), claim=PureDP(1)), r"not neighbours"),
+        (  # fewer samples than an audit takes: refused here, not a gate line that errors
+            dict(name="f", data=[1, 2], neighbor=[1], relation=AddRemove(), claim=PureDP(1), samples=19),
+            r"^samples=19 must be >= 20",
+        ),
         (
             dict(
                 name="f", data=[1, 2], neighbor=[1, 3], relation=Substitute(), claim=ApproxDP(1, 1e-6), shape="dataset"
