@@ -53,7 +53,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._validate import not_extended, not_masked
+from ._validate import beyond_doubles, not_extended, not_masked
 from .errors import ParameterError
 
 _EXACT = 2**53  # integers of at most this magnitude are doubles exactly
@@ -269,15 +269,9 @@ def _kind(col: Any) -> str:
     return kind
 
 
-def wide(lo: Any, hi: Any) -> bool:
-    """Whether a real column's bounds hold numbers beyond 2**53 in magnitude (where not every integer is a
-    double): its integers are then refused by dtype (:func:`numbers_of`)."""
-    return any(abs(x) > _EXACT for x in (lo, hi))
-
-
 def numbers_of(col: Any, column: str, name: str, integer: bool = False, beyond: bool = False) -> np.ndarray:
     """A number column as float64 (int64 for ``integer`` records), exactly, or refused by dtype. ``beyond``:
-    the column's domain holds reals beyond 2**53 in magnitude (:func:`wide`), where a 64-bit integer or an
+    the column's domain holds reals beyond 2**53 in magnitude (:func:`~dpharness._validate.beyond_doubles`), where a 64-bit integer or an
     object column could hold an integer no double holds: such dtypes are refused whatever the values (a
     refusal of the one record would make one neighbour's release raise)."""
     dtype = _dtype(col)
@@ -850,7 +844,7 @@ class Reader:
             codes, values = identities_of(col, column, name, labels=True)
             lookup = np.array([positions.get(v, drop) for v in values], dtype=float)
             return lookup[codes] if n else np.zeros(0)
-        return numbers_of(col, column, name, self.integer, wide(self.lo[j], self.hi[j]))
+        return numbers_of(col, column, name, self.integer, beyond_doubles(self.lo[j], self.hi[j]))
 
     def _check_width(self, cols: list, name: str) -> None:
         if len(cols) != self.width:

@@ -580,7 +580,7 @@ def _dask_bounded(
     def aggregated(arr: np.ndarray, found: dict, rows: np.ndarray) -> list | None:
         """The partition's records checked against the domain, and the exact per-key aggregates of all but
         ``rows`` (the records of the users over a bound)."""
-        if len(arr) and not _inside_box(m.records, arr):
+        if len(arr):
             m.records.validate("data", arr)  # the domain, partition by partition (never the values in a message)
         keep = np.ones(len(arr), dtype=bool)
         keep[rows] = False
@@ -631,19 +631,6 @@ def _dask_bounded(
     return m, B.flatten(out).reshape(1, -1), names
 
 
-def _inside_box(domain: Any, arr: np.ndarray) -> bool:
-    """Whether every record of ``arr`` (float64 rows) is in ``domain`` when it is a RealBox with finite
-    bounds, from the least and the greatest value (a NaN makes them NaN, an infinity passes no finite
-    bound): then ``domain.validate`` passes; False when not known (validate then decides)."""
-    from .core import RealBox
-
-    if type(domain) is not RealBox or arr.dtype != np.float64 or arr.ndim != 2 or arr.shape[1] != domain.dim:
-        return False
-    if not (np.isfinite(float(domain.lo)) and np.isfinite(float(domain.hi))):
-        return False
-    return bool(arr.min() >= domain.lo and arr.max() <= domain.hi)  # one bound for every column, as contains
-
-
 def _by_bucket(codes: np.ndarray, values: Any, rows: np.ndarray, n_buckets: int) -> list:
     """Records of users over a bound (``codes`` into the partition's user ``values``), split into the users'
     buckets (the hash of :func:`_pair_counts`): per bucket ``(each record's user identity, the records)``."""
@@ -660,13 +647,20 @@ def _rows_by_bucket(ids: np.ndarray, arr: np.ndarray, rows: np.ndarray, n_bucket
     """:func:`_by_bucket` of the records ``arr[rows]`` of users over a bound given by their ids (``ids``, in
     ``over``'s representation: the buckets compare them with it), each hashed as itself (the hash of its
     identity): per bucket ``(the records' ids, the records)``, in the partition's order."""
+    order, slices = _bucket_slices(ids, n_buckets)
+    ids, records = ids[order], arr.take(rows[order], axis=0)
+    return [(ids[at], records[at]) for at in slices]
+
+
+def _bucket_slices(ids: np.ndarray, n_buckets: int) -> tuple[np.ndarray, list]:
+    """The order that puts ``ids`` bucket by bucket (:func:`_buckets`; within a bucket in their order here)
+    and each bucket's slice of it."""
     bucket = _buckets(ids, n_buckets)
     if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
         bucket = bucket.astype(np.uint16)
     order = np.argsort(bucket, kind="stable")
     ends = np.cumsum(np.bincount(bucket, minlength=n_buckets)).tolist()
-    ids, records = ids[order], arr.take(rows[order], axis=0)
-    return [(ids[a:z], records[a:z]) for a, z in zip([0, *ends[:-1]], ends)]
+    return order, [slice(a, z) for a, z in zip([0, *ends[:-1]], ends)]
 
 
 def _buckets(values: Any, n_buckets: int) -> np.ndarray:
@@ -1014,13 +1008,9 @@ def _row_pieces(ids: np.ndarray, key_codes: np.ndarray, keys: Any, n_buckets: in
     width = len(as_list(keys))
     held = (keys, _used(key_codes, keys))
     codes = key_codes.astype(np.min_scalar_type(max(width - 1, 0)))  # sent on: 1 byte for up to 256 keys
-    bucket = _buckets(ids, n_buckets)
-    if n_buckets <= 2**16:  # a stable sort of 16-bit integers is a radix sort
-        bucket = bucket.astype(np.uint16)
-    order = np.argsort(bucket, kind="stable")
-    ends = np.cumsum(np.bincount(bucket, minlength=n_buckets)).tolist()
+    order, slices = _bucket_slices(ids, n_buckets)
     ids, codes = ids[order], codes[order]
-    return [_Rows(ids[a:z], codes[a:z], width, held) for a, z in zip([0, *ends[:-1]], ends)]
+    return [_Rows(ids[at], codes[at], width, held) for at in slices]
 
 
 def _over_of_rows(pieces: list, b: Any) -> tuple | None:

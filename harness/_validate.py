@@ -114,6 +114,12 @@ def labels(name: str, values: Any) -> None:
             raise ParameterError(f"{name} holds NaN; pass keys that equal themselves.")
 
 
+def beyond_doubles(*bounds: Any) -> bool:
+    """Whether a domain's bound lies beyond 2**53 in magnitude (an infinity included), where not every
+    integer is a double: 64-bit integer inputs on such a domain are refused by their dtype, never by value."""
+    return any(abs(b) > 2**53 for b in bounds)
+
+
 def not_extended(name: str, values: Any, column: str | None = None) -> None:
     """``values`` (an array, a column) does not hold floats wider than a double (``numpy.longdouble``,
     float128): refused by dtype, since reading them as the doubles the code computes with would round them

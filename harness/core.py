@@ -203,6 +203,8 @@ class Domain(abc.ABC):
                     "records (doubles) cannot hold exactly; recode them (e.g. as ranks), or pass user ids "
                     "through dpharness.release, which reads the user column as an identity."
                 )
+        if self._inside_by_extremes(arr):  # every entry finite and in the domain: the checks below pass
+            return arr
         if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
             raise ParameterError(f"{name} has NaN or infinite entries; pass finite values in {self.describe()}.")
         inside = self.contains(arr)
@@ -214,6 +216,12 @@ class Domain(abc.ABC):
                 "clamp or filter the data before calling, or widen the mechanism's bounds."
             )
         return arr
+
+    def _inside_by_extremes(self, arr: np.ndarray) -> bool:
+        """Whether every entry of ``arr`` is known to be finite and in the domain from its least and greatest
+        entry alone (two reductions, no temporary per entry); False when not known (:meth:`validate` then
+        checks entry by entry). Only a box whose :meth:`contains` is RealBox's own answers here."""
+        return False
 
     def check_dtype(self, name: str, arr: np.ndarray) -> np.ndarray:
         """The checks of :meth:`validate` that read the array's dtype only (made on an empty data set too, so
@@ -230,22 +238,14 @@ class Domain(abc.ABC):
         all), whatever its values: for a mechanism run on any data set of the domain, refusing only the arrays
         that hold such an integer would make a release raise on the data set with one such record (inside the
         domain) and not on its neighbour."""
-        if arr.dtype.kind in "iu" and arr.dtype.itemsize >= 8 and not isinstance(self, IntegerRange) and self._wide():
+        wide = _v.beyond_doubles(getattr(self, "lo", 0), getattr(self, "hi", 0))
+        if arr.dtype.kind in "iu" and arr.dtype.itemsize >= 8 and not isinstance(self, IntegerRange) and wide:
             raise ParameterError(
                 f"{name} has dtype {arr.dtype} and the domain {self.describe()} holds integers beyond 2**53, which "
                 "the mechanism's real-valued records (doubles) cannot hold exactly; pass floats "
                 "(np.asarray(data, dtype=float) rounds them: only if that is what you mean) or declare bounds "
                 "within ±2**53."
             )
-
-    def _wide(self) -> bool:
-        """Whether the domain holds numbers beyond 2**53 in magnitude (where not every integer is a double)."""
-        for end in (getattr(self, "lo", 0), getattr(self, "hi", 0)):
-            if isinstance(end, float) and not math.isfinite(end):
-                return True
-            if abs(Fraction(end)) > 2**53:
-                return True
-        return False
 
 
 @dataclass(frozen=True)
@@ -343,6 +343,15 @@ class RealBox(Domain):
         if arr.ndim == 0 or arr.shape[-1] != self.dim:
             return np.zeros(arr.shape[:-1] if arr.ndim else (), bool)
         return np.all(np.isfinite(arr) & (arr >= self.lo) & (arr <= self.hi), axis=-1)
+
+    def _inside_by_extremes(self, arr: np.ndarray) -> bool:
+        # finite bounds: a NaN makes the extremes NaN and an infinity passes neither bound, so both comparisons
+        # hold exactly when contains holds for every row
+        if type(self).contains is not RealBox.contains or arr.dtype.kind != "f" or not arr.size:
+            return False
+        if not (abs(self.lo) < math.inf and abs(self.hi) < math.inf):  # exact for ints and Fractions of any size
+            return False
+        return float(arr.min()) >= self.lo and float(arr.max()) <= self.hi  # Python's exact mixed comparisons
 
     def extremes(self) -> list:
         return [np.full(self.dim, self.lo), np.full(self.dim, self.hi)]
